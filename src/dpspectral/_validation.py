@@ -1,0 +1,69 @@
+"""Parameter validation shared by the functions and estimators (messages name the parameter)."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+__all__ = ["as_generator", "check_choice", "check_n_components", "check_share"]
+
+
+def check_choice(value: Any, name: str, allowed: Collection[str], owner: str) -> str:
+    """``value`` must be one of ``allowed`` (strings)."""
+    if not isinstance(value, str) or value not in allowed:
+        opts = ", ".join(repr(a) for a in allowed)
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be one of {opts}. Got {value!r} instead."
+        )
+    return value
+
+
+def check_n_components(k: Any, n_features: int, owner: str, name: str = "n_components") -> int:
+    """An integer in [1, n_features]."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(
+            f"The '{name}' parameter of {owner} must be an int in [1, {n_features}]. Got {k!r} "
+            "instead."
+        )
+    if not 1 <= int(k) <= n_features:
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be an int in [1, n_features={n_features}]. "
+            f"Got {k!r} instead."
+        )
+    return int(k)
+
+
+def check_share(value: Any, name: str, owner: str) -> float:
+    """A budget share in (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead."
+        )
+    return float(value)
+
+
+def as_generator(random_state: Any) -> np.random.Generator:
+    """A ``np.random.Generator`` from None, an int, a SeedSequence or a Generator.
+
+    The global NumPy state is never used. A Generator passed in is used (and advanced) as is.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(
+                f"The 'random_state' parameter must be a non-negative int. Got {random_state!r}."
+            )
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        # Legacy generator: derive a Generator from it (deterministic given its state).
+        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
+    raise TypeError(
+        "The 'random_state' parameter must be None, an int, a numpy SeedSequence or Generator. "
+        f"Got {random_state!r} instead."
+    )

@@ -1,0 +1,285 @@
+"""scikit-learn estimators over the registry."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import check_choice, check_n_components
+from .moments import is_dask_array, n_features_of
+from .privacy.accounting import Accountant, PrivacyReport
+from .privacy.budget import PrivacyBudget, as_relation
+from .privacy.clipping import check_row_norm
+from .registry import get_method
+
+__all__ = ["DPPCA"]
+
+
+def _is_array_like_for_sklearn(X: Any) -> bool:
+    """In-memory data that sklearn's validation may convert (not a memmap, Dask array or stream)."""
+    if isinstance(X, np.memmap) or is_dask_array(X):
+        return False
+    return hasattr(X, "shape") or hasattr(X, "__array__") or (
+        isinstance(X, (list, tuple)) and not (X and hasattr(X[0], "ndim") and X[0].ndim == 2)
+    )
+
+
+class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private principal component analysis.
+
+    A scikit-learn transformer whose ``fit`` runs one registered private algorithm
+    (``dpspectral.methods()``) and stores only released quantities.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Number of components k; None keeps all ``n_features``.
+    epsilon : float
+        Privacy parameter in (0, inf). Required (no default is read from anywhere).
+    delta : float
+        In [0, 1); must be > 0 for the Gaussian mechanisms. Required.
+    row_norm : float
+        Public bound on each row's Euclidean norm (after centring). Rows above it are clipped per
+        row (``x * min(1, row_norm / ||x||)``), or rejected with ``on_norm_violation="raise"``.
+        Required: it must be chosen without looking at the data.
+    method : str, default="analyze_gauss"
+        A name from ``dpspectral.methods()``.
+    relation : {"replace_one", "add_remove"}, default="replace_one"
+        The neighbouring relation protected.
+    calibration : {"tight", "paper"}, default="tight"
+        Sound accountant-calibrated noise, or the paper's own formula (flagged when uncertified).
+    centering : None, array of shape (n_features,), or "private", default=None
+        None: PCA of the second-moment matrix (as the papers do). An array: a public centre.
+        ``"private"``: a DP mean, spending ``mean_share`` of the budget.
+    mean_share : float, default=0.1
+        Share of the Gaussian budget spent on the private mean (``centering="private"``).
+    accountant : Accountant or None, default=None
+        A shared ledger with a ceiling; fits are refused before any noise is drawn when it would be
+        exceeded. Shared by reference across ``clone`` (so ``GridSearchCV`` spends against it).
+    random_state : None, int, SeedSequence or Generator, default=None
+    copy : bool, default=True
+        The caller's array is never modified; with ``copy=False`` only row blocks are copied.
+    on_norm_violation : {"clip", "raise"}, default="clip"
+    method_params : dict or None, default=None
+        Extra keyword arguments of the chosen method (see its docstring).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Released principal axes, by decreasing released eigenvalue.
+    explained_variance_ : ndarray of shape (n_components,)
+        Released eigenvalues divided by n (public under replace-one) or by a released noisy count
+        (add/remove); ``n - 1`` when centred. Clamped at 0.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        Released eigenvalues over the trace of the released matrix.
+    mean_ : ndarray of shape (n_features,)
+        The centre subtracted (zeros when uncentred; public or released otherwise).
+    n_samples_ : float
+        n when public (replace-one), else the released noisy count.
+    n_components_ : int
+    n_features_in_ : int
+    privacy_ : PrivacyReport
+        ``epsilon``, ``delta``, ``relation``, ``certified``, ``events`` of this fit.
+    result_ : SubspaceResult
+        The full result of the algorithm.
+
+    Notes
+    -----
+    How many rows were clipped is data-dependent and is not exposed. ``transform`` applies the
+    released projection to any data; it does not clip.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpspectral import DPPCA
+    >>> X = np.random.default_rng(0).normal(size=(1000, 5)) / 3
+    >>> pca = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X)
+    >>> pca.components_.shape
+    (2, 5)
+    >>> pca.privacy_.certified
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        row_norm: float | None = None,
+        method: str = "analyze_gauss",
+        relation: str = "replace_one",
+        calibration: str = "tight",
+        centering: Any = None,
+        mean_share: float = 0.1,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
+        copy: bool = True,
+        on_norm_violation: str = "clip",
+        method_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.row_norm = row_norm
+        self.method = method
+        self.relation = relation
+        self.calibration = calibration
+        self.centering = centering
+        self.mean_share = mean_share
+        self.accountant = accountant
+        self.random_state = random_state
+        self.copy = copy
+        self.on_norm_violation = on_norm_violation
+        self.method_params = method_params
+
+    def _validate_params_dp(self) -> tuple[Any, ...]:
+        owner = type(self).__name__
+        for name in ("epsilon", "delta"):
+            value = getattr(self, name)
+            if value is None:
+                raise ValueError(
+                    f"The '{name}' parameter of {owner} is required (a public privacy parameter). "
+                    "Got None instead."
+                )
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(
+                    f"The '{name}' parameter of {owner} must be a float. Got {value!r} instead."
+                )
+        try:
+            budget = PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
+        except ValueError as err:
+            raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
+        row_norm = check_row_norm(self.row_norm, owner)
+        method = get_method(self.method, owner=owner)
+        relation = as_relation(self.relation, owner=owner)
+        if relation not in method.relations:
+            allowed = ", ".join(repr(r.value) for r in method.relations)
+            raise ValueError(
+                f"The 'relation' parameter of {owner} must be one of {allowed} for "
+                f"method={method.name!r}. Got {self.relation!r} instead."
+            )
+        check_choice(self.calibration, "calibration", method.calibrations, owner)
+        check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+        if method.needs_delta:
+            budget.require_delta(owner)
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError(
+                f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
+                f"Got {type(self.accountant).__name__} instead."
+            )
+        if self.method_params is not None and not isinstance(self.method_params, dict):
+            raise TypeError(
+                f"The 'method_params' parameter of {owner} must be a dict or None. "
+                f"Got {self.method_params!r} instead."
+            )
+        return budget, row_norm, method, relation
+
+    def fit(self, X: Any, y: Any = None) -> DPPCA:
+        """Fit the private principal subspace.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features), np.memmap, Dask array,
+            or an iterable of row blocks
+            Private data; never modified.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        budget, row_norm, method, relation = self._validate_params_dp()
+        if _is_array_like_for_sklearn(X):
+            X = validate_data(
+                self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                ensure_all_finite=True, copy=False, reset=True,
+            )
+        d = n_features_of(X)
+        k = self.n_components
+        if k is not None and d is not None:
+            check_n_components(k, d, owner)
+        if k is None:
+            if d is None:
+                raise ValueError(
+                    f"The 'n_components' parameter of {owner} must be given when the data are a "
+                    "stream of blocks (n_features is not known in advance)."
+                )
+            k = d
+        result = method.function(
+            X,
+            k,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            row_norm=row_norm,
+            relation=relation,
+            calibration=self.calibration,
+            centering=self.centering,
+            mean_share=self.mean_share,
+            release_count=True,
+            accountant=self.accountant,
+            random_state=self.random_state,
+            on_norm_violation=self.on_norm_violation,
+            **(self.method_params or {}),
+        )
+        self._store(result)
+        return self
+
+    def _store(self, result: Any) -> None:
+        V = result.components
+        d, k = V.shape
+        self.result_ = result
+        self.components_ = np.ascontiguousarray(V.T)
+        self.n_components_ = k
+        if not hasattr(self, "n_features_in_"):
+            self.n_features_in_ = d
+        self.mean_ = np.zeros(d) if result.mean is None else np.asarray(result.mean, dtype=float)
+        centred = result.mean is not None
+        values = np.maximum(result.values, 0.0) if result.values is not None else np.full(k, np.nan)
+        n = result.n_samples
+        if n is not None:
+            self.n_samples_ = float(n)
+            denom = max(float(n) - (1.0 if centred else 0.0), 1.0)
+            self.explained_variance_ = values / denom
+        else:
+            self.explained_variance_ = np.full(k, np.nan)
+        total = result.total
+        self.explained_variance_ratio_ = (
+            values / total if total is not None and total > 0 else np.full(k, np.nan)
+        )
+        self.privacy_: PrivacyReport = result.privacy
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Project ``X`` on the released components: ``(X - mean_) @ components_.T``."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                          reset=False)
+        if sp.issparse(X):
+            return np.asarray(X @ self.components_.T) - self.mean_ @ self.components_.T
+        return (X - self.mean_) @ self.components_.T
+
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """Map projected data back: ``X @ components_ + mean_``."""
+        check_is_fitted(self, "components_")
+        Z = np.asarray(X, dtype=float)
+        if Z.ndim != 2 or Z.shape[1] != self.n_components_:
+            raise ValueError(
+                f"inverse_transform expects shape (n_samples, {self.n_components_}); got {Z.shape}."
+            )
+        return Z @ self.components_ + self.mean_
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

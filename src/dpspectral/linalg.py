@@ -1,0 +1,52 @@
+"""Linear algebra shared by all mechanisms: top-k eigenpairs, sign fixing, orthonormalisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["fix_signs", "orthonormalize", "top_k_eigh"]
+
+
+def fix_signs(V: np.ndarray) -> np.ndarray:
+    """Flip each column so that its entry of largest magnitude is positive (deterministic output)."""
+    V = np.asarray(V)
+    idx = np.argmax(np.abs(V), axis=0)
+    signs = np.sign(V[idx, np.arange(V.shape[1])])
+    signs[signs == 0] = 1
+    return V * signs
+
+
+def top_k_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` eigenpairs of a symmetric matrix, eigenvalues descending, signs fixed.
+
+    Only the upper triangle of ``M`` is read.
+
+    Returns
+    -------
+    values : ndarray of shape (k,)
+    vectors : ndarray of shape (d, k), orthonormal columns
+    """
+    d = M.shape[0]
+    values, vectors = scipy.linalg.eigh(
+        M, subset_by_index=[d - k, d - 1], lower=False, check_finite=False, driver="evr"
+    )
+    order = np.argsort(values)[::-1]
+    return values[order], fix_signs(vectors[:, order])
+
+
+def orthonormalize(V: np.ndarray, method: str = "qr") -> np.ndarray:
+    """Orthonormal basis of the column span of ``V`` (d x k).
+
+    ``"qr"``: thin QR with the signs of R's diagonal made positive (so the result depends only on V);
+    ``"polar"``: the polar factor ``V (V^T V)^{-1/2}`` (the nearest orthonormal matrix).
+    """
+    if method == "qr":
+        Q, R = np.linalg.qr(V)
+        s = np.sign(np.diag(R))
+        s[s == 0] = 1
+        return Q * s
+    if method == "polar":
+        U, _, Wt = np.linalg.svd(V, full_matrices=False)
+        return U @ Wt
+    raise ValueError(f"The 'method' parameter must be 'qr' or 'polar'. Got {method!r} instead.")

@@ -1,0 +1,293 @@
+"""Chunked first and second moments of clipped rows, over any row source, with memory independent of n.
+
+Sources: a NumPy array (also a ``np.memmap``: its pages are released after each block, so resident
+memory stays bounded), a scipy.sparse matrix, a Dask array (per-block ``X^T X`` summed by Dask, on
+whatever scheduler is active: the same code runs on a cluster), or an iterable of row blocks (a
+list of 2-D blocks, a generator, or a callable returning a fresh iterator, for two-pass uses).
+
+Each block is validated (finite, numeric, 2-D, consistent width), optionally centred by a *public* or
+*released* centre, clipped per row to the public ``row_norm``, and accumulated. Nothing here is
+private by itself: the callers add noise to what is returned.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg.blas as blas
+import scipy.sparse as sp
+
+from ._progress import progress
+from .privacy.clipping import NormViolation, clip_rows
+
+__all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
+
+_BLOCK_ELEMENTS = 1 << 23  # ~64 MB of float64 per block
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Sums over rows of the clipped (and centred) data. Not private: callers add noise."""
+
+    n: int
+    d: int
+    sum: np.ndarray | None
+    second: np.ndarray | None
+    n_clipped: int
+
+
+def is_dask_array(X: Any) -> bool:
+    """True for a ``dask.array.Array`` (without importing dask when it is not loaded)."""
+    return type(X).__module__.startswith("dask.") and hasattr(X, "dask") and hasattr(X, "chunks")
+
+
+def _is_block_source(X: Any) -> bool:
+    if callable(X) and not hasattr(X, "shape"):
+        return True
+    if isinstance(X, Iterator):
+        return True
+    if isinstance(X, (list, tuple)) and X and all(
+        (hasattr(b, "ndim") and b.ndim == 2) or sp.issparse(b) for b in X
+    ):
+        return True
+    return False
+
+
+def needs_two_passes_ok(X: Any) -> bool:
+    """Whether ``X`` can be read twice (everything but a bare iterator)."""
+    return not isinstance(X, Iterator)
+
+
+def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> Any:
+    if sp.issparse(block):
+        block = sp.csr_matrix(block, dtype=np.float64)
+        values = block.data
+    else:
+        arr = np.asarray(block)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode "
+                "the columns first)."
+            )
+        if arr.ndim != 2:
+            raise ValueError(
+                f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
+                f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
+            )
+        block = arr.astype(np.float64, copy=True)
+        values = block
+    if d is not None and block.shape[1] != d:
+        raise ValueError(
+            f"{owner}: block starting at row {first_row} has {block.shape[1]} features, earlier "
+            f"blocks had {d}."
+        )
+    if not np.isfinite(values).all():
+        bad = np.argwhere(~np.isfinite(np.asarray(block.todense() if sp.issparse(block) else block)))
+        row = first_row + int(bad[0, 0])
+        raise ValueError(f"{owner}: input contains NaN or infinity (first at row {row}).")
+    return block
+
+
+def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
+    n, d = X.shape
+    rows = max(1, _BLOCK_ELEMENTS // max(d, 1))
+    starts = range(0, n, rows)
+    release = _page_releaser(X)
+    for a in progress(starts, total=len(starts), desc=owner, enabled=show_progress, min_total=16):
+        b = min(n, a + rows)
+        yield a, X[a:b]
+        if release is not None:
+            release(a, b)
+
+
+def _page_releaser(X: Any) -> Callable[[int, int], None] | None:
+    """For a top-level C-ordered ``np.memmap``: drop the pages of rows [a, b) from memory."""
+    if not isinstance(X, np.memmap) or not isinstance(X.base, mmap.mmap):
+        return None
+    if not X.flags.c_contiguous or not hasattr(X.base, "madvise"):
+        return None
+    mm = X.base
+    start_in_map = int(X.offset) % mmap.ALLOCATIONGRANULARITY
+    row_bytes = X.strides[0]
+    page = mmap.PAGESIZE
+
+    def release(a: int, b: int) -> None:
+        lo = start_in_map + a * row_bytes
+        hi = start_in_map + b * row_bytes
+        lo -= lo % page
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError):  # advice is best-effort
+            pass
+
+    return release
+
+
+def _iter_blocks(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
+    if _is_block_source(X):
+        source: Iterable[Any] = X() if callable(X) else X
+        row = 0
+        for block in source:
+            yield row, block
+            row += block.shape[0] if hasattr(block, "shape") else len(block)
+        return
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        yield from _blocks_of_array(X, owner, show_progress)
+        return
+    if not hasattr(X, "shape") or not hasattr(X, "__getitem__"):
+        X = np.asarray(X)
+    if getattr(X, "ndim", 2) != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got shape "
+            f"{getattr(X, 'shape', None)}. Reshape your data, e.g. X.reshape(-1, 1) for a single "
+            "feature."
+        )
+    yield from _blocks_of_array(X, owner, show_progress)
+
+
+def n_features_of(X: Any) -> int | None:
+    """Number of columns when it is known without reading the data."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1])
+    return None
+
+
+def accumulate(
+    X: Any,
+    *,
+    row_norm: float,
+    center: np.ndarray | None = None,
+    on_norm_violation: NormViolation = "clip",
+    want_sum: bool = False,
+    want_second: bool = True,
+    owner: str = "dpspectral",
+    show_progress: bool | None = None,
+) -> Moments:
+    """Sum and/or ``X^T X`` of the rows ``clip(x - center)``, in one pass over ``X``.
+
+    Parameters
+    ----------
+    X : array-like, np.memmap, sparse matrix, Dask array, or iterable of row blocks
+    row_norm : float
+        Public clipping bound C (applied after centring).
+    center : ndarray of shape (d,), optional
+        Public or previously released centre.
+    on_norm_violation : {"clip", "raise"}
+    want_sum, want_second : bool
+        Which moments to compute.
+
+    Returns
+    -------
+    Moments
+        ``second`` is the full symmetric d x d matrix.
+    """
+    if is_dask_array(X):
+        return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner)
+    n = 0
+    d: int | None = None
+    total = None
+    second = None
+    n_clipped = 0
+    for first_row, raw in _iter_blocks(X, owner, show_progress):
+        block = _as_float_block(raw, first_row, d, owner)
+        if d is None:
+            d = block.shape[1]
+            if center is not None and center.shape != (d,):
+                raise ValueError(
+                    f"{owner}: the centre has shape {center.shape}, expected ({d},)."
+                )
+            total = np.zeros(d)
+            second = np.zeros((d, d), order="F")
+        if block.shape[0] == 0:
+            continue
+        if center is not None:
+            block = (block.toarray() if sp.issparse(block) else block) - center
+        block, clipped = clip_rows(
+            block, row_norm, on_norm_violation=on_norm_violation, copy=False, first_row=first_row
+        )
+        n_clipped += clipped
+        n += block.shape[0]
+        if want_sum:
+            total += np.asarray(block.sum(axis=0)).ravel()
+        if want_second:
+            if sp.issparse(block):
+                second += (block.T @ block).toarray()
+            else:
+                # Upper triangle of block^T block by a rank-k update (half the flops of a GEMM).
+                second = blas.dsyrk(1.0, block.T, beta=1.0, c=second, trans=0, lower=0,
+                                    overwrite_c=1)
+    if d is None or n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    if want_second:
+        assert second is not None
+        # dsyrk fills the upper triangle only (sparse updates fill both): mirror the upper one.
+        second = np.ascontiguousarray(np.triu(second) + np.triu(second, 1).T)
+    return Moments(
+        n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
+        n_clipped=n_clipped,
+    )
+
+
+def _accumulate_dask(
+    X: Any,
+    row_norm: float,
+    center: np.ndarray | None,
+    on_norm_violation: NormViolation,
+    want_sum: bool,
+    want_second: bool,
+    owner: str,
+) -> Moments:
+    import dask
+    import dask.array as da
+
+    if X.ndim != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of shape "
+            f"{X.shape}."
+        )
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
+    X = X.rechunk({1: -1}).astype(np.float64)
+    d = int(X.shape[1])
+    if center is not None:
+        if center.shape != (d,):
+            raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
+        X = X - center
+    norms = da.sqrt((X * X).sum(axis=1))
+    over = norms > row_norm
+    scale = da.where(over, row_norm / da.where(over, norms, 1.0), 1.0)
+    Xc = X * scale[:, None]
+    finite = da.isfinite(X).all()
+    parts: dict[str, Any] = {
+        "finite": finite,
+        "n": da.sum(da.ones_like(norms, dtype=np.int64)),
+        "n_over": over.sum(),
+    }
+    if want_sum:
+        parts["sum"] = Xc.sum(axis=0)
+    if want_second:
+        parts["second"] = Xc.T @ Xc
+    (out,) = dask.compute(parts)
+    if not bool(out["finite"]):
+        raise ValueError(f"{owner}: input contains NaN or infinity.")
+    n = int(out["n"])
+    if n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    n_over = int(out["n_over"])
+    if on_norm_violation == "raise" and n_over:
+        raise ValueError(
+            f"{n_over} rows have Euclidean norm above row_norm={row_norm:g}. Clip the rows, raise "
+            "row_norm, or use on_norm_violation='clip'."
+        )
+    second = None
+    if want_second:
+        second = np.asarray(out["second"])
+        second = (second + second.T) / 2
+    return Moments(n=n, d=d, sum=np.asarray(out["sum"]) if want_sum else None, second=second,
+                   n_clipped=n_over)

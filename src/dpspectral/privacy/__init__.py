@@ -1,0 +1,53 @@
+"""The privacy core: budgets, relations, calibration, accounting, noise, clipping."""
+
+from .accounting import (
+    Accountant,
+    GaussianDpAccountant,
+    LedgerEntry,
+    PrivacyReport,
+    calibrate,
+    compose,
+    epsilon_of,
+    make_accountant,
+)
+from .budget import (
+    BudgetExceededError,
+    PrivacyBudget,
+    PrivacyError,
+    Relation,
+    UncertifiedPrivacyWarning,
+    as_relation,
+)
+from .clipping import check_row_norm, clip_rows, row_norms
+from .gaussian import (
+    analytic_noise_multiplier,
+    classic_noise_multiplier,
+    gaussian_epsilon,
+    split_noise_multiplier,
+    symmetric_gaussian,
+)
+
+__all__ = [
+    "Accountant",
+    "BudgetExceededError",
+    "GaussianDpAccountant",
+    "LedgerEntry",
+    "PrivacyBudget",
+    "PrivacyError",
+    "PrivacyReport",
+    "Relation",
+    "UncertifiedPrivacyWarning",
+    "analytic_noise_multiplier",
+    "as_relation",
+    "calibrate",
+    "check_row_norm",
+    "classic_noise_multiplier",
+    "clip_rows",
+    "compose",
+    "epsilon_of",
+    "gaussian_epsilon",
+    "make_accountant",
+    "row_norms",
+    "split_noise_multiplier",
+    "symmetric_gaussian",
+]

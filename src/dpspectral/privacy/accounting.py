@@ -1,0 +1,456 @@
+"""Accounting: every release is a ``dp_accounting`` event; the accountant turns events into epsilon.
+
+Three accountants are available, all ``dp_accounting.PrivacyAccountant`` instances:
+
+``"gaussian"``
+    :class:`GaussianDpAccountant`, exact for (adaptive) compositions of Gaussian mechanisms: a Gaussian
+    mechanism with noise multiplier ``s`` (noise standard deviation over the L2 sensitivity under the
+    stated relation) is ``1/s``-GDP (Dong, Roth and Su 2019), compositions of GDP mechanisms compose by
+    ``mu = sqrt(sum mu_i^2)`` (their Corollary 2, adaptive), and ``mu``-GDP is converted to
+    (epsilon, delta) by the analytic Gaussian curve of Balle and Wang (2018), evaluated by
+    ``dp_accounting.get_epsilon_gaussian``. It only supports Gaussian, composed and self-composed
+    events (and no-op / non-private ones).
+``"pld"``
+    ``dp_accounting.pld.PLDAccountant`` (privacy loss distributions; tight up to discretisation).
+``"rdp"``
+    ``dp_accounting.rdp.RdpAccountant`` (Renyi DP; loose conversion, supports sampled events).
+
+``"auto"`` (the default everywhere) uses the exact Gaussian accountant when it supports the events, PLD
+otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+from dp_accounting import dp_event as dpe
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+
+from .budget import BudgetExceededError, PrivacyBudget, Relation, as_relation
+
+__all__ = [
+    "Accountant",
+    "AccountingMethod",
+    "GaussianDpAccountant",
+    "LedgerEntry",
+    "PrivacyReport",
+    "calibrate",
+    "compose",
+    "epsilon_of",
+    "make_accountant",
+]
+
+AccountingMethod = Literal["auto", "gaussian", "pld", "rdp"]
+_METHODS = ("auto", "gaussian", "pld", "rdp")
+
+
+class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
+    """Exact accountant for compositions of Gaussian mechanisms (Gaussian differential privacy).
+
+    ``GaussianDpEvent(s)`` contributes ``1/s^2`` to ``mu^2``; ``ComposedDpEvent`` and
+    ``SelfComposedDpEvent`` add up; ``NoOpDpEvent`` contributes nothing; ``NonPrivateDpEvent`` makes
+    epsilon infinite. The result does not depend on the neighbouring relation because the noise
+    multiplier is already normalised by the sensitivity under that relation.
+    """
+
+    def __init__(
+        self,
+        neighboring_relation: dp_accounting.NeighboringRelation = (
+            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        ),
+    ) -> None:
+        super().__init__(neighboring_relation)
+        self._mu_squared = 0.0
+        self._non_private = False
+
+    def _maybe_compose(
+        self, event: dp_accounting.DpEvent, count: int, do_compose: bool
+    ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
+        if isinstance(event, dpe.NoOpDpEvent):
+            return None
+        if isinstance(event, dpe.NonPrivateDpEvent):
+            if do_compose:
+                self._non_private = True
+            return None
+        if isinstance(event, dpe.GaussianDpEvent):
+            if do_compose:
+                if event.noise_multiplier == 0:
+                    self._non_private = True
+                else:
+                    self._mu_squared += count / event.noise_multiplier**2
+            return None
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, dpe.ComposedDpEvent):
+            for sub in event.events:
+                error = self._maybe_compose(sub, count, do_compose)
+                if error is not None:
+                    return error
+            return None
+        return dp_accounting.PrivacyAccountant.CompositionErrorDetails(
+            invalid_event=event,
+            error_message="GaussianDpAccountant supports only Gaussian, composed and no-op events.",
+        )
+
+    @property
+    def mu(self) -> float:
+        """The Gaussian-DP parameter of everything composed so far."""
+        return math.inf if self._non_private else math.sqrt(self._mu_squared)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        if self._non_private:
+            return math.inf
+        if self._mu_squared == 0:
+            return 0.0
+        return float(dp_accounting.get_epsilon_gaussian(1.0 / self.mu, target_delta))
+
+    def get_delta(self, target_epsilon: float) -> float:
+        if self._non_private:
+            return 1.0
+        if self._mu_squared == 0:
+            return 0.0
+        from scipy.stats import norm
+
+        mu, eps = self.mu, target_epsilon
+        # Balle & Wang (2018), Theorem 8, for sensitivity 1 and sigma = 1/mu.
+        return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2))
+
+
+def _check_method(accounting: str) -> None:
+    if accounting not in _METHODS:
+        raise ValueError(
+            f"The 'accounting' parameter must be one of {', '.join(map(repr, _METHODS))}. "
+            f"Got {accounting!r} instead."
+        )
+
+
+def make_accountant(
+    accounting: AccountingMethod, relation: Relation, event: dp_accounting.DpEvent | None = None
+) -> dp_accounting.PrivacyAccountant:
+    """A fresh ``dp_accounting`` accountant of the requested kind for ``relation``.
+
+    With ``accounting="auto"`` the exact Gaussian accountant is chosen when it supports ``event``.
+    """
+    _check_method(accounting)
+    rel = relation.dp_accounting
+    if accounting == "auto":
+        gauss = GaussianDpAccountant(rel)
+        if event is None or gauss.supports(event):
+            return gauss
+        return PLDAccountant(rel)
+    if accounting == "gaussian":
+        return GaussianDpAccountant(rel)
+    if accounting == "pld":
+        return PLDAccountant(rel)
+    return RdpAccountant(neighboring_relation=rel)
+
+
+def compose(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
+    """One event standing for the (adaptive) composition of ``events``."""
+    events = [e for e in events if not isinstance(e, dpe.NoOpDpEvent)]
+    if not events:
+        return dpe.NoOpDpEvent()
+    if len(events) == 1:
+        return events[0]
+    return dpe.ComposedDpEvent(events)
+
+
+def epsilon_of(
+    events: dp_accounting.DpEvent | Sequence[dp_accounting.DpEvent],
+    delta: float,
+    *,
+    relation: Relation | str = Relation.REPLACE_ONE,
+    accounting: AccountingMethod = "auto",
+) -> float:
+    """The epsilon that the accountant certifies for ``events`` at ``delta``."""
+    event = events if isinstance(events, dp_accounting.DpEvent) else compose(events)
+    if isinstance(event, dpe.NonPrivateDpEvent):
+        return math.inf
+    acc = make_accountant(accounting, as_relation(relation), event)
+    if isinstance(acc, RdpAccountant) and delta == 0:
+        return math.inf
+    return float(acc.compose(event).get_epsilon(delta))
+
+
+def calibrate(
+    make_event: Callable[[float], dp_accounting.DpEvent],
+    epsilon: float,
+    delta: float,
+    *,
+    relation: Relation | str = Relation.REPLACE_ONE,
+    accounting: AccountingMethod = "auto",
+) -> float:
+    """Smallest noise parameter ``p`` such that ``make_event(p)`` is (epsilon, delta)-DP.
+
+    ``make_event`` must be more private for larger ``p`` (a noise multiplier, say). Root finding is
+    ``dp_accounting.calibrate_dp_mechanism``, which guarantees that the returned ``p`` meets the target
+    (the epsilon gap is never positive).
+    """
+    rel = as_relation(relation)
+    probe = make_event(1.0)
+    if isinstance(probe, dpe.NonPrivateDpEvent):
+        raise ValueError("A non-private event cannot be calibrated to a finite epsilon.")
+    kind = accounting
+    if accounting == "auto":
+        kind = "gaussian" if GaussianDpAccountant(rel.dp_accounting).supports(probe) else "pld"
+    return float(
+        dp_accounting.calibrate_dp_mechanism(
+            lambda: make_accountant(kind, rel),  # type: ignore[arg-type]
+            make_event,
+            epsilon,
+            delta,
+            bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0),
+            tol=1e-9,
+        )
+    )
+
+
+def _event_summary(event: dp_accounting.DpEvent) -> Any:
+    """A JSON-friendly description of an event (type name and fields)."""
+    if isinstance(event, dpe.ComposedDpEvent):
+        return {"type": "Composed", "events": [_event_summary(e) for e in event.events]}
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return {"type": "SelfComposed", "count": event.count, "event": _event_summary(event.event)}
+    fields = {}
+    for name in ("noise_multiplier", "sampling_probability", "dataset_size", "sample_size",
+                 "parameter", "rho", "xi", "noise_probability", "num_buckets"):
+        if hasattr(event, name):
+            fields[name] = getattr(event, name)
+    if hasattr(event, "event"):
+        fields["event"] = _event_summary(event.event)
+    return {"type": type(event).__name__.removesuffix("DpEvent"), **fields}
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """What a private computation protects and what it spent.
+
+    Attributes
+    ----------
+    mechanism : str
+        Registry name of the algorithm.
+    relation : Relation
+        The neighbouring relation the guarantee is stated for.
+    epsilon, delta : float
+        The guarantee our accountant certifies for the released events (epsilon at ``delta``).
+    requested_epsilon, requested_delta : float
+        What the caller asked for.
+    certified : bool
+        Whether ``epsilon <= requested_epsilon`` (the accountant certifies the request).
+    calibration : str
+        ``"tight"`` or ``"paper"`` (or a mechanism-specific label).
+    events : tuple of DpEvent
+        Every release, in order.
+    accounting : str
+        The accountant used.
+    notes : tuple of str
+        Human-readable caveats (non-private preprocessing, uncertified formulas, ...).
+    """
+
+    mechanism: str
+    relation: Relation
+    epsilon: float
+    delta: float
+    requested_epsilon: float
+    requested_delta: float
+    certified: bool
+    calibration: str
+    events: tuple[dp_accounting.DpEvent, ...]
+    accounting: str = "auto"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def event(self) -> dp_accounting.DpEvent:
+        """All releases as one composed event."""
+        return compose(self.events)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable summary."""
+        return {
+            "mechanism": self.mechanism,
+            "relation": self.relation.value,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "requested_epsilon": self.requested_epsilon,
+            "requested_delta": self.requested_delta,
+            "certified": self.certified,
+            "calibration": self.calibration,
+            "accounting": self.accounting,
+            "events": [_event_summary(e) for e in self.events],
+            "notes": list(self.notes),
+        }
+
+    def __str__(self) -> str:
+        status = "certified" if self.certified else "NOT certified"
+        return (
+            f"{self.mechanism}: ({self.epsilon:.4g}, {self.delta:.3g})-DP under {self.relation.value}"
+            f" neighbours ({status}; requested ({self.requested_epsilon:.4g}, "
+            f"{self.requested_delta:.3g}), calibration={self.calibration})"
+        )
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One spend recorded by an :class:`Accountant`."""
+
+    label: str
+    event: dp_accounting.DpEvent
+    epsilon_after: float
+
+
+class Accountant:
+    """A privacy ledger with an optional ceiling, shared by reference.
+
+    Every private computation given this accountant records its releases here as ``dp_accounting``
+    events *before* any noise is drawn, and is refused with :class:`BudgetExceededError` when the
+    composition of everything recorded would exceed the ceiling (nothing is then recorded).
+
+    The ledger is shared by reference: ``copy.copy``, ``copy.deepcopy`` and so
+    ``sklearn.base.clone`` return the same object, so a ``GridSearchCV`` over an estimator holding this
+    accountant spends against it. A pickled copy (e.g. sent to another process by joblib) arrives
+    *frozen*: it can be read but refuses to spend, since its spending would not reach the original.
+
+    Parameters
+    ----------
+    epsilon, delta : float, optional
+        The ceiling. ``epsilon=None`` records without a ceiling (``delta`` is then the delta at which
+        :meth:`spent` reports epsilon, default 1e-6).
+    relation : Relation or str, optional
+        The neighbouring relation of every spend. ``None`` takes the relation of the first spend;
+        a later spend under another relation is refused (guarantees under different relations do not
+        compose).
+    accounting : {"auto", "gaussian", "pld", "rdp"}
+        The composition accountant.
+    """
+
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        *,
+        relation: Relation | str | None = None,
+        accounting: AccountingMethod = "auto",
+    ) -> None:
+        _check_method(accounting)
+        if epsilon is None:
+            self.ceiling: PrivacyBudget | None = None
+            self._report_delta = 1e-6 if delta is None else PrivacyBudget(1.0, delta).delta
+        else:
+            self.ceiling = PrivacyBudget(epsilon, 0.0 if delta is None else delta)
+            self._report_delta = self.ceiling.delta
+        self.relation: Relation | None = (
+            None if relation is None else as_relation(relation, owner="Accountant")
+        )
+        self.accounting: AccountingMethod = accounting
+        self._entries: list[LedgerEntry] = []
+        self._lock = threading.RLock()
+        self._frozen = False
+
+    # -- sharing semantics -------------------------------------------------------------------
+    def __copy__(self) -> Accountant:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_frozen"] = True
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    # -- reading -------------------------------------------------------------------------------
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """Every recorded spend, in order."""
+        return tuple(self._entries)
+
+    @property
+    def events(self) -> tuple[dp_accounting.DpEvent, ...]:
+        return tuple(e.event for e in self._entries)
+
+    @property
+    def ledger(self) -> dp_accounting.DpEvent:
+        """Everything recorded, as one composed ``DpEvent``."""
+        return compose(self.events)
+
+    @property
+    def frozen(self) -> bool:
+        """True for a pickled copy, which refuses to spend."""
+        return self._frozen
+
+    def epsilon_spent(self, delta: float | None = None) -> float:
+        """Epsilon of everything recorded, at ``delta`` (default: the ceiling's delta)."""
+        return self._epsilon(self.events, self._report_delta if delta is None else delta)
+
+    def spent(self) -> tuple[float, float]:
+        """(epsilon, delta) spent so far, epsilon reported at the ceiling's delta."""
+        return self.epsilon_spent(), self._report_delta
+
+    def remaining_epsilon(self) -> float:
+        """Ceiling epsilon minus what is spent (an indication: composition is not additive)."""
+        if self.ceiling is None:
+            return math.inf
+        return max(0.0, self.ceiling.epsilon - self.epsilon_spent())
+
+    def _epsilon(self, events: Sequence[dp_accounting.DpEvent], delta: float) -> float:
+        if not events:
+            return 0.0
+        relation = self.relation or Relation.REPLACE_ONE
+        return epsilon_of(list(events), delta, relation=relation, accounting=self.accounting)
+
+    # -- spending ------------------------------------------------------------------------------
+    def check(self, event: dp_accounting.DpEvent, relation: Relation | str) -> float:
+        """Epsilon after a hypothetical spend; raise if it is refused. Records nothing."""
+        rel = as_relation(relation)
+        if self._frozen:
+            raise BudgetExceededError(
+                "This Accountant is a pickled copy (e.g. in a worker process) and cannot spend: its "
+                "spending would not reach the original ledger. Run with n_jobs=1 or fit in the "
+                "process that owns the accountant."
+            )
+        if self.relation is not None and rel is not self.relation:
+            raise ValueError(
+                f"The accountant records guarantees under '{self.relation.value}' neighbours; a "
+                f"release under '{rel.value}' cannot be composed with them. Use one accountant per "
+                "relation."
+            )
+        after = self._epsilon([*self.events, event], self._report_delta)
+        if self.ceiling is not None and not after <= self.ceiling.epsilon:
+            raise BudgetExceededError(
+                f"Refused: this release would bring the accountant to epsilon={after:.6g} at "
+                f"delta={self._report_delta:.3g}, above its ceiling epsilon="
+                f"{self.ceiling.epsilon:.6g} (spent so far: {self.epsilon_spent():.6g}). "
+                "Nothing was released."
+            )
+        return after
+
+    def spend(self, event: dp_accounting.DpEvent, relation: Relation | str, label: str = "") -> float:
+        """Record ``event`` if the ceiling allows it (call before drawing any noise)."""
+        with self._lock:
+            after = self.check(event, relation)
+            if self.relation is None:
+                self.relation = as_relation(relation)
+            self._entries.append(LedgerEntry(label=label, event=event, epsilon_after=after))
+            return after
+
+    def __repr__(self) -> str:
+        ceiling = (
+            "no ceiling" if self.ceiling is None
+            else f"ceiling=({self.ceiling.epsilon:g}, {self.ceiling.delta:g})"
+        )
+        rel = self.relation.value if self.relation else "unset"
+        return (
+            f"Accountant({ceiling}, relation={rel}, spends={len(self._entries)}, "
+            f"epsilon_spent={self.epsilon_spent():.4g})"
+        )

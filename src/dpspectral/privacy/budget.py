@@ -1,0 +1,120 @@
+"""Privacy budgets, neighbouring relations, errors and warnings.
+
+Everything here is public input: a budget and a relation are chosen by the user before the data are
+seen, never read from the data.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+
+__all__ = [
+    "BudgetExceededError",
+    "PrivacyBudget",
+    "PrivacyError",
+    "Relation",
+    "UncertifiedPrivacyWarning",
+    "as_relation",
+]
+
+
+class PrivacyError(ValueError):
+    """Base class of the errors raised to protect a privacy guarantee."""
+
+
+class BudgetExceededError(PrivacyError):
+    """A release would take an accountant past its ceiling; nothing was released."""
+
+
+class UncertifiedPrivacyWarning(UserWarning):
+    """The noise used does not certify the requested (epsilon, delta) under our accountant."""
+
+
+class Relation(str, enum.Enum):
+    """Neighbouring relations between data sets.
+
+    ``REPLACE_ONE``: the two data sets have the same number of rows and differ in one row
+    (n is then public: it is the same for every pair of neighbours).
+    ``ADD_REMOVE``: one data set has one row more than the other (n itself is protected).
+
+    Later modules add the low-rank relations (Priv1, Priv2) and the local model.
+    """
+
+    REPLACE_ONE = "replace_one"
+    ADD_REMOVE = "add_remove"
+
+    @property
+    def dp_accounting(self) -> dp_accounting.NeighboringRelation:
+        """The matching ``dp_accounting.NeighboringRelation``."""
+        if self is Relation.REPLACE_ONE:
+            return dp_accounting.NeighboringRelation.REPLACE_ONE
+        return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+    @property
+    def n_is_public(self) -> bool:
+        """Whether the number of rows is the same for all neighbours (so not protected)."""
+        return self is Relation.REPLACE_ONE
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def as_relation(relation: Relation | str, *, owner: str = "relation") -> Relation:
+    """Parse a relation given as a :class:`Relation` or its string value."""
+    if isinstance(relation, Relation):
+        return relation
+    if isinstance(relation, str):
+        key = relation.strip().lower().replace("-", "_").replace("/", "_")
+        aliases = {"add_or_remove": "add_remove", "add_or_remove_one": "add_remove", "r1": "replace_one",
+                   "ar": "add_remove"}
+        key = aliases.get(key, key)
+        for member in Relation:
+            if member.value == key:
+                return member
+    allowed = ", ".join(repr(m.value) for m in Relation)
+    raise ValueError(
+        f"The 'relation' parameter of {owner} must be one of {allowed}. Got {relation!r} instead."
+    )
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """An (epsilon, delta) target for one private computation.
+
+    Parameters
+    ----------
+    epsilon : float
+        In (0, inf).
+    delta : float
+        In [0, 1). ``delta = 0`` asks for pure epsilon-DP, which Gaussian mechanisms cannot give.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        eps, delta = self.epsilon, self.delta
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (
+            math.isfinite(eps) and eps > 0
+        ):
+            raise ValueError(
+                f"The 'epsilon' parameter must be a float in (0, inf). Got {eps!r} instead."
+            )
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 <= delta < 1):
+            raise ValueError(
+                f"The 'delta' parameter must be a float in [0, 1). Got {delta!r} instead."
+            )
+        object.__setattr__(self, "epsilon", float(eps))
+        object.__setattr__(self, "delta", float(delta))
+
+    def require_delta(self, owner: str) -> None:
+        """Raise if this budget has ``delta == 0`` (for mechanisms that need delta > 0)."""
+        if self.delta <= 0:
+            raise ValueError(
+                f"The 'delta' parameter of {owner} must be in (0, 1): a Gaussian mechanism cannot "
+                f"give pure epsilon-DP. Got {self.delta!r} instead."
+            )

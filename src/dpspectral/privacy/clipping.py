@@ -1,0 +1,94 @@
+"""Per-row clipping: the only data-dependent map applied before a release.
+
+``x -> x * min(1, C / ||x||)`` touches one record at a time, so neighbouring data sets stay
+neighbouring after it and every sensitivity computed for rows of norm <= C holds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["NormViolation", "check_row_norm", "clip_rows", "row_norms"]
+
+NormViolation = Literal["clip", "raise"]
+
+
+def check_row_norm(row_norm: object, owner: str = "this function") -> float:
+    """Validate a public row-norm bound (a positive finite float); never derived from data."""
+    if row_norm is None:
+        raise ValueError(
+            f"The 'row_norm' parameter of {owner} is required: a public bound on the Euclidean norm "
+            "of each row, chosen without looking at the data. Got None instead."
+        )
+    if isinstance(row_norm, bool) or not isinstance(row_norm, (int, float, np.floating, np.integer)):
+        raise TypeError(
+            f"The 'row_norm' parameter of {owner} must be a float in (0, inf). Got {row_norm!r} "
+            "instead."
+        )
+    value = float(row_norm)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"The 'row_norm' parameter of {owner} must be a float in (0, inf). Got {row_norm!r} "
+            "instead."
+        )
+    return value
+
+
+def row_norms(X: np.ndarray | sp.spmatrix | sp.sparray) -> np.ndarray:
+    """Euclidean norm of each row (dense or sparse)."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def clip_rows(
+    X: np.ndarray | sp.spmatrix | sp.sparray,
+    row_norm: float,
+    *,
+    on_norm_violation: NormViolation = "clip",
+    copy: bool = True,
+    first_row: int = 0,
+) -> tuple[np.ndarray | sp.spmatrix | sp.sparray, int]:
+    """Scale every row of norm above ``row_norm`` down to ``row_norm``.
+
+    Parameters
+    ----------
+    X : array or sparse matrix of shape (n, d)
+    row_norm : float
+        Public bound C.
+    on_norm_violation : {"clip", "raise"}
+        ``"raise"`` rejects data with a row above the bound instead of clipping it.
+    copy : bool
+        If False and ``X`` is a writeable float array, clip in place.
+    first_row : int
+        Index of the first row of ``X`` in the whole data set (for error messages over chunks).
+
+    Returns
+    -------
+    X_clipped : same type as X
+    n_clipped : int
+        How many rows were scaled. Data-dependent: for the caller's diagnostics only, never released.
+    """
+    norms = row_norms(X)
+    over = norms > row_norm
+    n_over = int(np.count_nonzero(over))
+    if n_over == 0:
+        return (X.copy() if copy else X), 0
+    if on_norm_violation == "raise":
+        i = int(np.flatnonzero(over)[0])
+        raise ValueError(
+            f"Row {first_row + i} has Euclidean norm {norms[i]:.6g}, above row_norm={row_norm:g} "
+            f"({n_over} rows in this block exceed it). Clip the rows, raise row_norm, or use "
+            "on_norm_violation='clip'."
+        )
+    scale = np.ones_like(norms)
+    scale[over] = row_norm / norms[over]
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(scale) @ X), n_over
+    out = X.copy() if copy else X
+    out[over] *= scale[over, None]
+    return out, n_over

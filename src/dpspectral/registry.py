@@ -1,0 +1,130 @@
+"""One table of every algorithm: name, family, paper, model, relations, certified, callable.
+
+The CLI, the estimators, the benchmarks and the contract tests all read this table, so an algorithm is
+wired in by adding one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .pca import covariance
+from .privacy.budget import Relation
+
+__all__ = ["Method", "get_method", "methods"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """Metadata of one registered algorithm.
+
+    Attributes
+    ----------
+    name : str
+        The string that ``method=`` takes.
+    family : str
+        e.g. ``"covariance"``.
+    paper : str
+        Where the algorithm comes from.
+    model : str
+        ``"central"``, ``"local"``, ``"streaming"``, ``"continual"`` or ``"distributed"``.
+    relations : tuple of Relation
+        Neighbouring relations it supports; the first is its default.
+    certified : bool
+        Whether its default calibration is certified by our accountant (False for known non-private
+        baselines).
+    calibrations : tuple of str
+        Calibrations it accepts; the first is its default.
+    function : callable
+        ``function(X, k, *, epsilon, delta, row_norm, relation, calibration, ...) -> SubspaceResult``.
+    summary : str
+        One line for tables.
+    needs_delta : bool
+        False for pure epsilon-DP mechanisms.
+    """
+
+    name: str
+    family: str
+    paper: str
+    model: str
+    relations: tuple[Relation, ...]
+    certified: bool
+    calibrations: tuple[str, ...]
+    function: Callable[..., Any]
+    summary: str
+    needs_delta: bool = True
+
+    @property
+    def default_calibration(self) -> str:
+        return self.calibrations[0]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+
+_R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+
+_TABLE: tuple[Method, ...] = (
+    Method(
+        name="analyze_gauss",
+        family="covariance",
+        paper="Dwork, Talwar, Thakurta, Zhang (STOC 2014)",
+        model="central",
+        relations=(_R1, _AR),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=covariance.analyze_gauss,
+        summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
+    ),
+    Method(
+        name="mod_sulq",
+        family="covariance",
+        paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=covariance.mod_sulq,
+        summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
+    ),
+    Method(
+        name="wishart",
+        family="covariance",
+        paper="Jiang, Xie, Zhang (AAAI 2016)",
+        model="central",
+        relations=(_R1, _AR),
+        certified=False,
+        calibrations=("paper",),
+        function=covariance.wishart,
+        summary="Wishart noise on X^T X / n; known NOT differentially private (baseline only)",
+        needs_delta=False,
+    ),
+)
+
+_BY_NAME = {m.name: m for m in _TABLE}
+
+
+def methods(
+    *, model: str | None = None, family: str | None = None, certified: bool | None = None
+) -> list[Method]:
+    """The registered algorithms, optionally filtered."""
+    return [
+        m
+        for m in _TABLE
+        if (model is None or m.model == model)
+        and (family is None or m.family == family)
+        and (certified is None or m.certified == certified)
+    ]
+
+
+def get_method(name: str, *, owner: str = "dpspectral") -> Method:
+    """The entry called ``name``; a clear error listing the names otherwise."""
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        names = ", ".join(repr(n) for n in _BY_NAME)
+        raise ValueError(
+            f"The 'method' parameter of {owner} must be one of {names}. Got {name!r} instead."
+        ) from None
