@@ -15,12 +15,13 @@ Three accountants are available, all ``dp_accounting.PrivacyAccountant`` instanc
 ``"rdp"``
     ``dp_accounting.rdp.RdpAccountant`` (Renyi DP; loose conversion, supports sampled events).
 
-``"auto"`` (the default everywhere) uses the exact Gaussian accountant when it supports the events, PLD
-otherwise.
+``"auto"`` (the default everywhere) uses the exact Gaussian accountant when it supports the events,
+:class:`PureDpAccountant` (basic composition) for Laplace-only events, PLD otherwise.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +41,7 @@ __all__ = [
     "GaussianDpAccountant",
     "LedgerEntry",
     "PrivacyReport",
+    "PureDpAccountant",
     "calibrate",
     "compose",
     "epsilon_of",
@@ -108,7 +110,7 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
             return math.inf
         if self._mu_squared == 0:
             return 0.0
-        return float(dp_accounting.get_epsilon_gaussian(1.0 / self.mu, target_delta))
+        return _epsilon_gaussian(1.0 / self.mu, target_delta)
 
     def get_delta(self, target_epsilon: float) -> float:
         if self._non_private:
@@ -122,12 +124,102 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
         return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2))
 
 
+class PureDpAccountant(dp_accounting.PrivacyAccountant):
+    """Basic composition of pure epsilon-DP (Laplace) events, valid at every delta including 0.
+
+    ``LaplaceDpEvent(b)`` (noise scale over the L1 sensitivity under the stated relation) is
+    ``1/b``-DP; pure-DP guarantees add up. ``dp_accounting``'s PLD accountant returns infinity at
+    ``delta = 0`` (its pessimistic tail truncation), so this accountant is used for pure-DP ledgers
+    at ``delta = 0``.
+    """
+
+    def __init__(
+        self,
+        neighboring_relation: dp_accounting.NeighboringRelation = (
+            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        ),
+    ) -> None:
+        super().__init__(neighboring_relation)
+        self._epsilon = 0.0
+
+    def _maybe_compose(
+        self, event: dp_accounting.DpEvent, count: int, do_compose: bool
+    ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
+        if isinstance(event, dpe.NoOpDpEvent):
+            return None
+        if isinstance(event, dpe.NonPrivateDpEvent):
+            if do_compose:
+                self._epsilon = math.inf
+            return None
+        if isinstance(event, dpe.LaplaceDpEvent):
+            if do_compose:
+                b = event.noise_multiplier
+                self._epsilon += math.inf if b == 0 else count / b
+            return None
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, count * event.count, do_compose)
+        if isinstance(event, dpe.ComposedDpEvent):
+            for sub in event.events:
+                error = self._maybe_compose(sub, count, do_compose)
+                if error is not None:
+                    return error
+            return None
+        return dp_accounting.PrivacyAccountant.CompositionErrorDetails(
+            invalid_event=event, error_message="PureDpAccountant supports only Laplace events."
+        )
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return self._epsilon
+
+
+@functools.lru_cache(maxsize=4096)
+def _epsilon_gaussian(noise_multiplier: float, delta: float) -> float:
+    return float(dp_accounting.get_epsilon_gaussian(noise_multiplier, delta))
+
+
 def _check_method(accounting: str) -> None:
     if accounting not in _METHODS:
         raise ValueError(
             f"The 'accounting' parameter must be one of {', '.join(map(repr, _METHODS))}. "
             f"Got {accounting!r} instead."
         )
+
+
+_SAMPLED = (
+    dpe.PoissonSampledDpEvent,
+    dpe.SampledWithReplacementDpEvent,
+    dpe.SampledWithoutReplacementDpEvent,
+)
+
+
+def _has_sampling(event: dp_accounting.DpEvent | None) -> bool:
+    if event is None:
+        return False
+    if isinstance(event, _SAMPLED):
+        return True
+    if isinstance(event, dpe.ComposedDpEvent):
+        return any(_has_sampling(e) for e in event.events)
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return _has_sampling(event.event)
+    return False
+
+
+def _accounting_relation(
+    relation: Relation, event: dp_accounting.DpEvent | None
+) -> dp_accounting.NeighboringRelation:
+    """The ``dp_accounting`` relation under which ``event`` is evaluated.
+
+    Our convention: a ``GaussianDpEvent``'s multiplier is the noise std over the L2 sensitivity of the
+    release under *the stated relation* (the whole shift between neighbours). Without sampling, the
+    privacy loss of such an event does not depend on the relation, and ``dp_accounting`` reads the
+    multiplier this way under ``ADD_OR_REMOVE_ONE`` (its PLD accountant reads it as half the shift
+    under ``REPLACE_ONE``), so unsampled events are evaluated under ``ADD_OR_REMOVE_ONE``. Sampled
+    events use the stated relation and ``dp_accounting``'s convention for it (multiplier over the
+    bound on one row's contribution), which their mechanisms document.
+    """
+    if _has_sampling(event):
+        return relation.dp_accounting
+    return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 def make_accountant(
@@ -138,11 +230,14 @@ def make_accountant(
     With ``accounting="auto"`` the exact Gaussian accountant is chosen when it supports ``event``.
     """
     _check_method(accounting)
-    rel = relation.dp_accounting
+    rel = _accounting_relation(relation, event)
     if accounting == "auto":
         gauss = GaussianDpAccountant(rel)
         if event is None or gauss.supports(event):
             return gauss
+        pure = PureDpAccountant(rel)
+        if pure.supports(event):
+            return pure
         return PLDAccountant(rel)
     if accounting == "gaussian":
         return GaussianDpAccountant(rel)
@@ -201,7 +296,7 @@ def calibrate(
         kind = "gaussian" if GaussianDpAccountant(rel.dp_accounting).supports(probe) else "pld"
     return float(
         dp_accounting.calibrate_dp_mechanism(
-            lambda: make_accountant(kind, rel),  # type: ignore[arg-type]
+            lambda: make_accountant(kind, rel, probe),  # type: ignore[arg-type]
             make_event,
             epsilon,
             delta,
@@ -403,10 +498,12 @@ class Accountant:
             return math.inf
         return max(0.0, self.ceiling.epsilon - self.epsilon_spent())
 
-    def _epsilon(self, events: Sequence[dp_accounting.DpEvent], delta: float) -> float:
+    def _epsilon(
+        self, events: Sequence[dp_accounting.DpEvent], delta: float, relation: Relation | None = None
+    ) -> float:
         if not events:
             return 0.0
-        relation = self.relation or Relation.REPLACE_ONE
+        relation = self.relation or relation or Relation.REPLACE_ONE
         return epsilon_of(list(events), delta, relation=relation, accounting=self.accounting)
 
     # -- spending ------------------------------------------------------------------------------
@@ -425,7 +522,7 @@ class Accountant:
                 f"release under '{rel.value}' cannot be composed with them. Use one accountant per "
                 "relation."
             )
-        after = self._epsilon([*self.events, event], self._report_delta)
+        after = self._epsilon([*self.events, event], self._report_delta, rel)
         if self.ceiling is not None and not after <= self.ceiling.epsilon:
             raise BudgetExceededError(
                 f"Refused: this release would bring the accountant to epsilon={after:.6g} at "

@@ -34,7 +34,7 @@ class UncertifiedPrivacyWarning(UserWarning):
     """The noise used does not certify the requested (epsilon, delta) under our accountant."""
 
 
-class Relation(str, enum.Enum):
+class Relation(enum.StrEnum):
     """Neighbouring relations between data sets.
 
     ``REPLACE_ONE``: the two data sets have the same number of rows and differ in one row

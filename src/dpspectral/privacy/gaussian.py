@@ -6,6 +6,7 @@ released quantity under the stated neighbouring relation; ``GaussianDpEvent(s)``
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -34,6 +35,7 @@ def classic_noise_multiplier(epsilon: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
+@functools.lru_cache(maxsize=1024)
 def analytic_noise_multiplier(epsilon: float, delta: float) -> float:
     """Smallest noise multiplier giving (epsilon, delta)-DP for one Gaussian release, any epsilon.
 
