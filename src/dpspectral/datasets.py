@@ -1,0 +1,1368 @@
+"""Data: loaders for the standard formats, per-row clipping and synthetic generators.
+
+Loaders
+-------
+Each loader takes a path chosen by the user (``str`` or ``os.PathLike``; a file ending in ``.gz`` is
+decompressed transparently) and returns ``(X, y)``: ``X`` a float64 array of shape (n, d) (a
+scipy.sparse CSR matrix for LIBSVM files with ``dense=False``, or the stored array as an
+``np.memmap`` for ``load_npy(..., mmap_mode=...)``) and ``y`` a 1-D array of n labels or None.
+:func:`load` picks the loader from the file name and returns a :class:`Dataset` (which also unpacks
+as ``X, y = load(path)``).
+
+A relative path that does not exist as given is also looked up under the folder named by the
+environment variable ``DPSPECTRAL_DATA`` (see :func:`data_home`). The library never reads data from
+anywhere else.
+
+Privacy
+-------
+Loading is not a release. The only data-dependent map that may precede a private release is the
+per-row clipping ``x -> x * min(1, C / ||x||)`` with a public bound C: :func:`clip_rows`, re-exported
+from :mod:`dpspectral.privacy.clipping`. :func:`normalize_rows_nonprivate` (division by the largest
+row norm of the data set) is **not** private and exists only to reproduce papers that use it.
+
+Synthetic data
+--------------
+:func:`gaussian_data`, :func:`spiked_covariance` and :func:`decaying_spectrum` draw Gaussian rows
+with a known population covariance (and so a known true subspace), from ``random_state`` only (never
+the global NumPy state).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+import numbers
+import os
+import struct
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_generator, check_choice
+from .linalg import orthonormalize
+from .privacy.clipping import clip_rows, row_norms
+
+__all__ = [
+    "DATA_HOME_ENV",
+    "Dataset",
+    "DatasetFormatError",
+    "clip_rows",
+    "data_home",
+    "decaying_spectrum",
+    "gaussian_data",
+    "load",
+    "load_csv",
+    "load_idx",
+    "load_libsvm",
+    "load_npy",
+    "load_parquet",
+    "normalize_rows_nonprivate",
+    "random_orthonormal",
+    "row_norms",
+    "spiked_covariance",
+]
+
+PathLike = str | os.PathLike[str]
+ColumnSpec = int | str
+Format = Literal["libsvm", "idx", "csv", "npy", "parquet"]
+
+#: Environment variable naming the folder where relative data paths are also looked up.
+DATA_HOME_ENV = "DPSPECTRAL_DATA"
+
+_FORMATS: tuple[str, ...] = ("libsvm", "idx", "csv", "npy", "parquet")
+_IDX_IMAGES_MAGIC = 2051  # 0x00000803: unsigned byte, 3 dimensions
+_IDX_LABELS_MAGIC = 2049  # 0x00000801: unsigned byte, 1 dimension
+_CSV_SNIFF_ROWS = 200
+_CSV_CHUNK_ROWS = 16384
+_DEFAULT_NA_VALUES: tuple[str, ...] = ("", "?", "NA", "N/A")
+
+
+class DatasetFormatError(ValueError):
+    """A data file's content does not match its format (bad magic number, ragged rows, ...)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Paths
+# --------------------------------------------------------------------------------------------------
+
+
+def data_home() -> Path | None:
+    """The folder named by the environment variable ``DPSPECTRAL_DATA``, or None when unset.
+
+    Loaders look a relative path up there when it does not exist relative to the working directory.
+    The library has no built-in data location.
+
+    Returns
+    -------
+    path : pathlib.Path or None
+        The folder (``~`` expanded).
+
+    Raises
+    ------
+    ValueError
+        If the variable is set but does not name an existing folder.
+    """
+    value = os.environ.get(DATA_HOME_ENV)
+    if value is None or value == "":
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise ValueError(
+            f"The environment variable {DATA_HOME_ENV} must name an existing folder. Got {value!r} instead."
+        )
+    return path
+
+
+def _resolve_path(path: Any, name: str = "path") -> Path:
+    """An existing file from a user path, looked up under :func:`data_home` when relative."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"The '{name}' parameter must be a str or os.PathLike file path. Got {path!r} instead."
+        )
+    p = Path(path).expanduser()
+    if p.is_file():
+        return p
+    home = data_home()
+    if not p.is_absolute() and home is not None and (home / p).is_file():
+        return home / p
+    where = (
+        f" (also looked in {DATA_HOME_ENV}={str(home)!r})" if home is not None and not p.is_absolute() else ""
+    )
+    raise FileNotFoundError(
+        f"The '{name}' parameter must name an existing file. Got {str(path)!r}, which does not exist{where}."
+    )
+
+
+def _is_gzip(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if _is_gzip(path):
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]  # a BinaryIO in practice
+    return open(path, "rb")
+
+
+def _open_text(path: Path, encoding: str) -> IO[str]:
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        encoding = "utf-8-sig"  # also drops a byte-order mark
+    if _is_gzip(path):
+        return gzip.open(path, "rt", encoding=encoding, newline="")
+    return open(path, encoding=encoding, newline="")
+
+
+def _strip_gz(name: str) -> str:
+    return name[:-3] if name.lower().endswith(".gz") else name
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared conversions
+# --------------------------------------------------------------------------------------------------
+
+
+def _numeric_labels(y: np.ndarray) -> np.ndarray:
+    """int64 labels when every value is a finite integer, float64 otherwise."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if y.size and np.all(np.isfinite(y)) and np.all(y == np.round(y)) and np.all(np.abs(y) < 2**53):
+        return y.astype(np.int64)
+    return y
+
+
+def _check_positive_int(value: Any, name: str, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"The '{name}' parameter of {owner} must be an int in [1, inf). Got {value!r} instead."
+        )
+    if value < 1:
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be an int in [1, inf). Got {value!r} instead."
+        )
+    return int(value)
+
+
+def _check_nonneg_real(value: Any, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"The '{name}' parameter of {owner} must be a float in [0, inf). Got {value!r} instead."
+        )
+    x = float(value)
+    if not (math.isfinite(x) and x >= 0):
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a float in [0, inf). Got {value!r} instead."
+        )
+    return x
+
+
+def _one_hot(
+    values: Sequence[str], name: str, max_categories: int, source: str
+) -> tuple[np.ndarray, list[str]]:
+    """One-hot columns (categories sorted) and their names ``'name=value'``."""
+    arr = np.array([v.strip() for v in values], dtype=str)
+    cats, inverse = np.unique(arr, return_inverse=True)
+    if cats.size > max_categories:
+        raise ValueError(
+            f"Column {name!r} of {source} has {cats.size} distinct non-numeric values, more than "
+            f"max_categories={max_categories}; one-hot encoding it would add that many columns. "
+            "Drop it with drop_columns, or raise max_categories."
+        )
+    block = np.zeros((arr.size, cats.size), dtype=np.float64)
+    block[np.arange(arr.size), inverse.ravel()] = 1.0
+    return block, [f"{name}={c}" for c in cats.tolist()]
+
+
+def _assemble(
+    columns: Sequence[tuple[str, np.ndarray | list[str]]],
+    n: int,
+    categorical: str,
+    max_categories: int,
+    source: str,
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Stack numeric columns and one-hot blocks of text columns, in column order."""
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
+    for name, col in columns:
+        if isinstance(col, np.ndarray):
+            blocks.append(col.reshape(n, 1))
+            names.append(name)
+            continue
+        if categorical == "raise":
+            example = next((v for v in col if not _is_number(v)), col[0] if col else "")
+            raise ValueError(
+                f"Column {name!r} of {source} is not numeric (it holds e.g. {example!r}) and "
+                "categorical='raise'. Encode it beforehand, drop it with drop_columns, or use "
+                "categorical='onehot'."
+            )
+        block, block_names = _one_hot(col, name, max_categories, source)
+        blocks.append(block)
+        names.extend(block_names)
+    width = sum(b.shape[1] for b in blocks)
+    X = np.empty((n, width), dtype=np.float64)
+    at = 0
+    for b in blocks:
+        X[:, at : at + b.shape[1]] = b
+        at += b.shape[1]
+    return X, tuple(names)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_float_column(cells: Sequence[str], na: frozenset[str]) -> np.ndarray | None:
+    """float64 values of a column of strings (cells in ``na`` -> NaN), or None if one is text."""
+    try:
+        return np.array(cells, dtype=np.float64)
+    except ValueError:
+        pass
+    out = np.empty(len(cells), dtype=np.float64)
+    for i, cell in enumerate(cells):
+        s = cell.strip()
+        if s in na:
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(s)
+        except ValueError:
+            return None
+    return out
+
+
+def _check_choice_or_bool(value: Any, name: str, owner: str) -> None:
+    if not (isinstance(value, bool) or value == "infer"):
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be 'infer', True or False. Got {value!r} instead."
+        )
+
+
+def _resolve_column(spec: Any, name: str, n_cols: int, names: Sequence[str] | None, source: str) -> int:
+    """Column position from an int (negative counts from the end) or a header name."""
+    if isinstance(spec, bool) or not isinstance(spec, (numbers.Integral, str)):
+        raise TypeError(
+            f"The '{name}' parameter must hold column names (str) or positions (int). Got {spec!r} instead."
+        )
+    if isinstance(spec, str):
+        if names is None:
+            raise ValueError(
+                f"The '{name}' parameter names the column {spec!r}, but {source} has no header "
+                "row; refer to columns by integer position (e.g. -1 for the last)."
+            )
+        matches = [j for j, c in enumerate(names) if c == spec]
+        if not matches:
+            shown = ", ".join(repr(c) for c in list(names)[:12])
+            more = ", ..." if len(names) > 12 else ""
+            raise ValueError(
+                f"The '{name}' parameter names the column {spec!r}, which is not in {source}. "
+                f"Columns: {shown}{more}."
+            )
+        if len(matches) > 1:
+            raise ValueError(
+                f"The '{name}' parameter names the column {spec!r}, which appears {len(matches)} "
+                f"times in {source} (positions {matches}); use an integer position."
+            )
+        return matches[0]
+    j = int(spec)
+    if not -n_cols <= j < n_cols:
+        raise ValueError(
+            f"The '{name}' parameter must be a column position in [{-n_cols}, {n_cols - 1}] "
+            f"({source} has {n_cols} columns). Got {spec!r} instead."
+        )
+    return j % n_cols
+
+
+def _as_column_specs(value: Any, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, numbers.Integral)) and not isinstance(value, bool):
+        return [value]
+    if not isinstance(value, Iterable):
+        raise TypeError(
+            f"The '{name}' parameter must be a column name or position, or a collection of them. "
+            f"Got {value!r} instead."
+        )
+    return list(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# LIBSVM
+# --------------------------------------------------------------------------------------------------
+
+
+def load_libsvm(
+    path: PathLike, *, n_features: int | None = None, dense: bool = True
+) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
+    """Load a LIBSVM / svmlight text file (``label index:value ...``), gzip or plain.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (``*.gz`` is decompressed).
+    n_features : int or None, default=None
+        Number of columns d. None takes the largest index in the file, so a test file that misses
+        the last features comes out narrower than its training file: pass the training width
+        (e.g. ``n_features=123`` for LIBSVM ``a9a.t``, which uses only 122 distinct indices).
+    dense : bool, default=True
+        Return a dense array; False returns the scipy.sparse CSR matrix.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64, or scipy.sparse.csr_matrix of shape (n, d)
+    y : ndarray of shape (n,)
+        The labels, int64 when all are integers (e.g. -1/+1), float64 otherwise.
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    p = _resolve_path(path)
+    if n_features is not None:
+        n_features = _check_positive_int(n_features, "n_features", "load_libsvm")
+    X, y = load_svmlight_file(str(p), n_features=n_features, dtype=np.float64)
+    X = sp.csr_matrix(X)
+    return (X.toarray() if dense else X), _numeric_labels(y)
+
+
+# --------------------------------------------------------------------------------------------------
+# IDX (MNIST)
+# --------------------------------------------------------------------------------------------------
+
+
+def _read_idx(path: Path, magic: int, param: str) -> np.ndarray:
+    """The uint8 array stored in an IDX file whose magic number must be ``magic``."""
+    with _open_binary(path) as f:
+        data = f.read()
+    kind = "images (magic 2051)" if magic == _IDX_IMAGES_MAGIC else "labels (magic 2049)"
+    if len(data) < 4:
+        raise DatasetFormatError(
+            f"The '{param}' file {str(path)!r} is not an IDX {kind} file: it has only {len(data)} bytes."
+        )
+    found = int.from_bytes(data[:4], "big")
+    if found != magic:
+        raise DatasetFormatError(
+            f"The '{param}' file {str(path)!r} is not an IDX {kind} file: its magic number is "
+            f"{found} (0x{found:08x}), expected {magic} (0x{magic:08x}). Is it compressed without "
+            "a .gz suffix, or are the images and labels files swapped?"
+        )
+    ndim = data[3]
+    offset = 4 + 4 * ndim
+    if len(data) < offset:
+        raise DatasetFormatError(f"The '{param}' file {str(path)!r} is truncated: its header is incomplete.")
+    dims = struct.unpack(f">{ndim}I", data[4:offset])
+    expected = offset + math.prod(dims)
+    if len(data) != expected:
+        raise DatasetFormatError(
+            f"The '{param}' file {str(path)!r} has {len(data)} bytes, but its header (dimensions "
+            f"{dims}) implies {expected}: the file is truncated or corrupt."
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(dims)
+
+
+def load_idx(
+    images_path: PathLike, labels_path: PathLike | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Load MNIST-style IDX files: unsigned-byte images and, optionally, their labels.
+
+    The format: a big-endian header (magic number 2051 = 0x00000803 for 3-D unsigned-byte images,
+    2049 = 0x00000801 for 1-D unsigned-byte labels, then one 32-bit size per dimension) followed by
+    the raw bytes in row-major order.
+
+    Parameters
+    ----------
+    images_path : str or os.PathLike
+        The images file, e.g. ``train-images-idx3-ubyte.gz`` (``*.gz`` is decompressed).
+    labels_path : str or os.PathLike or None, default=None
+        The matching labels file, e.g. ``train-labels-idx1-ubyte.gz``.
+
+    Returns
+    -------
+    X : ndarray of shape (n, rows * cols), float64
+        One flattened image per row, raw pixel values in [0, 255] (not rescaled).
+    y : ndarray of shape (n,), int64, or None
+        The labels, or None when ``labels_path`` is None.
+
+    Raises
+    ------
+    DatasetFormatError
+        A wrong magic number, a truncated file, or labels whose count differs from the images'.
+    """
+    images = _read_idx(_resolve_path(images_path, "images_path"), _IDX_IMAGES_MAGIC, "images_path")
+    X = images.reshape(images.shape[0], -1).astype(np.float64)
+    if labels_path is None:
+        return X, None
+    labels = _read_idx(_resolve_path(labels_path, "labels_path"), _IDX_LABELS_MAGIC, "labels_path")
+    if labels.shape[0] != X.shape[0]:
+        raise DatasetFormatError(
+            f"The 'labels_path' file holds {labels.shape[0]} labels but the 'images_path' file "
+            f"holds {X.shape[0]} images."
+        )
+    return X, labels.astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------------------------------
+
+
+def _looks_like_header(sample: list[list[str]], na: frozenset[str]) -> bool:
+    """A column whose first cell is text while its next cells are all numbers marks a header."""
+    first, rest = sample[0], sample[1:]
+    if not rest:
+        return any(c.strip() not in na and not _is_number(c) for c in first)
+    for j, cell in enumerate(first):
+        c = cell.strip()
+        if c in na or _is_number(c):
+            continue
+        below = [row[j].strip() for row in rest if j < len(row)]
+        if any(v not in na for v in below) and all(v in na or _is_number(v) for v in below):
+            return True
+    return False
+
+
+def _data_rows(reader: Iterator[list[str]], skip_header: bool) -> Iterator[list[str]]:
+    """Non-blank records, without the header record."""
+    skipped = not skip_header
+    for row in reader:
+        if not row:
+            continue
+        if not skipped:
+            skipped = True
+            continue
+        yield row
+
+
+def _ragged(source: str, record: int, got: int, n_cols: int) -> DatasetFormatError:
+    return DatasetFormatError(
+        f"Data record {record} of {source} has {got} fields, but the file has {n_cols} columns."
+    )
+
+
+def _collect_text_columns(
+    path: Path,
+    cols: Sequence[int],
+    n_cols: int,
+    has_header: bool,
+    delimiter: str,
+    encoding: str,
+    source: str,
+) -> dict[int, list[str]]:
+    """The raw cells of the columns ``cols`` (one pass, row length checked)."""
+    out: dict[int, list[str]] = {j: [] for j in cols}
+    appenders = [(j, out[j].append) for j in cols]
+    with _open_text(path, encoding) as f:
+        for i, row in enumerate(_data_rows(csv.reader(f, delimiter=delimiter), has_header)):
+            if len(row) != n_cols:
+                raise _ragged(source, i + 1, len(row), n_cols)
+            for j, append in appenders:
+                append(row[j])
+    return out
+
+
+def _read_columns_slow(
+    path: Path,
+    cols: Sequence[int],
+    n_cols: int,
+    has_header: bool,
+    delimiter: str,
+    encoding: str,
+    na: frozenset[str],
+    source: str,
+) -> dict[int, np.ndarray | list[str]]:
+    """Every column parsed chunk by chunk: numeric (``na`` cells -> NaN) or text."""
+    parts: dict[int, list[Any]] = {j: [] for j in cols}
+    text: set[int] = set()
+    late_text: set[int] = set()  # turned out text after some chunks were stored as numbers
+    with _open_text(path, encoding) as f:
+        rows = _data_rows(csv.reader(f, delimiter=delimiter), has_header)
+        record = 0
+        while True:
+            chunk: list[list[str]] = []
+            for row in rows:
+                record += 1
+                if len(row) != n_cols:
+                    raise _ragged(source, record, len(row), n_cols)
+                chunk.append(row)
+                if len(chunk) == _CSV_CHUNK_ROWS:
+                    break
+            if not chunk:
+                break
+            for j in cols:
+                cells = [row[j] for row in chunk]
+                if j not in text:
+                    values = _parse_float_column(cells, na)
+                    if values is not None:
+                        parts[j].append(values)
+                        continue
+                    text.add(j)
+                    if parts[j]:
+                        late_text.add(j)
+                parts[j].append(cells)
+            if len(chunk) < _CSV_CHUNK_ROWS:
+                break
+    out: dict[int, np.ndarray | list[str]] = {}
+    if late_text:
+        out.update(
+            _collect_text_columns(path, sorted(late_text), n_cols, has_header, delimiter, encoding, source)
+        )
+    for j in cols:
+        if j in late_text:
+            continue
+        if j in text:
+            out[j] = [c for part in parts[j] for c in part]
+        else:
+            out[j] = np.concatenate(parts[j]) if parts[j] else np.empty(0)
+    return out
+
+
+def _read_csv(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None,
+    header: bool | Literal["infer"],
+    drop_columns: ColumnSpec | Collection[ColumnSpec],
+    categorical: str,
+    delimiter: str,
+    na_values: Collection[str],
+    max_categories: int,
+    encoding: str,
+) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    owner = "load_csv"
+    p = _resolve_path(path)
+    source = repr(str(p))
+    _check_choice_or_bool(header, "header", owner)
+    check_choice(categorical, "categorical", ("onehot", "raise"), owner)
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ValueError(
+            f"The 'delimiter' parameter of {owner} must be a one-character str. Got {delimiter!r} instead."
+        )
+    if isinstance(na_values, str) or not all(isinstance(v, str) for v in na_values):
+        raise TypeError(
+            f"The 'na_values' parameter of {owner} must be a collection of str. Got {na_values!r} instead."
+        )
+    max_categories = _check_positive_int(max_categories, "max_categories", owner)
+    na = frozenset(v.strip() for v in na_values)
+
+    # Sniff: the first records decide the header, the width and the likely column kinds.
+    sample: list[list[str]] = []
+    header_lines = 0
+    with _open_text(p, encoding) as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        for row in reader:
+            if not row:
+                continue
+            sample.append(row)
+            if len(sample) == 1:
+                header_lines = reader.line_num
+            if len(sample) >= _CSV_SNIFF_ROWS:
+                break
+    if not sample:
+        raise DatasetFormatError(f"The CSV file {source} holds no records.")
+    has_header = _looks_like_header(sample, na) if header == "infer" else bool(header)
+    n_cols = len(sample[0])
+    names: list[str] | None = [c.strip() for c in sample[0]] if has_header else None
+    data_sample = sample[1:] if has_header else sample
+    if not data_sample:
+        raise DatasetFormatError(f"The CSV file {source} holds a header row but no data rows.")
+    for i, row in enumerate(data_sample):
+        if len(row) != n_cols:
+            raise _ragged(source, i + 1, len(row), n_cols)
+
+    label = (
+        None if label_column is None else _resolve_column(label_column, "label_column", n_cols, names, source)
+    )
+    drop = {
+        _resolve_column(c, "drop_columns", n_cols, names, source)
+        for c in _as_column_specs(drop_columns, "drop_columns")
+    }
+    if label is not None and label in drop:
+        raise ValueError(
+            f"The 'label_column' parameter ({label_column!r}) names a column that 'drop_columns' "
+            f"({drop_columns!r}) drops."
+        )
+    features = [j for j in range(n_cols) if j not in drop and j != label]
+    if not features:
+        raise ValueError(
+            f"No feature column of {source} is left after removing label_column={label_column!r} "
+            f"and drop_columns={drop_columns!r}."
+        )
+    used = sorted([*features, *([label] if label is not None else [])])
+    sample_numeric = {j: _parse_float_column([row[j] for row in data_sample], na) is not None for j in used}
+    col_name = [names[j] if names is not None else f"x{j}" for j in range(n_cols)]
+    if categorical == "raise":
+        for j in features:
+            if not sample_numeric[j]:
+                example = next(r[j] for r in data_sample if not _is_number(r[j].strip()))
+                raise ValueError(
+                    f"Column {col_name[j]!r} of {source} is not numeric (it holds e.g. "
+                    f"{example!r}) and categorical='raise'. Encode it beforehand, drop it with "
+                    "drop_columns, or use categorical='onehot'."
+                )
+
+    # Fast path: NumPy's C parser for the numeric columns, the csv module for the text ones.
+    # Any surprise (a text or missing cell after the sample, ragged rows) falls back to the
+    # chunked csv parser, which handles them.
+    columns: dict[int, np.ndarray | list[str]] | None
+    try:
+        num = [j for j in used if sample_numeric[j]]
+        txt = [j for j in used if not sample_numeric[j]]
+        columns = {}
+        n_num: int | None = None
+        if num:
+            with _open_text(p, encoding) as f:
+                A = np.loadtxt(
+                    f,
+                    delimiter=delimiter,
+                    skiprows=header_lines if has_header else 0,
+                    usecols=num,
+                    comments=None,
+                    quotechar='"',
+                    dtype=np.float64,
+                    ndmin=2,
+                )
+            n_num = A.shape[0]
+            columns.update({j: A[:, i] for i, j in enumerate(num)})
+        if txt:
+            texts = _collect_text_columns(p, txt, n_cols, has_header, delimiter, encoding, source)
+            if n_num is not None and len(texts[txt[0]]) != n_num:
+                columns = None
+            else:
+                columns.update(texts)
+    except ValueError as exc:
+        if isinstance(exc, DatasetFormatError):
+            raise
+        columns = None
+    if columns is None:
+        columns = _read_columns_slow(p, used, n_cols, has_header, delimiter, encoding, na, source)
+
+    n = len(columns[used[0]])
+    y: np.ndarray | None = None
+    if label is not None:
+        col = columns[label]
+        y = (
+            _numeric_labels(col)
+            if isinstance(col, np.ndarray)
+            else np.array([v.strip() for v in col], dtype=str)
+        )
+    X, feature_names = _assemble(
+        [(col_name[j], columns[j]) for j in features], n, categorical, max_categories, source
+    )
+    return X, y, feature_names
+
+
+def load_csv(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None = None,
+    header: bool | Literal["infer"] = "infer",
+    drop_columns: ColumnSpec | Collection[ColumnSpec] = (),
+    categorical: Literal["onehot", "raise"] = "onehot",
+    delimiter: str = ",",
+    na_values: Collection[str] = _DEFAULT_NA_VALUES,
+    max_categories: int = 1000,
+    encoding: str = "utf-8",
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Load a delimited text file (CSV), gzip or plain, with NumPy and the csv module.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (``*.gz`` is decompressed).
+    label_column : int or str or None, default=None
+        The label column: a position (negative counts from the end, e.g. -1 for the last) or a
+        header name. None: no labels, every kept column is a feature.
+    header : {"infer", True, False}, default="infer"
+        Whether the first record is a header of column names. ``"infer"`` assumes one when some
+        column's first cell is text while that column's next cells (up to 200 records) are numbers;
+        it cannot recognise a header of numbers nor one above all-text columns: pass True then.
+        Without a header, columns can be referred to by position only.
+    drop_columns : int or str or collection of them, default=()
+        Columns that are neither features nor labels, e.g. an unnamed row-index column (its header
+        name is ``""``; position 0 works too).
+    categorical : {"onehot", "raise"}, default="onehot"
+        What to do with a non-numeric feature column: one-hot encode it (one 0/1 column per
+        distinct value, sorted, named ``"<column>=<value>"``, placed where the column was), or
+        raise a ValueError.
+    delimiter : str, default=","
+        The one-character field separator.
+    na_values : collection of str, default=("", "?", "NA", "N/A")
+        Cells that mark a missing number: in a column that is otherwise numeric they become NaN
+        (which the private algorithms reject: impute or drop first). In a text column they are an
+        ordinary category value.
+    max_categories : int, default=1000
+        Largest number of distinct values a column may have to be one-hot encoded.
+    encoding : str, default="utf-8"
+        The text encoding (a UTF-8 byte-order mark is skipped).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+        Numeric feature columns as read, text columns one-hot encoded.
+    y : ndarray of shape (n,) or None
+        The labels as given: int64 if they are all integers, float64 if they are all numbers,
+        otherwise str (surrounding whitespace stripped). None if ``label_column`` is None.
+
+    Raises
+    ------
+    ValueError
+        Unknown column names or positions, a non-numeric column with ``categorical="raise"``,
+        too many categories; :class:`DatasetFormatError` (a ValueError) for ragged rows or an
+        empty file.
+
+    Notes
+    -----
+    Use :func:`load` to also get the produced feature names (including the one-hot columns').
+    A numeric header (e.g. ``0,1,2,...``) is not inferred; pass ``header=True``.
+    """
+    X, y, _ = _read_csv(
+        path,
+        label_column=label_column,
+        header=header,
+        drop_columns=drop_columns,
+        categorical=categorical,
+        delimiter=delimiter,
+        na_values=na_values,
+        max_categories=max_categories,
+        encoding=encoding,
+    )
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------------
+# NPY / NPZ
+# --------------------------------------------------------------------------------------------------
+
+
+def _as_feature_matrix(A: np.ndarray, what: str, convert: bool) -> np.ndarray:
+    if A.ndim < 2:
+        raise DatasetFormatError(
+            f"The array {what} must have at least 2 dimensions (rows x features). Got shape "
+            f"{A.shape} instead."
+        )
+    if A.ndim > 2:
+        A = A.reshape(A.shape[0], -1)
+    if not convert:
+        return A
+    if not (np.issubdtype(A.dtype, np.number) or A.dtype == np.bool_):
+        raise DatasetFormatError(f"The array {what} must be numeric. Got dtype {A.dtype} instead.")
+    return np.asarray(A, dtype=np.float64)
+
+
+def load_npy(
+    path: PathLike,
+    *,
+    key: str | None = None,
+    label_key: str | None = None,
+    mmap_mode: Literal["r", "r+", "c"] | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Load a NumPy ``.npy`` array or ``.npz`` archive (gzip or plain; never unpickles objects).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` or ``.npz`` file, optionally ``.gz`` compressed.
+    key : str or None, default=None
+        ``.npz`` only: the array holding X. None picks ``"X"`` if present, else the only array.
+    label_key : str or None, default=None
+        ``.npz`` only: the array holding y. None picks ``"y"`` if present, else no labels.
+    mmap_mode : {None, "r", "r+", "c"}, default=None
+        Passed to :func:`numpy.load` for an uncompressed ``.npy`` file: X is then returned as the
+        ``np.memmap`` itself, in its stored dtype, so that it can be processed out of core.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+        float64 (an array with more than 2 dimensions is flattened to (n, -1)); with
+        ``mmap_mode``, an ``np.memmap`` in the stored dtype.
+    y : ndarray of shape (n,) or None
+        ``.npz`` labels (int64 if all integers, float64 if numeric, else as stored); None for a
+        ``.npy`` file.
+    """
+    owner = "load_npy"
+    p = _resolve_path(path)
+    inner = _strip_gz(p.name).lower()
+    is_npz = inner.endswith(".npz")
+    if mmap_mode is not None:
+        check_choice(mmap_mode, "mmap_mode", ("r", "r+", "c"), owner)
+        if is_npz or _is_gzip(p):
+            raise ValueError(
+                f"The 'mmap_mode' parameter of {owner} works only for an uncompressed .npy file. "
+                f"Got mmap_mode={mmap_mode!r} for {str(p)!r}."
+            )
+    if not is_npz:
+        for pname, pval in (("key", key), ("label_key", label_key)):
+            if pval is not None:
+                raise ValueError(
+                    f"The '{pname}' parameter of {owner} applies to .npz archives only. Got "
+                    f"{pval!r} for {str(p)!r}."
+                )
+        if _is_gzip(p):
+            with _open_binary(p) as f:
+                A = np.load(io.BytesIO(f.read()), allow_pickle=False)
+        else:
+            A = np.load(p, mmap_mode=mmap_mode, allow_pickle=False)
+        return _as_feature_matrix(A, repr(str(p)), convert=mmap_mode is None), None
+
+    with _open_binary(p) as f:
+        payload = io.BytesIO(f.read()) if _is_gzip(p) else None
+    with np.load(payload if payload is not None else p, allow_pickle=False) as archive:
+        files = list(archive.files)
+        if key is None:
+            if "X" in files:
+                key = "X"
+            elif len(files) == 1:
+                key = files[0]
+            else:
+                raise ValueError(
+                    f"The 'key' parameter of {owner} is required for {str(p)!r}, which holds "
+                    f"the arrays {files} and none named 'X'."
+                )
+        for pname, pval in (("key", key), ("label_key", label_key)):
+            if pval is not None and pval not in files:
+                raise ValueError(
+                    f"The '{pname}' parameter of {owner} must name an array of {str(p)!r} "
+                    f"({files}). Got {pval!r} instead."
+                )
+        if label_key is None and "y" in files and key != "y":
+            label_key = "y"
+        X = _as_feature_matrix(archive[key], f"{key!r} of {str(p)!r}", convert=True)
+        y = None
+        if label_key is not None:
+            raw = np.asarray(archive[label_key]).ravel()
+            y = _numeric_labels(raw) if np.issubdtype(raw.dtype, np.number) else raw
+            if y.shape[0] != X.shape[0]:
+                raise DatasetFormatError(
+                    f"The labels {label_key!r} of {str(p)!r} have {y.shape[0]} entries but X "
+                    f"({key!r}) has {X.shape[0]} rows."
+                )
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------------
+# Parquet
+# --------------------------------------------------------------------------------------------------
+
+
+def _read_parquet(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None,
+    columns: Sequence[ColumnSpec] | None,
+    categorical: str,
+    max_categories: int,
+) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    owner = "load_parquet"
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "load_parquet needs the optional dependency pyarrow: pip install 'dpspectral[parquet]'"
+        ) from exc
+    check_choice(categorical, "categorical", ("onehot", "raise"), owner)
+    max_categories = _check_positive_int(max_categories, "max_categories", owner)
+    p = _resolve_path(path)
+    source = repr(str(p))
+    payload: Any = p
+    if _is_gzip(p):
+        with _open_binary(p) as f:
+            payload = pa.BufferReader(f.read())
+    pfile = pq.ParquetFile(payload)
+    names = list(pfile.schema_arrow.names)
+    n_cols = len(names)
+    label = (
+        None if label_column is None else _resolve_column(label_column, "label_column", n_cols, names, source)
+    )
+    if columns is None:
+        features = [j for j in range(n_cols) if j != label]
+    else:
+        features = [
+            _resolve_column(c, "columns", n_cols, names, source) for c in _as_column_specs(columns, "columns")
+        ]
+        features = [j for j in dict.fromkeys(features) if j != label]
+    if not features:
+        raise ValueError(
+            f"No feature column of {source} is left (label_column={label_column!r}, columns={columns!r})."
+        )
+    wanted = sorted(set(features) | ({label} if label is not None else set()))
+    table = pfile.read(columns=[names[j] for j in wanted])
+    n = table.num_rows
+
+    def convert(j: int) -> np.ndarray | list[str]:
+        col = table.column(names[j])
+        t = col.type
+        if pa.types.is_dictionary(t):
+            col = col.cast(t.value_type)
+            t = col.type
+        if (
+            pa.types.is_integer(t)
+            or pa.types.is_floating(t)
+            or pa.types.is_boolean(t)
+            or (pa.types.is_decimal(t))
+        ):
+            return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return ["" if v is None else v for v in col.to_pylist()]
+        raise TypeError(
+            f"Column {names[j]!r} of {source} has the Arrow type {t}, which is neither numeric "
+            "nor a string; drop it (columns=...)."
+        )
+
+    y: np.ndarray | None = None
+    if label is not None:
+        lab = convert(label)
+        y = _numeric_labels(lab) if isinstance(lab, np.ndarray) else np.array(lab, dtype=str)
+    X, feature_names = _assemble(
+        [(names[j], convert(j)) for j in features], n, categorical, max_categories, source
+    )
+    return X, y, feature_names
+
+
+def load_parquet(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None = None,
+    columns: Sequence[ColumnSpec] | None = None,
+    categorical: Literal["onehot", "raise"] = "onehot",
+    max_categories: int = 1000,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Load a Parquet file with pyarrow (optional dependency: ``pip install dpspectral[parquet]``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (``*.gz`` is decompressed in memory).
+    label_column : int or str or None, default=None
+        The label column, by name or position (negative counts from the end); None for no labels.
+    columns : sequence of str or int, or None, default=None
+        The feature columns, in this order; None takes every column but the label.
+    categorical : {"onehot", "raise"}, default="onehot"
+        String columns are one-hot encoded (as in :func:`load_csv`; a null is the category
+        ``""``) or rejected.
+    max_categories : int, default=1000
+        Largest number of distinct values a column may have to be one-hot encoded.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+        Numeric and boolean columns as float64 (nulls become NaN); string columns one-hot encoded.
+    y : ndarray of shape (n,) or None
+        int64 if all labels are integers, float64 if numeric, str otherwise.
+
+    Raises
+    ------
+    ImportError
+        When pyarrow is not installed.
+    """
+    X, y, _ = _read_parquet(
+        path,
+        label_column=label_column,
+        columns=columns,
+        categorical=categorical,
+        max_categories=max_categories,
+    )
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------------
+# Dispatch
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded data set. Unpacks as ``X, y = dataset``.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d), scipy.sparse.csr_matrix or np.memmap
+        The features.
+    y : ndarray of shape (n,) or None
+        The labels.
+    feature_names : tuple of str or None
+        The column names, when the format has them (CSV with a header, Parquet), including the
+        ``"<column>=<value>"`` names of one-hot encoded columns.
+    name : str
+        The file name without its format and ``.gz`` suffixes.
+    source : str
+        The path the data were read from.
+    """
+
+    X: Any
+    y: np.ndarray | None
+    feature_names: tuple[str, ...] | None
+    name: str
+    source: str
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.X
+        yield self.y
+
+    def __repr__(self) -> str:
+        y = "None" if self.y is None else f"array of shape {self.y.shape}"
+        return (
+            f"Dataset(name={self.name!r}, X={type(self.X).__name__} of shape {self.X.shape}, "
+            f"y={y}, source={self.source!r})"
+        )
+
+
+def _guess_format(path: Path) -> str:
+    inner = _strip_gz(path.name).lower()
+    if inner.endswith(".csv"):
+        return "csv"
+    if inner.endswith((".npy", ".npz")):
+        return "npy"
+    if inner.endswith((".parquet", ".pq")):
+        return "parquet"
+    if "idx3-ubyte" in inner:
+        return "idx"
+    return "libsvm"
+
+
+def _dataset_name(path: Path) -> str:
+    inner = _strip_gz(path.name)
+    for suffix in (".csv", ".npy", ".npz", ".parquet", ".pq", ".libsvm", ".svm"):
+        if inner.lower().endswith(suffix):
+            return inner[: -len(suffix)]
+    return inner
+
+
+def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Dataset:
+    """Load a data file with the loader for its format.
+
+    The format comes from the file name after removing ``.gz``: ``.csv`` -> :func:`load_csv`,
+    ``.npy`` / ``.npz`` -> :func:`load_npy`, ``.parquet`` / ``.pq`` -> :func:`load_parquet`, a name
+    containing ``idx3-ubyte`` -> :func:`load_idx`, anything else -> :func:`load_libsvm`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (for IDX, the images file).
+    format : {"libsvm", "idx", "csv", "npy", "parquet"} or None, default=None
+        Override the guess from the file name.
+    **kwargs
+        Passed to the loader. For IDX, ``labels_path`` defaults to the sibling file whose name
+        has ``labels-idx1`` in place of ``images-idx3`` when it exists.
+
+    Returns
+    -------
+    Dataset
+        ``X``, ``y``, ``feature_names`` (CSV/Parquet only), ``name`` and ``source``; unpacks as
+        ``X, y``.
+    """
+    p = _resolve_path(path)
+    if format is None:
+        fmt = _guess_format(p)
+    else:
+        fmt = check_choice(format, "format", _FORMATS, "load")
+    names: tuple[str, ...] | None = None
+    if fmt == "csv":
+        X, y, names = _read_csv(
+            p,
+            label_column=kwargs.pop("label_column", None),
+            header=kwargs.pop("header", "infer"),
+            drop_columns=kwargs.pop("drop_columns", ()),
+            categorical=kwargs.pop("categorical", "onehot"),
+            delimiter=kwargs.pop("delimiter", ","),
+            na_values=kwargs.pop("na_values", _DEFAULT_NA_VALUES),
+            max_categories=kwargs.pop("max_categories", 1000),
+            encoding=kwargs.pop("encoding", "utf-8"),
+        )
+    elif fmt == "parquet":
+        X, y, names = _read_parquet(
+            p,
+            label_column=kwargs.pop("label_column", None),
+            columns=kwargs.pop("columns", None),
+            categorical=kwargs.pop("categorical", "onehot"),
+            max_categories=kwargs.pop("max_categories", 1000),
+        )
+    elif fmt == "npy":
+        X, y = load_npy(p, **kwargs)
+        kwargs = {}
+    elif fmt == "idx":
+        labels = kwargs.pop("labels_path", None)
+        if labels is None and "images-idx3" in p.name:
+            sibling = p.with_name(p.name.replace("images-idx3", "labels-idx1"))
+            labels = sibling if sibling.is_file() else None
+        X, y = load_idx(p, labels, **kwargs)
+        kwargs = {}
+    else:
+        X, y = load_libsvm(p, **kwargs)
+        kwargs = {}
+    if kwargs:
+        raise TypeError(f"load(format={fmt!r}) got unexpected keyword arguments {sorted(kwargs)}.")
+    return Dataset(X=X, y=y, feature_names=names, name=_dataset_name(p), source=str(p))
+
+
+# --------------------------------------------------------------------------------------------------
+# Preprocessing
+# --------------------------------------------------------------------------------------------------
+
+
+def normalize_rows_nonprivate(X: np.ndarray | sp.spmatrix | sp.sparray) -> Any:
+    """Divide every row by the largest row norm of the data set. **NOT differentially private.**
+
+    .. warning::
+       The scale ``max_i ||x_i||`` is computed from the data: changing one row can change every
+       output row, and the scale itself leaks information about the largest record. No
+       sensitivity computed for rows of norm <= 1 holds *for the original data* after this map.
+       It exists only to reproduce papers that normalise this way; any result obtained after it
+       must be reported with "rows divided by the data set's maximum row norm (non-private
+       preprocessing)". For a private pipeline use :func:`clip_rows` with a public ``row_norm``.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n, d)
+        Not modified.
+
+    Returns
+    -------
+    X_scaled : same kind as X, shape (n, d), float64
+        A copy whose largest row norm is 1 (an all-zero X is returned unchanged as a copy).
+    """
+    if sp.issparse(X):
+        Xc = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    else:
+        Xc = np.array(X, dtype=np.float64, copy=True)
+        if Xc.ndim != 2:
+            raise ValueError(
+                f"The 'X' parameter of normalize_rows_nonprivate must be 2-D. Got shape {Xc.shape} instead."
+            )
+    norms = row_norms(Xc)
+    if not np.all(np.isfinite(norms)):
+        raise ValueError(
+            "The 'X' parameter of normalize_rows_nonprivate must hold finite values. Got NaN or inf instead."
+        )
+    scale = float(norms.max()) if norms.size else 0.0
+    if scale == 0.0:
+        return Xc
+    return Xc / scale if sp.issparse(Xc) else np.divide(Xc, scale, out=Xc)
+
+
+# --------------------------------------------------------------------------------------------------
+# Synthetic data
+# --------------------------------------------------------------------------------------------------
+
+
+def random_orthonormal(d: int, k: int, *, random_state: Any = None) -> np.ndarray:
+    """A uniformly (Haar) distributed d x k matrix with orthonormal columns.
+
+    Parameters
+    ----------
+    d, k : int
+        Shape, with 1 <= k <= d.
+    random_state : None, int, numpy SeedSequence or Generator
+        Source of randomness (the global NumPy state is never used).
+
+    Returns
+    -------
+    V : ndarray of shape (d, k)
+        ``V.T @ V == I_k`` up to rounding.
+    """
+    d = _check_positive_int(d, "d", "random_orthonormal")
+    k = _check_positive_int(k, "k", "random_orthonormal")
+    if k > d:
+        raise ValueError(
+            f"The 'k' parameter of random_orthonormal must be an int in [1, d={d}]. Got {k!r} instead."
+        )
+    rng = as_generator(random_state)
+    # QR of a Gaussian matrix with R's diagonal made positive is Haar distributed.
+    return orthonormalize(rng.standard_normal((d, k)), "qr")
+
+
+def gaussian_data(
+    n: int,
+    d: int,
+    *,
+    eigenvalues: Sequence[float] | np.ndarray,
+    basis: np.ndarray | None = None,
+    noise: float = 0.0,
+    random_state: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Zero-mean Gaussian rows with covariance ``V diag(eigenvalues) V^T + noise^2 I``.
+
+    Each row is ``x = V diag(sqrt(eigenvalues)) z + noise * g`` with z ~ N(0, I_m), g ~ N(0, I_d).
+
+    Parameters
+    ----------
+    n, d : int
+        Number of rows and of features.
+    eigenvalues : array-like of shape (m,), m <= d
+        Non-negative variances along the columns of V (in that order).
+    basis : ndarray of shape (d, m) or None, default=None
+        The orthonormal directions V; None draws a Haar-random one (before the rows).
+    noise : float, default=0.0
+        Standard deviation of the isotropic noise added to every coordinate.
+    random_state : None, int, numpy SeedSequence or Generator
+        Source of randomness (the global NumPy state is never used).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+    V : ndarray of shape (d, m)
+        The basis used (the one given, or the one drawn).
+    """
+    owner = "gaussian_data"
+    n = _check_positive_int(n, "n", owner)
+    d = _check_positive_int(d, "d", owner)
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    if lam.ndim != 1 or not 1 <= lam.size <= d:
+        raise ValueError(
+            f"The 'eigenvalues' parameter of {owner} must be a 1-D array of 1 to d={d} values. "
+            f"Got shape {lam.shape} instead."
+        )
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ValueError(
+            f"The 'eigenvalues' parameter of {owner} must hold finite values >= 0. Got {lam!r} instead."
+        )
+    noise = _check_nonneg_real(noise, "noise", owner)
+    rng = as_generator(random_state)
+    if basis is None:
+        V = random_orthonormal(d, lam.size, random_state=rng)
+    else:
+        V = np.asarray(basis, dtype=np.float64)
+        if V.shape != (d, lam.size):
+            raise ValueError(
+                f"The 'basis' parameter of {owner} must have shape (d, m) = ({d}, {lam.size}). "
+                f"Got shape {V.shape} instead."
+            )
+        if not np.allclose(V.T @ V, np.eye(lam.size), atol=1e-8):
+            raise ValueError(f"The 'basis' parameter of {owner} must have orthonormal columns.")
+    Z = rng.standard_normal((n, lam.size))
+    X = (Z * np.sqrt(lam)) @ V.T
+    if noise > 0:
+        X += noise * rng.standard_normal((n, d))
+    return X, V
+
+
+def spiked_covariance(
+    n: int,
+    d: int,
+    k: int,
+    *,
+    spike: float | Sequence[float] | np.ndarray = 10.0,
+    noise: float = 1.0,
+    random_state: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows from the spiked covariance model ``x = V diag(sqrt(spike)) z + noise * g``.
+
+    The population covariance is ``V diag(spike) V^T + noise^2 I_d``: its top-k eigenvectors span
+    the columns of V, with eigenvalues ``spike + noise^2``; the other d - k eigenvalues are
+    ``noise^2``.
+
+    Parameters
+    ----------
+    n, d : int
+        Number of rows and of features.
+    k : int
+        Number of spikes, 1 <= k <= d.
+    spike : float or array-like of shape (k,), default=10.0
+        The spike strengths (> 0); a float gives k equal spikes (then only span(V) is identified).
+        Column i of V carries ``spike[i]``.
+    noise : float, default=1.0
+        Standard deviation of the isotropic noise.
+    random_state : None, int, numpy SeedSequence or Generator
+        Source of randomness (the global NumPy state is never used).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+    V : ndarray of shape (d, k)
+        The true orthonormal basis (Haar-random).
+    """
+    owner = "spiked_covariance"
+    d = _check_positive_int(d, "d", owner)
+    k = _check_positive_int(k, "k", owner)
+    if k > d:
+        raise ValueError(f"The 'k' parameter of {owner} must be an int in [1, d={d}]. Got {k!r} instead.")
+    spikes = (
+        np.broadcast_to(np.asarray(spike, dtype=np.float64), (k,))
+        if np.ndim(spike) == 0
+        else np.asarray(spike, dtype=np.float64)
+    )
+    if spikes.shape != (k,) or not np.all(np.isfinite(spikes)) or np.any(spikes <= 0):
+        raise ValueError(
+            f"The 'spike' parameter of {owner} must be a float > 0 or k={k} floats > 0. Got "
+            f"{spike!r} instead."
+        )
+    return gaussian_data(n, d, eigenvalues=spikes, noise=noise, random_state=random_state)
+
+
+def decaying_spectrum(
+    n: int, d: int, *, decay: float = 0.5, random_state: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows whose feature standard deviations are ``j^-decay`` (j = 1..d) in a random basis.
+
+    ``x = V diag(j^-decay) z`` with z ~ N(0, I_d) and V a Haar-random orthogonal matrix, so the
+    population covariance is ``V diag(j^(-2 decay)) V^T``. The default decay 1/2 gives standard
+    deviations ``1/sqrt(j)`` (eigenvalues 1/j).
+
+    Parameters
+    ----------
+    n, d : int
+        Number of rows and of features.
+    decay : float, default=0.5
+        Exponent (>= 0) of the standard deviations.
+    random_state : None, int, numpy SeedSequence or Generator
+        Source of randomness (the global NumPy state is never used).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d), float64
+    V : ndarray of shape (d, d)
+        The orthogonal basis: column j is the population eigenvector of eigenvalue ``eigenvalues[j]``.
+    eigenvalues : ndarray of shape (d,)
+        The population covariance eigenvalues ``j^(-2 decay)``, descending.
+    """
+    owner = "decaying_spectrum"
+    d = _check_positive_int(d, "d", owner)
+    decay = _check_nonneg_real(decay, "decay", owner)
+    eigenvalues = np.arange(1, d + 1, dtype=np.float64) ** (-2.0 * decay)
+    X, V = gaussian_data(n, d, eigenvalues=eigenvalues, random_state=random_state)
+    return X, V, eigenvalues

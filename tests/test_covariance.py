@@ -1,0 +1,262 @@
+"""Covariance-perturbation mechanisms: Analyze Gauss, MOD-SULQ, Wishart; chunked moments."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from dpspectral import (
+    Accountant,
+    BudgetExceededError,
+    UncertifiedPrivacyWarning,
+    analyze_gauss,
+    mod_sulq,
+    wishart,
+)
+from dpspectral.moments import accumulate
+from dpspectral.privacy import analytic_noise_multiplier, classic_noise_multiplier, epsilon_of
+
+KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
+
+
+def exact_top(X: np.ndarray, k: int) -> np.ndarray:
+    w, V = np.linalg.eigh(X.T @ X)
+    return V[:, ::-1][:, :k]
+
+
+def proj_dist(V: np.ndarray, W: np.ndarray) -> float:
+    return float(np.linalg.norm(V @ V.T - W @ W.T))
+
+
+# -- moments over every source -----------------------------------------------------------------
+def test_moments_agree_across_sources(tmp_path, rng):
+    da = pytest.importorskip("dask.array")
+    X = rng.normal(size=(1000, 7)) * 0.6
+    C = 1.0
+    Xc = X * np.minimum(1, C / np.linalg.norm(X, axis=1))[:, None]
+    ref_second, ref_sum = Xc.T @ Xc, Xc.sum(0)
+    mm = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float64, shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    mm_ro = np.load(tmp_path / "x.npy", mmap_mode="r")
+    blocks = [X[i : i + 300] for i in range(0, 1000, 300)]
+    sources = {
+        "array": X,
+        "float32": X.astype(np.float32),
+        "memmap": mm_ro,
+        "sparse": sp.csr_matrix(X),
+        "blocks": blocks,
+        "generator": (b for b in blocks),
+        "callable": lambda: iter(blocks),
+        "dask": da.from_array(X, chunks=(128, 7)),
+    }
+    for name, src in sources.items():
+        m = accumulate(src, row_norm=C, want_sum=True, want_second=True)
+        tol = 1e-4 if name == "float32" else 1e-9
+        assert m.n == 1000 and m.d == 7, name
+        assert np.allclose(m.second, ref_second, atol=tol), name
+        assert np.allclose(m.sum, ref_sum, atol=tol), name
+        assert np.array_equal(m.second, m.second.T), name
+
+
+def test_moments_with_centre(rng):
+    X = rng.normal(size=(500, 4)) + 3.0
+    c = np.full(4, 3.0)
+    Y = X - c
+    Y = Y * np.minimum(1, 2.0 / np.linalg.norm(Y, axis=1))[:, None]
+    m = accumulate(X, row_norm=2.0, center=c)
+    assert np.allclose(m.second, Y.T @ Y)
+
+
+# -- zero-noise limit, determinism, untouched input --------------------------------------------
+@pytest.mark.parametrize("fn,kw", [
+    (analyze_gauss, {}),
+    (analyze_gauss, {"relation": "add_remove"}),
+    (mod_sulq, {}),
+    (mod_sulq, {"calibration": "paper"}),
+])
+def test_zero_noise_limit_is_exact_eigensolver(fn, kw, lowrank_data):
+    res = fn(lowrank_data, 3, epsilon=1e7, delta=0.5, row_norm=1.0, random_state=0, **kw)
+    assert proj_dist(res.components, exact_top(lowrank_data, 3)) < 1e-4
+    assert np.allclose(res.components.T @ res.components, np.eye(3), atol=1e-10)
+
+
+def test_seed_determinism_and_independence(lowrank_data):
+    a = analyze_gauss(lowrank_data, 3, random_state=3, **KW)
+    b = analyze_gauss(lowrank_data, 3, random_state=3, **KW)
+    c = analyze_gauss(lowrank_data, 3, random_state=4, **KW)
+    assert np.array_equal(a.components, b.components)
+    assert not np.allclose(a.components, c.components)
+    g = np.random.default_rng(3)
+    d1 = analyze_gauss(lowrank_data, 3, random_state=g, **KW)
+    d2 = analyze_gauss(lowrank_data, 3, random_state=g, **KW)  # the generator advances
+    assert not np.allclose(d1.components, d2.components)
+
+
+def test_caller_data_untouched(lowrank_data):
+    X = lowrank_data * 3  # rows above the bound get clipped internally
+    before = X.copy()
+    analyze_gauss(X, 2, centering="private", random_state=0, **KW)
+    Xs = sp.csr_matrix(X)
+    before_sp = Xs.copy()
+    analyze_gauss(Xs, 2, random_state=0, **KW)
+    assert np.array_equal(X, before)
+    assert (Xs != before_sp).nnz == 0
+
+
+# -- noise scales --------------------------------------------------------------------------------
+def test_noise_std_matches_the_derivation():
+    X = np.eye(3)
+    s = analytic_noise_multiplier(1.0, 1e-6)
+    r1 = analyze_gauss(X, 1, random_state=0, **KW)
+    ar = analyze_gauss(X, 1, relation="add_remove", random_state=0, **KW)
+    paper = analyze_gauss(X, 1, calibration="paper", epsilon=0.5, delta=1e-6, row_norm=2.0)
+    assert r1.diagnostics["noise_std"] == pytest.approx(s * math.sqrt(2))
+    assert ar.diagnostics["noise_std"] == pytest.approx(s)
+    assert paper.diagnostics["noise_std"] == pytest.approx(
+        math.sqrt(2 * math.log(1.25e6)) / 0.5 * math.sqrt(2) * 4.0
+    )
+
+
+def test_released_noise_has_the_claimed_distribution():
+    # All-zero data: the released matrix is the noise itself, recovered from k = d eigenpairs.
+    # Chi-square test of the variance, two-sided false-positive rate 1e-6, seeded.
+    d, reps = 6, 200
+    X = np.zeros((10, d))
+    total, count, std = 0.0, 0, None
+    for seed in range(reps):
+        r = analyze_gauss(X, d, random_state=seed, **KW)
+        E = (r.components * r.values) @ r.components.T
+        iu = np.triu_indices(d)
+        total += float(np.sum(E[iu] ** 2))
+        count += iu[0].size
+        std = r.diagnostics["noise_std"]
+    lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], count)
+    assert lo <= total / std**2 <= hi
+
+
+def test_mod_sulq_paper_formula():
+    n, d, eps, delta, C = 500, 8, 0.5, 1e-5, 2.0
+    X = np.full((n, d), 0.1)
+    r = mod_sulq(X, 2, epsilon=eps, delta=delta, row_norm=C, calibration="paper", random_state=0)
+    beta = (d + 1) / (n * eps) * math.sqrt(
+        2 * math.log((d * d + d) / (2 * math.sqrt(2 * math.pi) * delta))
+    ) + 1 / (n * math.sqrt(eps))
+    assert r.diagnostics["noise_std"] == pytest.approx(n * beta * C**2)
+    assert r.privacy.certified and r.privacy.epsilon < eps
+
+
+def test_mod_sulq_tight_equals_replace_one_analyze_gauss(lowrank_data):
+    a = mod_sulq(lowrank_data, 2, random_state=5, **KW)
+    b = analyze_gauss(lowrank_data, 2, random_state=5, **KW)
+    assert np.array_equal(a.components, b.components)
+
+
+# -- certification --------------------------------------------------------------------------------
+def test_paper_calibration_flagged_when_not_certified(lowrank_data):
+    # The classic formula does not certify eps = 10 at delta = 0.1 (it is valid only for eps < 1).
+    with pytest.warns(UncertifiedPrivacyWarning, match="does not certify"):
+        r = analyze_gauss(lowrank_data, 2, epsilon=10.0, delta=0.1, row_norm=1.0,
+                          calibration="paper", random_state=0)
+    assert not r.privacy.certified and r.privacy.epsilon > 10.0
+    s = classic_noise_multiplier(10.0, 0.1)
+    assert r.privacy.epsilon == pytest.approx(epsilon_of(r.privacy.events, 0.1))
+    assert r.diagnostics["noise_std"] == pytest.approx(s * math.sqrt(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = analyze_gauss(lowrank_data, 2, epsilon=0.5, delta=1e-6, row_norm=1.0,
+                           calibration="paper", random_state=0)
+    assert ok.privacy.certified
+
+
+def test_wishart_is_labelled_non_private(lowrank_data):
+    with pytest.warns(UncertifiedPrivacyWarning):
+        r = wishart(lowrank_data, 2, epsilon=1.0, row_norm=1.0, random_state=0)
+    assert not r.privacy.certified and r.privacy.epsilon == math.inf
+    assert any("NOT" in note for note in r.privacy.notes)
+    with pytest.raises(ValueError, match="no sound calibration"):
+        wishart(lowrank_data, 2, epsilon=1.0, row_norm=1.0, calibration="tight")
+    acc = Accountant(100.0, 1e-6)
+    with pytest.raises(BudgetExceededError):
+        wishart(lowrank_data, 2, epsilon=1.0, row_norm=1.0, accountant=acc)
+    assert acc.entries == ()
+
+
+# -- centring ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_private_centering(relation, rng):
+    n, d = 20000, 5
+    X = rng.normal(size=(n, d)) * 0.1 + np.array([0.5, 0, 0, 0, 0])
+    r = analyze_gauss(X, 2, epsilon=2.0, delta=1e-6, row_norm=1.0, relation=relation,
+                      centering="private", random_state=0)
+    assert np.linalg.norm(r.mean - X.mean(0)) < 0.01
+    assert len(r.privacy.events) == (2 if relation == "replace_one" else 3)
+    assert r.privacy.epsilon == pytest.approx(2.0, rel=1e-6) and r.privacy.certified
+    if relation == "add_remove":
+        assert abs(r.n_samples - n) < 2000  # a released noisy count
+    else:
+        assert r.n_samples == n  # public under replace-one
+    with pytest.raises(ValueError, match="re-iterable"):
+        analyze_gauss(iter([X]), 2, centering="private", **KW)
+    with pytest.raises(ValueError, match="calibration='tight'"):
+        analyze_gauss(X, 2, centering="private", calibration="paper", **KW)
+
+
+def test_public_centering(rng):
+    X = rng.normal(size=(3000, 4)) * [0.3, 0.1, 0.05, 0.01] + 5.0
+    r = analyze_gauss(X, 1, epsilon=1e6, delta=0.5, row_norm=1.0, centering=np.full(4, 5.0),
+                      random_state=0)
+    assert abs(abs(r.components[0, 0]) - 1) < 1e-3
+    assert np.array_equal(r.mean, np.full(4, 5.0))
+
+
+# -- bad input: clear errors, nothing released -------------------------------------------------
+@pytest.mark.parametrize("X,k,kw,err,match", [
+    (np.array([[np.nan, 1.0], [0, 1]]), 1, {}, ValueError, "NaN or infinity"),
+    (np.array([[np.inf, 1.0], [0, 1]]), 1, {}, ValueError, "NaN or infinity"),
+    (np.ones(5), 1, {}, ValueError, "2-D"),
+    (np.ones((2, 2, 2)), 1, {}, ValueError, "2-D"),
+    (np.array([["a", "b"]]), 1, {}, TypeError, "numeric"),
+    (np.ones((0, 3)), 1, {}, ValueError, "empty"),
+    (np.ones((5, 3)), 0, {}, ValueError, "'k'.*Got 0"),
+    (np.ones((5, 3)), 4, {}, ValueError, "'k'.*Got 4"),
+    (np.ones((5, 3)), 1.5, {}, TypeError, "'k'"),
+    (np.ones((5, 3)), 1, {"epsilon": 0}, ValueError, "'epsilon'.*Got 0"),
+    (np.ones((5, 3)), 1, {"epsilon": -1}, ValueError, "'epsilon'.*Got -1"),
+    (np.ones((5, 3)), 1, {"delta": 0.0}, ValueError, "'delta'.*pure"),
+    (np.ones((5, 3)), 1, {"delta": 1.0}, ValueError, "'delta'"),
+    (np.ones((5, 3)), 1, {"row_norm": 0}, ValueError, "'row_norm'"),
+    (np.ones((5, 3)), 1, {"relation": "swap"}, ValueError, "'relation'"),
+    (np.ones((5, 3)), 1, {"calibration": "loose"}, ValueError, "'calibration'"),
+    (np.ones((5, 3)), 1, {"centering": "mean"}, ValueError, "'centering'"),
+    (np.ones((5, 3)), 1, {"on_norm_violation": "ignore"}, ValueError, "'on_norm_violation'"),
+    (np.ones((5, 3)) * 2, 1, {"on_norm_violation": "raise"}, ValueError, "Row 0 has Euclidean norm"),
+])
+def test_bad_input(X, k, kw, err, match):
+    acc = Accountant(10.0, 1e-3)
+    args = {**KW, **kw}
+    with pytest.raises(err, match=match):
+        analyze_gauss(X, k, accountant=acc, random_state=0, **args)
+    assert acc.entries == ()
+
+
+def test_mod_sulq_rejects_add_remove():
+    with pytest.raises(ValueError, match="'relation'.*'add_remove'"):
+        mod_sulq(np.ones((5, 3)), 1, relation="add_remove", **KW)
+
+
+def test_exhausted_budget_is_refused_before_noise(lowrank_data):
+    acc = Accountant(1.0, 1e-6)
+    analyze_gauss(lowrank_data, 2, accountant=acc, random_state=0, **KW)
+    n_before = len(acc.entries)
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        analyze_gauss(lowrank_data, 2, accountant=acc, random_state=rng, **KW)
+    assert len(acc.entries) == n_before
+    assert rng.bit_generator.state == state  # no noise was drawn

@@ -1,0 +1,150 @@
+"""The DPPCA estimator: fitting, fitted state, sklearn integration, shared budgets, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+
+from dpspectral import DPPCA, Accountant, BudgetExceededError, Relation
+
+KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
+
+
+def test_fit_transform_inverse(lowrank_data):
+    est = DPPCA(3, random_state=0, **KW)
+    Z = est.fit_transform(lowrank_data)
+    assert Z.shape == (2000, 3)
+    assert est.components_.shape == (3, 12)
+    assert np.allclose(est.components_ @ est.components_.T, np.eye(3), atol=1e-10)
+    assert np.allclose(Z, DPPCA(3, random_state=0, **KW).fit(lowrank_data).transform(lowrank_data))
+    back = est.inverse_transform(Z)
+    assert back.shape == lowrank_data.shape
+    assert est.privacy_.certified and est.privacy_.relation is Relation.REPLACE_ONE
+    assert est.privacy_.epsilon == pytest.approx(1.0) and est.privacy_.delta == 1e-6
+    assert len(est.privacy_.events) == 1
+    assert est.n_samples_ == 2000  # public under replace-one
+    assert list(est.get_feature_names_out()) == ["dppca0", "dppca1", "dppca2"]
+
+
+def test_matches_sklearn_pca_in_the_low_noise_limit(rng):
+    X = rng.normal(size=(5000, 6)) * [0.5, 0.3, 0.2, 0.1, 0.05, 0.02] + 0.2
+    mean = X.mean(0)  # a public centre in this test
+    est = DPPCA(2, epsilon=1e7, delta=0.5, row_norm=10.0, centering=mean, random_state=0).fit(X)
+    ref = PCA(2).fit(X)
+    assert np.allclose(np.abs(est.components_), np.abs(ref.components_), atol=5e-4)
+    assert np.allclose(est.explained_variance_, ref.explained_variance_, rtol=1e-3)
+    Z, Zr = est.transform(X), ref.transform(X)
+    assert np.allclose(np.abs(Z), np.abs(Zr), atol=1e-3)
+
+
+def test_private_centering_and_add_remove(rng):
+    X = rng.normal(size=(20000, 4)) * [0.2, 0.1, 0.05, 0.02] + 0.3
+    est = DPPCA(2, epsilon=2.0, delta=1e-6, row_norm=1.0, centering="private",
+                relation="add_remove", random_state=0).fit(X)
+    assert np.linalg.norm(est.mean_ - X.mean(0)) < 0.02
+    assert abs(est.n_samples_ - 20000) < 2000  # released noisy count, not n itself
+    assert est.privacy_.relation is Relation.ADD_REMOVE
+    assert len(est.privacy_.events) == 3 and est.privacy_.certified
+    assert est.privacy_.epsilon <= 2.0
+
+
+def test_add_remove_releases_count_and_spends_it(lowrank_data):
+    est = DPPCA(2, relation="add_remove", random_state=0, **KW).fit(lowrank_data)
+    assert len(est.privacy_.events) == 2  # scatter + count, within the one budget
+    assert est.privacy_.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert np.isfinite(est.explained_variance_).all()
+
+
+def test_streams_memmaps_and_dask(tmp_path, lowrank_data):
+    da = pytest.importorskip("dask.array")
+    path = tmp_path / "x.npy"
+    np.save(path, lowrank_data)
+    mm = np.load(path, mmap_mode="r")
+    ref = DPPCA(2, random_state=1, **KW).fit(lowrank_data).components_
+    for src in (mm, da.from_array(lowrank_data, chunks=(500, 12)),
+                [lowrank_data[:700], lowrank_data[700:]]):
+        est = DPPCA(2, random_state=1, **KW).fit(src)
+        assert np.allclose(est.components_, ref, atol=1e-8)
+        assert est.n_features_in_ == 12
+
+
+def test_required_privacy_parameters():
+    X = np.ones((5, 3))
+    for missing in ("epsilon", "delta", "row_norm"):
+        params = {**KW, missing: None}
+        with pytest.raises(ValueError, match=f"'{missing}'.*required"):
+            DPPCA(1, **params).fit(X)
+
+
+@pytest.mark.parametrize("params,err,match", [
+    ({"n_components": 0}, ValueError, "'n_components'.*Got 0"),
+    ({"n_components": 4}, ValueError, "'n_components'.*Got 4"),
+    ({"epsilon": -1.0}, ValueError, "'epsilon' parameter of DPPCA.*Got -1.0"),
+    ({"epsilon": "big"}, TypeError, "'epsilon'"),
+    ({"delta": 1.5}, ValueError, "'delta' parameter of DPPCA"),
+    ({"delta": 0.0}, ValueError, "'delta'.*pure"),
+    ({"row_norm": -2.0}, ValueError, "'row_norm' parameter of DPPCA"),
+    ({"method": "magic"}, ValueError, "'method' parameter of DPPCA.*'magic'"),
+    ({"relation": "swap"}, ValueError, "'relation' parameter of DPPCA"),
+    ({"method": "mod_sulq", "relation": "add_remove"}, ValueError, "'relation'.*mod_sulq"),
+    ({"method": "wishart"}, ValueError, "'calibration'.*'paper'"),
+    ({"accountant": "mine"}, TypeError, "'accountant'"),
+])
+def test_bad_parameters(params, err, match):
+    acc = Accountant(10.0, 1e-3)
+    kw = {**KW, "accountant": acc, "n_components": 1, **params}
+    if kw["accountant"] == "mine":
+        acc = Accountant(10.0, 1e-3)
+    X = np.random.default_rng(0).normal(size=(20, 3)) * 0.1
+    before = X.copy()
+    with pytest.raises(err, match=match):
+        DPPCA(**kw).fit(X)
+    assert acc.entries == ()
+    assert np.array_equal(X, before)
+
+
+def test_nan_input_names_the_problem():
+    X = np.ones((5, 3))
+    X[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        DPPCA(1, **KW).fit(X)
+
+
+def test_clone_shares_the_accountant(lowrank_data):
+    acc = Accountant(3.0, 1e-6)
+    est = DPPCA(2, accountant=acc, **KW)
+    twin = clone(est)
+    assert twin.accountant is acc
+    twin.fit(lowrank_data)
+    assert len(acc.entries) == 1
+
+
+def test_grid_search_spends_against_the_real_budget(lowrank_data):
+    y = (lowrank_data[:, 0] > 0).astype(int)
+    # 2 candidates x 2 folds + 1 refit = 5 fits of eps = 1 each (GDP composition: sqrt(5) mu).
+    acc = Accountant(3.0, 1e-6)
+    pipe = make_pipeline(DPPCA(accountant=acc, random_state=0, **KW), LogisticRegression())
+    search = GridSearchCV(pipe, {"dppca__n_components": [1, 2]}, cv=2, error_score="raise")
+    search.fit(lowrank_data, y)
+    assert len(acc.entries) == 5
+    assert 1.0 < acc.epsilon_spent() <= 3.0
+    # A second search takes the ledger past its ceiling: the fit that would cross it is refused.
+    with pytest.raises(BudgetExceededError):
+        search.fit(lowrank_data, y)
+    assert 5 < len(acc.entries) < 10
+    assert acc.epsilon_spent() <= 3.0
+
+
+def test_parallel_workers_cannot_spend_a_copy(lowrank_data):
+    acc = Accountant(10.0, 1e-6)
+    y = (lowrank_data[:, 0] > 0).astype(int)
+    pipe = make_pipeline(DPPCA(accountant=acc, random_state=0, **KW), LogisticRegression())
+    search = GridSearchCV(pipe, {"dppca__n_components": [1, 2]}, cv=2, n_jobs=2,
+                          error_score="raise")
+    with pytest.raises(BudgetExceededError, match="pickled copy"):
+        search.fit(lowrank_data, y)

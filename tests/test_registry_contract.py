@@ -1,0 +1,84 @@
+"""Contract tests run over every registered algorithm (new entries are picked up automatically)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dpspectral
+from dpspectral import DPPCA, methods
+from dpspectral.privacy import epsilon_of
+
+ALL = methods()
+IDS = [m.name for m in ALL]
+
+
+def _run(method, X, k, seed, **kw):
+    params = dict(epsilon=1.0, delta=1e-6, row_norm=1.0, calibration=method.default_calibration,
+                  relation=method.relations[0], random_state=seed)
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
+        return method.function(X, k, **params)
+
+
+def test_registry_lists_methods_once():
+    assert len(IDS) == len(set(IDS))
+    assert {"analyze_gauss", "mod_sulq", "wishart"} <= set(IDS)
+    assert dpspectral.get_method("wishart").certified is False
+    for m in ALL:
+        assert m.relations and m.calibrations and m.paper and m.summary
+        assert m.model in {"central", "local", "streaming", "continual", "distributed"}
+
+
+@pytest.mark.parametrize("method", ALL, ids=IDS)
+def test_shape_orthonormality_and_determinism(method, lowrank_data):
+    a = _run(method, lowrank_data, 3, seed=11)
+    b = _run(method, lowrank_data, 3, seed=11)
+    assert a.components.shape == (12, 3)
+    assert np.allclose(a.components.T @ a.components, np.eye(3), atol=1e-10)
+    assert np.array_equal(a.components, b.components)
+    assert a.values is None or np.all(np.diff(a.values) <= 1e-12)  # descending
+
+
+@pytest.mark.parametrize("method", ALL, ids=IDS)
+def test_zero_noise_limit(method, lowrank_data):
+    res = _run(method, lowrank_data, 3, seed=0, epsilon=1e7, delta=0.5)
+    w, V = np.linalg.eigh(lowrank_data.T @ lowrank_data)
+    V3 = V[:, ::-1][:, :3]
+    P = res.components @ res.components.T - V3 @ V3.T
+    assert np.linalg.norm(P) < 1e-3
+
+
+@pytest.mark.parametrize("method", ALL, ids=IDS)
+def test_events_consistent_with_claim(method, lowrank_data):
+    res = _run(method, lowrank_data, 2, seed=0)
+    p = res.privacy
+    assert p.events, "every release is an event"
+    assert p.epsilon == pytest.approx(epsilon_of(p.events, p.delta, relation=p.relation))
+    assert p.relation in method.relations
+    if method.certified:
+        assert p.certified and p.epsilon <= p.requested_epsilon
+    else:
+        assert not p.certified
+
+
+@pytest.mark.parametrize("method", ALL, ids=IDS)
+def test_caller_data_untouched(method, lowrank_data):
+    X = lowrank_data * 2.5  # most rows above the bound: clipped inside, never in place
+    before = X.copy()
+    _run(method, X, 2, seed=0)
+    assert np.array_equal(X, before)
+
+
+@pytest.mark.parametrize("method", ALL, ids=IDS)
+def test_usable_through_the_estimator(method, lowrank_data):
+    est = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method=method.name,
+                calibration=method.default_calibration, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
+        Z = est.fit_transform(lowrank_data)
+    assert Z.shape == (2000, 2)
+    assert est.privacy_.mechanism == method.name
