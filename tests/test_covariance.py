@@ -260,3 +260,22 @@ def test_exhausted_budget_is_refused_before_noise(lowrank_data):
         analyze_gauss(lowrank_data, 2, accountant=acc, random_state=rng, **KW)
     assert len(acc.entries) == n_before
     assert rng.bit_generator.state == state  # no noise was drawn
+
+
+def test_moments_of_rows_slightly_and_far_above_the_bound(rng):
+    # Both accumulation paths (excess subtraction for rows just above the bound, scaled copy for
+    # rows far above it) give the clipped second moment and sum.
+    X = rng.normal(size=(4000, 9))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X[::50] *= 1.3  # 2% of rows slightly above the bound
+    far = X.copy()
+    far[::3] *= 10.0  # a third of rows far above it
+    for data in (X, far):
+        before = data.copy()
+        Y = data * np.minimum(1.0, 1.0 / np.linalg.norm(data, axis=1))[:, None]
+        m = accumulate(data, row_norm=1.0, want_sum=True)
+        assert np.allclose(m.second, Y.T @ Y, atol=1e-10)
+        assert np.allclose(m.sum, Y.sum(0), atol=1e-10)
+        norms = np.linalg.norm(data, axis=1)  # rows at 1 +- rounding may go either way
+        assert np.sum(norms > 1 + 1e-12) <= m.n_clipped <= np.sum(norms > 1 - 1e-12)
+        assert np.array_equal(data, before)

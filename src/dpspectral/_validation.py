@@ -38,7 +38,7 @@ def check_n_components(k: Any, n_features: int, owner: str, name: str = "n_compo
 
 def check_share(value: Any, name: str, owner: str) -> float:
     """A budget share in (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
         raise ValueError(
             f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead."
         )

@@ -199,7 +199,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if _is_array_like_for_sklearn(X):
             X = validate_data(
                 self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                ensure_all_finite=True, copy=False, reset=True,
+                # finiteness is checked block by block (with the row index) in dpspectral.moments
+                ensure_all_finite=False, copy=False, reset=True,
             )
         d = n_features_of(X)
         k = self.n_components

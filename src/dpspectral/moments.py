@@ -63,6 +63,10 @@ def needs_two_passes_ok(X: Any) -> bool:
 
 
 def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> Any:
+    """A float64 view (no copy when already float64) or sparse copy of one block, validated.
+
+    The caller's memory is never written through the returned array (clipping copies).
+    """
     if sp.issparse(block):
         block = sp.csr_matrix(block, dtype=np.float64)
         values = block.data
@@ -78,18 +82,35 @@ def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> An
                 f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
                 f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
             )
-        block = arr.astype(np.float64, copy=True)
-        values = block
+        block = arr.astype(np.float64, copy=False)
+        values = None
     if d is not None and block.shape[1] != d:
         raise ValueError(
             f"{owner}: block starting at row {first_row} has {block.shape[1]} features, earlier "
             f"blocks had {d}."
         )
-    if not np.isfinite(values).all():
-        bad = np.argwhere(~np.isfinite(np.asarray(block.todense() if sp.issparse(block) else block)))
-        row = first_row + int(bad[0, 0])
-        raise ValueError(f"{owner}: input contains NaN or infinity (first at row {row}).")
+    if values is not None and not np.isfinite(values).all():
+        _raise_not_finite(block, first_row, owner)
     return block
+
+
+def _raise_not_finite(block: Any, first_row: int, owner: str) -> None:
+    dense = np.asarray(block.todense() if sp.issparse(block) else block)
+    row = first_row + int(np.argwhere(~np.isfinite(dense))[0, 0])
+    raise ValueError(f"{owner}: input contains NaN or infinity (first at row {row}).")
+
+
+def _dense_row_norms(block: np.ndarray, first_row: int, owner: str) -> np.ndarray:
+    """Row norms of a dense block; also the finiteness check (a NaN/inf makes its row's norm so)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+    if not np.isfinite(norms).all():
+        if not np.isfinite(block).all():
+            _raise_not_finite(block, first_row, owner)
+        # finite entries whose squares overflow: rescale those rows first
+        bad = ~np.isfinite(norms)
+        scale = np.max(np.abs(block[bad]), axis=1)
+        norms[bad] = scale * np.linalg.norm(block[bad] / scale[:, None], axis=1)
+    return norms
 
 
 def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
@@ -208,19 +229,42 @@ def accumulate(
             continue
         if center is not None:
             block = (block.toarray() if sp.issparse(block) else block) - center
-        block, clipped = clip_rows(
-            block, row_norm, on_norm_violation=on_norm_violation, copy=False, first_row=first_row
-        )
-        n_clipped += clipped
         n += block.shape[0]
-        if want_sum:
-            total += np.asarray(block.sum(axis=0)).ravel()
-        if want_second:
-            if sp.issparse(block):
+        if sp.issparse(block):
+            block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
+                                       copy=True, first_row=first_row)
+            n_clipped += clipped
+            if want_sum:
+                total += np.asarray(block.sum(axis=0)).ravel()
+            if want_second:
                 second += (block.T @ block).toarray()
+            continue
+        norms = _dense_row_norms(block, first_row, owner)
+        over = norms > row_norm
+        n_over = int(np.count_nonzero(over))
+        n_clipped += n_over
+        fix = None
+        if n_over:
+            scales = row_norm / norms[over]
+            if on_norm_violation == "raise" or n_over > block.shape[0] // 4 or scales.min() < 0.5:
+                # scale the rows in a copy (never in the caller's array: the block may be a view)
+                block, _ = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
+                                     copy=True, first_row=first_row, norms=norms)
             else:
-                # Upper triangle of block^T block by a rank-k update (half the flops of a GEMM).
-                second = blas.dsyrk(1.0, block.T, beta=1.0, c=second, trans=0, lower=0,
+                # A few rows slightly above the bound (often rounding): keep the view and subtract
+                # their excess, (1 - s^2) x x^T, instead of copying the block. With s >= 1/2 the
+                # cancellation error stays within a few ulps of C^2.
+                fix = (block[over], scales)
+        if want_sum:
+            total += block.sum(axis=0)
+            if fix is not None:
+                total -= (1.0 - fix[1]) @ fix[0]
+        if want_second:
+            # Upper triangle of block^T block by a rank-k update (half the flops of a GEMM).
+            second = blas.dsyrk(1.0, block.T, beta=1.0, c=second, trans=0, lower=0, overwrite_c=1)
+            if fix is not None:
+                excess = fix[0] * np.sqrt(1.0 - fix[1] ** 2)[:, None]
+                second = blas.dsyrk(-1.0, excess.T, beta=1.0, c=second, trans=0, lower=0,
                                     overwrite_c=1)
     if d is None or n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")

@@ -13,7 +13,7 @@ from typing import Any
 from .pca import covariance
 from .privacy.budget import Relation
 
-__all__ = ["Method", "get_method", "methods"]
+__all__ = ["Method", "get_method", "methods", "methods_markdown"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +128,18 @@ def get_method(name: str, *, owner: str = "dpspectral") -> Method:
         raise ValueError(
             f"The 'method' parameter of {owner} must be one of {names}. Got {name!r} instead."
         ) from None
+
+
+def methods_markdown() -> str:
+    """The registry as a Markdown table (the README's table is generated from this)."""
+    lines = [
+        "| method | family | model | relations | privacy | calibrations | source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in _TABLE:
+        status = "certified" if m.certified else "**uncertified** (not DP)"
+        lines.append(
+            f"| `{m.name}` | {m.family} | {m.model} | {', '.join(r.value for r in m.relations)} | "
+            f"{status} | {', '.join(m.calibrations)} | {m.paper} |"
+        )
+    return "\n".join(lines)

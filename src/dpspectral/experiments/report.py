@@ -71,7 +71,9 @@ def _jsonable(value: Any) -> Any:
         return int(value)
     if isinstance(value, numbers.Real):
         f = float(value)
-        return f if math.isfinite(f) else str(f)  # JSON has no inf / nan
+        if math.isnan(f):
+            return None  # JSON has no NaN: null
+        return f if math.isfinite(f) else str(f)  # nor infinity: "inf" / "-inf"
     if isinstance(value, Path):
         return str(value)
     if value is None or isinstance(value, str):
@@ -80,7 +82,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_json(obj: Any, path: PathLike, *, indent: int = 2) -> Path:
-    """Write ``obj`` as JSON, converting NumPy values; non-finite floats become strings.
+    """Write ``obj`` as JSON, converting NumPy values; NaN becomes null and infinities ``"inf"``.
 
     Parameters
     ----------
@@ -408,6 +410,7 @@ def plot_metric_vs_epsilon(
     title: str | None = None,
     logx: bool = True,
     legend: bool = True,
+    dodge: float = 0.025,
     figsize: tuple[float, float] = (6.0, 4.0),
     dpi: int = 150,
 ) -> Any:
@@ -435,6 +438,9 @@ def plot_metric_vs_epsilon(
         Logarithmic x axis.
     legend : bool, default=True
         Draw a legend inside the panel (placed by matplotlib where it covers the least data).
+    dodge : float, default=0.025
+        Horizontal offset between groups (a factor ``exp(dodge)`` per group on a log axis, a share
+        of the x range otherwise) so that error bars at the same x stay visible; 0 disables it.
     figsize : (float, float), default=(6, 4)
     dpi : int, default=150
 
@@ -448,7 +454,9 @@ def plot_metric_vs_epsilon(
     if own:
         ax = fig.add_subplot(1, 1, 1)
     markers = "osD^vP*X"
-    for i, (key, members) in enumerate(group_rows(rows, (group,)).items()):
+    groups = group_rows(rows, (group,))
+    all_x: set[float] = set()
+    for i, (key, members) in enumerate(groups.items()):
         by_x: dict[float, list[Row]] = {}
         for row in members:
             xv = row.get(x)
@@ -457,17 +465,27 @@ def plot_metric_vs_epsilon(
         if not by_x:
             continue
         xs = sorted(by_x)
+        all_x.update(xs)
         means, sds = [], []
         for xv in xs:
             vals = _finite_values(by_x[xv], metric)
             means.append(float(vals.mean()) if vals.size else math.nan)
             sds.append(float(vals.std(ddof=1)) if vals.size > 1 else 0.0)
-        ax.errorbar(xs, means, yerr=sds, marker=markers[i % len(markers)], capsize=3, linewidth=1.5,
+        # Offset the groups slightly along x so that their error bars do not hide each other.
+        shift = (i - (len(groups) - 1) / 2) * dodge
+        xs_plot = [xv * math.exp(shift) if logx else xv + shift * (max(xs) - min(xs) or 1.0) for xv in xs]
+        ax.errorbar(xs_plot, means, yerr=sds, marker=markers[i % len(markers)], capsize=3, linewidth=1.5,
                     markersize=5, label=str(key[0]))
     for j, (label, value) in enumerate(_references_for(reference, "non-private").items()):
         ax.axhline(value, linestyle="--", color=f"C{7 + j}" if j < 3 else "k", linewidth=1.2, label=label)
     if logx:
         ax.set_xscale("log")
+    if 0 < len(all_x) <= 12:  # label the grid values themselves (0.1, 0.5, 1, 2), not powers of ten
+        from matplotlib.ticker import NullFormatter
+
+        ticks = sorted(all_x)
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel if ylabel is not None else metric)
     if title:
@@ -496,6 +514,7 @@ def plot_metrics_vs_epsilon(
     titles: Mapping[str, str] | None = None,
     suptitle: str | None = None,
     logx: bool = True,
+    dodge: float = 0.025,
     panel_size: tuple[float, float] = (5.0, 3.8),
     dpi: int = 150,
 ) -> Path:
@@ -509,7 +528,7 @@ def plot_metrics_vs_epsilon(
         One panel per metric, left to right.
     path : str or Path
         PNG destination; parent folders are created.
-    group, x, logx, dpi
+    group, x, logx, dodge, dpi
         As in :func:`plot_metric_vs_epsilon`.
     references : mapping of metric -> float or mapping of label -> float, optional
         Dashed reference lines per panel (e.g. the non-private ceiling).
@@ -533,6 +552,7 @@ def plot_metrics_vs_epsilon(
         plot_metric_vs_epsilon(
             rows, metric, ax=ax, group=group, x=x, reference=refs.get(metric),
             ylabel=(ylabels or {}).get(metric), title=(titles or {}).get(metric), logx=logx, legend=False,
+            dodge=dodge,
         )
     # One legend for all panels, outside the axes so that it never hides data.
     handles: dict[str, Any] = {}

@@ -257,11 +257,12 @@ def _covariance_pca(
         check_n_components(k, first.d, owner, name="k")
         plan = make_plan(first.n, first.d)
         released_events = _spend(accountant, plan, rel, kind)
-        noisy_sum = first.sum + rng.normal(0.0, plan.mean_std, size=first.d)  # type: ignore[operator]
-        n_mean = first.n if rel.n_is_public else None
-        noisy_count = None
+        assert first.sum is not None and plan.mean_std is not None
+        noisy_sum = first.sum + rng.normal(0.0, plan.mean_std, size=first.d)
+        n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
+        noisy_count: float | None = None
         if plan.count_std is not None:
-            noisy_count = first.n + rng.normal(0.0, plan.count_std)
+            noisy_count = first.n + float(rng.normal(0.0, plan.count_std))
             n_mean = max(noisy_count, 1.0)
         mu = noisy_sum / n_mean
         norm_mu = float(np.linalg.norm(mu))
@@ -277,7 +278,7 @@ def _covariance_pca(
         released_events = _spend(accountant, plan, rel, kind)
         noisy_count = None
         if plan.count_std is not None:
-            noisy_count = n + rng.normal(0.0, plan.count_std)
+            noisy_count = n + float(rng.normal(0.0, plan.count_std))
 
     # Release the scatter matrix.
     assert moments.second is not None

@@ -7,7 +7,7 @@ neighbouring after it and every sensitivity computed for rows of norm <= C holds
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +41,8 @@ def check_row_norm(row_norm: object, owner: str = "this function") -> float:
 def row_norms(X: np.ndarray | sp.spmatrix | sp.sparray) -> np.ndarray:
     """Euclidean norm of each row (dense or sparse)."""
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        Xs: Any = X
+        return np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
@@ -52,6 +53,7 @@ def clip_rows(
     on_norm_violation: NormViolation = "clip",
     copy: bool = True,
     first_row: int = 0,
+    norms: np.ndarray | None = None,
 ) -> tuple[np.ndarray | sp.spmatrix | sp.sparray, int]:
     """Scale every row of norm above ``row_norm`` down to ``row_norm``.
 
@@ -63,9 +65,12 @@ def clip_rows(
     on_norm_violation : {"clip", "raise"}
         ``"raise"`` rejects data with a row above the bound instead of clipping it.
     copy : bool
-        If False and ``X`` is a writeable float array, clip in place.
+        True (default): ``X`` is never modified; a copy is made only when some row must be scaled
+        (otherwise ``X`` itself is returned). False: a writeable float ``X`` is clipped in place.
     first_row : int
         Index of the first row of ``X`` in the whole data set (for error messages over chunks).
+    norms : ndarray of shape (n,), optional
+        The rows' Euclidean norms, when the caller has them already.
 
     Returns
     -------
@@ -73,11 +78,12 @@ def clip_rows(
     n_clipped : int
         How many rows were scaled. Data-dependent: for the caller's diagnostics only, never released.
     """
-    norms = row_norms(X)
+    if norms is None:
+        norms = row_norms(X)
     over = norms > row_norm
     n_over = int(np.count_nonzero(over))
     if n_over == 0:
-        return (X.copy() if copy else X), 0
+        return X, 0
     if on_norm_violation == "raise":
         i = int(np.flatnonzero(over)[0])
         raise ValueError(

@@ -1,0 +1,187 @@
+"""Benchmarks of issue 2: speed on MNIST, bounded memory on a large memmap, utility on MNIST.
+
+Usage (from the project root, after `make install-dev`):
+
+    .venv/bin/python benchmarks/bench_covariance.py speed   [--data ../shared/data] [--repeats 5]
+    .venv/bin/python benchmarks/bench_covariance.py memory  [--rows 10000000] [--cols 100] [--dir /tmp]
+    .venv/bin/python benchmarks/bench_covariance.py utility [--data ../shared/data] [--repeats 5]
+
+Each prints a JSON line with the measurements and the machine; docs/benchmarks.md records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+
+
+def machine() -> dict[str, object]:
+    import sklearn
+
+    info: dict[str, object] = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sklearn": sklearn.__version__,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def load_mnist_unit_rows(data: Path) -> tuple[np.ndarray, np.ndarray]:
+    from dpspectral.datasets import load_idx
+
+    X, y = load_idx(data / "mnist" / "train-images-idx3-ubyte.gz",
+                    data / "mnist" / "train-labels-idx1-ubyte.gz")
+    # Per-row scaling to unit norm (a per-record map, as in the papers).
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(X), y
+
+
+def bench_speed(args: argparse.Namespace) -> dict[str, object]:
+    from sklearn.decomposition import PCA
+
+    from dpspectral import DPPCA
+
+    X, _ = load_mnist_unit_rows(Path(args.data))
+    k = 10
+    ref, ours, skl = [], [], []
+    for r in range(args.repeats):
+        t = time.perf_counter()
+        C = X.T @ X
+        np.linalg.eigh(C)
+        ref.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        DPPCA(k, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=r).fit(X)
+        ours.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        PCA(k, svd_solver="covariance_eigh").fit(X)
+        skl.append(time.perf_counter() - t)
+    med = statistics.median
+    return {
+        "benchmark": "speed_mnist_analyze_gauss",
+        "shape": list(X.shape),
+        "k": k,
+        "repeats": args.repeats,
+        "xtx_plus_eigh_s": med(ref),
+        "dppca_analyze_gauss_s": med(ours),
+        "sklearn_pca_covariance_eigh_s": med(skl),
+        "ratio_to_xtx_eigh": med(ours) / med(ref),
+        "ratio_to_sklearn": med(ours) / med(skl),
+        "machine": machine(),
+    }
+
+
+def _memory_child(path: str, rows: int, cols: int) -> None:
+    """Runs in a fresh process: chunked DP covariance over the memmap, prints peak RSS."""
+    from dpspectral import DPPCA
+
+    X = np.memmap(path, dtype=np.float64, mode="r", shape=(rows, cols))
+    t = time.perf_counter()
+    est = DPPCA(10, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X)
+    seconds = time.perf_counter() - t
+    # VmHWM (peak resident set of this process image; unlike ru_maxrss it is not inherited from
+    # the parent across fork + exec).
+    with open("/proc/self/status") as fh:
+        peak_kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+    print(json.dumps({"fit_s": seconds, "peak_rss_mib": peak_kib / 1024,
+                      "components_shape": list(est.components_.shape)}))
+
+
+def bench_memory(args: argparse.Namespace) -> dict[str, object]:
+    rows, cols = args.rows, args.cols
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        path = os.path.join(tmp, "big.f64")
+        t = time.perf_counter()
+        out = np.memmap(path, dtype=np.float64, mode="w+", shape=(rows, cols))
+        rng = np.random.default_rng(0)
+        block = 250_000
+        scales = 1.0 / np.sqrt(np.arange(1, cols + 1))
+        for a in range(0, rows, block):
+            b = min(rows, a + block)
+            chunk = rng.standard_normal((b - a, cols)) * scales
+            chunk /= np.linalg.norm(chunk, axis=1, keepdims=True).clip(min=1.0)
+            out[a:b] = chunk
+        out.flush()
+        del out
+        write_s = time.perf_counter() - t
+        proc = subprocess.run(
+            [sys.executable, __file__, "_memory_child", path, str(rows), str(cols)],
+            check=True, capture_output=True, text=True,
+        )
+        child = json.loads(proc.stdout.strip().splitlines()[-1])
+        size_gb = os.path.getsize(path) / 1e9
+    return {
+        "benchmark": "memory_memmap_chunked_covariance",
+        "shape": [rows, cols],
+        "file_gb": size_gb,
+        "write_s": write_s,
+        **child,
+        "machine": machine(),
+    }
+
+
+def bench_utility(args: argparse.Namespace) -> dict[str, object]:
+    from dpspectral import DPPCA
+    from dpspectral.metrics import captured_energy
+
+    X, _ = load_mnist_unit_rows(Path(args.data))
+    A = X.T @ X  # evaluation only (non-private reference)
+    k = 10
+    out: dict[str, object] = {"benchmark": "utility_mnist_analyze_gauss", "k": k, "delta": 1e-6,
+                              "relation": "replace_one", "repeats": args.repeats}
+    for eps in (0.1, 0.5, 1.0, 2.0):
+        vals = []
+        for r in range(args.repeats):
+            est = DPPCA(k, epsilon=eps, delta=1e-6, row_norm=1.0, random_state=r).fit(X)
+            vals.append(captured_energy(est.components_.T, A))
+        out[f"captured_energy_eps_{eps}"] = {"mean": float(np.mean(vals)), "min": float(np.min(vals)),
+                                             "max": float(np.max(vals))}
+    out["machine"] = machine()
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_memory_child":
+        _memory_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="which", required=True)
+    p = sub.add_parser("speed")
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--repeats", type=int, default=5)
+    p = sub.add_parser("memory")
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--cols", type=int, default=100)
+    p.add_argument("--dir", default=None)
+    p = sub.add_parser("utility")
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    fn = {"speed": bench_speed, "memory": bench_memory, "utility": bench_utility}[args.which]
+    print(json.dumps(fn(args), indent=2))
+
+
+if __name__ == "__main__":
+    main()
