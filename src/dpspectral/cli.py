@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -138,7 +140,9 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
             kwargs["label_column"] = spec
         elif fmt == "npy":
             if not isinstance(spec, int):
-                raise CLIError(f"--label-column must be a column position for .npy data. Got {label_column!r}.")
+                raise CLIError(
+                    f"--label-column must be a column position for .npy data. Got {label_column!r}."
+                )
             drop = spec
         else:
             raise CLIError(f"--label-column applies to CSV, Parquet and .npy data; {fmt} files keep their "
@@ -273,7 +277,9 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
                                                                               owner="dpspectral fit")
     if relation not in method.relations:
         allowed = ", ".join(r.value for r in method.relations)
-        raise CLIError(f"--relation {relation.value!r} is not supported by {method.name} (supported: {allowed}).")
+        raise CLIError(
+            f"--relation {relation.value!r} is not supported by {method.name} (supported: {allowed})."
+        )
     calibration = args.calibration or method.default_calibration
     if calibration not in method.calibrations:
         raise CLIError(f"--calibration {calibration!r} is not available for {method.name} "
@@ -363,14 +369,18 @@ def _read_model(folder: Path) -> tuple[np.ndarray, np.ndarray | None, dict[str, 
     meta_path, comp_path = folder / "model.json", folder / "components.npy"
     for f in (meta_path, comp_path):
         if not f.is_file():
-            raise FileNotFoundError(f"--model {str(folder)!r} has no {f.name} (is it a `dpspectral fit` folder?).")
+            raise FileNotFoundError(
+                f"--model {str(folder)!r} has no {f.name} (is it a `dpspectral fit` folder?)."
+            )
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise CLIError(f"{str(meta_path)!r} is not valid JSON ({err.msg}, line {err.lineno}).") from None
     components = np.load(comp_path, allow_pickle=False)
     if components.ndim != 2 or not np.isfinite(components).all():
-        raise CLIError(f"{str(comp_path)!r} must hold a finite 2-D (k, d) array. Got shape {components.shape}.")
+        raise CLIError(
+            f"{str(comp_path)!r} must hold a finite 2-D (k, d) array. Got shape {components.shape}."
+        )
     mean = meta.get("mean")
     center = None if mean is None else np.asarray(mean, dtype=float)
     if center is not None and center.shape != (components.shape[1],):
@@ -392,7 +402,9 @@ def _run_transform(args: argparse.Namespace) -> int:
         n_features = d  # LIBSVM width is the largest index present; use the model's width
     X, _, _ = _load_features(args.data, fmt=fmt, label_column=args.label_column, n_features=n_features)
     if X.shape[1] != d:
-        raise CLIError(f"DATA {args.data!r} has {X.shape[1]} feature columns but the model was fitted on {d}.")
+        raise CLIError(
+            f"DATA {args.data!r} has {X.shape[1]} feature columns but the model was fitted on {d}."
+        )
     Z = np.asarray(X @ components.T, dtype=float)
     if center is not None:
         Z = Z - center @ components.T
@@ -462,8 +474,9 @@ def _run_demo(args: argparse.Namespace) -> int:
         eps = ", ".join(f"{p['requested_epsilon']:g}" for p in statements)
         ok = all(p["certified"] for p in statements)
         first = statements[0]
+        status = "certified for every epsilon" if ok else "NOT certified for some epsilon"
         _out(f"  {name}: ({{{eps}}}, {first['delta']:g})-DP under {first['relation']} neighbours, "
-             f"calibration={first['calibration']}, {'certified' if ok else 'NOT certified'} for every epsilon")
+             f"calibration={first['calibration']}, {status}")
     _out()
     for key in ("report", "runs", "summary", "plot", "config"):
         if key in result.files:
@@ -505,7 +518,8 @@ COMMANDS: tuple[Command, ...] = (
                     "the mean only when the model was centred). Post-processing: no privacy is spent.",
         configure=_configure_transform,
         run=_run_transform,
-        epilog="example:\n  dpspectral transform data.csv --label-column label --model model/ --out projected.npy",
+        epilog="example:\n  dpspectral transform data.csv --label-column label --model model/ "
+               "--out projected.npy",
     ),
     Command(
         name="demo",
@@ -521,23 +535,46 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions are pre-wrapped (so that examples keep their lines); subcommand names fit one line."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30, width=min(100, shutil.get_terminal_size().columns))
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        # argparse measures subcommand names without their extra indent, which wraps long names.
+        get_subactions = getattr(action, "_get_subactions", None)
+        if action.help is not argparse.SUPPRESS and get_subactions is not None:
+            longest = max((len(a.dest or a.metavar or "") for a in get_subactions()), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 4)
+
+
+def _wrap(text: str) -> str:
+    width = min(100, shutil.get_terminal_size().columns) - 2
+    return "\n\n".join(textwrap.fill(par, width) for par in text.split("\n\n"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dpspectral`` with one subparser per entry of :data:`COMMANDS`."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Differentially private spectral methods: PCA, low-rank factorization and generalized "
-                    "eigenproblems with explicit, certified privacy guarantees.",
+        description=_wrap(
+            "Differentially private spectral methods: PCA, low-rank factorization and generalized "
+                    "eigenproblems with explicit, certified privacy guarantees."
+        ),
         epilog=f"Run `{PROG} COMMAND --help` for the options of a command.",
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show full tracebacks instead of one-line errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show full tracebacks instead of one-line errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for cmd in COMMANDS:
-        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description, epilog=cmd.epilog or None,
-                           formatter_class=argparse.RawDescriptionHelpFormatter if cmd.epilog else
-                           argparse.HelpFormatter)
+        p = sub.add_parser(cmd.name, help=cmd.help, description=_wrap(cmd.description),
+                           epilog=cmd.epilog or None, formatter_class=_HelpFormatter)
         cmd.configure(p)
         p.set_defaults(_command=cmd)
     return parser

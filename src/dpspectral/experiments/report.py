@@ -449,9 +449,9 @@ def plot_metric_vs_epsilon(
     matplotlib.figure.Figure or matplotlib.axes.Axes
         The new figure (``ax`` None) or the given ``ax``.
     """
-    own = ax is None
-    fig = _new_figure(figsize) if own else None
-    if own:
+    fig: Any = None
+    if ax is None:
+        fig = _new_figure(figsize)
         ax = fig.add_subplot(1, 1, 1)
     markers = "osD^vP*X"
     groups = group_rows(rows, (group,))
@@ -493,7 +493,7 @@ def plot_metric_vs_epsilon(
     ax.grid(True, which="both", alpha=0.3)
     if legend:
         ax.legend(loc="best", fontsize="small")
-    if own:
+    if fig is not None:
         if path is not None:
             p = Path(path)
             p.parent.mkdir(parents=True, exist_ok=True)
