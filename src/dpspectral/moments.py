@@ -22,7 +22,7 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
 from ._progress import progress
-from .privacy.clipping import NormViolation, clip_rows
+from .privacy.clipping import NormViolation, clip_rows, clip_threshold
 
 __all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
 
@@ -240,7 +240,7 @@ def accumulate(
                 second += (block.T @ block).toarray()
             continue
         norms = _dense_row_norms(block, first_row, owner)
-        over = norms > row_norm
+        over = norms > clip_threshold(row_norm)
         n_over = int(np.count_nonzero(over))
         n_clipped += n_over
         fix = None
@@ -304,7 +304,7 @@ def _accumulate_dask(
             raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
         X = X - center
     norms = da.sqrt((X * X).sum(axis=1))
-    over = norms > row_norm
+    over = norms > clip_threshold(row_norm)
     scale = da.where(over, row_norm / da.where(over, norms, 1.0), 1.0)
     Xc = X * scale[:, None]
     finite = da.isfinite(X).all()

@@ -7,7 +7,8 @@ eigenvectors of the released matrix (post-processing).
 Sensitivities (rows of norm <= C after clipping; derived in ``../shared/papers/spec-pca-gep.md`` §0)
 ---------------------------------------------------------------------------------------------
 The released vector is the upper triangle (with the diagonal) of ``S``, so the L2 sensitivity is
-at most the Frobenius norm of the change of ``S``:
+at most the Frobenius norm of the change of ``S`` (C is taken as ``row_norm (1 + 1e-10)``, the bound
+that clipped rows satisfy up to rounding: see ``privacy.clipping.ROUNDING_SLACK``):
 
 * add/remove one row x: ``||x x^T||_F = ||x||^2 <= C^2`` (tight for x = C e_1);
 * replace x by y: ``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``, so ``sqrt(2) C^2``
@@ -35,7 +36,7 @@ from ..linalg import top_k_eigh
 from ..moments import accumulate, n_features_of, needs_two_passes_ok
 from ..privacy.accounting import Accountant, AccountingMethod, PrivacyReport, compose, epsilon_of
 from ..privacy.budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
-from ..privacy.clipping import NormViolation, check_row_norm
+from ..privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
 from ..privacy.gaussian import (
     analytic_noise_multiplier,
     classic_noise_multiplier,
@@ -97,6 +98,7 @@ def _plan(
 ) -> _Plan:
     plan = _Plan()
     eps, delta = budget.epsilon, budget.delta
+    row_norm = sensitivity_norm(row_norm)  # the bound the (rounded) clipped rows satisfy
     cov_sens = _scatter_sensitivity(relation, row_norm)
     count_needed = (release_count or private_mean) and not relation.n_is_public
     if kind == "wishart":
@@ -318,7 +320,7 @@ def _covariance_pca(
     n_samples: float | None = float(n) if rel.n_is_public else noisy_count
     diagnostics: dict[str, Any] = {
         "noise_std": plan.cov_std if kind != "wishart" else None,
-        "sensitivity": _scatter_sensitivity(rel, C),
+        "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
         "seconds": time.perf_counter() - t0,
     }
     if plan.mean_std is not None:
