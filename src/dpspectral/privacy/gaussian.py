@@ -78,7 +78,10 @@ def symmetric_gaussian(
     The released quantity is the upper triangle (with the diagonal); the lower triangle is its mirror,
     so the noise is exactly a Gaussian mechanism on ``d (d + 1) / 2`` coordinates.
     """
-    upper = np.triu(rng.standard_normal((d, d)))
-    noise = upper + np.triu(upper, 1).T
-    noise *= sigma
+    # (Z + Z^T) / sqrt(2) has i.i.d. N(0, 1) entries above the diagonal (each pair of independent
+    # normals is summed once); the diagonal is then set to Z's own independent N(0, 1) entries.
+    Z = rng.standard_normal((d, d))
+    noise = Z + Z.T
+    noise *= sigma / math.sqrt(2.0)
+    np.fill_diagonal(noise, sigma * np.diagonal(Z))
     return noise.astype(dtype, copy=False)
