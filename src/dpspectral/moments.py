@@ -26,7 +26,7 @@ from .privacy.clipping import NormViolation, clip_rows, clip_threshold
 
 __all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
 
-_BLOCK_ELEMENTS = 1 << 23  # ~64 MB of float64 per block
+_BLOCK_ELEMENTS = 1 << 24  # ~128 MB of float64 per block
 
 
 @dataclass(frozen=True)
