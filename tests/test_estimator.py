@@ -148,3 +148,16 @@ def test_parallel_workers_cannot_spend_a_copy(lowrank_data):
                           error_score="raise")
     with pytest.raises(BudgetExceededError, match="pickled copy"):
         search.fit(lowrank_data, y)
+
+
+def test_fit_on_a_dask_cluster(lowrank_data):
+    # The same DPPCA on a real (local) Dask cluster: per-block X^T X run on the workers.
+    distributed = pytest.importorskip("dask.distributed")
+    da = pytest.importorskip("dask.array")
+    ref = DPPCA(2, random_state=3, **KW).fit(lowrank_data)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        X = da.from_array(lowrank_data, chunks=(400, 12))
+        est = DPPCA(2, random_state=3, **KW).fit(X)
+    assert np.allclose(est.components_, ref.components_, atol=1e-8)
+    assert est.privacy_.certified

@@ -130,8 +130,8 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
     """Load DATA with ``dpspectral.datasets.load``; returns (X, feature_names, format)."""
     from . import datasets
 
-    resolved = datasets._resolve_path(path, name="DATA")
-    fmt = fmt or datasets._guess_format(resolved)
+    resolved = datasets.resolve_path(path, name="DATA")
+    fmt = fmt or datasets.guess_format(resolved)
     kwargs: dict[str, Any] = {}
     drop: int | None = None
     if label_column is not None:
@@ -423,7 +423,7 @@ def _guess_is_libsvm(path: str) -> bool:
     from . import datasets
 
     try:
-        return datasets._guess_format(datasets._resolve_path(path, name="DATA")) == "libsvm"
+        return datasets.guess_format(datasets.resolve_path(path, name="DATA")) == "libsvm"
     except (OSError, ValueError, TypeError):
         return False  # the loader reports the problem
 

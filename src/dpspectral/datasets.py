@@ -56,6 +56,7 @@ __all__ = [
     "data_home",
     "decaying_spectrum",
     "gaussian_data",
+    "guess_format",
     "load",
     "load_csv",
     "load_idx",
@@ -64,6 +65,7 @@ __all__ = [
     "load_parquet",
     "normalize_rows_nonprivate",
     "random_orthonormal",
+    "resolve_path",
     "row_norms",
     "spiked_covariance",
 ]
@@ -119,7 +121,7 @@ def data_home() -> Path | None:
     return path
 
 
-def _resolve_path(path: Any, name: str = "path") -> Path:
+def resolve_path(path: Any, name: str = "path") -> Path:
     """An existing file from a user path, looked up under :func:`data_home` when relative."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -361,7 +363,7 @@ def load_libsvm(
     """
     from sklearn.datasets import load_svmlight_file
 
-    p = _resolve_path(path)
+    p = resolve_path(path)
     if n_features is not None:
         n_features = _check_positive_int(n_features, "n_features", "load_libsvm")
     X, y = load_svmlight_file(str(p), n_features=n_features, dtype=np.float64)
@@ -432,11 +434,11 @@ def load_idx(
     DatasetFormatError
         A wrong magic number, a truncated file, or labels whose count differs from the images'.
     """
-    images = _read_idx(_resolve_path(images_path, "images_path"), _IDX_IMAGES_MAGIC, "images_path")
+    images = _read_idx(resolve_path(images_path, "images_path"), _IDX_IMAGES_MAGIC, "images_path")
     X = images.reshape(images.shape[0], -1).astype(np.float64)
     if labels_path is None:
         return X, None
-    labels = _read_idx(_resolve_path(labels_path, "labels_path"), _IDX_LABELS_MAGIC, "labels_path")
+    labels = _read_idx(resolve_path(labels_path, "labels_path"), _IDX_LABELS_MAGIC, "labels_path")
     if labels.shape[0] != X.shape[0]:
         raise DatasetFormatError(
             f"The 'labels_path' file holds {labels.shape[0]} labels but the 'images_path' file "
@@ -573,7 +575,7 @@ def _read_csv(
     encoding: str,
 ) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
     owner = "load_csv"
-    p = _resolve_path(path)
+    p = resolve_path(path)
     source = repr(str(p))
     _check_choice_or_bool(header, "header", owner)
     check_choice(categorical, "categorical", ("onehot", "raise"), owner)
@@ -824,7 +826,7 @@ def load_npy(
         ``.npy`` file.
     """
     owner = "load_npy"
-    p = _resolve_path(path)
+    p = resolve_path(path)
     inner = _strip_gz(p.name).lower()
     is_npz = inner.endswith(".npz")
     if mmap_mode is not None:
@@ -907,7 +909,7 @@ def _read_parquet(
         ) from exc
     check_choice(categorical, "categorical", ("onehot", "raise"), owner)
     max_categories = _check_positive_int(max_categories, "max_categories", owner)
-    p = _resolve_path(path)
+    p = resolve_path(path)
     source = repr(str(p))
     payload: Any = p
     if _is_gzip(p):
@@ -1052,7 +1054,8 @@ class Dataset:
         )
 
 
-def _guess_format(path: Path) -> str:
+def guess_format(path: Path) -> str:
+    """The loader a file name implies: "csv", "npy", "parquet", "idx" or "libsvm" (after ".gz")."""
     inner = _strip_gz(path.name).lower()
     if inner.endswith(".csv"):
         return "csv"
@@ -1096,9 +1099,9 @@ def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Data
         ``X``, ``y``, ``feature_names`` (CSV/Parquet only), ``name`` and ``source``; unpacks as
         ``X, y``.
     """
-    p = _resolve_path(path)
+    p = resolve_path(path)
     if format is None:
-        fmt = _guess_format(p)
+        fmt = guess_format(p)
     else:
         fmt = check_choice(format, "format", _FORMATS, "load")
     names: tuple[str, ...] | None = None
