@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -34,8 +33,8 @@ import numpy as np
 from .._validation import as_generator, check_choice, check_n_components, check_share
 from ..linalg import top_k_eigh
 from ..moments import accumulate, n_features_of, needs_two_passes_ok
-from ..privacy.accounting import Accountant, AccountingMethod, PrivacyReport, compose, epsilon_of
-from ..privacy.budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
+from ..privacy.accounting import Accountant, AccountingMethod, certify_release, compose
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
 from ..privacy.gaussian import (
     analytic_noise_multiplier,
@@ -293,29 +292,9 @@ def _covariance_pca(
         S_hat = S + symmetric_gaussian(d, plan.cov_std, rng)
     values, vectors = top_k_eigh(S_hat, k)
 
-    certified_eps = epsilon_of(released_events, budget.delta, relation=rel, accounting=accounting)
-    certified = bool(certified_eps <= budget.epsilon)
-    notes = list(plan.notes)
-    if not certified:
-        message = (
-            f"{owner} with calibration={calibration!r} does not certify the requested "
-            f"epsilon={budget.epsilon:g} at delta={budget.delta:g}: the accountant certifies "
-            f"epsilon={certified_eps:.4g}."
-        )
-        notes.append(message)
-        warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=3)
-    report = PrivacyReport(
-        mechanism=kind,
-        relation=rel,
-        epsilon=certified_eps,
-        delta=budget.delta,
-        requested_epsilon=budget.epsilon,
-        requested_delta=budget.delta,
-        certified=certified,
-        calibration=calibration,
-        events=tuple(released_events),
-        accounting=accounting,
-        notes=tuple(notes),
+    report = certify_release(
+        released_events, mechanism=kind, budget=budget, relation=rel, calibration=calibration,
+        accounting=accounting, notes=plan.notes, stacklevel=4,
     )
     n_samples: float | None = float(n) if rel.n_is_public else noisy_count
     diagnostics: dict[str, Any] = {

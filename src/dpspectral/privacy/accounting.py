@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,7 +34,13 @@ from dp_accounting import dp_event as dpe
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
-from .budget import BudgetExceededError, PrivacyBudget, Relation, as_relation
+from .budget import (
+    BudgetExceededError,
+    PrivacyBudget,
+    Relation,
+    UncertifiedPrivacyWarning,
+    as_relation,
+)
 
 __all__ = [
     "Accountant",
@@ -43,6 +50,7 @@ __all__ = [
     "PrivacyReport",
     "PureDpAccountant",
     "calibrate",
+    "certify_release",
     "compose",
     "epsilon_of",
     "make_accountant",
@@ -52,14 +60,15 @@ AccountingMethod = Literal["auto", "gaussian", "pld", "rdp"]
 _METHODS = ("auto", "gaussian", "pld", "rdp")
 
 
-class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
-    """Exact accountant for compositions of Gaussian mechanisms (Gaussian differential privacy).
+class _LeafAccountant(dp_accounting.PrivacyAccountant):
+    """An accountant that walks composed / self-composed events down to leaves it knows.
 
-    ``GaussianDpEvent(s)`` contributes ``1/s^2`` to ``mu^2``; ``ComposedDpEvent`` and
-    ``SelfComposedDpEvent`` add up; ``NoOpDpEvent`` contributes nothing; ``NonPrivateDpEvent`` makes
-    epsilon infinite. The result does not depend on the neighbouring relation because the noise
-    multiplier is already normalised by the sensitivity under that relation.
+    Subclasses implement :meth:`_leaf` (return False for an unsupported leaf) and ``get_epsilon``.
+    No-op events cost nothing; a non-private event makes epsilon infinite.
     """
+
+    _leaf_types: tuple[type, ...] = ()
+    _unsupported_message = ""
 
     def __init__(
         self,
@@ -68,8 +77,10 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
         ),
     ) -> None:
         super().__init__(neighboring_relation)
-        self._mu_squared = 0.0
         self._non_private = False
+
+    def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
+        raise NotImplementedError
 
     def _maybe_compose(
         self, event: dp_accounting.DpEvent, count: int, do_compose: bool
@@ -80,12 +91,9 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
             if do_compose:
                 self._non_private = True
             return None
-        if isinstance(event, dpe.GaussianDpEvent):
+        if isinstance(event, self._leaf_types):
             if do_compose:
-                if event.noise_multiplier == 0:
-                    self._non_private = True
-                else:
-                    self._mu_squared += count / event.noise_multiplier**2
+                self._leaf(event, count)
             return None
         if isinstance(event, dpe.SelfComposedDpEvent):
             return self._maybe_compose(event.event, count * event.count, do_compose)
@@ -96,9 +104,36 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
                     return error
             return None
         return dp_accounting.PrivacyAccountant.CompositionErrorDetails(
-            invalid_event=event,
-            error_message="GaussianDpAccountant supports only Gaussian, composed and no-op events.",
+            invalid_event=event, error_message=self._unsupported_message
         )
+
+
+class GaussianDpAccountant(_LeafAccountant):
+    """Exact accountant for compositions of Gaussian mechanisms (Gaussian differential privacy).
+
+    ``GaussianDpEvent(s)`` contributes ``1/s^2`` to ``mu^2``; ``ComposedDpEvent`` and
+    ``SelfComposedDpEvent`` add up; ``NoOpDpEvent`` contributes nothing; ``NonPrivateDpEvent`` makes
+    epsilon infinite. The result does not depend on the neighbouring relation because the noise
+    multiplier is already normalised by the sensitivity under that relation.
+    """
+
+    _leaf_types = (dpe.GaussianDpEvent,)
+    _unsupported_message = "GaussianDpAccountant supports only Gaussian, composed and no-op events."
+
+    def __init__(
+        self,
+        neighboring_relation: dp_accounting.NeighboringRelation = (
+            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        ),
+    ) -> None:
+        super().__init__(neighboring_relation)
+        self._mu_squared = 0.0
+
+    def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
+        if event.noise_multiplier == 0:
+            self._non_private = True
+        else:
+            self._mu_squared += count / event.noise_multiplier**2
 
     @property
     def mu(self) -> float:
@@ -124,7 +159,7 @@ class GaussianDpAccountant(dp_accounting.PrivacyAccountant):
         return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2))
 
 
-class PureDpAccountant(dp_accounting.PrivacyAccountant):
+class PureDpAccountant(_LeafAccountant):
     """Basic composition of pure epsilon-DP (Laplace) events, valid at every delta including 0.
 
     ``LaplaceDpEvent(b)`` (noise scale over the L1 sensitivity under the stated relation) is
@@ -132,6 +167,9 @@ class PureDpAccountant(dp_accounting.PrivacyAccountant):
     ``delta = 0`` (its pessimistic tail truncation), so this accountant is used for pure-DP ledgers
     at ``delta = 0``.
     """
+
+    _leaf_types = (dpe.LaplaceDpEvent,)
+    _unsupported_message = "PureDpAccountant supports only Laplace, composed and no-op events."
 
     def __init__(
         self,
@@ -142,34 +180,12 @@ class PureDpAccountant(dp_accounting.PrivacyAccountant):
         super().__init__(neighboring_relation)
         self._epsilon = 0.0
 
-    def _maybe_compose(
-        self, event: dp_accounting.DpEvent, count: int, do_compose: bool
-    ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
-        if isinstance(event, dpe.NoOpDpEvent):
-            return None
-        if isinstance(event, dpe.NonPrivateDpEvent):
-            if do_compose:
-                self._epsilon = math.inf
-            return None
-        if isinstance(event, dpe.LaplaceDpEvent):
-            if do_compose:
-                b = event.noise_multiplier
-                self._epsilon += math.inf if b == 0 else count / b
-            return None
-        if isinstance(event, dpe.SelfComposedDpEvent):
-            return self._maybe_compose(event.event, count * event.count, do_compose)
-        if isinstance(event, dpe.ComposedDpEvent):
-            for sub in event.events:
-                error = self._maybe_compose(sub, count, do_compose)
-                if error is not None:
-                    return error
-            return None
-        return dp_accounting.PrivacyAccountant.CompositionErrorDetails(
-            invalid_event=event, error_message="PureDpAccountant supports only Laplace events."
-        )
+    def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
+        b = event.noise_multiplier
+        self._epsilon += math.inf if b == 0 else count / b
 
     def get_epsilon(self, target_delta: float) -> float:
-        return self._epsilon
+        return math.inf if self._non_private else self._epsilon
 
 
 @functools.lru_cache(maxsize=4096)
@@ -388,6 +404,49 @@ class PrivacyReport:
             f" neighbours ({status}; requested ({self.requested_epsilon:.4g}, "
             f"{self.requested_delta:.3g}), calibration={self.calibration})"
         )
+
+
+def certify_release(
+    events: Sequence[dp_accounting.DpEvent],
+    *,
+    mechanism: str,
+    budget: PrivacyBudget,
+    relation: Relation,
+    calibration: str,
+    accounting: AccountingMethod = "auto",
+    notes: Sequence[str] = (),
+    stacklevel: int = 3,
+) -> PrivacyReport:
+    """The report of a run: what the accountant certifies for ``events`` against the request.
+
+    When the certified epsilon exceeds the requested one (a paper's formula that does not hold, a
+    non-private baseline), the report says ``certified=False`` and an
+    :class:`UncertifiedPrivacyWarning` is raised.
+    """
+    eps = epsilon_of(list(events), budget.delta, relation=relation, accounting=accounting)
+    certified = bool(eps <= budget.epsilon)
+    all_notes = list(notes)
+    if not certified:
+        message = (
+            f"{mechanism} with calibration={calibration!r} does not certify the requested "
+            f"epsilon={budget.epsilon:g} at delta={budget.delta:g}: the accountant certifies "
+            f"epsilon={eps:.4g}."
+        )
+        all_notes.append(message)
+        warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=stacklevel)
+    return PrivacyReport(
+        mechanism=mechanism,
+        relation=relation,
+        epsilon=eps,
+        delta=budget.delta,
+        requested_epsilon=budget.epsilon,
+        requested_delta=budget.delta,
+        certified=certified,
+        calibration=calibration,
+        events=tuple(events),
+        accounting=accounting,
+        notes=tuple(all_notes),
+    )
 
 
 @dataclass(frozen=True)
