@@ -63,7 +63,7 @@ _METHODS = ("auto", "gaussian", "pld", "rdp")
 class _LeafAccountant(dp_accounting.PrivacyAccountant):
     """An accountant that walks composed / self-composed events down to leaves it knows.
 
-    Subclasses implement :meth:`_leaf` (return False for an unsupported leaf) and ``get_epsilon``.
+    Subclasses set ``_leaf_types``, implement :meth:`_init_state`, :meth:`_leaf` and ``get_epsilon``.
     No-op events cost nothing; a non-private event makes epsilon infinite.
     """
 
@@ -78,6 +78,10 @@ class _LeafAccountant(dp_accounting.PrivacyAccountant):
     ) -> None:
         super().__init__(neighboring_relation)
         self._non_private = False
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """Set the subclass's running totals to zero."""
 
     def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
         raise NotImplementedError
@@ -120,13 +124,7 @@ class GaussianDpAccountant(_LeafAccountant):
     _leaf_types = (dpe.GaussianDpEvent,)
     _unsupported_message = "GaussianDpAccountant supports only Gaussian, composed and no-op events."
 
-    def __init__(
-        self,
-        neighboring_relation: dp_accounting.NeighboringRelation = (
-            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-        ),
-    ) -> None:
-        super().__init__(neighboring_relation)
+    def _init_state(self) -> None:
         self._mu_squared = 0.0
 
     def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
@@ -171,13 +169,7 @@ class PureDpAccountant(_LeafAccountant):
     _leaf_types = (dpe.LaplaceDpEvent,)
     _unsupported_message = "PureDpAccountant supports only Laplace, composed and no-op events."
 
-    def __init__(
-        self,
-        neighboring_relation: dp_accounting.NeighboringRelation = (
-            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-        ),
-    ) -> None:
-        super().__init__(neighboring_relation)
+    def _init_state(self) -> None:
         self._epsilon = 0.0
 
     def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
