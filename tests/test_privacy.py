@@ -225,3 +225,8 @@ def test_accountant_pure_epsilon_ceiling():
         acc.spend(G(100.0), "add_remove")
     acc.spend(dp_accounting.LaplaceDpEvent(2.0), "add_remove")
     assert acc.epsilon_spent() == pytest.approx(0.5, abs=1e-3)
+
+
+def test_budget_accepts_numpy_scalars():
+    b = PrivacyBudget(np.float32(0.5), np.float64(1e-6))
+    assert isinstance(b.epsilon, float) and b.epsilon == 0.5

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 from dataclasses import dataclass
 
 import dp_accounting
@@ -98,13 +99,13 @@ class PrivacyBudget:
 
     def __post_init__(self) -> None:
         eps, delta = self.epsilon, self.delta
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (
             math.isfinite(eps) and eps > 0
         ):
             raise ValueError(
                 f"The 'epsilon' parameter must be a float in (0, inf). Got {eps!r} instead."
             )
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0 <= delta < 1):
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 <= delta < 1):
             raise ValueError(
                 f"The 'delta' parameter must be a float in [0, 1). Got {delta!r} instead."
             )
