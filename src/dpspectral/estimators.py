@@ -213,6 +213,16 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     "stream of blocks (n_features is not known in advance)."
                 )
             k = d
+        options: dict[str, Any] = {}
+        if "centering" in method.options:
+            options.update(centering=self.centering, mean_share=self.mean_share)
+        elif self.centering is not None:
+            raise ValueError(
+                f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
+                f"which does not centre the data. Got {self.centering!r} instead."
+            )
+        if "release_count" in method.options:
+            options["release_count"] = True
         result = method.function(
             X,
             k,
@@ -221,12 +231,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             row_norm=row_norm,
             relation=relation,
             calibration=self.calibration,
-            centering=self.centering,
-            mean_share=self.mean_share,
-            release_count=True,
             accountant=self.accountant,
             random_state=self.random_state,
             on_norm_violation=self.on_norm_violation,
+            **options,
             **(self.method_params or {}),
         )
         self._store(result)

@@ -43,6 +43,10 @@ class Method:
         One line for tables.
     needs_delta : bool
         False for pure epsilon-DP mechanisms.
+    options : frozenset of str
+        Optional keyword arguments the function accepts beyond the common ones (``X, k, epsilon,
+        delta, row_norm, relation, calibration, accountant, random_state, on_norm_violation``), e.g.
+        ``"centering"``; the estimator passes its matching parameters only to methods that take them.
     """
 
     name: str
@@ -55,6 +59,7 @@ class Method:
     function: Callable[..., Any]
     summary: str
     needs_delta: bool = True
+    options: frozenset[str] = frozenset()
 
     @property
     def default_calibration(self) -> str:
@@ -65,6 +70,8 @@ class Method:
 
 
 _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+_COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
+                                 "show_progress"})
 
 _TABLE: tuple[Method, ...] = (
     Method(
@@ -77,6 +84,7 @@ _TABLE: tuple[Method, ...] = (
         calibrations=("tight", "paper"),
         function=covariance.analyze_gauss,
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
+        options=_COVARIANCE_OPTIONS,
     ),
     Method(
         name="mod_sulq",
@@ -88,6 +96,7 @@ _TABLE: tuple[Method, ...] = (
         calibrations=("tight", "paper"),
         function=covariance.mod_sulq,
         summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
+        options=_COVARIANCE_OPTIONS,
     ),
     Method(
         name="wishart",
@@ -100,6 +109,7 @@ _TABLE: tuple[Method, ...] = (
         function=covariance.wishart,
         summary="Wishart noise on X^T X / n; known NOT differentially private (baseline only)",
         needs_delta=False,
+        options=_COVARIANCE_OPTIONS,
     ),
 )
 

@@ -42,11 +42,16 @@ class Relation(enum.StrEnum):
     (n is then public: it is the same for every pair of neighbours).
     ``ADD_REMOVE``: one data set has one row more than the other (n itself is protected).
 
-    Later modules add the low-rank relations (Priv1, Priv2) and the local model.
+    ``LOCAL``: the local model; each user's report is private with respect to that user's own
+    record, whatever it is (any two inputs within the public bound). The server sees n reports, so n
+    is public.
+
+    Later modules add the low-rank relations (Priv1, Priv2).
     """
 
     REPLACE_ONE = "replace_one"
     ADD_REMOVE = "add_remove"
+    LOCAL = "local"
 
     @property
     def dp_accounting(self) -> dp_accounting.NeighboringRelation:
@@ -58,7 +63,7 @@ class Relation(enum.StrEnum):
     @property
     def n_is_public(self) -> bool:
         """Whether the number of rows is the same for all neighbours (so not protected)."""
-        return self is Relation.REPLACE_ONE
+        return self in (Relation.REPLACE_ONE, Relation.LOCAL)
 
     def __str__(self) -> str:
         return self.value
