@@ -43,9 +43,20 @@ def test_shape_orthonormality_and_determinism(method, lowrank_data):
     assert a.values is None or np.all(np.diff(a.values) <= 1e-12)  # descending
 
 
+# Public settings under which an iterative method converges in the zero-noise limit (full-batch
+# steps for the stochastic methods, whose single-row default steps stop at a sampling-noise floor).
+ZERO_NOISE_SETTINGS = {
+    "dp_spca": {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 400},
+    "dp_vrpca": {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 100, "n_epochs": 4},
+}
+
+
 @pytest.mark.parametrize("method", ALL, ids=IDS)
 def test_zero_noise_limit(method, lowrank_data):
-    res = _run(method, lowrank_data, 3, seed=0, epsilon=1e7, delta=0.5)
+    # the local model's aggregate noise is sqrt(n) larger: a larger epsilon reaches the limit
+    eps = 1e9 if method.model == "local" else 1e7
+    res = _run(method, lowrank_data, 3, seed=0, epsilon=eps, delta=0.5,
+               **ZERO_NOISE_SETTINGS.get(method.name, {}))
     w, V = np.linalg.eigh(lowrank_data.T @ lowrank_data)
     V3 = V[:, ::-1][:, :3]
     P = res.components @ res.components.T - V3 @ V3.T

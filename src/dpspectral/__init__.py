@@ -1,7 +1,8 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
 from .estimators import DPPCA
-from .pca import analyze_gauss, mod_sulq, wishart
+from .local import local_gaussian
+from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
 from .privacy import (
     Accountant,
     BudgetExceededError,
@@ -26,8 +27,12 @@ __all__ = [
     "SubspaceResult",
     "UncertifiedPrivacyWarning",
     "analyze_gauss",
+    "dp_spca",
+    "dp_vrpca",
     "get_method",
+    "local_gaussian",
     "methods",
     "mod_sulq",
+    "noisy_power",
     "wishart",
 ]

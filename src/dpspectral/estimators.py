@@ -49,8 +49,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Required: it must be chosen without looking at the data.
     method : str, default="analyze_gauss"
         A name from ``dpspectral.methods()``.
-    relation : {"replace_one", "add_remove"}, default="replace_one"
-        The neighbouring relation protected.
+    relation : {"replace_one", "add_remove", "local"} or None, default=None
+        The neighbouring relation protected; None takes the method's default (its first listed
+        relation: replace-one for the central methods, "local" for the local ones).
     calibration : {"tight", "paper"}, default="tight"
         Sound accountant-calibrated noise, or the paper's own formula (flagged when uncertified).
     centering : None, array of shape (n_features,), or "private", default=None
@@ -113,7 +114,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         delta: float | None = None,
         row_norm: float | None = None,
         method: str = "analyze_gauss",
-        relation: str = "replace_one",
+        relation: str | None = None,
         calibration: str = "tight",
         centering: Any = None,
         mean_share: float = 0.1,
@@ -157,7 +158,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
         row_norm = check_row_norm(self.row_norm, owner)
         method = get_method(self.method, owner=owner)
-        relation = as_relation(self.relation, owner=owner)
+        relation = (
+            method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
+        )
         if relation not in method.relations:
             allowed = ", ".join(repr(r.value) for r in method.relations)
             raise ValueError(

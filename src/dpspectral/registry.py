@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .pca import covariance
+from .local import gaussian as local_gaussian_module
+from .pca import covariance, power, stochastic
 from .privacy.budget import Relation
 
 __all__ = ["Method", "get_method", "methods", "methods_markdown"]
@@ -72,6 +73,8 @@ class Method:
 _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
                                  "show_progress"})
+_STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
+                                 "show_progress"})
 
 _TABLE: tuple[Method, ...] = (
     Method(
@@ -110,6 +113,54 @@ _TABLE: tuple[Method, ...] = (
         summary="Wishart noise on X^T X / n; known NOT differentially private (baseline only)",
         needs_delta=False,
         options=_COVARIANCE_OPTIONS,
+    ),
+    Method(
+        name="noisy_power",
+        family="power",
+        paper="Hardt & Roth (STOC 2013); Hardt & Price (NIPS 2014)",
+        model="central",
+        relations=(_R1, _AR),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=power.noisy_power,
+        summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
+        options=frozenset({"n_iter", "block_size", "show_progress"}),
+    ),
+    Method(
+        name="dp_spca",
+        family="stochastic",
+        paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 1",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=stochastic.dp_spca,
+        summary="Noisy Poisson-sampled stochastic power steps with polar retraction",
+        options=_STOCHASTIC_OPTIONS | {"mu"},
+    ),
+    Method(
+        name="dp_vrpca",
+        family="stochastic",
+        paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 2",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=stochastic.dp_vrpca,
+        summary="Variance-reduced noisy steps; the epoch's full gradient released with noise",
+        options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share"},
+    ),
+    Method(
+        name="local_gaussian",
+        family="local",
+        paper="Wang & Xu (TCS 2020)",
+        model="local",
+        relations=(Relation.LOCAL,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=local_gaussian_module.local_gaussian,
+        summary="Each user sends upper(x x^T) + symmetric Gaussian noise; server averages, top-k",
+        options=frozenset({"simulate_sum", "show_progress"}),
     ),
 )
 

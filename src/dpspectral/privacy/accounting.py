@@ -16,7 +16,9 @@ Three accountants are available, all ``dp_accounting.PrivacyAccountant`` instanc
     ``dp_accounting.rdp.RdpAccountant`` (Renyi DP; loose conversion, supports sampled events).
 
 ``"auto"`` (the default everywhere) uses the exact Gaussian accountant when it supports the events,
-:class:`PureDpAccountant` (basic composition) for Laplace-only events, PLD otherwise.
+:class:`PureDpAccountant` (basic composition) for Laplace-only events,
+:class:`SampledGaussianAccountant` (PLD with a no-amplification fallback) for Poisson-sampled
+Gaussians, and PLD otherwise.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "LedgerEntry",
     "PrivacyReport",
     "PureDpAccountant",
+    "SampledGaussianAccountant",
     "calibrate",
     "certify_release",
     "compose",
@@ -180,6 +183,96 @@ class PureDpAccountant(_LeafAccountant):
         return math.inf if self._non_private else self._epsilon
 
 
+class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):
+    """Gaussian and Poisson-sampled Gaussian events: the better of two sound upper bounds.
+
+    * PLD (``dp_accounting``'s ``PLDAccountant`` on a ``1e-3`` grid, pessimistic, so sound), which
+      captures amplification by sampling;
+    * Gaussian DP without amplification: every ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` read
+      as the unsampled release it dominates (multiplier ``s / 2`` under ``REPLACE_ONE``, where a
+      replaced row moves the sum by twice its bound, ``s`` under add/remove), composed exactly.
+
+    The PLD is skipped when a multiplier is below 0.05 (its grid would be huge and the epsilon is in
+    the thousands anyway), so calibration towards huge epsilons stays fast.
+    """
+
+    PLD_INTERVAL = 1e-3
+    MIN_PLD_MULTIPLIER = 0.05
+
+    def __init__(
+        self,
+        neighboring_relation: dp_accounting.NeighboringRelation = (
+            dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        ),
+        use_pld: bool = True,
+    ) -> None:
+        super().__init__(neighboring_relation)
+        self._events: list[tuple[dp_accounting.DpEvent, int]] = []
+        self.use_pld = use_pld
+
+    def _check(self, event: dp_accounting.DpEvent) -> bool:
+        if isinstance(event, (dpe.NoOpDpEvent, dpe.GaussianDpEvent)):
+            return True
+        if isinstance(event, dpe.PoissonSampledDpEvent):
+            return isinstance(event.event, dpe.GaussianDpEvent)
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._check(event.event)
+        if isinstance(event, dpe.ComposedDpEvent):
+            return all(self._check(e) for e in event.events)
+        return False
+
+    def _maybe_compose(
+        self, event: dp_accounting.DpEvent, count: int, do_compose: bool
+    ) -> dp_accounting.PrivacyAccountant.CompositionErrorDetails | None:
+        if not self._check(event):
+            return dp_accounting.PrivacyAccountant.CompositionErrorDetails(
+                invalid_event=event,
+                error_message="SampledGaussianAccountant supports Gaussian and Poisson-sampled "
+                "Gaussian events.",
+            )
+        if do_compose:
+            self._events.append((event, count))
+        return None
+
+    def _unsampled(self, event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        if isinstance(event, dpe.PoissonSampledDpEvent):
+            factor = 0.5 if self.neighboring_relation is (
+                dp_accounting.NeighboringRelation.REPLACE_ONE) else 1.0
+            return dpe.GaussianDpEvent(event.event.noise_multiplier * factor)
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return dpe.SelfComposedDpEvent(self._unsampled(event.event), event.count)
+        if isinstance(event, dpe.ComposedDpEvent):
+            return dpe.ComposedDpEvent([self._unsampled(e) for e in event.events])
+        return event
+
+    def _min_multiplier(self, event: dp_accounting.DpEvent) -> float:
+        if isinstance(event, dpe.PoissonSampledDpEvent):
+            return float(event.event.noise_multiplier)
+        if isinstance(event, dpe.GaussianDpEvent):
+            return float(event.noise_multiplier)
+        if isinstance(event, dpe.SelfComposedDpEvent):
+            return self._min_multiplier(event.event)
+        if isinstance(event, dpe.ComposedDpEvent):
+            return min((self._min_multiplier(e) for e in event.events), default=math.inf)
+        return math.inf
+
+    def get_epsilon(self, target_delta: float) -> float:
+        if not self._events:
+            return 0.0
+        gauss = GaussianDpAccountant()
+        for event, count in self._events:
+            gauss.compose(self._unsampled(event), count)
+        bound = gauss.get_epsilon(target_delta)
+        if not self.use_pld or (
+            min(self._min_multiplier(e) for e, _ in self._events) < self.MIN_PLD_MULTIPLIER
+        ):
+            return bound
+        pld = PLDAccountant(self.neighboring_relation, value_discretization_interval=self.PLD_INTERVAL)
+        for event, count in self._events:
+            pld.compose(event, count)
+        return min(bound, float(pld.get_epsilon(target_delta)))
+
+
 @functools.lru_cache(maxsize=4096)
 def _epsilon_gaussian(noise_multiplier: float, delta: float) -> float:
     return float(dp_accounting.get_epsilon_gaussian(noise_multiplier, delta))
@@ -246,6 +339,9 @@ def make_accountant(
         pure = PureDpAccountant(rel)
         if pure.supports(event):
             return pure
+        sampled = SampledGaussianAccountant(rel)
+        if sampled.supports(event):
+            return sampled
         return PLDAccountant(rel)
     if accounting == "gaussian":
         return GaussianDpAccountant(rel)
@@ -288,6 +384,7 @@ def calibrate(
     *,
     relation: Relation | str = Relation.REPLACE_ONE,
     accounting: AccountingMethod = "auto",
+    tol: float = 1e-9,
 ) -> float:
     """Smallest noise parameter ``p`` such that ``make_event(p)`` is (epsilon, delta)-DP.
 
@@ -299,17 +396,34 @@ def calibrate(
     probe = make_event(1.0)
     if isinstance(probe, dpe.NonPrivateDpEvent):
         raise ValueError("A non-private event cannot be calibrated to a finite epsilon.")
-    kind = accounting
-    if accounting == "auto":
-        kind = "gaussian" if GaussianDpAccountant(rel.dp_accounting).supports(probe) else "pld"
+    bracket: dp_accounting.mechanism_calibration.BracketInterval = (
+        dp_accounting.LowerEndpointAndGuess(0.0, 1.0)
+    )
+    if accounting == "auto" and isinstance(make_accountant("auto", rel, probe),
+                                           SampledGaussianAccountant):
+        # The no-amplification bound alone (fast) gives a sound multiplier s_b; the optimum is at
+        # most s_b, and equals it when s_b is below the PLD threshold (the bound is then used).
+        rel_acc = _accounting_relation(rel, probe)
+        s_b = float(dp_accounting.calibrate_dp_mechanism(
+            lambda: SampledGaussianAccountant(rel_acc, use_pld=False), make_event, epsilon, delta,
+            bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0), tol=tol,
+        ))
+        if s_b < SampledGaussianAccountant.MIN_PLD_MULTIPLIER:
+            return s_b
+        bracket = dp_accounting.ExplicitBracketInterval(
+            SampledGaussianAccountant.MIN_PLD_MULTIPLIER * 0.999, s_b
+        )
+        low_event = make_event(SampledGaussianAccountant.MIN_PLD_MULTIPLIER * 0.999)
+        if epsilon_of(low_event, delta, relation=rel) <= epsilon:
+            bracket = dp_accounting.ExplicitBracketInterval(0.0, s_b)
     return float(
         dp_accounting.calibrate_dp_mechanism(
-            lambda: make_accountant(kind, rel, probe),  # type: ignore[arg-type]
+            lambda: make_accountant(accounting, rel, probe),
             make_event,
             epsilon,
             delta,
-            bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0),
-            tol=1e-9,
+            bracket_interval=bracket,
+            tol=tol,
         )
     )
 

@@ -1,0 +1,386 @@
+"""Local Gaussian (Wang and Xu, TCS 2020): each user sends a noisy copy of ``x x^T``.
+
+Protocol (``../shared/papers/spec-pca-gep.md`` §B.6, RECONSTRUCTED)::
+
+    user i:  S_i = upper(c(x_i) c(x_i)^T + Z_i),  Z_i symmetric, i.i.d. N(0, sigma^2) on and above
+             the diagonal                                        (d (d + 1) / 2 floats)
+    server:  S = (1/n) sum_i S_i (rebuilt as a symmetric matrix);  V_k = top-k eigenvectors of S
+
+``upper(M)`` is the vector of ``M[np.triu_indices(d)]`` (row-major upper triangle with the diagonal).
+
+Local sensitivity (any two inputs in the ball of radius C; C taken as ``sensitivity_norm(row_norm)``)
+---------------------------------------------------------------------------------------------------
+``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4`` and the upper-triangle vector of a
+symmetric matrix has norm at most its Frobenius norm (each off-diagonal entry is counted once instead
+of twice), so ``||upper(x x^T) - upper(y y^T)||_2 <= sqrt(2) C^2``, tight for ``x = C e_1``,
+``y = C e_2`` (the vector difference has entries ``C^2`` and ``-C^2``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_generator, check_choice, check_n_components
+from ..linalg import top_k_eigh
+from ..moments import (
+    _as_float_block,
+    _dense_row_norms,
+    _iter_blocks,
+    accumulate,
+    n_features_of,
+    needs_two_passes_ok,
+)
+from ..privacy.accounting import Accountant, certify_release
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier, symmetric_gaussian
+from ..results import SubspaceResult
+
+__all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
+
+Calibration = Literal["tight", "paper"]
+
+_OWNER = "local_gaussian"
+#: Upper bound on the number of report entries generated at once by the per-user simulation.
+_REPORT_BLOCK_ELEMENTS = 1 << 20
+
+
+def report_length(d: int) -> int:
+    """Floats one user sends: ``d (d + 1) / 2``."""
+    return d * (d + 1) // 2
+
+
+def local_sensitivity(row_norm: float) -> float:
+    """L2 sensitivity of one user's upper triangle over any two inputs of norm <= row_norm."""
+    return math.sqrt(2.0) * sensitivity_norm(row_norm) ** 2
+
+
+def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, list[str]]:
+    if calibration == "tight":
+        return analytic_noise_multiplier(budget.epsilon, budget.delta), []
+    note = (
+        "Local Gaussian with the classic Gaussian formula sqrt(2 ln(1.25/delta))/epsilon times the "
+        "local sensitivity sqrt(2) C^2 (Wang and Xu 2020, as reconstructed in the spec); certified "
+        "only where the accountant agrees (always for epsilon < 1)."
+    )
+    return classic_noise_multiplier(budget.epsilon, budget.delta), [note]
+
+
+def _check_common(
+    epsilon: float, delta: float, row_norm: float, calibration: str, on_norm_violation: str,
+    owner: str,
+) -> tuple[PrivacyBudget, float]:
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    return budget, check_row_norm(row_norm, owner)
+
+
+def _reports(rows: np.ndarray, noise_std: float, rng: np.random.Generator) -> np.ndarray:
+    """Reports of users holding the (already clipped) ``rows``: shape (n_rows, d (d + 1) / 2)."""
+    i, j = np.triu_indices(rows.shape[1])
+    out = rng.standard_normal((rows.shape[0], i.size))
+    out *= noise_std
+    out += rows[:, i] * rows[:, j]
+    return out
+
+
+def _symmetric_from_upper(vector: np.ndarray, d: int) -> np.ndarray:
+    M = np.zeros((d, d))
+    M[np.triu_indices(d)] = vector
+    return M + np.triu(M, 1).T
+
+
+def local_gaussian_report(
+    x: Any,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    calibration: Calibration = "tight",
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+) -> np.ndarray:
+    """What one user sends: the upper triangle of ``c(x) c(x)^T + Z``.
+
+    Parameters
+    ----------
+    x : array-like of shape (n_features,)
+        The user's own record. Never modified.
+    epsilon : float
+        In (0, inf).
+    delta : float
+        In (0, 1).
+    row_norm : float
+        Public bound C; a record above it is scaled down to norm C (or rejected with
+        ``on_norm_violation="raise"``).
+    calibration : {"tight", "paper"}
+        ``"tight"``: the analytic Gaussian mechanism (Balle and Wang 2018) for the exact
+        (epsilon, delta). ``"paper"``: the classic ``sqrt(2 ln(1.25/delta))/epsilon``, which is
+        (epsilon, delta)-DP only where our accountant confirms it (always for epsilon < 1).
+    random_state : None, int, SeedSequence or Generator
+        The user's own randomness.
+    on_norm_violation : {"clip", "raise"}
+
+    Returns
+    -------
+    report : ndarray of shape (n_features (n_features + 1) / 2,)
+        ``(c(x) c(x)^T + Z)[np.triu_indices(n_features)]`` with i.i.d. ``N(0, sigma^2)`` noise.
+
+    Privacy
+    -------
+    Local model: the report is (epsilon, delta)-DP with respect to the user's record, for any two
+    records of norm at most C. The L2 sensitivity of ``upper(x x^T)`` over that ball is
+    ``sqrt(2) C^2`` (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``, and the
+    upper triangle counts each off-diagonal entry once); ``sigma = s sqrt(2) C^2`` with ``s`` the
+    noise multiplier of one ``GaussianDpEvent(s)``.
+    """
+    owner = "local_gaussian_report"
+    budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"The 'x' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(
+            f"The 'x' parameter of {owner} must be a non-empty 1-D array (one record). Got shape "
+            f"{arr.shape} instead."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"The 'x' parameter of {owner} contains NaN or infinity.")
+    row = arr.astype(np.float64)[None, :]  # a copy: the caller's record is never written
+    row, _ = clip_rows(row, C, on_norm_violation=on_norm_violation, copy=False)
+    s, _ = _noise_multiplier(budget, calibration)
+    rng = as_generator(random_state)
+    return _reports(np.asarray(row), s * local_sensitivity(C), rng)[0]
+
+
+def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Server side: average the reports, rebuild the symmetric matrix, take its top-k eigenpairs.
+
+    Parameters
+    ----------
+    reports : array-like of shape (n_users, d (d + 1) / 2)
+        One report per row, as sent by :func:`local_gaussian_report`.
+    d : int
+        Number of features.
+    k : int
+        Number of components, in [1, d].
+
+    Returns
+    -------
+    components : ndarray of shape (d, k)
+        Orthonormal, ordered by decreasing eigenvalue, signs fixed.
+    values : ndarray of shape (k,)
+        Eigenvalues of the averaged matrix (the scale of ``(1/n) sum_i x_i x_i^T``).
+
+    Privacy
+    -------
+    Post-processing of the users' reports: nothing is spent.
+    """
+    owner = "local_gaussian_aggregate"
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"The 'd' parameter of {owner} must be a positive int. Got {d!r} instead.")
+    k = check_n_components(k, int(d), owner, name="k")
+    arr = np.asarray(reports)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"The 'reports' parameter of {owner} must be numeric. Got {arr.dtype}.")
+    m = report_length(int(d))
+    if arr.ndim != 2 or arr.shape[1] != m or arr.shape[0] == 0:
+        raise ValueError(
+            f"The 'reports' parameter of {owner} must have shape (n_users >= 1, d (d + 1) / 2 = {m}). "
+            f"Got shape {arr.shape} instead."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"The 'reports' parameter of {owner} contains NaN or infinity.")
+    mean = arr.mean(axis=0, dtype=np.float64)
+    values, vectors = top_k_eigh(_symmetric_from_upper(mean, int(d)), k)
+    return vectors, values
+
+
+def _simulated_report_sum(
+    X: Any, C: float, noise_std: float, rng: np.random.Generator, on_norm_violation: NormViolation,
+    owner: str, show_progress: bool | None,
+) -> tuple[np.ndarray, int, int]:
+    """Sum of every user's actual report (vectorised over blocks of users)."""
+    total: np.ndarray | None = None
+    n = 0
+    d: int | None = None
+    for first_row, raw in _iter_blocks(X, owner, show_progress):
+        block = _as_float_block(raw, first_row, d, owner)
+        if d is None:
+            d = int(block.shape[1])
+            total = np.zeros(report_length(d))
+        assert total is not None
+        step = max(1, _REPORT_BLOCK_ELEMENTS // report_length(d))
+        for a in range(0, block.shape[0], step):
+            rows = block[a : a + step]
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            norms = _dense_row_norms(rows, first_row + a, owner)
+            rows, _ = clip_rows(rows, C, on_norm_violation=on_norm_violation, copy=True,
+                                first_row=first_row + a, norms=norms)
+            total += _reports(np.asarray(rows), noise_std, rng).sum(axis=0)
+            n += rows.shape[0]
+    if d is None or n == 0 or total is None:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    return total, n, d
+
+
+def local_gaussian(
+    X: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "local",
+    calibration: Calibration = "tight",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    simulate_sum: bool = True,
+    show_progress: bool | None = None,
+) -> SubspaceResult:
+    """Local Gaussian PCA (Wang and Xu, TCS 2020), the whole protocol simulated on one machine.
+
+    Every user (row) sends ``upper(c(x) c(x)^T + Z)`` (see :func:`local_gaussian_report`); the
+    server averages the reports and returns the top-k eigenvectors (see
+    :func:`local_gaussian_aggregate`).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_users, n_features), np.memmap, sparse matrix, Dask array, or an
+        iterable of row blocks
+        One record per user. Never modified.
+    k : int
+        Number of components, in [1, n_features].
+    epsilon : float
+        In (0, inf): every user's report is (epsilon, delta)-LDP.
+    delta : float
+        In (0, 1).
+    row_norm : float
+        Public bound C on each record's norm (records above it are clipped by their user).
+    relation : {"local"}
+        The local model only.
+    calibration : {"tight", "paper"}
+        ``"tight"``: analytic Gaussian mechanism; ``"paper"``: the classic formula (certified only
+        where the accountant agrees).
+    accountant : Accountant, optional
+        Ledger (relation ``"local"``) to spend against; refused before any noise is drawn if it
+        would exceed the ceiling.
+    random_state : None, int, SeedSequence or Generator
+    on_norm_violation : {"clip", "raise"}
+    simulate_sum : bool
+        True (default): draw the server's average directly: ``(1/n) sum_i c(x_i) c(x_i)^T`` (by
+        :func:`dpspectral.moments.accumulate`) plus one symmetric Gaussian of entry std
+        ``sigma / sqrt(n)``, which has exactly the law of the average of the n reports' noise.
+        False: generate every user's report (in blocks of users) and average them.
+    show_progress : bool or None
+        Progress bar over blocks.
+
+    Returns
+    -------
+    SubspaceResult
+        ``values`` and ``total`` on the scale of ``sum_i x_i x_i^T`` (n times the averaged
+        matrix; n is public in the local model); ``n_samples`` = n; diagnostics ``noise_std``
+        (each user's per-entry std), ``aggregate_noise_std``, ``noise_multiplier``,
+        ``sensitivity``, ``communication_floats_per_user`` = d (d + 1) / 2, ``simulate_sum``,
+        ``seconds``.
+
+    Privacy
+    -------
+    Relation: local. Each user's report is one Gaussian mechanism on ``upper(c(x) c(x)^T)``, whose
+    L2 sensitivity over any two records of norm <= C is ``sqrt(2) C^2``
+    (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``), so it is
+    (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
+    is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
+    runs the same mechanism on disjoint data). The server's average and eigendecomposition are
+    post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
+    the central model.)
+    """
+    t0 = time.perf_counter()
+    owner = _OWNER
+    budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)
+    rel = as_relation(relation, owner=owner)
+    if rel is not Relation.LOCAL:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'local' (a local-model protocol). Got "
+            f"{rel.value!r} instead."
+        )
+    if not isinstance(simulate_sum, (bool, np.bool_)):
+        raise TypeError(
+            f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
+        )
+    d_known = n_features_of(X)
+    if d_known is not None:
+        check_n_components(k, d_known, owner, name="k")
+    rng = as_generator(random_state)
+
+    s, notes = _noise_multiplier(budget, calibration)
+    sens = local_sensitivity(C)
+    noise_std = s * sens
+    event = dp_accounting.GaussianDpEvent(s)
+    if accountant is not None:
+        accountant.check(event, rel)  # fail fast, before reading the data
+
+    if simulate_sum:
+        moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                             want_second=True, owner=owner, show_progress=show_progress)
+        d, n = moments.d, moments.n
+        k = check_n_components(k, d, owner, name="k")
+        if accountant is not None:
+            accountant.spend(event, rel, label=owner)
+        assert moments.second is not None
+        average = moments.second / n + symmetric_gaussian(d, noise_std / math.sqrt(n), rng)
+    else:
+        if accountant is not None:
+            # Users draw their noise while the data are read: validate every block first (a
+            # pass without noise), then spend, then generate the reports.
+            if not needs_two_passes_ok(X):
+                raise ValueError(
+                    f"{owner} with simulate_sum=False and an accountant reads the data twice "
+                    "(validation, then the reports); pass a re-iterable source (an array, a list "
+                    "of blocks, or a callable returning a fresh iterator) or use simulate_sum=True."
+                )
+            checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
+                                 want_sum=False, want_second=False, owner=owner)
+            check_n_components(k, checked.d, owner, name="k")
+            accountant.spend(event, rel, label=owner)
+        total, n, d = _simulated_report_sum(X, C, noise_std, rng, on_norm_violation, owner,
+                                            show_progress)
+        k = check_n_components(k, d, owner, name="k")
+        average = _symmetric_from_upper(total / n, d)
+    values, components = top_k_eigh(average, k)
+
+    notes = [
+        *notes,
+        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own "
+        "record; the recorded event is one user's Gaussian release.",
+    ]
+    report = certify_release(
+        [event], mechanism=owner, budget=budget, relation=rel, calibration=calibration,
+        notes=notes, stacklevel=3,
+    )
+    diagnostics: dict[str, Any] = {
+        "noise_std": noise_std,
+        "aggregate_noise_std": noise_std / math.sqrt(n),
+        "noise_multiplier": s,
+        "sensitivity": sens,
+        "communication_floats_per_user": report_length(d),
+        "simulate_sum": bool(simulate_sum),
+        "seconds": time.perf_counter() - t0,
+    }
+    return SubspaceResult(
+        components=components,
+        values=values * n,
+        total=float(np.trace(average)) * n,
+        n_samples=float(n),
+        privacy=report,
+        diagnostics=diagnostics,
+    )

@@ -1,0 +1,402 @@
+"""Gradient-perturbation PCA: DP-SPCA and DP-VRPCA (Shang, Zhang, Xu, Liu and Liu, UAI 2021).
+
+Both run projected stochastic gradient ascent on ``tr(V^T A V)`` over d x k orthonormal V, with
+Gaussian noise on every step, and orthonormalise by the polar factor ``V (V^T V)^{-1/2}`` (for k = 1,
+normalisation). Paper: ``../shared/papers/000_*.txt``; specification and the problems with the
+paper's privacy claims: ``../shared/papers/spec-pca-gep.md`` §C.
+
+Sampling. Every step uses a Poisson sample of the rows (each row independently with probability
+``q``, default ``1/n``: one row per step on average, like the paper's uniform index), so the
+accountant certifies exactly what runs. The update is
+``V' = V + (eta / (q n)) (sum_{i in S} g_i(V) + N(0, (s Delta)^2))`` (plus, in DP-VRPCA, the released
+full gradient), i.e. a step along an unbiased estimate of the mean gradient ``2 A V / n``.
+
+Relation and accounting. Replace-one neighbours (the paper's "differ in only one row"; n is then
+public, which the step scale ``1/(q n)`` needs). Sampled steps are
+``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s`` = noise std / the bound ``Delta`` on one
+row's contribution; a replaced row moves a sampled sum by at most ``2 Delta``, which is how
+``dp_accounting``'s PLD accountant reads sampled events under ``REPLACE_ONE``. Unsampled releases of
+the same run (DP-VRPCA's full gradients) use the same convention (bound on one row's contribution),
+so the whole run is evaluated under ``REPLACE_ONE`` (sound; loose by at most a factor 2 on those).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+
+from .._progress import progress
+from .._validation import as_generator, check_choice, check_n_components, check_share
+from ..linalg import fix_signs, orthonormalize
+from ..privacy.accounting import Accountant, AccountingMethod, calibrate, certify_release, compose
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.gaussian import analytic_noise_multiplier
+from ..results import SubspaceResult
+
+__all__ = ["dp_spca", "dp_vrpca"]
+
+Calibration = Literal["tight", "paper"]
+_G = 2.0  # Lipschitz constant of f_i(v) = -v^T x x^T v on the unit ball for ||x|| <= 1 (spec §C.1)
+
+
+def _positive(value: Any, name: str, owner: str, *, integer: bool = False) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+    if ok and integer:
+        ok = float(value) == int(value)
+    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
+        kind = "an int >= 1" if integer else "a float in (0, inf)"
+        raise ValueError(f"The '{name}' parameter of {owner} must be {kind}. Got {value!r} instead.")
+    return float(value)
+
+
+def _sampling_rate(q: Any, n: int, owner: str) -> float:
+    if q is None:
+        return 1.0 / n
+    if isinstance(q, bool) or not isinstance(q, (int, float, np.floating)) or not 0 < float(q) <= 1:
+        raise ValueError(
+            f"The 'sampling_rate' parameter of {owner} must be a float in (0, 1]. Got {q!r} instead."
+        )
+    return float(q)
+
+
+def _load_rows(X: Any, owner: str) -> np.ndarray:
+    """Random row access is needed: an in-memory array or a memmap (never modified)."""
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if getattr(X, "ndim", 0) != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got shape "
+            f"{getattr(X, 'shape', None)}."
+        )
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{owner} needs numeric data; got dtype {X.dtype}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    return X
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_sampled(
+    q: float, steps: int, epsilon: float, delta: float, accounting: str,
+    full_multiplier: float | None, epochs: int,
+) -> float:
+    """Noise multiplier of the sampled steps, given the (fixed) full-gradient releases."""
+
+    def make(s: float) -> dp_accounting.DpEvent:
+        sampled = dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), steps
+        )
+        if full_multiplier is None:
+            return sampled
+        full = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(full_multiplier), epochs)
+        return dp_accounting.ComposedDpEvent([full, sampled])
+
+    return calibrate(make, epsilon, delta, relation=Relation.REPLACE_ONE,
+                     accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
+
+
+def _step_events(q: float, multiplier: float, steps: int) -> dp_accounting.DpEvent:
+    return dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(multiplier)), steps
+    )
+
+
+class _Sampler:
+    """Poisson row samples, clipped, drawn from the run's generator."""
+
+    def __init__(self, X: np.ndarray, q: float, C: float, on_norm_violation: NormViolation,
+                 rng: np.random.Generator) -> None:
+        self.X, self.q, self.C, self.mode, self.rng = X, q, C, on_norm_violation, rng
+        self.n = X.shape[0]
+
+    def draw(self) -> np.ndarray:
+        b = int(self.rng.binomial(self.n, self.q))
+        if b == 0:
+            return np.empty((0, self.X.shape[1]))
+        idx = self.rng.choice(self.n, size=b, replace=False)
+        idx.sort()
+        block = np.array(self.X[idx], dtype=np.float64)  # fancy indexing: already a copy
+        if not np.isfinite(block).all():
+            raise ValueError("input contains NaN or infinity.")
+        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False)
+        return np.asarray(out)
+
+
+def _retract(V: np.ndarray) -> np.ndarray:
+    if V.shape[1] == 1:
+        norm = float(np.linalg.norm(V))
+        return V / norm if norm > 0 else V
+    return orthonormalize(V, "polar")
+
+
+def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float,
+                   relation: Any, calibration: str, on_norm_violation: str, owner: str,
+                   ) -> tuple[np.ndarray, PrivacyBudget, Relation, float]:
+    budget = PrivacyBudget(epsilon, delta)
+    rel = as_relation(relation, owner=owner)
+    if rel is not Relation.REPLACE_ONE:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'replace_one' (the paper's relation; the "
+            f"step scale uses n, which is public only under it). Got {rel.value!r} instead."
+        )
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    C = check_row_norm(row_norm, owner)
+    budget.require_delta(owner)
+    X = _load_rows(X, owner)
+    check_n_components(k, X.shape[1], owner, name="k")
+    return X, budget, rel, C
+
+
+_PRIVACY_DOC = """
+    Parameters
+    ----------
+    X : array-like or np.memmap of shape (n_samples, n_features)
+        Private data (random row access is needed). Never modified.
+    k : int
+        Dimension of the subspace, in [1, n_features].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's norm; rows above it are clipped (or rejected).
+    relation : {"replace_one"}
+    calibration : {"tight", "paper"}
+        ``"tight"`` (default): the sampled-Gaussian noise multiplier found by the accountant for
+        (epsilon, delta). ``"paper"``: the paper's noise formula verbatim; the result reports what
+        the accountant certifies for it and warns when that exceeds the request.
+    accountant : Accountant, optional
+    random_state : None, int, SeedSequence or Generator
+    on_norm_violation : {"clip", "raise"}
+    accounting : {"auto", "pld", "rdp"}
+        ``"auto"`` uses the PLD accountant (tight; about a minute to calibrate for n = T = 60,000);
+        ``"rdp"`` is faster and looser.
+    show_progress : bool or None
+
+    Returns
+    -------
+    SubspaceResult
+        An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
+        so the columns are not ordered by variance).
+"""
+
+
+def dp_spca(
+    X: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: Calibration = "tight",
+    n_steps: int | None = None,
+    learning_rate: float | None = None,
+    sampling_rate: float | None = None,
+    mu: float = 0.5,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+    show_progress: bool | None = None,
+) -> SubspaceResult:
+    """DP-SPCA (Algorithm 1 of Shang et al. 2021): noisy stochastic power steps, block version.
+
+    ``V_t = polar(V_{t-1} + (eta / (q n)) (sum_{i in S_t} 2 x_i x_i^T V_{t-1} + Z_t))``, ``S_t`` a
+    Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults are the paper's experimental
+    settings: ``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``q = 1 / n``, ``mu = 1/2`` (used by the
+    paper's formula only). With these, the iterate moves little from its random start (spec §C.3.7):
+    tune ``learning_rate`` and ``n_steps`` (public parameters) for utility.
+
+    Privacy
+    -------
+    Relation: replace-one. One row's contribution to a step is ``2 x x^T V`` with
+    ``||2 x x^T V||_F = 2 ||x|| ||V^T x|| <= 2 C^2 = Delta`` (V orthonormal; G = 2 for C = 1); a replaced
+    row moves the sampled sum by at most ``2 Delta``. Each step is
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s = std / Delta``; T steps compose.
+    ``"tight"``: s is the smallest multiplier for which the accountant certifies (epsilon, delta).
+    ``"paper"``: ``std = lambda_1 = sqrt(20 T alpha G^2 / (n^2 eps mu))``, ``alpha = log(1/delta) /
+    ((1 - mu) eps) + 1`` (times C^2), which the accountant does not certify in the paper's own
+    settings (spec §C.3): the result is then marked uncertified.
+    """
+    owner = "dp_spca"
+    t0 = time.perf_counter()
+    X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
+                                       on_norm_violation, owner)
+    n, d = X.shape
+    T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
+    eta = _positive(1.0 / (2 * n) if learning_rate is None else learning_rate, "learning_rate", owner)
+    q = _sampling_rate(sampling_rate, n, owner)
+    mu = check_share(mu, "mu", owner)
+    Cs = sensitivity_norm(C)
+    delta_row = _G * Cs**2
+    notes: list[str] = ["Poisson sampling with rate q (each row independently per step)."]
+    if calibration == "tight":
+        s = _calibrate_sampled(q, T, budget.epsilon, budget.delta, accounting, None, 0)
+    else:
+        alpha = math.log(1.0 / budget.delta) / ((1.0 - mu) * budget.epsilon) + 1.0
+        lam1 = math.sqrt(20.0 * T * alpha * _G**2 / (n**2 * budget.epsilon * mu)) * Cs**2
+        s = lam1 / delta_row
+        notes.append(f"paper noise lambda_1 = {lam1:.6g} (alpha = {alpha:.6g}, mu = {mu:g}).")
+    events = [_step_events(q, s, T)]
+    if accountant is not None:
+        accountant.spend(compose(events), rel, label=owner)
+    rng = as_generator(random_state)
+    sampler = _Sampler(X, q, C, on_norm_violation, rng)
+    V = orthonormalize(rng.standard_normal((d, k)), "qr")
+    scale = eta / (q * n)
+    std = s * delta_row
+    for _ in progress(range(T), total=T, desc=owner, enabled=show_progress, min_total=2000):
+        B = sampler.draw()
+        step = rng.standard_normal((d, k)) * std
+        if B.shape[0]:
+            step += 2.0 * (B.T @ (B @ V))
+        V = _retract(V + scale * step)
+    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, accounting=accounting, notes=notes,
+                             stacklevel=3)
+    return SubspaceResult(
+        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
+        diagnostics={"noise_multiplier": s, "noise_std": std, "sampling_rate": q, "n_steps": T,
+                     "learning_rate": eta, "seconds": time.perf_counter() - t0},
+    )
+
+
+def dp_vrpca(
+    X: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: Calibration = "tight",
+    n_epochs: int = 5,
+    n_steps: int | None = None,
+    learning_rate: float | None = None,
+    sampling_rate: float | None = None,
+    full_gradient_share: float = 0.1,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+    show_progress: bool | None = None,
+) -> SubspaceResult:
+    """DP-VRPCA (Algorithm 2 of Shang et al. 2021): variance-reduced noisy steps, block version.
+
+    Epoch s: a full gradient ``mu_s = 2 A V~ / n`` at the anchor ``V~``; inner steps
+    ``V_t = polar(V_{t-1} + eta (mu_s + (1 / (q n)) (sum_{i in S_t} 2 x_i x_i^T (V_{t-1} - V~) + Z_t)))``;
+    the anchor becomes the last iterate. Defaults: the paper's ``n_steps = n`` per epoch,
+    ``learning_rate = 1 / n``, ``q = 1 / n``; ``n_epochs = 5`` (the paper does not state m).
+
+    Privacy
+    -------
+    Relation: replace-one. A row's variance-reduced term ``2 x x^T (V - V~)`` has Frobenius norm at
+    most ``2 C^2 ||V - V~||_2 <= 4 C^2`` (both orthonormal): each inner step is
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s = std / (4 C^2)``. ``"tight"``: the
+    full gradient of each epoch is *released* with Gaussian noise (one row moves ``2 x x^T V~ / n`` by
+    at most ``2 C^2 / n``: ``GaussianDpEvent(std_f n / (2 C^2))``, its epochs spending
+    ``full_gradient_share`` of (epsilon, delta) on their own), and the inner multiplier is then the
+    smallest for which the accountant certifies the whole run. ``"paper"``: inner noise
+    ``lambda_2 = sqrt(G^2 T m log(1/delta) / (n^2 eps^2))`` (times C^2) and the full gradient *un-noised*
+    as in the paper; each step then releases ``mu_s + sampled term + Z`` with one noise, which is
+    accounted soundly as two releases with noise ``lambda_2 / sqrt(2)`` each (their sum has the law
+    of the step): an unsampled one of the full gradient and the sampled one. The accountant's epsilon
+    for that is far above the request (spec §C.3.4): the result is marked uncertified.
+    """
+    owner = "dp_vrpca"
+    t0 = time.perf_counter()
+    X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
+                                       on_norm_violation, owner)
+    n, d = X.shape
+    m = int(_positive(n_epochs, "n_epochs", owner, integer=True))
+    T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
+    eta = _positive(1.0 / n if learning_rate is None else learning_rate, "learning_rate", owner)
+    q = _sampling_rate(sampling_rate, n, owner)
+    share = check_share(full_gradient_share, "full_gradient_share", owner)
+    Cs = sensitivity_norm(C)
+    delta_vr = 2.0 * _G * Cs**2
+    delta_full = _G * Cs**2 / n  # one row's contribution to the mean gradient 2 A V~ / n
+    notes = ["Poisson sampling with rate q (each row independently per step)."]
+    if calibration == "tight":
+        full_event = dp_accounting.SelfComposedDpEvent
+        s_full = analytic_noise_multiplier(budget.epsilon * share, budget.delta * share)
+        # m releases together spend (eps share, delta share): multiplier sqrt(m) larger
+        s_full *= math.sqrt(m)
+        # in this run's REPLACE_ONE convention the event's multiplier is over one row's bound,
+        # whose replace-one shift is 2 * delta_full: twice the std for the same guarantee
+        s_full_event = s_full
+        std_full = 2.0 * s_full * delta_full
+        s = _calibrate_sampled(q, m * T, budget.epsilon, budget.delta, accounting, s_full_event, m)
+        std = s * delta_vr
+        events = [full_event(dp_accounting.GaussianDpEvent(s_full_event), m),
+                  _step_events(q, s, m * T)]
+    else:
+        lam2 = math.sqrt(_G**2 * T * m * math.log(1.0 / budget.delta) / (n**2 * budget.epsilon**2))
+        std = lam2 * Cs**2
+        std_full = 0.0
+        s = std / math.sqrt(2.0) / delta_vr
+        s_unsampled = std / math.sqrt(2.0) / delta_full
+        events = [
+            dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_unsampled), m * T),
+            _step_events(q, s, m * T),
+        ]
+        notes.append(
+            f"paper noise lambda_2 = {std:.6g}; the full gradient enters every step un-noised "
+            "(accounted as an unsampled release sharing the step's noise)."
+        )
+    if accountant is not None:
+        accountant.spend(compose(events), rel, label=owner)
+    rng = as_generator(random_state)
+    sampler = _Sampler(X, q, C, on_norm_violation, rng)
+    V = orthonormalize(rng.standard_normal((d, k)), "qr")
+    scale = eta / (q * n)
+    bar = progress(range(m * T), total=m * T, desc=owner, enabled=show_progress, min_total=2000)
+    steps = iter(bar)
+    for _ in range(m):
+        anchor = V
+        full = 2.0 * _full_product(X, anchor, C, on_norm_violation) / n
+        if std_full > 0:
+            full = full + rng.standard_normal((d, k)) * std_full
+        for _ in range(T):
+            next(steps, None)
+            B = sampler.draw()
+            step = rng.standard_normal((d, k)) * std
+            if B.shape[0]:
+                step += 2.0 * (B.T @ (B @ (V - anchor)))
+            V = _retract(V + eta * full + scale * step)
+    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, accounting=accounting, notes=notes,
+                             stacklevel=3)
+    return SubspaceResult(
+        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
+        diagnostics={"noise_multiplier": s, "noise_std": std, "full_gradient_noise_std": std_full,
+                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
+                     "seconds": time.perf_counter() - t0},
+    )
+
+
+def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation) -> np.ndarray:
+    """``sum_i c(x_i) c(x_i)^T V`` over clipped rows, in blocks (never forms d x d)."""
+    n, d = X.shape
+    out = np.zeros((d, V.shape[1]))
+    rows = max(1, (1 << 22) // max(d, 1))
+    for a in range(0, n, rows):
+        block = np.asarray(X[a : a + rows], dtype=np.float64)
+        if not np.isfinite(block).all():
+            raise ValueError("input contains NaN or infinity.")
+        # copy=True: the block may be a view of the caller's array (scaled rows go to a copy)
+        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=True, first_row=a)
+        out += block.T @ (block @ V)
+    return out
+
+
+for _f in (dp_spca, dp_vrpca):
+    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
