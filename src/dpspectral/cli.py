@@ -7,6 +7,7 @@ Subcommands
 ``transform``  project a data file with a model saved by ``fit``.
 ``demo``       the main job: private PCA on scikit-learn's digits over a grid of epsilons, with a
                report, tables and a plot.
+``reproduce``  re-run a paper's experiments (``shang2021``: Shang et al. 2021, Figure 1 and Table 3).
 
 Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
 ``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
@@ -486,6 +487,66 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+# reproduce
+# ----------------------------------------------------------------------------------------------
+
+#: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021",)
+
+
+def _configure_reproduce(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS, help="which paper's experiments to run")
+    p.add_argument("--quick", action="store_true",
+                   help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats")
+    p.add_argument("--data", metavar="DIR", default=None,
+                   help="folder with the data sets (default: ../shared/data if it exists)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output folder (default: reports/EXPERIMENT)")
+    p.add_argument("--repeats", type=_positive_int, default=None,
+                   help="repeats per setting (default: 3; 1 with --quick)")
+    p.add_argument("--n-rows", type=_positive_int, default=None, metavar="N",
+                   help="random subsample of N rows of every data set (default: all; 2000 with --quick)")
+    p.add_argument("--epsilons", type=float, nargs="+", metavar="EPS", default=None,
+                   help="override the epsilon grid")
+    p.add_argument("--k", type=_positive_int, nargs="+", default=None, help="override the list of k")
+    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist"), default=None,
+                   help="data sets (default: a9a mnist)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _run_reproduce(args: argparse.Namespace) -> int:
+    from .experiments import shang2021
+
+    out = args.out or f"reports/{args.experiment}"
+    kwargs: dict[str, Any] = {}
+    if args.datasets:
+        kwargs["datasets"] = tuple(args.datasets)
+    if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
+        raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    result = shang2021.run_shang2021(
+        out, data_dir=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
+        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
+    _out(f"dpspectral reproduce {args.experiment}: Shang et al. (UAI 2021), Figure 1 and Table 3")
+    _out("Figure 1, aligned ||V - V*||_F^2 (mean ± sd) / certified:")
+    for row in result.summary:
+        if row["method"] == shang2021.NON_PRIVATE:
+            continue
+        ceps = row["certified_epsilon_mean"]
+        status = "certified" if row["certified"] else f"NOT certified (eps {ceps:.3g})"
+        _out(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:26s} "
+             f"{row['aligned_distance_mean']:.4f} ± {row['aligned_distance_sd']:.4f}  {status}")
+    _out("Table 3, linear-SVM accuracy % at eps = 0.1, k = 10 (mean ± sd):")
+    for row in result.table3:
+        _out(f"  {row['dataset']:5s} {row['method']:26s} "
+             f"{row['accuracy_mean']:.2f} ± {row['accuracy_sd']:.2f}")
+    for key in ("report", "runs", "summary", "table3"):
+        _out(f"wrote {result.files[key]}")
+    _out(f"finished in {result.seconds:.1f} s")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
 # the command table and the entry point
 # ----------------------------------------------------------------------------------------------
 
@@ -531,7 +592,18 @@ COMMANDS: tuple[Command, ...] = (
         configure=_configure_demo,
         run=_run_demo,
     ),
-    # Later subcommands (the papers' `reproduce`, `bench`, `audit`) are added here.
+    Command(
+        name="reproduce",
+        help="reproduce a paper's experiments (shang2021)",
+        description="Re-run a paper's experiments on the local data sets and write a report: "
+                    "shang2021 = Shang et al. (UAI 2021) Figure 1 (subspace error vs epsilon on a9a and "
+                    "MNIST) and Table 3 (linear-SVM accuracy at epsilon = 0.1, k = 10). Writes runs.csv, "
+                    "summary.csv, table3.csv, one PNG per data set and metric, and report.md.",
+        configure=_configure_reproduce,
+        run=_run_reproduce,
+        epilog="example:\n  dpspectral reproduce shang2021 --quick --data ../shared/data --out reports/q",
+    ),
+    # Later subcommands (`bench`, `audit`) are added here.
 )
 
 

@@ -183,6 +183,9 @@ class PureDpAccountant(_LeafAccountant):
         return math.inf if self._non_private else self._epsilon
 
 
+_SAMPLED_CACHE: dict[tuple[Any, ...], float] = {}  # epsilon by (events' repr, delta, relation)
+
+
 class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):
     """Gaussian and Poisson-sampled Gaussian events: the better of two sound upper bounds.
 
@@ -259,6 +262,16 @@ class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):
     def get_epsilon(self, target_delta: float) -> float:
         if not self._events:
             return 0.0
+        key = (repr(self._events), float(target_delta), self.neighboring_relation, self.use_pld)
+        cached = _SAMPLED_CACHE.get(key)
+        if cached is None:
+            cached = self._compute_epsilon(target_delta)
+            if len(_SAMPLED_CACHE) > 4096:
+                _SAMPLED_CACHE.clear()
+            _SAMPLED_CACHE[key] = cached
+        return cached
+
+    def _compute_epsilon(self, target_delta: float) -> float:
         gauss = GaussianDpAccountant()
         for event, count in self._events:
             gauss.compose(self._unsampled(event), count)

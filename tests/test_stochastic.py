@@ -1,0 +1,138 @@
+"""DP-SPCA and DP-VRPCA (paper 000): convergence, calibration, paper flags, audit, bad input."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from dpspectral import Accountant, UncertifiedPrivacyWarning, dp_spca, dp_vrpca
+from dpspectral.audit import threshold_epsilon_lower_bound
+from dpspectral.datasets import load_libsvm, spiked_covariance
+from dpspectral.metrics import projection_distance
+from dpspectral.privacy import epsilon_of
+
+DELTA = 1e-3
+
+
+@pytest.fixture(scope="module")
+def spiked():
+    X, V = spiked_covariance(1500, 15, 2, spike=8.0, random_state=0)
+    return X / np.linalg.norm(X, axis=1).max(), V
+
+
+@pytest.mark.parametrize("fn,kw", [
+    (dp_spca, {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 300}),
+    (dp_vrpca, {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 60, "n_epochs": 4}),
+    (dp_vrpca, {"sampling_rate": 0.05, "learning_rate": 0.5, "n_steps": 200, "n_epochs": 4}),
+])
+def test_zero_noise_converges_to_the_top_subspace(fn, kw, spiked):
+    X, V = spiked
+    w, U = np.linalg.eigh(X.T @ X)
+    top = U[:, ::-1][:, :2]
+    res = fn(X, 2, epsilon=1e7, delta=0.5, row_norm=1.0, random_state=0, **kw)
+    assert projection_distance(res.components, top) < 0.05
+    assert projection_distance(top, V) < 0.3  # and the exact top subspace is the spike
+
+
+@pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])
+def test_tight_multiplier_matches_the_accountant(fn, spiked):
+    X, _ = spiked
+    res = fn(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0, n_steps=200)
+    events = res.privacy.events
+    eps = epsilon_of(events, DELTA, relation="replace_one")
+    assert eps <= 1.0 and eps == pytest.approx(1.0, abs=5e-3)
+    assert res.privacy.certified and res.privacy.epsilon == pytest.approx(eps)
+    # a noise multiplier 1% smaller would not be certified
+    s = res.diagnostics["noise_multiplier"]
+    sampled = [e for e in events if isinstance(e.event, dp_accounting.PoissonSampledDpEvent)][0]
+    q = sampled.event.sampling_probability
+    smaller = [e if e is not sampled else dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(0.99 * s)), e.count)
+        for e in events]
+    assert epsilon_of(smaller, DELTA, relation="replace_one") > 1.0
+
+
+def test_paper_calibration_is_flagged_on_the_papers_a9a_setting(shared_data):
+    # The paper's own setting: a9a (n = 32,561, d = 123), T = n, q = 1/n, delta = 1e-3, mu = 1/2,
+    # epsilon = 1: the accountant certifies an epsilon far above 1 (spec-pca-gep.md §C.3).
+    X, _ = load_libsvm(shared_data / "a9a" / "a9a.gz", n_features=123)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    with pytest.warns(UncertifiedPrivacyWarning, match="dp_spca"):
+        res = dp_spca(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, calibration="paper",
+                      random_state=0)
+    assert not res.privacy.certified and res.privacy.epsilon > 10.0
+    lam1 = math.sqrt(20 * X.shape[0] * (math.log(1 / DELTA) / 0.5 + 1) * 4 / (X.shape[0] ** 2 * 0.5))
+    assert res.diagnostics["noise_std"] == pytest.approx(lam1, rel=1e-6)
+
+
+def test_paper_vrpca_is_flagged(spiked):
+    X, _ = spiked
+    with pytest.warns(UncertifiedPrivacyWarning):
+        res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, calibration="paper",
+                       n_epochs=2, random_state=0)
+    assert not res.privacy.certified
+
+
+def test_one_step_audit():
+    # One full-batch DP-SPCA step (q = 1, T = 1, k = 1, d = 2) on the worst-case pair e1 vs e2
+    # (replace-one), with a large step so the random start does not mask the data. Black-box
+    # threshold test on |v_1| of the output, threshold fixed in advance;
+    # false-positive rate alpha = 1e-3 (Clopper-Pearson), seeded. The same test on a mechanism run
+    # with far less noise than epsilon = 1 needs (epsilon = 50) must flag it.
+    X0 = np.array([[1.0, 0.0], [0.0, 0.0]])
+    X1 = np.array([[0.0, 1.0], [0.0, 0.0]])
+
+    def stats(X, eps, seeds):
+        out = np.empty(len(seeds))
+        for j, seed in enumerate(seeds):
+            r = dp_spca(X, 1, epsilon=eps, delta=DELTA, row_norm=1.0, sampling_rate=1.0,
+                        n_steps=1, learning_rate=1000.0, random_state=int(seed))
+            out[j] = abs(r.components[0, 0])
+        return out
+
+    seeds = np.random.SeedSequence(11).generate_state(4000)
+    for eps, should_flag in ((1.0, False), (50.0, True)):
+        t0, t1 = stats(X0, eps, seeds[:2000]), stats(X1, eps, seeds[2000:])
+        bound = threshold_epsilon_lower_bound(t0, t1, threshold=0.9, delta=DELTA, alpha=1e-3)
+        assert (bound > 1.0) is should_flag, (eps, bound)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"learning_rate": 0.0}, "'learning_rate'"),
+    ({"learning_rate": -1.0}, "'learning_rate'"),
+    ({"n_steps": 0}, "'n_steps'"),
+    ({"n_steps": 2.5}, "'n_steps'"),
+    ({"sampling_rate": 0.0}, "'sampling_rate'"),
+    ({"sampling_rate": 1.5}, "'sampling_rate'"),
+    ({"mu": 1.0}, "'mu'"),
+    ({"relation": "add_remove"}, "'relation'"),
+    ({"delta": 0.0}, "'delta'"),
+])
+def test_bad_input(kw, match, spiked):
+    X, _ = spiked
+    acc = Accountant(10.0, DELTA)
+    args = {"epsilon": 1.0, "delta": DELTA, "row_norm": 1.0, **kw}
+    with pytest.raises(ValueError, match=match):
+        dp_spca(X, 2, accountant=acc, **args)
+    assert acc.entries == ()
+
+
+def test_vrpca_bad_epochs(spiked):
+    X, _ = spiked
+    with pytest.raises(ValueError, match="'n_epochs'"):
+        dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, n_epochs=0)
+    with pytest.raises(ValueError, match="'k'"):
+        dp_vrpca(X, 16, epsilon=1.0, delta=DELTA, row_norm=1.0)
+
+
+def test_accountant_records_the_run(spiked):
+    X, _ = spiked
+    acc = Accountant(2.0, DELTA)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dp_spca(X[:300], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0)
+    assert len(acc.entries) == 1 and acc.epsilon_spent() <= 1.0 + 1e-9
