@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,8 +125,9 @@ def load_dataset(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
         lab = data_dir / "mnist" / "train-labels-idx1-ubyte.gz"
         if not img.is_file() or not lab.is_file():
             raise FileNotFoundError(f"MNIST not found: expected {img} and {lab}")
-        X, y = load_idx(img, lab)
-        X = X.reshape(X.shape[0], -1)
+        X, labels = load_idx(img, lab)
+        assert labels is not None
+        X, y = X.reshape(X.shape[0], -1), labels
     else:
         raise ValueError(f"Unknown data set {name!r}; choose from {', '.join(DATASETS)}.")
     return _normalize_rows(np.asarray(X, dtype=np.float64)), np.asarray(y)
@@ -227,7 +228,7 @@ def run_shang2021(
 
     # Table 3: half computes the subspace, 10% of the rest trains, the remainder tests.
     acc_runs: list[dict[str, Any]] = []
-    for ds, r, (label, name, cal) in table_jobs:
+    for ds, r, (label, name, cal_t) in table_jobs:
         next(bar, None)
         X, y = loaded[ds]
         perm = np.random.default_rng([seed, r, 7]).permutation(X.shape[0])
@@ -239,7 +240,7 @@ def run_shang2021(
         if name is None:
             V, label, certified, ceps = _top_k(X[sub], k), NON_PRIVATE, False, math.inf
         else:
-            res = _fit(name, cal, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
+            res = _fit(name, cal_t, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
             V, certified, ceps = res.components, bool(res.privacy.certified), float(res.privacy.epsilon)
         acc = downstream_accuracy(X[tr] @ V, y[tr], X[te] @ V, y[te], classifier="linear_svm")
         acc_runs.append({"dataset": ds, "repeat": r, "method": label, "epsilon": TABLE_EPSILON, "k": k,
@@ -294,7 +295,7 @@ def _plot(runs: list[dict[str, Any]], ds: str, ks: Sequence[int], metric: str, y
     return fig
 
 
-def _fmt_eps(row: dict[str, Any]) -> str:
+def _fmt_eps(row: Mapping[str, Any]) -> str:
     return f"{row['certified_epsilon_mean']:.4g}"
 
 
