@@ -228,7 +228,7 @@ def run_shang2021(
 
     # Table 3: half computes the subspace, 10% of the rest trains, the remainder tests.
     acc_runs: list[dict[str, Any]] = []
-    for ds, r, (method_label, name, cal_t) in table_jobs:
+    for ds, r, (method_label, table_name, cal_t) in table_jobs:
         next(bar, None)
         X, y = loaded[ds]
         perm = np.random.default_rng([seed, r, 7]).permutation(X.shape[0])
@@ -237,11 +237,11 @@ def run_shang2021(
         n_train = max(2, int(round(0.1 * rest.size)))
         tr, te = rest[:n_train], rest[n_train:]
         k = min(TABLE_K, X.shape[1])
-        if name is None or cal_t is None:
+        if table_name is None or cal_t is None:
             V, label, certified, ceps = _top_k(X[sub], k), NON_PRIVATE, False, math.inf
         else:
             label = str(method_label)
-            res = _fit(name, cal_t, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
+            res = _fit(table_name, cal_t, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
             V, certified, ceps = res.components, bool(res.privacy.certified), float(res.privacy.epsilon)
         acc = downstream_accuracy(X[tr] @ V, y[tr], X[te] @ V, y[te], classifier="linear_svm")
         acc_runs.append({"dataset": ds, "repeat": r, "method": label, "epsilon": TABLE_EPSILON, "k": k,
