@@ -47,6 +47,11 @@ def orthonormalize(V: np.ndarray, method: str = "qr") -> np.ndarray:
         s[s == 0] = 1
         return Q * s
     if method == "polar":
+        # V (V^T V)^{-1/2} through the k x k Gram matrix (cheap for tall V); SVD when it is
+        # ill-conditioned.
+        w, U = np.linalg.eigh(V.T @ V)
+        if w[0] > 1e-8 * w[-1] > 0:
+            return V @ ((U / np.sqrt(w)) @ U.T)
         U, _, Wt = np.linalg.svd(V, full_matrices=False)
         return U @ Wt
     raise ValueError(f"The 'method' parameter must be 'qr' or 'polar'. Got {method!r} instead.")
