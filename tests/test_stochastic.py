@@ -127,6 +127,8 @@ def test_vrpca_bad_epochs(spiked):
         dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, n_epochs=0)
     with pytest.raises(ValueError, match="'k'"):
         dp_vrpca(X, 16, epsilon=1.0, delta=DELTA, row_norm=1.0)
+    with pytest.raises(ValueError, match="'k'.*number of rows"):
+        dp_spca(X[:3], 5, epsilon=1.0, delta=DELTA, row_norm=1.0)
 
 
 def test_accountant_records_the_run(spiked):

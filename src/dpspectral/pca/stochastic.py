@@ -153,6 +153,11 @@ def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float
     budget.require_delta(owner)
     X = _load_rows(X, owner)
     check_n_components(k, X.shape[1], owner, name="k")
+    if k > X.shape[0]:
+        raise ValueError(
+            f"The 'k' parameter of {owner} must be at most the number of rows ({X.shape[0]}): the "
+            f"stochastic gradients cannot span more directions than the data. Got {k} instead."
+        )
     return X, budget, rel, C
 
 
