@@ -67,3 +67,39 @@ def as_generator(random_state: Any) -> np.random.Generator:
         "The 'random_state' parameter must be None, an int, a numpy SeedSequence or Generator. "
         f"Got {random_state!r} instead."
     )
+
+
+def check_mechanism_inputs(
+    *,
+    epsilon: Any,
+    delta: Any,
+    row_norm: Any,
+    relation: Any,
+    calibration: Any,
+    on_norm_violation: Any,
+    owner: str,
+    allowed_relations: Collection[Any],
+    needs_delta: bool = True,
+) -> tuple[Any, Any, float]:
+    """The public inputs every mechanism takes: ``(PrivacyBudget, Relation, row_norm)``.
+
+    Raises a ValueError/TypeError naming the parameter for a bad epsilon, delta (and delta = 0 when
+    ``needs_delta``), row_norm, relation outside ``allowed_relations``, calibration or
+    on_norm_violation.
+    """
+    from .privacy.budget import PrivacyBudget, as_relation
+    from .privacy.clipping import check_row_norm
+
+    budget = PrivacyBudget(epsilon, delta)
+    rel = as_relation(relation, owner=owner)
+    if rel not in allowed_relations:
+        allowed = ", ".join(repr(r.value) for r in allowed_relations)
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be one of {allowed}. Got {rel.value!r} instead."
+        )
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    C = check_row_norm(row_norm, owner)
+    if needs_delta:
+        budget.require_delta(owner)
+    return budget, rel, C

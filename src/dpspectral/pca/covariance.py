@@ -30,12 +30,12 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._validation import as_generator, check_choice, check_n_components, check_share
+from .._validation import as_generator, check_mechanism_inputs, check_n_components, check_share
 from ..linalg import top_k_eigh
 from ..moments import accumulate, n_features_of, needs_two_passes_ok
 from ..privacy.accounting import Accountant, AccountingMethod, certify_release, compose
-from ..privacy.budget import PrivacyBudget, Relation, as_relation
-from ..privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import (
     analytic_noise_multiplier,
     classic_noise_multiplier,
@@ -196,19 +196,12 @@ def _covariance_pca(
 ) -> SubspaceResult:
     owner = kind
     t0 = time.perf_counter()
-    budget = PrivacyBudget(epsilon, delta)
-    rel = as_relation(relation, owner=owner)
-    if rel not in allowed_relations:
-        allowed = ", ".join(repr(r.value) for r in allowed_relations)
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be one of {allowed}. Got {rel.value!r} instead."
-        )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    C = check_row_norm(row_norm, owner)
-    if kind != "wishart":
-        budget.require_delta(owner)
-    elif calibration != "paper":
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=allowed_relations,
+        needs_delta=kind != "wishart",
+    )
+    if kind == "wishart" and calibration != "paper":
         raise ValueError(
             "The Wishart mechanism has no sound calibration (it is known not to be differentially "
             "private). Pass calibration='paper' to run it as the labelled, uncertified baseline."

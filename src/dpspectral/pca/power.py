@@ -31,12 +31,12 @@ import dp_accounting
 import numpy as np
 
 from .._progress import progress
-from .._validation import as_generator, check_choice, check_n_components
+from .._validation import as_generator, check_mechanism_inputs, check_n_components
 from ..linalg import fix_signs, orthonormalize
 from ..moments import accumulate, n_features_of
 from ..privacy.accounting import Accountant, calibrate, certify_release
-from ..privacy.budget import PrivacyBudget, Relation, as_relation
-from ..privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
+from ..privacy.budget import Relation
+from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..results import SubspaceResult
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
@@ -176,17 +176,10 @@ def noisy_power(
     """
     t0 = time.perf_counter()
     owner = _OWNER
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    rel = as_relation(relation, owner=owner)
-    if rel not in _RELATIONS:
-        allowed = ", ".join(repr(r.value) for r in _RELATIONS)
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be one of {allowed}. Got {rel.value!r} instead."
-        )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    C = check_row_norm(row_norm, owner)
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=_RELATIONS,
+    )
     L = _check_int(n_iter, "n_iter", 1, None, owner)
     d_known = n_features_of(X)
     if d_known is not None:

@@ -31,11 +31,11 @@ import dp_accounting
 import numpy as np
 
 from .._progress import progress
-from .._validation import as_generator, check_choice, check_n_components, check_share
+from .._validation import as_generator, check_mechanism_inputs, check_n_components, check_share
 from ..linalg import fix_signs, orthonormalize
 from ..privacy.accounting import Accountant, AccountingMethod, calibrate, certify_release, compose
-from ..privacy.budget import PrivacyBudget, Relation, as_relation
-from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..results import SubspaceResult
 
@@ -140,17 +140,11 @@ def _retract(V: np.ndarray) -> np.ndarray:
 def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float,
                    relation: Any, calibration: str, on_norm_violation: str, owner: str,
                    ) -> tuple[np.ndarray, PrivacyBudget, Relation, float]:
-    budget = PrivacyBudget(epsilon, delta)
-    rel = as_relation(relation, owner=owner)
-    if rel is not Relation.REPLACE_ONE:
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'replace_one' (the paper's relation; the "
-            f"step scale uses n, which is public only under it). Got {rel.value!r} instead."
-        )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    C = check_row_norm(row_norm, owner)
-    budget.require_delta(owner)
+    # replace-one only: the paper's relation, and the step scale uses n (public only under it)
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
+    )
     X = _load_rows(X, owner)
     check_n_components(k, X.shape[1], owner, name="k")
     if k > X.shape[0]:

@@ -23,6 +23,7 @@ Gaussians, and PLD otherwise.
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 import threading
@@ -86,8 +87,9 @@ class _LeafAccountant(dp_accounting.PrivacyAccountant):
     def _init_state(self) -> None:
         """Set the subclass's running totals to zero."""
 
+    @abc.abstractmethod
     def _leaf(self, event: dp_accounting.DpEvent, count: int) -> None:
-        raise NotImplementedError
+        """Compose ``count`` copies of one supported leaf event."""
 
     def _maybe_compose(
         self, event: dp_accounting.DpEvent, count: int, do_compose: bool
