@@ -16,8 +16,9 @@ public, which the step scale ``1/(q n)`` needs). Sampled steps are
 ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s`` = noise std / the bound ``Delta`` on one
 row's contribution; a replaced row moves a sampled sum by at most ``2 Delta``, which is how
 ``dp_accounting``'s PLD accountant reads sampled events under ``REPLACE_ONE``. Unsampled releases of
-the same run (DP-VRPCA's full gradients) use the same convention (bound on one row's contribution),
-so the whole run is evaluated under ``REPLACE_ONE`` (sound; loose by at most a factor 2 on those).
+the same run (DP-VRPCA's full gradients) keep the library's convention (std over the whole shift
+between neighbours); ``SampledGaussianAccountant`` reads them that way in its no-amplification bound
+and its PLD reads them as half the shift, which only overstates their cost (sound).
 """
 
 from __future__ import annotations
@@ -325,24 +326,20 @@ def dp_vrpca(
     delta_full = _G * Cs**2 / n  # one row's contribution to the mean gradient 2 A V~ / n
     notes = ["Poisson sampling with rate q (each row independently per step)."]
     if calibration == "tight":
-        full_event = dp_accounting.SelfComposedDpEvent
-        s_full = analytic_noise_multiplier(budget.epsilon * share, budget.delta * share)
-        # m releases together spend (eps share, delta share): multiplier sqrt(m) larger
-        s_full *= math.sqrt(m)
-        # in this run's REPLACE_ONE convention the event's multiplier is over one row's bound,
-        # whose replace-one shift is 2 * delta_full: twice the std for the same guarantee
-        s_full_event = s_full
-        std_full = 2.0 * s_full * delta_full
-        s = _calibrate_sampled(q, m * T, budget.epsilon, budget.delta, accounting, s_full_event, m)
+        # the m full-gradient releases together spend (eps * share, delta * share): each has a
+        # sqrt(m) larger multiplier; a replaced row shifts the mean gradient by <= 2 * delta_full
+        s_full = analytic_noise_multiplier(budget.epsilon * share, budget.delta * share) * math.sqrt(m)
+        std_full = s_full * 2.0 * delta_full
+        s = _calibrate_sampled(q, m * T, budget.epsilon, budget.delta, accounting, s_full, m)
         std = s * delta_vr
-        events = [full_event(dp_accounting.GaussianDpEvent(s_full_event), m),
+        events = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m),
                   _step_events(q, s, m * T)]
     else:
         lam2 = math.sqrt(_G**2 * T * m * math.log(1.0 / budget.delta) / (n**2 * budget.epsilon**2))
         std = lam2 * Cs**2
         std_full = 0.0
         s = std / math.sqrt(2.0) / delta_vr
-        s_unsampled = std / math.sqrt(2.0) / delta_full
+        s_unsampled = std / math.sqrt(2.0) / (2.0 * delta_full)  # whole replace-one shift
         events = [
             dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_unsampled), m * T),
             _step_events(q, s, m * T),
