@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .local import gaussian as local_gaussian_module
-from .pca import covariance, power, stochastic
+from .pca import covariance, oja, power, stochastic
 from .privacy.budget import Relation
 
 __all__ = ["Method", "get_method", "methods", "methods_markdown"]
@@ -75,6 +75,8 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
+
+_OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 
 _TABLE: tuple[Method, ...] = (
     Method(
@@ -149,6 +151,31 @@ _TABLE: tuple[Method, ...] = (
         function=stochastic.dp_vrpca,
         summary="Variance-reduced noisy steps; the epoch's full gradient released with noise",
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share"},
+    ),
+    Method(
+        name="private_oja",
+        family="streaming",
+        paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 2",
+        model="streaming",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight",),
+        function=oja.private_oja,
+        summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
+        options=_OJA_OPTIONS | {"gradient_clip", "amplification"},
+    ),
+    Method(
+        name="dp_pca",
+        family="streaming",
+        paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 3-5",
+        model="streaming",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=oja.dp_pca,
+        summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
+        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult", "K",
+                                "a", "failure_probability", "n_groups", "histogram_share"},
     ),
     Method(
         name="local_gaussian",

@@ -2,9 +2,11 @@
 
 from .accounting import (
     Accountant,
+    EpsilonDeltaDpEvent,
     GaussianDpAccountant,
     LedgerEntry,
     PrivacyReport,
+    ParallelDpEvent,
     PureDpAccountant,
     SampledGaussianAccountant,
     calibrate,
@@ -33,8 +35,10 @@ from .gaussian import (
 __all__ = [
     "Accountant",
     "BudgetExceededError",
+    "EpsilonDeltaDpEvent",
     "GaussianDpAccountant",
     "LedgerEntry",
+    "ParallelDpEvent",
     "PrivacyBudget",
     "PrivacyError",
     "PrivacyReport",

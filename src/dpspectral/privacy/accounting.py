@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import itertools
 import math
 import threading
 import warnings
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import attr
 import dp_accounting
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import PLDAccountant
@@ -48,6 +50,8 @@ from .budget import (
 __all__ = [
     "Accountant",
     "AccountingMethod",
+    "EpsilonDeltaDpEvent",
+    "ParallelDpEvent",
     "GaussianDpAccountant",
     "LedgerEntry",
     "PrivacyReport",
@@ -375,6 +379,131 @@ def compose(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
     return dpe.ComposedDpEvent(events)
 
 
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ParallelDpEvent(dp_accounting.DpEvent):
+    """Releases computed on disjoint, data-independently chosen sets of rows (parallel composition).
+
+    Under replace-one neighbours with public positions, the changed row is in exactly one branch, so
+    the guarantee is the worst branch's. :func:`epsilon_of` evaluates every choice of branch (the
+    product over all parallel events of a composition, up to :data:`MAX_PARALLEL_EXPANSIONS`; beyond
+    that it composes all branches, which is a sound upper bound) and returns the largest epsilon.
+    ``dp_accounting``'s own accountants do not know this event: use :func:`epsilon_of`.
+    """
+
+    events: list[dp_accounting.DpEvent]
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
+    """A mechanism known only through an (epsilon, delta) guarantee (e.g. a thresholded histogram).
+
+    Composed by basic composition with the rest: ``epsilon_of`` returns ``sum(epsilon_i) +
+    epsilon_rest(delta - sum(delta_i))`` (infinite when the deltas use up the target).
+    """
+
+    epsilon: float
+    delta: float
+
+
+MAX_PARALLEL_EXPANSIONS = 256
+
+
+def _has(event: dp_accounting.DpEvent, kind: type) -> bool:
+    if isinstance(event, kind):
+        return True
+    if isinstance(event, (dpe.ComposedDpEvent, ParallelDpEvent)):
+        return any(_has(e, kind) for e in event.events)
+    if isinstance(event, (dpe.SelfComposedDpEvent, dpe.PoissonSampledDpEvent)):
+        return _has(event.event, kind)
+    return False
+
+
+def _expand_parallel(event: dp_accounting.DpEvent) -> list[dp_accounting.DpEvent]:
+    """Every event the changed row can meet: one per choice of branch in each parallel event."""
+    if not _has(event, ParallelDpEvent):
+        return [event]
+    if isinstance(event, ParallelDpEvent):
+        return [x for e in event.events for x in _expand_parallel(e)]
+    if isinstance(event, dpe.ComposedDpEvent):
+        out: list[list[dp_accounting.DpEvent]] = [[]]
+        for child in event.events:
+            options = _expand_parallel(child)
+            out = [prefix + [o] for prefix in out for o in options]
+            if len(out) > MAX_PARALLEL_EXPANSIONS:
+                return [_compose_branches(event)]
+        return [compose(x) for x in out]
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        options = _expand_parallel(event.event)
+        # the changed row meets one branch in each repetition: multisets of size count
+        if math.comb(len(options) + event.count - 1, event.count) > MAX_PARALLEL_EXPANSIONS:
+            return [_compose_branches(event)]
+        return [compose(list(c)) for c in
+                itertools.combinations_with_replacement(options, event.count)]
+    raise ValueError(f"A parallel event cannot be nested inside {type(event).__name__}.")
+
+
+def _compose_branches(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+    """Replace every parallel event by the composition of its branches (an upper bound)."""
+    if isinstance(event, ParallelDpEvent):
+        return compose([_compose_branches(e) for e in event.events])
+    if isinstance(event, dpe.ComposedDpEvent):
+        return dpe.ComposedDpEvent([_compose_branches(e) for e in event.events])
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return dpe.SelfComposedDpEvent(_compose_branches(event.event), event.count)
+    return event
+
+
+def _split_approximate(
+    event: dp_accounting.DpEvent, times: int = 1
+) -> tuple[list[dp_accounting.DpEvent], float, float]:
+    """(events without EpsilonDeltaDpEvent leaves, their summed epsilon, their summed delta)."""
+    if isinstance(event, EpsilonDeltaDpEvent):
+        return [], times * float(event.epsilon), times * float(event.delta)
+    if not _has(event, EpsilonDeltaDpEvent):
+        return [event if times == 1 else dpe.SelfComposedDpEvent(event, times)], 0.0, 0.0
+    if isinstance(event, dpe.ComposedDpEvent):
+        rest: list[dp_accounting.DpEvent] = []
+        eps = dlt = 0.0
+        for child in event.events:
+            r, e, d = _split_approximate(child, times)
+            rest += r
+            eps += e
+            dlt += d
+        return rest, eps, dlt
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return _split_approximate(event.event, times * event.count)
+    raise ValueError(f"An (epsilon, delta) event cannot be nested inside {type(event).__name__}.")
+
+
+def _has_only_laplace(event: dp_accounting.DpEvent) -> bool:
+    if isinstance(event, (dpe.ComposedDpEvent, ParallelDpEvent)):
+        return all(_has_only_laplace(e) for e in event.events)
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return _has_only_laplace(event.event)
+    return isinstance(event, (dpe.LaplaceDpEvent, dpe.NoOpDpEvent))
+
+
+def _min_noise(event: dp_accounting.DpEvent) -> float:
+    if isinstance(event, (dpe.LaplaceDpEvent, dpe.GaussianDpEvent)):
+        return float(event.noise_multiplier)
+    if isinstance(event, (dpe.ComposedDpEvent, ParallelDpEvent)):
+        return min((_min_noise(e) for e in event.events), default=math.inf)
+    if isinstance(event, (dpe.SelfComposedDpEvent, dpe.PoissonSampledDpEvent)):
+        return _min_noise(event.event)
+    return math.inf
+
+
+def _laplace_as_pure(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+    """Laplace leaves as their pure (1 / multiplier, 0) guarantee."""
+    if isinstance(event, dpe.LaplaceDpEvent):
+        return EpsilonDeltaDpEvent(1.0 / float(event.noise_multiplier), 0.0)
+    if isinstance(event, dpe.ComposedDpEvent):
+        return dpe.ComposedDpEvent([_laplace_as_pure(e) for e in event.events])
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return dpe.SelfComposedDpEvent(_laplace_as_pure(event.event), event.count)
+    return event
+
+
 def epsilon_of(
     events: dp_accounting.DpEvent | Sequence[dp_accounting.DpEvent],
     delta: float,
@@ -382,11 +511,35 @@ def epsilon_of(
     relation: Relation | str = Relation.REPLACE_ONE,
     accounting: AccountingMethod = "auto",
 ) -> float:
-    """The epsilon that the accountant certifies for ``events`` at ``delta``."""
+    """The epsilon that the accountant certifies for ``events`` at ``delta``.
+
+    Parallel events (:class:`ParallelDpEvent`) are evaluated branch by branch (the worst counts);
+    (epsilon, delta) events (:class:`EpsilonDeltaDpEvent`) compose by basic composition.
+    """
     event = events if isinstance(events, dp_accounting.DpEvent) else compose(events)
-    if isinstance(event, dpe.NonPrivateDpEvent):
+    rel = as_relation(relation)
+    return max(_epsilon_simple(e, delta, rel, accounting) for e in _expand_parallel(event))
+
+
+def _epsilon_simple(
+    event: dp_accounting.DpEvent, delta: float, relation: Relation, accounting: AccountingMethod
+) -> float:
+    if _has(event, dpe.NonPrivateDpEvent):
         return math.inf
-    acc = make_accountant(accounting, as_relation(relation), event)
+    if accounting == "auto" and _has(event, dpe.LaplaceDpEvent) and not _has_only_laplace(event):
+        # Laplace with Gaussian: PLD, unless a multiplier is so small that its grid would be huge
+        # (then the Laplace parts compose by basic composition with the rest: a sound bound)
+        if _min_noise(event) < SampledGaussianAccountant.MIN_PLD_MULTIPLIER:
+            event = _laplace_as_pure(event)
+    rest, eps0, delta0 = _split_approximate(event)
+    if delta0 > 0 or eps0 > 0:
+        if delta0 > 0 and delta0 >= delta:
+            return math.inf
+        rest_event = compose(rest)
+        if isinstance(rest_event, dpe.NoOpDpEvent):
+            return eps0
+        return eps0 + _epsilon_simple(rest_event, delta - delta0, relation, accounting)
+    acc = make_accountant(accounting, relation, event)
     if isinstance(acc, RdpAccountant) and delta == 0:
         return math.inf
     return float(acc.compose(event).get_epsilon(delta))
@@ -449,6 +602,10 @@ def _event_summary(event: dp_accounting.DpEvent) -> Any:
         return {"type": "Composed", "events": [_event_summary(e) for e in event.events]}
     if isinstance(event, dpe.SelfComposedDpEvent):
         return {"type": "SelfComposed", "count": event.count, "event": _event_summary(event.event)}
+    if isinstance(event, ParallelDpEvent):
+        return {"type": "Parallel", "events": [_event_summary(e) for e in event.events]}
+    if isinstance(event, EpsilonDeltaDpEvent):
+        return {"type": "EpsilonDelta", "epsilon": event.epsilon, "delta": event.delta}
     fields = {}
     for name in ("noise_multiplier", "sampling_probability", "dataset_size", "sample_size",
                  "parameter", "rho", "xi", "noise_probability", "num_buckets"):
