@@ -31,7 +31,6 @@ import functools
 import math
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,9 +52,9 @@ from ..privacy.accounting import (
     certify_release,
     compose,
 )
-from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
-from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier
+from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.histogram import (
     laplace_histogram_event,
     laplace_histogram_mode,
@@ -714,7 +713,8 @@ def dp_pca(
         raise ValueError(f"{owner}: a stream needs batch_size or n_samples (to set B = c n / ln(n)^2).")
     if batch_size is None:
         assert n is not None
-        B = max(4, int(_check_positive(batch_constant, "batch_constant", owner) * n / math.log(max(n, 3)) ** 2))
+        bc = _check_positive(batch_constant, "batch_constant", owner)
+        B = max(4, int(bc * n / math.log(max(n, 3)) ** 2))
     else:
         B = _check_positive(batch_size, "batch_size", owner, integer=True)
     if n is not None and B > n:
@@ -766,8 +766,8 @@ def dp_pca(
     if calibration == "paper":
         # beta_t = 8 K sqrt(2 Lambda) log^a(B p / zeta) sqrt(2 p log(2.5/delta)) / (eps B), with the
         # paper's (eps/2, delta/2) for Algorithm 5; recorded as a multiplier of our sensitivity below
-        paper_std_factor = (8 * K * math.log(B * p / zeta) ** a * math.sqrt(2 * p * math.log(2.5 / budget.delta))
-                            / (budget.epsilon * B))
+        paper_std_factor = (8 * K * math.log(B * p / zeta) ** a
+                            * math.sqrt(2 * p * math.log(2.5 / budget.delta)) / (budget.epsilon * B))
         notes.append("paper noise beta_t verbatim for the mean; it leaves no budget for the coordinate "
                      "histograms (spec §A.4).")
         # sensitivity of our truncated mean for the same Lambda: 2 h r sqrt(p) / b with
