@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,7 +45,9 @@ from . import oja as oja_module
 
 __all__ = ["LearningRateSearch", "learning_rate_grid", "select_learning_rate"]
 
-_METHODS = {"dp_pca": oja_module.dp_pca, "private_oja": oja_module.private_oja}
+_METHODS: dict[str, Callable[..., SubspaceResult]] = {
+    "dp_pca": oja_module.dp_pca, "private_oja": oja_module.private_oja,
+}
 _DEFAULTS = {"dp_pca": (100.0, 1.0), "private_oja": (10.0, 10.0)}
 
 
