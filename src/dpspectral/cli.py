@@ -7,7 +7,8 @@ Subcommands
 ``transform``  project a data file with a model saved by ``fit``.
 ``demo``       the main job: private PCA on scikit-learn's digits over a grid of epsilons, with a
                report, tables and a plot.
-``reproduce``  re-run a paper's experiments (``shang2021``: Shang et al. 2021, Figure 1 and Table 3).
+``reproduce``  re-run a paper's experiments (``shang2021``: Shang et al. 2021, Figure 1 and Table 3;
+               ``liu2022``: Liu et al. 2022, DP-PCA: error rates, Example 4.1, Figure 1, real data).
 
 Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
 ``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
@@ -491,15 +492,17 @@ def _run_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 
 #: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021",)
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022")
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS, help="which paper's experiments to run")
     p.add_argument("--quick", action="store_true",
-                   help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats")
+                   help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats "
+                        "(liu2022: small synthetic n; real data only with --data)")
     p.add_argument("--data", metavar="DIR", default=None,
-                   help="folder with the data sets (default: ../shared/data if it exists)")
+                   help="folder with the data sets (default: ../shared/data if it exists; liu2022 skips "
+                        "the real data without it)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: reports/EXPERIMENT)")
     p.add_argument("--repeats", type=_positive_int, default=None,
@@ -507,8 +510,9 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-rows", type=_positive_int, default=None, metavar="N",
                    help="random subsample of N rows of every data set (default: all; 2000 with --quick)")
     p.add_argument("--epsilons", type=float, nargs="+", metavar="EPS", default=None,
-                   help="override the epsilon grid")
-    p.add_argument("--k", type=_positive_int, nargs="+", default=None, help="override the list of k")
+                   help="override the epsilon grid (liu2022: of the Gaussian and real-data parts)")
+    p.add_argument("--k", type=_positive_int, nargs="+", default=None,
+                   help="override the list of k (liu2022: of the real-data part)")
     p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist"), default=None,
                    help="data sets (default: a9a mnist)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
@@ -524,6 +528,8 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         kwargs["datasets"] = tuple(args.datasets)
     if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    if args.experiment == "liu2022":
+        return _run_reproduce_liu2022(args, out, kwargs)
     result = shang2021.run_shang2021(
         out, data_dir=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
         epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
@@ -544,6 +550,50 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         _out(f"wrote {result.files[key]}")
     _out(f"finished in {result.seconds:.1f} s")
     return 0
+
+
+def _run_reproduce_liu2022(args: argparse.Namespace, out: str, kwargs: dict[str, Any]) -> int:
+    from .experiments import liu2022
+
+    result = liu2022.run_liu2022(
+        out, data_dir=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
+        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
+    _out(f"dpspectral reproduce {args.experiment}: Liu, Kong, Jain, Oh (NeurIPS 2022), DP-PCA "
+         "(the paper has no experiments besides Figure 1; see report.md)")
+    S = result.summary
+    _out("(a) spiked Gaussian, sin(w, v1) at the largest n (mean over repeats):")
+    for d in sorted({r["d"] for r in S if r["part"] == "gaussian"}):
+        n_max = max(r["n"] for r in S if r["part"] == "gaussian" and r["d"] == d)
+        for row in S:
+            if row["part"] == "gaussian" and row["d"] == d and row["n"] == n_max:
+                _out(f"  d={d:<3d} n={n_max:<9,d} eps={row['epsilon']:<4g} {row['method']:28s} "
+                     f"{_liu_cell(row, 'sin_theta')}")
+    _out(f"(b) Example 4.1 (d = {liu2022.EX41_D}, eps = {liu2022.EX41_EPSILON:g}), sin(w, v):")
+    for row in S:
+        if row["part"] == "example41":
+            _out(f"  n={row['n']:<9,d} sigma={row['sigma']:<6g} {row['method']:28s} "
+                 f"{_liu_cell(row, 'sin_theta')}")
+    _out("(c) Figure 1: range / |mean gradient| = "
+         + ", ".join(f"{b.kind} {b.range / b.mean_norm:.3g}" for b in result.figure1))
+    if result.real_data:
+        _out("(d) real data, captured-variance ratio:")
+        for row in S:
+            if row["part"] == "real":
+                _out(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:28s} "
+                     f"{_liu_cell(row, 'captured_variance_ratio')}")
+    else:
+        _out(f"(d) real data: {result.real_note}")
+    for key in ("report", "runs", "summary"):
+        _out(f"wrote {result.files[key]}")
+    _out(f"finished in {result.seconds:.1f} s")
+    return 0
+
+
+def _liu_cell(row: dict[str, Any], metric: str) -> str:
+    if not row.get(f"{metric}_n"):
+        return str(row.get("status") or "—")
+    sd = row[f"{metric}_sd"]
+    return f"{row[f'{metric}_mean']:.4f}" + ("" if not np.isfinite(sd) else f" ± {sd:.4f}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -594,14 +644,19 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         name="reproduce",
-        help="reproduce a paper's experiments (shang2021)",
+        help="reproduce a paper's experiments (shang2021, liu2022)",
         description="Re-run a paper's experiments on the local data sets and write a report: "
                     "shang2021 = Shang et al. (UAI 2021) Figure 1 (subspace error vs epsilon on a9a and "
                     "MNIST) and Table 3 (linear-SVM accuracy at epsilon = 0.1, k = 10). Writes runs.csv, "
-                    "summary.csv, table3.csv, one PNG per data set and metric, and report.md.",
+                    "summary.csv, table3.csv, one PNG per data set and metric, and report.md. "
+                    "liu2022 = Liu, Kong, Jain, Oh (NeurIPS 2022) DP-PCA: error against n on Gaussian data, "
+                    "Example 4.1 against the noise level, Figure 1 (gradient range vs mean) and top-1 / "
+                    "top-10 on MNIST and a9a; writes runs.csv, summary.csv, figure1.csv, algorithm4.csv, "
+                    "PNGs and report.md.",
         configure=_configure_reproduce,
         run=_run_reproduce,
-        epilog="example:\n  dpspectral reproduce shang2021 --quick --data ../shared/data --out reports/q",
+        epilog="examples:\n  dpspectral reproduce shang2021 --quick --data ../shared/data --out reports/q\n"
+               "  dpspectral reproduce liu2022 --quick --out reports/liu-q",
     ),
     # Later subcommands (`bench`, `audit`) are added here.
 )

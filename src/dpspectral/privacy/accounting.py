@@ -533,12 +533,13 @@ def _epsilon_simple(
             event = _laplace_as_pure(event)
     rest, eps0, delta0 = _split_approximate(event)
     if delta0 > 0 or eps0 > 0:
-        if delta0 > 0 and delta0 >= delta:
+        if delta0 > delta:
             return math.inf
         rest_event = compose(rest)
         if isinstance(rest_event, dpe.NoOpDpEvent):
-            return eps0
-        return eps0 + _epsilon_simple(rest_event, delta - delta0, relation, accounting)
+            return eps0  # an (eps0, delta0) guarantee holds at every delta >= delta0
+        # the rest gets what is left of delta (possibly 0: pure events still have a finite epsilon)
+        return eps0 + _epsilon_simple(rest_event, max(delta - delta0, 0.0), relation, accounting)
     acc = make_accountant(accounting, relation, event)
     if isinstance(acc, RdpAccountant) and delta == 0:
         return math.inf

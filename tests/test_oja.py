@@ -1,0 +1,495 @@
+"""Oja, Private Oja and DP-PCA (paper 001, Liu, Kong, Jain and Oh 2022): convergence, building blocks,
+streams, accounting, bad input and a one-step audit.
+
+Every random quantity is seeded, so each test is deterministic; statistical tests state their
+false-positive rate (FPR), the probability that a correct implementation fails them for a fresh seed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
+from dpspectral.audit import gaussian_audit
+from dpspectral.datasets import spiked_covariance
+from dpspectral.metrics import max_sin_theta
+from dpspectral.pca.oja import (
+    AnalysisRangeWarning,
+    dp_pca,
+    minimum_batch_size,
+    oja,
+    private_mean,
+    private_oja,
+    private_top_eigenvalue,
+    shuffle_amplified_epsilon,
+)
+from dpspectral.privacy import ParallelDpEvent, analytic_noise_multiplier, epsilon_of, gaussian_epsilon
+from dpspectral.privacy.accounting import compose
+
+DELTA = 1e-6
+HUGE = 1e6  # an epsilon at which the noise is negligible
+
+
+@pytest.fixture(scope="module")
+def spiked():
+    """20,000 x 10 rows, three spikes (12, 8, 5) over unit noise, scaled to row norm <= 1."""
+    X, V = spiked_covariance(20_000, 10, 3, spike=[12.0, 8.0, 5.0], random_state=0)
+    return X / np.linalg.norm(X, axis=1).max(), V
+
+
+@pytest.fixture(scope="module")
+def small():
+    """6,000 x 8 rows (two spikes) with rows up to norm 3: clipping to 1 acts on most of them."""
+    X, _ = spiked_covariance(6_000, 8, 2, spike=[10.0, 5.0], random_state=1)
+    return 3.0 * X / np.linalg.norm(X, axis=1).max()
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnalysisRangeWarning)
+        return fn(*args, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# convergence (zero or negligible noise)
+
+
+@pytest.mark.parametrize("k,rank_method", [(1, "block"), (3, "block"), (3, "deflation")])
+def test_oja_converges_on_a_spiked_matrix(k, rank_method, spiked):
+    X, V = spiked
+    res = oja(X, k, c1=100.0, rank_method=rank_method, random_state=0)
+    assert res.components.shape == (10, k)
+    assert np.allclose(res.components.T @ res.components, np.eye(k), atol=1e-10)
+    assert max_sin_theta(res.components, V[:, :k]) < 0.1
+    assert not res.privacy.certified and res.privacy.epsilon == math.inf  # a non-private reference
+    assert res.n_samples == X.shape[0]
+
+
+@pytest.mark.parametrize("k,rank_method", [(1, "block"), (3, "block"), (3, "deflation")])
+def test_private_oja_converges_at_huge_epsilon(k, rank_method, spiked):
+    X, V = spiked
+    res = private_oja(X, k, epsilon=HUGE, delta=DELTA, row_norm=1.0, c1=100.0, rank_method=rank_method,
+                      random_state=0)
+    assert max_sin_theta(res.components, V[:, :k]) < 0.1
+    assert res.privacy.certified
+
+
+@pytest.mark.parametrize("k,rank_method", [(1, "block"), (3, "block"), (3, "deflation")])
+def test_dp_pca_converges_at_huge_epsilon(k, rank_method, spiked):
+    X, V = spiked
+    res = _quiet(dp_pca, X, k, epsilon=HUGE, delta=DELTA, row_norm=1.0, rank_method=rank_method,
+                 random_state=0)
+    assert max_sin_theta(res.components, V[:, :k]) < 0.1
+    assert res.diagnostics["skipped_steps"] == 0 and res.diagnostics["n_steps"] > 10
+    assert res.privacy.certified
+
+
+def test_dp_pca_with_stable_histograms_takes_steps_at_huge_epsilon(spiked):
+    # The thresholded histogram keeps a bin only above 1 + 2 ln(2/delta)/epsilon > 1: with a single
+    # group (what the spec's group count gives at large epsilon) no step would ever be taken.
+    X, V = spiked
+    res = _quiet(dp_pca, X, 3, epsilon=HUGE, delta=DELTA, row_norm=1.0, histogram="stable",
+                 batch_size=1000, random_state=0)
+    assert res.diagnostics["n_groups"] >= 3
+    assert res.diagnostics["skipped_steps"] < res.diagnostics["n_steps"] / 2
+    assert max_sin_theta(res.components, V[:, :3]) < 0.1
+    assert res.privacy.certified
+
+
+# ---------------------------------------------------------------------------------------------
+# building blocks
+
+
+@pytest.mark.parametrize("histogram", ["laplace", "stable"])
+@pytest.mark.parametrize("lam1", [0.02, 0.3])
+def test_private_top_eigenvalue_accuracy(histogram, lam1):
+    # Rows ~ N(0, diag(lam1, lam1 / 10, ...)), 4,000 rows, 10 groups of 200 pairs: every group's
+    # eigenvalue is within ~15% of lam1 (so the winning bin's lower edge within a factor 2^(1/4)
+    # more); at epsilon = 1e3 the histogram noise is negligible. 20 seeded runs; FPR ~ 0.
+    rng = np.random.default_rng(0)
+    p = 6
+    sd = np.sqrt(np.r_[lam1, np.full(p - 1, lam1 / 10)])
+    for _ in range(20):
+        G = rng.standard_normal((4000, p)) * sd + rng.standard_normal(p)  # a common mean cancels
+        est = private_top_eigenvalue(G, epsilon=1e3, delta=DELTA, bound=2.0, n_groups=10,
+                                     histogram=histogram, random_state=rng)
+        assert est is not None and lam1 / 2 <= est <= 2 * lam1, est
+
+
+def test_private_top_eigenvalue_of_oja_gradients(spiked):
+    # The quantity DP-PCA needs: the top eigenvalue of the covariance of the gradients x (x^T w).
+    X, _ = spiked
+    rng = np.random.default_rng(1)
+    w = np.linalg.qr(rng.standard_normal((10, 1)))[0]
+    G = X * (X @ w)
+    truth = float(np.linalg.eigvalsh(np.cov(G.T))[-1])
+    est = private_top_eigenvalue(G[:8000], epsilon=1e3, delta=DELTA, bound=2.0, n_groups=8,
+                                 random_state=rng)
+    assert est is not None and truth / 2 <= est <= 2 * truth
+
+
+def test_private_top_eigenvalue_underflow_and_too_few_rows():
+    rng = np.random.default_rng(2)
+    assert private_top_eigenvalue(np.zeros((400, 3)), epsilon=1e3, delta=DELTA, bound=2.0, n_groups=4,
+                                  random_state=rng) is None  # the underflow bin wins: the paper's ⊥
+    with pytest.raises(ValueError, match="at least 20 are needed"):  # one pair per group
+        private_top_eigenvalue(np.ones((19, 3)), epsilon=1.0, delta=DELTA, bound=2.0, n_groups=10,
+                               random_state=rng)
+    assert private_top_eigenvalue(np.ones((20, 3)), epsilon=1e3, delta=DELTA, bound=2.0, n_groups=10,
+                                  random_state=rng) is None  # identical rows: zero covariance
+
+
+def _mean_runs(G, n_runs, seed, **kw):
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_runs, G.shape[1]))
+    for i in range(n_runs):
+        m, info = private_mean(G, random_state=rng, **kw)
+        out[i] = m
+    return out, info
+
+
+def test_private_mean_is_unbiased_without_truncation():
+    # Fixed data (b = 200, p = 4) well inside the truncation box (radius 0.5, box half-width 1.5
+    # around a centre the near-noiseless histograms put within one bin of the data). Over 2,000
+    # seeded runs the average release minus the data mean is N(0, sigma^2 / 2000) per coordinate with
+    # the known sigma = multiplier x sensitivity: a two-sided z-test per coordinate at level
+    # 2.5e-4 (FPR 1e-3 by the union bound over the 4 coordinates).
+    rng = np.random.default_rng(3)
+    G = 0.3 + 0.05 * rng.standard_normal((200, 4))
+    kw = {"radius": 0.5, "bound": 1.0, "hist_scale": 1e-3, "hist_budget": None,
+          "noise_std_per_sensitivity": 2.0, "half_width_mult": 3.0}
+    runs, info = _mean_runs(G, 2000, 4, **kw)
+    sigma = 2.0 * info["sensitivity"]
+    assert info["sensitivity"] == pytest.approx(2 * 3.0 * 0.5 * math.sqrt(4) / 200)
+    z = (runs.mean(axis=0) - G.mean(axis=0)) / (sigma / math.sqrt(runs.shape[0]))
+    from scipy import stats
+
+    assert np.all(np.abs(z) < stats.norm.ppf(1 - 2.5e-4 / 2)), z
+    # power: a box that truncates (radius 0.01 around a centre at 0.3) biases the mean of skewed data
+    Gs = 0.3 + 0.05 * rng.standard_exponential((200, 4))
+    runs, info = _mean_runs(Gs, 2000, 5, **{**kw, "radius": 0.01})
+    sigma = 2.0 * info["sensitivity"]
+    z = (runs.mean(axis=0) - Gs.mean(axis=0)) / (sigma / math.sqrt(runs.shape[0]))
+    assert np.any(np.abs(z) > stats.norm.ppf(1 - 2.5e-4 / 2))
+
+
+def test_private_mean_stable_histogram_suppression_returns_none():
+    # Stable histograms with a tiny budget suppress every bin of 10 spread values: no release.
+    G = np.linspace(-1, 1, 10)[:, None]
+    m, _ = private_mean(G, radius=0.01, bound=1.0, hist_scale=None, hist_budget=(0.1, 1e-9),
+                        noise_std_per_sensitivity=1.0, histogram="stable",
+                        random_state=np.random.default_rng(0))
+    assert m is None
+
+
+def test_one_step_audit_of_the_mean_release():
+    # Algorithm 5 as DP-PCA uses it, on the worst-case replace-one pair: 199 zero gradients plus one
+    # row at -1 (D) or +1 (D') in both coordinates; the box around the centre 0 is [-h r, h r], so
+    # the truncated means differ by exactly the sensitivity Delta in L2. The statistic (projection
+    # on (1, 1) / sqrt 2) is Gaussian; the Gaussian audit (FPR alpha = 1e-3) bounds the epsilon of
+    # the Gaussian release, which must not exceed what its own event claims. Power: the same audit
+    # flags the release with half the calibrated noise (e.g. a sensitivity off by a factor of two).
+    from dpspectral.pca.oja import _mean_calibration
+
+    p, eps = 2, 1.0
+    lap, _, s = _mean_calibration(eps, DELTA, p, 0.5, "laplace")
+    base = np.zeros((199, p))
+    D0, D1 = np.vstack([-np.ones((1, p)), base]), np.vstack([np.ones((1, p)), base])
+    kw = {"radius": 0.1, "bound": 1.0, "hist_scale": 2.0 * lap, "hist_budget": None,
+          "half_width_mult": 2.0}
+    claim = epsilon_of(dp_accounting.GaussianDpEvent(s), DELTA)  # what the event says of this part
+    direction = np.ones(p) / math.sqrt(p)
+    for mult, flagged in ((s, False), (s / 2, True)):
+        t0 = _mean_runs(D0, 3000, 30, noise_std_per_sensitivity=mult, **kw)[0] @ direction
+        t1 = _mean_runs(D1, 3000, 31, noise_std_per_sensitivity=mult, **kw)[0] @ direction
+        result = gaussian_audit(t0, t1, claim, DELTA, 1e-3)
+        assert result.violated is flagged, result
+    assert epsilon_of(ParallelDpEvent([dp_accounting.ComposedDpEvent(
+        [dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(lap), p),
+         dp_accounting.GaussianDpEvent(s)])]), DELTA) <= eps
+
+
+# ---------------------------------------------------------------------------------------------
+# streams, lists, memmaps: the same rows in the same order give the same result
+
+
+def _blocks(X, sizes):
+    i = 0
+    for m in sizes:
+        yield X[i : i + m]
+        i += m
+    if i < X.shape[0]:
+        yield X[i:]
+
+
+SIZES = [1, 999, 3, 4000, 17, 250]
+
+RUNS = {
+    "oja": lambda X, **kw: oja(X, 2, c1=50.0, random_state=7, **kw),
+    "private_oja": lambda X, **kw: private_oja(X, 2, epsilon=0.5, delta=DELTA, row_norm=1.0,
+                                               random_state=7, **kw),
+    "dp_pca": lambda X, **kw: _quiet(dp_pca, X, 2, epsilon=0.5, delta=DELTA, row_norm=1.0,
+                                     batch_size=1500, random_state=7, **kw),
+}
+
+
+@pytest.mark.parametrize("rank_method", ["block", "deflation"])
+@pytest.mark.parametrize("name", list(RUNS))
+def test_stream_list_and_memmap_equal_the_array(name, rank_method, small, tmp_path):
+    X = small
+    run = RUNS[name]
+    ref = run(X, rank_method=rank_method).components
+    n = X.shape[0]
+    from_stream = run(_blocks(X, SIZES), n_samples=n, rank_method=rank_method).components
+    from_list = run(list(_blocks(X, SIZES)), n_samples=n, rank_method=rank_method).components
+    from_tuple = run(tuple(_blocks(X, [2500, 2500])), n_samples=n, rank_method=rank_method).components
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    from_memmap = run(np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="r", shape=X.shape),
+                      rank_method=rank_method).components
+    for other in (from_stream, from_list, from_tuple, from_memmap):
+        assert np.array_equal(ref, other)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_data_are_never_modified(name, small):
+    X = small.copy()
+    before = X.copy()
+    RUNS[name](X)
+    assert np.array_equal(X, before)
+    blocks = list(_blocks(X, SIZES))
+    copies = [b.copy() for b in blocks]
+    RUNS[name](blocks, n_samples=X.shape[0])
+    assert all(np.array_equal(b, c) for b, c in zip(blocks, copies, strict=True))
+    X32 = small.astype(np.float32)
+    before = X32.copy()
+    RUNS[name](X32)
+    assert np.array_equal(X32, before)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input
+
+
+def _private(fn, **defaults):
+    def run(X, k=1, **kw):
+        args = {"epsilon": 0.5, "delta": DELTA, "row_norm": 1.0, **defaults, **kw}
+        return _quiet(fn, X, k, **args)
+    return run
+
+
+ALL3 = {"oja": lambda X, k=1, **kw: oja(X, k, **kw), "private_oja": _private(private_oja),
+        "dp_pca": _private(dp_pca, batch_size=1500)}
+
+
+@pytest.mark.parametrize("name", list(ALL3))
+@pytest.mark.parametrize("kw,match", [
+    ({"c1": 0.0}, "'c1'"), ({"c1": -1.0}, "'c1'"), ({"c2": 0.0}, "'c2'"), ({"c2": math.nan}, "'c2'"),
+    ({"rank_method": "greedy"}, "'rank_method'"),
+])
+def test_bad_rates_and_options(name, kw, match, small):
+    with pytest.raises(ValueError, match=match):
+        ALL3[name](small, **kw)
+
+
+@pytest.mark.parametrize("name", list(ALL3))
+def test_nan_rows_and_ragged_blocks(name, small):
+    X = small.copy()
+    X[4321, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        ALL3[name](X)
+
+    def ragged():
+        yield small[:3000]
+        yield small[3000:, :5]
+
+    with pytest.raises(ValueError, match="columns"):
+        ALL3[name](ragged(), n_samples=small.shape[0])
+    with pytest.raises(ValueError, match="n_samples"):  # deflation needs n to split the rows
+        ALL3[name](_blocks(small, SIZES), 2, rank_method="deflation")
+    with pytest.raises(ValueError, match="'k'"):
+        ALL3[name](small, 9)
+
+
+@pytest.mark.parametrize("fn", [private_oja, dp_pca])
+@pytest.mark.parametrize("kw,match", [
+    ({"relation": "add_remove"}, "'relation'"),
+    ({"delta": 0.0}, "'delta'"),
+    ({"epsilon": -1.0}, "'epsilon'"),
+    ({"row_norm": 0.0}, "'row_norm'"),
+    ({"calibration": "exact"}, "'calibration'"),
+])
+def test_private_bad_input_spends_nothing(fn, kw, match, small):
+    acc = Accountant(10.0, DELTA)
+    args = {"epsilon": 0.5, "delta": DELTA, "row_norm": 1.0, "accountant": acc, **kw}
+    with pytest.raises(ValueError, match=match):
+        _quiet(fn, small, 1, **args)
+    assert acc.entries == ()
+
+
+def test_private_oja_rejects_paper_calibration(small):
+    with pytest.raises(ValueError, match="'calibration'.*'tight'"):
+        private_oja(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, calibration="paper")
+
+
+def test_dp_pca_batch_errors(small):
+    n = small.shape[0]
+    with pytest.raises(ValueError, match="larger than the number of rows"):
+        _quiet(dp_pca, small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, batch_size=n + 1)
+    # the error names the minimum, which minimum_batch_size computes for the same run
+    b = 40
+    need = minimum_batch_size(0.5, DELTA, n_steps=n // b)
+    assert need > b
+    with pytest.raises(ValueError, match=rf"below the minimum {need}\b"):
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, batch_size=b)
+    with pytest.raises(ValueError, match="batch_size or n_samples"):
+        dp_pca(_blocks(small, SIZES), 1, epsilon=0.5, delta=DELTA, row_norm=1.0)
+    with pytest.raises(ValueError, match="'batch_size'"):
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, batch_size=0)
+    with pytest.raises(ValueError, match="'histogram'"):
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, histogram="exponential")
+    with pytest.raises(ValueError, match="deflation"):  # n / k rows per component < one batch
+        _quiet(dp_pca, small, 3, epsilon=HUGE, delta=DELTA, row_norm=1.0, batch_size=2500,
+               rank_method="deflation")
+
+
+def test_minimum_batch_size_grows_as_epsilon_shrinks():
+    sizes = [minimum_batch_size(e, DELTA, n_steps=100) for e in (2.0, 0.5, 0.1)]
+    assert sizes[0] < sizes[1] < sizes[2] and all(s % 4 == 0 for s in sizes)
+    assert minimum_batch_size(0.5, DELTA, n_groups=7) == 28
+
+
+# ---------------------------------------------------------------------------------------------
+# analysis-range warnings, paper calibration, events and the ledger
+
+
+def test_dp_pca_analysis_range_warnings(small):
+    with pytest.warns(AnalysisRangeWarning, match="epsilon in"):
+        dp_pca(small, 1, epsilon=0.9, delta=DELTA, row_norm=1.0, batch_size=1500, random_state=0)
+    with pytest.warns(AnalysisRangeWarning, match="delta <= 1/n"):
+        dp_pca(small, 1, epsilon=0.5, delta=1e-3, row_norm=1.0, batch_size=1500, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the analysed range: no warning of any kind
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, batch_size=1500, random_state=0)
+
+
+@pytest.mark.parametrize("half_width_mult", [2.0, 3.0])
+def test_dp_pca_paper_calibration_reports_what_the_accountant_certifies(half_width_mult, spiked):
+    X, _ = spiked
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = dp_pca(X, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, calibration="paper",
+                     half_width_mult=half_width_mult, batch_size=4000, random_state=0)
+    report = res.privacy
+    eps = epsilon_of(report.events, DELTA, relation="replace_one")
+    assert report.calibration == "paper" and report.epsilon == pytest.approx(eps)
+    assert report.certified is (eps <= 0.5)
+    uncertified = [w for w in caught if issubclass(w.category, UncertifiedPrivacyWarning)]
+    assert bool(uncertified) is (not report.certified)
+    assert any("beta_t" in note for note in report.notes)
+
+
+@pytest.mark.parametrize("histogram", ["laplace", "stable"])
+def test_dp_pca_events_are_parallel_and_tight(histogram, spiked):
+    X, _ = spiked
+    res = dp_pca(X, 2, epsilon=0.5, delta=1e-5, row_norm=1.0, histogram=histogram, batch_size=8000,
+                 random_state=0)
+    (event,) = res.privacy.events
+    assert isinstance(event, ParallelDpEvent) and len(event.events) == 2
+    eps = epsilon_of(res.privacy.events, 1e-5, relation="replace_one")
+    assert eps <= 0.5 and eps == pytest.approx(0.5, rel=1e-3)  # tight: no budget left unused
+    assert res.privacy.certified and res.privacy.epsilon == pytest.approx(eps)
+    # each branch alone is within the budget (parallel composition), their composition is not
+    assert all(epsilon_of(b, 1e-5) <= 0.5 for b in event.events)
+    assert epsilon_of(dp_accounting.ComposedDpEvent(list(event.events)), 1e-5) > 0.5
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 600.0])
+def test_dp_pca_mean_calibration_is_certified(epsilon):
+    # Branch 2's multipliers, including the regime where only the Gaussian falls below the PLD floor
+    # (epsilon = 600, p = 40): the accountant must certify what the calibration chose.
+    from dpspectral.pca.oja import _mean_calibration
+
+    p = 40
+    lap, _, s = _mean_calibration(epsilon, 1e-5, p, 0.5, "laplace")
+    hist = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(lap), p)
+    ev = dp_accounting.ComposedDpEvent([hist, dp_accounting.GaussianDpEvent(s)])
+    assert epsilon_of(ev, 1e-5) <= epsilon
+
+
+def test_private_oja_event_is_one_gaussian_step(small):
+    res = private_oja(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, random_state=0)
+    (event,) = res.privacy.events
+    assert isinstance(event, dp_accounting.GaussianDpEvent)
+    assert event.noise_multiplier == pytest.approx(analytic_noise_multiplier(0.5, DELTA))
+    assert res.privacy.certified and res.privacy.epsilon == pytest.approx(0.5, rel=1e-6)
+
+
+@pytest.mark.parametrize("fn", [private_oja, dp_pca])
+def test_the_ledger_records_the_spend(fn, small):
+    acc = Accountant(1.0, DELTA)
+    kw = {"batch_size": 1500} if fn is dp_pca else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fn(small, 1, epsilon=0.8, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0, **kw)
+    assert len(acc.entries) == 1 and acc.entries[0].label == fn.__name__
+    assert acc.epsilon_spent() == pytest.approx(res.privacy.epsilon) and acc.epsilon_spent() <= 0.8
+    assert isinstance(acc.entries[0].event, type(compose(res.privacy.events)))
+    with pytest.raises(BudgetExceededError):  # a second run of the same would compose above 1
+        fn(small, 1, epsilon=0.8, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0, **kw)
+    assert len(acc.entries) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# amplification by shuffling
+
+
+def _fmt21(eps0: float, n: int, delta: float) -> float:
+    """Feldman, McMillan and Talwar (FOCS 2021), Theorem 3.1, written out independently."""
+    e = math.exp(eps0)
+    return math.log(1 + (e - 1) / (e + 1)
+                    * (8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n))
+
+
+def test_shuffle_amplified_epsilon_decreases_with_n_and_is_self_consistent():
+    eps = [shuffle_amplified_epsilon(2.0, n, DELTA)[0] for n in (10**5, 10**6, 10**7, 10**8)]
+    assert all(math.isfinite(e) for e in eps) and all(a > b for a, b in zip(eps, eps[1:], strict=False))
+    assert shuffle_amplified_epsilon(2.0, 1000, DELTA)[0] == math.inf  # outside the theorem's range
+    assert shuffle_amplified_epsilon(2.0, 10**6, DELTA)[1] == DELTA
+    # the local delta0 must be set from an epsilon at least the one returned (the second part of
+    # delta, (e^eps + 1) 1.5 n delta0, is at most delta / 2); includes amplified epsilons above 1
+    for alpha, n, delta in ((2.0, 10**6, DELTA), (0.517, 10**9, 1e-3), (0.594, 10**9, 1e-6),
+                            (0.749, 10**8, 1e-9)):
+        e, _ = shuffle_amplified_epsilon(alpha, n, delta)
+        assert math.isfinite(e)
+        delta0 = delta / 2 / (1.5 * (math.exp(e) + 1) * n)
+        assert _fmt21(gaussian_epsilon(alpha, delta0), n, delta / 2) <= e
+
+
+def test_private_oja_with_shuffling():
+    n, eps = 10**6, 0.1
+
+    def stream():
+        rng = np.random.default_rng(0)
+        for _ in range(10):
+            B = rng.standard_normal((n // 10, 2)) * [1.0, 0.3]
+            yield B / 5
+
+    res = private_oja(stream(), 1, epsilon=eps, delta=DELTA, row_norm=1.0, n_samples=n,
+                      amplification="shuffle", random_state=0)
+    assert res.privacy.certified and res.privacy.epsilon <= eps
+    assert res.diagnostics["noise_multiplier"] < analytic_noise_multiplier(eps, DELTA) / 5  # it helps
+    assert any("shuffl" in note for note in res.privacy.notes)
+    with pytest.raises(ValueError, match="cannot certify"):  # n < 16 ln(4 / delta): never in range
+        private_oja(np.ones((200, 2)) / 2, 1, epsilon=eps, delta=DELTA, row_norm=1.0,
+                    amplification="shuffle")
+    with pytest.raises(ValueError, match="n_samples"):
+        private_oja(stream(), 1, epsilon=eps, delta=DELTA, row_norm=1.0, amplification="shuffle")
+    with pytest.raises(ValueError, match="'amplification'"):
+        private_oja(np.ones((10, 2)), 1, epsilon=eps, delta=DELTA, row_norm=1.0, amplification="poisson")
