@@ -9,7 +9,7 @@ import numpy as np
 
 from .privacy.accounting import PrivacyReport
 
-__all__ = ["SubspaceResult"]
+__all__ = ["LowRankResult", "SubspaceResult"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +48,49 @@ class SubspaceResult:
     @property
     def n_components(self) -> int:
         return int(self.components.shape[1])
+
+
+@dataclass(frozen=True)
+class LowRankResult:
+    """A (private) rank-k factorization ``A ~ U diag(S) V^T`` of an m x n matrix.
+
+    Every field is a released quantity (post-processing of noisy sketches) or a public input.
+
+    Attributes
+    ----------
+    U : ndarray of shape (m, k)
+        Orthonormal columns (left factors), ordered by decreasing ``S``, signs fixed.
+    S : ndarray of shape (k,)
+        Non-negative, descending.
+    V : ndarray of shape (n, k) or None
+        Orthonormal columns (right factors); None for protocols that release only a left subspace
+        (Private-Local-LRF), whose approximation is ``U U^T A``.
+    privacy : PrivacyReport or None
+        None only for the non-private reference algorithm.
+    diagnostics : dict
+        Public facts about the run (sketch sizes, noise scales, timings).
+    """
+
+    U: np.ndarray
+    S: np.ndarray
+    V: np.ndarray | None
+    privacy: PrivacyReport | None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int:
+        return int(self.U.shape[1])
+
+    @property
+    def shape(self) -> tuple[int, int] | None:
+        """(m, n) of the factorized matrix, when both factors are released."""
+        return None if self.V is None else (int(self.U.shape[0]), int(self.V.shape[0]))
+
+    def reconstruct(self) -> np.ndarray:
+        """The rank-k matrix ``U diag(S) V^T`` (m x n). Needs ``V``."""
+        if self.V is None:
+            raise ValueError(
+                "This result releases only a left subspace U (no V): the approximation of a matrix A "
+                "is U @ (U.T @ A), which needs A."
+            )
+        return (self.U * self.S) @ self.V.T

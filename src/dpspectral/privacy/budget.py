@@ -46,12 +46,18 @@ class Relation(enum.StrEnum):
     record, whatever it is (any two inputs within the public bound). The server sees n reports, so n
     is public.
 
-    Later modules add the low-rank relations (Priv1, Priv2).
+    ``PRIV1`` and ``PRIV2``: Upadhyay's matrix relations for low-rank factorization (the whole matrix
+    A is the data set; its shape is public). ``PRIV1``: ``A - A' = u v^T`` with ``||u|| = ||v|| = 1``
+    (times the public ``bound``); with u a standard basis vector it is row-level privacy, with both
+    u and v basis vectors entry-level. ``PRIV2``: ``||A - A'||_F <= 1`` (times ``bound``); it contains
+    PRIV1, so a PRIV2 guarantee is also a PRIV1 guarantee.
     """
 
     REPLACE_ONE = "replace_one"
     ADD_REMOVE = "add_remove"
     LOCAL = "local"
+    PRIV1 = "priv1"
+    PRIV2 = "priv2"
 
     @property
     def dp_accounting(self) -> dp_accounting.NeighboringRelation:
@@ -63,7 +69,11 @@ class Relation(enum.StrEnum):
     @property
     def n_is_public(self) -> bool:
         """Whether the number of rows is the same for all neighbours (so not protected)."""
-        return self in (Relation.REPLACE_ONE, Relation.LOCAL)
+        return self is not Relation.ADD_REMOVE
+
+    def implies(self, other: Relation) -> bool:
+        """Whether a guarantee under this relation is also one under ``other`` (PRIV2 covers PRIV1)."""
+        return self is other or (self is Relation.PRIV2 and other is Relation.PRIV1)
 
     def __str__(self) -> str:
         return self.value

@@ -1,0 +1,514 @@
+"""One-shot low-rank factorizations of Upadhyay (NeurIPS 2018): Optimal-Space-LRF (non-private),
+Private-Space-Optimal-LRF (Priv1) and Private-Frobenius-LRF (Priv2).
+
+The algorithm boxes are reconstructed in ``../shared/papers/spec-lowrank.md`` (§3, §4): the paper's text
+lost its formulas. Each algorithm keeps linear sketches of the matrix, releases them with noise, and
+solves a small rank-k problem on the released sketches (post-processing). The streaming, continual and
+covariance variants reuse :func:`frobenius_release` / :func:`space_optimal_release` and the calibrations
+here, so their privacy and accuracy are those of the one-shot versions.
+
+Orientation: the algorithms are stated for ``m <= n``; for ``m > n`` they run on ``A^T`` and swap U
+and V (the relations are symmetric under transposition: ``(u v^T)^T = v u^T``, ``||E^T||_F = ||E||_F``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_generator, check_choice
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..privacy.gaussian import analytic_noise_multiplier
+from ..results import LowRankResult
+from .sketches import (
+    SketchKind,
+    SketchSizes,
+    chi2_factor,
+    finish,
+    orth_columns,
+    rank_k_between,
+    rank_k_left,
+    sketch_matrix,
+    sketch_sizes,
+    svd_top_k,
+)
+
+__all__ = [
+    "FrobeniusNoise",
+    "check_matrix",
+    "frobenius_noise",
+    "frobenius_release",
+    "optimal_space_lrf",
+    "private_frobenius_lrf",
+    "private_space_optimal_lrf",
+    "space_optimal_release",
+]
+
+Calibration = Literal["tight", "paper"]
+
+
+# ----------------------------------------------------------------------------------------------
+# validation
+# ----------------------------------------------------------------------------------------------
+
+
+def check_matrix(A: Any, owner: str) -> Any:
+    """A finite 2-D float array or scipy.sparse matrix (never modified; copied only if not float)."""
+    if sp.issparse(A):
+        M = sp.csr_matrix(A, dtype=np.float64)
+        if not np.isfinite(M.data).all():
+            raise ValueError(f"{owner}: the matrix contains NaN or infinity.")
+    else:
+        try:
+            M = np.asarray(A, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{owner}: the matrix must be a numeric 2-D array. Got {type(A).__name__}.") from exc
+        if M.ndim != 2:
+            raise ValueError(f"{owner}: the matrix must be 2-D. Got an array of shape {M.shape}.")
+        if not np.isfinite(M).all():
+            raise ValueError(f"{owner}: the matrix contains NaN or infinity.")
+    if min(M.shape) < 1:
+        raise ValueError(f"{owner}: the matrix is empty (shape {M.shape}).")
+    return M
+
+
+def check_rank(k: Any, m: int, n: int, owner: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= int(k) <= min(m, n):
+        raise ValueError(
+            f"The 'k' parameter of {owner} must be an int in [1, min(m, n) = {min(m, n)}]. Got {k!r} instead."
+        )
+    return int(k)
+
+
+def check_positive(value: Any, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        math.isfinite(value) and value > 0
+    ):
+        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, inf). Got {value!r} instead.")
+    return float(value)
+
+
+def _check_share(value: Any, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
+        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead.")
+    return float(value)
+
+
+def _budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    return budget
+
+
+def _relation(relation: Any, allowed: tuple[Relation, ...], owner: str) -> Relation:
+    rel = as_relation(relation, owner=owner)
+    if rel not in allowed:
+        names = ", ".join(repr(r.value) for r in allowed)
+        raise ValueError(f"The 'relation' parameter of {owner} must be one of {names}. Got {rel.value!r} instead.")
+    return rel
+
+
+def _seed(sketch_seed: Any, rng: np.random.Generator) -> int:
+    if sketch_seed is None:
+        return int(rng.integers(0, 2**63 - 1))
+    if isinstance(sketch_seed, bool) or not isinstance(sketch_seed, numbers.Integral) or sketch_seed < 0:
+        raise ValueError(f"The 'sketch_seed' parameter must be None or an int >= 0. Got {sketch_seed!r} instead.")
+    return int(sketch_seed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Private-Frobenius-LRF (Priv2): calibration, sketches, release
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrobeniusNoise:
+    """The noise plan of the Priv2 sketches ``Y_c = A Phi + N1`` (m x t) and ``Z = S A + N2`` (v x n).
+
+    ``sigma`` is the std of every entry of N1 and N2; ``sensitivity`` the per-pair L2 sensitivity of
+    the pair ``(Y_c, Z)`` (which holds except with probability ``sketch_delta``); ``events`` what the
+    release spends.
+    """
+
+    sigma: float
+    sensitivity: float
+    sketch_delta: float
+    events: tuple[dp_accounting.DpEvent, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.sigma / self.sensitivity
+
+
+def frobenius_noise(
+    epsilon: float, delta: float, sizes: SketchSizes, *, bound: float = 1.0, calibration: Calibration = "tight",
+    alpha: float = 0.25, sketch_failure_share: float = 0.1, levels: int = 1, owner: str = "private_frobenius_lrf",
+) -> FrobeniusNoise:
+    """Noise of the Priv2 sketches for a target (epsilon, delta).
+
+    Sensitivity (spec §4, R-derive): for neighbours ``||A - A'||_F <= b`` (b = ``bound``), ``||E Phi||_F^2
+    <= c_t b^2`` and ``||S E||_F^2 <= c_v b^2`` except with probability ``delta_s`` each (Laurent–Massart,
+    :func:`~dpspectral.lowrank.sketches.chi2_factor`), so the pair has L2 sensitivity
+    ``Delta = b sqrt(c_t + c_v)``. ``levels`` > 1 (continual release: one update enters ``levels``
+    tree nodes with independent noise) multiplies the joint sensitivity by ``sqrt(levels)``.
+    ``sketch_failure_share`` of delta goes to the two sketch failures, the rest to the Gaussian.
+
+    ``calibration="tight"``: the analytic Gaussian multiplier for (epsilon, delta_g).
+    ``calibration="paper"``: ``rho_1 = sqrt((1 + alpha) ln(1/delta)) / epsilon`` times b (spec §2, recalled),
+    reported with what the accountant certifies for it under our sensitivity.
+    """
+    share = _check_share(sketch_failure_share, "sketch_failure_share", owner)
+    delta_sketch = share * delta
+    delta_s = delta_sketch / 2
+    c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
+    sens = bound * math.sqrt((c_t + c_v) * levels)
+    notes: list[str] = []
+    if calibration == "tight":
+        sigma = analytic_noise_multiplier(epsilon, delta - delta_sketch) * sens
+    else:
+        sigma = math.sqrt((1 + alpha) * math.log(1 / delta)) / epsilon * bound * math.sqrt(levels)
+        notes.append(
+            "calibration='paper': rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon for both sketches (recalled in "
+            "spec-lowrank.md §2; the paper's per-pair sensitivity 1+alpha needs sketches larger than ours); "
+            "certified only for the epsilon the accountant confirms under the Laurent-Massart sensitivity."
+        )
+    events = (dp_accounting.GaussianDpEvent(sigma / sens), EpsilonDeltaDpEvent(0.0, delta_sketch))
+    return FrobeniusNoise(sigma=sigma, sensitivity=sens, sketch_delta=delta_sketch, events=events,
+                          notes=tuple(notes))
+
+
+def frobenius_sketches(m: int, n: int, sizes: SketchSizes, sketch_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The public sketches ``Phi`` (n x t, N(0, 1/t)) and ``S`` (v x m, N(0, 1/v)) from their seed."""
+    rng = np.random.default_rng(sketch_seed)
+    Phi = sketch_matrix("gaussian", sizes.t, n, rng).T
+    S = sketch_matrix("gaussian", sizes.v, m, rng)
+    return np.ascontiguousarray(Phi), S
+
+
+def frobenius_release(Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 2–5 of Private-Frobenius-LRF on released sketches: ``(U, s, V)``, post-processing only.
+
+    ``U = orth(Y_c)``; ``X = argmin_{rank <= k} ||Z - (S U) X||_F`` (:func:`rank_k_left`); the top-k SVD
+    ``X = U' s V'^T`` gives ``U U'``, ``s``, ``V'``.
+    """
+    U = orth_columns(Y_c)
+    X = rank_k_left(S @ U, Z, k)
+    Up, s, Vp = svd_top_k(X, k)
+    return finish(U @ Up, s, Vp)
+
+
+# ----------------------------------------------------------------------------------------------
+# Private-Space-Optimal-LRF (Priv1): release
+# ----------------------------------------------------------------------------------------------
+
+
+def space_optimal_release(
+    Y_c: np.ndarray, Y_r: np.ndarray, Z: np.ndarray, S: np.ndarray, T: np.ndarray, k: int, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 3–6 of (Private-)Space-Optimal-LRF on released sketches, then the m x n answer.
+
+    ``U = orth(Y_c)`` (m x t), ``V = orth(Y_r^T)^T`` (t x N); ``X = argmin_{rank<=k} ||Z - (S U) X (V T^T)||``
+    (:func:`rank_k_between`, eq. 17); ``X = U' s V'^T``; ``U U'``, ``s``, ``V^T V'`` factor an N-column
+    matrix (N = n, or m + n with the padding of Priv1, whose last m columns are dropped: the SVD of
+    ``U U' diag(s) (V^T V')[:n]^T`` is the answer; spec §3 notes).
+    """
+    U = orth_columns(Y_c)
+    V = orth_columns(Y_r.T).T
+    X = rank_k_between(S @ U, Z, V @ T.T, k)
+    Up, s, Vp = svd_top_k(X, k)
+    left, right = U @ Up, (V.T @ Vp)[:n]
+    # SVD of left diag(s) right^T through a QR of the (n x k) right factor
+    Q, R = np.linalg.qr(right)
+    u2, s2, v2 = svd_top_k((s[:, None] * R.T), k)
+    return finish(left @ u2, s2, Q @ v2)
+
+
+def _space_optimal_sketches(m: int, N: int, sizes: SketchSizes, sketch_seed: int, kind: SketchKind = "gaussian"
+                            ) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(sketch_seed)
+    Psi = sketch_matrix(kind, sizes.t, m, rng)
+    S = sketch_matrix(kind, sizes.v, m, rng)
+    T = sketch_matrix(kind, sizes.v, N, rng)
+    return Psi, S, T
+
+
+def _dense(M: Any) -> np.ndarray:
+    return np.asarray(M.toarray() if sp.issparse(M) else M)
+
+
+def _orient(A: Any) -> tuple[Any, bool]:
+    m, n = A.shape
+    return (A.T, True) if m > n else (A, False)
+
+
+def _result(U: np.ndarray, s: np.ndarray, V: np.ndarray, transposed: bool, privacy: Any,
+            diagnostics: dict[str, Any]) -> LowRankResult:
+    if transposed:  # A^T ~ U s V^T, so A ~ V s U^T; re-fix the signs on the new left factor
+        U, s, V = finish(V, s, U)
+    return LowRankResult(U=U, S=s, V=V, privacy=privacy, diagnostics=diagnostics)
+
+
+def _bbds_epsilon(sigma_min: float, delta: float, t: int) -> float:
+    """The smallest epsilon (to 1e-4 relative, rounded up) at which the padded sketch is (eps, delta)-DP."""
+    from ..privacy import bbds
+
+    lo, hi = 0.0, 1.0
+    while bbds.bbds_delta(hi, sigma_min, t) > delta:
+        lo, hi = hi, hi * 2
+        if hi > 1e6:
+            return math.inf
+    while hi - lo > 1e-4 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if bbds.bbds_delta(mid, sigma_min, t) <= delta else (mid, hi)
+    return hi
+
+
+# ----------------------------------------------------------------------------------------------
+# public functions
+# ----------------------------------------------------------------------------------------------
+
+
+def optimal_space_lrf(
+    A: Any, k: int, *, alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    sketch: SketchKind = "gaussian", random_state: Any = None,
+) -> LowRankResult:
+    """Optimal-Space-LRF (non-private reference; Upadhyay's Figure 2 without padding or noise).
+
+    ``Y_c = A Omega`` (m x t), ``Y_r = Psi A`` (t x n), ``Z = S A T^T`` (v x v), then the closed-form
+    rank-k solve (:func:`space_optimal_release`). With ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``
+    (capped by the dimensions) the result is (1 + alpha)-optimal with constant probability (Thm 5's
+    non-private part; our measured ratios are in docs/algorithms/lowrank.md).
+
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (m, n)
+    k : int
+        Rank, in [1, min(m, n)].
+    alpha : float in (0, 1)
+        Multiplicative error target; sets the default sketch sizes.
+    t, v : int, optional
+        Sketch sizes (override alpha's defaults).
+    sketch : {"gaussian", "countsketch", "srht"}
+        The kind of every sketch (any subspace embedding works without privacy).
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    LowRankResult
+        ``privacy`` is None (nothing is protected).
+    """
+    owner = "optimal_space_lrf"
+    t0 = time.perf_counter()
+    A = check_matrix(A, owner)
+    check_choice(sketch, "sketch", ("gaussian", "countsketch", "srht"), owner)
+    B, transposed = _orient(A)
+    m, n = B.shape
+    k = check_rank(k, m, n, owner)
+    sizes = sketch_sizes(k, alpha, m, n, t=t, v=v, owner=owner)
+    rng = as_generator(random_state)
+    seed = _seed(None, rng)
+    Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
+    Omega = sketch_matrix(sketch, sizes.t, n, rng).T
+    Y_c = _dense(B @ Omega)
+    Y_r = _dense(Psi @ B)
+    Z = _dense(S @ _dense(T @ B.T).T)
+    U, s, V = space_optimal_release(Y_c, Y_r, Z, _dense(S), _dense(T), k, n)
+    diag = {"t": sizes.t, "v": sizes.v, "sketch": sketch, "transposed": transposed,
+            "seconds": time.perf_counter() - t0}
+    return _result(U, s, V, transposed, None, diag)
+
+
+def private_frobenius_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
+    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
+    accountant: Accountant | None = None, random_state: Any = None,
+) -> LowRankResult:
+    """Private-Frobenius-LRF (Priv2; Upadhyay's Figure 4, Theorem 40).
+
+    ``Y_c = A Phi + N1`` (m x t) and ``Z = S A + N2`` (v x n), both released with Gaussian noise; then
+    ``U = orth(Y_c)``, ``X = argmin_{rank<=k} ||Z - S U X||_F``, and the SVD of X gives the factors
+    (post-processing). Expected error ``(1+alpha) ||A - [A]_k||_F + O(sqrt(k)(sqrt(m) + sqrt(n)) sigma)``.
+
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (m, n)
+        The private matrix; never modified.
+    k : int
+        Rank in [1, min(m, n)].
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    relation : {"priv2", "priv1"}
+        Priv2 (default) covers Priv1; the noise is the same.
+    calibration : {"tight", "paper"}
+    alpha : float in (0, 1)
+        Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped).
+    t, v : int, optional
+    bound : float
+        Public scale b of the relation: neighbours differ by ``||A - A'||_F <= b`` (default 1, the paper's).
+    sketch_failure_share : float in (0, 1)
+        Share of delta that covers the sketches' norm bounds failing.
+    sketch_seed : int, optional
+        Seed of the public sketches Phi, S (drawn from random_state if None). Must not be chosen by an
+        adversary who knows the data.
+    accountant : Accountant, optional
+        Ledger spent before any noise is drawn.
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    LowRankResult
+        U (m, k), S (k,), V (n, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``sketch_seed``.
+
+    Privacy
+    -------
+    Relation Priv2 (``||A - A'||_F <= b``; hence Priv1). For E = A - A': ``||E Phi||_F^2 <= c_t ||E||_F^2``
+    and ``||S E||_F^2 <= c_v ||E||_F^2``, each except with probability delta_s, for the data-independent
+    Gaussian sketches (Laurent–Massart; :func:`~dpspectral.lowrank.sketches.chi2_factor`). The pair
+    ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
+    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
+    composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
+    """
+    owner = "private_frobenius_lrf"
+    t0 = time.perf_counter()
+    budget = _budget(epsilon, delta, owner)
+    rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    b = check_positive(bound, "bound", owner)
+    A = check_matrix(A, owner)
+    B, transposed = _orient(A)
+    m, n = B.shape
+    k = check_rank(k, m, n, owner)
+    sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
+    noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
+                            alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, notes=noise.notes, stacklevel=3)
+    rng = as_generator(random_state)
+    seed = _seed(sketch_seed, rng)
+    if accountant is not None:
+        accountant.spend(report.event, rel, label=owner)
+    Phi, S = frobenius_sketches(m, n, sizes, seed)
+    Y_c = _dense(B @ Phi) + rng.normal(0.0, noise.sigma, size=(m, sizes.t))
+    Z = _dense((B.T @ S.T).T) + rng.normal(0.0, noise.sigma, size=(sizes.v, n))
+    U, s, V = frobenius_release(Y_c, Z, S, k)
+    diag = {"t": sizes.t, "v": sizes.v, "sigma": noise.sigma, "sensitivity": noise.sensitivity,
+            "noise_multiplier": noise.noise_multiplier, "sketch_seed": seed, "transposed": transposed,
+            "seconds": time.perf_counter() - t0}
+    return _result(U, s, V, transposed, report, diag)
+
+
+def private_space_optimal_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv1",
+    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    bound: float = 1.0, input_share: float = 0.5, sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+) -> LowRankResult:
+    """Private-Space-Optimal-LRF (Priv1; Upadhyay's Figure 2, Theorem 5).
+
+    Orientation m <= n (else on ``A^T``). Pad ``Â = [A, sigma_min I_m]``; release ``Y_c = Â Omega``
+    (input perturbation: Omega (m+n) x t i.i.d. N(0, 1), secret, used once), ``Y_r = Psi Â + N1``
+    (t x (m+n)) and ``Z = S Â T^T + N2`` (v x v) (output perturbation); then the closed-form rank-k
+    solve (:func:`space_optimal_release`) and the m x n answer. Error
+    ``(1+alpha) ||A - [A]_k||_F + O(sigma_min sqrt(m) + sigma sqrt(k (m+n)))`` (spec §3).
+
+    Parameters
+    ----------
+    A, k, epsilon, delta, calibration, alpha, t, v, bound, sketch_failure_share, sketch_seed, accountant,
+    random_state
+        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
+    relation : {"priv1"}
+        Input perturbation is analysed for Priv1 only.
+    input_share : float in (0, 1)
+        Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
+
+    Returns
+    -------
+    LowRankResult
+        diagnostics ``t``, ``v``, ``sigma_min``, ``sigma``, ``sensitivity``, ``sketch_seed``.
+
+    Privacy
+    -------
+    Relation Priv1 (``A' = A + b u v^T``, unit u, v). Three parts, composed by basic composition:
+    (1) ``Y_c``: t i.i.d. columns ``N(0, Â Â^T)``; the accountant of :mod:`dpspectral.privacy.bbds`
+    gives the smallest ``sigma_min`` for ``(eps_c, delta_c)`` (scaled by b), recorded as an
+    ``EpsilonDeltaDpEvent(eps_c, delta_c)``. (2) ``(Y_r, Z)``: with ``Â' - Â = b u z^T``, z = (v, 0),
+    ``||Psi u z^T||_F = ||Psi u|| <= sqrt(c_t)`` and ``||S u z^T T^T||_F = ||S u|| ||T z|| <= c_v`` except
+    with probability 3 delta_s, so one Gaussian mechanism of sensitivity ``b sqrt(c_t + c_v^2)``.
+    (3) ``EpsilonDeltaDpEvent(0, 3 delta_s)`` for the sketch failures. ``calibration="tight"`` gives
+    ``(input_share eps, rest)`` of epsilon and ``(1 - sketch_failure_share) / 2`` of delta to each part;
+    ``"paper"`` uses ``sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta)) / epsilon``,
+    ``rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon`` for N1 and ``rho_2 = (1+alpha) sqrt(ln(1/delta))/epsilon``
+    for N2 (recalled; spec §2) and reports what the accountant certifies for them.
+    """
+    from ..privacy import bbds
+
+    owner = "private_space_optimal_lrf"
+    t0 = time.perf_counter()
+    budget = _budget(epsilon, delta, owner)
+    rel = _relation(relation, (Relation.PRIV1,), owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    b = check_positive(bound, "bound", owner)
+    share_in = _check_share(input_share, "input_share", owner)
+    share_s = _check_share(sketch_failure_share, "sketch_failure_share", owner)
+    A = check_matrix(A, owner)
+    B, transposed = _orient(A)
+    m, n = B.shape
+    N = m + n
+    k = check_rank(k, m, n, owner)
+    sizes = sketch_sizes(k, alpha, m, N, t=t, v=v, owner=owner)
+    eps, dlt = budget.epsilon, budget.delta
+    delta_sketch = share_s * dlt
+    delta_part = (dlt - delta_sketch) / 2
+    delta_s = delta_sketch / 3
+    c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
+    d1, d2 = b * math.sqrt(c_t), b * c_v
+    sens = math.hypot(d1, d2)
+    notes: list[str] = []
+    if calibration == "tight":
+        eps_c = share_in * eps
+        sigma_min = b * bbds.min_sigma_min(eps_c, delta_part, sizes.t)
+        sigma1 = sigma2 = analytic_noise_multiplier(eps - eps_c, delta_part) * sens
+        gauss: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(sigma1 / sens)]
+    else:
+        alpha_f = float(alpha)
+        sigma_min = b * bbds.paper_sigma_min(eps, dlt, sizes.t, alpha_f)
+        eps_c = _bbds_epsilon(sigma_min / b, delta_part, sizes.t)
+        sigma1 = math.sqrt((1 + alpha_f) * math.log(1 / dlt)) / eps * b
+        sigma2 = (1 + alpha_f) * math.sqrt(math.log(1 / dlt)) / eps * b
+        gauss = [dp_accounting.GaussianDpEvent(sigma1 / d1), dp_accounting.GaussianDpEvent(sigma2 / d2)]
+        notes.append(
+            "calibration='paper': sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta))/epsilon, rho_1, rho_2 as "
+            "recalled in spec-lowrank.md §2; the input-perturbed sketch is accounted exactly (BBDS "
+            "accountant) and the Gaussian sketches under the Laurent-Massart sensitivities."
+        )
+    events = (bbds.bbds_event(eps_c, delta_part), *gauss, EpsilonDeltaDpEvent(0.0, delta_sketch))
+    report = certify_release(events, mechanism=owner, budget=budget, relation=rel, calibration=calibration,
+                             notes=notes, stacklevel=3)
+    rng = as_generator(random_state)
+    seed = _seed(sketch_seed, rng)
+    if accountant is not None:
+        accountant.spend(report.event, rel, label=owner)
+    Psi, S, T = _space_optimal_sketches(m, N, sizes, seed)
+    secret = np.random.default_rng(rng.integers(0, 2**63 - 1))  # Omega: secret, used once, never stored
+    Omega = secret.standard_normal((N, sizes.t))
+    Y_c = _dense(B @ Omega[:n]) + sigma_min * Omega[n:]
+    del Omega
+    Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(0.0, sigma1, size=(sizes.t, N))
+    SB = _dense((B.T @ S.T).T)  # S A (v x n)
+    Z = SB @ T[:, :n].T + sigma_min * (S @ T[:, n:].T) + rng.normal(0.0, sigma2, size=(sizes.v, sizes.v))
+    U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)
+    diag = {"t": sizes.t, "v": sizes.v, "sigma_min": sigma_min, "sigma": sigma1, "sigma_z": sigma2,
+            "sensitivity": sens, "epsilon_input": eps_c, "sketch_seed": seed, "transposed": transposed,
+            "seconds": time.perf_counter() - t0}
+    return _result(U, s, V, transposed, report, diag)

@@ -1,0 +1,191 @@
+"""Sketches, their per-pair sensitivity factors, sketch sizes and the closed-form rank-k solves.
+
+Shared by every low-rank factorization of Upadhyay (NeurIPS 2018; ``../shared/papers/spec-lowrank.md``):
+one-shot (:mod:`.factorization`), turnstile streaming, continual release, the covariance variant and
+the local protocol all maintain the same linear sketches and finish with the same solves.
+
+Per-pair sketch sensitivity (spec §1, R-derive)
+-----------------------------------------------
+For ``G`` (d x p) with i.i.d. ``N(0, 1/d)`` entries, drawn independently of the data, and any fixed
+matrix E, ``||G E||_F^2`` is a weighted chi-square: writing ``E = sum_i s_i a_i b_i^T``, it is
+``sum_{j<=d} sum_i (s_i^2 / d) Z_ji^2`` with weights summing to ``||E||_F^2``, of L2 norm at most
+``||E||_F^2 / sqrt(d)`` and largest weight at most ``||E||_F^2 / d``. Laurent and Massart (2000,
+Lemma 1) then give ``P[||G E||_F^2 > c_d(delta_s) ||E||_F^2] <= delta_s`` with
+``c_d(delta_s) = 1 + 2 sqrt(ln(1/delta_s)/d) + 2 ln(1/delta_s)/d`` (:func:`chi2_factor`). The sketch is
+independent of the data, so for every fixed neighbouring pair a Gaussian mechanism calibrated to the
+sensitivity ``sqrt(c_d) ||E||_F`` is (epsilon, delta_g + delta_s)-DP: the sketch failure is an extra
+delta, recorded as an ``EpsilonDeltaDpEvent(0, delta_s)``. This is not a worst case over sketches: the
+sketch must not be chosen by an adversary (an untrusted server picking the seed in the local model);
+``sketch_seed`` is drawn from the caller's ``random_state`` unless given.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..linalg import fix_signs
+
+__all__ = [
+    "SketchKind",
+    "SketchSizes",
+    "chi2_factor",
+    "rank_k_between",
+    "rank_k_left",
+    "sketch_matrix",
+    "sketch_sizes",
+    "svd_top_k",
+]
+
+SketchKind = Literal["gaussian", "countsketch", "srht"]
+
+
+def chi2_factor(d: int, delta_s: float) -> float:
+    """``c_d(delta_s)``: w.p. >= 1 - delta_s, ``||G E||_F^2 <= c_d ||E||_F^2`` for G d x p ~ N(0, 1/d).
+
+    See the module docstring (Laurent–Massart). ``d`` is the number of rows of the sketch.
+    """
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+        raise ValueError(f"The 'd' parameter of chi2_factor must be an int >= 1. Got {d!r} instead.")
+    if not 0 < delta_s < 1:
+        raise ValueError(f"The 'delta_s' parameter of chi2_factor must be in (0, 1). Got {delta_s!r}.")
+    x = math.log(1.0 / delta_s)
+    return 1.0 + 2.0 * math.sqrt(x / d) + 2.0 * x / d
+
+
+@dataclass(frozen=True)
+class SketchSizes:
+    """Sketch sizes of one factorization: ``t`` (column / row sketches), ``v`` (affine sketches)."""
+
+    t: int
+    v: int
+
+
+def _check_alpha(alpha: Any, owner: str) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
+        raise ValueError(f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead.")
+    return float(alpha)
+
+
+def _check_size(value: Any, name: str, low: int, high: int, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be an int in [{low}, {high}]. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def sketch_sizes(
+    k: int, alpha: float, t_max: int, v_max: int, *, t: int | None = None, v: int | None = None,
+    owner: str = "sketch_sizes",
+) -> SketchSizes:
+    """Practical sketch sizes from (k, alpha) (spec §2, R-derive), capped by the dimensions.
+
+    The theory asks for ``t = O(eta/alpha log(k/delta))`` and ``v = O(eta/alpha^2 log(k/delta))`` with
+    ``eta = max(k, 1/alpha)``; with unknown constants these exceed the dimensions of every experiment
+    of the paper. Defaults: ``t = ceil(k / alpha)`` and ``v = ceil(k / alpha^2)``, each at most the
+    dimension it sketches (``t_max``, ``v_max``) and at least k (``v >= t``). Explicit ``t``/``v`` win.
+    """
+    alpha = _check_alpha(alpha, owner)
+    t_val = min(math.ceil(k / alpha), t_max) if t is None else _check_size(t, "t", k, t_max, owner)
+    t_val = max(t_val, min(k, t_max))
+    if v is None:
+        v_val = max(min(math.ceil(k / alpha**2), v_max), min(t_val, v_max))
+    else:
+        v_val = _check_size(v, "v", k, v_max, owner)
+    return SketchSizes(t=int(t_val), v=int(v_val))
+
+
+def sketch_matrix(kind: SketchKind, rows: int, cols: int, rng: np.random.Generator) -> Any:
+    """A ``rows x cols`` random linear map that reduces ``cols`` dimensions to ``rows``.
+
+    ``"gaussian"``: i.i.d. ``N(0, 1/rows)`` (the only kind the privacy analysis covers);
+    ``"countsketch"``: one ``+-1`` per column in a uniformly random row (sparse CSR; Clarkson–Woodruff);
+    ``"srht"``: ``sqrt(cols/rows) R H D`` with random signs D, the orthonormal Hadamard transform H of
+    the next power of two (padded) and a uniform row sample R (dense; for moderate ``cols``).
+    """
+    if kind == "gaussian":
+        return rng.standard_normal((rows, cols)) / math.sqrt(rows)
+    if kind == "countsketch":
+        h = rng.integers(0, rows, size=cols)
+        s = rng.choice(np.array([-1.0, 1.0]), size=cols)
+        return sp.csr_matrix((s, (h, np.arange(cols))), shape=(rows, cols))
+    if kind == "srht":
+        import scipy.linalg
+
+        N = 1 << max(0, (cols - 1).bit_length())
+        H = scipy.linalg.hadamard(N).astype(np.float64) / math.sqrt(N)
+        D = rng.choice(np.array([-1.0, 1.0]), size=cols)
+        sel = rng.choice(N, size=rows, replace=rows > N)
+        return math.sqrt(N / rows) * H[sel][:, :cols] * D
+    raise ValueError(
+        f"The 'sketch' parameter must be one of 'gaussian', 'countsketch', 'srht'. Got {kind!r} instead."
+    )
+
+
+def svd_top_k(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-k singular triplets ``(U, s, V)`` of M (V as columns), descending, signs fixed on U."""
+    U, s, Vt = np.linalg.svd(M, full_matrices=False)
+    U, s, V = U[:, :k], s[:k], Vt[:k].T
+    signs = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(U.shape[1])])
+    signs[signs == 0] = 1
+    return U * signs, s, V * signs
+
+
+def _truncate(M: np.ndarray, k: int) -> np.ndarray:
+    """``[M]_k``: the best rank-k approximation of M (Eckart–Young)."""
+    U, s, V = svd_top_k(M, k)
+    return (U * s) @ V.T
+
+
+def _pinv_factors(C: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Thin SVD ``C = U diag(s) V^T`` with the pseudo-inverse of s (tiny values treated as zero)."""
+    U, s, Vt = np.linalg.svd(C, full_matrices=False)
+    keep = s > rtol * (s[0] if s.size else 0.0)
+    inv = np.zeros_like(s)
+    inv[keep] = 1.0 / s[keep]
+    return U, inv, Vt.T
+
+
+def rank_k_between(C: np.ndarray, F: np.ndarray, R: np.ndarray, k: int) -> np.ndarray:
+    """``argmin_{rank X <= k} ||F - C X R||_F`` in closed form (spec §3 step 5, eq. 17).
+
+    With thin SVDs ``C = U_c S_c V_c^T`` and ``R = U_r S_r V_r^T``:
+    ``X = V_c S_c^+ [U_c^T F V_r]_k S_r^+ U_r^T``. Exact when C has full column rank and R full row rank
+    (Friedland and Torokhti 2007; the paper's Lemma 28 for orthonormal C, R): then ``C X R`` ranges
+    over all rank-k matrices of the form ``U_c Y V_r^T`` and ``||F - U_c Y V_r^T||`` is minimised by
+    ``Y = [U_c^T F V_r]_k``.
+    """
+    Uc, sc_inv, Vc = _pinv_factors(C)
+    Ur, sr_inv, Vr = _pinv_factors(R.T)  # R^T = Ur S Vr^T, so R = Vr S Ur^T
+    core = _truncate(Uc.T @ F @ Ur, k)
+    return (Vc * sc_inv) @ core @ (Vr * sr_inv).T
+
+
+def rank_k_left(C: np.ndarray, F: np.ndarray, k: int) -> np.ndarray:
+    """``argmin_{rank X <= k} ||F - C X||_F`` = ``V_c S_c^+ [U_c^T F]_k`` (spec §4 step 4)."""
+    Uc, sc_inv, Vc = _pinv_factors(C)
+    return (Vc * sc_inv) @ _truncate(Uc.T @ F, k)
+
+
+def orth_columns(Y: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the column span of Y (thin QR, deterministic signs)."""
+    Q, Rr = np.linalg.qr(Y)
+    s = np.sign(np.diag(Rr))
+    s[s == 0] = 1
+    return Q * s
+
+
+def finish(U: np.ndarray, s: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort descending and fix signs on U (V flipped with it): the output convention of every LRF."""
+    order = np.argsort(s)[::-1]
+    U, s, V = U[:, order], s[order], V[:, order]
+    Uf = fix_signs(U)
+    flip = np.sign(np.sum(Uf * U, axis=0))
+    flip[flip == 0] = 1
+    return Uf, s, V * flip
