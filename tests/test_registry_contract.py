@@ -11,7 +11,7 @@ import dpspectral
 from dpspectral import DPPCA, methods
 from dpspectral.privacy import epsilon_of
 
-ALL = methods()
+ALL = methods(task="pca")
 IDS = [m.name for m in ALL]
 
 

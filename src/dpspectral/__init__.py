@@ -1,6 +1,6 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
-from .estimators import DPPCA
+from .estimators import DPLowRank, DPPCA
 from .local import local_gaussian
 from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
 from .privacy import (
@@ -12,12 +12,15 @@ from .privacy import (
     UncertifiedPrivacyWarning,
 )
 from .registry import Method, get_method, methods
-from .results import SubspaceResult
+from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
+from .results import LowRankResult, SubspaceResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DPLowRank",
     "DPPCA",
+    "LowRankResult",
     "Accountant",
     "BudgetExceededError",
     "Method",
@@ -34,5 +37,8 @@ __all__ = [
     "methods",
     "mod_sulq",
     "noisy_power",
+    "optimal_space_lrf",
+    "private_frobenius_lrf",
+    "private_space_optimal_lrf",
     "wishart",
 ]

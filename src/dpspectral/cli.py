@@ -269,8 +269,8 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
     budget = PrivacyBudget(args.epsilon, args.delta)
     check_row_norm(args.row_norm, "dpspectral fit")
     method = get_method(args.method, owner="dpspectral fit")
-    if method.model != "central":
-        names = ", ".join(m.name for m in methods(model="central"))
+    if method.model != "central" or method.task != "pca":
+        names = ", ".join(m.name for m in methods(model="central", task="pca"))
         raise CLIError(f"--method {method.name!r} is a {method.model}-model algorithm; `dpspectral fit` runs "
                        f"the central-model PCA methods: {names}.")
     if method.needs_delta:

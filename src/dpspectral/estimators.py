@@ -15,9 +15,9 @@ from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import PrivacyBudget, as_relation
 from .privacy.clipping import check_row_norm
-from .registry import get_method
+from .registry import get_method, methods
 
-__all__ = ["DPPCA"]
+__all__ = ["DPLowRank", "DPPCA"]
 
 
 def _is_array_like_for_sklearn(X: Any) -> bool:
@@ -158,6 +158,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
         row_norm = check_row_norm(self.row_norm, owner)
         method = get_method(self.method, owner=owner)
+        if method.task != "pca":
+            raise ValueError(
+                f"The 'method' parameter of {owner} must be a PCA method; {method.name!r} is a "
+                f"{method.task} method (use DPLowRank). PCA methods: "
+                + ", ".join(repr(m.name) for m in methods(task="pca")) + "."
+            )
         relation = (
             method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
         )
@@ -295,3 +301,119 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
+
+
+class DPLowRank(BaseEstimator):
+    """Differentially private rank-k factorization ``A ~ U diag(S) V^T`` of one private matrix.
+
+    The whole matrix A (m x n) is the data set; the neighbouring relation is Upadhyay's Priv1
+    (``A - A' = b u v^T``, unit u, v) or Priv2 (``||A - A'||_F <= b``), with the public scale
+    ``b = bound`` (``method_params={"bound": ...}``, default 1), or row-level / local for the methods
+    that protect those. ``fit`` runs one registered low-rank method
+    (``dpspectral.methods(task="lowrank")``) and stores only released quantities.
+
+    Parameters
+    ----------
+    rank : int
+        k, in [1, min(m, n)].
+    epsilon, delta : float
+        Required privacy parameters (delta in (0, 1)); ignored by the non-private reference.
+    relation : str or None, default=None
+        None takes the method's default (its first listed relation).
+    method : str, default="private_frobenius_lrf"
+    calibration : {"tight", "paper"}, default="tight"
+    alpha : float, default=0.25
+        Multiplicative-error target in (0, 1); sets the sketch sizes.
+    accountant : Accountant or None
+        Shared ledger (by reference across ``clone``); a fit is refused before any noise is drawn
+        when it would exceed its ceiling.
+    random_state : None, int, SeedSequence or Generator
+    method_params : dict or None
+        Extra keyword arguments of the method (``t``, ``v``, ``bound``, ...).
+
+    Attributes
+    ----------
+    U_ : ndarray of shape (m, k)
+    S_ : ndarray of shape (k,)
+    V_ : ndarray of shape (n, k) or None
+        None for methods that release only the left subspace (Private-Local-LRF).
+    privacy_ : PrivacyReport or None
+        None only for the non-private reference.
+    result_ : LowRankResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpspectral import DPLowRank
+    >>> A = np.random.default_rng(0).uniform(size=(200, 40))
+    >>> lr = DPLowRank(5, epsilon=1.0, delta=1e-6, random_state=0).fit(A)
+    >>> lr.U_.shape, lr.V_.shape, lr.reconstruct().shape
+    ((200, 5), (40, 5), (200, 40))
+    """
+
+    def __init__(
+        self,
+        rank: int = 1,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        relation: str | None = None,
+        method: str = "private_frobenius_lrf",
+        calibration: str = "tight",
+        alpha: float = 0.25,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
+        method_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.rank = rank
+        self.epsilon = epsilon
+        self.delta = delta
+        self.relation = relation
+        self.method = method
+        self.calibration = calibration
+        self.alpha = alpha
+        self.accountant = accountant
+        self.random_state = random_state
+        self.method_params = method_params
+
+    def fit(self, A: Any, y: Any = None) -> DPLowRank:
+        """Factorize the private matrix A (array-like or sparse, m x n; never modified)."""
+        owner = type(self).__name__
+        method = get_method(self.method, owner=owner)
+        if method.task != "lowrank":
+            raise ValueError(
+                f"The 'method' parameter of {owner} must be a low-rank method; {method.name!r} is a "
+                f"{method.task} method (use DPPCA). Low-rank methods: "
+                + ", ".join(repr(m.name) for m in methods(task="lowrank")) + "."
+            )
+        if self.method_params is not None and not isinstance(self.method_params, dict):
+            raise TypeError(f"The 'method_params' parameter of {owner} must be a dict or None. "
+                            f"Got {self.method_params!r} instead.")
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError(f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
+                            f"Got {type(self.accountant).__name__} instead.")
+        kwargs: dict[str, Any] = {"alpha": self.alpha, "random_state": self.random_state}
+        if method.private:
+            for name in ("epsilon", "delta"):
+                if getattr(self, name) is None:
+                    raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
+                                     "parameter). Got None instead.")
+            relation = method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
+            if relation not in method.relations:
+                allowed = ", ".join(repr(r.value) for r in method.relations)
+                raise ValueError(f"The 'relation' parameter of {owner} must be one of {allowed} for "
+                                 f"method={method.name!r}. Got {self.relation!r} instead.")
+            check_choice(self.calibration, "calibration", method.calibrations, owner)
+            kwargs.update(epsilon=self.epsilon, delta=self.delta, relation=relation,
+                          calibration=self.calibration, accountant=self.accountant)
+        result = method.function(A, self.rank, **kwargs, **(self.method_params or {}))
+        self.result_ = result
+        self.U_, self.S_, self.V_ = result.U, result.S, result.V
+        self.privacy_ = result.privacy
+        self.n_components_ = result.rank
+        return self
+
+    def reconstruct(self) -> np.ndarray:
+        """The released rank-k matrix ``U_ diag(S_) V_^T`` (m x n)."""
+        check_is_fitted(self, "U_")
+        return self.result_.reconstruct()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .local import gaussian as local_gaussian_module
+from .lowrank import factorization as lowrank_factorization
 from .pca import covariance, oja, power, stochastic
 from .privacy.budget import Relation
 
@@ -48,6 +49,12 @@ class Method:
         Optional keyword arguments the function accepts beyond the common ones (``X, k, epsilon,
         delta, row_norm, relation, calibration, accountant, random_state, on_norm_violation``), e.g.
         ``"centering"``; the estimator passes its matching parameters only to methods that take them.
+    task : str
+        ``"pca"`` (returns a :class:`~dpspectral.SubspaceResult`; used by :class:`~dpspectral.DPPCA`)
+        or ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation, calibration, accountant,
+        random_state, ...) -> LowRankResult``; used by :class:`~dpspectral.DPLowRank`).
+    private : bool
+        False for a non-private reference algorithm (it takes no privacy parameters).
     """
 
     name: str
@@ -61,6 +68,8 @@ class Method:
     summary: str
     needs_delta: bool = True
     options: frozenset[str] = frozenset()
+    task: str = "pca"
+    private: bool = True
 
     @property
     def default_calibration(self) -> str:
@@ -75,6 +84,9 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
+
+_P1, _P2 = Relation.PRIV1, Relation.PRIV2
+_LRF_OPTIONS = frozenset({"alpha", "t", "v", "bound", "sketch_failure_share", "sketch_seed"})
 
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 
@@ -189,21 +201,65 @@ _TABLE: tuple[Method, ...] = (
         summary="Each user sends upper(x x^T) + symmetric Gaussian noise; server averages, top-k",
         options=frozenset({"simulate_sum", "show_progress"}),
     ),
+    # -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult --------
+    Method(
+        name="private_frobenius_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 4",
+        model="central",
+        relations=(_P2, _P1),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=lowrank_factorization.private_frobenius_lrf,
+        summary="Gaussian-noised sketches A Phi and S A (Priv2), closed-form rank-k solve",
+        options=_LRF_OPTIONS,
+        task="lowrank",
+    ),
+    Method(
+        name="private_space_optimal_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 2",
+        model="central",
+        relations=(_P1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=lowrank_factorization.private_space_optimal_lrf,
+        summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); O((m+n)k/alpha) space",
+        options=_LRF_OPTIONS | {"input_share"},
+        task="lowrank",
+    ),
+    Method(
+        name="optimal_space_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
+        model="central",
+        relations=(_P2,),
+        certified=False,
+        calibrations=("none",),
+        function=lowrank_factorization.optimal_space_lrf,
+        summary="Non-private reference: three sketches and the closed-form rank-k solve",
+        needs_delta=False,
+        options=frozenset({"alpha", "t", "v", "sketch"}),
+        task="lowrank",
+        private=False,
+    ),
 )
 
 _BY_NAME = {m.name: m for m in _TABLE}
 
 
 def methods(
-    *, model: str | None = None, family: str | None = None, certified: bool | None = None
+    *, model: str | None = None, family: str | None = None, certified: bool | None = None,
+    task: str | None = None,
 ) -> list[Method]:
-    """The registered algorithms, optionally filtered."""
+    """The registered algorithms, optionally filtered (``task``: ``"pca"`` or ``"lowrank"``)."""
     return [
         m
         for m in _TABLE
         if (model is None or m.model == model)
         and (family is None or m.family == family)
         and (certified is None or m.certified == certified)
+        and (task is None or m.task == task)
     ]
 
 
@@ -225,7 +281,8 @@ def methods_markdown() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for m in _TABLE:
-        status = "certified" if m.certified else "**uncertified** (not DP)"
+        status = ("certified" if m.certified else "**uncertified** (not DP)") if m.private else \
+            "non-private reference"
         lines.append(
             f"| `{m.name}` | {m.family} | {m.model} | {', '.join(r.value for r in m.relations)} | "
             f"{status} | {', '.join(m.calibrations)} | {m.paper} |"

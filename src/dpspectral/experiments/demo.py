@@ -247,7 +247,7 @@ def _check_int(value: Any, name: str, low: int, high: int | None = None) -> int:
 
 def _demo_methods(names: Sequence[str] | None) -> list[Method]:
     if names is None:
-        chosen = methods(model="central", certified=True)
+        chosen = methods(model="central", certified=True, task="pca")
     else:
         if isinstance(names, str):
             names = [names]
@@ -552,7 +552,7 @@ def _report_markdown(result: DemoResult, *, n_train: int, n_test: int, d: int) -
             + " — the accountant does not certify the requested budget (see the table above)."
         )
     notes_md = "".join(f"- {n}\n" for n in notes) or "- None.\n"
-    default_methods = tuple(m.name for m in methods(model="central", certified=True))
+    default_methods = tuple(m.name for m in methods(model="central", certified=True, task="pca"))
     method_source = (
         " (every certified central method of the registry)" if cfg.methods == default_methods else ""
     )

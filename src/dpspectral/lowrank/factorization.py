@@ -46,6 +46,8 @@ __all__ = [
     "check_matrix",
     "frobenius_noise",
     "frobenius_release",
+    "frobenius_sketch",
+    "frobenius_sketches",
     "optimal_space_lrf",
     "private_frobenius_lrf",
     "private_space_optimal_lrf",
@@ -192,6 +194,15 @@ def frobenius_sketches(m: int, n: int, sizes: SketchSizes, sketch_seed: int) -> 
     Phi = sketch_matrix("gaussian", sizes.t, n, rng).T
     S = sketch_matrix("gaussian", sizes.v, m, rng)
     return np.ascontiguousarray(Phi), S
+
+
+def frobenius_sketch(B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The released Priv2 sketches ``(Y_c, Z) = (B Phi + N1, S B + N2)``, noise i.i.d. ``N(0, sigma^2)``."""
+    m, n = B.shape
+    Y_c = _dense(B @ Phi) + rng.normal(0.0, sigma, size=(m, Phi.shape[1]))
+    Z = _dense((B.T @ S.T).T) + rng.normal(0.0, sigma, size=(S.shape[0], n))
+    return Y_c, Z
 
 
 def frobenius_release(Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int
@@ -399,8 +410,7 @@ def private_frobenius_lrf(
     if accountant is not None:
         accountant.spend(report.event, rel, label=owner)
     Phi, S = frobenius_sketches(m, n, sizes, seed)
-    Y_c = _dense(B @ Phi) + rng.normal(0.0, noise.sigma, size=(m, sizes.t))
-    Z = _dense((B.T @ S.T).T) + rng.normal(0.0, noise.sigma, size=(sizes.v, n))
+    Y_c, Z = frobenius_sketch(B, Phi, S, noise.sigma, rng)
     U, s, V = frobenius_release(Y_c, Z, S, k)
     diag = {"t": sizes.t, "v": sizes.v, "sigma": noise.sigma, "sensitivity": noise.sensitivity,
             "noise_multiplier": noise.noise_multiplier, "sketch_seed": seed, "transposed": transposed,
