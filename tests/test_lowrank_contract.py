@@ -1,0 +1,104 @@
+"""Contract tests over every registered low-rank method, and the DPLowRank estimator."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import dpspectral
+from dpspectral import Accountant, BudgetExceededError, DPLowRank, DPPCA, methods
+from dpspectral.privacy import epsilon_of
+
+LOWRANK = methods(task="lowrank")
+IDS = [m.name for m in LOWRANK]
+
+
+@pytest.fixture
+def matrix() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return rng.uniform(0.0, 1.0, size=(60, 25))
+
+
+def _run(method, A, k, seed, **kw):
+    params: dict = {"random_state": seed}
+    if method.private:
+        params.update(epsilon=1.0, delta=1e-6, relation=method.relations[0],
+                      calibration=method.default_calibration)
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
+        return method.function(A, k, **params)
+
+
+def test_lowrank_methods_are_registered():
+    names = set(IDS)
+    assert {"private_frobenius_lrf", "private_space_optimal_lrf", "optimal_space_lrf"} <= names
+    for m in LOWRANK:
+        assert m.family == "lowrank" and m.relations and m.paper and m.summary
+
+
+@pytest.mark.parametrize("method", LOWRANK, ids=IDS)
+def test_shapes_orthonormality_determinism(method, matrix):
+    a = _run(method, matrix, 3, seed=5)
+    b = _run(method, matrix, 3, seed=5)
+    assert a.U.shape == (60, 3) and a.S.shape == (3,)
+    assert np.allclose(a.U.T @ a.U, np.eye(3), atol=1e-8)
+    if a.V is not None:
+        assert a.V.shape == (25, 3) and np.allclose(a.V.T @ a.V, np.eye(3), atol=1e-8)
+    assert np.all(np.diff(a.S) <= 1e-12) and np.all(a.S >= 0)
+    assert np.array_equal(a.U, b.U) and np.array_equal(a.S, b.S)
+
+
+@pytest.mark.parametrize("method", [m for m in LOWRANK if m.private], ids=[m.name for m in LOWRANK if m.private])
+def test_events_consistent_with_claim(method, matrix):
+    p = _run(method, matrix, 2, seed=0).privacy
+    assert p.events
+    assert p.epsilon == pytest.approx(epsilon_of(list(p.events), p.delta, relation=p.relation))
+    assert p.relation in method.relations
+    assert p.certified == method.certified and (not p.certified or p.epsilon <= p.requested_epsilon)
+
+
+@pytest.mark.parametrize("method", LOWRANK, ids=IDS)
+def test_caller_data_untouched(method, matrix):
+    before = matrix.copy()
+    _run(method, matrix, 2, seed=0)
+    assert np.array_equal(matrix, before)
+
+
+@pytest.mark.parametrize("method", LOWRANK, ids=IDS)
+def test_usable_through_the_estimator(method, matrix):
+    est = DPLowRank(2, epsilon=1.0, delta=1e-6, method=method.name, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
+        est.fit(matrix)
+    assert est.U_.shape == (60, 2)
+    if est.V_ is not None:
+        assert est.reconstruct().shape == matrix.shape
+    assert (est.privacy_ is None) == (not method.private)
+
+
+def test_estimator_shares_the_budget_across_clone(matrix):
+    ledger = Accountant(epsilon=1.2, delta=1e-6)
+    est = DPLowRank(2, epsilon=1.0, delta=1e-6, accountant=ledger, random_state=0)
+    clone(est).fit(matrix)
+    with pytest.raises(BudgetExceededError):
+        clone(est).fit(matrix)
+    assert len(ledger.entries) == 1
+
+
+def test_estimator_errors(matrix):
+    with pytest.raises(ValueError, match="'epsilon'"):
+        DPLowRank(2, delta=1e-6).fit(matrix)
+    with pytest.raises(ValueError, match="low-rank method"):
+        DPLowRank(2, epsilon=1.0, delta=1e-6, method="analyze_gauss").fit(matrix)
+    with pytest.raises(ValueError, match="PCA method"):
+        DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="private_frobenius_lrf").fit(matrix)
+    with pytest.raises(ValueError, match="relation"):
+        DPLowRank(2, epsilon=1.0, delta=1e-6, method="private_space_optimal_lrf", relation="priv2").fit(matrix)
+    with pytest.raises(ValueError, match="'k'"):
+        DPLowRank(26, epsilon=1.0, delta=1e-6).fit(matrix)
+    with pytest.raises(ValueError, match="method"):
+        DPLowRank(2, epsilon=1.0, delta=1e-6, method="nope").fit(matrix)
