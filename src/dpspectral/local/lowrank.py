@@ -1,0 +1,614 @@
+"""Private-Local-LRF (Upadhyay, NeurIPS 2018, Figure 9 / Theorem 57): non-interactive LDP low-rank PCA.
+
+Every user holds one row of the m x n matrix A. Protocol (``../shared/papers/spec-lowrank.md`` §8,
+RECONSTRUCTED; the algorithm box lost its formulas)::
+
+    server -> all users (one message): a seed for the public Gaussian sketches
+             Phi (n x t, N(0, 1/t)),  S (v x m, N(0, 1/v)),  T (v x n, N(0, 1/v))
+    user i (row a_i, clipped to norm <= C):
+             y_i = a_i^T Phi + g_i          g_i ~ N(0, sigma_y^2)^{1 x t}
+             Z_i = S[:, i] (T a_i)^T + G_i  G_i ~ N(0, sigma_z^2)^{v x v}        (t + v^2 floats)
+    server:  Y_c = [y_1; ...; y_m] = A Phi + N1;   Z = sum_i Z_i = S A T^T + N3
+             (N3: i.i.d. entries of std sqrt(m) sigma_z)
+             U = orth(Y_c);  W = argmin_{rank <= k} ||Z - (S U) W||_F = V_s Sigma_s^+ [U_s^T Z]_k
+             (SVD S U = U_s Sigma_s V_s^T);  output U^ = orth(U W) in R^{m x k}
+
+The approximation of A is ``U^ U^^T A``; its guarantee form is ``||A - U^ U^^T A||_F <=
+(1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``, and the communication ``t + v^2`` words per
+user does not depend on n.
+
+Local sensitivity (one user; R-derive)
+--------------------------------------
+LDP neighbours: **any two rows a, a' of norm <= C** (the user's report must hide which one it
+holds; C = ``row_norm``, every row being clipped to it by its own user), so ``E = a - a'`` has
+``||E|| <= 2 C``. The sketches are drawn independently of the data, and for the fixed vector E:
+
+* ``Phi^T E`` has i.i.d. ``N(0, ||E||^2 / t)`` entries, so ``||E^T Phi||^2 <= q_t ||E||^2``;
+* ``||S[:, i] (T E)^T||_F = ||S[:, i]|| ||T E||``; ``||S[:, i]||^2`` (a column of a v x m
+  ``N(0, 1/v)`` matrix) is ``chi^2_v / v``, so ``||S[:, i]||^2 <= q_v``; and ``T E`` has i.i.d.
+  ``N(0, ||E||^2 / v)`` entries, so ``||T E||^2 <= q_v ||E||^2``;
+
+each except with probability delta_s, where ``q_d = chi2.isf(delta_s, d) / d`` is the exact chi-square
+quantile (:func:`~dpspectral.lowrank.hardt_roth.chi2_quantile_factor`, never above the Laurent–Massart
+``c_d`` of :func:`~dpspectral.lowrank.sketches.chi2_factor`). The report ``(y_i, Z_i)`` is therefore
+one Gaussian mechanism of L2 sensitivity ``Delta = 2 C sqrt(q_t + q_v^2)`` for every fixed pair,
+except with probability ``3 delta_s`` over the sketches: (epsilon, delta_g + 3 delta_s)-LDP, recorded
+as ``GaussianDpEvent`` plus ``EpsilonDeltaDpEvent(0, 3 delta_s)``.
+
+Seed caveat (spec §1): this is a per-pair bound over *random* sketches, not a worst case over
+sketches. The seed must not be chosen adversarially (e.g. by an untrusted server that knows the
+data); derive it from a trusted or committed public coin. A user can at least check its own
+``||S[:, i]||^2 <= q_v`` (public, data-independent).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_generator, check_choice, check_share
+from ..linalg import fix_signs
+from ..lowrank.factorization import check_matrix, check_rank
+from ..lowrank.hardt_roth import chi2_quantile_factor
+from ..lowrank.sketches import orth_columns, rank_k_left, sketch_matrix, sketch_sizes, svd_top_k
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.gaussian import analytic_noise_multiplier
+from ..results import LowRankResult
+
+__all__ = [
+    "LocalLrfNoise",
+    "LocalLrfReport",
+    "LocalLrfSetup",
+    "local_lrf_aggregate",
+    "local_lrf_noise",
+    "local_lrf_report",
+    "local_lrf_setup",
+    "private_local_lrf",
+]
+
+Calibration = Literal["tight", "paper"]
+
+_OWNER = "private_local_lrf"
+#: Bytes of one transmitted word (float64).
+FLOAT_BYTES = 8
+#: Upper bound on the noise entries generated at once when every user's v x v noise is drawn.
+_NOISE_BLOCK_ELEMENTS = 1 << 22
+
+
+# ----------------------------------------------------------------------------------------------
+# public setup, noise plan, report
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LocalLrfSetup:
+    """The server's single public message: the sketch sizes and the sketches derived from ``seed``.
+
+    Attributes
+    ----------
+    m, n : int
+        Number of users (rows) and of features.
+    t, v : int
+        Sketch sizes.
+    seed : int
+        Seed of the sketches (public; must come from a trusted or committed coin).
+    Phi : ndarray of shape (n, t)
+        i.i.d. ``N(0, 1/t)``.
+    S : ndarray of shape (v, m)
+        i.i.d. ``N(0, 1/v)``; user i uses its column ``S[:, i]``.
+    T : ndarray of shape (v, n)
+        i.i.d. ``N(0, 1/v)``.
+    """
+
+    m: int
+    n: int
+    t: int
+    v: int
+    seed: int
+    Phi: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+
+    @property
+    def communication_floats(self) -> int:
+        """Words one user sends: ``t + v^2`` (independent of n)."""
+        return self.t + self.v * self.v
+
+    @property
+    def communication_bytes(self) -> int:
+        """Bytes one user sends (float64 words)."""
+        return FLOAT_BYTES * self.communication_floats
+
+
+def _check_int(value: Any, name: str, low: int, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
+        raise ValueError(f"The '{name}' parameter of {owner} must be an int >= {low}. Got {value!r} instead.")
+    return int(value)
+
+
+def _check_seed(seed: Any, owner: str) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(
+            f"The 'seed' parameter of {owner} must be None or an int >= 0. Got {seed!r} instead."
+        )
+    return int(seed)
+
+
+def local_lrf_setup(
+    m: int, n: int, k: int, *, alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    seed: int | None = None,
+) -> LocalLrfSetup:
+    """The public setup of Private-Local-LRF: sketch sizes and Gaussian sketches from one seed.
+
+    Parameters
+    ----------
+    m, n : int
+        Number of users and of features.
+    k : int
+        Rank in [1, min(m, n)].
+    alpha : float in (0, 1)
+        Sets the default sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, both capped at
+        ``min(m, n)`` (:func:`~dpspectral.lowrank.sketches.sketch_sizes`).
+    t, v : int, optional
+        Explicit sizes in [k, min(m, n)].
+    seed : int, optional
+        Seed of the sketches (fresh entropy if None). Must not be chosen adversarially.
+
+    Returns
+    -------
+    LocalLrfSetup
+        Read-only sketches ``Phi = G1^T`` (G1 t x n), ``S`` (v x m), ``T`` (v x n), drawn in that order
+        by ``sketch_matrix("gaussian", ...)`` from ``numpy.random.default_rng(seed)``.
+    """
+    owner = "local_lrf_setup"
+    m = _check_int(m, "m", 1, owner)
+    n = _check_int(n, "n", 1, owner)
+    k = check_rank(k, m, n, owner)
+    seed_val = _check_seed(seed, owner)
+    if seed_val is None:
+        seed_val = int(np.random.default_rng().integers(0, 2**63 - 1))
+    cap = min(m, n)
+    sizes = sketch_sizes(k, alpha, cap, cap, t=t, v=v, owner=owner)
+    rng = np.random.default_rng(seed_val)
+    Phi = np.ascontiguousarray(sketch_matrix("gaussian", sizes.t, n, rng).T)
+    S = sketch_matrix("gaussian", sizes.v, m, rng)
+    T = sketch_matrix("gaussian", sizes.v, n, rng)
+    for M in (Phi, S, T):
+        M.setflags(write=False)
+    return LocalLrfSetup(m=m, n=n, t=sizes.t, v=sizes.v, seed=seed_val, Phi=Phi, S=S, T=T)
+
+
+@dataclass(frozen=True)
+class LocalLrfNoise:
+    """Noise plan of one user's report.
+
+    ``sigma_y`` / ``sigma_z``: std of every entry of ``g_i`` (1 x t) / ``G_i`` (v x v);
+    ``sensitivity_y = 2 C sqrt(q_t)`` and ``sensitivity_z = 2 C q_v`` the per-pair L2 sensitivities of
+    ``y_i`` and ``Z_i`` (holding except with probability ``sketch_delta`` in all); ``events`` what
+    one report spends.
+    """
+
+    sigma_y: float
+    sigma_z: float
+    sensitivity_y: float
+    sensitivity_z: float
+    sketch_delta: float
+    events: tuple[dp_accounting.DpEvent, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def sensitivity(self) -> float:
+        """Joint L2 sensitivity of the pair ``(y_i, Z_i)``."""
+        return math.hypot(self.sensitivity_y, self.sensitivity_z)
+
+    @property
+    def noise_multiplier(self) -> float:
+        """The multiplier of the single Gaussian mechanism equivalent to the report (GDP: ``1/mu``)."""
+        return 1.0 / math.hypot(self.sensitivity_y / self.sigma_y, self.sensitivity_z / self.sigma_z)
+
+
+def local_lrf_noise(
+    epsilon: float, delta: float, t: int, v: int, *, row_norm: float, calibration: Calibration = "tight",
+    alpha: float = 0.25, sketch_failure_share: float = 0.1, owner: str = "local_lrf_noise",
+) -> LocalLrfNoise:
+    """Noise of one user's report for a target (epsilon, delta) (local model).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The per-user target; delta in (0, 1).
+    t, v : int
+        Sketch sizes.
+    row_norm : float
+        Public bound C on a row's norm; LDP neighbours differ by ``||a - a'|| <= b = 2 C``.
+    calibration : {"tight", "paper"}
+        ``"tight"``: one Gaussian on the pair, ``sigma_y = sigma_z = s Delta`` with the analytic
+        multiplier ``s`` for ``(epsilon, delta - 3 delta_s)`` and ``Delta = b sqrt(q_t + q_v^2)``.
+        ``"paper"``: ``sigma_y = b rho_1``, ``sigma_z = b rho_2`` with ``rho_1 = sqrt((1+alpha)
+        ln(1/delta))/epsilon`` and ``rho_2 = (1+alpha) sqrt(ln(1/delta))/epsilon`` (spec §2, recalled;
+        the paper's neighbours differ by a unit vector, here by b), reported with what the accountant
+        certifies for them under the chi-square sensitivities (usually *not* the request).
+    alpha : float in (0, 1)
+        Used by the paper's formulas only.
+    sketch_failure_share : float in (0, 1)
+        Share of delta (``3 delta_s``) covering the three norm bounds failing.
+
+    Returns
+    -------
+    LocalLrfNoise
+    """
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    t = _check_int(t, "t", 1, owner)
+    v = _check_int(v, "v", 1, owner)
+    b = 2.0 * sensitivity_norm(check_row_norm(row_norm, owner))
+    delta_sketch = check_share(sketch_failure_share, "sketch_failure_share", owner) * budget.delta
+    delta_s = delta_sketch / 3.0
+    d_y = b * math.sqrt(chi2_quantile_factor(t, delta_s))
+    d_z = b * chi2_quantile_factor(v, delta_s)
+    notes: list[str] = []
+    events: tuple[dp_accounting.DpEvent, ...]
+    if calibration == "tight":
+        s = analytic_noise_multiplier(budget.epsilon, budget.delta - delta_sketch)
+        sigma_y = sigma_z = s * math.hypot(d_y, d_z)
+        events = (dp_accounting.GaussianDpEvent(s), EpsilonDeltaDpEvent(0.0, delta_sketch))
+    else:
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
+            raise ValueError(
+                f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead."
+            )
+        a, log_inv = float(alpha), math.log(1.0 / budget.delta)
+        sigma_y = b * math.sqrt((1.0 + a) * log_inv) / budget.epsilon
+        sigma_z = b * (1.0 + a) * math.sqrt(log_inv) / budget.epsilon
+        events = (dp_accounting.GaussianDpEvent(sigma_y / d_y), dp_accounting.GaussianDpEvent(sigma_z / d_z),
+                  EpsilonDeltaDpEvent(0.0, delta_sketch))
+        notes.append(
+            "calibration='paper': rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon for y_i and rho_2 = "
+            "(1+alpha) sqrt(ln(1/delta))/epsilon for Z_i (recalled in spec-lowrank.md §2), times the "
+            "neighbour distance 2 row_norm; the paper's per-pair factor 1+alpha needs sketches far larger "
+            "than these, so the accountant certifies them under the chi-square sensitivities "
+            "2C sqrt(q_t) and 2C q_v."
+        )
+    return LocalLrfNoise(sigma_y=sigma_y, sigma_z=sigma_z, sensitivity_y=d_y, sensitivity_z=d_z,
+                         sketch_delta=delta_sketch, events=events, notes=tuple(notes))
+
+
+@dataclass(frozen=True, eq=False)
+class LocalLrfReport:
+    """What user i sends: ``y`` (t,) and ``Z`` (v, v); ``i`` says where ``y`` goes in ``Y_c``."""
+
+    i: int
+    y: np.ndarray
+    Z: np.ndarray
+
+    def as_vector(self) -> np.ndarray:
+        """The ``t + v^2`` words sent, ``y`` then ``Z`` row by row."""
+        return np.concatenate([self.y, self.Z.ravel()])
+
+
+def _check_setup(setup: Any, owner: str) -> LocalLrfSetup:
+    if not isinstance(setup, LocalLrfSetup):
+        raise TypeError(
+            f"The 'setup' parameter of {owner} must be a LocalLrfSetup (see local_lrf_setup). "
+            f"Got {type(setup).__name__} instead."
+        )
+    return setup
+
+
+def local_lrf_report(
+    row: Any, i: int, setup: LocalLrfSetup, *, epsilon: float, delta: float, row_norm: float,
+    rng: Any = None, calibration: Calibration = "tight", alpha: float = 0.25,
+    sketch_failure_share: float = 0.1, on_norm_violation: NormViolation = "clip",
+) -> LocalLrfReport:
+    """What user i sends: ``y_i = a_i^T Phi + g_i`` and ``Z_i = S[:, i] (T a_i)^T + G_i``.
+
+    Parameters
+    ----------
+    row : array-like of shape (n,)
+        The user's own row a_i. Never modified.
+    i : int
+        The user's index in [0, m) (public: it selects the column ``S[:, i]`` and the row of ``Y_c``).
+    setup : LocalLrfSetup
+        The server's public message.
+    epsilon, delta : float
+        The report is (epsilon, delta)-LDP; delta in (0, 1).
+    row_norm : float
+        Public bound C; a row above it is scaled down to norm C (or rejected with
+        ``on_norm_violation="raise"``).
+    rng : None, int, SeedSequence or Generator
+        The user's own randomness.
+    calibration, alpha, sketch_failure_share
+        See :func:`local_lrf_noise`.
+    on_norm_violation : {"clip", "raise"}
+
+    Returns
+    -------
+    LocalLrfReport
+        ``t + v^2`` words (``setup.communication_floats``).
+
+    Privacy
+    -------
+    Local model: for any two rows of norm <= C (``||a - a'|| <= 2 C``), the report is one Gaussian
+    mechanism of per-pair sensitivity ``2 C sqrt(q_t + q_v^2)`` (exact chi-square quantiles of
+    ``||Phi^T E||^2``, ``||S[:, i]||^2`` and ``||T E||^2``; module docstring), except with probability
+    ``3 delta_s`` over the public sketches: (epsilon, delta)-LDP in all, provided the seed was not
+    chosen adversarially.
+    """
+    owner = "local_lrf_report"
+    setup = _check_setup(setup, owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    C = check_row_norm(row_norm, owner)
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < setup.m:
+        raise ValueError(
+            f"The 'i' parameter of {owner} must be an int in [0, m={setup.m}). Got {i!r} instead."
+        )
+    arr = np.asarray(row)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"The 'row' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
+    if arr.shape != (setup.n,):
+        raise ValueError(
+            f"The 'row' parameter of {owner} must be a 1-D array of length n={setup.n} (one row). Got shape "
+            f"{arr.shape} instead."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"The 'row' parameter of {owner} contains NaN or infinity.")
+    noise = local_lrf_noise(epsilon, delta, setup.t, setup.v, row_norm=C, calibration=calibration,
+                            alpha=alpha, sketch_failure_share=sketch_failure_share, owner=owner)
+    a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
+    a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
+    gen = as_generator(rng)
+    y = a @ setup.Phi + noise.sigma_y * gen.standard_normal(setup.t)
+    Z = np.outer(setup.S[:, int(i)], setup.T @ a) + noise.sigma_z * gen.standard_normal((setup.v, setup.v))
+    return LocalLrfReport(i=int(i), y=y, Z=Z)
+
+
+# ----------------------------------------------------------------------------------------------
+# server
+# ----------------------------------------------------------------------------------------------
+
+
+def _solve(Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``U^ = orth(U W)`` and the singular values of ``U W`` (post-processing of ``Y_c``, ``Z``).
+
+    ``U = orth(Y_c)``; ``W = argmin_{rank <= k} ||Z - (S U) W||_F`` (:func:`rank_k_left`: ``V_s
+    Sigma_s^+ [U_s^T Z]_k``). With the top-k SVD ``W = U' diag(s) V'^T`` and U orthonormal, ``U W =
+    (U U') diag(s) V'^T`` is an SVD, so ``orth(U W) = U U'`` and s are its singular values (an
+    estimate of those of ``A T^T``, hence of A's).
+    """
+    U = orth_columns(Y_c)
+    W = rank_k_left(S @ U, Z, k)
+    Up, s, _ = svd_top_k(W, k)
+    return fix_signs(U @ Up), s
+
+
+def local_lrf_aggregate(
+    reports: Iterable[LocalLrfReport], setup: LocalLrfSetup, k: int, *, privacy: PrivacyReport | None = None,
+) -> LowRankResult:
+    """Server side: stack the ``y_i`` into ``Y_c``, sum the ``Z_i``, and solve for the rank-k subspace.
+
+    Parameters
+    ----------
+    reports : iterable of LocalLrfReport
+        Exactly one report per user ``i = 0, ..., m - 1`` (any order).
+    setup : LocalLrfSetup
+        The public setup the reports were made with.
+    k : int
+        Rank in [1, min(m, n)].
+    privacy : PrivacyReport, optional
+        The users' guarantee, attached to the result as is (the aggregation spends nothing).
+
+    Returns
+    -------
+    LowRankResult
+        ``U`` (m, k) orthonormal (``U^``; approximate A by ``U U^T A``), ``S`` the singular values of
+        the solve ``U W`` (k,), ``V = None``; diagnostics ``t``, ``v``, ``n_reports``.
+
+    Privacy
+    -------
+    Post-processing of the reports and the public sketches.
+    """
+    owner = "local_lrf_aggregate"
+    setup = _check_setup(setup, owner)
+    k = check_rank(k, setup.m, setup.n, owner)
+    Y_c = np.zeros((setup.m, setup.t))
+    Z = np.zeros((setup.v, setup.v))
+    seen = np.zeros(setup.m, dtype=bool)
+    for r in reports:
+        if not isinstance(r, LocalLrfReport):
+            raise TypeError(f"The 'reports' parameter of {owner} must hold LocalLrfReport objects. Got "
+                            f"{type(r).__name__}.")
+        y, Zi = np.asarray(r.y, dtype=np.float64), np.asarray(r.Z, dtype=np.float64)
+        if y.shape != (setup.t,) or Zi.shape != (setup.v, setup.v):
+            raise ValueError(
+                f"The 'reports' parameter of {owner}: user {r.i} sent y of shape {y.shape} and Z of shape "
+                f"{Zi.shape}; the setup expects ({setup.t},) and ({setup.v}, {setup.v})."
+            )
+        if not (np.isfinite(y).all() and np.isfinite(Zi).all()):
+            raise ValueError(
+                f"The 'reports' parameter of {owner}: user {r.i}'s report contains NaN or infinity."
+            )
+        if not 0 <= r.i < setup.m or seen[r.i]:
+            raise ValueError(
+                f"The 'reports' parameter of {owner}: user index {r.i} is out of range or repeated."
+            )
+        seen[r.i] = True
+        Y_c[r.i] = y
+        Z += Zi
+    if not seen.all():
+        raise ValueError(
+            f"The 'reports' parameter of {owner} must hold one report per user (m={setup.m}); "
+            f"{int(np.count_nonzero(~seen))} are missing."
+        )
+    U_hat, s = _solve(Y_c, Z, setup.S, k)
+    return LowRankResult(U=U_hat, S=s, V=None, privacy=privacy,
+                         diagnostics={"t": setup.t, "v": setup.v, "n_reports": setup.m})
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole protocol on one machine
+# ----------------------------------------------------------------------------------------------
+
+
+def _dense(M: Any) -> np.ndarray:
+    return np.asarray(M.toarray() if sp.issparse(M) else M)
+
+
+def _simulate_reports(
+    A_c: Any, setup: LocalLrfSetup, sigma_y: float, sigma_z: float, rng: np.random.Generator,
+    simulate_sum: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y_c, Z)`` as the server receives them from the users holding the (clipped) rows of ``A_c``.
+
+    ``Y_c = A Phi + N1`` (m x t, every user's own noise row). ``Z = S A T^T + sum_i G_i``
+    (``sum_i S[:, i] (T a_i)^T = S A T^T``); ``simulate_sum=False`` draws every user's ``G_i`` (in
+    blocks of users) and adds them up; ``simulate_sum=True`` draws the sum directly as one v x v matrix
+    of i.i.d. ``N(0, m sigma_z^2)`` entries, which has exactly the same law (a sum of m independent
+    ``N(0, sigma_z^2)`` variables is ``N(0, m sigma_z^2)``, entry by entry, independently).
+    """
+    m, t, v = setup.m, setup.t, setup.v
+    Y_c = _dense(A_c @ setup.Phi) + sigma_y * rng.standard_normal((m, t))
+    Z = setup.S @ _dense(A_c @ setup.T.T)
+    if simulate_sum:
+        Z += (sigma_z * math.sqrt(m)) * rng.standard_normal((v, v))
+    else:
+        step = max(1, _NOISE_BLOCK_ELEMENTS // (v * v))
+        for first in range(0, m, step):
+            count = min(step, m - first)
+            Z += sigma_z * rng.standard_normal((count, v, v)).sum(axis=0)
+    return Y_c, Z
+
+
+def private_local_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, row_norm: float = 1.0,
+    relation: Relation | str = "local", calibration: Calibration = "tight", alpha: float = 0.25,
+    t: int | None = None, v: int | None = None,
+    simulate_sum: bool = False, sketch_seed: int | None = None, sketch_failure_share: float = 0.1,
+    on_norm_violation: NormViolation = "clip", random_state: Any = None, accountant: Accountant | None = None,
+) -> LowRankResult:
+    """Private-Local-LRF (Upadhyay's Figure 9, Theorem 57): the whole LDP protocol on one machine.
+
+    Every row of A is one user, who sends ``(y_i, Z_i)`` (:func:`local_lrf_report`); the server
+    aggregates (:func:`local_lrf_aggregate`) into ``U^`` (m x k), orthonormal, with
+    ``||A - U^ U^^T A||_F <= (1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``. The users are
+    simulated vectorised (no Python loop over users), with the same laws as the per-user reports.
+
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (m, n)
+        One row per user. Never modified.
+    k : int
+        Rank in [1, min(m, n)].
+    epsilon, delta : float
+        Every user's report is (epsilon, delta)-LDP; delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's norm (rows above it are clipped by their user).
+    relation : {"local"}
+        The local model only.
+    calibration : {"tight", "paper"}
+        See :func:`local_lrf_noise`.
+    alpha : float in (0, 1)
+        Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at
+        ``min(m, n)``) and the paper's noise formulas.
+    t, v : int, optional
+        Explicit sketch sizes in [k, min(m, n)].
+    simulate_sum : bool
+        False (default): draw every user's v x v noise ``G_i`` and add them up (in blocks of users).
+        True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.
+        ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
+        ``y_i`` noise is per user in both modes (it is one m x t matrix).
+    sketch_seed : int, optional
+        Seed of the public sketches (drawn from ``random_state`` if None). Must not be chosen
+        adversarially (module docstring).
+    sketch_failure_share : float in (0, 1)
+        Share of delta covering the sketch norm bounds failing.
+    on_norm_violation : {"clip", "raise"}
+    random_state : None, int, SeedSequence or Generator
+    accountant : Accountant, optional
+        Ledger (relation ``"local"``) spent before any noise is drawn.
+
+    Returns
+    -------
+    LowRankResult
+        ``U`` (m, k), ``S`` (k,) the singular values of the solve, ``V = None``; diagnostics ``t``,
+        ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
+        ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
+        ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
+        float), ``simulate_sum``, ``seconds``.
+
+    Privacy
+    -------
+    Relation: local (non-interactive). For any two rows a, a' of norm <= C (``||a - a'|| <= 2 C``),
+    user i's report ``(a^T Phi + g_i, S[:, i] (T a)^T + G_i)`` is one Gaussian mechanism of per-pair
+    L2 sensitivity ``2 C sqrt(q_t + q_v^2)``: ``||(a - a')^T Phi|| <= sqrt(q_t) ||a - a'||`` and
+    ``||S[:, i] (T (a - a'))^T||_F = ||S[:, i]|| ||T (a - a')|| <= q_v ||a - a'||``, each chi-square bound
+    failing with probability delta_s over the public sketches (``EpsilonDeltaDpEvent(0, 3 delta_s)``).
+    The report records one user's events (every user runs the same mechanism on their own row); the
+    server's sum and solve are post-processing. ``calibration="tight"`` uses the analytic multiplier for
+    ``(epsilon, delta - 3 delta_s)``; ``"paper"`` uses rho_1, rho_2 of spec §2 and reports (and warns
+    about) what the accountant certifies. The seed must come from a trusted or committed coin: the
+    guarantee is per pair over random sketches, not over adversarial ones.
+    """
+    owner = _OWNER
+    t0 = time.perf_counter()
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    rel = as_relation(relation, owner=owner)
+    if rel is not Relation.LOCAL:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'local' (a local-model protocol). Got "
+            f"{rel.value!r} instead."
+        )
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    if not isinstance(simulate_sum, (bool, np.bool_)):
+        raise TypeError(
+            f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
+        )
+    C = check_row_norm(row_norm, owner)
+    A = check_matrix(A, owner)
+    m, n = A.shape
+    k = check_rank(k, m, n, owner)
+    rng = as_generator(random_state)
+    seed = _check_seed(sketch_seed, owner)
+    if seed is None:
+        seed = int(rng.integers(0, 2**63 - 1))
+    setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
+    noise = local_lrf_noise(budget.epsilon, budget.delta, setup.t, setup.v, row_norm=C,
+                            calibration=calibration, alpha=alpha, sketch_failure_share=sketch_failure_share,
+                            owner=owner)
+    A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+    notes = [
+        *noise.notes,
+        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row (any "
+        "two rows of norm <= row_norm); the recorded events are one user's release. The per-pair "
+        "sketch bounds assume the public seed was not chosen adversarially.",
+    ]
+    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, notes=notes, stacklevel=3)
+    if accountant is not None:
+        accountant.spend(report.event, rel, label=owner)
+    Y_c, Z = _simulate_reports(A_c, setup, noise.sigma_y, noise.sigma_z, rng, bool(simulate_sum))
+    U_hat, s = _solve(Y_c, Z, setup.S, k)
+    diag: dict[str, Any] = {
+        "t": setup.t, "v": setup.v, "sigma_y": noise.sigma_y, "sigma_z": noise.sigma_z,
+        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(m), "sensitivity": noise.sensitivity,
+        "sensitivity_y": noise.sensitivity_y, "sensitivity_z": noise.sensitivity_z,
+        "noise_multiplier": noise.noise_multiplier, "sketch_seed": seed,
+        "communication_floats_per_user": setup.communication_floats,
+        "communication_bytes_per_user": setup.communication_bytes, "simulate_sum": bool(simulate_sum),
+        "seconds": time.perf_counter() - t0,
+    }
+    return LowRankResult(U=U_hat, S=s, V=None, privacy=report, diagnostics=diag)

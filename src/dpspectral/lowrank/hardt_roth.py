@@ -1,0 +1,283 @@
+"""The Hardt–Roth (STOC 2012) baseline of Upadhyay's experiments: a private two-stage Halko et al. sketch.
+
+Reconstructed in ``../shared/papers/spec-lowrank.md`` §9 (Upadhyay's Appendix L.2 code is lost; the
+skeleton is recalled, the calibration derived). Hardt and Roth privatise the randomized range finder
+of Halko, Martinsson and Tropp (2011): stage 1 releases a noisy Gaussian sketch ``Y = A Omega + N1``
+of the column space and takes ``Q = orth(Y)``; stage 2 prunes the rows of Q that are too coherent
+(HR12's "simple pruning of entries of a matrix formed in the intermediate step") and releases the
+noisy projection ``B = Q~^T A + N2``; the answer is the rank-k SVD of ``Q B``.
+
+Neighbouring relation: **row-level** (Upadhyay's Priv1 with ``u = e_i``): the two matrices have the
+same shape and differ in one row, each row of norm at most ``row_norm`` (``Relation.REPLACE_ONE``
+on the rows of the m x n matrix). It is **not** Priv1-private (general unit ``u``) at this noise:
+there stage 2's sensitivity is ``||Q~^T u|| <= ||Q~||_2 ~ 1`` instead of the pruning level ``tau``,
+so Upadhyay's comparison with it mixes notions (spec §9).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+from scipy import stats
+
+from .._validation import as_generator, check_choice, check_share
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
+from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
+from ..results import LowRankResult
+from .factorization import check_matrix, check_positive, check_rank
+from .sketches import chi2_factor, finish, orth_columns, sketch_matrix, svd_top_k
+
+__all__ = ["HardtRothNoise", "chi2_quantile_factor", "hardt_roth", "hardt_roth_noise"]
+
+Calibration = Literal["tight", "paper"]
+
+_OWNER = "hardt_roth"
+
+
+@functools.lru_cache(maxsize=1024)
+def chi2_quantile_factor(d: int, delta_s: float) -> float:
+    """``q_d(delta_s) = chi2.isf(delta_s, d) / d``: w.p. >= 1 - delta_s, ``||G x||^2 <= q_d ||x||^2``.
+
+    For a *vector* x and G (d x p) with i.i.d. ``N(0, 1/d)`` entries drawn independently of x, ``G x``
+    has i.i.d. ``N(0, ||x||^2 / d)`` entries, so ``||G x||^2 / ||x||^2`` is exactly ``chi^2_d / d`` and
+    this quantile is the exact per-pair factor. It is never above the Laurent–Massart bound
+    :func:`~dpspectral.lowrank.sketches.chi2_factor` (which also covers matrices E of any rank) and is
+    markedly smaller for small d (``d = 2``, ``delta_s = 3e-8``: 17.3 instead of 24.2).
+    """
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+        raise ValueError(f"The 'd' parameter of chi2_quantile_factor must be an int >= 1. Got {d!r} instead.")
+    if not 0 < delta_s < 1:
+        raise ValueError(
+            f"The 'delta_s' parameter of chi2_quantile_factor must be in (0, 1). Got {delta_s!r} instead."
+        )
+    return float(stats.chi2.isf(delta_s, int(d))) / int(d)
+
+
+@dataclass(frozen=True)
+class HardtRothNoise:
+    """Noise plan of the two stages.
+
+    ``sigma1``: std of N1 (m x ell); ``sigma2``: std of N2 (ell x n); ``tau``: the pruning level of the
+    rows of Q; ``sensitivity1`` = ``b sqrt(q_ell)`` (per pair, except with probability
+    ``sketch_delta``) and ``sensitivity2`` = ``b tau`` (exact), with b = 2 row_norm the largest change of
+    one row; ``events`` what the release spends.
+    """
+
+    sigma1: float
+    sigma2: float
+    tau: float
+    sensitivity1: float
+    sensitivity2: float
+    sketch_delta: float
+    events: tuple[dp_accounting.DpEvent, ...]
+    notes: tuple[str, ...] = ()
+
+
+def hardt_roth_noise(
+    epsilon: float, delta: float, ell: int, m: int, *, row_norm: float = 1.0, prune: float = 2.0,
+    calibration: Calibration = "tight", stage_share: float = 0.5, sketch_failure_share: float = 0.1,
+    owner: str = "hardt_roth_noise",
+) -> HardtRothNoise:
+    """Noise of the two stages for a target (epsilon, delta) under row-level (replace-one) neighbours.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    ell : int
+        Sketch width ``k + p``.
+    m : int
+        Number of rows (public: the shape is the same for all neighbours).
+    row_norm : float
+        Public bound C on each row's norm; a replaced row moves by at most ``b = 2 C``.
+    prune : float
+        The pruning constant c: rows of Q are clipped to ``tau = min(1, c sqrt(ell / m))``.
+    calibration : {"tight", "paper"}
+        ``"tight"``: one analytic Gaussian multiplier for the whole (adaptive) composition at
+        ``delta - delta_sketch``, split exactly between the stages (Gaussian DP: shares of ``1/s^2``,
+        ``stage_share`` to stage 1). ``"paper"``: spec §9's classic formula per stage,
+        ``sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2)`` with the Laurent–Massart ``c_ell``
+        in stage 1 (each stage (epsilon/2, delta/2) when epsilon/2 < 1), reported with what the
+        accountant certifies.
+    stage_share : float in (0, 1)
+    sketch_failure_share : float in (0, 1)
+        Share of delta covering the stage-1 norm bound failing.
+
+    Returns
+    -------
+    HardtRothNoise
+    """
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    C = sensitivity_norm(check_row_norm(row_norm, owner))
+    c = check_positive(prune, "prune", owner)
+    w = check_share(stage_share, "stage_share", owner)
+    share_s = check_share(sketch_failure_share, "sketch_failure_share", owner)
+    b = 2.0 * C
+    tau = min(1.0, c * math.sqrt(ell / m))
+    delta_s = share_s * budget.delta
+    d1 = b * math.sqrt(chi2_quantile_factor(int(ell), delta_s))
+    d2 = b * tau
+    notes: list[str] = []
+    if calibration == "tight":
+        s = analytic_noise_multiplier(budget.epsilon, budget.delta - delta_s)
+        s1, s2 = split_noise_multiplier(s, [w, 1.0 - w])
+        sigma1, sigma2 = s1 * d1, s2 * d2
+    else:
+        factor = math.sqrt(2.0 * math.log(2.5 / budget.delta)) / (budget.epsilon / 2.0)
+        sigma1 = b * math.sqrt(chi2_factor(int(ell), delta_s)) * factor
+        sigma2 = d2 * factor
+        notes.append(
+            "calibration='paper': sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2) per stage (spec §9, "
+            "Laurent-Massart c_ell in stage 1); the accountant composes the two Gaussians exactly (GDP), "
+            "with the exact chi-square sensitivity of stage 1 and delta_s taken from delta."
+        )
+    events = (dp_accounting.GaussianDpEvent(sigma1 / d1), dp_accounting.GaussianDpEvent(sigma2 / d2),
+              EpsilonDeltaDpEvent(0.0, delta_s))
+    return HardtRothNoise(sigma1=sigma1, sigma2=sigma2, tau=tau, sensitivity1=d1, sensitivity2=d2,
+                          sketch_delta=delta_s, events=events, notes=tuple(notes))
+
+
+def _dense(M: Any) -> np.ndarray:
+    return np.asarray(M.toarray() if sp.issparse(M) else M)
+
+
+def _check_oversampling(p: Any, k: int, owner: str) -> int:
+    if p is None:
+        return k
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 0:
+        raise ValueError(
+            f"The 'oversampling' parameter of {owner} must be None or an int >= 0. Got {p!r} instead."
+        )
+    return int(p)
+
+
+def hardt_roth(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "replace_one",
+    row_norm: float = 1.0, oversampling: int | None = None, prune: float = 2.0,
+    calibration: Calibration = "tight", stage_share: float = 0.5, sketch_failure_share: float = 0.1,
+    on_norm_violation: NormViolation = "clip", accountant: Accountant | None = None, random_state: Any = None,
+) -> LowRankResult:
+    """Hardt–Roth (STOC 2012) private low-rank approximation, as reconstructed in spec §9.
+
+    ``ell = k + p`` (capped at ``min(m, n)``).
+
+    1. Range finder: ``Y = A Omega + N1`` (m x ell), ``Omega`` (n x ell) i.i.d. ``N(0, 1/ell)``;
+       ``Q = orth(Y)``.
+    2. Pruning: ``Q~_i = Q_i min(1, tau / ||Q_i||)`` with ``tau = min(1, c sqrt(ell / m))`` (the
+       incoherence level of an ell-dimensional subspace; c = ``prune``).
+    3. Projection: ``B = Q~^T A + N2`` (ell x n).
+    4. Output: the rank-k SVD of ``Q B``: with ``B = U_B diag(s) V^T`` (top k), ``U = Q U_B``.
+
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (m, n)
+        The private matrix, one record per row; never modified.
+    k : int
+        Rank in [1, min(m, n)].
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    relation : {"replace_one"}
+        Row-level neighbours only (see Privacy).
+    row_norm : float
+        Public bound C on each row's Euclidean norm; rows above it are scaled down to it (or rejected
+        with ``on_norm_violation="raise"``). A replaced row moves by at most ``2 C``.
+    oversampling : int, optional
+        p >= 0 (default k): HMT's oversampling; the multiplicative error is ``sqrt(1 + k/(p - 1))``.
+    prune : float
+        c > 0 in ``tau = c sqrt(ell / m)`` (HR12 use small constants; c in [1, 3]). Smaller c: less
+        stage-2 noise, more distortion on coherent matrices.
+    calibration : {"tight", "paper"}
+        See :func:`hardt_roth_noise`.
+    stage_share : float in (0, 1)
+        Share of the Gaussian budget (of ``mu^2``) given to stage 1 (tight calibration).
+    sketch_failure_share : float in (0, 1)
+        Share of delta that covers the stage-1 chi-square bound failing.
+    on_norm_violation : {"clip", "raise"}
+    accountant : Accountant, optional
+        Ledger (relation ``"replace_one"``) spent before any noise is drawn.
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    LowRankResult
+        U (m, k), S (k,), V (n, k); diagnostics ``ell``, ``oversampling``, ``tau``, ``sigma1``,
+        ``sigma2``, ``sensitivity1``, ``sensitivity2``, ``rows_pruned`` (a function of the released Y),
+        ``seconds``.
+
+    Privacy
+    -------
+    Relation: row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's Priv1 with
+    ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C`` (clipping is
+    per row, so neighbours stay neighbours).
+
+    * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
+      entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
+      probability delta_s (exact chi-square quantile :func:`chi2_quantile_factor`, at most the
+      Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
+      ``EpsilonDeltaDpEvent(0, delta_s)``.
+    * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
+      exactly, because every pruned row has norm <= tau.
+
+    Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
+    is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
+    sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
+    ``relation`` accepts only ``"replace_one"``.
+    """
+    owner = _OWNER
+    t0 = time.perf_counter()
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    rel = as_relation(relation, owner=owner)
+    if rel is not Relation.REPLACE_ONE:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'replace_one' (row-level neighbours: one row "
+            f"changes). Got {rel.value!r} instead: Hardt-Roth is not Priv1/Priv2-private at this noise "
+            "(stage 2's sensitivity under a general u is ||Q~^T u|| ~ 1, not the pruning level tau)."
+        )
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    C = check_row_norm(row_norm, owner)
+    A = check_matrix(A, owner)
+    m, n = A.shape
+    k = check_rank(k, m, n, owner)
+    p = _check_oversampling(oversampling, k, owner)
+    ell = min(k + p, m, n)
+    noise = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=prune,
+                             calibration=calibration, stage_share=stage_share,
+                             sketch_failure_share=sketch_failure_share, owner=owner)
+    A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, notes=noise.notes, stacklevel=3)
+    rng = as_generator(random_state)
+    if accountant is not None:
+        accountant.spend(report.event, rel, label=owner)
+
+    Omega = sketch_matrix("gaussian", ell, n, rng).T  # n x ell, N(0, 1/ell)
+    Y = _dense(A_c @ Omega) + rng.normal(0.0, noise.sigma1, size=(m, ell))
+    Q = orth_columns(Y)
+    norms = np.linalg.norm(Q, axis=1)
+    over = norms > noise.tau
+    scale = np.ones(m)
+    scale[over] = noise.tau / norms[over]
+    Q_pruned = Q * scale[:, None]
+    B = _dense(A_c.T @ Q_pruned).T + rng.normal(0.0, noise.sigma2, size=(ell, n))
+    U_B, s, V = svd_top_k(B, k)
+    U, s, V = finish(Q @ U_B, s, V)
+    diag: dict[str, Any] = {
+        "ell": ell, "oversampling": ell - k, "tau": noise.tau, "sigma1": noise.sigma1,
+        "sigma2": noise.sigma2, "sensitivity1": noise.sensitivity1, "sensitivity2": noise.sensitivity2,
+        "rows_pruned": int(np.count_nonzero(over)), "seconds": time.perf_counter() - t0,
+    }
+    return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)
