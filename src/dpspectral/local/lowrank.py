@@ -136,12 +136,12 @@ def _check_int(value: Any, name: str, low: int, owner: str) -> int:
     return int(value)
 
 
-def _check_seed(seed: Any, owner: str) -> int | None:
+def _check_seed(seed: Any, owner: str, name: str = "seed") -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(
-            f"The 'seed' parameter of {owner} must be None or an int >= 0. Got {seed!r} instead."
+            f"The '{name}' parameter of {owner} must be None or an int >= 0. Got {seed!r} instead."
         )
     return int(seed)
 
@@ -582,7 +582,7 @@ def private_local_lrf(
     m, n = A.shape
     k = check_rank(k, m, n, owner)
     rng = as_generator(random_state)
-    seed = _check_seed(sketch_seed, owner)
+    seed = _check_seed(sketch_seed, owner, "sketch_seed")
     if seed is None:
         seed = int(rng.integers(0, 2**63 - 1))
     setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
