@@ -22,8 +22,8 @@ from dpspectral.local.lowrank import (
     local_lrf_setup,
     private_local_lrf,
 )
-from dpspectral.lowrank.hardt_roth import chi2_quantile_factor, hardt_roth, hardt_roth_noise
-from dpspectral.lowrank.sketches import chi2_factor
+from dpspectral.lowrank.hardt_roth import hardt_roth, hardt_roth_noise
+from dpspectral.lowrank.sketches import chi2_factor, chi2_quantile_factor
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of, gaussian_epsilon
 from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
 from dpspectral.privacy.clipping import sensitivity_norm

@@ -29,7 +29,7 @@ holds; C = ``row_norm``, every row being clipped to it by its own user), so ``E 
   ``N(0, ||E||^2 / v)`` entries, so ``||T E||^2 <= q_v ||E||^2``;
 
 each except with probability delta_s, where ``q_d = chi2.isf(delta_s, d) / d`` is the exact chi-square
-quantile (:func:`~dpspectral.lowrank.hardt_roth.chi2_quantile_factor`, never above the Laurent–Massart
+quantile (:func:`~dpspectral.lowrank.sketches.chi2_quantile_factor`, never above the Laurent–Massart
 ``c_d`` of :func:`~dpspectral.lowrank.sketches.chi2_factor`). The report ``(y_i, Z_i)`` is therefore
 one Gaussian mechanism of L2 sensitivity ``Delta = 2 C sqrt(q_t + q_v^2)`` for every fixed pair,
 except with probability ``3 delta_s`` over the sketches: (epsilon, delta_g + 3 delta_s)-LDP, recorded
@@ -57,8 +57,14 @@ import scipy.sparse as sp
 from .._validation import as_generator, check_choice, check_share
 from ..linalg import fix_signs
 from ..lowrank.factorization import check_matrix, check_rank
-from ..lowrank.hardt_roth import chi2_quantile_factor
-from ..lowrank.sketches import orth_columns, rank_k_left, sketch_matrix, sketch_sizes, svd_top_k
+from ..lowrank.sketches import (
+    chi2_quantile_factor,
+    orth_columns,
+    rank_k_left,
+    sketch_matrix,
+    sketch_sizes,
+    svd_top_k,
+)
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm

@@ -16,7 +16,6 @@ so Upadhyay's comparison with it mixes notions (spec §9).
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import time
@@ -26,7 +25,6 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
 
 from .._validation import as_generator, check_choice, check_share
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
@@ -35,32 +33,13 @@ from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensiti
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..results import LowRankResult
 from .factorization import check_matrix, check_positive, check_rank
-from .sketches import chi2_factor, finish, orth_columns, sketch_matrix, svd_top_k
+from .sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, sketch_matrix, svd_top_k
 
-__all__ = ["HardtRothNoise", "chi2_quantile_factor", "hardt_roth", "hardt_roth_noise"]
+__all__ = ["HardtRothNoise", "hardt_roth", "hardt_roth_noise"]
 
 Calibration = Literal["tight", "paper"]
 
 _OWNER = "hardt_roth"
-
-
-@functools.lru_cache(maxsize=1024)
-def chi2_quantile_factor(d: int, delta_s: float) -> float:
-    """``q_d(delta_s) = chi2.isf(delta_s, d) / d``: w.p. >= 1 - delta_s, ``||G x||^2 <= q_d ||x||^2``.
-
-    For a *vector* x and G (d x p) with i.i.d. ``N(0, 1/d)`` entries drawn independently of x, ``G x``
-    has i.i.d. ``N(0, ||x||^2 / d)`` entries, so ``||G x||^2 / ||x||^2`` is exactly ``chi^2_d / d`` and
-    this quantile is the exact per-pair factor. It is never above the Laurent–Massart bound
-    :func:`~dpspectral.lowrank.sketches.chi2_factor` (which also covers matrices E of any rank) and is
-    markedly smaller for small d (``d = 2``, ``delta_s = 3e-8``: 17.3 instead of 24.2).
-    """
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
-        raise ValueError(f"The 'd' parameter of chi2_quantile_factor must be an int >= 1. Got {d!r} instead.")
-    if not 0 < delta_s < 1:
-        raise ValueError(
-            f"The 'delta_s' parameter of chi2_quantile_factor must be in (0, 1). Got {delta_s!r} instead."
-        )
-    return float(stats.chi2.isf(delta_s, int(d))) / int(d)
 
 
 @dataclass(frozen=True)

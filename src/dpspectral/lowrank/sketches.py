@@ -21,6 +21,7 @@ sketch must not be chosen by an adversary (an untrusted server picking the seed 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from scipy import stats
 
 from ..linalg import fix_signs
 
@@ -35,6 +37,7 @@ __all__ = [
     "SketchKind",
     "SketchSizes",
     "chi2_factor",
+    "chi2_quantile_factor",
     "rank_k_between",
     "rank_k_left",
     "sketch_matrix",
@@ -56,6 +59,25 @@ def chi2_factor(d: int, delta_s: float) -> float:
         raise ValueError(f"The 'delta_s' parameter of chi2_factor must be in (0, 1). Got {delta_s!r}.")
     x = math.log(1.0 / delta_s)
     return 1.0 + 2.0 * math.sqrt(x / d) + 2.0 * x / d
+
+
+@functools.lru_cache(maxsize=1024)
+def chi2_quantile_factor(d: int, delta_s: float) -> float:
+    """``q_d(delta_s) = chi2.isf(delta_s, d) / d``: w.p. >= 1 - delta_s, ``||G x||^2 <= q_d ||x||^2``.
+
+    For a *vector* x and G (d x p) with i.i.d. ``N(0, 1/d)`` entries drawn independently of x, ``G x``
+    has i.i.d. ``N(0, ||x||^2 / d)`` entries, so ``||G x||^2 / ||x||^2`` is exactly ``chi^2_d / d`` and
+    this quantile is the exact per-pair factor. It is never above the Laurent–Massart bound
+    :func:`chi2_factor` (which also covers matrices E of any rank) and is
+    markedly smaller for small d (``d = 2``, ``delta_s = 3e-8``: 17.3 instead of 24.2).
+    """
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+        raise ValueError(f"The 'd' parameter of chi2_quantile_factor must be an int >= 1. Got {d!r} instead.")
+    if not 0 < delta_s < 1:
+        raise ValueError(
+            f"The 'delta_s' parameter of chi2_quantile_factor must be in (0, 1). Got {delta_s!r} instead."
+        )
+    return float(stats.chi2.isf(delta_s, int(d))) / int(d)
 
 
 @dataclass(frozen=True)
