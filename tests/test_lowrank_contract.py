@@ -24,6 +24,8 @@ def matrix() -> np.ndarray:
 
 def _run(method, A, k, seed, **kw):
     params: dict = {"random_state": seed}
+    if "row_norm" in method.options:
+        params["row_norm"] = 2.0
     if method.private:
         params.update(epsilon=1.0, delta=1e-6, relation=method.relations[0],
                       calibration=method.default_calibration)
@@ -35,7 +37,8 @@ def _run(method, A, k, seed, **kw):
 
 def test_lowrank_methods_are_registered():
     names = set(IDS)
-    assert {"private_frobenius_lrf", "private_space_optimal_lrf", "optimal_space_lrf"} <= names
+    assert {"private_frobenius_lrf", "private_space_optimal_lrf", "optimal_space_lrf", "hardt_roth",
+            "private_local_lrf"} <= names
     for m in LOWRANK:
         assert m.family == "lowrank" and m.relations and m.paper and m.summary
 
@@ -70,7 +73,7 @@ def test_caller_data_untouched(method, matrix):
 
 @pytest.mark.parametrize("method", LOWRANK, ids=IDS)
 def test_usable_through_the_estimator(method, matrix):
-    est = DPLowRank(2, epsilon=1.0, delta=1e-6, method=method.name, random_state=0)
+    est = DPLowRank(2, epsilon=1.0, delta=1e-6, method=method.name, random_state=0, row_norm=2.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
         est.fit(matrix)
@@ -102,3 +105,5 @@ def test_estimator_errors(matrix):
         DPLowRank(26, epsilon=1.0, delta=1e-6).fit(matrix)
     with pytest.raises(ValueError, match="method"):
         DPLowRank(2, epsilon=1.0, delta=1e-6, method="nope").fit(matrix)
+    with pytest.raises(ValueError, match="row_norm"):
+        DPLowRank(2, epsilon=1.0, delta=1e-6, method="hardt_roth").fit(matrix)

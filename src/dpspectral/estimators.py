@@ -323,7 +323,10 @@ class DPLowRank(BaseEstimator):
     method : str, default="private_frobenius_lrf"
     calibration : {"tight", "paper"}, default="tight"
     alpha : float, default=0.25
-        Multiplicative-error target in (0, 1); sets the sketch sizes.
+        Multiplicative-error target in (0, 1); sets the sketch sizes (methods that sketch).
+    row_norm : float or None, default=None
+        Public bound on each row's norm, required by the row-level and local methods
+        (``hardt_roth``, ``private_local_lrf``), whose neighbours differ in one row; ignored otherwise.
     accountant : Accountant or None
         Shared ledger (by reference across ``clone``); a fit is refused before any noise is drawn
         when it would exceed its ceiling.
@@ -361,11 +364,13 @@ class DPLowRank(BaseEstimator):
         method: str = "private_frobenius_lrf",
         calibration: str = "tight",
         alpha: float = 0.25,
+        row_norm: float | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
         method_params: dict[str, Any] | None = None,
     ) -> None:
         self.rank = rank
+        self.row_norm = row_norm
         self.epsilon = epsilon
         self.delta = delta
         self.relation = relation
@@ -392,7 +397,14 @@ class DPLowRank(BaseEstimator):
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError(f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
                             f"Got {type(self.accountant).__name__} instead.")
-        kwargs: dict[str, Any] = {"alpha": self.alpha, "random_state": self.random_state}
+        kwargs: dict[str, Any] = {"random_state": self.random_state}
+        if "alpha" in method.options:
+            kwargs["alpha"] = self.alpha
+        if "row_norm" in method.options:
+            if self.row_norm is None:
+                raise ValueError(f"The 'row_norm' parameter of {owner} is required for method={method.name!r} "
+                                 "(a public bound on each row's norm). Got None instead.")
+            kwargs["row_norm"] = check_row_norm(self.row_norm, owner)
         if method.private:
             for name in ("epsilon", "delta"):
                 if getattr(self, name) is None:

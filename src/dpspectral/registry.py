@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .local import gaussian as local_gaussian_module
+from .local import lowrank as local_lowrank_module
+from .lowrank import hardt_roth as hardt_roth_module
 from .lowrank import factorization as lowrank_factorization
 from .pca import covariance, oja, power, stochastic
 from .privacy.budget import Relation
@@ -226,6 +228,34 @@ _TABLE: tuple[Method, ...] = (
         function=lowrank_factorization.private_space_optimal_lrf,
         summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); O((m+n)k/alpha) space",
         options=_LRF_OPTIONS | {"input_share"},
+        task="lowrank",
+    ),
+    Method(
+        name="hardt_roth",
+        family="lowrank",
+        paper="Hardt & Roth (STOC 2012), as used by Upadhyay (NeurIPS 2018)",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=hardt_roth_module.hardt_roth,
+        summary="Baseline: noisy range finder A Omega, pruned Q, noisy Q^T A (row-level only, not Priv1)",
+        options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
+                           "on_norm_violation"}),
+        task="lowrank",
+    ),
+    Method(
+        name="private_local_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 9",
+        model="local",
+        relations=(Relation.LOCAL,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=local_lowrank_module.private_local_lrf,
+        summary="Each user sends a^T Phi + noise and S_i (T a)^T + noise (t + v^2 floats); left subspace U",
+        options=frozenset({"row_norm", "alpha", "t", "v", "simulate_sum", "sketch_seed",
+                           "sketch_failure_share", "on_norm_violation"}),
         task="lowrank",
     ),
     Method(
