@@ -12,8 +12,8 @@ from typing import Any
 
 from .local import gaussian as local_gaussian_module
 from .local import lowrank as local_lowrank_module
-from .lowrank import hardt_roth as hardt_roth_module
 from .lowrank import factorization as lowrank_factorization
+from .lowrank.hardt_roth import hardt_roth as _hardt_roth
 from .pca import covariance, oja, power, stochastic
 from .privacy.budget import Relation
 
@@ -238,7 +238,7 @@ _TABLE: tuple[Method, ...] = (
         relations=(_R1,),
         certified=True,
         calibrations=("tight", "paper"),
-        function=hardt_roth_module.hardt_roth,
+        function=_hardt_roth,
         summary="Baseline: noisy range finder A Omega, pruned Q, noisy Q^T A (row-level only, not Priv1)",
         options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
                            "on_norm_violation"}),
