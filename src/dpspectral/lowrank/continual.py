@@ -1,0 +1,270 @@
+"""Private-Frobenius-Continual-LRF (Upadhyay, NeurIPS 2018, Figure 8; Theorem 50, Priv2 hence Priv1).
+
+Continual release over T time steps with the binary tree mechanism (Chan, Shi and Song 2011; Dwork, Naor,
+Pitassi and Rothblum 2010) on the Priv2 sketches of
+:func:`~dpspectral.lowrank.factorization.private_frobenius_lrf` (spec §7,
+``../shared/papers/spec-lowrank.md``). Time step tau (1-based) carries a batch of entry updates ``E_tau``;
+the dyadic node ``(level l, index j)`` covers the steps ``[j 2^l + 1, (j + 1) 2^l]`` and holds the noisy
+sketches ``(A_nu Phi + N1^nu, S A_nu + N2^nu)`` of ``A_nu = sum of E_tau over its steps``, with its own
+noise and the shared public sketches Phi, S. The prefix ``[1, tau]`` is the disjoint union of the nodes of
+the binary digits of tau (:func:`dyadic_nodes`, at most L of them); the release at tau sums them and runs
+:func:`~dpspectral.lowrank.factorization.frobenius_release`.
+
+Memory: only the nodes of the current prefix are kept (at most L = ceil(log2 T) + 1 sketch pairs). When
+a node completes, its children are the nodes it replaces in the prefix; its exact sum is recovered from
+them as ``(noisy child - child noise)``, the child noise being regenerated from its seed. Node noise is
+drawn from ``default_rng(SeedSequence([noise_seed, level, index]))``, so a release can be recomputed from
+the prefix's matrix and the same node noises (:meth:`ContinualLRF.node_noise`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_generator, check_choice
+from ..privacy.accounting import Accountant, certify_release
+from ..privacy.budget import Relation
+from ..results import LowRankResult
+from .factorization import (
+    Calibration,
+    _budget,
+    _relation,
+    _result,
+    _seed,
+    check_positive,
+    check_rank,
+    frobenius_noise,
+    frobenius_release,
+    frobenius_sketches,
+)
+from .sketches import sketch_sizes
+from .streaming import _check_shape, _entry_kernel, _is_int, check_entries, read_only
+
+__all__ = ["ContinualLRF", "dyadic_nodes", "tree_levels"]
+
+
+def tree_levels(horizon: int) -> int:
+    """``L = ceil(log2 T) + 1``: the number of dyadic nodes that contain a time step in [1, T]."""
+    if not _is_int(horizon) or horizon < 1:
+        raise ValueError(f"The 'horizon' parameter must be an int >= 1. Got {horizon!r} instead.")
+    return (int(horizon) - 1).bit_length() + 1
+
+
+def dyadic_nodes(tau: int) -> list[tuple[int, int]]:
+    """The nodes ``(level, index)`` whose disjoint union is ``[1, tau]``, in time order (one per set bit)."""
+    if not _is_int(tau) or tau < 0:
+        raise ValueError(f"'tau' must be an int >= 0. Got {tau!r} instead.")
+    out, start = [], 0
+    for level in range(int(tau).bit_length() - 1, -1, -1):
+        if tau >> level & 1:
+            out.append((level, start >> level))
+            start += 1 << level
+    return out
+
+
+class ContinualLRF:
+    """Continual release of Private-Frobenius-LRF over ``horizon`` time steps (binary tree mechanism).
+
+    Parameters
+    ----------
+    shape : tuple of int (m, n)
+        Shape of the streamed matrix (public). For m > n the sketches are kept for ``A^T`` (as in
+        :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`).
+    rank : int
+        k in [1, min(m, n)].
+    horizon : int
+        T, the number of time steps (public).
+    epsilon, delta : float
+        The target for the whole sequence of releases; delta in (0, 1).
+    relation : {"priv2", "priv1"}
+    calibration : {"tight", "paper"}
+    alpha : float in (0, 1)
+    t, v : int, optional
+    bound : float
+        Public scale b: neighbouring streams differ in the batch of one time step, by a matrix of Frobenius
+        norm at most b.
+    sketch_failure_share : float in (0, 1)
+    sketch_seed : int, optional
+        Seed of the public sketches (drawn from ``random_state`` if None).
+    noise_seed : int, optional
+        Seed of the node noises (drawn from ``random_state`` if None). **Secret**: whoever knows it can
+        remove the noise. Give it only to reproduce a run in a test.
+    accountant : Accountant, optional
+        The whole continual release is recorded at initialisation, before any noise is drawn.
+    random_state : None, int, SeedSequence or Generator
+
+    Attributes
+    ----------
+    time : int
+        tau, the number of steps taken (0 before the first).
+    levels : int
+        L = ceil(log2 T) + 1.
+    sigma : float
+        Noise std of every entry of one node's sketches; a release at tau carries popcount(tau) <= L nodes,
+        noise std ``sqrt(popcount(tau)) sigma <= sqrt(L) sigma``.
+    sensitivity : float
+        Joint L2 sensitivity of all the nodes, ``sqrt(L) b sqrt(c_t + c_v)``.
+    privacy : PrivacyReport
+
+    Privacy
+    -------
+    Relation Priv2 on streams (event level): two streams are neighbours if they differ in the batch of one
+    time step, by E with ``||E||_F <= b`` (so every prefix matrix differs by E: Priv2 at every time; hence
+    Priv1). E enters the L nodes that contain its step, each as ``(E Phi, S E)``; the same two sketch
+    norm bounds ``||E Phi||_F^2 <= c_t b^2``, ``||S E||_F^2 <= c_v b^2`` (failure ``2 delta_s``) bound all of
+    them, so the concatenation of all nodes is one Gaussian mechanism with L2 sensitivity
+    ``sqrt(L) b sqrt(c_t + c_v)`` (:func:`~dpspectral.lowrank.factorization.frobenius_noise` with
+    ``levels=L``). Events ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent
+    once at initialisation; every release, at every time, is post-processing of the nodes. Streams that
+    differ at several steps are not covered by this calibration.
+    """
+
+    mechanism = "continual_lrf"
+
+    def __init__(
+        self, shape: tuple[int, int], rank: int, horizon: int, *, epsilon: float, delta: float,
+        relation: Relation | str = "priv2", calibration: Calibration = "tight", alpha: float = 0.25,
+        t: int | None = None, v: int | None = None, bound: float = 1.0, sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None, noise_seed: int | None = None, accountant: Accountant | None = None,
+        random_state: Any = None,
+    ) -> None:
+        owner = type(self).__name__
+        budget = _budget(epsilon, delta, owner)
+        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+        check_choice(calibration, "calibration", ("tight", "paper"), owner)
+        b = check_positive(bound, "bound", owner)
+        self.levels = tree_levels(horizon)
+        self.horizon = int(horizon)
+        m_user, n_user = _check_shape(shape, owner)
+        self.shape = (m_user, n_user)
+        self.transposed = m_user > n_user
+        m, n = (n_user, m_user) if self.transposed else (m_user, n_user)
+        self._inner_shape = (m, n)
+        self.rank = check_rank(rank, m, n, owner)
+        self.sizes = sketch_sizes(self.rank, alpha, m, m, t=t, v=v, owner=owner)
+        noise = frobenius_noise(budget.epsilon, budget.delta, self.sizes, bound=b, calibration=calibration,
+                                alpha=float(alpha), sketch_failure_share=sketch_failure_share,
+                                levels=self.levels, owner=owner)
+        notes = (f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
+                 "joint sensitivity sqrt(L) Delta (event-level neighbours).", *noise.notes)
+        self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
+                                       calibration=calibration, notes=notes, stacklevel=3)
+        rng = as_generator(random_state)
+        self.sketch_seed = _seed(sketch_seed, rng)
+        self._noise_seed = _seed(noise_seed, rng)
+        if accountant is not None:
+            accountant.spend(self.privacy.event, rel, label=self.mechanism)
+        self.sigma = noise.sigma
+        self.sensitivity = noise.sensitivity
+        self.bound = b
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self.sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
+        self.time = 0
+        self._nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> (Y, Z^T), noisy
+
+    # -- reading -------------------------------------------------------------------------------
+    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The public sketches ``(Phi, S)`` of the (possibly transposed) state, read-only."""
+        return read_only(self._Phi), read_only(self._S)
+
+    @property
+    def nodes(self) -> list[tuple[int, int]]:
+        """The nodes ``(level, index)`` kept now: those of the prefix ``[1, time]``, in time order."""
+        return dyadic_nodes(self.time)
+
+    def node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """The noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` when transposed).
+
+        Regenerated from the secret noise seed: for tests and audits only, never to be published.
+        """
+        m, n = self._inner_shape
+        g = np.random.default_rng(np.random.SeedSequence([self._noise_seed, int(level), int(index)]))
+        N1 = g.normal(0.0, self.sigma, size=(m, self.sizes.t))
+        N2 = g.normal(0.0, self.sigma, size=(self.sizes.v, n))
+        return N1, N2
+
+    def current_sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The noisy sketches ``(Y_c, Z)`` of the prefix ``[1, time]``: the sum of its nodes."""
+        if self.time == 0:
+            raise ValueError(f"{type(self).__name__}: nothing to release before the first step.")
+        Y: np.ndarray | None = None
+        ZT: np.ndarray | None = None
+        for level in sorted(self._nodes, reverse=True):  # time order
+            y, zt = self._nodes[level]
+            Y = y.copy() if Y is None else Y + y
+            ZT = zt.copy() if ZT is None else ZT + zt
+        assert Y is not None and ZT is not None
+        return Y, ZT.T
+
+    # -- time steps ----------------------------------------------------------------------------
+    def step(self, rows: Any = (), cols: Any = (), values: Any = ()) -> None:
+        """Advance time by one with the batch ``A[rows[e], cols[e]] += values[e]`` (may be empty).
+
+        The batch is validated as in :meth:`TurnstileLRF.update_many
+        <dpspectral.lowrank.streaming.TurnstileLRF.update_many>`; on an error (or past the horizon) a
+        ValueError is raised and the state and the time are unchanged.
+        """
+        owner = f"{type(self).__name__}.step"
+        if self.time >= self.horizon:
+            raise ValueError(f"{owner}: the horizon T = {self.horizon} is reached; no more steps.")
+        r, c, x = check_entries(rows, cols, values, self.shape, owner)
+        if self.transposed:
+            r, c = c, r
+        m, n = self._inner_shape
+        tau = self.time + 1
+        level = (tau & -tau).bit_length() - 1  # the node completed at tau: [tau - 2^level + 1, tau]
+        Y = np.zeros((m, self.sizes.t))
+        ZT = np.zeros((n, self.sizes.v))
+        if x.size:
+            _entry_kernel(Y, ZT, self._Phi, self._ST, r, c, x)
+        for child in range(level):  # the prefix nodes it replaces: exact sums = noisy - own noise
+            y, zt = self._nodes[child]
+            N1, N2 = self.node_noise(child, ((tau - 1) >> child) - 1)
+            Y += y - N1
+            ZT += zt - N2.T
+        N1, N2 = self.node_noise(level, (tau >> level) - 1)
+        Y += N1
+        ZT += N2.T
+        if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
+            raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
+        for child in range(level):
+            del self._nodes[child]
+        self._nodes[level] = (Y, ZT)
+        self.time = tau
+
+    # -- releases ------------------------------------------------------------------------------
+    def release(self) -> LowRankResult:
+        """The rank-k factorization of the prefix matrix at the current time (post-processing).
+
+        Returns
+        -------
+        LowRankResult
+            U (m, k), S (k,), V (n, k); diagnostics ``time``, ``horizon``, ``levels``, ``nodes``, ``sigma``
+            (per node), ``noise_std`` (``sqrt(len(nodes)) sigma``), ``sensitivity``, ``t``, ``v``,
+            ``sketch_seed``, ``transposed``, ``seconds``.
+        """
+        t0 = time.perf_counter()
+        Y, Z = self.current_sketches()
+        U, s, V = frobenius_release(Y, Z, self._S, self.rank)
+        nodes = self.nodes
+        diag = {"time": self.time, "horizon": self.horizon, "levels": self.levels, "nodes": nodes,
+                "sigma": self.sigma, "noise_std": float(np.sqrt(len(nodes))) * self.sigma,
+                "sensitivity": self.sensitivity, "t": self.sizes.t, "v": self.sizes.v,
+                "sketch_seed": self.sketch_seed, "transposed": self.transposed,
+                "seconds": time.perf_counter() - t0}
+        return _result(U, s, V, self.transposed, self.privacy, diag)
+
+    def stream(self, batches: Iterable[tuple[Any, Any, Any]]) -> Iterator[LowRankResult]:
+        """For each ``(rows, cols, values)`` batch: :meth:`step`, then yield :meth:`release`."""
+        for rows, cols, values in batches:
+            self.step(rows, cols, values)
+            yield self.release()
+
+    def __repr__(self) -> str:
+        m, n = self.shape
+        return (f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, horizon={self.horizon}, "
+                f"time={self.time}, levels={self.levels}, epsilon={self.privacy.epsilon:.4g})")

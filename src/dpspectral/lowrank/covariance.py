@@ -1,0 +1,224 @@
+"""Private-Covariance-LRF (Upadhyay, NeurIPS 2018, Appendix F, Figure 7; Theorem 49 / Corollary 4).
+
+Rows ``a_1, a_2, ...`` of a matrix A (n_features columns) arrive one at a time; the state is the turnstile
+Priv2 sketch pair (Figure 6, :mod:`.streaming`) of the covariance ``C = A^T A`` (n_features x n_features):
+a row a adds the rank-one ``a a^T`` to C, i.e. ``Y_c += a (a^T Phi)`` and ``Z += (S a) a^T``. The release is
+the rank-k factorization of C (spec §6, ``../shared/papers/spec-lowrank.md``), with target
+``||A^T A - M_k||_F <= (1 + alpha) ||A^T A - [A^T A]_k||_F + O(sqrt(n k) sigma)``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_generator, check_mechanism_inputs
+from ..privacy.accounting import Accountant, certify_release
+from ..privacy.budget import Relation
+from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
+from ..results import LowRankResult
+from .factorization import (
+    Calibration,
+    _seed,
+    check_rank,
+    frobenius_noise,
+    frobenius_release,
+    frobenius_sketches,
+)
+from .sketches import sketch_sizes
+from .streaming import read_only
+
+__all__ = ["CovarianceLRF"]
+
+
+class CovarianceLRF:
+    """Private-Covariance-LRF: streaming rank-k factorization of ``A^T A`` from rows inserted one at a time.
+
+    The state is ``Y_c = C Phi + N1`` (d x t) and ``Z = S C + N2`` (v x d) for ``C = sum_r a_r a_r^T`` over
+    the (clipped) rows inserted so far, with Gaussian noise drawn at initialisation. A release runs the
+    Private-Frobenius-LRF solve (:func:`~dpspectral.lowrank.factorization.frobenius_release`) on the state:
+    ``U diag(S) V^T`` approximates C; C is symmetric, so U and V agree up to signs and noise.
+
+    Parameters
+    ----------
+    n_features : int
+        d, the number of columns of A (public).
+    rank : int
+        k in [1, d].
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    relation : {"add_remove", "replace_one"}
+        Neighbouring data sets: one row added or removed (default), or one row replaced.
+    row_norm : float
+        Public bound C_r on the Euclidean norm of every row.
+    on_norm_violation : {"clip", "raise"}
+        Rows above ``row_norm`` are scaled down to it (default) or refused with a ValueError.
+    calibration : {"tight", "paper"}
+        As in :func:`~dpspectral.lowrank.factorization.frobenius_noise`.
+    alpha : float in (0, 1)
+        Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by d.
+    t, v : int, optional
+        Explicit sketch sizes.
+    sketch_failure_share : float in (0, 1)
+        Share of delta for the sketches' norm bounds failing.
+    sketch_seed : int, optional
+        Seed of the public sketches Phi (d x t) and S (v x d) (drawn from ``random_state`` if None).
+    accountant : Accountant, optional
+        Ledger; the release is recorded at initialisation, before any noise is drawn.
+    random_state : None, int, SeedSequence or Generator
+
+    Attributes
+    ----------
+    privacy : PrivacyReport
+    n_rows : int
+        Rows inserted so far (the caller's own count; released in the diagnostics only under
+        ``replace_one``, where the number of rows is public).
+    sigma, sensitivity : float
+    bound : float
+        The Frobenius bound on the change of C between neighbours (see Privacy).
+
+    Privacy
+    -------
+    Relation ``add_remove`` or ``replace_one`` on the rows of A, each of norm at most ``C_r`` after
+    clipping (a per-row map, so neighbours stay neighbours). Sensitivity of C = A^T A in Frobenius norm:
+    adding or removing a row a changes C by ``a a^T``, with ``||a a^T||_F = ||a||^2 <= C_r^2``; replacing a by
+    a' changes it by ``E = a' a'^T - a a^T`` with
+    ``||E||_F^2 = ||a'||^4 + ||a||^4 - 2 (a^T a')^2 <= 2 C_r^4``, so ``||E||_F <= sqrt(2) C_r^2`` (attained
+    for orthogonal rows of norm C_r). So neighbouring data sets give Priv2-neighbouring covariances
+    with bound ``b = C_r^2`` (add/remove) or ``b = sqrt(2) C_r^2`` (replace-one); C_r is taken with the
+    library's rounding slack (:func:`~dpspectral.privacy.clipping.sensitivity_norm`). The Priv2 sketch
+    pair then has L2 sensitivity ``b sqrt(c_t + c_v)`` except with probability ``2 delta_s``
+    (:func:`~dpspectral.lowrank.factorization.frobenius_noise` with ``bound=b``): events
+    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent at
+    initialisation. As for :class:`~dpspectral.lowrank.streaming.TurnstileLRF`, the guarantee covers one
+    snapshot of the state; :meth:`release` is post-processing of it.
+    """
+
+    mechanism = "covariance_lrf"
+
+    def __init__(
+        self, n_features: int, rank: int, *, epsilon: float, delta: float,
+        relation: Relation | str = "add_remove", row_norm: float = 1.0,
+        on_norm_violation: NormViolation = "clip", calibration: Calibration = "tight", alpha: float = 0.25,
+        t: int | None = None, v: int | None = None, sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+    ) -> None:
+        owner = type(self).__name__
+        budget, rel, C_r = check_mechanism_inputs(
+            epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+            on_norm_violation=on_norm_violation, owner=owner,
+            allowed_relations=(Relation.ADD_REMOVE, Relation.REPLACE_ONE),
+        )
+        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
+            raise ValueError(
+                f"The 'n_features' parameter of {owner} must be an int >= 1. Got {n_features!r}."
+            )
+        d = int(n_features)
+        k = check_rank(rank, d, d, owner)
+        sizes = sketch_sizes(k, alpha, d, d, t=t, v=v, owner=owner)
+        scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
+        b = scale * sensitivity_norm(C_r) ** 2
+        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
+                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+        notes = (f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
+                 f"between {rel.value} neighbours.", *noise.notes)
+        self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
+                                       calibration=calibration, notes=notes, stacklevel=3)
+        rng = as_generator(random_state)
+        self.sketch_seed = _seed(sketch_seed, rng)
+        if accountant is not None:
+            accountant.spend(self.privacy.event, rel, label=self.mechanism)
+        self.n_features = d
+        self.rank = k
+        self.sizes = sizes
+        self.row_norm = C_r
+        self.on_norm_violation: NormViolation = on_norm_violation
+        self.relation = rel
+        self.bound = b
+        self.sigma = noise.sigma
+        self.sensitivity = noise.sensitivity
+        self._Phi, self._S = frobenius_sketches(d, d, sizes, self.sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
+        self._Y = rng.normal(0.0, noise.sigma, size=(d, sizes.t))  # N1
+        self._ZT = np.ascontiguousarray(rng.normal(0.0, noise.sigma, size=(sizes.v, d)).T)  # N2^T
+        self.n_rows = 0
+
+    @property
+    def Y_c(self) -> np.ndarray:
+        """``C Phi + N1`` (d x t), read-only."""
+        return read_only(self._Y)
+
+    @property
+    def Z(self) -> np.ndarray:
+        """``S C + N2`` (v x d), read-only."""
+        return read_only(self._ZT.T)
+
+    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The public sketches ``(Phi, S)``, read-only."""
+        return read_only(self._Phi), read_only(self._S)
+
+    def insert(self, row: Any) -> None:
+        """Insert one row a (length d): ``C += a a^T`` (after clipping to ``row_norm``)."""
+        a = np.asarray(row.toarray() if sp.issparse(row) else row)
+        if a.ndim != 1 and not (a.ndim == 2 and a.shape[0] == 1):
+            raise ValueError(f"{type(self).__name__}.insert: a row must be 1-D. Got shape {a.shape}.")
+        self.insert_many(a.reshape(1, -1))
+
+    def insert_many(self, rows: Any) -> None:
+        """Insert the rows of a (b, d) array (dense or sparse), in one batch.
+
+        Rows are checked (finite, d columns) and clipped to ``row_norm`` (or refused with
+        ``on_norm_violation="raise"``) before anything is applied: on an error the state is unchanged.
+        """
+        owner = f"{type(self).__name__}.insert_many"
+        X = rows.toarray() if sp.issparse(rows) else rows
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{owner}: rows must be a numeric 2-D array ({exc}).") from exc
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"{owner}: rows must have shape (b, {self.n_features}). Got {X.shape}.")
+        if X.shape[0] == 0:
+            return
+        bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+        if bad.size:
+            raise ValueError(
+                f"{owner}: row {int(bad[0])} of this batch contains NaN or infinity. Nothing was applied."
+            )
+        Xc, _ = clip_rows(X, self.row_norm, on_norm_violation=self.on_norm_violation, first_row=self.n_rows)
+        Xc = np.asarray(Xc)
+        Y = self._Y + Xc.T @ (Xc @ self._Phi)  # C Phi gains a (a^T Phi) per row
+        ZT = self._ZT + Xc.T @ (Xc @ self._ST)  # (S C)^T gains a (S a)^T per row
+        if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):  # pragma: no cover - needs a huge row_norm
+            raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
+        self._Y, self._ZT = Y, ZT
+        self.n_rows += int(X.shape[0])
+
+    def release(self) -> LowRankResult:
+        """The rank-k factorization ``A^T A ~ U diag(S) V^T`` from the current state (post-processing).
+
+        Returns
+        -------
+        LowRankResult
+            U (d, k), S (k,), V (d, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``bound``,
+            ``sketch_seed``, ``seconds`` and, under ``replace_one`` only, ``n_rows``.
+        """
+        t0 = time.perf_counter()
+        U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
+        diag: dict[str, Any] = {
+            "t": self.sizes.t, "v": self.sizes.v, "sigma": self.sigma, "sensitivity": self.sensitivity,
+            "noise_multiplier": self.sigma / self.sensitivity, "bound": self.bound,
+            "sketch_seed": self.sketch_seed,
+        }
+        if self.relation is Relation.REPLACE_ONE:
+            diag["n_rows"] = self.n_rows
+        diag["seconds"] = time.perf_counter() - t0
+        return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(n_features={self.n_features}, rank={self.rank}, t={self.sizes.t}, "
+                f"v={self.sizes.v}, {self.relation.value}, epsilon={self.privacy.epsilon:.4g})")

@@ -1,0 +1,677 @@
+"""Turnstile streaming Private-Frobenius-LRF (Upadhyay, NeurIPS 2018, Figure 6; Theorem 48).
+
+The Priv2 sketches of :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`, ``Y_c = A Phi + N1``
+(m x t) and ``Z = S A + N2`` (v x n), are linear in A, so they can be maintained under turnstile updates
+``(i, j, delta)``: ``A_ij += delta`` adds ``delta Phi[j, :]`` to row i of ``Y_c`` and ``delta S[:, i]`` to
+column j of ``Z``. The Gaussian noise is added once, at initialisation (``Y_c <- N1``, ``Z <- N2``), so the
+state is private from the start and equals the one-shot sketches of the matrix the stream has built
+(spec §5, ``../shared/papers/spec-lowrank.md``). A release is post-processing of the state
+(:func:`~dpspectral.lowrank.factorization.frobenius_release`).
+
+The public sketches Phi and S are regenerated from the public ``sketch_seed``; they are never stored.
+A state can be checkpointed to one ``.npz`` file, written atomically, with a checksum
+(:meth:`TurnstileLRF.save` and :meth:`TurnstileLRF.load`).
+
+The entry updates run in a compiled loop (numba) over the batch in its given order: ``update_many``
+gives bit for bit the state of the same ``update`` calls one by one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import numbers
+import os
+import tempfile
+import time
+import warnings
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+
+from .._validation import as_generator, check_choice
+from ..privacy.accounting import Accountant, PrivacyReport, certify_release
+from ..privacy.budget import Relation, UncertifiedPrivacyWarning
+from ..results import LowRankResult
+from .factorization import (
+    Calibration,
+    FrobeniusNoise,
+    _budget,
+    _relation,
+    _result,
+    _seed,
+    check_positive,
+    check_rank,
+    frobenius_noise,
+    frobenius_release,
+    frobenius_sketches,
+)
+from .sketches import SketchSizes, sketch_sizes
+
+__all__ = ["STATE_FORMAT_VERSION", "StateFileError", "TurnstileConfig", "TurnstileLRF"]
+
+#: Version of the ``.npz`` state format written by :meth:`TurnstileLRF.save`.
+STATE_FORMAT_VERSION = 1
+
+#: An in-place batch is applied only when a bound on every intermediate |entry| stays below this, so
+#: that no entry can overflow; otherwise the batch is applied to a copy that is checked first.
+_SAFE_MAGNITUDE = 1e300
+
+_STATE_KEYS = ("Y_c", "Z", "config", "n_updates", "format_version", "checksum")
+
+
+class StateFileError(ValueError):
+    """A state file is corrupt, truncated, of another format, or of another configuration."""
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled update loop and input validation (shared with .continual)
+# ----------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, fastmath=False, nogil=True)
+def _entry_kernel(Y, ZT, Phi, ST, rows, cols, vals):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``Y[i] += d Phi[j]`` and ``ZT[j] += d ST[i]`` for each entry update ``(i, j, d)``, in order.
+
+    ``Y`` (m x t) is ``Y_c``; ``ZT`` (n x v) is ``Z^T``; ``Phi`` (n x t); ``ST`` (m x v) is ``S^T``. The
+    indices are validated by the caller (no bounds checks here).
+    """
+    t = Y.shape[1]
+    v = ZT.shape[1]
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        d = vals[e]
+        for a in range(t):
+            Y[i, a] += d * Phi[j, a]
+        for a in range(v):
+            ZT[j, a] += d * ST[i, a]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _index_array(obj: Any, name: str, size: int, axis: str, owner: str) -> np.ndarray:
+    a = np.asarray(obj)
+    if a.ndim != 1:
+        raise ValueError(f"{owner}: '{name}' must be a 1-D array of indices. Got shape {a.shape}.")
+    if a.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{owner}: '{name}' must hold integers. Got an array of dtype {a.dtype}.")
+    bad = np.flatnonzero((a < 0) | (a >= size))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(
+            f"{owner}: {name}[{k}] = {int(a[k])} is out of range: a {axis} index must be in [0, {size}) "
+            f"({bad.size} out-of-range entries in this batch). Nothing was applied."
+        )
+    return a.astype(np.int64, copy=False)
+
+
+def check_entries(
+    rows: Any, cols: Any, values: Any, shape: tuple[int, int], owner: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a batch of entry updates ``A[rows[e], cols[e]] += values[e]`` for an ``shape`` matrix.
+
+    Returns int64 ``rows``, ``cols`` and float64 ``values`` (1-D, equal lengths, indices in range, values
+    finite). Raises a ValueError naming the first bad index or value; nothing is applied by the caller then.
+    """
+    r = _index_array(rows, "rows", shape[0], "row", owner)
+    c = _index_array(cols, "cols", shape[1], "column", owner)
+    x = np.asarray(values)
+    if x.ndim != 1:
+        raise ValueError(f"{owner}: 'values' must be a 1-D array. Got an array of shape {x.shape}.")
+    if x.size and x.dtype.kind not in "iuf":
+        raise ValueError(f"{owner}: 'values' must be real numbers. Got an array of dtype {x.dtype}.")
+    if not r.size == c.size == x.size:
+        raise ValueError(
+            f"{owner}: rows, cols and values must have the same length. Got {r.size}, {c.size} and {x.size}."
+        )
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(
+            f"{owner}: values[{k}] = {x[k]!r} is not finite ({bad.size} non-finite values in this batch). "
+            "Nothing was applied."
+        )
+    return r, c, x
+
+
+def check_entry(i: Any, j: Any, delta: Any, shape: tuple[int, int], owner: str) -> None:
+    """Validate one entry update ``(i, j, delta)`` (ints in range, a finite real delta)."""
+    for name, value, size, axis in (("i", i, shape[0], "row"), ("j", j, shape[1], "column")):
+        if not _is_int(value):
+            raise ValueError(f"{owner}: the {axis} index '{name}' must be an int. Got {value!r}.")
+        if not 0 <= int(value) < size:
+            raise ValueError(
+                f"{owner}: {name} = {int(value)} is out of range: a {axis} index must be in [0, {size})."
+            )
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not math.isfinite(delta):
+        raise ValueError(f"{owner}: 'delta' must be a finite real number. Got {delta!r}.")
+
+
+def _max_abs(*arrays: np.ndarray) -> float:
+    return max((float(np.max(np.abs(a))) if a.size else 0.0) for a in arrays)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration and state files
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnstileConfig:
+    """Everything public that defines a :class:`TurnstileLRF` state (its noise plan and sketches).
+
+    Two states can be combined or compared only if their configurations are equal. ``shape`` is in the
+    caller's orientation; ``t`` and ``v`` are the resolved sketch sizes.
+    """
+
+    shape: tuple[int, int]
+    rank: int
+    t: int
+    v: int
+    sketch_seed: int
+    epsilon: float
+    delta: float
+    relation: str
+    calibration: str
+    bound: float
+    alpha: float
+    sketch_failure_share: float
+
+    kind = "turnstile_lrf"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["shape"] = [int(s) for s in self.shape]
+        return {"kind": self.kind, **d}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnstileConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kind = data.get("kind", cls.kind)
+        if kind != cls.kind:
+            raise StateFileError(f"The state holds a {kind!r} state, not a {cls.kind!r} state.")
+        missing = sorted(names - set(data))
+        if missing:
+            raise StateFileError(f"The state's configuration lacks the fields {missing}.")
+        shape = data["shape"]
+        return cls(
+            shape=(int(shape[0]), int(shape[1])), rank=int(data["rank"]), t=int(data["t"]), v=int(data["v"]),
+            sketch_seed=int(data["sketch_seed"]), epsilon=float(data["epsilon"]), delta=float(data["delta"]),
+            relation=str(data["relation"]), calibration=str(data["calibration"]), bound=float(data["bound"]),
+            alpha=float(data["alpha"]), sketch_failure_share=float(data["sketch_failure_share"]),
+        )
+
+    def differences(self, expected: TurnstileConfig | Mapping[str, Any]) -> list[str]:
+        """``"name: this != expected"`` for every field that differs (a mapping checks only its keys)."""
+        mine = self.to_dict()
+        other = expected.to_dict() if isinstance(expected, TurnstileConfig) else dict(expected)
+        unknown = sorted(set(other) - set(mine))
+        if unknown:
+            raise ValueError(f"Unknown configuration fields {unknown}; known: {sorted(mine)}.")
+        out = []
+        for key, want in other.items():
+            have = mine[key]
+            if key == "shape":
+                want = [int(s) for s in want]
+            elif key == "relation" and isinstance(want, Relation):
+                want = want.value
+            if have != want:
+                out.append(f"{key}: {have!r} (file) != {want!r} (expected)")
+        return out
+
+
+def state_checksum(config_json: str, n_updates: int, arrays: Mapping[str, np.ndarray]) -> str:
+    """sha256 over the format version, the configuration JSON, the update count and the arrays' bytes."""
+    h = hashlib.sha256()
+    h.update(f"dpspectral-sketch-state/{STATE_FORMAT_VERSION}\n".encode())
+    h.update(config_json.encode("utf-8") + b"\n")
+    h.update(f"{int(n_updates)}\n".encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{a.dtype.str}:{a.shape}\n".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform / file system allows it
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_state_file(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> Path:
+    """Write ``arrays`` to ``path`` as one ``.npz``: a temporary file in the same folder, fsync, os.replace.
+
+    A crash at any point leaves either the previous file or the new one at ``path``, never a mix (a
+    crash before the replace may leave a ``.<name>.*.tmp`` file behind, which is safe to delete).
+    """
+    target = Path(path)
+    folder = target.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+    return target
+
+
+def read_state_file(path: str | os.PathLike[str], required: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Read every array of a state ``.npz`` (no pickles); a clear :class:`StateFileError` if unreadable."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"No state file at {p}.")
+    try:
+        loaded = np.load(p, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise StateFileError(f"{p} holds a single .npy array, not a state file (.npz).")
+        with loaded as npz:
+            data = {name: npz[name] for name in npz.files}
+    except StateFileError:
+        raise
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise StateFileError(
+            f"Cannot read the state file {p}: it is corrupt or truncated ({type(exc).__name__}: {exc})."
+        ) from exc
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise StateFileError(f"{p} is not a complete state file: it lacks {missing}.")
+    return data
+
+
+def verified_state(
+    path: str | os.PathLike[str], data: Mapping[str, np.ndarray], array_names: tuple[str, ...]
+) -> tuple[dict[str, Any], int]:
+    """Check the format version and the checksum of a read state; return (config dict, n_updates)."""
+    try:
+        version = int(data["format_version"])
+        config_json = str(data["config"][()])
+        n_updates = int(data["n_updates"])
+        checksum = str(data["checksum"][()])
+    except (TypeError, ValueError, IndexError) as exc:
+        raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
+    if version != STATE_FORMAT_VERSION:
+        raise StateFileError(
+            f"{path}: state format version {version}; this version of dpspectral reads version "
+            f"{STATE_FORMAT_VERSION}."
+        )
+    want = state_checksum(config_json, n_updates, {k: data[k] for k in array_names})
+    if want != checksum:
+        raise StateFileError(f"{path}: checksum mismatch: the file is corrupt (or was edited).")
+    try:
+        config = json.loads(config_json)
+    except json.JSONDecodeError as exc:  # pragma: no cover - the checksum covers the JSON
+        raise StateFileError(f"{path}: unreadable configuration ({exc}).") from exc
+    if n_updates < 0:
+        raise StateFileError(f"{path}: negative update count {n_updates}.")
+    return config, n_updates
+
+
+# ----------------------------------------------------------------------------------------------
+# the streaming state
+# ----------------------------------------------------------------------------------------------
+
+
+class TurnstileLRF:
+    """Turnstile streaming Private-Frobenius-LRF (Priv2; Upadhyay's Figure 6, Theorem 48).
+
+    Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
+    entry updates so far (A = 0 at initialisation). The noise is drawn at initialisation, after the budget
+    is spent on ``accountant``; every later method is post-processing of the state and of the public
+    sketches. Orientation: as :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`, the state
+    is kept for ``A^T`` when m > n (updates swap i and j, the release swaps U and V), so the sketches,
+    the noise and the release are those of the one-shot function with the same ``random_state``.
+
+    Parameters
+    ----------
+    shape : tuple of int (m, n)
+        Shape of the streamed matrix (public).
+    rank : int
+        k in [1, min(m, n)].
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    relation : {"priv2", "priv1"}
+        Priv2 (default) covers Priv1; the noise is the same.
+    calibration : {"tight", "paper"}
+        As in :func:`~dpspectral.lowrank.factorization.frobenius_noise`.
+    alpha : float in (0, 1)
+        Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
+    t, v : int, optional
+        Explicit sketch sizes.
+    bound : float
+        Public scale b of the relation: neighbouring matrices differ by ``||A - A'||_F <= b``.
+    sketch_failure_share : float in (0, 1)
+        Share of delta for the sketches' norm bounds failing.
+    sketch_seed : int, optional
+        Seed of the public sketches Phi, S (drawn from ``random_state`` if None).
+    accountant : Accountant, optional
+        Ledger; the release is recorded there at initialisation, before any noise is drawn. A refusal
+        (:class:`~dpspectral.privacy.budget.BudgetExceededError`) creates no state.
+    random_state : None, int, SeedSequence or Generator
+        Source of the noise (and of ``sketch_seed`` when None).
+
+    Attributes
+    ----------
+    privacy : PrivacyReport
+        What the state (and so every release) certifies.
+    n_updates : int
+        Entry updates applied so far (stream metadata: see the Privacy section).
+    sizes : SketchSizes
+    sigma, sensitivity : float
+        Noise std of every entry of N1, N2 and the per-pair L2 sensitivity of ``(Y_c, Z)``.
+    transposed : bool
+        Whether the state is kept for ``A^T`` (m > n).
+
+    Privacy
+    -------
+    Relation Priv2 (``||A - A'||_F <= b``, hence Priv1) between the matrices the streams build. The
+    state is ``(A Phi + N1, S A + N2)``, the one-shot Priv2 sketches: for E = A - A',
+    ``||E Phi||_F^2 <= c_t b^2`` and ``||S E||_F^2 <= c_v b^2`` except with probability delta_s each
+    (Laurent–Massart, for the data-independent Gaussian sketches), so one Gaussian mechanism with L2
+    sensitivity ``b sqrt(c_t + c_v)``. Events: ``GaussianDpEvent(sigma / Delta)`` and
+    ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent once, at initialisation. :meth:`release` and
+    :meth:`save` read only the state and the public sketches.
+
+    The guarantee covers one snapshot of the state. Two snapshots of one stream at different times
+    (two releases with updates in between, or a published file and a later release) share N1, N2, so
+    their difference reveals the updates in between without noise; :meth:`release` warns when it is
+    called after the state changed since a previous release. Use
+    :class:`~dpspectral.lowrank.continual.ContinualLRF` for releases at many times. ``n_updates`` is
+    a count of stream items, not a function of the matrix: it is not covered by the guarantee.
+    """
+
+    mechanism = "turnstile_lrf"
+
+    def __init__(
+        self, shape: tuple[int, int], rank: int, *, epsilon: float, delta: float,
+        relation: Relation | str = "priv2", calibration: Calibration = "tight", alpha: float = 0.25,
+        t: int | None = None, v: int | None = None, bound: float = 1.0, sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+    ) -> None:
+        owner = type(self).__name__
+        budget = _budget(epsilon, delta, owner)
+        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+        check_choice(calibration, "calibration", ("tight", "paper"), owner)
+        b = check_positive(bound, "bound", owner)
+        m_user, n_user = _check_shape(shape, owner)
+        transposed = m_user > n_user
+        m, n = (n_user, m_user) if transposed else (m_user, n_user)
+        k = check_rank(rank, m, n, owner)
+        sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
+        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
+                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+        report = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
+                                 calibration=calibration, notes=noise.notes, stacklevel=3)
+        rng = as_generator(random_state)
+        seed = _seed(sketch_seed, rng)
+        if accountant is not None:
+            accountant.spend(report.event, rel, label=self.mechanism)
+        config = TurnstileConfig(
+            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v, sketch_seed=seed, epsilon=budget.epsilon,
+            delta=budget.delta, relation=rel.value, calibration=calibration, bound=b, alpha=float(alpha),
+            sketch_failure_share=float(sketch_failure_share),
+        )
+        Y = rng.normal(0.0, noise.sigma, size=(m, sizes.t))  # N1
+        Z = rng.normal(0.0, noise.sigma, size=(sizes.v, n))  # N2
+        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), 0)
+
+    # -- construction shared by __init__ and load ------------------------------------------------
+    def _build(self, config: TurnstileConfig, noise: FrobeniusNoise, report: PrivacyReport, Y: np.ndarray,
+               ZT: np.ndarray, n_updates: int) -> None:
+        self._config = config
+        self.shape = config.shape
+        self.rank = config.rank
+        self.transposed = config.shape[0] > config.shape[1]
+        m, n = config.shape[::-1] if self.transposed else config.shape
+        self._inner_shape = (m, n)
+        self.sizes = SketchSizes(t=config.t, v=config.v)
+        self.sketch_seed = config.sketch_seed
+        self.sigma = noise.sigma
+        self.sensitivity = noise.sensitivity
+        self.privacy = report
+        Phi, S = frobenius_sketches(m, n, self.sizes, config.sketch_seed)
+        self._Phi = Phi
+        self._S = S
+        self._ST = np.ascontiguousarray(S.T)
+        self._Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self._ZT = np.ascontiguousarray(ZT, dtype=np.float64)
+        self.n_updates = int(n_updates)
+        self._sketch_max = _max_abs(Phi, S)
+        self._mag = _max_abs(self._Y, self._ZT)
+        self._released_at: int | None = None
+        self._warned = False
+
+    @staticmethod
+    def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyReport]:
+        """The noise plan and privacy report of a configuration (no spending, no noise)."""
+        budget = _budget(config.epsilon, config.delta, owner)
+        rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
+        sizes = SketchSizes(t=config.t, v=config.v)
+        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=config.bound,
+                                calibration=config.calibration,  # type: ignore[arg-type]
+                                alpha=config.alpha, sketch_failure_share=config.sketch_failure_share,
+                                owner=owner)
+        report = certify_release(noise.events, mechanism=TurnstileLRF.mechanism, budget=budget, relation=rel,
+                                 calibration=config.calibration, notes=noise.notes, stacklevel=4)
+        return noise, report
+
+    # -- reading -------------------------------------------------------------------------------
+    @property
+    def config(self) -> TurnstileConfig:
+        """The public configuration (compare with :meth:`TurnstileConfig.differences`)."""
+        return self._config
+
+    @property
+    def Y_c(self) -> np.ndarray:
+        """``A Phi + N1`` (read-only view; m x t, or n x t of ``A^T`` when ``transposed``)."""
+        return read_only(self._Y)
+
+    @property
+    def Z(self) -> np.ndarray:
+        """``S A + N2`` (read-only view; v x n, or v x m of ``A^T`` when ``transposed``)."""
+        return read_only(self._ZT.T)
+
+    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The public sketches ``(Phi, S)`` of the (possibly transposed) state, read-only."""
+        return read_only(self._Phi), read_only(self._S)
+
+    def __repr__(self) -> str:
+        m, n = self.shape
+        return (f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, t={self.sizes.t}, "
+                f"v={self.sizes.v}, n_updates={self.n_updates}, {self.privacy.relation.value}, "
+                f"epsilon={self.privacy.epsilon:.4g})")
+
+    # -- updates -------------------------------------------------------------------------------
+    def update(self, i: int, j: int, delta: float) -> None:
+        """``A[i, j] += delta``: ``Y_c[i, :] += delta Phi[j, :]``, ``Z[:, j] += delta S[:, i]``.
+
+        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta.
+        """
+        check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
+        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
+        self._apply(np.array([r], dtype=np.int64), np.array([c], dtype=np.int64),
+                    np.array([float(delta)]), "update")
+
+    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
+        """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
+
+        Same result, bit for bit, as calling :meth:`update` for each entry in order. The whole batch is
+        validated first: integer indices in range, finite values, equal lengths; on an error a ValueError
+        names the first bad index or value and the state is unchanged. A batch whose values would
+        overflow float64 in the sketches is refused the same way.
+        """
+        owner = f"{type(self).__name__}.update_many"
+        r, c, x = check_entries(rows, cols, values, self.shape, owner)
+        if self.transposed:
+            r, c = c, r
+        self._apply(r, c, x, owner)
+
+    def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
+        if x.size == 0:
+            return
+        with np.errstate(over="ignore"):  # an overflowing bound is inf: the checked path below
+            inc = float(np.sum(np.abs(x))) * self._sketch_max  # bound on the change of any entry
+        if not self._mag + inc <= _SAFE_MAGNITUDE:
+            self._mag = _max_abs(self._Y, self._ZT)
+        if self._mag + inc <= _SAFE_MAGNITUDE:
+            _entry_kernel(self._Y, self._ZT, self._Phi, self._ST, r, c, x)
+            self._mag += inc
+        else:  # could overflow: apply to a copy and check it before it becomes the state
+            Y, ZT = self._Y.copy(), self._ZT.copy()
+            _entry_kernel(Y, ZT, self._Phi, self._ST, r, c, x)
+            if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
+                k = int(np.argmax(np.abs(x)))
+                raise ValueError(
+                    f"{owner}: the batch overflows float64 in the sketches (largest |value| = "
+                    f"{abs(x[k]):.3g} at position {k}). Nothing was applied."
+                )
+            self._Y, self._ZT = Y, ZT
+            self._mag = _max_abs(Y, ZT)
+        self.n_updates += int(x.size)
+
+    # -- release -------------------------------------------------------------------------------
+    def release(self) -> LowRankResult:
+        """The rank-k factorization ``A ~ U diag(S) V^T`` from the current state (post-processing).
+
+        Steps 2–5 of Private-Frobenius-LRF (:func:`~dpspectral.lowrank.factorization.frobenius_release`).
+        Free of privacy cost for the current state, any number of times; see the class's Privacy section
+        for releases of the same stream at different times.
+
+        Returns
+        -------
+        LowRankResult
+            U (m, k), S (k,), V (n, k); ``privacy`` is :attr:`privacy`; diagnostics ``t``, ``v``,
+            ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed``, ``n_updates``,
+            ``seconds``.
+        """
+        t0 = time.perf_counter()
+        if self._released_at is not None and self._released_at != self.n_updates and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{type(self).__name__}: this release follows an earlier release of the same stream with "
+                f"{self.n_updates - self._released_at:+d} updates in between. The two share the noise, so "
+                "together they reveal those updates without noise: the guarantee covers one snapshot. "
+                "Use ContinualLRF for releases at many times.",
+                UncertifiedPrivacyWarning, stacklevel=2,
+            )
+        self._released_at = self.n_updates
+        U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
+        diag = {"t": self.sizes.t, "v": self.sizes.v, "sigma": self.sigma, "sensitivity": self.sensitivity,
+                "noise_multiplier": self.sigma / self.sensitivity, "sketch_seed": self.sketch_seed,
+                "transposed": self.transposed, "n_updates": self.n_updates,
+                "seconds": time.perf_counter() - t0}
+        return _result(U, s, V, self.transposed, self.privacy, diag)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"Y_c": self._Y, "Z": self._ZT.T}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the state to one ``.npz`` file, atomically (temporary file, fsync, ``os.replace``).
+
+        The file holds the noisy sketches ``Y_c`` and ``Z`` (in the internal orientation, see
+        :attr:`transposed`), the configuration (JSON), the update count, the format version and a sha256
+        checksum. Phi and S are not stored: they are regenerated from ``sketch_seed``. A crash during
+        the save leaves the previous file at ``path`` intact.
+
+        The sketches in the file are the released, noisy state: publishing it is a release like
+        :meth:`release` (same caveats: one snapshot per stream; ``n_updates`` is stream metadata).
+        """
+        arrays = self._arrays()
+        config_json = self._config.to_json()
+        checksum = state_checksum(config_json, self.n_updates, arrays)
+        return write_state_file(path, {
+            **arrays, "config": np.array(config_json), "n_updates": np.array(self.n_updates, dtype=np.int64),
+            "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64), "checksum": np.array(checksum),
+        })
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *,
+             expect: TurnstileConfig | TurnstileLRF | Mapping[str, Any] | None = None) -> TurnstileLRF:
+        """A state saved by :meth:`save`. Spends no budget: the file already holds the noisy state.
+
+        Parameters
+        ----------
+        path : path-like
+        expect : TurnstileConfig, TurnstileLRF or mapping, optional
+            The configuration the caller expects (a mapping checks only the fields it names, e.g.
+            ``{"shape": (m, n), "rank": k}``). A state of another configuration is a :class:`StateFileError`.
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        StateFileError
+            A corrupt or truncated file (unreadable zip, checksum mismatch), another format version, a
+            state of another kind or configuration, or arrays that do not fit the configuration.
+        """
+        owner = f"{cls.__name__}.load"
+        data = read_state_file(path, _STATE_KEYS)
+        cfg_dict, n_updates = verified_state(path, data, ("Y_c", "Z"))
+        config = TurnstileConfig.from_dict(cfg_dict)
+        if expect is not None:
+            want = expect.config if isinstance(expect, TurnstileLRF) else expect
+            diffs = config.differences(want)
+            if diffs:
+                raise StateFileError(
+                    f"{path} holds a state of another configuration: " + "; ".join(diffs) + "."
+                )
+        m_user, n_user = config.shape
+        m, n = (n_user, m_user) if m_user > n_user else (m_user, n_user)
+        Y, Z = data["Y_c"], data["Z"]
+        fits = Y.shape == (m, config.t) and Z.shape == (config.v, n)
+        if not (fits and Y.dtype == np.float64 and Z.dtype == np.float64):
+            raise StateFileError(
+                f"{path}: arrays Y_c {Y.shape} {Y.dtype} and Z {Z.shape} {Z.dtype} do not fit the "
+                f"configuration (expected float64 {(m, config.t)} and {(config.v, n)})."
+            )
+        try:
+            check_rank(config.rank, m, n, owner)
+            noise, report = cls._plan(config, owner)
+        except ValueError as exc:
+            raise StateFileError(f"{path}: invalid configuration ({exc}).") from exc
+        state = cls.__new__(cls)
+        state._build(config, noise, report, Y, Z.T, n_updates)
+        return state
+
+
+def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
+    try:
+        m, n = shape
+    except (TypeError, ValueError):
+        raise ValueError(f"The 'shape' parameter of {owner} must be a pair (m, n). Got {shape!r}.") from None
+    if not (_is_int(m) and _is_int(n) and m >= 1 and n >= 1):
+        raise ValueError(f"The 'shape' parameter of {owner} must be a pair of ints >= 1. Got {shape!r}.")
+    return int(m), int(n)
