@@ -153,7 +153,8 @@ class FrobeniusNoise:
 
 def frobenius_noise(
     epsilon: float, delta: float, sizes: SketchSizes, *, bound: float = 1.0, calibration: Calibration = "tight",
-    alpha: float = 0.25, sketch_failure_share: float = 0.1, levels: int = 1, owner: str = "private_frobenius_lrf",
+    alpha: float = 0.25, sketch_failure_share: float = 0.1, levels: int = 1,
+    owner: str = "private_frobenius_lrf", shape: tuple[int, int] | None = None,
 ) -> FrobeniusNoise:
     """Noise of the Priv2 sketches for a target (epsilon, delta).
 
@@ -164,6 +165,10 @@ def frobenius_noise(
     tree nodes with independent noise) multiplies the joint sensitivity by ``sqrt(levels)``.
     ``sketch_failure_share`` of delta goes to the two sketch failures, the rest to the Gaussian.
 
+    With ``shape=(m, n)`` (the oriented matrix, m <= n) a sketch as large as the dimension it sketches is
+    the identity (:func:`embedding`), whose factor is exactly 1; without it the Gaussian factors are used
+    (never smaller, so still sound).
+
     ``calibration="tight"``: the analytic Gaussian multiplier for (epsilon, delta_g).
     ``calibration="paper"``: ``rho_1 = sqrt((1 + alpha) ln(1/delta)) / epsilon`` times b (spec §2, recalled),
     reported with what the accountant certifies for it under our sensitivity.
@@ -171,7 +176,10 @@ def frobenius_noise(
     share = _check_share(sketch_failure_share, "sketch_failure_share", owner)
     delta_sketch = share * delta
     delta_s = delta_sketch / 2
-    c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
+    if shape is None:
+        c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
+    else:
+        c_t, c_v = embedding_factor(sizes.t, shape[1], delta_s), embedding_factor(sizes.v, shape[0], delta_s)
     sens = bound * math.sqrt((c_t + c_v) * levels)
     notes: list[str] = []
     if calibration == "tight":
@@ -188,12 +196,31 @@ def frobenius_noise(
                           notes=tuple(notes))
 
 
+def embedding(rows: int, cols: int, rng: np.random.Generator, kind: SketchKind = "gaussian") -> Any:
+    """A ``rows x cols`` sketch, or the identity (``cols x cols``) when ``rows >= cols``.
+
+    A square Gaussian matrix is a poor embedding (its condition number grows with the dimension) and
+    no compression is gained: the identity is exact, and its per-pair factor is 1.
+    """
+    if rows >= cols:
+        return np.eye(cols)
+    return sketch_matrix(kind, rows, cols, rng)
+
+
+def embedding_factor(rows: int, cols: int, delta_s: float) -> float:
+    """The per-pair factor of :func:`embedding`: 1 for the identity, else ``chi2_factor(rows, delta_s)``."""
+    return 1.0 if rows >= cols else chi2_factor(rows, delta_s)
+
+
 def frobenius_sketches(m: int, n: int, sizes: SketchSizes, sketch_seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The public sketches ``Phi`` (n x t, N(0, 1/t)) and ``S`` (v x m, N(0, 1/v)) from their seed."""
+    """The public sketches ``Phi`` (n x t, N(0, 1/t)) and ``S`` (v x m, N(0, 1/v)) from their seed.
+
+    A sketch as large as its dimension is the identity (:func:`embedding`).
+    """
     rng = np.random.default_rng(sketch_seed)
-    Phi = sketch_matrix("gaussian", sizes.t, n, rng).T
-    S = sketch_matrix("gaussian", sizes.v, m, rng)
-    return np.ascontiguousarray(Phi), S
+    Phi = embedding(sizes.t, n, rng).T
+    S = embedding(sizes.v, m, rng)
+    return np.ascontiguousarray(Phi), np.asarray(S)
 
 
 def frobenius_sketch(B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: np.random.Generator
@@ -247,9 +274,9 @@ def space_optimal_release(
 def _space_optimal_sketches(m: int, N: int, sizes: SketchSizes, sketch_seed: int, kind: SketchKind = "gaussian"
                             ) -> tuple[Any, Any, Any]:
     rng = np.random.default_rng(sketch_seed)
-    Psi = sketch_matrix(kind, sizes.t, m, rng)
-    S = sketch_matrix(kind, sizes.v, m, rng)
-    T = sketch_matrix(kind, sizes.v, N, rng)
+    Psi = embedding(sizes.t, m, rng, kind)
+    S = embedding(sizes.v, m, rng, kind)
+    T = embedding(sizes.v, N, rng, kind)
     return Psi, S, T
 
 
@@ -329,7 +356,7 @@ def optimal_space_lrf(
     rng = as_generator(random_state)
     seed = _seed(None, rng)
     Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
-    Omega = sketch_matrix(sketch, sizes.t, n, rng).T
+    Omega = embedding(sizes.t, n, rng, sketch).T
     Y_c = _dense(B @ Omega)
     Y_r = _dense(Psi @ B)
     Z = _dense(S @ _dense(T @ B.T).T)
@@ -402,7 +429,8 @@ def private_frobenius_lrf(
     k = check_rank(k, m, n, owner)
     sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
     noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                            alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+                            alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
+                            shape=(m, n))
     report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
                              calibration=calibration, notes=noise.notes, stacklevel=3)
     rng = as_generator(random_state)
@@ -454,7 +482,8 @@ def private_space_optimal_lrf(
     gives the smallest ``sigma_min`` for ``(eps_c, delta_c)`` (scaled by b), recorded as an
     ``EpsilonDeltaDpEvent(eps_c, delta_c)``. (2) ``(Y_r, Z)``: with ``Â' - Â = b u z^T``, z = (v, 0),
     ``||Psi u z^T||_F = ||Psi u|| <= sqrt(c_t)`` and ``||S u z^T T^T||_F = ||S u|| ||T z|| <= c_v`` except
-    with probability 3 delta_s, so one Gaussian mechanism of sensitivity ``b sqrt(c_t + c_v^2)``.
+    with probability 3 delta_s, so one Gaussian mechanism of sensitivity ``b sqrt(c_t + c_v^2)`` (a factor
+    is 1 for a sketch that is the identity, :func:`embedding`).
     (3) ``EpsilonDeltaDpEvent(0, 3 delta_s)`` for the sketch failures. ``calibration="tight"`` gives
     ``(input_share eps, rest)`` of epsilon and ``(1 - sketch_failure_share) / 2`` of delta to each part;
     ``"paper"`` uses ``sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta)) / epsilon``,
@@ -481,8 +510,9 @@ def private_space_optimal_lrf(
     delta_sketch = share_s * dlt
     delta_part = (dlt - delta_sketch) / 2
     delta_s = delta_sketch / 3
-    c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
-    d1, d2 = b * math.sqrt(c_t), b * c_v
+    c_psi = embedding_factor(sizes.t, m, delta_s)
+    c_s, c_tt = embedding_factor(sizes.v, m, delta_s), embedding_factor(sizes.v, N, delta_s)
+    d1, d2 = b * math.sqrt(c_psi), b * math.sqrt(c_s * c_tt)
     sens = math.hypot(d1, d2)
     notes: list[str] = []
     if calibration == "tight":
@@ -516,7 +546,7 @@ def private_space_optimal_lrf(
     del Omega
     Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(0.0, sigma1, size=(sizes.t, N))
     SB = _dense((B.T @ S.T).T)  # S A (v x n)
-    Z = SB @ T[:, :n].T + sigma_min * (S @ T[:, n:].T) + rng.normal(0.0, sigma2, size=(sizes.v, sizes.v))
+    Z = SB @ T[:, :n].T + sigma_min * (S @ T[:, n:].T) + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
     U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)
     diag = {"t": sizes.t, "v": sizes.v, "sigma_min": sigma_min, "sigma": sigma1, "sigma_z": sigma2,
             "sensitivity": sens, "epsilon_input": eps_c, "sketch_seed": seed, "transposed": transposed,
