@@ -77,7 +77,7 @@ def assert_unchanged(st: TurnstileLRF, snap) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(40, 70), (70, 40)])
+@pytest.mark.parametrize("shape", [(40, 70), (70, 40), (12, 12)])  # (12, 12): identity sketches
 def test_state_equals_one_shot_sketches(shape):
     rng = np.random.default_rng(0)
     A = rng.normal(size=shape)
@@ -92,7 +92,7 @@ def test_state_equals_one_shot_sketches(shape):
     m, n = B.shape
     sizes = sketch_sizes(k, 0.25, m, m)
     assert (st.sizes.t, st.sizes.v) == (sizes.t, sizes.v)
-    sigma = frobenius_noise(1.0, 1e-6, sizes).sigma
+    sigma = frobenius_noise(1.0, 1e-6, sizes, shape=(m, n)).sigma
     assert st.sigma == sigma
     seed, N1, N2 = reference_noise(11, m, n, sizes.t, sizes.v, sigma)
     assert st.sketch_seed == seed
@@ -234,6 +234,15 @@ def test_accountant_spends_at_init_and_refuses_a_second_state():
     res = st.release()  # releases of the existing state cost nothing
     res2 = st.release()
     assert np.array_equal(res.U, res2.U)
+    assert len(acc.entries) == 1
+
+
+def test_priv1_relation_is_accepted_with_the_same_noise():
+    acc = Accountant(relation="priv1")
+    a = TurnstileLRF((20, 30), 2, relation="priv1", accountant=acc, random_state=0, **KW)
+    b = TurnstileLRF((20, 30), 2, random_state=0, **KW)
+    assert a.privacy.relation.value == "priv1" and a.config.relation == "priv1"
+    assert a.sigma == b.sigma and np.array_equal(a.Y_c, b.Y_c)
     assert len(acc.entries) == 1
 
 
@@ -540,7 +549,7 @@ def test_covariance_state_equals_dense_sketch_of_ata():
     sizes = sketch_sizes(k, 0.25, d, d)
     b = sensitivity_norm(1.0) ** 2
     assert cov.bound == b
-    assert cov.sigma == frobenius_noise(1.0, 1e-6, sizes, bound=b).sigma
+    assert cov.sigma == frobenius_noise(1.0, 1e-6, sizes, bound=b, shape=(d, d)).sigma
     seed, N1, N2 = reference_noise(8, d, d, sizes.t, sizes.v, cov.sigma)
     Phi, S = frobenius_sketches(d, d, sizes, seed)
     np.testing.assert_allclose(cov.Y_c, C @ Phi + N1, rtol=0, atol=1e-11)
@@ -634,8 +643,9 @@ def test_continual_release_equals_one_shot_of_prefix(shape):
     L = cont.levels
     assert L == 5
     sizes = sketch_sizes(k, 0.25, min(shape), min(shape))
-    one_level = frobenius_noise(1.0, 1e-6, sizes)
-    tree = frobenius_noise(1.0, 1e-6, sizes, levels=L)
+    inner = (min(shape), max(shape))
+    one_level = frobenius_noise(1.0, 1e-6, sizes, shape=inner)
+    tree = frobenius_noise(1.0, 1e-6, sizes, levels=L, shape=inner)
     assert cont.sigma == tree.sigma
     assert cont.sensitivity == pytest.approx(math.sqrt(L) * one_level.sensitivity)
     assert cont.privacy.certified

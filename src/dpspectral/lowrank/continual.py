@@ -148,7 +148,7 @@ class ContinualLRF:
         self.sizes = sketch_sizes(self.rank, alpha, m, m, t=t, v=v, owner=owner)
         noise = frobenius_noise(budget.epsilon, budget.delta, self.sizes, bound=b, calibration=calibration,
                                 alpha=float(alpha), sketch_failure_share=sketch_failure_share,
-                                levels=self.levels, owner=owner)
+                                levels=self.levels, owner=owner, shape=(m, n))
         notes = (f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
                  "joint sensitivity sqrt(L) Delta (event-level neighbours).", *noise.notes)
         self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,

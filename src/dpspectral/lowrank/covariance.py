@@ -91,7 +91,8 @@ class CovarianceLRF:
     for orthogonal rows of norm C_r). So neighbouring data sets give Priv2-neighbouring covariances
     with bound ``b = C_r^2`` (add/remove) or ``b = sqrt(2) C_r^2`` (replace-one); C_r is taken with the
     library's rounding slack (:func:`~dpspectral.privacy.clipping.sensitivity_norm`). The Priv2 sketch
-    pair then has L2 sensitivity ``b sqrt(c_t + c_v)`` except with probability ``2 delta_s``
+    pair then has L2 sensitivity ``b sqrt(c_t + c_v)`` (factor 1 for an identity sketch, t = d or v = d)
+    except with probability ``2 delta_s``
     (:func:`~dpspectral.lowrank.factorization.frobenius_noise` with ``bound=b``): events
     ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent at
     initialisation. As for :class:`~dpspectral.lowrank.streaming.TurnstileLRF`, the guarantee covers one
@@ -123,7 +124,8 @@ class CovarianceLRF:
         scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
         b = scale * sensitivity_norm(C_r) ** 2
         noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
+                                shape=(d, d))
         notes = (f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
                  f"between {rel.value} neighbours.", *noise.notes)
         self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,

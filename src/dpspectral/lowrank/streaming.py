@@ -399,8 +399,9 @@ class TurnstileLRF:
     Relation Priv2 (``||A - A'||_F <= b``, hence Priv1) between the matrices the streams build. The
     state is ``(A Phi + N1, S A + N2)``, the one-shot Priv2 sketches: for E = A - A',
     ``||E Phi||_F^2 <= c_t b^2`` and ``||S E||_F^2 <= c_v b^2`` except with probability delta_s each
-    (Laurent–Massart, for the data-independent Gaussian sketches), so one Gaussian mechanism with L2
-    sensitivity ``b sqrt(c_t + c_v)``. Events: ``GaussianDpEvent(sigma / Delta)`` and
+    (Laurent–Massart, for the data-independent Gaussian sketches; a factor is exactly 1 for a sketch as
+    large as its dimension, which is the identity), so one Gaussian mechanism with L2 sensitivity
+    ``b sqrt(c_t + c_v)``. Events: ``GaussianDpEvent(sigma / Delta)`` and
     ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent once, at initialisation. :meth:`release` and
     :meth:`save` read only the state and the public sketches.
 
@@ -431,7 +432,8 @@ class TurnstileLRF:
         k = check_rank(rank, m, n, owner)
         sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
         noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner)
+                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
+                                shape=(m, n))
         report = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
                                  calibration=calibration, notes=noise.notes, stacklevel=3)
         rng = as_generator(random_state)
@@ -476,13 +478,14 @@ class TurnstileLRF:
     @staticmethod
     def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyReport]:
         """The noise plan and privacy report of a configuration (no spending, no noise)."""
+        m, n = sorted(config.shape)
         budget = _budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
         sizes = SketchSizes(t=config.t, v=config.v)
         noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=config.bound,
                                 calibration=config.calibration,  # type: ignore[arg-type]
                                 alpha=config.alpha, sketch_failure_share=config.sketch_failure_share,
-                                owner=owner)
+                                owner=owner, shape=(m, n))
         report = certify_release(noise.events, mechanism=TurnstileLRF.mechanism, budget=budget, relation=rel,
                                  calibration=config.calibration, notes=noise.notes, stacklevel=4)
         return noise, report
@@ -621,6 +624,10 @@ class TurnstileLRF:
     def load(cls, path: str | os.PathLike[str], *,
              expect: TurnstileConfig | TurnstileLRF | Mapping[str, Any] | None = None) -> TurnstileLRF:
         """A state saved by :meth:`save`. Spends no budget: the file already holds the noisy state.
+
+        The file holds only released quantities (the noisy sketches) and public configuration, so it is
+        safe to publish as one snapshot (see the class's Privacy section for several snapshots of one
+        stream, and for ``n_updates``). Loading recomputes the privacy report from the configuration.
 
         Parameters
         ----------
