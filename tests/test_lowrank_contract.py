@@ -38,7 +38,7 @@ def _run(method, A, k, seed, **kw):
 def test_lowrank_methods_are_registered():
     names = set(IDS)
     assert {"private_frobenius_lrf", "private_space_optimal_lrf", "optimal_space_lrf", "hardt_roth",
-            "private_local_lrf"} <= names
+            "private_local_lrf", "turnstile_lrf", "continual_lrf", "covariance_lrf"} <= names
     for m in LOWRANK:
         assert m.family == "lowrank" and m.relations and m.paper and m.summary
 
@@ -47,10 +47,11 @@ def test_lowrank_methods_are_registered():
 def test_shapes_orthonormality_determinism(method, matrix):
     a = _run(method, matrix, 3, seed=5)
     b = _run(method, matrix, 3, seed=5)
-    assert a.U.shape == (60, 3) and a.S.shape == (3,)
+    m, n = (25, 25) if method.name == "covariance_lrf" else (60, 25)  # it factorizes A^T A
+    assert a.U.shape == (m, 3) and a.S.shape == (3,)
     assert np.allclose(a.U.T @ a.U, np.eye(3), atol=1e-8)
     if a.V is not None:
-        assert a.V.shape == (25, 3) and np.allclose(a.V.T @ a.V, np.eye(3), atol=1e-8)
+        assert a.V.shape == (n, 3) and np.allclose(a.V.T @ a.V, np.eye(3), atol=1e-8)
     assert np.all(np.diff(a.S) <= 1e-12) and np.all(a.S >= 0)
     assert np.array_equal(a.U, b.U) and np.array_equal(a.S, b.S)
 
@@ -77,9 +78,9 @@ def test_usable_through_the_estimator(method, matrix):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
         est.fit(matrix)
-    assert est.U_.shape == (60, 2)
+    assert est.U_.shape == ((25, 2) if method.name == "covariance_lrf" else (60, 2))
     if est.V_ is not None:
-        assert est.reconstruct().shape == matrix.shape
+        assert est.reconstruct().shape == ((25, 25) if method.name == "covariance_lrf" else matrix.shape)
     assert (est.privacy_ is None) == (not method.private)
 
 
@@ -107,3 +108,24 @@ def test_estimator_errors(matrix):
         DPLowRank(2, epsilon=1.0, delta=1e-6, method="nope").fit(matrix)
     with pytest.raises(ValueError, match="row_norm"):
         DPLowRank(2, epsilon=1.0, delta=1e-6, method="hardt_roth").fit(matrix)
+
+
+def test_one_call_stream_wrappers_match_their_one_shot_counterparts(matrix):
+    from dpspectral.lowrank import private_frobenius_lrf, turnstile_lrf
+
+    a = turnstile_lrf(matrix, 3, epsilon=1.0, delta=1e-6, random_state=4)
+    b = private_frobenius_lrf(matrix, 3, epsilon=1.0, delta=1e-6, random_state=4)
+    assert np.allclose(a.reconstruct(), b.reconstruct(), atol=1e-8)
+
+
+def test_continual_and_covariance_wrappers_at_huge_epsilon(matrix):
+    from dpspectral.lowrank import continual_lrf, covariance_lrf
+
+    k = 3
+    s = np.linalg.svd(matrix, compute_uv=False)
+    res = continual_lrf(matrix, k, epsilon=1e9, delta=0.5, random_state=0)
+    assert np.linalg.norm(matrix - res.reconstruct()) <= 1.25 * np.sqrt(np.sum(s[k:] ** 2))
+    C = matrix.T @ matrix
+    cov = covariance_lrf(matrix, k, epsilon=1e9, delta=0.5, row_norm=10.0, random_state=0)
+    w = np.linalg.eigvalsh(C)[::-1]
+    assert np.linalg.norm(C - cov.reconstruct()) <= 1.25 * np.sqrt(np.sum(w[k:] ** 2))

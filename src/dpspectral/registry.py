@@ -13,7 +13,10 @@ from typing import Any
 from .local import gaussian as local_gaussian_module
 from .local import lowrank as local_lowrank_module
 from .lowrank import factorization as lowrank_factorization
+from .lowrank.continual import continual_lrf as _continual_lrf
+from .lowrank.covariance import covariance_lrf as _covariance_lrf
 from .lowrank.hardt_roth import hardt_roth as _hardt_roth
+from .lowrank.streaming import turnstile_lrf as _turnstile_lrf
 from .pca import covariance, oja, power, stochastic
 from .privacy.budget import Relation
 
@@ -228,6 +231,46 @@ _TABLE: tuple[Method, ...] = (
         function=lowrank_factorization.private_space_optimal_lrf,
         summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); O((m+n)k/alpha) space",
         options=_LRF_OPTIONS | {"input_share"},
+        task="lowrank",
+    ),
+    Method(
+        name="turnstile_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 6",
+        model="streaming",
+        relations=(_P2, _P1),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=_turnstile_lrf,
+        summary="Turnstile updates A_ij += x on noisy sketches (TurnstileLRF: save/load, release any time)",
+        options=_LRF_OPTIONS | {"batch_size"},
+        task="lowrank",
+    ),
+    Method(
+        name="continual_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 8",
+        model="continual",
+        relations=(_P2, _P1),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=_continual_lrf,
+        summary="Binary-tree continual release over the Priv2 sketches (one row per step; ContinualLRF)",
+        options=_LRF_OPTIONS,
+        task="lowrank",
+    ),
+    Method(
+        name="covariance_lrf",
+        family="lowrank",
+        paper="Upadhyay (NeurIPS 2018), Fig. 7",
+        model="streaming",
+        relations=(_AR, _R1),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=_covariance_lrf,
+        summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
+        options=frozenset({"row_norm", "on_norm_violation", "alpha", "t", "v", "sketch_failure_share",
+                           "sketch_seed", "batch_rows"}),
         task="lowrank",
     ),
     Method(

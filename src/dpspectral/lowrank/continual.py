@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import as_generator, check_choice
 from ..privacy.accounting import Accountant, certify_release
@@ -35,6 +36,7 @@ from .factorization import (
     _relation,
     _result,
     _seed,
+    check_matrix,
     check_positive,
     check_rank,
     frobenius_noise,
@@ -44,7 +46,7 @@ from .factorization import (
 from .sketches import sketch_sizes
 from .streaming import _check_shape, _entry_kernel, _is_int, check_entries, read_only
 
-__all__ = ["ContinualLRF", "dyadic_nodes", "tree_levels"]
+__all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
 
 
 def tree_levels(horizon: int) -> int:
@@ -268,3 +270,38 @@ class ContinualLRF:
         m, n = self.shape
         return (f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, horizon={self.horizon}, "
                 f"time={self.time}, levels={self.levels}, epsilon={self.privacy.epsilon:.4g})")
+
+
+def continual_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
+    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
+    accountant: Accountant | None = None, random_state: Any = None,
+) -> LowRankResult:
+    """Continual release with one row of A per time step (horizon = m); the result is the release at T.
+
+    A :class:`ContinualLRF` of A's shape and horizon m receives row tau at step tau; every intermediate
+    release (the factorization of the first tau rows) is available from the class (:meth:`ContinualLRF.stream`);
+    this function, the registry's entry for the continual model, returns the last one.
+
+    Privacy
+    -------
+    Priv2 (hence Priv1) on the whole matrix, for the whole sequence of releases. Each entry of A is
+    updated at exactly one step (its row's), so for neighbours ``||A - A'||_F <= b`` the node differences
+    ``E_nu`` of one tree level have disjoint row supports and ``sum_nu ||E_nu||_F^2 = ||A - A'||_F^2``: the
+    concatenation of all L levels' node differences is one fixed matrix of squared Frobenius norm at most
+    ``L b^2``, and the two Laurent–Massart bounds on it (failure ``2 delta_s``) give the joint sensitivity
+    ``sqrt(L) b sqrt(c_t + c_v)`` for which the class calibrates (its event-level guarantee is the case of
+    one differing row).
+    """
+    owner = "continual_lrf"
+    M = sp.csr_matrix(check_matrix(A, owner))
+    m = M.shape[0]
+    state = ContinualLRF(M.shape, k, m, epsilon=epsilon, delta=delta, relation=relation,
+                         calibration=calibration, alpha=alpha, t=t, v=v, bound=bound,
+                         sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
+                         accountant=accountant, random_state=random_state)
+    for i in range(m):
+        row = M.getrow(i)
+        state.step(np.full(row.nnz, i), row.indices, row.data)
+    return state.release()

@@ -24,6 +24,7 @@ from ..results import LowRankResult
 from .factorization import (
     Calibration,
     _seed,
+    check_matrix,
     check_rank,
     frobenius_noise,
     frobenius_release,
@@ -32,7 +33,7 @@ from .factorization import (
 from .sketches import sketch_sizes
 from .streaming import read_only
 
-__all__ = ["CovarianceLRF"]
+__all__ = ["CovarianceLRF", "covariance_lrf"]
 
 
 class CovarianceLRF:
@@ -224,3 +225,28 @@ class CovarianceLRF:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(n_features={self.n_features}, rank={self.rank}, t={self.sizes.t}, "
                 f"v={self.sizes.v}, {self.relation.value}, epsilon={self.privacy.epsilon:.4g})")
+
+
+def covariance_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "add_remove",
+    row_norm: float = 1.0, on_norm_violation: NormViolation = "clip", calibration: Calibration = "tight",
+    alpha: float = 0.25, t: int | None = None, v: int | None = None, sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None, batch_rows: int = 10_000, accountant: Accountant | None = None,
+    random_state: Any = None,
+) -> LowRankResult:
+    """Private-Covariance-LRF in one call: the rows of A inserted in blocks, a rank-k factorization of A^T A.
+
+    The result factorizes the n x n matrix ``A^T A`` (U and V are n x k). Privacy as :class:`CovarianceLRF`
+    (row-level, add/remove or replace-one, rows clipped to ``row_norm``).
+    """
+    owner = "covariance_lrf"
+    M = check_matrix(A, owner)
+    state = CovarianceLRF(M.shape[1], k, epsilon=epsilon, delta=delta, relation=relation, row_norm=row_norm,
+                          on_norm_violation=on_norm_violation, calibration=calibration, alpha=alpha, t=t, v=v,
+                          sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
+                          accountant=accountant, random_state=random_state)
+    step = max(1, int(batch_rows))
+    for a in range(0, M.shape[0], step):
+        block = M[a : a + step]
+        state.insert_many(block.toarray() if sp.issparse(block) else block)
+    return state.release()

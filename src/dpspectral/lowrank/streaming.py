@@ -36,6 +36,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import as_generator, check_choice
 from ..privacy.accounting import Accountant, PrivacyReport, certify_release
@@ -48,6 +49,7 @@ from .factorization import (
     _relation,
     _result,
     _seed,
+    check_matrix,
     check_positive,
     check_rank,
     frobenius_noise,
@@ -56,7 +58,7 @@ from .factorization import (
 )
 from .sketches import SketchSizes, sketch_sizes
 
-__all__ = ["STATE_FORMAT_VERSION", "StateFileError", "TurnstileConfig", "TurnstileLRF"]
+__all__ = ["STATE_FORMAT_VERSION", "StateFileError", "TurnstileConfig", "TurnstileLRF", "turnstile_lrf"]
 
 #: Version of the ``.npz`` state format written by :meth:`TurnstileLRF.save`.
 STATE_FORMAT_VERSION = 1
@@ -682,3 +684,31 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     if not (_is_int(m) and _is_int(n) and m >= 1 and n >= 1):
         raise ValueError(f"The 'shape' parameter of {owner} must be a pair of ints >= 1. Got {shape!r}.")
     return int(m), int(n)
+
+
+def turnstile_lrf(
+    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
+    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
+    batch_size: int = 1_000_000, accountant: Accountant | None = None, random_state: Any = None,
+) -> LowRankResult:
+    """Streamed Private-Frobenius-LRF in one call: every non-zero entry of A as a turnstile update.
+
+    A :class:`TurnstileLRF` of A's shape receives the entries (row-major, in batches of ``batch_size``)
+    through :meth:`TurnstileLRF.update_many` and releases once. The final state equals the one-shot
+    sketches, so the result has the law of :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`
+    (the registry's entry for the turnstile model; for a real stream use the class).
+
+    Privacy
+    -------
+    As :class:`TurnstileLRF`: Priv2 (hence Priv1) on the final matrix, one snapshot released.
+    """
+    owner = "turnstile_lrf"
+    M = sp.coo_matrix(check_matrix(A, owner))
+    state = TurnstileLRF(M.shape, k, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration,
+                         alpha=alpha, t=t, v=v, bound=bound, sketch_failure_share=sketch_failure_share,
+                         sketch_seed=sketch_seed, accountant=accountant, random_state=random_state)
+    step = max(1, int(batch_size))
+    for a in range(0, M.nnz, step):
+        state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
+    return state.release()
