@@ -17,7 +17,8 @@ def test_readme_method_table_matches_registry():
     assert m.group(1).strip() == methods_markdown().strip()
 
 
-def test_readme_python_examples_run():
+def test_readme_python_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the examples write files (a turnstile state)
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 2
@@ -27,6 +28,8 @@ def test_readme_python_examples_run():
     assert namespace["Z"].shape == (1797, 10)
     assert namespace["pca"].privacy_.certified
     assert namespace["res"].components.shape == (64, 5)
+    assert namespace["lr"].privacy_.certified and namespace["lr"].U_.shape == (500, 5)
+    assert (tmp_path / "state.npz").exists()
 
 
 def test_architecture_doc_names_existing_modules():
