@@ -8,7 +8,8 @@ Subcommands
 ``demo``       the main job: private PCA on scikit-learn's digits over a grid of epsilons, with a
                report, tables and a plot.
 ``reproduce``  re-run a paper's experiments (``shang2021``: Shang et al. 2021, Figure 1 and Table 3;
-               ``liu2022``: Liu et al. 2022, DP-PCA: error rates, Example 4.1, Figure 1, real data).
+               ``liu2022``: Liu et al. 2022, DP-PCA: error rates, Example 4.1, Figure 1, real data;
+               ``upadhyay2018``: Upadhyay 2018, low-rank factorization, Appendix J Tables 3-11).
 
 Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
 ``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
@@ -492,14 +493,15 @@ def _run_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 
 #: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022")
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018")
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS, help="which paper's experiments to run")
     p.add_argument("--quick", action="store_true",
                    help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats "
-                        "(liu2022: small synthetic n; real data only with --data)")
+                        "(liu2022: small synthetic n; real data only with --data; upadhyay2018: a few rows "
+                        "per table, smallest dimensions)")
     p.add_argument("--data", metavar="DIR", default=None,
                    help="folder with the data sets (default: ../shared/data if it exists; liu2022 skips "
                         "the real data without it)")
@@ -510,11 +512,14 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-rows", type=_positive_int, default=None, metavar="N",
                    help="random subsample of N rows of every data set (default: all; 2000 with --quick)")
     p.add_argument("--epsilons", type=float, nargs="+", metavar="EPS", default=None,
-                   help="override the epsilon grid (liu2022: of the Gaussian and real-data parts)")
+                   help="override the epsilon grid (liu2022: of the Gaussian and real-data parts; "
+                        "upadhyay2018: one epsilon for every private run, default 1)")
     p.add_argument("--k", type=_positive_int, nargs="+", default=None,
                    help="override the list of k (liu2022: of the real-data part)")
     p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist"), default=None,
                    help="data sets (default: a9a mnist)")
+    p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
+                   help="upadhyay2018 only: which Appendix J tables to run (3-11; default all)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -528,6 +533,10 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         kwargs["datasets"] = tuple(args.datasets)
     if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    if args.experiment == "upadhyay2018":
+        return _run_reproduce_upadhyay2018(args, out)
+    if args.tables is not None:
+        raise CLIError(f"--tables applies to upadhyay2018 only, not to {args.experiment}.")
     if args.experiment == "liu2022":
         return _run_reproduce_liu2022(args, out, kwargs)
     result = shang2021.run_shang2021(
@@ -589,6 +598,45 @@ def _run_reproduce_liu2022(args: argparse.Namespace, out: str, kwargs: dict[str,
     return 0
 
 
+def _run_reproduce_upadhyay2018(args: argparse.Namespace, out: str) -> int:
+    from .experiments import upadhyay2018
+
+    unused = [flag for flag, value in (("--data", args.data), ("--n-rows", args.n_rows), ("--k", args.k),
+                                       ("--datasets", args.datasets)) if value is not None]
+    if unused:
+        raise CLIError(f"{', '.join(unused)}: not used by upadhyay2018, whose inputs are the paper's "
+                       "simulated matrices (Appendix J), with the printed dimensions and k.")
+    if args.epsilons is not None and len(args.epsilons) != 1:
+        raise CLIError(f"upadhyay2018 takes one epsilon (--epsilons EPS). Got {args.epsilons}.")
+    epsilon = 1.0 if args.epsilons is None else float(args.epsilons[0])
+    try:
+        result = upadhyay2018.run_upadhyay2018(
+            out, quick=args.quick, repeats=args.repeats, epsilon=epsilon, seed=args.seed,
+            show_progress=not args.no_progress, tables=args.tables)
+    except ValueError as exc:
+        if "Appendix J has Tables" in str(exc):
+            raise CLIError(f"--tables: {exc}") from None
+        raise
+    _out(f"dpspectral reproduce {args.experiment}: Upadhyay (NeurIPS 2018), low-rank factorization, "
+         f"Appendix J ({'quick' if result.quick else 'full'}, {result.repeats} repeat(s), "
+         f"epsilon = {epsilon:g}, delta = 1/m)")
+    for t, lines in result.headlines.items():
+        _out(f"Table {t}:")
+        for line in lines:
+            _out(f"  {line}")
+    certified = [r for r in result.runs if r["certified"] is not None]
+    n_ok = sum(1 for r in certified if r["certified"])
+    failed = sorted({str(r["label"]) for r in certified if not r["certified"]})
+    _out(f"privacy: {n_ok} of {len(certified)} private runs certified at the requested epsilon"
+         + (f"; not certified: {', '.join(failed)} (see report.md)" if failed else ""))
+    files = [result.files["report"], result.files["runs"], result.files["summary"], result.files["tables"]]
+    files += [p for key, p in result.files.items() if key.startswith(("table", "plot")) and key != "tables"]
+    for path in files:
+        _out(f"wrote {path}")
+    _out(f"finished in {result.seconds:.1f} s")
+    return 0
+
+
 def _liu_cell(row: dict[str, Any], metric: str) -> str:
     if not row.get(f"{metric}_n"):
         return str(row.get("status") or "—")
@@ -644,7 +692,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         name="reproduce",
-        help="reproduce a paper's experiments (shang2021, liu2022)",
+        help="reproduce a paper's experiments (shang2021, liu2022, upadhyay2018)",
         description="Re-run a paper's experiments on the local data sets and write a report: "
                     "shang2021 = Shang et al. (UAI 2021) Figure 1 (subspace error vs epsilon on a9a and "
                     "MNIST) and Table 3 (linear-SVM accuracy at epsilon = 0.1, k = 10). Writes runs.csv, "
@@ -652,11 +700,16 @@ COMMANDS: tuple[Command, ...] = (
                     "liu2022 = Liu, Kong, Jain, Oh (NeurIPS 2022) DP-PCA: error against n on Gaussian data, "
                     "Example 4.1 against the noise level, Figure 1 (gradient range vs mean) and top-1 / "
                     "top-10 on MNIST and a9a; writes runs.csv, summary.csv, figure1.csv, algorithm4.csv, "
-                    "PNGs and report.md.",
+                    "PNGs and report.md. "
+                    "upadhyay2018 = Upadhyay (NeurIPS 2018) low-rank factorization, Appendix J Tables 3-11 "
+                    "(private and local LRF vs Hardt-Roth and the expected-error formulas, non-private "
+                    "Optimal-Space-LRF) on simulated matrices at epsilon = 1, delta = 1/m; writes runs.csv, "
+                    "summary.csv, tables.csv, tableN.md, tableN.png and report.md.",
         configure=_configure_reproduce,
         run=_run_reproduce,
         epilog="examples:\n  dpspectral reproduce shang2021 --quick --data ../shared/data --out reports/q\n"
-               "  dpspectral reproduce liu2022 --quick --out reports/liu-q",
+               "  dpspectral reproduce liu2022 --quick --out reports/liu-q\n"
+               "  dpspectral reproduce upadhyay2018 --quick --out reports/upadhyay-q",
     ),
     # Later subcommands (`bench`, `audit`) are added here.
 )
