@@ -101,8 +101,10 @@ def _uniform(m: int, n: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("shape", [(60, 200), (200, 60)])
 def test_optimal_space_lrf_is_one_plus_alpha_optimal(shape):
     A, k, alpha = _uniform(*shape, seed=1), 5, 0.25
-    ratios = [np.linalg.norm(A - optimal_space_lrf(A, k, alpha=alpha, random_state=s).reconstruct()) / _opt(A, k)
-              for s in range(5)]
+    ratios = [
+        np.linalg.norm(A - optimal_space_lrf(A, k, alpha=alpha, random_state=s).reconstruct()) / _opt(A, k)
+        for s in range(5)
+    ]
     assert max(ratios) <= 1 + alpha
     res = optimal_space_lrf(A, k, random_state=0)
     assert res.U.shape == (shape[0], k) and res.V is not None and res.V.shape == (shape[1], k)
@@ -147,8 +149,17 @@ def test_private_runs_are_certified_deterministic_and_leave_the_data(fn):
 
 def test_error_grows_as_epsilon_shrinks():
     A = _uniform(50, 80, seed=5)
-    errs = [np.mean([np.linalg.norm(A - private_frobenius_lrf(A, 3, epsilon=e, delta=1e-6, random_state=s)
-                                    .reconstruct()) for s in range(3)]) for e in (0.05, 1.0, 100.0)]
+    errs = [
+        np.mean(
+            [
+                np.linalg.norm(
+                    A - private_frobenius_lrf(A, 3, epsilon=e, delta=1e-6, random_state=s).reconstruct()
+                )
+                for s in range(3)
+            ]
+        )
+        for e in (0.05, 1.0, 100.0)
+    ]
     assert errs[0] > errs[1] > errs[2]
 
 
@@ -246,5 +257,5 @@ def test_priv2_sensitivity_bound_is_tight_in_the_mean():
     # E ||E Phi||^2 + ||S E||^2 = 2 ||E||_F^2: the calibrated Delta^2 = c_t + c_v exceeds it
     sizes = sketch_sizes(1, 0.5, 50, 50, t=20, v=30)
     noise = frobenius_noise(1.0, 1e-6, sizes)
-    assert noise.sensitivity ** 2 > 2.0
+    assert noise.sensitivity**2 > 2.0
     assert noise.sensitivity == pytest.approx(math.sqrt(chi2_factor(20, 5e-8) + chi2_factor(30, 5e-8)))

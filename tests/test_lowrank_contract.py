@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 
 import dpspectral
-from dpspectral import Accountant, BudgetExceededError, DPLowRank, DPPCA, methods
+from dpspectral import DPPCA, Accountant, BudgetExceededError, DPLowRank, methods
 from dpspectral.privacy import epsilon_of
 
 LOWRANK = methods(task="lowrank")
@@ -27,8 +27,9 @@ def _run(method, A, k, seed, **kw):
     if "row_norm" in method.options:
         params["row_norm"] = 2.0
     if method.private:
-        params.update(epsilon=1.0, delta=1e-6, relation=method.relations[0],
-                      calibration=method.default_calibration)
+        params.update(
+            epsilon=1.0, delta=1e-6, relation=method.relations[0], calibration=method.default_calibration
+        )
     params.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)
@@ -37,8 +38,16 @@ def _run(method, A, k, seed, **kw):
 
 def test_lowrank_methods_are_registered():
     names = set(IDS)
-    assert {"private_frobenius_lrf", "private_space_optimal_lrf", "optimal_space_lrf", "hardt_roth",
-            "private_local_lrf", "turnstile_lrf", "continual_lrf", "covariance_lrf"} <= names
+    assert {
+        "private_frobenius_lrf",
+        "private_space_optimal_lrf",
+        "optimal_space_lrf",
+        "hardt_roth",
+        "private_local_lrf",
+        "turnstile_lrf",
+        "continual_lrf",
+        "covariance_lrf",
+    } <= names
     for m in LOWRANK:
         assert m.family == "lowrank" and m.relations and m.paper and m.summary
 
@@ -56,7 +65,9 @@ def test_shapes_orthonormality_determinism(method, matrix):
     assert np.array_equal(a.U, b.U) and np.array_equal(a.S, b.S)
 
 
-@pytest.mark.parametrize("method", [m for m in LOWRANK if m.private], ids=[m.name for m in LOWRANK if m.private])
+@pytest.mark.parametrize(
+    "method", [m for m in LOWRANK if m.private], ids=[m.name for m in LOWRANK if m.private]
+)
 def test_events_consistent_with_claim(method, matrix):
     p = _run(method, matrix, 2, seed=0).privacy
     assert p.events
@@ -101,7 +112,9 @@ def test_estimator_errors(matrix):
     with pytest.raises(ValueError, match="PCA method"):
         DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="private_frobenius_lrf").fit(matrix)
     with pytest.raises(ValueError, match="relation"):
-        DPLowRank(2, epsilon=1.0, delta=1e-6, method="private_space_optimal_lrf", relation="priv2").fit(matrix)
+        DPLowRank(2, epsilon=1.0, delta=1e-6, method="private_space_optimal_lrf", relation="priv2").fit(
+            matrix
+        )
     with pytest.raises(ValueError, match="'k'"):
         DPLowRank(26, epsilon=1.0, delta=1e-6).fit(matrix)
     with pytest.raises(ValueError, match="method"):

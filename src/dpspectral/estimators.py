@@ -402,7 +402,8 @@ class DPLowRank(BaseEstimator):
             kwargs["alpha"] = self.alpha
         if "row_norm" in method.options:
             if self.row_norm is None:
-                raise ValueError(f"The 'row_norm' parameter of {owner} is required for method={method.name!r} "
+                raise ValueError(f"The 'row_norm' parameter of {owner} is required for "
+                                 f"method={method.name!r} "
                                  "(a public bound on each row's norm). Got None instead.")
             kwargs["row_norm"] = check_row_norm(self.row_norm, owner)
         if method.private:
@@ -410,7 +411,8 @@ class DPLowRank(BaseEstimator):
                 if getattr(self, name) is None:
                     raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
                                      "parameter). Got None instead.")
-            relation = method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
+            relation = (method.relations[0] if self.relation is None
+                        else as_relation(self.relation, owner=owner))
             if relation not in method.relations:
                 allowed = ", ".join(repr(r.value) for r in method.relations)
                 raise ValueError(f"The 'relation' parameter of {owner} must be one of {allowed} for "

@@ -229,7 +229,8 @@ _TABLE: tuple[Method, ...] = (
         certified=True,
         calibrations=("tight", "paper"),
         function=lowrank_factorization.private_space_optimal_lrf,
-        summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); O((m+n)k/alpha) space",
+        summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); "
+                "O((m+n)k/alpha) space",
         options=_LRF_OPTIONS | {"input_share"},
         task="lowrank",
     ),

@@ -153,7 +153,13 @@ def _check_seed(seed: Any, owner: str, name: str = "seed") -> int | None:
 
 
 def local_lrf_setup(
-    m: int, n: int, k: int, *, alpha: float = 0.25, t: int | None = None, v: int | None = None,
+    m: int,
+    n: int,
+    k: int,
+    *,
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
     seed: int | None = None,
 ) -> LocalLrfSetup:
     """The public setup of Private-Local-LRF: sketch sizes and Gaussian sketches from one seed.
@@ -226,8 +232,16 @@ class LocalLrfNoise:
 
 
 def local_lrf_noise(
-    epsilon: float, delta: float, t: int, v: int, *, row_norm: float, calibration: Calibration = "tight",
-    alpha: float = 0.25, sketch_failure_share: float = 0.1, owner: str = "local_lrf_noise",
+    epsilon: float,
+    delta: float,
+    t: int,
+    v: int,
+    *,
+    row_norm: float,
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    sketch_failure_share: float = 0.1,
+    owner: str = "local_lrf_noise",
 ) -> LocalLrfNoise:
     """Noise of one user's report for a target (epsilon, delta) (local model).
 
@@ -279,8 +293,11 @@ def local_lrf_noise(
         a, log_inv = float(alpha), math.log(1.0 / budget.delta)
         sigma_y = b * math.sqrt((1.0 + a) * log_inv) / budget.epsilon
         sigma_z = b * (1.0 + a) * math.sqrt(log_inv) / budget.epsilon
-        events = (dp_accounting.GaussianDpEvent(sigma_y / d_y), dp_accounting.GaussianDpEvent(sigma_z / d_z),
-                  EpsilonDeltaDpEvent(0.0, delta_sketch))
+        events = (
+            dp_accounting.GaussianDpEvent(sigma_y / d_y),
+            dp_accounting.GaussianDpEvent(sigma_z / d_z),
+            EpsilonDeltaDpEvent(0.0, delta_sketch),
+        )
         notes.append(
             "calibration='paper': rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon for y_i and rho_2 = "
             "(1+alpha) sqrt(ln(1/delta))/epsilon for Z_i (recalled in spec-lowrank.md §2), times the "
@@ -288,8 +305,15 @@ def local_lrf_noise(
             "than these, so the accountant certifies them under the chi-square sensitivities "
             "2C sqrt(q_t) and 2C q_v."
         )
-    return LocalLrfNoise(sigma_y=sigma_y, sigma_z=sigma_z, sensitivity_y=d_y, sensitivity_z=d_z,
-                         sketch_delta=delta_sketch, events=events, notes=tuple(notes))
+    return LocalLrfNoise(
+        sigma_y=sigma_y,
+        sigma_z=sigma_z,
+        sensitivity_y=d_y,
+        sensitivity_z=d_z,
+        sketch_delta=delta_sketch,
+        events=events,
+        notes=tuple(notes),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,9 +339,18 @@ def _check_setup(setup: Any, owner: str) -> LocalLrfSetup:
 
 
 def local_lrf_report(
-    row: Any, i: int, setup: LocalLrfSetup, *, epsilon: float, delta: float, row_norm: float,
-    rng: Any = None, calibration: Calibration = "tight", alpha: float = 0.25,
-    sketch_failure_share: float = 0.1, on_norm_violation: NormViolation = "clip",
+    row: Any,
+    i: int,
+    setup: LocalLrfSetup,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    rng: Any = None,
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    sketch_failure_share: float = 0.1,
+    on_norm_violation: NormViolation = "clip",
 ) -> LocalLrfReport:
     """What user i sends: ``y_i = a_i^T Phi + g_i`` and ``Z_i = S[:, i] (T a_i)^T + G_i``.
 
@@ -371,8 +404,17 @@ def local_lrf_report(
         )
     if not np.isfinite(arr).all():
         raise ValueError(f"The 'row' parameter of {owner} contains NaN or infinity.")
-    noise = local_lrf_noise(epsilon, delta, setup.t, setup.v, row_norm=C, calibration=calibration,
-                            alpha=alpha, sketch_failure_share=sketch_failure_share, owner=owner)
+    noise = local_lrf_noise(
+        epsilon,
+        delta,
+        setup.t,
+        setup.v,
+        row_norm=C,
+        calibration=calibration,
+        alpha=alpha,
+        sketch_failure_share=sketch_failure_share,
+        owner=owner,
+    )
     a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
     a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
     gen = as_generator(rng)
@@ -401,7 +443,11 @@ def _solve(Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int) -> tuple[np.nd
 
 
 def local_lrf_aggregate(
-    reports: Iterable[LocalLrfReport], setup: LocalLrfSetup, k: int, *, privacy: PrivacyReport | None = None,
+    reports: Iterable[LocalLrfReport],
+    setup: LocalLrfSetup,
+    k: int,
+    *,
+    privacy: PrivacyReport | None = None,
 ) -> LowRankResult:
     """Server side: stack the ``y_i`` into ``Y_c``, sum the ``Z_i``, and solve for the rank-k subspace.
 
@@ -434,8 +480,10 @@ def local_lrf_aggregate(
     seen = np.zeros(setup.m, dtype=bool)
     for r in reports:
         if not isinstance(r, LocalLrfReport):
-            raise TypeError(f"The 'reports' parameter of {owner} must hold LocalLrfReport objects. Got "
-                            f"{type(r).__name__}.")
+            raise TypeError(
+                f"The 'reports' parameter of {owner} must hold LocalLrfReport objects. Got "
+                f"{type(r).__name__}."
+            )
         y, Zi = np.asarray(r.y, dtype=np.float64), np.asarray(r.Z, dtype=np.float64)
         if y.shape != (setup.t,) or Zi.shape != (setup.v, setup.v):
             raise ValueError(
@@ -459,8 +507,9 @@ def local_lrf_aggregate(
             f"{int(np.count_nonzero(~seen))} are missing."
         )
     U_hat, s = _solve(Y_c, Z, setup.S, k)
-    return LowRankResult(U=U_hat, S=s, V=None, privacy=privacy,
-                         diagnostics={"t": setup.t, "v": setup.v, "n_reports": setup.m})
+    return LowRankResult(
+        U=U_hat, S=s, V=None, privacy=privacy, diagnostics={"t": setup.t, "v": setup.v, "n_reports": setup.m}
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -473,7 +522,11 @@ def _dense(M: Any) -> np.ndarray:
 
 
 def _simulate_reports(
-    A_c: Any, setup: LocalLrfSetup, sigma_y: float, sigma_z: float, rng: np.random.Generator,
+    A_c: Any,
+    setup: LocalLrfSetup,
+    sigma_y: float,
+    sigma_z: float,
+    rng: np.random.Generator,
     simulate_sum: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(Y_c, Z)`` as the server receives them from the users holding the (clipped) rows of ``A_c``.
@@ -498,11 +551,23 @@ def _simulate_reports(
 
 
 def private_local_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, row_norm: float = 1.0,
-    relation: Relation | str = "local", calibration: Calibration = "tight", alpha: float = 0.25,
-    t: int | None = None, v: int | None = None,
-    simulate_sum: bool = False, sketch_seed: int | None = None, sketch_failure_share: float = 0.1,
-    on_norm_violation: NormViolation = "clip", random_state: Any = None, accountant: Accountant | None = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float = 1.0,
+    relation: Relation | str = "local",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    simulate_sum: bool = False,
+    sketch_seed: int | None = None,
+    sketch_failure_share: float = 0.1,
+    on_norm_violation: NormViolation = "clip",
+    random_state: Any = None,
+    accountant: Accountant | None = None,
 ) -> LowRankResult:
     """Private-Local-LRF (Upadhyay's Figure 9, Theorem 57): the whole LDP protocol on one machine.
 
@@ -592,9 +657,17 @@ def private_local_lrf(
     if seed is None:
         seed = int(rng.integers(0, 2**63 - 1))
     setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
-    noise = local_lrf_noise(budget.epsilon, budget.delta, setup.t, setup.v, row_norm=C,
-                            calibration=calibration, alpha=alpha, sketch_failure_share=sketch_failure_share,
-                            owner=owner)
+    noise = local_lrf_noise(
+        budget.epsilon,
+        budget.delta,
+        setup.t,
+        setup.v,
+        row_norm=C,
+        calibration=calibration,
+        alpha=alpha,
+        sketch_failure_share=sketch_failure_share,
+        owner=owner,
+    )
     A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
     notes = [
         *noise.notes,
@@ -602,19 +675,33 @@ def private_local_lrf(
         "two rows of norm <= row_norm); the recorded events are one user's release. The per-pair "
         "sketch bounds assume the public seed was not chosen adversarially.",
     ]
-    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=3)
+    report = certify_release(
+        noise.events,
+        mechanism=owner,
+        budget=budget,
+        relation=rel,
+        calibration=calibration,
+        notes=notes,
+        stacklevel=3,
+    )
     if accountant is not None:
         accountant.spend(report.event, rel, label=owner)
     Y_c, Z = _simulate_reports(A_c, setup, noise.sigma_y, noise.sigma_z, rng, bool(simulate_sum))
     U_hat, s = _solve(Y_c, Z, setup.S, k)
     diag: dict[str, Any] = {
-        "t": setup.t, "v": setup.v, "sigma_y": noise.sigma_y, "sigma_z": noise.sigma_z,
-        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(m), "sensitivity": noise.sensitivity,
-        "sensitivity_y": noise.sensitivity_y, "sensitivity_z": noise.sensitivity_z,
-        "noise_multiplier": noise.noise_multiplier, "sketch_seed": seed,
+        "t": setup.t,
+        "v": setup.v,
+        "sigma_y": noise.sigma_y,
+        "sigma_z": noise.sigma_z,
+        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(m),
+        "sensitivity": noise.sensitivity,
+        "sensitivity_y": noise.sensitivity_y,
+        "sensitivity_z": noise.sensitivity_z,
+        "noise_multiplier": noise.noise_multiplier,
+        "sketch_seed": seed,
         "communication_floats_per_user": setup.communication_floats,
-        "communication_bytes_per_user": setup.communication_bytes, "simulate_sum": bool(simulate_sum),
+        "communication_bytes_per_user": setup.communication_bytes,
+        "simulate_sum": bool(simulate_sum),
         "seconds": time.perf_counter() - t0,
     }
     return LowRankResult(U=U_hat, S=s, V=None, privacy=report, diagnostics=diag)

@@ -128,10 +128,23 @@ class ContinualLRF:
     mechanism = "continual_lrf"
 
     def __init__(
-        self, shape: tuple[int, int], rank: int, horizon: int, *, epsilon: float, delta: float,
-        relation: Relation | str = "priv2", calibration: Calibration = "tight", alpha: float = 0.25,
-        t: int | None = None, v: int | None = None, bound: float = 1.0, sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None, noise_seed: int | None = None, accountant: Accountant | None = None,
+        self,
+        shape: tuple[int, int],
+        rank: int,
+        horizon: int,
+        *,
+        epsilon: float,
+        delta: float,
+        relation: Relation | str = "priv2",
+        calibration: Calibration = "tight",
+        alpha: float = 0.25,
+        t: int | None = None,
+        v: int | None = None,
+        bound: float = 1.0,
+        sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None,
+        noise_seed: int | None = None,
+        accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
@@ -148,13 +161,32 @@ class ContinualLRF:
         self._inner_shape = (m, n)
         self.rank = check_rank(rank, m, n, owner)
         self.sizes = sketch_sizes(self.rank, alpha, m, m, t=t, v=v, owner=owner)
-        noise = frobenius_noise(budget.epsilon, budget.delta, self.sizes, bound=b, calibration=calibration,
-                                alpha=float(alpha), sketch_failure_share=sketch_failure_share,
-                                levels=self.levels, owner=owner, shape=(m, n))
-        notes = (f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
-                 "joint sensitivity sqrt(L) Delta (event-level neighbours).", *noise.notes)
-        self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
-                                       calibration=calibration, notes=notes, stacklevel=3)
+        noise = frobenius_noise(
+            budget.epsilon,
+            budget.delta,
+            self.sizes,
+            bound=b,
+            calibration=calibration,
+            alpha=float(alpha),
+            sketch_failure_share=sketch_failure_share,
+            levels=self.levels,
+            owner=owner,
+            shape=(m, n),
+        )
+        notes = (
+            f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
+            "joint sensitivity sqrt(L) Delta (event-level neighbours).",
+            *noise.notes,
+        )
+        self.privacy = certify_release(
+            noise.events,
+            mechanism=self.mechanism,
+            budget=budget,
+            relation=rel,
+            calibration=calibration,
+            notes=notes,
+            stacklevel=3,
+        )
         rng = as_generator(random_state)
         self.sketch_seed = _seed(sketch_seed, rng)
         self._noise_seed = _seed(noise_seed, rng)
@@ -253,11 +285,20 @@ class ContinualLRF:
         Y, Z = self.current_sketches()
         U, s, V = frobenius_release(Y, Z, self._S, self.rank)
         nodes = self.nodes
-        diag = {"time": self.time, "horizon": self.horizon, "levels": self.levels, "nodes": nodes,
-                "sigma": self.sigma, "noise_std": float(np.sqrt(len(nodes))) * self.sigma,
-                "sensitivity": self.sensitivity, "t": self.sizes.t, "v": self.sizes.v,
-                "sketch_seed": self.sketch_seed, "transposed": self.transposed,
-                "seconds": time.perf_counter() - t0}
+        diag = {
+            "time": self.time,
+            "horizon": self.horizon,
+            "levels": self.levels,
+            "nodes": nodes,
+            "sigma": self.sigma,
+            "noise_std": float(np.sqrt(len(nodes))) * self.sigma,
+            "sensitivity": self.sensitivity,
+            "t": self.sizes.t,
+            "v": self.sizes.v,
+            "sketch_seed": self.sketch_seed,
+            "transposed": self.transposed,
+            "seconds": time.perf_counter() - t0,
+        }
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
     def stream(self, batches: Iterable[tuple[Any, Any, Any]]) -> Iterator[LowRankResult]:
@@ -268,20 +309,34 @@ class ContinualLRF:
 
     def __repr__(self) -> str:
         m, n = self.shape
-        return (f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, horizon={self.horizon}, "
-                f"time={self.time}, levels={self.levels}, epsilon={self.privacy.epsilon:.4g})")
+        return (
+            f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, horizon={self.horizon}, "
+            f"time={self.time}, levels={self.levels}, epsilon={self.privacy.epsilon:.4g})"
+        )
 
 
 def continual_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
-    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
-    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
-    accountant: Accountant | None = None, random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "priv2",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    bound: float = 1.0,
+    sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
 ) -> LowRankResult:
     """Continual release with one row of A per time step (horizon = m); the result is the release at T.
 
     A :class:`ContinualLRF` of A's shape and horizon m receives row tau at step tau; every intermediate
-    release (the factorization of the first tau rows) is available from the class (:meth:`ContinualLRF.stream`);
+    release (the factorization of the first tau rows) is available from the class
+    (:meth:`ContinualLRF.stream`);
     this function, the registry's entry for the continual model, returns the last one.
 
     Privacy
@@ -297,10 +352,23 @@ def continual_lrf(
     owner = "continual_lrf"
     M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
-    state = ContinualLRF(M.shape, k, m, epsilon=epsilon, delta=delta, relation=relation,
-                         calibration=calibration, alpha=alpha, t=t, v=v, bound=bound,
-                         sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
-                         accountant=accountant, random_state=random_state)
+    state = ContinualLRF(
+        M.shape,
+        k,
+        m,
+        epsilon=epsilon,
+        delta=delta,
+        relation=relation,
+        calibration=calibration,
+        alpha=alpha,
+        t=t,
+        v=v,
+        bound=bound,
+        sketch_failure_share=sketch_failure_share,
+        sketch_seed=sketch_seed,
+        accountant=accountant,
+        random_state=random_state,
+    )
     for i in range(m):
         row = M.getrow(i)
         state.step(np.full(row.nnz, i), row.indices, row.data)

@@ -103,16 +103,33 @@ class CovarianceLRF:
     mechanism = "covariance_lrf"
 
     def __init__(
-        self, n_features: int, rank: int, *, epsilon: float, delta: float,
-        relation: Relation | str = "add_remove", row_norm: float = 1.0,
-        on_norm_violation: NormViolation = "clip", calibration: Calibration = "tight", alpha: float = 0.25,
-        t: int | None = None, v: int | None = None, sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+        self,
+        n_features: int,
+        rank: int,
+        *,
+        epsilon: float,
+        delta: float,
+        relation: Relation | str = "add_remove",
+        row_norm: float = 1.0,
+        on_norm_violation: NormViolation = "clip",
+        calibration: Calibration = "tight",
+        alpha: float = 0.25,
+        t: int | None = None,
+        v: int | None = None,
+        sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
         budget, rel, C_r = check_mechanism_inputs(
-            epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-            on_norm_violation=on_norm_violation, owner=owner,
+            epsilon=epsilon,
+            delta=delta,
+            row_norm=row_norm,
+            relation=relation,
+            calibration=calibration,
+            on_norm_violation=on_norm_violation,
+            owner=owner,
             allowed_relations=(Relation.ADD_REMOVE, Relation.REPLACE_ONE),
         )
         if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
@@ -124,13 +141,31 @@ class CovarianceLRF:
         sizes = sketch_sizes(k, alpha, d, d, t=t, v=v, owner=owner)
         scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
         b = scale * sensitivity_norm(C_r) ** 2
-        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
-                                shape=(d, d))
-        notes = (f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
-                 f"between {rel.value} neighbours.", *noise.notes)
-        self.privacy = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
-                                       calibration=calibration, notes=notes, stacklevel=3)
+        noise = frobenius_noise(
+            budget.epsilon,
+            budget.delta,
+            sizes,
+            bound=b,
+            calibration=calibration,
+            alpha=float(alpha),
+            sketch_failure_share=sketch_failure_share,
+            owner=owner,
+            shape=(d, d),
+        )
+        notes = (
+            f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
+            f"between {rel.value} neighbours.",
+            *noise.notes,
+        )
+        self.privacy = certify_release(
+            noise.events,
+            mechanism=self.mechanism,
+            budget=budget,
+            relation=rel,
+            calibration=calibration,
+            notes=notes,
+            stacklevel=3,
+        )
         rng = as_generator(random_state)
         self.sketch_seed = _seed(sketch_seed, rng)
         if accountant is not None:
@@ -213,8 +248,12 @@ class CovarianceLRF:
         t0 = time.perf_counter()
         U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
         diag: dict[str, Any] = {
-            "t": self.sizes.t, "v": self.sizes.v, "sigma": self.sigma, "sensitivity": self.sensitivity,
-            "noise_multiplier": self.sigma / self.sensitivity, "bound": self.bound,
+            "t": self.sizes.t,
+            "v": self.sizes.v,
+            "sigma": self.sigma,
+            "sensitivity": self.sensitivity,
+            "noise_multiplier": self.sigma / self.sensitivity,
+            "bound": self.bound,
             "sketch_seed": self.sketch_seed,
         }
         if self.relation is Relation.REPLACE_ONE:
@@ -223,15 +262,29 @@ class CovarianceLRF:
         return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(n_features={self.n_features}, rank={self.rank}, t={self.sizes.t}, "
-                f"v={self.sizes.v}, {self.relation.value}, epsilon={self.privacy.epsilon:.4g})")
+        return (
+            f"{type(self).__name__}(n_features={self.n_features}, rank={self.rank}, t={self.sizes.t}, "
+            f"v={self.sizes.v}, {self.relation.value}, epsilon={self.privacy.epsilon:.4g})"
+        )
 
 
 def covariance_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "add_remove",
-    row_norm: float = 1.0, on_norm_violation: NormViolation = "clip", calibration: Calibration = "tight",
-    alpha: float = 0.25, t: int | None = None, v: int | None = None, sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None, batch_rows: int = 10_000, accountant: Accountant | None = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "add_remove",
+    row_norm: float = 1.0,
+    on_norm_violation: NormViolation = "clip",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None,
+    batch_rows: int = 10_000,
+    accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
     """Private-Covariance-LRF in one call: the rows of A inserted in blocks, a rank-k factorization of A^T A.
@@ -241,10 +294,23 @@ def covariance_lrf(
     """
     owner = "covariance_lrf"
     M = check_matrix(A, owner)
-    state = CovarianceLRF(M.shape[1], k, epsilon=epsilon, delta=delta, relation=relation, row_norm=row_norm,
-                          on_norm_violation=on_norm_violation, calibration=calibration, alpha=alpha, t=t, v=v,
-                          sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
-                          accountant=accountant, random_state=random_state)
+    state = CovarianceLRF(
+        M.shape[1],
+        k,
+        epsilon=epsilon,
+        delta=delta,
+        relation=relation,
+        row_norm=row_norm,
+        on_norm_violation=on_norm_violation,
+        calibration=calibration,
+        alpha=alpha,
+        t=t,
+        v=v,
+        sketch_failure_share=sketch_failure_share,
+        sketch_seed=sketch_seed,
+        accountant=accountant,
+        random_state=random_state,
+    )
     step = max(1, int(batch_rows))
     for a in range(0, M.shape[0], step):
         block = M[a : a + step]

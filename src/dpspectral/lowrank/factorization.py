@@ -72,7 +72,9 @@ def check_matrix(A: Any, owner: str) -> Any:
         try:
             M = np.asarray(A, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"{owner}: the matrix must be a numeric 2-D array. Got {type(A).__name__}.") from exc
+            raise TypeError(
+                f"{owner}: the matrix must be a numeric 2-D array. Got {type(A).__name__}."
+            ) from exc
         if M.ndim != 2:
             raise ValueError(f"{owner}: the matrix must be 2-D. Got an array of shape {M.shape}.")
         if not np.isfinite(M).all():
@@ -91,16 +93,22 @@ def check_rank(k: Any, m: int, n: int, owner: str) -> int:
 
 
 def check_positive(value: Any, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(value) and value > 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and float(value) > 0)
     ):
-        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, inf). Got {value!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a float in (0, inf). Got {value!r} instead."
+        )
     return float(value)
 
 
 def _check_share(value: Any, name: str, owner: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
-        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -114,7 +122,9 @@ def _relation(relation: Any, allowed: tuple[Relation, ...], owner: str) -> Relat
     rel = as_relation(relation, owner=owner)
     if rel not in allowed:
         names = ", ".join(repr(r.value) for r in allowed)
-        raise ValueError(f"The 'relation' parameter of {owner} must be one of {names}. Got {rel.value!r} instead.")
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be one of {names}. Got {rel.value!r} instead."
+        )
     return rel
 
 
@@ -122,7 +132,9 @@ def _seed(sketch_seed: Any, rng: np.random.Generator) -> int:
     if sketch_seed is None:
         return int(rng.integers(0, 2**63 - 1))
     if isinstance(sketch_seed, bool) or not isinstance(sketch_seed, numbers.Integral) or sketch_seed < 0:
-        raise ValueError(f"The 'sketch_seed' parameter must be None or an int >= 0. Got {sketch_seed!r} instead.")
+        raise ValueError(
+            f"The 'sketch_seed' parameter must be None or an int >= 0. Got {sketch_seed!r} instead."
+        )
     return int(sketch_seed)
 
 
@@ -152,9 +164,17 @@ class FrobeniusNoise:
 
 
 def frobenius_noise(
-    epsilon: float, delta: float, sizes: SketchSizes, *, bound: float = 1.0, calibration: Calibration = "tight",
-    alpha: float = 0.25, sketch_failure_share: float = 0.1, levels: int = 1,
-    owner: str = "private_frobenius_lrf", shape: tuple[int, int] | None = None,
+    epsilon: float,
+    delta: float,
+    sizes: SketchSizes,
+    *,
+    bound: float = 1.0,
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    sketch_failure_share: float = 0.1,
+    levels: int = 1,
+    owner: str = "private_frobenius_lrf",
+    shape: tuple[int, int] | None = None,
 ) -> FrobeniusNoise:
     """Noise of the Priv2 sketches for a target (epsilon, delta).
 
@@ -192,8 +212,9 @@ def frobenius_noise(
             "certified only for the epsilon the accountant confirms under the Laurent-Massart sensitivity."
         )
     events = (dp_accounting.GaussianDpEvent(sigma / sens), EpsilonDeltaDpEvent(0.0, delta_sketch))
-    return FrobeniusNoise(sigma=sigma, sensitivity=sens, sketch_delta=delta_sketch, events=events,
-                          notes=tuple(notes))
+    return FrobeniusNoise(
+        sigma=sigma, sensitivity=sens, sketch_delta=delta_sketch, events=events, notes=tuple(notes)
+    )
 
 
 def embedding(rows: int, cols: int, rng: np.random.Generator, kind: SketchKind = "gaussian") -> Any:
@@ -223,8 +244,9 @@ def frobenius_sketches(m: int, n: int, sizes: SketchSizes, sketch_seed: int) -> 
     return np.ascontiguousarray(Phi), np.asarray(S)
 
 
-def frobenius_sketch(B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: np.random.Generator
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def frobenius_sketch(
+    B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """The released Priv2 sketches ``(Y_c, Z) = (B Phi + N1, S B + N2)``, noise i.i.d. ``N(0, sigma^2)``."""
     m, n = B.shape
     Y_c = _dense(B @ Phi) + rng.normal(0.0, sigma, size=(m, Phi.shape[1]))
@@ -232,8 +254,9 @@ def frobenius_sketch(B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: 
     return Y_c, Z
 
 
-def frobenius_release(Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def frobenius_release(
+    Y_c: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps 2–5 of Private-Frobenius-LRF on released sketches: ``(U, s, V)``, post-processing only.
 
     ``U = orth(Y_c)``; ``X = argmin_{rank <= k} ||Z - (S U) X||_F`` (:func:`rank_k_left`); the top-k SVD
@@ -271,8 +294,9 @@ def space_optimal_release(
     return finish(left @ u2, s2, Q @ v2)
 
 
-def _space_optimal_sketches(m: int, N: int, sizes: SketchSizes, sketch_seed: int, kind: SketchKind = "gaussian"
-                            ) -> tuple[Any, Any, Any]:
+def _space_optimal_sketches(
+    m: int, N: int, sizes: SketchSizes, sketch_seed: int, kind: SketchKind = "gaussian"
+) -> tuple[Any, Any, Any]:
     rng = np.random.default_rng(sketch_seed)
     Psi = embedding(sizes.t, m, rng, kind)
     S = embedding(sizes.v, m, rng, kind)
@@ -289,8 +313,9 @@ def _orient(A: Any) -> tuple[Any, bool]:
     return (A.T, True) if m > n else (A, False)
 
 
-def _result(U: np.ndarray, s: np.ndarray, V: np.ndarray, transposed: bool, privacy: Any,
-            diagnostics: dict[str, Any]) -> LowRankResult:
+def _result(
+    U: np.ndarray, s: np.ndarray, V: np.ndarray, transposed: bool, privacy: Any, diagnostics: dict[str, Any]
+) -> LowRankResult:
     if transposed:  # A^T ~ U s V^T, so A ~ V s U^T; re-fix the signs on the new left factor
         U, s, V = finish(V, s, U)
     return LowRankResult(U=U, S=s, V=V, privacy=privacy, diagnostics=diagnostics)
@@ -317,8 +342,14 @@ def _bbds_epsilon(sigma_min: float, delta: float, t: int) -> float:
 
 
 def optimal_space_lrf(
-    A: Any, k: int, *, alpha: float = 0.25, t: int | None = None, v: int | None = None,
-    sketch: SketchKind = "gaussian", random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    sketch: SketchKind = "gaussian",
+    random_state: Any = None,
 ) -> LowRankResult:
     """Optimal-Space-LRF (non-private reference; Upadhyay's Figure 2 without padding or noise).
 
@@ -361,16 +392,32 @@ def optimal_space_lrf(
     Y_r = _dense(Psi @ B)
     Z = _dense(S @ _dense(T @ B.T).T)
     U, s, V = space_optimal_release(Y_c, Y_r, Z, _dense(S), _dense(T), k, n)
-    diag = {"t": sizes.t, "v": sizes.v, "sketch": sketch, "transposed": transposed,
-            "seconds": time.perf_counter() - t0}
+    diag = {
+        "t": sizes.t,
+        "v": sizes.v,
+        "sketch": sketch,
+        "transposed": transposed,
+        "seconds": time.perf_counter() - t0,
+    }
     return _result(U, s, V, transposed, None, diag)
 
 
 def private_frobenius_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
-    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
-    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
-    accountant: Accountant | None = None, random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "priv2",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    bound: float = 1.0,
+    sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
 ) -> LowRankResult:
     """Private-Frobenius-LRF (Priv2; Upadhyay's Figure 4, Theorem 40).
 
@@ -428,11 +475,26 @@ def private_frobenius_lrf(
     m, n = B.shape
     k = check_rank(k, m, n, owner)
     sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
-    noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                            alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
-                            shape=(m, n))
-    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=noise.notes, stacklevel=3)
+    noise = frobenius_noise(
+        budget.epsilon,
+        budget.delta,
+        sizes,
+        bound=b,
+        calibration=calibration,
+        alpha=float(alpha),
+        sketch_failure_share=sketch_failure_share,
+        owner=owner,
+        shape=(m, n),
+    )
+    report = certify_release(
+        noise.events,
+        mechanism=owner,
+        budget=budget,
+        relation=rel,
+        calibration=calibration,
+        notes=noise.notes,
+        stacklevel=3,
+    )
     rng = as_generator(random_state)
     seed = _seed(sketch_seed, rng)
     if accountant is not None:
@@ -440,17 +502,36 @@ def private_frobenius_lrf(
     Phi, S = frobenius_sketches(m, n, sizes, seed)
     Y_c, Z = frobenius_sketch(B, Phi, S, noise.sigma, rng)
     U, s, V = frobenius_release(Y_c, Z, S, k)
-    diag = {"t": sizes.t, "v": sizes.v, "sigma": noise.sigma, "sensitivity": noise.sensitivity,
-            "noise_multiplier": noise.noise_multiplier, "sketch_seed": seed, "transposed": transposed,
-            "seconds": time.perf_counter() - t0}
+    diag = {
+        "t": sizes.t,
+        "v": sizes.v,
+        "sigma": noise.sigma,
+        "sensitivity": noise.sensitivity,
+        "noise_multiplier": noise.noise_multiplier,
+        "sketch_seed": seed,
+        "transposed": transposed,
+        "seconds": time.perf_counter() - t0,
+    }
     return _result(U, s, V, transposed, report, diag)
 
 
 def private_space_optimal_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv1",
-    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
-    bound: float = 1.0, input_share: float = 0.5, sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "priv1",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    bound: float = 1.0,
+    input_share: float = 0.5,
+    sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
 ) -> LowRankResult:
     """Private-Space-Optimal-LRF (Priv1; Upadhyay's Figure 2, Theorem 5).
 
@@ -528,13 +609,21 @@ def private_space_optimal_lrf(
         sigma2 = (1 + alpha_f) * math.sqrt(math.log(1 / dlt)) / eps * b
         gauss = [dp_accounting.GaussianDpEvent(sigma1 / d1), dp_accounting.GaussianDpEvent(sigma2 / d2)]
         notes.append(
-            "calibration='paper': sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta))/epsilon, rho_1, rho_2 as "
+            "calibration='paper': sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta))/epsilon, rho_1, rho_2 "
+            "as "
             "recalled in spec-lowrank.md §2; the input-perturbed sketch is accounted exactly (BBDS "
             "accountant) and the Gaussian sketches under the Laurent-Massart sensitivities."
         )
     events = (bbds.bbds_event(eps_c, delta_part), *gauss, EpsilonDeltaDpEvent(0.0, delta_sketch))
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel, calibration=calibration,
-                             notes=notes, stacklevel=3)
+    report = certify_release(
+        events,
+        mechanism=owner,
+        budget=budget,
+        relation=rel,
+        calibration=calibration,
+        notes=notes,
+        stacklevel=3,
+    )
     rng = as_generator(random_state)
     seed = _seed(sketch_seed, rng)
     if accountant is not None:
@@ -546,9 +635,22 @@ def private_space_optimal_lrf(
     del Omega
     Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(0.0, sigma1, size=(sizes.t, N))
     SB = _dense((B.T @ S.T).T)  # S A (v x n)
-    Z = SB @ T[:, :n].T + sigma_min * (S @ T[:, n:].T) + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
+    Z = (
+        SB @ T[:, :n].T
+        + sigma_min * (S @ T[:, n:].T)
+        + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
+    )
     U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)
-    diag = {"t": sizes.t, "v": sizes.v, "sigma_min": sigma_min, "sigma": sigma1, "sigma_z": sigma2,
-            "sensitivity": sens, "epsilon_input": eps_c, "sketch_seed": seed, "transposed": transposed,
-            "seconds": time.perf_counter() - t0}
+    diag = {
+        "t": sizes.t,
+        "v": sizes.v,
+        "sigma_min": sigma_min,
+        "sigma": sigma1,
+        "sigma_z": sigma2,
+        "sensitivity": sens,
+        "epsilon_input": eps_c,
+        "sketch_seed": seed,
+        "transposed": transposed,
+        "seconds": time.perf_counter() - t0,
+    }
     return _result(U, s, V, transposed, report, diag)

@@ -63,8 +63,16 @@ class HardtRothNoise:
 
 
 def hardt_roth_noise(
-    epsilon: float, delta: float, ell: int, m: int, *, row_norm: float = 1.0, prune: float = 2.0,
-    calibration: Calibration = "tight", stage_share: float = 0.5, sketch_failure_share: float = 0.1,
+    epsilon: float,
+    delta: float,
+    ell: int,
+    m: int,
+    *,
+    row_norm: float = 1.0,
+    prune: float = 2.0,
+    calibration: Calibration = "tight",
+    stage_share: float = 0.5,
+    sketch_failure_share: float = 0.1,
     owner: str = "hardt_roth_noise",
 ) -> HardtRothNoise:
     """Noise of the two stages for a target (epsilon, delta) under row-level (replace-one) neighbours.
@@ -122,10 +130,21 @@ def hardt_roth_noise(
             "Laurent-Massart c_ell in stage 1); the accountant composes the two Gaussians exactly (GDP), "
             "with the exact chi-square sensitivity of stage 1 and delta_s taken from delta."
         )
-    events = (dp_accounting.GaussianDpEvent(sigma1 / d1), dp_accounting.GaussianDpEvent(sigma2 / d2),
-              EpsilonDeltaDpEvent(0.0, delta_s))
-    return HardtRothNoise(sigma1=sigma1, sigma2=sigma2, tau=tau, sensitivity1=d1, sensitivity2=d2,
-                          sketch_delta=delta_s, events=events, notes=tuple(notes))
+    events = (
+        dp_accounting.GaussianDpEvent(sigma1 / d1),
+        dp_accounting.GaussianDpEvent(sigma2 / d2),
+        EpsilonDeltaDpEvent(0.0, delta_s),
+    )
+    return HardtRothNoise(
+        sigma1=sigma1,
+        sigma2=sigma2,
+        tau=tau,
+        sensitivity1=d1,
+        sensitivity2=d2,
+        sketch_delta=delta_s,
+        events=events,
+        notes=tuple(notes),
+    )
 
 
 def _dense(M: Any) -> np.ndarray:
@@ -143,10 +162,21 @@ def _check_oversampling(p: Any, k: int, owner: str) -> int:
 
 
 def hardt_roth(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "replace_one",
-    row_norm: float = 1.0, oversampling: int | None = None, prune: float = 2.0,
-    calibration: Calibration = "tight", stage_share: float = 0.5, sketch_failure_share: float = 0.1,
-    on_norm_violation: NormViolation = "clip", accountant: Accountant | None = None, random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "replace_one",
+    row_norm: float = 1.0,
+    oversampling: int | None = None,
+    prune: float = 2.0,
+    calibration: Calibration = "tight",
+    stage_share: float = 0.5,
+    sketch_failure_share: float = 0.1,
+    on_norm_violation: NormViolation = "clip",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
 ) -> LowRankResult:
     """Hardt–Roth (STOC 2012) private low-rank approximation, as reconstructed in spec §9.
 
@@ -233,12 +263,28 @@ def hardt_roth(
     k = check_rank(k, m, n, owner)
     p = _check_oversampling(oversampling, k, owner)
     ell = min(k + p, m, n)
-    noise = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=prune,
-                             calibration=calibration, stage_share=stage_share,
-                             sketch_failure_share=sketch_failure_share, owner=owner)
+    noise = hardt_roth_noise(
+        budget.epsilon,
+        budget.delta,
+        ell,
+        m,
+        row_norm=C,
+        prune=prune,
+        calibration=calibration,
+        stage_share=stage_share,
+        sketch_failure_share=sketch_failure_share,
+        owner=owner,
+    )
     A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
-    report = certify_release(noise.events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=noise.notes, stacklevel=3)
+    report = certify_release(
+        noise.events,
+        mechanism=owner,
+        budget=budget,
+        relation=rel,
+        calibration=calibration,
+        notes=noise.notes,
+        stacklevel=3,
+    )
     rng = as_generator(random_state)
     if accountant is not None:
         accountant.spend(report.event, rel, label=owner)
@@ -255,8 +301,14 @@ def hardt_roth(
     U_B, s, V = svd_top_k(B, k)
     U, s, V = finish(Q @ U_B, s, V)
     diag: dict[str, Any] = {
-        "ell": ell, "oversampling": ell - k, "tau": noise.tau, "sigma1": noise.sigma1,
-        "sigma2": noise.sigma2, "sensitivity1": noise.sensitivity1, "sensitivity2": noise.sensitivity2,
-        "rows_pruned": int(np.count_nonzero(over)), "seconds": time.perf_counter() - t0,
+        "ell": ell,
+        "oversampling": ell - k,
+        "tau": noise.tau,
+        "sigma1": noise.sigma1,
+        "sigma2": noise.sigma2,
+        "sensitivity1": noise.sensitivity1,
+        "sensitivity2": noise.sensitivity2,
+        "rows_pruned": int(np.count_nonzero(over)),
+        "seconds": time.perf_counter() - t0,
     }
     return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)

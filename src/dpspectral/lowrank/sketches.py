@@ -90,7 +90,9 @@ class SketchSizes:
 
 def _check_alpha(alpha: Any, owner: str) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
-        raise ValueError(f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead.")
+        raise ValueError(
+            f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead."
+        )
     return float(alpha)
 
 
@@ -103,7 +105,13 @@ def _check_size(value: Any, name: str, low: int, high: int, owner: str) -> int:
 
 
 def sketch_sizes(
-    k: int, alpha: float, t_max: int, v_max: int, *, t: int | None = None, v: int | None = None,
+    k: int,
+    alpha: float,
+    t_max: int,
+    v_max: int,
+    *,
+    t: int | None = None,
+    v: int | None = None,
     owner: str = "sketch_sizes",
 ) -> SketchSizes:
     """Practical sketch sizes from (k, alpha) (spec §2, R-derive), capped by the dimensions.

@@ -220,10 +220,18 @@ class TurnstileConfig:
             raise StateFileError(f"The state's configuration lacks the fields {missing}.")
         shape = data["shape"]
         return cls(
-            shape=(int(shape[0]), int(shape[1])), rank=int(data["rank"]), t=int(data["t"]), v=int(data["v"]),
-            sketch_seed=int(data["sketch_seed"]), epsilon=float(data["epsilon"]), delta=float(data["delta"]),
-            relation=str(data["relation"]), calibration=str(data["calibration"]), bound=float(data["bound"]),
-            alpha=float(data["alpha"]), sketch_failure_share=float(data["sketch_failure_share"]),
+            shape=(int(shape[0]), int(shape[1])),
+            rank=int(data["rank"]),
+            t=int(data["t"]),
+            v=int(data["v"]),
+            sketch_seed=int(data["sketch_seed"]),
+            epsilon=float(data["epsilon"]),
+            delta=float(data["delta"]),
+            relation=str(data["relation"]),
+            calibration=str(data["calibration"]),
+            bound=float(data["bound"]),
+            alpha=float(data["alpha"]),
+            sketch_failure_share=float(data["sketch_failure_share"]),
         )
 
     def differences(self, expected: TurnstileConfig | Mapping[str, Any]) -> list[str]:
@@ -418,10 +426,22 @@ class TurnstileLRF:
     mechanism = "turnstile_lrf"
 
     def __init__(
-        self, shape: tuple[int, int], rank: int, *, epsilon: float, delta: float,
-        relation: Relation | str = "priv2", calibration: Calibration = "tight", alpha: float = 0.25,
-        t: int | None = None, v: int | None = None, bound: float = 1.0, sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None, accountant: Accountant | None = None, random_state: Any = None,
+        self,
+        shape: tuple[int, int],
+        rank: int,
+        *,
+        epsilon: float,
+        delta: float,
+        relation: Relation | str = "priv2",
+        calibration: Calibration = "tight",
+        alpha: float = 0.25,
+        t: int | None = None,
+        v: int | None = None,
+        bound: float = 1.0,
+        sketch_failure_share: float = 0.1,
+        sketch_seed: int | None = None,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
         budget = _budget(epsilon, delta, owner)
@@ -433,18 +453,42 @@ class TurnstileLRF:
         m, n = (n_user, m_user) if transposed else (m_user, n_user)
         k = check_rank(rank, m, n, owner)
         sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
-        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b, calibration=calibration,
-                                alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
-                                shape=(m, n))
-        report = certify_release(noise.events, mechanism=self.mechanism, budget=budget, relation=rel,
-                                 calibration=calibration, notes=noise.notes, stacklevel=3)
+        noise = frobenius_noise(
+            budget.epsilon,
+            budget.delta,
+            sizes,
+            bound=b,
+            calibration=calibration,
+            alpha=float(alpha),
+            sketch_failure_share=sketch_failure_share,
+            owner=owner,
+            shape=(m, n),
+        )
+        report = certify_release(
+            noise.events,
+            mechanism=self.mechanism,
+            budget=budget,
+            relation=rel,
+            calibration=calibration,
+            notes=noise.notes,
+            stacklevel=3,
+        )
         rng = as_generator(random_state)
         seed = _seed(sketch_seed, rng)
         if accountant is not None:
             accountant.spend(report.event, rel, label=self.mechanism)
         config = TurnstileConfig(
-            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v, sketch_seed=seed, epsilon=budget.epsilon,
-            delta=budget.delta, relation=rel.value, calibration=calibration, bound=b, alpha=float(alpha),
+            shape=(m_user, n_user),
+            rank=k,
+            t=sizes.t,
+            v=sizes.v,
+            sketch_seed=seed,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            relation=rel.value,
+            calibration=calibration,
+            bound=b,
+            alpha=float(alpha),
             sketch_failure_share=float(sketch_failure_share),
         )
         Y = rng.normal(0.0, noise.sigma, size=(m, sizes.t))  # N1
@@ -452,8 +496,15 @@ class TurnstileLRF:
         self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), 0)
 
     # -- construction shared by __init__ and load ------------------------------------------------
-    def _build(self, config: TurnstileConfig, noise: FrobeniusNoise, report: PrivacyReport, Y: np.ndarray,
-               ZT: np.ndarray, n_updates: int) -> None:
+    def _build(
+        self,
+        config: TurnstileConfig,
+        noise: FrobeniusNoise,
+        report: PrivacyReport,
+        Y: np.ndarray,
+        ZT: np.ndarray,
+        n_updates: int,
+    ) -> None:
         self._config = config
         self.shape = config.shape
         self.rank = config.rank
@@ -484,12 +535,26 @@ class TurnstileLRF:
         budget = _budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
         sizes = SketchSizes(t=config.t, v=config.v)
-        noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=config.bound,
-                                calibration=config.calibration,  # type: ignore[arg-type]
-                                alpha=config.alpha, sketch_failure_share=config.sketch_failure_share,
-                                owner=owner, shape=(m, n))
-        report = certify_release(noise.events, mechanism=TurnstileLRF.mechanism, budget=budget, relation=rel,
-                                 calibration=config.calibration, notes=noise.notes, stacklevel=4)
+        noise = frobenius_noise(
+            budget.epsilon,
+            budget.delta,
+            sizes,
+            bound=config.bound,
+            calibration=config.calibration,  # type: ignore[arg-type]
+            alpha=config.alpha,
+            sketch_failure_share=config.sketch_failure_share,
+            owner=owner,
+            shape=(m, n),
+        )
+        report = certify_release(
+            noise.events,
+            mechanism=TurnstileLRF.mechanism,
+            budget=budget,
+            relation=rel,
+            calibration=config.calibration,
+            notes=noise.notes,
+            stacklevel=4,
+        )
         return noise, report
 
     # -- reading -------------------------------------------------------------------------------
@@ -514,9 +579,11 @@ class TurnstileLRF:
 
     def __repr__(self) -> str:
         m, n = self.shape
-        return (f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, t={self.sizes.t}, "
-                f"v={self.sizes.v}, n_updates={self.n_updates}, {self.privacy.relation.value}, "
-                f"epsilon={self.privacy.epsilon:.4g})")
+        return (
+            f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, t={self.sizes.t}, "
+            f"v={self.sizes.v}, n_updates={self.n_updates}, {self.privacy.relation.value}, "
+            f"epsilon={self.privacy.epsilon:.4g})"
+        )
 
     # -- updates -------------------------------------------------------------------------------
     def update(self, i: int, j: int, delta: float) -> None:
@@ -526,8 +593,9 @@ class TurnstileLRF:
         """
         check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
         r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
-        self._apply(np.array([r], dtype=np.int64), np.array([c], dtype=np.int64),
-                    np.array([float(delta)]), "update")
+        self._apply(
+            np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), "update"
+        )
 
     def update_many(self, rows: Any, cols: Any, values: Any) -> None:
         """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
@@ -589,14 +657,22 @@ class TurnstileLRF:
                 f"{self.n_updates - self._released_at:+d} updates in between. The two share the noise, so "
                 "together they reveal those updates without noise: the guarantee covers one snapshot. "
                 "Use ContinualLRF for releases at many times.",
-                UncertifiedPrivacyWarning, stacklevel=2,
+                UncertifiedPrivacyWarning,
+                stacklevel=2,
             )
         self._released_at = self.n_updates
         U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
-        diag = {"t": self.sizes.t, "v": self.sizes.v, "sigma": self.sigma, "sensitivity": self.sensitivity,
-                "noise_multiplier": self.sigma / self.sensitivity, "sketch_seed": self.sketch_seed,
-                "transposed": self.transposed, "n_updates": self.n_updates,
-                "seconds": time.perf_counter() - t0}
+        diag = {
+            "t": self.sizes.t,
+            "v": self.sizes.v,
+            "sigma": self.sigma,
+            "sensitivity": self.sensitivity,
+            "noise_multiplier": self.sigma / self.sensitivity,
+            "sketch_seed": self.sketch_seed,
+            "transposed": self.transposed,
+            "n_updates": self.n_updates,
+            "seconds": time.perf_counter() - t0,
+        }
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
     # -- persistence ---------------------------------------------------------------------------
@@ -617,14 +693,24 @@ class TurnstileLRF:
         arrays = self._arrays()
         config_json = self._config.to_json()
         checksum = state_checksum(config_json, self.n_updates, arrays)
-        return write_state_file(path, {
-            **arrays, "config": np.array(config_json), "n_updates": np.array(self.n_updates, dtype=np.int64),
-            "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64), "checksum": np.array(checksum),
-        })
+        return write_state_file(
+            path,
+            {
+                **arrays,
+                "config": np.array(config_json),
+                "n_updates": np.array(self.n_updates, dtype=np.int64),
+                "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
+                "checksum": np.array(checksum),
+            },
+        )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *,
-             expect: TurnstileConfig | TurnstileLRF | Mapping[str, Any] | None = None) -> TurnstileLRF:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        expect: TurnstileConfig | TurnstileLRF | Mapping[str, Any] | None = None,
+    ) -> TurnstileLRF:
         """A state saved by :meth:`save`. Spends no budget: the file already holds the noisy state.
 
         The file holds only released quantities (the noisy sketches) and public configuration, so it is
@@ -687,10 +773,22 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
 
 
 def turnstile_lrf(
-    A: Any, k: int, *, epsilon: float, delta: float, relation: Relation | str = "priv2",
-    calibration: Calibration = "tight", alpha: float = 0.25, t: int | None = None, v: int | None = None,
-    bound: float = 1.0, sketch_failure_share: float = 0.1, sketch_seed: int | None = None,
-    batch_size: int = 1_000_000, accountant: Accountant | None = None, random_state: Any = None,
+    A: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    relation: Relation | str = "priv2",
+    calibration: Calibration = "tight",
+    alpha: float = 0.25,
+    t: int | None = None,
+    v: int | None = None,
+    bound: float = 1.0,
+    sketch_failure_share: float = 0.1,
+    sketch_seed: int | None = None,
+    batch_size: int = 1_000_000,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
 ) -> LowRankResult:
     """Streamed Private-Frobenius-LRF in one call: every non-zero entry of A as a turnstile update.
 
@@ -705,9 +803,22 @@ def turnstile_lrf(
     """
     owner = "turnstile_lrf"
     M = sp.coo_matrix(check_matrix(A, owner))
-    state = TurnstileLRF(M.shape, k, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration,
-                         alpha=alpha, t=t, v=v, bound=bound, sketch_failure_share=sketch_failure_share,
-                         sketch_seed=sketch_seed, accountant=accountant, random_state=random_state)
+    state = TurnstileLRF(
+        M.shape,
+        k,
+        epsilon=epsilon,
+        delta=delta,
+        relation=relation,
+        calibration=calibration,
+        alpha=alpha,
+        t=t,
+        v=v,
+        bound=bound,
+        sketch_failure_share=sketch_failure_share,
+        sketch_seed=sketch_seed,
+        accountant=accountant,
+        random_state=random_state,
+    )
     step = max(1, int(batch_size))
     for a in range(0, M.nnz, step):
         state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])

@@ -147,7 +147,13 @@ _SAFETY = 1e-7  # min_sigma_min certifies delta * (1 - _SAFETY), a margin for qu
 
 
 def _check_real(
-    value: Any, name: str, owner: str, low: float, high: float, *, closed_low: bool = False,
+    value: Any,
+    name: str,
+    owner: str,
+    low: float,
+    high: float,
+    *,
+    closed_low: bool = False,
     closed_high: bool = False,
 ) -> float:
     """A real number (not a bool) in the interval from ``low`` to ``high``; NaN is refused."""
@@ -230,8 +236,7 @@ def _covariance_delta(epsilon: float, mu_outer: float, mu_inner: float, t: int) 
     pts = sorted(p for p in points if 0.0 < p < upper)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", integrate.IntegrationWarning)
-        value, err = integrate.quad(integrand, 0.0, upper, points=pts, epsabs=0.0, epsrel=_EPSREL,
-                                    limit=500)
+        value, err = integrate.quad(integrand, 0.0, upper, points=pts, epsabs=0.0, epsrel=_EPSREL, limit=500)
     return float(min(1.0, max(0.0, value) + abs(err) + _TAIL))
 
 
@@ -262,8 +267,9 @@ def covariance_delta(epsilon: float, mu: Sequence[float], t: int) -> float:
     if (
         values is None
         or not 1 <= len(values) <= 2
-        or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < math.inf
-                   for v in values)
+        or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < math.inf for v in values
+        )
     ):
         raise ValueError(
             f"The 'mu' parameter of {owner} must be a sequence of one or two floats in (0, inf). "
@@ -346,8 +352,9 @@ def _spec_relaxed_delta(epsilon: float, sigma_min: float, t: int, n_theta: int =
         lo, hi = (float(v) for v in np.linalg.eigvalsh(mat))
         lo = min(lo, 1.0)  # guard rounding: mu_2 <= 1 <= mu_1
         hi = max(hi, 1.0)
-        best = max(best, _covariance_delta(epsilon, hi, lo, t),
-                   _covariance_delta(epsilon, 1.0 / lo, 1.0 / hi, t))
+        best = max(
+            best, _covariance_delta(epsilon, hi, lo, t), _covariance_delta(epsilon, 1.0 / lo, 1.0 / hi, t)
+        )
     return best
 
 
