@@ -1,7 +1,8 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
-from .estimators import DPLowRank, DPPCA
+from .estimators import DPPCA, DPLowRank
 from .local import local_gaussian
+from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
 from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
 from .privacy import (
     Accountant,
@@ -12,7 +13,6 @@ from .privacy import (
     UncertifiedPrivacyWarning,
 )
 from .registry import Method, get_method, methods
-from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
 from .results import LowRankResult, SubspaceResult
 
 __version__ = "0.1.0"
