@@ -1,0 +1,49 @@
+"""Distributed private PCA: DPdisPCA (Imtiaz and Sarwate, ICASSP 2018) on in-process and Dask engines.
+
+* :func:`dpdispca`: the protocol (site releases, aggregation, faults); :func:`pooled_pca` and
+  :func:`local_pca`: the paper's baselines; ``variant="full"``: sites send their noisy ``A_hat_s``.
+* :class:`DistributedDPPCA`: the scikit-learn style estimator (Dask by default).
+* :mod:`.site`, :mod:`.aggregator`: the two sides of the protocol; :mod:`.engines`: where sites run.
+
+See ``docs/algorithms/distributed.md`` for the sensitivity derivation, calibration and fault model.
+"""
+
+from __future__ import annotations
+
+from .aggregator import Aggregate, aggregate, site_weights
+from .engines import DaskEngine, Engine, InProcessEngine, SiteOutcome
+from .estimator import DistributedDPPCA
+from .protocol import (
+    DistributedResult,
+    SiteFailureError,
+    SiteFailureWarning,
+    SiteReport,
+    dpdispca,
+    local_pca,
+    pooled_pca,
+    spawn_site_seeds,
+)
+from .site import SitePayload, SitePlan, plan_site_release, site_step
+
+__all__ = [
+    "Aggregate",
+    "DaskEngine",
+    "DistributedDPPCA",
+    "DistributedResult",
+    "Engine",
+    "InProcessEngine",
+    "SiteFailureError",
+    "SiteFailureWarning",
+    "SiteOutcome",
+    "SitePayload",
+    "SitePlan",
+    "SiteReport",
+    "aggregate",
+    "dpdispca",
+    "local_pca",
+    "plan_site_release",
+    "pooled_pca",
+    "site_step",
+    "site_weights",
+    "spawn_site_seeds",
+]

@@ -1,0 +1,233 @@
+"""``DistributedDPPCA``: a scikit-learn style transformer over DPdisPCA (paper 004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..privacy.accounting import Accountant
+from .engines import DaskEngine, Engine, InProcessEngine
+from .protocol import _as_sites, _run_protocol
+
+__all__ = ["DistributedDPPCA"]
+
+
+class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private PCA of data held by several sites (DPdisPCA, Imtiaz and Sarwate 2018).
+
+    ``fit(sites)`` runs every site's private step where its data lives (a Dask worker by default) and
+    releases the top-K eigenvectors of the aggregated proxies; only the proxies travel. Sites that fail
+    (raise, lose their worker, or miss ``site_timeout``) are left out with a
+    :class:`~dpspectral.distributed.SiteFailureWarning`; ``sites_contributed_`` says which sites the
+    release used.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        K; None keeps all D features.
+    epsilon : float
+        Required; in (0, inf). Every site's own guarantee (and so the release's).
+    delta : float
+        Required; in (0, 1).
+    row_norm : float
+        Required: the public bound on each row's norm (rows above it are clipped at their site).
+    intermediate_rank : int or None, default=None
+        R, the rank of each site's proxy; None is ``min(2 K, D)``.
+    engine : {"dask", "inprocess"} or Engine, default="dask"
+        ``"dask"``: the sites run on ``dask.distributed`` workers; a ``LocalCluster`` (one single-threaded
+        process per worker) is started for the fit when ``scheduler_address`` is None, otherwise the fit
+        connects to that scheduler (whose workers must have ``dpspectral`` installed). ``"inprocess"``:
+        the sites run one after the other in this process.
+    scheduler_address : str or None, default=None
+        Address of an existing Dask scheduler (``engine="dask"``).
+    site_timeout : float or None, default=None
+        Seconds after dispatch by which a site must answer; later sites are left out.
+    n_workers : int or None, default=None
+        Workers of the ``LocalCluster`` started when no address is given (default ``min(S, cpus, 8)``).
+    variant : {"proxy", "full"}, default="proxy"
+        ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
+        baseline).
+    weighting : {"equal", "size"} or array-like, default="equal"
+        Aggregation weights: ``1/S`` (the paper), ``N_s / N`` (sites of different sizes), or public
+        per-site weights.
+    spectrum : {"eigh", "svd"}, default="eigh"
+        Proxy from the R largest eigenvalues (negative ones clamped) or the R largest singular values
+        (the paper's SVD).
+    relation : {"replace_one", "add_remove"}, default="replace_one"
+    calibration : {"tight", "paper"}, default="tight"
+        ``"paper"`` uses the paper's spectral-norm noise, which the accountant does not certify for every
+        (epsilon, delta) (:class:`~dpspectral.UncertifiedPrivacyWarning`).
+    min_sites : int, default=1
+        Fewest contributing sites for a release.
+    on_site_failure : {"warn", "raise"}, default="warn"
+    release_count : bool, default=False
+        Under add/remove: every site also releases a noisy row count.
+    accountant : Accountant or None, default=None
+        Shared ledger, spent before any site releases.
+    random_state : None, int, SeedSequence or Generator, default=None
+        Site seeds are ``SeedSequence(random_state).spawn(S)``: the in-process and Dask engines give the
+        same result.
+    on_norm_violation : {"clip", "raise"}, default="clip"
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+    explained_variance_ : ndarray of shape (n_components,) or None
+        Released eigenvalues over the public N (replace-one) or the sum of released noisy counts,
+        clamped at 0; None when neither is available.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        Released eigenvalues over the trace of ``A_c``.
+    mean_ : ndarray of shape (n_features,)
+        Zeros (the second-moment matrix is not centred, as in the paper).
+    n_samples_ : float or None
+    n_components_ : int
+    n_features_in_ : int
+    privacy_ : PrivacyReport
+    result_ : DistributedResult
+    sites_contributed_ : tuple of int
+        The sites whose release entered the aggregate.
+    sites_failed_ : dict of int -> str
+        The sites left out, and why.
+    bytes_sent_ : dict of int -> int
+        Bytes of released numbers each site sent to the aggregator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpspectral.distributed import DistributedDPPCA
+    >>> rng = np.random.default_rng(0)
+    >>> sites = [rng.normal(size=(500, 8)) / 4 for _ in range(3)]
+    >>> est = DistributedDPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, engine="inprocess",
+    ...                        random_state=0).fit(sites)
+    >>> est.components_.shape, est.sites_contributed_
+    ((2, 8), (0, 1, 2))
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        row_norm: float | None = None,
+        intermediate_rank: int | None = None,
+        engine: Any = "dask",
+        scheduler_address: str | None = None,
+        site_timeout: float | None = None,
+        n_workers: int | None = None,
+        variant: str = "proxy",
+        weighting: Any = "equal",
+        spectrum: str = "eigh",
+        relation: str = "replace_one",
+        calibration: str = "tight",
+        min_sites: int = 1,
+        on_site_failure: str = "warn",
+        release_count: bool = False,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
+        on_norm_violation: str = "clip",
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.row_norm = row_norm
+        self.intermediate_rank = intermediate_rank
+        self.engine = engine
+        self.scheduler_address = scheduler_address
+        self.site_timeout = site_timeout
+        self.n_workers = n_workers
+        self.variant = variant
+        self.weighting = weighting
+        self.spectrum = spectrum
+        self.relation = relation
+        self.calibration = calibration
+        self.min_sites = min_sites
+        self.on_site_failure = on_site_failure
+        self.release_count = release_count
+        self.accountant = accountant
+        self.random_state = random_state
+        self.on_norm_violation = on_norm_violation
+
+    def _engine(self) -> Engine:
+        owner = type(self).__name__
+        if isinstance(self.engine, Engine):
+            return self.engine
+        if self.engine == "inprocess":
+            return InProcessEngine()
+        if self.engine == "dask":
+            if self.scheduler_address is not None and not isinstance(self.scheduler_address, str):
+                raise TypeError(f"The 'scheduler_address' parameter of {owner} must be a str or None. Got "
+                                f"{self.scheduler_address!r} instead.")
+            return DaskEngine(scheduler_address=self.scheduler_address, n_workers=self.n_workers)
+        raise ValueError(f"The 'engine' parameter of {owner} must be 'dask', 'inprocess' or an Engine. Got "
+                         f"{self.engine!r} instead.")
+
+    def fit(self, sites: Any, y: Any = None) -> DistributedDPPCA:
+        """Run the protocol on ``sites`` (see :func:`~dpspectral.distributed.dpdispca`).
+
+        Parameters
+        ----------
+        sites : list of per-site arrays (or Dask futures), a Dask array whose row blocks are the sites,
+            or one 2-D array (a single site)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        for name in ("epsilon", "delta", "row_norm"):
+            if getattr(self, name) is None:
+                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
+                                 "parameter). Got None instead.")
+        k = self.n_components
+        if k is None:
+            d = _as_sites(sites, None, owner).n_features
+            if d is None:
+                raise ValueError(f"The 'n_components' parameter of {owner} must be an int when the number "
+                                 "of features is not known before the sites run (futures). Got None.")
+            k = d
+        result = _run_protocol(
+            sites, k, mechanism="dpdispca" if self.variant == "proxy" else "dpdispca_full", owner=owner,
+            variant=self.variant,  # type: ignore[arg-type]
+            epsilon=self.epsilon,  # type: ignore[arg-type]
+            delta=self.delta,  # type: ignore[arg-type]
+            row_norm=self.row_norm,  # type: ignore[arg-type]
+            relation=self.relation, calibration=self.calibration, intermediate_rank=self.intermediate_rank,
+            n_sites=None, weighting=self.weighting,
+            spectrum=self.spectrum,  # type: ignore[arg-type]
+            engine=self._engine(), site_timeout=self.site_timeout, min_sites=self.min_sites,
+            on_site_failure=self.on_site_failure,  # type: ignore[arg-type]
+            release_count=self.release_count, accountant=self.accountant, random_state=self.random_state,
+            on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
+            accounting="auto", show_progress=None, stacklevel=3,
+        )
+        values = np.asarray(result.values)
+        self.components_ = result.components.T.copy()
+        self.n_components_ = int(self.components_.shape[0])
+        self.n_features_in_ = int(self.components_.shape[1])
+        self.n_samples_ = result.n_samples
+        n = result.n_samples
+        self.explained_variance_ = None if not n else np.maximum(values, 0.0) / n
+        total = result.total or 0.0
+        self.explained_variance_ratio_ = values / total if total > 0 else np.full(values.shape, np.nan)
+        self.mean_ = np.zeros(self.n_features_in_)
+        self.privacy_ = result.privacy
+        self.result_ = result
+        self.sites_contributed_ = result.contributing_sites
+        self.sites_failed_ = result.failed_sites
+        self.bytes_sent_ = result.bytes_sent
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Project ``X`` on the released components (``X @ components_.T``; no clipping, no centring)."""
+        check_is_fitted(self, "components_")
+        Xv = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+        return np.asarray(Xv @ self.components_.T)
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.n_components_)

@@ -1,0 +1,662 @@
+"""DPdisPCA (Imtiaz and Sarwate, ICASSP 2018): differentially private distributed PCA, end to end.
+
+``dpdispca(sites, k, ...)`` runs Algorithm 1 of the paper: every site releases a noisy second-moment
+matrix once (Analyze Gauss) and sends the aggregator only its rank-R proxy ``P_s`` (or, with
+``variant="full"``, the noisy matrix itself); the aggregator releases the top-K eigenvectors of
+``A_c = sum_s w_s P_s P_s^T``. The sites run on an engine (:mod:`~dpspectral.distributed.engines`):
+in-process, or on Dask workers where the sites' data live. A site that raises, whose worker dies, or that
+does not answer within ``site_timeout`` is left out with a :class:`SiteFailureWarning` naming it; the
+release uses the remaining sites and the result lists which sites contributed.
+
+Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. a trusted curator),
+:func:`local_pca` (one site alone) and ``variant="full"`` (sites send their noisy ``A_hat_s``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_generator, check_choice, check_mechanism_inputs, check_n_components
+from ..moments import is_dask_array
+from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, certify_release
+from ..privacy.budget import Relation
+from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..results import SubspaceResult
+from .aggregator import aggregate
+from .engines import DaskEngine, Engine, InProcessEngine, SiteOutcome, is_dask_collection, is_dask_future
+from .site import SitePlan, Spectrum, Variant, check_spectrum, check_variant, plan_site_release, site_step
+
+__all__ = [
+    "DistributedResult",
+    "SiteFailureError",
+    "SiteFailureWarning",
+    "SiteReport",
+    "dpdispca",
+    "local_pca",
+    "pooled_pca",
+    "spawn_site_seeds",
+]
+
+OnSiteFailure = Literal["warn", "raise"]
+
+
+class SiteFailureWarning(UserWarning):
+    """A site was left out of a distributed release (it raised, its worker died, or it timed out)."""
+
+
+class SiteFailureError(RuntimeError):
+    """Too few sites answered (or ``on_site_failure="raise"``); nothing was released by the aggregator."""
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    """Public facts about one site's part in a run.
+
+    Attributes
+    ----------
+    site : int
+        Index of the site in the input.
+    status : {"ok", "failed", "timeout", "lost"}
+        ``"ok"``: contributed. ``"failed"``: its step raised. ``"lost"``: its worker died.
+        ``"timeout"``: no answer within ``site_timeout``.
+    contributed : bool
+    bytes_sent : int
+        Bytes of released numbers the site sent to the aggregator (0 when nothing arrived).
+    n_samples : int or None
+        N_s when public (replace-one neighbours) and known.
+    seconds : float or None
+        Wall time from dispatch to the answer.
+    worker : str or None
+        The Dask worker that ran the site's step.
+    error : str or None
+        Why the site is missing.
+    """
+
+    site: int
+    status: str
+    bytes_sent: int = 0
+    n_samples: int | None = None
+    seconds: float | None = None
+    worker: str | None = None
+    error: str | None = None
+
+    @property
+    def contributed(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class DistributedResult(SubspaceResult):
+    """A :class:`~dpspectral.SubspaceResult` of a distributed run, with one :class:`SiteReport` per site.
+
+    ``values`` and ``total`` are on the scale of the pooled scatter ``sum_i x_i x_i^T`` of the contributing
+    sites (the eigenvalues of ``A_c`` times ``N'``, their number of rows, when ``A_c`` is normalised).
+    """
+
+    sites: tuple[SiteReport, ...] = ()
+
+    @property
+    def contributing_sites(self) -> tuple[int, ...]:
+        """Indices of the sites whose release entered ``A_c``."""
+        return tuple(r.site for r in self.sites if r.contributed)
+
+    @property
+    def failed_sites(self) -> dict[int, str]:
+        """Site index -> why it was left out."""
+        return {r.site: f"{r.status}: {r.error}" for r in self.sites if not r.contributed}
+
+    @property
+    def bytes_sent(self) -> dict[int, int]:
+        """Site index -> bytes of released numbers it sent."""
+        return {r.site: r.bytes_sent for r in self.sites}
+
+
+# ---------------------------------------------------------------------------------------------------
+# inputs
+
+
+def spawn_site_seeds(random_state: Any, n_sites: int) -> list[np.random.SeedSequence]:
+    """One independent ``SeedSequence`` per site, from ``SeedSequence(random_state).spawn(n_sites)``.
+
+    ``random_state``: None (fresh entropy), an int, a ``SeedSequence`` (spawned: a second call gives new
+    children) or a ``Generator`` (64 bits of entropy drawn from it).
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        root = random_state
+    elif isinstance(random_state, np.random.Generator | np.random.RandomState):
+        rng = as_generator(random_state)
+        root = np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
+    else:
+        as_generator(random_state)  # validation: None or a non-negative int
+        root = np.random.SeedSequence(None if random_state is None else int(random_state))
+    return root.spawn(n_sites)
+
+
+def _is_dask_array(X: Any) -> bool:
+    """A ``dask.array.Array`` (a ``Delayed`` answers every attribute, so the type's name is checked)."""
+    return is_dask_array(X) and type(X).__name__ == "Array"
+
+
+def _check_local_site(X: Any, s: int, owner: str) -> tuple[Any, int, int]:
+    """Validate an in-memory site: 2-D, numeric, non-empty, finite. Returns (data, n, d); never copies
+    a float64 array."""
+    where = f"The 'sites' parameter of {owner}: site {s}"
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{where} must be 2-D. Got shape {X.shape} instead.")
+        data = sp.csr_matrix(X)
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead.")
+        values = data.data
+    else:
+        data = np.asarray(X)
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead (encode the columns "
+                            "first).")
+        if data.ndim != 2:
+            raise ValueError(f"{where} must be a 2-D array of shape (n_samples, n_features). Got shape "
+                             f"{data.shape} instead.")
+        values = data
+    n, d = data.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"{where} must hold at least one row and one feature. Got shape {data.shape} "
+                         "instead.")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{where} contains NaN or infinity.")
+    return data, int(n), int(d)
+
+
+def _split_rows(X: Any, n_sites: int, owner: str) -> list[Any]:
+    n = X.shape[0]
+    if isinstance(n_sites, bool) or not isinstance(n_sites, numbers.Integral) or not 1 <= n_sites <= n:
+        raise ValueError(f"The 'n_sites' parameter of {owner} must be an int in [1, n_samples="
+                         f"{X.shape[0]}]. Got {n_sites!r} instead.")
+    bounds = np.linspace(0, X.shape[0], int(n_sites) + 1).round().astype(int)
+    return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+class _RowBlocks(list):  # type: ignore[type-arg]
+    """Several validated in-memory arrays read as one site (a block stream): the pooled baseline."""
+
+
+@dataclass
+class _Sites:
+    handles: list[Any]
+    n_features: int | None
+    sizes: list[int | None] = field(default_factory=list)
+
+
+def _as_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
+    """The sites' data handles: in-memory arrays (validated), Dask futures, or Dask collections."""
+    if _is_dask_array(sites):
+        if n_sites is not None:
+            raise ValueError(f"The 'n_sites' parameter of {owner} must be None for a Dask array: its row "
+                             "blocks are the sites (rechunk the rows to change them).")
+        if sites.ndim != 2:
+            raise ValueError(f"The 'sites' parameter of {owner} must be a 2-D Dask array. Got shape "
+                             f"{sites.shape} instead.")
+        X = sites.rechunk({1: -1}) if sites.numblocks[1] > 1 else sites
+        blocks = list(X.to_delayed()[:, 0])
+        sizes = [None if math.isnan(c) else int(c) for c in X.chunks[0]]
+        return _Sites(blocks, int(X.shape[1]), sizes)
+    if isinstance(sites, (list, tuple)):
+        if n_sites is not None:
+            raise ValueError(f"The 'n_sites' parameter of {owner} must be None when 'sites' is a list of "
+                             "sites.")
+        if len(sites) == 0:
+            raise ValueError(f"The 'sites' parameter of {owner} must hold at least one site. Got an empty "
+                             f"{type(sites).__name__}.")
+        handles: list[Any] = []
+        d: int | None = None
+        sizes = []
+        for s, X in enumerate(sites):
+            if isinstance(X, _RowBlocks):
+                d_s = int(X[0].shape[1])
+                if d is not None and d_s != d:
+                    raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
+                                     f"earlier sites have {d}.")
+                d = d_s
+                handles.append(X)
+                sizes.append(sum(int(b.shape[0]) for b in X))
+                continue
+            if is_dask_future(X) or is_dask_collection(X):
+                handles.append(X)
+                shape = X.shape if _is_dask_array(X) else None  # a Delayed answers every attribute
+                if shape is not None and len(shape) == 2 and not math.isnan(shape[1]):
+                    d_s = int(shape[1])
+                    if d is not None and d_s != d:
+                        raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, "
+                                         f"site 0 has {d}.")
+                    d = d_s
+                sizes.append(None)
+                continue
+            data, n_s, d_s = _check_local_site(X, s, owner)
+            if d is not None and d_s != d:
+                raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
+                                 f"earlier sites have {d}.")
+            d = d_s
+            handles.append(data)
+            sizes.append(n_s)
+        return _Sites(handles, d, sizes)
+    if hasattr(sites, "shape") or hasattr(sites, "__array__"):
+        data, n, d = _check_local_site(sites, 0, owner)
+        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner)
+        return _Sites(parts, d, [int(p.shape[0]) for p in parts])
+    raise TypeError(f"The 'sites' parameter of {owner} must be a list of per-site 2-D arrays (or Dask "
+                    f"futures), a Dask array whose row blocks are the sites, or one 2-D array. Got "
+                    f"{type(sites).__name__} instead.")
+
+
+def _check_rank(value: Any, k: int, d: int | None, owner: str) -> int:
+    if value is None:
+        return 2 * k if d is None else min(2 * k, d)
+    upper = "n_features" if d is None else f"n_features={d}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1 or (
+            d is not None and int(value) > d):
+        raise ValueError(f"The 'intermediate_rank' parameter of {owner} must be None or an int in [1, "
+                         f"{upper}]. Got {value!r} instead.")
+    return int(value)
+
+
+def _check_timeout(value: Any, owner: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            math.isfinite(float(value)) and float(value) > 0):
+        raise ValueError(f"The 'site_timeout' parameter of {owner} must be None or a float in (0, inf) "
+                         f"(seconds). Got {value!r} instead.")
+    return float(value)
+
+
+def _check_weighting(value: Any, n_sites: int, owner: str) -> Any:
+    if isinstance(value, str):
+        return check_choice(value, "weighting", ("equal", "size"), owner)
+    try:
+        w = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        w = np.asarray([np.nan])
+    if w.shape != (n_sites,) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError(f"The 'weighting' parameter of {owner} must be 'equal', 'size' or {n_sites} finite, "
+                         f"non-negative public weights (one per site) with a positive sum. Got {value!r} "
+                         "instead.")
+    return w.copy()
+
+
+def _as_engine(engine: Any, owner: str) -> Engine:
+    if isinstance(engine, Engine):
+        return engine
+    if engine == "inprocess":
+        return InProcessEngine()
+    if engine == "dask":
+        return DaskEngine()
+    raise ValueError(f"The 'engine' parameter of {owner} must be 'inprocess', 'dask' or an Engine instance. "
+                     f"Got {engine!r} instead.")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the protocol
+
+
+def _run_protocol(
+    sites: Any,
+    k: int,
+    *,
+    mechanism: str,
+    variant: Variant,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str,
+    calibration: str,
+    intermediate_rank: int | None,
+    n_sites: int | None,
+    weighting: Any,
+    spectrum: Spectrum,
+    engine: Any,
+    site_timeout: float | None,
+    min_sites: int,
+    on_site_failure: OnSiteFailure,
+    release_count: bool,
+    accountant: Accountant | None,
+    random_state: Any,
+    on_norm_violation: NormViolation,
+    accounting: AccountingMethod,
+    show_progress: bool | None,
+    stacklevel: int,
+    owner: str | None = None,
+) -> DistributedResult:
+    owner = owner or mechanism
+    t0 = time.perf_counter()
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=owner,
+        allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
+    )
+    variant = check_variant(variant, owner)
+    spectrum = check_spectrum(spectrum, owner)
+    check_choice(on_site_failure, "on_site_failure", ("warn", "raise"), owner)
+    timeout = _check_timeout(site_timeout, owner)
+    parsed = _as_sites(sites, n_sites, owner)
+    S = len(parsed.handles)
+    d = parsed.n_features
+    if d is not None:
+        k = check_n_components(k, d, owner, name="k")
+    elif isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"The 'k' parameter of {owner} must be an int >= 1. Got {k!r} instead.")
+    k = int(k)
+    R = _check_rank(intermediate_rank, k, d, owner)
+    weights = _check_weighting(weighting, S, owner)
+    if isinstance(min_sites, bool) or not isinstance(min_sites, numbers.Integral) or not 1 <= min_sites <= S:
+        raise ValueError(f"The 'min_sites' parameter of {owner} must be an int in [1, n_sites={S}]. Got "
+                         f"{min_sites!r} instead.")
+    if not isinstance(release_count, (bool, np.bool_)):
+        raise TypeError(f"The 'release_count' parameter of {owner} must be a bool. Got {release_count!r}.")
+    # Under add/remove, N_s is private: normalising (equal or explicit weights) needs a noisy count.
+    size_weights = isinstance(weights, str) and weights == "size"
+    count = bool(release_count) or (not rel.n_is_public and not size_weights)
+    scatter_std, count_std, site_event, notes = plan_site_release(
+        budget=budget, relation=rel, calibration=calibration, row_norm=C, release_count=count)
+    plan = SitePlan(variant=variant, rank=R, spectrum=spectrum, relation=rel, calibration=calibration,
+                    row_norm=C, scatter_std=scatter_std, count_std=count_std,
+                    on_norm_violation=on_norm_violation, n_features=d)
+    # Every site releases the same event on its own rows (disjoint): parallel composition. The branches
+    # are identical, so one branch stands for all of them (the worst branch is the guarantee).
+    event = ParallelDpEvent([site_event])
+    eng = _as_engine(engine, owner)
+    seeds = spawn_site_seeds(random_state, S)
+    if accountant is not None:
+        accountant.spend(event, rel, label=mechanism)  # refused before any site is asked to release
+    outcomes = eng.run(parsed.handles, site_step, plan, seeds, timeout=timeout, show_progress=show_progress)
+    payloads = _handle_faults(outcomes, owner, on_site_failure, stacklevel + 1)
+    if len(payloads) < min_sites:
+        reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes if o.status != "ok")
+        raise SiteFailureError(f"{owner}: only {len(payloads)} of {S} sites answered, fewer than "
+                               f"min_sites={min_sites}; nothing was released by the aggregator. {reasons}")
+    dims = {p.n_features for p in payloads}
+    if len(dims) > 1:
+        raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of features "
+                         f"({sorted(dims)}).")
+    d = dims.pop()
+    check_n_components(k, d, owner, name="k")
+    agg = aggregate(payloads, k, weighting=weights, spectrum=spectrum, owner=owner)
+
+    # Scale: A_c ~ X^T X / N' when normalised; the result's values are on the scatter's scale.
+    n_public = [p.n_samples for p in payloads]
+    n_total: float | None
+    if rel.n_is_public and all(n is not None for n in n_public):
+        n_total = float(sum(n for n in n_public if n is not None))
+    elif count_std is not None:
+        n_total = float(sum(max(p.noisy_count or 0.0, 1.0) for p in payloads))
+    else:
+        n_total = None
+    scale = (n_total or 1.0) if agg.normalised else 1.0
+    report = certify_release([event], mechanism=mechanism, budget=budget, relation=rel,
+                             calibration=calibration, accounting=accounting, notes=notes,
+                             stacklevel=stacklevel + 1)
+    site_reports = tuple(
+        SiteReport(site=o.site, status=o.status, bytes_sent=o.payload.nbytes if o.payload is not None else 0,
+                   n_samples=(o.payload.n_samples if o.payload is not None else parsed.sizes[o.site]
+                              if rel.n_is_public else None),
+                   seconds=o.seconds, worker=o.worker, error=o.error)
+        for o in outcomes)
+    diagnostics: dict[str, Any] = {
+        "variant": variant,
+        "engine": eng.name,
+        "n_sites": S,
+        "n_contributing": len(payloads),
+        "intermediate_rank": R if variant == "proxy" else None,
+        "spectrum": spectrum,
+        "weights": agg.weights,
+        "noise_std": scatter_std,  # on the scatter S_s; on A_s = S_s / N_s it is noise_std / N_s
+        "count_noise_std": count_std,
+        "sensitivity": (math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0) * sensitivity_norm(C) ** 2,
+        "bytes_sent": {r.site: r.bytes_sent for r in site_reports},
+        "bytes_total": sum(r.bytes_sent for r in site_reports),
+        "seconds": time.perf_counter() - t0,
+    }
+    return DistributedResult(
+        components=agg.components,
+        values=agg.values * scale,
+        total=agg.trace * scale,
+        mean=None,
+        n_samples=n_total,
+        privacy=report,
+        diagnostics=diagnostics,
+        sites=site_reports,
+    )
+
+
+def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure: OnSiteFailure,
+                   stacklevel: int) -> list[Any]:
+    failed = [o for o in outcomes if o.status != "ok"]
+    ok = [o.site for o in outcomes if o.status == "ok"]
+    if failed and on_site_failure == "raise":
+        reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in failed)
+        raise SiteFailureError(f"{owner}: {len(failed)} of {len(outcomes)} sites did not answer "
+                               "(on_site_failure='raise'); nothing was released by the aggregator. "
+                               f"{reasons}")
+    for o in failed:
+        warnings.warn(
+            f"{owner}: site {o.site} was left out of the release ({o.status}: {o.error}). The release uses "
+            f"the {len(ok)} remaining sites {ok}; each site's privacy guarantee is its own, so the "
+            "guarantee is unchanged.", SiteFailureWarning, stacklevel=stacklevel)
+    return [o.payload for o in outcomes if o.status == "ok" and o.payload is not None]
+
+
+_PRIVACY_DOC = """
+    Privacy
+    -------
+    Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
+    (the sites hold disjoint rows; which site holds which rows is public). Each site releases the upper
+    triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
+    L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
+    (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
+    bounds the *spectral* norm (``1 / N_s``), which is not the Gaussian mechanism's sensitivity:
+    ``calibration="paper"`` reproduces that noise, ``sqrt(2)`` too small, and is certified only where the
+    accountant agrees (``UncertifiedPrivacyWarning`` otherwise). ``calibration="tight"`` (default) is the
+    analytic Gaussian mechanism for the Frobenius sensitivity. Under add/remove a site normalising by its
+    size also releases a noisy count (1% of its Gaussian budget, split exactly). Event:
+    ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
+    rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
+    proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
+    change the guarantee, provided a failure does not depend on the data (crashes, timeouts); the site
+    step's control flow reads only public sizes once the input is validated.
+"""
+
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    sites : list of per-site data, a Dask array, or one 2-D array
+        A list with one entry per site: a 2-D array or sparse matrix of shape (N_s, D) (validated here;
+        on the Dask engine scattered to one worker per site), a ``distributed.Future`` of such an array
+        (already on a worker), or a Dask collection; or a Dask array whose row blocks are the sites; or one
+        2-D array (one site, or ``n_sites`` contiguous row blocks). Never modified.
+    k : int
+        Number of components K, in [1, D].
+    epsilon : float
+        In (0, inf); each site's guarantee.
+    delta : float
+        In (0, 1).
+    row_norm : float
+        Public bound C on each row's Euclidean norm; rows above it are clipped at their site (or rejected
+        with ``on_norm_violation="raise"``). Never derived from the data.
+    relation : {"replace_one", "add_remove"}
+    calibration : {"tight", "paper"}
+    intermediate_rank : int, optional
+        R, the rank of the proxies (``variant="proxy"``); default ``min(2 K, D)`` (the authors' code).
+    n_sites : int, optional
+        Only for a single 2-D array: split its rows into this many contiguous, near-equal sites.
+    weighting : {"equal", "size"} or array-like of shape (n_sites,), default="equal"
+        ``"equal"``: ``w_s = 1/S'`` (the paper). ``"size"``: ``w_s = N_s / N'`` (sites of different
+        sizes; :mod:`~dpspectral.distributed.aggregator`). An array: public per-site weights.
+    spectrum : {"eigh", "svd"}, default="eigh"
+        Which R eigenpairs of ``A_hat_s`` form the proxy (and, for ``"full"``, the K released):
+        ``"svd"`` the largest in magnitude (the paper's SVD of a symmetric matrix), ``"eigh"`` the largest
+        eigenvalues with negative ones clamped to 0 (the true ``A_s`` is positive semi-definite).
+    engine : {"inprocess", "dask"} or Engine, default="inprocess"
+        Where the sites run; ``"dask"`` starts a ``LocalCluster`` for the run; pass
+        ``DaskEngine(client=...)`` or ``DaskEngine(scheduler_address=...)`` to use an existing cluster.
+    site_timeout : float, optional
+        Seconds after dispatch by which a site must answer; later sites are left out.
+    min_sites : int, default=1
+        Fewest contributing sites for a release; fewer raise :class:`SiteFailureError`.
+    on_site_failure : {"warn", "raise"}, default="warn"
+        ``"warn"``: leave a failed site out with a :class:`SiteFailureWarning`; ``"raise"``: fail the run.
+    release_count : bool, default=False
+        Under add/remove, have every site release a noisy row count (always done when the weighting needs
+        one); ignored under replace-one, where N_s is public.
+    accountant : Accountant, optional
+        Ledger to spend against; a run that would exceed it is refused before any site releases.
+    random_state : None, int, SeedSequence or Generator
+        Site s draws its noise from child s of ``SeedSequence(random_state).spawn(S)``, so the result does
+        not depend on the engine or the order in which sites finish.
+    on_norm_violation : {"clip", "raise"}
+    accounting : {"auto", "gaussian", "pld", "rdp"}
+    show_progress : bool or None
+        Progress bar over the sites (in-process engine).
+
+    Returns
+    -------
+    DistributedResult
+        ``components`` (D x K), ``values`` and ``total`` on the pooled scatter's scale, ``n_samples``
+        (N' of the contributing sites when public, or the sum of their noisy counts), ``privacy``, and
+        ``sites``: per-site status, bytes sent, worker and error. ``diagnostics["bytes_sent"]`` too.
+
+    Raises
+    ------
+    SiteFailureError
+        Fewer than ``min_sites`` sites answered, or a site failed with ``on_site_failure="raise"``.
+    BudgetExceededError
+        The accountant refused the run (nothing was released).
+"""
+
+
+def dpdispca(
+    sites: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: str = "tight",
+    intermediate_rank: int | None = None,
+    n_sites: int | None = None,
+    variant: Variant = "proxy",
+    weighting: Any = "equal",
+    spectrum: Spectrum = "eigh",
+    engine: Any = "inprocess",
+    site_timeout: float | None = None,
+    min_sites: int = 1,
+    on_site_failure: OnSiteFailure = "warn",
+    release_count: bool = False,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+    show_progress: bool | None = None,
+) -> DistributedResult:
+    """DPdisPCA (Imtiaz and Sarwate 2018, Algorithm 1): private PCA of data spread over sites.
+
+    Site s computes ``A_s = X_s^T X_s / N_s`` of its clipped rows, releases ``A_hat_s = A_s + E_s`` (E_s
+    symmetric Gaussian), and sends ``P_s = U_R Sigma_R^{1/2}`` of ``A_hat_s`` (``variant="proxy"``, D x R
+    numbers) or ``A_hat_s`` itself (``variant="full"``, D (D+1)/2 numbers). The aggregator releases the top-K
+    eigenvectors of ``A_c = sum_s w_s P_s P_s^T`` (or ``sum_s w_s A_hat_s``).
+    """
+    return _run_protocol(
+        sites, k, mechanism="dpdispca" if variant == "proxy" else "dpdispca_full", variant=variant,
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        intermediate_rank=intermediate_rank, n_sites=n_sites, weighting=weighting, spectrum=spectrum,
+        engine=engine, site_timeout=site_timeout, min_sites=min_sites, on_site_failure=on_site_failure,
+        release_count=release_count, accountant=accountant, random_state=random_state,
+        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
+        stacklevel=3,
+    )
+
+
+def pooled_pca(
+    sites: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: str = "tight",
+    spectrum: Spectrum = "eigh",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+) -> DistributedResult:
+    """The pooled-data baseline: one Analyze Gauss on all sites' rows (a trusted curator holds them all).
+
+    ``A_hat = X^T X / N + E`` with the same noise formula as a site (``calibration="paper"``: the paper's
+    ``sqrt(2 ln(1.25/delta)) / (N epsilon)``; ``"tight"``: the analytic Gaussian for the Frobenius
+    sensitivity ``sqrt(2) C^2 / N``), released as the top-K eigenvectors (``spectrum="eigh"``: identical
+    in distribution to :func:`~dpspectral.analyze_gauss`). ``sites`` must be in memory (a list of arrays
+    or one array); they are read as one block stream, never concatenated.
+    """
+    owner = "dpdispca_pooled"
+    parsed = _as_sites(sites if isinstance(sites, (list, tuple)) else [sites], None, owner)
+    for h in parsed.handles:
+        if is_dask_future(h) or is_dask_collection(h):
+            raise TypeError(f"The 'sites' parameter of {owner} must hold in-memory arrays: the pooled "
+                            "baseline needs every row in one place.")
+    return _run_protocol(
+        [_RowBlocks(parsed.handles)], k, mechanism=owner, variant="full", epsilon=epsilon, delta=delta,
+        row_norm=row_norm, relation=relation, calibration=calibration, intermediate_rank=None, n_sites=None,
+        weighting="equal", spectrum=spectrum, engine="inprocess", site_timeout=None, min_sites=1,
+        on_site_failure="raise", release_count=False, accountant=accountant, random_state=random_state,
+        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=False, stacklevel=3,
+    )
+
+
+def local_pca(
+    sites: Any,
+    k: int,
+    *,
+    site: int = 0,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: str = "tight",
+    spectrum: Spectrum = "eigh",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+) -> DistributedResult:
+    """The local baseline: Analyze Gauss on one site's rows alone (what a site can do without the others).
+
+    Same release as one site of :func:`dpdispca` with ``variant="full"``, and its top-K eigenvectors.
+    """
+    owner = "dpdispca_local"
+    if not isinstance(sites, (list, tuple)):
+        sites = [sites]
+    if isinstance(site, bool) or not isinstance(site, numbers.Integral) or not 0 <= site < len(sites):
+        raise ValueError(f"The 'site' parameter of {owner} must be an int in [0, {len(sites) - 1}]. Got "
+                         f"{site!r} instead.")
+    return _run_protocol(
+        [sites[int(site)]], k, mechanism=owner, variant="full", epsilon=epsilon, delta=delta,
+        row_norm=row_norm, relation=relation, calibration=calibration, intermediate_rank=None, n_sites=None,
+        weighting="equal", spectrum=spectrum, engine="inprocess", site_timeout=None, min_sites=1,
+        on_site_failure="raise", release_count=False, accountant=accountant, random_state=random_state,
+        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=False, stacklevel=3,
+    )
+
+
+for _f in (dpdispca,):
+    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC + _PARAMS_DOC
+for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
+    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
