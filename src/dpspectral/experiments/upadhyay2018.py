@@ -201,7 +201,8 @@ _GROUP_BY = ("table", "row", "distribution", "m", "n", "k", "alpha", "method")
 _METRICS = ("error", "optimal", "ratio", "certified_epsilon", "seconds")
 _RUN_COLUMNS = ("table", "row", "distribution", "m", "n", "k", "alpha", "repeat", "method", "label",
                 "relation", "calibration", "epsilon", "delta", "error", "optimal", "ratio", "expected",
-                "certified", "certified_epsilon", "sigma_min", "noise_sigma", "t", "v", "seconds")
+                "certified", "certified_epsilon", "sigma_min", "noise_sigma", "t", "v", "rows_pruned",
+                "seconds")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -609,7 +610,7 @@ def run_upadhyay2018(
                         "sigma_min": fit.diagnostics.get("sigma_min"),
                         "noise_sigma": _noise_sigma(fit.diagnostics),
                         "t": fit.diagnostics.get("t", fit.diagnostics.get("ell")),
-                        "v": fit.diagnostics.get("v"),
+                        "v": fit.diagnostics.get("v"), "rows_pruned": fit.diagnostics.get("rows_pruned"),
                         "seconds": fit.seconds,
                     })
         table_seconds[t] = time.perf_counter() - t_table
@@ -699,6 +700,24 @@ def _fmt_stats(values: Sequence[float], digits: int = 3) -> str:
     return f"{med:.{digits}g} (range {lo:.{digits}g}–{hi:.{digits}g})"
 
 
+def _split_by_v(rows: Sequence[Mapping[str, Any]], method: str, paper_key: str) -> list[str]:
+    """Error / optimal for the rows with n <= v = ceil(k/alpha^2) (the affine sketch of the n side is then
+    the identity) and n > v (a true compression), ours and the paper's."""
+    parts = []
+    for name, keep in (("n ≤ v", True), ("n > v", False)):
+        sel = [r for r in rows if (r["n"] <= math.ceil(r["k"] / r["alpha"] ** 2)) == keep]
+        if not sel:
+            continue
+        ours = [_ratio(r[f"{method}_mean"], r["optimal_mean"]) for r in sel]
+        pap = [_ratio(r[f"paper_{paper_key}"], r[f"paper_{OPTIMAL}"]) for r in sel]
+        parts.append(f"{name} ({len(sel)} rows): ours {_fmt_stats(ours, 4)}, paper's {_fmt_stats(pap, 4)}")
+    if len(parts) < 2:
+        return []
+    v = math.ceil(rows[0]["k"] / rows[0]["alpha"] ** 2)
+    return [f"{METHODS[method].label}, error / optimal by n against the sketch size v = ⌈k/α²⌉ = {v}: "
+            + "; ".join(parts)]
+
+
 def _headlines(t: int, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     main = _MAIN[t]
     lines: list[str] = []
@@ -715,6 +734,7 @@ def _headlines(t: int, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         exc = [r["ours_mean"] - o for r, o in zip(rows, opt, strict=True)]
         pexc = [r[f"paper_{OURS}"] - r[f"paper_{OPTIMAL}"] for r in rows]
         lines.append(f"excess error − optimal: ours {_fmt_stats(exc)}; paper's {_fmt_stats(pexc)}")
+        lines += _split_by_v(rows, "ours", OURS)
         check = [_ratio(o, r[f"paper_{OPTIMAL}"]) for r, o in zip(rows, opt, strict=True)]
         lines.append("our optimal / paper's optimal (checks the fitted width): " + _fmt_stats(check, 4))
     elif t in (4, 5, 6, 8, 9, 10):
@@ -751,6 +771,7 @@ def _headlines(t: int, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(f"total / optimal {_fmt_stats(vals, 4)} (1 + α = {1 + alpha:g}; all within: "
                      f"{'yes' if all(v <= 1 + alpha for v in vals if math.isfinite(v)) else 'no'}); "
                      f"paper's {_fmt_stats(pvals, 4)}")
+        lines += _split_by_v(rows, "optimal_space", TOTAL)
     return lines
 
 
@@ -898,13 +919,14 @@ _STYLE: Mapping[str, tuple[str, str]] = {  # method -> (colour, marker)
 
 
 def _series(ax: Any, rows: Sequence[Mapping[str, Any]], x: str, method: str, *, divide: str | None = None,
-            label: str | None = None) -> None:
+            excess: bool = False, label: str | None = None) -> None:
+    """Our mean (± sd) of ``method`` against column ``x``; divided by ``divide``, minus 1 if ``excess``."""
     pts = []
     for r in rows:
         den = float(r[divide]) if divide else 1.0
         sd = r.get(f"{method}_sd")
         err = float(sd) / den if sd is not None and math.isfinite(float(sd)) else 0.0
-        pts.append((float(r[x]), _ratio(r[f"{method}_mean"], den), err))
+        pts.append((float(r[x]), _ratio(r[f"{method}_mean"], den) - (1.0 if excess else 0.0), err))
     pts.sort()
     colour, marker = _STYLE[method]
     ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], color=colour,
@@ -912,8 +934,10 @@ def _series(ax: Any, rows: Sequence[Mapping[str, Any]], x: str, method: str, *, 
 
 
 def _paper_series(ax: Any, rows: Sequence[Mapping[str, Any]], x: str, key: str, label: str, colour: str,
-                  marker: str, *, divide: str | None = None, line: str = "--") -> None:
-    pts = sorted((float(r[x]), _ratio(r[key], r[divide] if divide else 1.0)) for r in rows)
+                  marker: str, *, divide: str | None = None, excess: bool = False, line: str = "--") -> None:
+    """A printed column (hollow markers, dashed) against ``x``, as in :func:`_series`."""
+    shift = 1.0 if excess else 0.0
+    pts = sorted((float(r[x]), _ratio(r[key], r[divide] if divide else 1.0) - shift) for r in rows)
     ax.plot([p[0] for p in pts], [p[1] for p in pts], line, color=colour, marker=marker, ms=5, mfc="none",
             lw=1.0, label=label)
 
@@ -943,14 +967,14 @@ def _plot_table3(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     axes = fig.subplots(1, len(groups), squeeze=False)[0]
     for ax, (dist, members) in zip(axes, groups.items(), strict=True):
         for method in TABLE_METHODS[3]:
-            _series(ax, members, "m", method, divide="optimal_mean")
+            _series(ax, members, "m", method, divide="optimal_mean", excess=True)
         _paper_series(ax, members, "m", f"paper_{OURS}", "paper: ours", "tab:blue", "o",
-                      divide=f"paper_{OPTIMAL}")
+                      divide=f"paper_{OPTIMAL}", excess=True)
         _paper_series(ax, members, "m", f"paper_{HARDT_ROTH}", "paper: Hardt–Roth", "tab:red", "D",
-                      divide=f"paper_{OPTIMAL}")
+                      divide=f"paper_{OPTIMAL}", excess=True)
         ax.set_yscale("log")
         ax.set_xlabel("rows m")
-        ax.set_ylabel("total error / optimal error")
+        ax.set_ylabel("relative excess: error / optimal − 1 (log scale)")
         ax.set_title(f"Table 3, {dist}, k = 10, α = 0.25")
     return _finish_figure(fig, axes, path)
 
@@ -981,9 +1005,11 @@ def _plot_ratio(t: int, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     fig = report._new_figure((8.0, 5.0))
     ax = fig.add_subplot(1, 1, 1)
     paper_key = f"paper_{TOTAL}" if t == 11 else f"paper_{OURS}"
+    excess = t == 7
     for method in TABLE_METHODS[t]:
-        _series(ax, rows, "m", method, divide="optimal_mean")
-    _paper_series(ax, rows, "m", paper_key, "paper", "tab:blue", "o", divide=f"paper_{OPTIMAL}")
+        _series(ax, rows, "m", method, divide="optimal_mean", excess=excess)
+    _paper_series(ax, rows, "m", paper_key, "paper", "tab:blue", "o", divide=f"paper_{OPTIMAL}",
+                  excess=excess)
     if t == 11:
         alpha = rows[0]["alpha"]
         ax.axhline(1 + alpha, color="k", ls=":", lw=1.2, label=f"1 + α = {1 + alpha:g}")
@@ -991,9 +1017,10 @@ def _plot_ratio(t: int, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.set_title("Table 11: non-private Optimal-Space-LRF, k = 10, α = 0.25")
     else:
         ax.set_yscale("log")
-        ax.set_title("Table 7 (local): ‖A − UUᵀA‖_F / optimal, k = 10, α = 0.25")
+        ax.set_title("Table 7 (local): ‖A − UUᵀA‖_F / optimal − 1, k = 10, α = 0.25")
     ax.set_xlabel("rows m")
-    ax.set_ylabel("total error / optimal error")
+    ax.set_ylabel("relative excess: error / optimal − 1 (log scale)" if excess
+                  else "total error / optimal error")
     return _finish_figure(fig, [ax], path, ncols=3)
 
 
@@ -1185,8 +1212,12 @@ def _reading_lines(result: Upadhyay2018Result) -> list[str]:
             f"the padded sketch) needs σ_min = {_span(sm)}; the formula reads as σ_min = {_span(smf)} (its "
             "first term is σ_min √n), and the recalled closed form of the algorithm, "
             f"16 ln(1/δ)√(tκ ln(1/δ))/ε ('ours (paper calib.)'), gives {_span(smp)}. Measured additive "
-            f"error / expected: ours "
-            f"{_span([_ratio(r['ours_mean'], r['expected_formula']) for r in rows])}; paper calibration "
+            "error / expected: ours "
+            + "; ".join(f"Table {t} {_span([_ratio(r['ours_mean'], r['expected_formula']) for r in T[t]])}"
+                        for t in central)
+            + f" (the tables use different closed forms: at 450 × 50, k = 10, α = 0.25 Table 4's gives "
+            f"{expected_additive_error(4, 450, 50, 10, 0.25):,.0f} and Table 6's "
+            f"{expected_additive_error(6, 450, 50, 10, 0.25):,.0f}); paper calibration "
             f"{_span(paper_cal)} (not certified at ε = 1); the paper's own measurements {_span(paper_own)}.")
         if min(paper_cal) > max(paper_own):
             text += (" The paper's measured values are not consistent with its recalled σ_min at ε = 1, "
@@ -1194,6 +1225,8 @@ def _reading_lines(result: Upadhyay2018Result) -> list[str]:
         if sm and smp and max(sm) < min(smf) and max(smf) < min(smp):
             text += " The formula's σ_min lies between our certified one and the recalled one."
         lines.append(text)
+        hr_runs = [x for x in result.runs if x["table"] in central and x["method"] == "hr"]
+        pruned = sum(1 for x in hr_runs if x.get("rows_pruned"))
         hr_below = sum(1 for r in rows if r["hr_mean"] < r["ours_mean"])
         hr_ours = _span([_ratio(r["hr_mean"], r["ours_mean"]) for r in rows])
         p_gap = _span([_ratio(r[f"paper_{HARDT_ROTH}"], r[f"paper_{OURS}"]) for r in rows], ".2g")
@@ -1201,12 +1234,13 @@ def _reading_lines(result: Upadhyay2018Result) -> list[str]:
             "* **Hardt–Roth.** At the paper's unit of privacy (one row changing by a vector of norm ≤ 1) our "
             "reconstruction of Hardt–Roth has a smaller additive error than our Priv1 algorithm in "
             f"{hr_below} of {len(rows)} rows of Tables {names} (HR / ours {hr_ours}): it pays no σ_min "
-            "padding, and on i.i.d. (incoherent) inputs its pruning (c = 2) leaves the rows alone. The "
+            "padding, and on these i.i.d. (incoherent) inputs its pruning (c = 2) clipped rows of Q in "
+            f"{pruned} of {len(hr_runs)} runs. The "
             f"paper's Hardt–Roth numbers are {p_gap} times its own"
             f"{'; we do not reproduce that gap' if 2 * hr_below > len(rows) else ''}. The "
             "paper's Hardt–Roth code (Appendix L.2) is lost, and its explanation (an error depending on "
-            "‖A‖_F through the coherence assumption) does not appear with a pruning level that incoherent "
-            "rows stay below. Hardt–Roth's guarantee is also weaker (row-level, not Priv1), which the "
+            "‖A‖_F through the coherence assumption) does not appear while the pruning does not bite. "
+            "Hardt–Roth's guarantee is also weaker (row-level, not Priv1), which the "
             "paper's comparison does not say.")
         priv2_best = sum(1 for r in rows if r["priv2_mean"] <= min(r["ours_mean"], r["hr_mean"]))
         priv2_ours = _span([_ratio(r["priv2_mean"], r["ours_mean"]) for r in rows])
@@ -1229,13 +1263,13 @@ def _reading_lines(result: Upadhyay2018Result) -> list[str]:
         vs_exp = _span([_ratio(r["local_mean"], r["expected_formula"]) for r in rows])
         paper_exp = _span([_ratio(r[f"paper_{OURS}"], r["expected_formula"]) for r in rows])
         t15 = _span([_ratio(r["local_t15_mean"], r["local_mean"]) for r in rows], ".2f")
-        sizes = sorted({(x["t"], x["v"]) for x in runs})
+        ts, vs = [float(x["t"]) for x in runs], [float(x["v"]) for x in runs]
         lines.append(
             f"* **Local model (Tables {', '.join(map(str, local))}).** Our local additive error / the "
             f"paper's: {vs_paper}; / expected: {vs_exp} (the paper's: {paper_exp}). Each user's report has "
             f"noise σ = {_span([float(x['noise_sigma']) for x in runs])} per entry, and the server's sum Z "
             "carries √m times that. The library's default sketch sizes are capped at min(m, n) = n; here "
-            f"(t, v) ∈ {{{', '.join(f'({a}, {b})' for a, b in sizes)}}}. With t close to v the matrix S U "
+            f"t = {_span(ts, '.0f')} and v = {_span(vs, '.0f')}. With t close to v the matrix S U "
             "is a nearly square Gaussian (badly conditioned) and amplifies Z's noise: the sensitivity "
             f"column t = ⌈1.5k⌉ has {t15} times the default's error (chosen on these simulations; the "
             "paper's t is lost)."
@@ -1246,6 +1280,15 @@ def _reading_lines(result: Upadhyay2018Result) -> list[str]:
         lines.append(
             "* **Local, whole-row LDP** (the library's `private_local_lrf` with the public row bound w√n): "
             f"error / optimal {rep} in Table 7, about ‖A‖_F / ‖A − [A]_k‖_F: no better than the zero matrix.")
+    split = [line for t, method, key in ((3, "ours", OURS), (11, "optimal_space", TOTAL)) if t in T
+             for line in _split_by_v(T[t], method, key)]
+    if split:
+        lines.append(
+            "* **Sketch size and n.** In the swapped orientation the affine sketch of the n side has "
+            "v = ⌈k/α²⌉ rows; when n ≤ v the library uses the identity there (exact), when n > v a Gaussian "
+            "compression. Our error / optimal jumps at n > v"
+            + (", and the paper's Table 11 ratio peaks at the same rows" if 11 in T else "")
+            + ": " + " — ".join(split) + ".")
     if 11 in T:
         vals = [_ratio(r["optimal_space_mean"], r["optimal_mean"]) for r in T[11]]
         pvals = [_ratio(r[f"paper_{TOTAL}"], r[f"paper_{OPTIMAL}"]) for r in T[11]]
