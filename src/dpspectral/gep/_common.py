@@ -1,0 +1,114 @@
+"""Shared steps of the GEP solvers: parameter checks, truncation, released-B normalisation."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..privacy.budget import PrivacyBudget
+from .scatter import ScatterPair
+
+__all__ = [
+    "check_budget",
+    "check_int",
+    "check_pair",
+    "check_positive",
+    "check_xi",
+    "normalize_released",
+    "random_orthonormal",
+    "truncate_columns",
+]
+
+
+def check_pair(pair: Any, owner: str) -> ScatterPair:
+    if not isinstance(pair, ScatterPair):
+        raise TypeError(
+            f"The 'pair' parameter of {owner} must be a ScatterPair (from fda_pair, pca_pair or "
+            f"symmetric_definite_pair). Got {type(pair).__name__} instead."
+        )
+    return pair
+
+
+def check_int(value: Any, name: str, low: int, high: int | None, owner: str) -> int:
+    hi = "inf" if high is None else str(high)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"The '{name}' parameter of {owner} must be an int in [{low}, {hi}]. Got "
+                        f"{value!r} instead.")
+    if not low <= int(value) <= (math.inf if high is None else high):
+        raise ValueError(f"The '{name}' parameter of {owner} must be an int in [{low}, {hi}]. Got "
+                         f"{value!r} instead.")
+    return int(value)
+
+
+def check_positive(value: Any, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        math.isfinite(float(value)) and float(value) > 0
+    ):
+        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, inf). Got "
+                         f"{value!r} instead.")
+    return float(value)
+
+
+def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float:
+    """The regularisation ratio xi: > 0 for the private solvers (the sensitivity has 1/xi)."""
+    ok = not isinstance(xi, bool) and isinstance(xi, numbers.Real) and math.isfinite(float(xi))
+    if not ok or not (float(xi) >= 0 if allow_zero else float(xi) > 0):
+        interval = "[0, inf)" if allow_zero else "(0, inf)"
+        reason = "" if allow_zero else (
+            " (the private solvers need xi > 0: the sensitivity of the reduced matrix grows like 1/xi)"
+        )
+        raise ValueError(f"The 'xi' parameter of {owner} must be a float in {interval}{reason}. Got "
+                         f"{xi!r} instead.")
+    return float(xi)
+
+
+def check_budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"The '{name}' parameter of {owner} must be a float. Got {value!r} "
+                             "instead.")
+    try:
+        budget = PrivacyBudget(float(epsilon), float(delta))
+    except ValueError as err:
+        raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
+    budget.require_delta(owner)
+    return budget
+
+
+def random_orthonormal(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
+    """A Haar-random ``rows x cols`` matrix with orthonormal columns (data-independent)."""
+    Q, R = np.linalg.qr(rng.standard_normal((rows, cols)))
+    s = np.sign(np.diag(R))
+    s[s == 0] = 1
+    return Q * s
+
+
+def truncate_columns(V: np.ndarray, s: int) -> np.ndarray:
+    """Keep the ``s`` entries of largest magnitude in every column, zero the rest (Tan et al. 2018)."""
+    d = V.shape[0]
+    if s >= d:
+        return V.copy()
+    keep = np.argpartition(-np.abs(V), s - 1, axis=0)[:s]
+    out = np.zeros_like(V)
+    cols = np.arange(V.shape[1])
+    out[keep, cols] = V[keep, cols]
+    return out
+
+
+def normalize_released(Phi: np.ndarray, basis: np.ndarray | None, lam: np.ndarray | None,
+                       xi: float, B_hat: np.ndarray | None = None) -> np.ndarray:
+    """Scale each column to unit norm in the released B: ``phi^T B_rel phi = 1``.
+
+    ``B_rel = basis diag(lam) basis^T + xi I`` (simultaneous reduction) or ``B_hat`` (given).
+    """
+    if B_hat is not None:
+        sq = np.einsum("ij,ij->j", Phi, B_hat @ Phi)
+    else:
+        assert basis is not None and lam is not None
+        proj = basis.T @ Phi
+        sq = (lam[:, None] * proj**2).sum(axis=0) + xi * (Phi**2).sum(axis=0)
+    sq = np.where(sq > 0, sq, 1.0)
+    return Phi / np.sqrt(sq)

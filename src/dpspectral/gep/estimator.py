@@ -1,0 +1,253 @@
+"""``DPFisherDiscriminant``: a scikit-learn transformer for private Fisher discriminant analysis."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_choice
+from ..privacy.accounting import Accountant, PrivacyReport
+from ..privacy.budget import Relation, UncertifiedPrivacyWarning
+from ..privacy.clipping import check_row_norm
+from ._common import check_budget, check_int, check_xi
+from .scatter import fda_pair
+from .solve import GEP_METHODS, solve_pair
+
+__all__ = ["DPFisherDiscriminant"]
+
+_METHODS = (*GEP_METHODS, "sr")
+_ITERATIVE = ("dpsr", "dpsrs", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow")
+
+
+class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private Fisher discriminant analysis (dimension reduction).
+
+    ``fit(X, y)`` builds the between-class and within-class scatter matrices of the clipped rows
+    (:func:`~dpspectral.gep.fda_pair`) and solves the regularised generalized eigenproblem with a
+    private solver (Chen et al.'s DPSR by default); only released quantities are stored.
+    ``transform(X)`` is ``X @ scalings_``.
+
+    Parameters
+    ----------
+    n_components : int or None, default=None
+        Number of directions; None takes ``min(n_classes - 1, n_features)`` (as scikit-learn's LDA).
+    epsilon : float
+        Privacy parameter in (0, inf). Required (ignored by ``method="sr"``).
+    delta : float
+        In (0, 1). Required (ignored by ``method="sr"``).
+    row_norm : float
+        Public bound on each row's Euclidean norm; rows above it are clipped per row, or rejected with
+        ``on_norm_violation="raise"``. Required: chosen without looking at the data.
+    method : {"dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
+        ``"dpsr"`` (Algorithm 2 of Chen et al., corrected as in ``docs/algorithms/gep.md``),
+        ``"dpsrs"`` (sparse, needs ``sparsity``), ``"sr_dp"`` (noise on A and B, then SR),
+        the DP-Rayleigh-Flow baselines, or ``"sr"``: the NON-PRIVATE simultaneous reduction (a labelled
+        reference: ``privacy_.certified`` is False and an ``UncertifiedPrivacyWarning`` is raised).
+    xi : float, default=0.01
+        Regularisation ratio (added to the within-class eigenvalues), > 0.
+    calibration : {"tight", "paper"}, default="tight"
+        Accountant-calibrated noise, or the paper's formula (flagged when the accountant does not
+        certify it).
+    n_iter : int, default=15
+        Iterations per phase (the paper's m) of the iterative methods.
+    sparsity : int or None, default=None
+        s, the non-zeros per direction, for the sparse methods.
+    classes : array-like or None, default=None
+        Public list of labels. None: the labels present in y are treated as public.
+    accountant : Accountant or None, default=None
+        Shared ledger with a ceiling, shared by reference across ``clone``; a fit is refused before any
+        noise is drawn when it would exceed it.
+    random_state : None, int, SeedSequence or Generator, default=None
+    on_norm_violation : {"clip", "raise"}, default="clip"
+    method_params : dict or None, default=None
+        Extra options of the solver (e.g. ``eta_b``, ``eta_a``, ``basis_size``, ``budget_shares`` for
+        DPSR; ``eta``, ``init`` for the flows; ``a_share``).
+
+    Attributes
+    ----------
+    scalings_ : ndarray of shape (n_features, n_components)
+        Released discriminant directions (columns), normalised in the released within-class matrix.
+    components_ : ndarray of shape (n_components, n_features)
+        ``scalings_.T``.
+    eigenvalues_ : ndarray of shape (n_components,) or None
+        Released estimates of the generalized eigenvalues.
+    classes_ : ndarray
+        The labels (public input or, by default, those present, treated as public).
+    n_components_ : int
+    n_features_in_ : int
+    privacy_ : PrivacyReport
+        Relation (replace-one; a record is a row and its label), epsilon, delta, certified, events.
+    result_ : GEPResult
+
+    Notes
+    -----
+    ``transform`` does not centre (a shift of the projected data changes no classifier that has an
+    intercept) and does not clip.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpspectral.gep import DPFisherDiscriminant
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 3000)
+    >>> X = rng.normal(size=(3000, 5)) / 4 + np.eye(3, 5)[y] / 2
+    >>> fda = DPFisherDiscriminant(2, epsilon=1.0, delta=1e-6, row_norm=1.5, random_state=0)
+    >>> fda.fit_transform(X, y).shape
+    (3000, 2)
+    >>> fda.privacy_.certified
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        row_norm: float | None = None,
+        method: str = "dpsr",
+        xi: float = 0.01,
+        calibration: str = "tight",
+        n_iter: int = 15,
+        sparsity: int | None = None,
+        classes: Any = None,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
+        on_norm_violation: str = "clip",
+        method_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.row_norm = row_norm
+        self.method = method
+        self.xi = xi
+        self.calibration = calibration
+        self.n_iter = n_iter
+        self.sparsity = sparsity
+        self.classes = classes
+        self.accountant = accountant
+        self.random_state = random_state
+        self.on_norm_violation = on_norm_violation
+        self.method_params = method_params
+
+    def _validate_params_dp(self) -> None:
+        owner = type(self).__name__
+        check_choice(self.method, "method", _METHODS, owner)
+        private = self.method != "sr"
+        if private:
+            for name in ("epsilon", "delta"):
+                if getattr(self, name) is None:
+                    raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
+                                     "parameter). Got None instead.")
+            check_budget(self.epsilon, self.delta, owner)
+        check_row_norm(self.row_norm, owner)
+        check_xi(self.xi, owner, allow_zero=not private)
+        check_choice(self.calibration, "calibration", ("tight", "paper"), owner)
+        check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+        check_int(self.n_iter, "n_iter", 1, None, owner)
+        sparse = private and GEP_METHODS[self.method].sparse
+        if sparse and self.sparsity is None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} is required for method="
+                             f"{self.method!r}. Got None instead.")
+        if not sparse and self.sparsity is not None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} must be None for method="
+                             f"{self.method!r} (it applies to 'dpsrs' and 'dp_truncated_rayleigh_flow'). "
+                             f"Got {self.sparsity!r} instead.")
+        if self.sparsity is not None:
+            check_int(self.sparsity, "sparsity", 1, None, owner)
+        if self.n_components is not None:
+            check_int(self.n_components, "n_components", 1, None, owner)
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError(f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or "
+                            f"None. Got {type(self.accountant).__name__} instead.")
+        if self.method_params is not None and not isinstance(self.method_params, dict):
+            raise TypeError(f"The 'method_params' parameter of {owner} must be a dict or None. Got "
+                            f"{self.method_params!r} instead.")
+
+    def fit(self, X: Any, y: Any = None) -> DPFisherDiscriminant:
+        """Fit the private discriminant directions.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Private rows; never modified.
+        y : array-like of shape (n_samples,)
+            Private labels.
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        self._validate_params_dp()
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                             reset=True)
+        d = X.shape[1]
+        pair = fda_pair(X, y, row_norm=float(self.row_norm),  # type: ignore[arg-type]
+                        classes=self.classes, on_norm_violation=self.on_norm_violation)  # type: ignore[arg-type]
+        assert pair.classes is not None
+        n_classes = int(pair.classes.size)
+        if self.n_components is None:
+            k = max(1, min(n_classes - 1, d))
+        else:
+            k = check_int(self.n_components, "n_components", 1, d, owner)
+        options: dict[str, Any] = dict(self.method_params or {})
+        if self.method == "sr":
+            result = solve_pair(pair, k, method="sr", xi=float(self.xi), owner=owner)
+            message = (f"{owner}(method='sr') is the NON-PRIVATE simultaneous reduction (a labelled "
+                       "reference): nothing is differentially private.")
+            warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=2)
+            privacy = PrivacyReport(
+                mechanism="sr", relation=Relation.REPLACE_ONE, epsilon=math.inf,
+                delta=float(self.delta) if self.delta is not None else 0.0,
+                requested_epsilon=float(self.epsilon) if self.epsilon is not None else math.nan,
+                requested_delta=float(self.delta) if self.delta is not None else math.nan,
+                certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
+                notes=(message,),
+            )
+        else:
+            options.update(calibration=self.calibration, accountant=self.accountant,
+                           random_state=self.random_state)
+            if self.method in _ITERATIVE:
+                options.setdefault("n_iter", self.n_iter)
+            result = solve_pair(pair, k, method=self.method, epsilon=float(self.epsilon),  # type: ignore[arg-type]
+                                delta=float(self.delta), xi=float(self.xi),  # type: ignore[arg-type]
+                                sparsity=self.sparsity, owner=owner, **options)
+            assert result.privacy is not None
+            privacy = result.privacy
+        self.result_ = result
+        self.scalings_ = np.ascontiguousarray(result.vectors)
+        self.components_ = np.ascontiguousarray(result.vectors.T)
+        self.eigenvalues_ = None if result.values is None else np.asarray(result.values)
+        self.classes_ = pair.classes
+        self.n_components_ = k
+        self.privacy_: PrivacyReport = privacy
+        return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Project ``X`` on the released directions: ``X @ scalings_``."""
+        check_is_fitted(self, "scalings_")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                          reset=False)
+        if sp.issparse(X):
+            return np.asarray(X @ self.scalings_)
+        return np.asarray(X @ self.scalings_)
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

@@ -1,0 +1,641 @@
+"""Simultaneous reduction: SR (non-private), SR+DP, DPSR (Algorithm 2) and DPSRS (Algorithm 3).
+
+Paper: Chen, Huang, Lee, Chen, Tsai, "On the Privacy-preserving Generalized Eigenvalue Problem"
+(``../shared/papers/003_*.txt``); specification and corrections: ``spec-pca-gep.md`` §B.8.
+
+Simultaneous reduction (Algorithm 1, Martin and Wilkinson 1968) solves ``A v = lambda B v``: with
+``B = Phi_B Lambda_B Phi_B^T`` and ``Phi~ = Phi_B (Lambda_B + xi I)^{-1/2}`` (regularised, Friedman 1989),
+the top eigenvectors ``Phi_A`` of ``A~ = Phi~^T A Phi~`` give the generalized eigenvectors ``Phi~ Phi_A``
+of the pair ``(A, B + xi I)``.
+
+DPSR replaces both eigendecompositions by noisy projected gradient ascent (``m`` steps each):
+``V <- Orthonormalize(V + eta (2 M V + Z))`` with ``M = B`` (phase 1) and ``M = A~`` (phase 2), Z
+i.i.d. Gaussian. Every noisy gradient ``2 M V + Z`` is a release; everything else is post-processing.
+
+What we changed, and why (spec §B.8)
+------------------------------------
+* **Lambda_B leaked.** The paper's step 5 computes ``Lambda_B = diag(V_m^T B V_m)`` from the true B and
+  uses it in the output (and in A~). Here it is released with Gaussian noise (sensitivity
+  ``min(||dB||_F, sqrt(k1) ||dB||_2)``), clamped at 0, and charged to the budget (``budget_shares[1]``,
+  10% by default). With ``budget_shares[1] = 0`` it is instead read off the last released gradient,
+  ``diag(V_{m-1}^T G_m) / 2`` (post-processing, free, noisier).
+* **Full basis.** With ``V_0`` of k columns, ``Phi~`` spans only B's top-k eigenspace, while the
+  reduction needs all of B's directions (the small within-class directions matter most for FDA). The
+  first phase runs on ``k1 = basis_size`` columns, by default all d (the Frobenius sensitivity of
+  ``2 B V`` does not grow with k1 beyond 2).
+* **Constants.** ``C1``, ``C2`` are left unspecified by the paper; the derived ones are in
+  :mod:`dpspectral.gep.scatter` (``C1 = 8 min(sqrt 2, sqrt k1) C^2``, ``C2 = 16 min(sqrt 2, sqrt k) C^2``
+  for FDA). The phase-2 noise is scaled to the released ``||Phi~||_2^2 = 1 / min(Lambda^_B + xi)``
+  (at most the paper's ``1/xi``).
+
+Calibration
+-----------
+``"tight"`` (default): one Gaussian-DP budget (the analytic Gaussian multiplier for (epsilon, delta),
+exact under the Gaussian-DP accountant, which dominates the zCDP and RDP bounds) split exactly over
+phase 1, the Lambda_B release and phase 2 by ``budget_shares``. ``"paper"``: Theorem 12's
+``sigma_1 = 2 C1 c sqrt(m) / (n eps)``, ``sigma_2 = 2 C2 c sqrt(m) / (n eps xi)`` with
+``c = sqrt(2 ln(1.25 m / delta))`` (``paper_formula="algorithm2"``: Algorithm 2's
+``2 C sqrt(m ln(1.25/delta)) / (n eps)``), the Lambda_B release at phase 1's per-step multiplier; the
+accountant certifies what that gives (:class:`~dpspectral.UncertifiedPrivacyWarning` if it is not the
+requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensitivity of n B).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.linalg
+
+from .._progress import progress
+from .._validation import as_generator, check_choice
+from ..linalg import fix_signs, orthonormalize, top_k_eigh
+from ..privacy.accounting import Accountant, certify_release
+from ..privacy.gaussian import (
+    analytic_noise_multiplier,
+    classic_noise_multiplier,
+    split_noise_multiplier,
+    symmetric_gaussian,
+)
+from ._common import (
+    check_budget,
+    check_int,
+    check_pair,
+    check_positive,
+    check_xi,
+    normalize_released,
+    random_orthonormal,
+    truncate_columns,
+)
+from .result import GEPResult
+from .scatter import ScatterPair
+
+__all__ = [
+    "DEFAULT_BUDGET_SHARES",
+    "dpsr",
+    "dpsrs",
+    "paper_noise_scales",
+    "regularized_reduction",
+    "simultaneous_reduction",
+    "sr_dp",
+]
+
+Calibration = Literal["tight", "paper"]
+PaperFormula = Literal["theorem12", "algorithm2"]
+
+#: Default split of the Gaussian-DP budget of DPSR: (phase 1, the Lambda_B release, phase 2).
+DEFAULT_BUDGET_SHARES: tuple[float, float, float] = (0.45, 0.10, 0.45)
+
+
+# ------------------------------------------------------------------------------------------------
+# Algorithm 1 (non-private) and the regularised reduction shared by SR+DP
+# ------------------------------------------------------------------------------------------------
+
+
+def _square(M: Any, name: str, owner: str) -> np.ndarray:
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise ValueError(f"The '{name}' parameter of {owner} must be a non-empty square matrix. Got "
+                         f"shape {M.shape}.")
+    if not np.isfinite(M).all():
+        raise ValueError(f"The '{name}' parameter of {owner} contains NaN or infinity.")
+    scale = float(np.max(np.abs(M)))
+    if float(np.max(np.abs(M - M.T))) > 1e-10 * max(scale, np.finfo(float).tiny):
+        raise ValueError(f"The '{name}' parameter of {owner} must be symmetric.")
+    return (M + M.T) / 2.0
+
+
+def regularized_reduction(B: np.ndarray, xi: float, *, clamp: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Phi~, lam)``: ``Phi~ = Phi_B (lam + xi)^{-1/2}`` from the eigendecomposition of B.
+
+    ``clamp=True`` replaces negative eigenvalues (of a noisy B) by 0 first (post-processing).
+    """
+    lam, Phi = scipy.linalg.eigh(B, check_finite=False)
+    lam = lam[::-1]
+    Phi = Phi[:, ::-1]
+    if clamp:
+        lam = np.maximum(lam, 0.0)
+    return Phi / np.sqrt(lam + xi), lam
+
+
+def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 0.0) -> GEPResult:
+    """Top-k generalized eigenpairs of ``(A, B + xi I)`` by simultaneous reduction (Algorithm 1).
+
+    Not private: the exact solver, the utility ceiling of the private ones.
+
+    Parameters
+    ----------
+    A, B : array-like of shape (d, d)
+        Symmetric; ``B + xi I`` positive definite.
+    k : int or None
+        Number of eigenpairs (None: all d).
+    xi : float
+        Regularisation ``>= 0`` added to B's eigenvalues (paper's Step 6).
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` with ``vectors.T @ (B + xi I) @ vectors = I``, ``values`` descending (equal to
+        ``scipy.linalg.eigh(A, B + xi I)`` up to order and sign), ``privacy=None``.
+
+    Privacy
+    -------
+    None: the exact answer on the private matrices.
+    """
+    owner = "simultaneous_reduction"
+    xi = check_xi(xi, owner, allow_zero=True)
+    A_ = _square(A, "A", owner)
+    B_ = _square(B, "B", owner)
+    if A_.shape != B_.shape:
+        raise ValueError(f"A and B of {owner} must have the same shape. Got {A_.shape} and {B_.shape}.")
+    d = A_.shape[0]
+    k = d if k is None else check_int(k, "k", 1, d, owner)
+    lam, Phi = scipy.linalg.eigh(B_, check_finite=False)
+    if not lam[0] + xi > 0:
+        raise ValueError(
+            f"The 'B' parameter of {owner} is not positive definite after regularisation: its "
+            f"smallest eigenvalue is {lam[0]:.6g}, and B + xi I needs it above -xi = {-xi:g}."
+        )
+    Phit = Phi[:, ::-1] / np.sqrt(lam[::-1] + xi)
+    At = Phit.T @ A_ @ Phit
+    values, U = top_k_eigh((At + At.T) / 2.0, k)
+    return GEPResult(vectors=fix_signs(Phit @ U), values=values, privacy=None, method="sr",
+                     whitening=Phit, diagnostics={"xi": xi})
+
+
+# ------------------------------------------------------------------------------------------------
+# SR+DP (the paper's ablation): Gaussian noise on A and B, then SR
+# ------------------------------------------------------------------------------------------------
+
+
+def sr_dp(
+    pair: ScatterPair,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    xi: float = 0.01,
+    a_share: float = 0.5,
+    calibration: Calibration = "tight",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+) -> GEPResult:
+    """SR+DP: release ``A + E_A`` and ``B + E_B`` (symmetric Gaussian noise), then simultaneous reduction.
+
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    xi : float
+        Regularisation > 0: the reduction uses ``max(Lambda^_B, 0) + xi``.
+    a_share : float
+        Share of the Gaussian-DP budget (of ``1/s^2``) spent on A (tight calibration), in (0, 1).
+    calibration : {"tight", "paper"}
+        ``"tight"``: the analytic Gaussian multiplier split exactly between A and B. ``"paper"``: the
+        paper gives no formula for its ablation; RECONSTRUCTED as the classic Gaussian mechanism
+        (its Lemma 7) at (epsilon/2, delta/2) for each matrix, composed by its Lemma 4; certified by
+        the accountant.
+    accountant : Accountant, optional
+        Spent before any noise is drawn; refused if over its ceiling.
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` normalised in the released ``B^ = max(., 0) + xi I``; ``values`` the top
+        eigenvalues of the released reduced matrix.
+
+    Privacy
+    -------
+    Relation: the pair's (replace-one for the builders). Releases: the upper triangles of ``A + E_A``
+    and ``B + E_B``, with L2 sensitivities ``||dA||_F``, ``||dB||_F`` (a symmetric matrix's upper
+    triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
+    ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing.
+    """
+    t0 = time.perf_counter()
+    owner = "sr_dp"
+    pair = check_pair(pair, owner)
+    budget = check_budget(epsilon, delta, owner)
+    xi = check_xi(xi, owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    d = pair.n_features
+    k = check_int(k, "k", 1, d, owner)
+    if isinstance(a_share, bool) or not isinstance(a_share, (int, float)) or not 0 < a_share < 1:
+        raise ValueError(f"The 'a_share' parameter of {owner} must be a float in (0, 1). Got "
+                         f"{a_share!r} instead.")
+    sens = pair.sensitivity
+    rel = sens.relation
+    rng = as_generator(random_state)
+    notes: list[str] = list(pair.notes)
+    public_b = pair.b_is_public
+    if calibration == "tight":
+        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        s_a, s_b = (p, math.inf) if public_b else tuple(split_noise_multiplier(p, [a_share, 1 - a_share]))
+    else:
+        if public_b:
+            s_a, s_b = classic_noise_multiplier(budget.epsilon, budget.delta), math.inf
+        else:
+            s_a = s_b = classic_noise_multiplier(budget.epsilon / 2, budget.delta / 2)
+        notes.append("SR+DP calibration='paper' is RECONSTRUCTED (the paper states no formula): the "
+                     "classic Gaussian mechanism at (epsilon/2, delta/2) for each of A and B.")
+    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
+    if not public_b:
+        events.append(dp_accounting.GaussianDpEvent(s_b))
+    event = dp_accounting.ComposedDpEvent(events) if len(events) > 1 else events[0]
+    if accountant is not None:
+        accountant.spend(event, rel, label=owner)
+    std_a = s_a * sens.a_frobenius
+    A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
+    if public_b:
+        B_hat, std_b = pair.B, 0.0
+    else:
+        std_b = s_b * sens.b_frobenius
+        B_hat = pair.B + symmetric_gaussian(d, std_b, rng)
+    # post-processing of the two releases
+    Phit, lam = regularized_reduction(B_hat, xi, clamp=True)
+    At = Phit.T @ A_hat @ Phit
+    values, U = top_k_eigh((At + At.T) / 2.0, k)
+    vectors = fix_signs(Phit @ U)
+    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, notes=notes, stacklevel=3)
+    return GEPResult(
+        vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
+        diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
+                     "noise_multiplier_B": s_b, "xi": xi, "seconds": time.perf_counter() - t0},
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# DPSR / DPSRS
+# ------------------------------------------------------------------------------------------------
+
+
+def paper_noise_scales(
+    epsilon: float,
+    delta: float,
+    n_iter: int,
+    xi: float,
+    gradient_sensitivity_b: float,
+    gradient_sensitivity_a: float,
+    formula: PaperFormula = "theorem12",
+) -> tuple[float, float]:
+    """The paper's ``(sigma_1, sigma_2)`` for gradient sensitivities ``C1/n`` and ``C2/n``.
+
+    ``"theorem12"``: ``sigma_1 = 2 (C1/n) c sqrt(m) / eps``, ``sigma_2 = 2 (C2/n) c sqrt(m) / (eps xi)``,
+    ``c = sqrt(2 ln(1.25 m / delta))``. ``"algorithm2"``: ``c sqrt(m)`` replaced by
+    ``sqrt(m ln(1.25 / delta))`` (as printed in Algorithm 2; smaller noise).
+    """
+    m = n_iter
+    if formula == "theorem12":
+        factor = math.sqrt(2.0 * math.log(1.25 * m / delta)) * math.sqrt(m)
+    else:
+        factor = math.sqrt(m * math.log(1.25 / delta))
+    return (2.0 * gradient_sensitivity_b * factor / epsilon,
+            2.0 * gradient_sensitivity_a * factor / (epsilon * xi))
+
+
+def _check_shares(shares: Any, owner: str) -> tuple[float, float, float]:
+    message = (f"The 'budget_shares' parameter of {owner} must be three floats (phase 1, Lambda_B, "
+               f"phase 2), the phases > 0, Lambda_B >= 0, summing to 1. Got {shares!r} instead.")
+    try:
+        w = tuple(float(x) for x in shares)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if len(w) != 3 or w[0] <= 0 or w[2] <= 0 or w[1] < 0 or not math.isclose(sum(w), 1.0,
+                                                                            rel_tol=1e-9):
+        raise ValueError(message)
+    return w[0], w[1], w[2]
+
+
+def _noisy_phase(
+    M: np.ndarray,
+    V: np.ndarray,
+    *,
+    n_iter: int,
+    eta: float,
+    std: float,
+    rng: np.random.Generator,
+    sparsity: int | None,
+    desc: str,
+    show_progress: bool | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """m steps ``V <- Orth(V + eta (2 M V + Z))`` (and Truncate + Orth when sparse).
+
+    Returns the last iterate, the one before it, and the last released gradient.
+    """
+    prev = V
+    G = np.zeros_like(V)
+    for _ in progress(range(n_iter), total=n_iter, desc=desc, enabled=show_progress, min_total=50):
+        G = 2.0 * (M @ V)
+        if std > 0:
+            G += rng.normal(0.0, std, size=V.shape)  # the release
+        prev = V
+        V = orthonormalize(V + eta * G)
+        if sparsity is not None and sparsity < V.shape[0]:
+            V = orthonormalize(truncate_columns(V, sparsity))
+    return V, prev, G
+
+
+def dpsr(
+    pair: ScatterPair,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    xi: float = 0.01,
+    n_iter: int = 15,
+    eta_b: float = 1.0,
+    eta_a: float = 1.0,
+    basis_size: int | None = None,
+    budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
+    calibration: Calibration = "tight",
+    paper_formula: PaperFormula = "theorem12",
+    paper_constants: tuple[float, float] | None = None,
+    init: np.ndarray | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    show_progress: bool | None = None,
+) -> GEPResult:
+    """DPSR (Chen et al., Algorithm 2): simultaneous reduction with noisy gradient steps in both phases.
+
+    Phase 1 (m = ``n_iter`` steps) on ``J1(V) = tr(V^T B V)`` from a random orthonormal d x k1 start:
+    ``V <- QR(V + eta_b (2 B V + Z))``; then ``Lambda^_B`` (released, see the module docstring),
+    ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps) on
+    ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
+
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    xi : float
+        Regularisation ratio > 0 (the paper uses 0.01); the phase-2 sensitivity grows like 1/xi.
+    n_iter : int
+        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
+    eta_b, eta_a : float
+        Step sizes of the two phases (the paper searches {1/4, 1/2, 1}).
+    basis_size : int or None
+        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
+        reduction needs (spec §B.8).
+    budget_shares : three floats
+        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
+        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
+        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
+    calibration : {"tight", "paper"}
+        See the module docstring.
+    paper_formula : {"theorem12", "algorithm2"}
+        Which of the paper's two printed noise scales ``"paper"`` uses.
+    paper_constants : (C1, C2) or None
+        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
+        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
+        accountant certifies for other readings of the paper.
+    init : ndarray of shape (d, k1), optional
+        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
+        random orthonormal one from ``random_state``.
+    accountant : Accountant, optional
+        The run is refused before any noise is drawn if it would exceed the ceiling.
+    random_state : None, int, SeedSequence or Generator
+    show_progress : bool or None
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` (d, k), B^-normalised (``B^ = V diag(Lambda^_B) V^T + xi I``), ordered by
+        ``values`` = ``diag(V'_{m-1}^T G'_m) / 2`` (the last released phase-2 gradient's Rayleigh
+        quotients); ``whitening`` = ``Phi~``; diagnostics with every noise scale and multiplier.
+
+    Privacy
+    -------
+    Relation: the pair's (replace-one, the label part of the record, for :func:`fda_pair`). Releases:
+    m noisy gradients ``2 B V_{t-1} + Z_t`` (Frobenius sensitivity
+    ``Delta_1 = 2 min(||dB||_F, sqrt(k1) ||dB||_2)``, V orthonormal and public), the noisy
+    ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
+    ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
+    ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
+    data-independent start, so the releases compose adaptively. Events:
+    ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
+    ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
+    e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
+    """
+    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, xi=xi, n_iter=n_iter,
+                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
+                 init=init, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
+
+
+def dpsrs(
+    pair: ScatterPair,
+    k: int,
+    sparsity: int,
+    *,
+    epsilon: float,
+    delta: float,
+    xi: float = 0.01,
+    n_iter: int = 15,
+    eta_b: float = 1.0,
+    eta_a: float = 1.0,
+    basis_size: int | None = None,
+    budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
+    calibration: Calibration = "tight",
+    paper_formula: PaperFormula = "theorem12",
+    paper_constants: tuple[float, float] | None = None,
+    init: np.ndarray | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    show_progress: bool | None = None,
+) -> GEPResult:
+    """DPSRS (Chen et al., Algorithm 3): DPSR with truncation to ``s`` non-zeros after every step.
+
+    Each step is ``V <- QR(Truncate(QR(V + eta (2 M V + Z)), s))``, in both phases (phase 2 keeps
+    ``min(s, k1)`` entries of its k1-dimensional columns). For k > 1 the final QR mixes the truncated
+    columns, and ``Phi~ V'`` mixes the columns of ``Phi~``, so the paper's output is not s-sparse
+    itself: the returned vectors are truncated once more to ``s`` non-zeros per column and rescaled to
+    unit ``B^``-norm (post-processing). Every parameter is as in :func:`dpsr`, plus:
+
+    Parameters
+    ----------
+    sparsity : int
+        s, the number of non-zeros per output column, in [1, d].
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` with at most ``sparsity`` non-zeros per column.
+
+    Privacy
+    -------
+    As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
+    gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
+    """
+    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, n_iter=n_iter,
+                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
+                 init=init, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
+
+
+def _dpsr(
+    owner: str,
+    pair: ScatterPair,
+    k: int,
+    sparsity: int | None,
+    *,
+    epsilon: float,
+    delta: float,
+    xi: float,
+    n_iter: int,
+    eta_b: float,
+    eta_a: float,
+    basis_size: int | None,
+    budget_shares: Sequence[float],
+    calibration: str,
+    paper_formula: str,
+    paper_constants: tuple[float, float] | None,
+    init: np.ndarray | None,
+    accountant: Accountant | None,
+    random_state: Any,
+    show_progress: bool | None,
+) -> GEPResult:
+    t0 = time.perf_counter()
+    pair = check_pair(pair, owner)
+    budget = check_budget(epsilon, delta, owner)
+    xi = check_xi(xi, owner)
+    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    check_choice(paper_formula, "paper_formula", ("theorem12", "algorithm2"), owner)
+    d = pair.n_features
+    k = check_int(k, "k", 1, d, owner)
+    if sparsity is not None:
+        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
+    m = check_int(n_iter, "n_iter", 1, None, owner)
+    eta_b = check_positive(eta_b, "eta_b", owner)
+    eta_a = check_positive(eta_a, "eta_a", owner)
+    k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
+    w1, w_lam, w2 = _check_shares(budget_shares, owner)
+    public_b = pair.b_is_public
+    V0 = None
+    if init is not None and not public_b:
+        V0 = np.asarray(init, dtype=np.float64)
+        if V0.shape != (d, k1) or not np.isfinite(V0).all():
+            raise ValueError(f"The 'init' parameter of {owner} must be a finite array of shape "
+                             f"(d, basis_size) = ({d}, {k1}). Got shape {V0.shape}.")
+    sens = pair.sensitivity
+    rel = sens.relation
+    rng = as_generator(random_state)
+    notes = list(pair.notes)
+
+    # ---- plan every release before drawing any noise ------------------------------------------
+    delta1 = sens.gradient_b(k1)           # phase-1 gradient sensitivity
+    delta_lam = sens.diagonal_b(k1)        # Lambda_B release
+    delta2_base = sens.gradient_a(k)       # phase-2 gradient sensitivity for ||Phi~||_2 = 1
+    release_lam = w_lam > 0
+    if calibration == "tight":
+        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        if public_b:
+            s1 = s_lam = math.inf
+            s2 = p * math.sqrt(m)
+        else:
+            shares = [w1, w_lam, w2] if release_lam else [w1 / (w1 + w2), w2 / (w1 + w2)]
+            split = split_noise_multiplier(p, shares)
+            s1 = split[0] * math.sqrt(m)
+            s_lam = split[1] if release_lam else math.inf
+            s2 = split[-1] * math.sqrt(m)
+        sigma2_fixed = None
+    else:
+        g1, g2 = delta1, delta2_base
+        if paper_constants is not None:
+            if pair.n_samples is None:
+                raise ValueError(f"The 'paper_constants' parameter of {owner} needs a pair with a known "
+                                 "n_samples (the paper's constants are divided by n).")
+            C1, C2 = (check_positive(c, "paper_constants", owner) for c in paper_constants)
+            scale = (pair.row_norm or 1.0) ** 2 / pair.n_samples
+            g1, g2 = C1 * scale, C2 * scale
+            notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
+                         f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
+                         f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
+        sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, m, xi, g1, g2, paper_formula)  # type: ignore[arg-type]
+        s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
+        s_lam = s1 if (release_lam and not public_b) else math.inf
+        # sigma_2 is the paper's fixed scale; the true sensitivity is at most delta2_base / xi
+        s2 = sigma2 / (delta2_base / xi) if delta2_base > 0 else math.inf
+        sigma2_fixed = sigma2
+        source = "Theorem 12" if paper_formula == "theorem12" else "Algorithm 2"
+        note = f"calibration='paper': Chen et al.'s {source} noise scales"
+        if release_lam and not public_b:
+            note += "; Lambda_B (un-noised in the paper) released at phase 1's per-step multiplier"
+        notes.append(note + ".")
+    if not release_lam and not public_b:
+        notes.append("Lambda_B read off the last released phase-1 gradient (post-processing, no extra "
+                     "budget) instead of the paper's un-noised diag(V^T B V).")
+    events: list[dp_accounting.DpEvent] = []
+    if not public_b:
+        events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s1), m))
+        if release_lam:
+            events.append(dp_accounting.GaussianDpEvent(s_lam))
+    events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s2), m))
+    event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+    if accountant is not None:
+        accountant.spend(event, rel, label=owner)
+
+    # ---- phase 1: the eigenbasis of B ------------------------------------------------------------
+    std1 = std_lam = 0.0
+    if public_b:
+        Phit, lam_full = regularized_reduction(pair.B, xi, clamp=False)
+        basis, lam = Phit * np.sqrt(lam_full + xi), lam_full
+        k1 = d
+    else:
+        start = random_orthonormal(d, k1, rng) if V0 is None else orthonormalize(V0)
+        std1 = s1 * delta1
+        basis, prev, G = _noisy_phase(pair.B, start, n_iter=m, eta=eta_b, std=std1, rng=rng,
+                                      sparsity=sparsity, desc=f"{owner} phase 1",
+                                      show_progress=show_progress)
+        if release_lam:
+            std_lam = s_lam * delta_lam
+            lam = np.einsum("ij,ij->j", basis, pair.B @ basis)
+            lam = lam + rng.normal(0.0, std_lam, size=lam.shape)  # the release
+        else:
+            lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
+        lam = np.maximum(lam, 0.0)
+        Phit = basis / np.sqrt(lam + xi)
+    phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
+
+    # ---- phase 2: the top-k eigenvectors of A~ = Phi~^T A Phi~ ------------------------------------
+    At = Phit.T @ pair.A @ Phit
+    At = (At + At.T) / 2.0
+    std2 = sigma2_fixed if sigma2_fixed is not None else s2 * delta2_base * phi_norm2
+    start2 = random_orthonormal(k1, k, rng)
+    s_phase2 = None if sparsity is None else min(sparsity, k1)
+    V2, prev2, G2 = _noisy_phase(At, start2, n_iter=m, eta=eta_a, std=std2, rng=rng,
+                                 sparsity=s_phase2, desc=f"{owner} phase 2",
+                                 show_progress=show_progress)
+    values = np.einsum("ij,ij->j", prev2, G2) / 2.0  # post-processing of the last release
+    order = np.argsort(values)[::-1]
+    values = values[order]
+    vectors = Phit @ V2[:, order]
+    if sparsity is not None:
+        vectors = normalize_released(truncate_columns(vectors, sparsity), basis, lam, xi)
+    vectors = fix_signs(vectors)
+
+    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                             calibration=calibration, notes=notes, stacklevel=4)
+    diagnostics: dict[str, Any] = {
+        "n_iter": m, "basis_size": k1, "xi": xi, "eta_b": eta_b, "eta_a": eta_a,
+        "noise_std_phase1": std1, "noise_std_lambda": std_lam, "noise_std_phase2": std2,
+        "noise_multiplier_phase1": s1, "noise_multiplier_lambda": s_lam,
+        "noise_multiplier_phase2": s2, "sensitivity_phase1": delta1, "sensitivity_lambda": delta_lam,
+        "sensitivity_phase2": delta2_base * phi_norm2, "whitening_norm2": phi_norm2,
+        "lambda_b": lam, "sparsity": sparsity, "seconds": time.perf_counter() - t0,
+    }
+    return GEPResult(vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
+                     diagnostics=diagnostics)

@@ -1,0 +1,230 @@
+"""One entry point per input kind: labelled rows (FDA), rows (PCA as a GEP), or a caller's pair."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._validation import check_choice
+from ..privacy.clipping import NormViolation
+from ._common import check_budget, check_xi
+from .rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow
+from .reduction import dpsr, dpsrs, simultaneous_reduction, sr_dp
+from .result import GEPResult
+from .scatter import PairSensitivity, ScatterPair, fda_pair, pca_pair, symmetric_definite_pair
+
+__all__ = ["GEP_METHODS", "GEPMethod", "private_fda", "private_gep", "private_pca_gep", "solve_pair"]
+
+
+@dataclass(frozen=True)
+class GEPMethod:
+    """Metadata of one GEP solver (for a registry entry).
+
+    ``function(pair, k, [sparsity,] *, epsilon, delta, xi, calibration, accountant, random_state,
+    ...) -> GEPResult``; ``sparse`` solvers take ``sparsity`` as their third argument.
+    """
+
+    name: str
+    function: Callable[..., GEPResult]
+    paper: str
+    summary: str
+    sparse: bool = False
+    private: bool = True
+    calibrations: tuple[str, ...] = ("tight", "paper")
+
+
+GEP_METHODS: dict[str, GEPMethod] = {
+    m.name: m
+    for m in (
+        GEPMethod("dpsr", dpsr, "Chen, Huang, Lee, Chen, Tsai (paper 003), Alg. 2",
+                  "Simultaneous reduction with noisy gradient steps in both phases"),
+        GEPMethod("dpsrs", dpsrs, "Chen, Huang, Lee, Chen, Tsai (paper 003), Alg. 3",
+                  "DPSR with truncation to s non-zeros after every step", sparse=True),
+        GEPMethod("sr_dp", sr_dp, "Chen et al. (paper 003), ablation SR+DP",
+                  "Gaussian noise on A and B, then simultaneous reduction"),
+        GEPMethod("dp_rayleigh_flow", dp_rayleigh_flow, "Hu, Xiang, Liu, Wang (AISTATS 2023)",
+                  "Rayleigh flow on an input-perturbed pair (reconstructed)"),
+        GEPMethod("dp_truncated_rayleigh_flow", dp_truncated_rayleigh_flow,
+                  "Hu, Xiang, Liu, Wang (AISTATS 2023)",
+                  "Truncated Rayleigh flow on an input-perturbed pair (reconstructed)", sparse=True),
+    )
+}
+
+_NONPRIVATE = ("sr",)
+
+
+def solve_pair(
+    pair: ScatterPair,
+    k: int,
+    *,
+    method: str = "dpsr",
+    epsilon: float | None = None,
+    delta: float | None = None,
+    xi: float = 0.01,
+    sparsity: int | None = None,
+    owner: str = "solve_pair",
+    **kwargs: Any,
+) -> GEPResult:
+    """Run the named solver on a pair (``"sr"``: the non-private simultaneous reduction)."""
+    check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
+    if method == "sr":
+        if kwargs:
+            raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
+        return simultaneous_reduction(pair.A, pair.B, k, xi=xi)
+    spec = GEP_METHODS[method]
+    if spec.sparse:
+        if sparsity is None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} is required for method={method!r} "
+                             "(s, the number of non-zeros per vector, in [1, n_features]).")
+        return spec.function(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+    if sparsity is not None:
+        raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods "
+                         f"({', '.join(n for n, m in GEP_METHODS.items() if m.sparse)}). Got "
+                         f"sparsity={sparsity!r} with method={method!r}.")
+    return spec.function(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+
+
+def _early_checks(method: str, epsilon: Any, delta: Any, xi: Any, owner: str) -> None:
+    """Fail on bad public parameters before reading any data."""
+    check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
+    check_xi(xi, owner, allow_zero=method == "sr")
+    if method != "sr":
+        check_budget(epsilon, delta, owner)
+
+
+def private_fda(
+    X: Any,
+    y: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    method: str = "dpsr",
+    xi: float = 0.01,
+    sparsity: int | None = None,
+    classes: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    **kwargs: Any,
+) -> GEPResult:
+    """Private Fisher discriminant directions: :func:`fda_pair` then the named solver.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Private rows; never modified.
+    y : array-like of shape (n_samples,)
+        Private labels (part of the record).
+    k : int
+        Number of directions, in [1, n_features] (FDA has at most n_classes - 1 useful ones).
+    epsilon, delta : float
+    row_norm : float
+        Public row bound C (rows clipped per row); never derived from the data.
+    method : {"dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
+        ``"sr"`` is the non-private reference (epsilon, delta ignored; ``privacy`` is None).
+    xi : float
+        Regularisation ratio (> 0 for the private methods).
+    sparsity : int, optional
+        s, for the sparse methods.
+    classes : array-like, optional
+        Public list of labels (default: the labels present, treated as public).
+    on_norm_violation : {"clip", "raise"}
+    **kwargs
+        Options of the solver (``n_iter``, ``eta_b``, ``calibration``, ``accountant``,
+        ``random_state``, ...).
+
+    Returns
+    -------
+    GEPResult
+
+    Privacy
+    -------
+    That of the solver, for replace-one neighbours where a record is a row and its label, with the
+    sensitivities of :func:`fda_sensitivity`.
+    """
+    owner = "private_fda"
+    _early_checks(method, epsilon, delta, xi, owner)
+    pair = fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
+                      owner=owner, **kwargs)
+
+
+def private_pca_gep(
+    X: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    method: str = "dpsr",
+    xi: float = 0.01,
+    sparsity: int | None = None,
+    on_norm_violation: NormViolation = "clip",
+    **kwargs: Any,
+) -> GEPResult:
+    """PCA as the GEP ``(covariance, I)`` (Chen et al. §3): :func:`pca_pair` then the named solver.
+
+    B = I is public, so DPSR's first phase is exact and free; the answer is the top-k eigenvectors
+    of the centred covariance, scaled by ``1 / sqrt(1 + xi)``.
+
+    Privacy
+    -------
+    That of the solver with :func:`pca_sensitivity` (replace-one).
+    """
+    owner = "private_pca_gep"
+    _early_checks(method, epsilon, delta, xi, owner)
+    pair = pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
+                      owner=owner, **kwargs)
+
+
+def private_gep(
+    A: Any,
+    B: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    sensitivity: PairSensitivity,
+    method: str = "dpsr",
+    xi: float = 0.01,
+    sparsity: int | None = None,
+    n_samples: int | None = None,
+    **kwargs: Any,
+) -> GEPResult:
+    """Private top-k generalized eigenvectors of a caller-supplied symmetric-definite pair.
+
+    Parameters
+    ----------
+    A, B : array-like of shape (d, d)
+        Symmetric; ``B + xi I`` positive definite (checked; a clear error otherwise).
+    k : int
+    epsilon, delta : float
+    sensitivity : PairSensitivity
+        The caller's bounds on ``||A - A'||`` and ``||B - B'||`` (Frobenius and spectral) over
+        neighbouring data sets, for the relation it states. The guarantee rests on them.
+    method, xi, sparsity, **kwargs
+        As :func:`private_fda`.
+    n_samples : int, optional
+        Public n, needed only by ``calibration="paper"`` with explicit ``paper_constants``.
+
+    Returns
+    -------
+    GEPResult
+
+    Raises
+    ------
+    ValueError
+        A or B not symmetric, ``B + xi I`` not positive definite, ``xi <= 0`` (private methods),
+        ``sparsity`` outside [1, d], bad privacy parameters.
+
+    Privacy
+    -------
+    That of the solver, with the stated sensitivities and relation.
+    """
+    owner = "private_gep"
+    _early_checks(method, epsilon, delta, xi, owner)
+    pair = symmetric_definite_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
+                      owner=owner, **kwargs)
