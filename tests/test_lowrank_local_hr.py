@@ -493,3 +493,24 @@ def test_hr_bad_input(A, k, kw, err, match):
     with pytest.raises(err, match=match):
         hardt_roth(A, k, **{"epsilon": 1.0, "delta": 1e-6, "accountant": acc, "random_state": 0, **kw})
     assert acc.entries == ()
+
+
+def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
+    """row_change = 2 C on rows of norm <= C is the default call with row_norm = C (same noise plan)."""
+    rng = np.random.default_rng(1)
+    A = rng.uniform(0.0, 3.0, size=(120, 20))
+    C = float(np.linalg.norm(A, axis=1).max()) * 1.01
+    a = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, random_state=5)
+    b = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, random_state=5)
+    np.testing.assert_allclose(a.reconstruct(), b.reconstruct(), rtol=1e-12, atol=1e-12)
+    assert a.privacy is not None and a.privacy.certified and a.privacy.relation is Relation.REPLACE_ONE
+    la = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, alpha=0.5, simulate_sum=True,
+                           random_state=6)
+    lb = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, alpha=0.5, simulate_sum=True,
+                           random_state=6)
+    np.testing.assert_allclose(la.U, lb.U, rtol=1e-12, atol=1e-12)
+    # a unit row change needs far less noise than the rows' bound, and rows are then not clipped
+    unit = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=1.0, random_state=5)
+    assert unit.diagnostics["sigma1"] < a.diagnostics["sigma1"] / C
+    with pytest.raises(ValueError, match="row_change"):
+        hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=0.0)

@@ -12,9 +12,6 @@ import pytest
 from dpspectral import cli
 from dpspectral.experiments import upadhyay2018 as u18
 from dpspectral.experiments.upadhyay2018_tables import fit_uniform_width, get_table
-from dpspectral.local.lowrank import private_local_lrf
-from dpspectral.lowrank.hardt_roth import hardt_roth
-from dpspectral.privacy.budget import Relation
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COLUMNS = {"table", "row", "distribution", "m", "n", "k", "alpha", "repeat", "method", "label",
@@ -102,29 +99,6 @@ def test_sample_input() -> None:
     B = u18.sample_input(30, 5, 10.0, integer=True, random_state=0)
     assert np.all(B == np.round(B)) and B.min() >= 0 and B.max() <= 9
     assert np.all(np.linalg.norm(B, axis=1) < 10.0 * math.sqrt(5))  # the public row bound w sqrt(n)
-
-
-def test_unit_row_baselines_match_the_library_functions() -> None:
-    """With change = 2 C and rows of norm <= C the unit-row variants are exactly the library's functions."""
-    A = u18.sample_input(120, 20, 3.0, random_state=1)
-    C = float(np.linalg.norm(A, axis=1).max()) * 1.01
-    ours = u18.hardt_roth_unit_row(A, 4, epsilon=1.0, delta=1e-3, change=2 * C, random_state=5)
-    lib = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, random_state=5)
-    np.testing.assert_allclose(ours.reconstruct(), lib.reconstruct(), rtol=1e-12, atol=1e-12)
-    assert ours.diagnostics["sigma1"] == pytest.approx(lib.diagnostics["sigma1"], rel=1e-14)
-    assert ours.privacy is not None and ours.privacy.certified
-    assert ours.privacy.relation is Relation.REPLACE_ONE
-
-    loc = u18.private_local_lrf_unit_row(A, 4, epsilon=1.0, delta=1e-3, change=2 * C, alpha=0.5,
-                                         random_state=6)
-    lib_loc = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, alpha=0.5, simulate_sum=True,
-                                random_state=6)
-    np.testing.assert_allclose(loc.U, lib_loc.U, rtol=1e-12, atol=1e-12)
-    assert loc.V is None and loc.privacy is not None and loc.privacy.relation is Relation.LOCAL
-    # at the unit change the noise is far smaller than with the rows' bound (no clipping either)
-    unit = u18.hardt_roth_unit_row(A, 4, epsilon=1.0, delta=1e-3, random_state=5)
-    assert unit.diagnostics["sigma1"] < ours.diagnostics["sigma1"] / C
-    assert u18.approximation_error(A, unit) < u18.approximation_error(A, ours)
 
 
 def test_approximation_error_of_a_left_subspace() -> None:

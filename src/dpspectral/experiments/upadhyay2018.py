@@ -29,22 +29,20 @@ thousands. The methods protect different neighbour sets (the paper's comparison 
 
 * ours (:func:`private_space_optimal_lrf`): **Priv1**, any rank-one unit change;
 * Private-Frobenius-LRF: **Priv2** (``||A - A'||_F <= 1``), which contains Priv1;
-* Hardt-Roth: **row-level** only. Main column :func:`hardt_roth_unit_row`: one row changes by a
+* Hardt-Roth: **row-level** only. Main column ``hardt_roth(..., row_change=1)``: one row changes by a
   vector of norm <= 1 (Upadhyay's Priv1 with ``u = e_i``), no bound on the rows. The library's
   :func:`~dpspectral.lowrank.hardt_roth.hardt_roth` needs a public row-norm bound C and protects the
   replacement of a whole row (``||a - a'|| <= 2 C``); with the public bound ``C = w sqrt(n)`` of the
   inputs (entries in [0, w)) it is the extra column "HR (replace-one)": a guarantee about 10^5 times
   stronger than the others', so not a like-for-like comparison.
-* local: main column :func:`private_local_lrf_unit_row`, every user's report is (epsilon, delta)-LDP
+* local: main column ``private_local_lrf(..., row_change=1)``, every user's report is (epsilon, delta)-LDP
   for a change of that user's row by norm <= 1; extra column: the library's
   :func:`~dpspectral.local.lowrank.private_local_lrf` with the public row bound ``w sqrt(n)`` (any two
   rows, LDP in the usual sense).
 
-The two ``*_unit_row`` functions are the library's algorithms with their own noise plans
-(:func:`~dpspectral.lowrank.hardt_roth.hardt_roth_noise`,
-:func:`~dpspectral.local.lowrank.local_lrf_noise`) evaluated at neighbour distance 1 and without
-clipping the rows (the row-change relation needs no row bound); with a distance ``2 C`` and rows of
-norm <= C they return exactly what the library functions return (tested).
+``row_change=1`` evaluates the library's noise plans at neighbour distance 1 without clipping the rows
+(the row-change relation needs no row bound); with ``row_change = 2 C`` and rows of norm <= C the
+result equals the default call with ``row_norm = C`` (tested in ``tests/test_lowrank_local_hr.py``).
 
 Stand-ins (the paper lost them)
 -------------------------------
@@ -72,17 +70,13 @@ from .._progress import progress
 from .._validation import as_generator
 from ..local import lowrank as local_lowrank
 from ..lowrank.factorization import (
-    check_matrix,
-    check_positive,
-    check_rank,
     optimal_space_lrf,
     private_frobenius_lrf,
     private_space_optimal_lrf,
 )
-from ..lowrank.hardt_roth import hardt_roth, hardt_roth_noise
-from ..lowrank.sketches import finish, orth_columns, sketch_matrix, svd_top_k
-from ..privacy.accounting import PrivacyReport, certify_release
-from ..privacy.budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning
+from ..lowrank.hardt_roth import hardt_roth
+from ..privacy.accounting import PrivacyReport
+from ..privacy.budget import UncertifiedPrivacyWarning
 from ..results import LowRankResult
 from . import report
 from .upadhyay2018_tables import (
@@ -108,8 +102,6 @@ __all__ = [
     "Method",
     "Upadhyay2018Result",
     "approximation_error",
-    "hardt_roth_unit_row",
-    "private_local_lrf_unit_row",
     "run_upadhyay2018",
     "sample_input",
 ]
@@ -268,151 +260,6 @@ def _optimal_error(A: np.ndarray, k: int) -> float:
 # the baselines at the paper's unit of privacy
 
 
-def hardt_roth_unit_row(
-    A: Any, k: int, *, epsilon: float, delta: float, change: float = UNIT, oversampling: int | None = None,
-    prune: float = 2.0, random_state: Any = None,
-) -> LowRankResult:
-    """Hardt-Roth (:func:`~dpspectral.lowrank.hardt_roth.hardt_roth`) for rows that change by <= ``change``.
-
-    The same two stages (noisy range finder ``Y = A Omega + N1``, pruned rows ``Q~`` of ``Q = orth(Y)``,
-    noisy projection ``B = Q~^T A + N2``, rank-k SVD of ``Q B``) with the noise plan of
-    :func:`~dpspectral.lowrank.hardt_roth.hardt_roth_noise` at neighbour distance ``change``
-    (``row_norm = change / 2``), and **without clipping** the rows.
-
-    Parameters
-    ----------
-    A : array-like of shape (m, n)
-        The private matrix; never modified.
-    k : int
-        Rank in [1, min(m, n)].
-    epsilon, delta : float
-        The target; delta in (0, 1).
-    change : float, default=1.0
-        Public bound on the norm of the change of one row (the paper's unit change: 1).
-    oversampling : int, optional
-        p (default k); ``ell = min(k + p, m, n)``.
-    prune : float, default=2.0
-        Pruning constant c (``tau = min(1, c sqrt(ell / m))``).
-    random_state : None, int, SeedSequence or Generator
-
-    Returns
-    -------
-    LowRankResult
-        As :func:`~dpspectral.lowrank.hardt_roth.hardt_roth`; ``privacy.relation`` is
-        ``replace_one`` (same shape, one row differs).
-
-    Privacy
-    -------
-    Neighbours: ``A' = A + e_i w^T`` with ``||w|| <= change`` (row-level; Upadhyay's Priv1 with
-    ``u = e_i``). Stage 1: ``||Omega^T w||^2 <= q_ell ||w||^2`` except with probability delta_s;
-    stage 2: ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau change``. Neither needs a bound on the rows
-    themselves, so the analysis of :func:`~dpspectral.lowrank.hardt_roth.hardt_roth` holds verbatim with
-    ``b = change`` and no clipping. With ``change = 2 C`` and every row of norm <= C this function
-    returns exactly ``hardt_roth(A, k, row_norm=C, ...)`` for the same ``random_state``.
-    """
-    owner = "hardt_roth_unit_row"
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    b = check_positive(change, "change", owner)
-    A = np.asarray(check_matrix(A, owner), dtype=np.float64)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    p = k if oversampling is None else int(oversampling)
-    ell = min(k + p, m, n)
-    t0 = time.perf_counter()
-    noise = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=b / 2.0, prune=prune,
-                             owner=owner)
-    privacy = certify_release(noise.events, mechanism=owner, budget=budget, relation=Relation.REPLACE_ONE,
-                              calibration="tight", notes=(
-                                  f"row-level: one row changes by a vector of norm <= {b:g}; rows unbounded "
-                                  "(not clipped)",), stacklevel=3)
-    rng = as_generator(random_state)
-    Omega = sketch_matrix("gaussian", ell, n, rng).T
-    Y = A @ Omega + rng.normal(0.0, noise.sigma1, size=(m, ell))
-    Q = orth_columns(Y)
-    norms = np.linalg.norm(Q, axis=1)
-    over = norms > noise.tau
-    scale = np.ones(m)
-    scale[over] = noise.tau / norms[over]
-    B = (A.T @ (Q * scale[:, None])).T + rng.normal(0.0, noise.sigma2, size=(ell, n))
-    U_B, s, V = svd_top_k(B, k)
-    U, s, V = finish(Q @ U_B, s, V)
-    diag: dict[str, Any] = {
-        "ell": ell, "oversampling": ell - k, "tau": noise.tau, "sigma1": noise.sigma1, "sigma2": noise.sigma2,
-        "sensitivity1": noise.sensitivity1, "sensitivity2": noise.sensitivity2,
-        "rows_pruned": int(np.count_nonzero(over)), "change": b, "seconds": time.perf_counter() - t0,
-    }
-    return LowRankResult(U=U, S=s, V=V, privacy=privacy, diagnostics=diag)
-
-
-def private_local_lrf_unit_row(
-    A: Any, k: int, *, epsilon: float, delta: float, change: float = UNIT, alpha: float = 0.25,
-    t: int | None = None, v: int | None = None, random_state: Any = None,
-) -> LowRankResult:
-    """Private-Local-LRF (:func:`~dpspectral.local.lowrank.private_local_lrf`) for a row change <= ``change``.
-
-    The same protocol (public sketches from one seed, every user's report ``(a_i^T Phi + g_i,
-    S[:, i] (T a_i)^T + G_i)``, the server's rank-k solve; the sum of the users' ``G_i`` drawn at once,
-    ``simulate_sum=True``) with the noise plan of :func:`~dpspectral.local.lowrank.local_lrf_noise` at
-    neighbour distance ``change`` (``row_norm = change / 2``) and **without clipping** the rows.
-
-    Parameters
-    ----------
-    A : array-like of shape (m, n)
-        One row per user; never modified.
-    k : int
-        Rank in [1, min(m, n)].
-    epsilon, delta : float
-        Every user's report is (epsilon, delta)-LDP for this relation; delta in (0, 1).
-    change : float, default=1.0
-        Public bound on the norm of the change of one user's row.
-    alpha : float, default=0.25
-        Sets the sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at min(m, n)).
-    t, v : int, optional
-        Explicit sketch sizes in [k, min(m, n)].
-    random_state : None, int, SeedSequence or Generator
-
-    Returns
-    -------
-    LowRankResult
-        ``U`` (m, k), ``S``, ``V = None`` (approximate A by ``U U^T A``); ``privacy.relation`` is
-        ``local``.
-
-    Privacy
-    -------
-    A user's report hides ``a_i`` versus ``a_i + w``, ``||w|| <= change``: the per-pair sensitivity
-    ``change sqrt(q_t + q_v^2)`` of :mod:`dpspectral.local.lowrank` depends only on ``a - a'``, so no
-    row bound (and no clipping) is needed. With ``change = 2 C`` and rows of norm <= C this returns
-    exactly ``private_local_lrf(A, k, row_norm=C, simulate_sum=True, ...)`` for the same
-    ``random_state``.
-    """
-    owner = "private_local_lrf_unit_row"
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    b = check_positive(change, "change", owner)
-    A = np.asarray(check_matrix(A, owner), dtype=np.float64)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    t0 = time.perf_counter()
-    rng = as_generator(random_state)
-    seed = int(rng.integers(0, 2**63 - 1))
-    setup = local_lowrank.local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
-    noise = local_lowrank.local_lrf_noise(budget.epsilon, budget.delta, setup.t, setup.v, row_norm=b / 2.0,
-                                          alpha=alpha, owner=owner)
-    privacy = certify_release(noise.events, mechanism=owner, budget=budget, relation=Relation.LOCAL,
-                              calibration="tight", notes=(
-                                  f"local: each user's report hides a change of its row by norm <= {b:g}; "
-                                  "rows unbounded (not clipped)",), stacklevel=3)
-    Y_c, Z = local_lowrank._simulate_reports(A, setup, noise.sigma_y, noise.sigma_z, rng, True)
-    U_hat, s = local_lowrank._solve(Y_c, Z, setup.S, k)
-    diag: dict[str, Any] = {
-        "t": setup.t, "v": setup.v, "sigma_y": noise.sigma_y, "sigma_z": noise.sigma_z,
-        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(m), "sensitivity": noise.sensitivity,
-        "sketch_seed": seed, "change": b, "seconds": time.perf_counter() - t0,
-    }
-    return LowRankResult(U=U_hat, S=s, V=None, privacy=privacy, diagnostics=diag)
-
-
 # ---------------------------------------------------------------------------------------------
 # one run
 
@@ -442,15 +289,16 @@ def _fit(method: str, A: np.ndarray, k: int, alpha: float, epsilon: float, delta
         elif method == "priv2":
             res = private_frobenius_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha, random_state=seed)
         elif method == "hr":
-            res = hardt_roth_unit_row(A, k, epsilon=epsilon, delta=delta, random_state=seed)
+            res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_change=UNIT, random_state=seed)
         elif method == "hr_replace":
             res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound, random_state=seed)
         elif method == "local":
-            res = private_local_lrf_unit_row(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
-                                             random_state=seed)
+            res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
+                                                  row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_t15":
-            res = private_local_lrf_unit_row(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
-                                             t=min(math.ceil(1.5 * k), m, n), random_state=seed)
+            res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
+                                                  t=min(math.ceil(1.5 * k), m, n), row_change=UNIT,
+                                                  simulate_sum=True, random_state=seed)
         elif method == "local_replace":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound,
                                                   alpha=alpha, simulate_sum=True, random_state=seed)

@@ -56,7 +56,7 @@ import scipy.sparse as sp
 
 from .._validation import as_generator, check_choice, check_share
 from ..linalg import fix_signs
-from ..lowrank.factorization import check_matrix, check_rank
+from ..lowrank.factorization import check_matrix, check_positive, check_rank
 from ..lowrank.sketches import (
     chi2_quantile_factor,
     orth_columns,
@@ -566,6 +566,7 @@ def private_local_lrf(
     sketch_seed: int | None = None,
     sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
+    row_change: float | None = None,
     random_state: Any = None,
     accountant: Accountant | None = None,
 ) -> LowRankResult:
@@ -606,6 +607,10 @@ def private_local_lrf(
     sketch_failure_share : float in (0, 1)
         Share of delta covering the sketch norm bounds failing.
     on_norm_violation : {"clip", "raise"}
+    row_change : float, optional
+        Public bound b on how far one user's row may change (``||a - a'|| <= b``). When given, rows are not
+        clipped and ``row_norm`` is ignored (the sensitivities depend only on ``a - a'``); Upadhyay's unit
+        change is ``row_change=1``. Default ``b = 2 row_norm``.
     random_state : None, int, SeedSequence or Generator
     accountant : Accountant, optional
         Ledger (relation ``"local"``) spent before any noise is drawn.
@@ -648,7 +653,10 @@ def private_local_lrf(
         raise TypeError(
             f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
         )
-    C = check_row_norm(row_norm, owner)
+    if row_change is None:
+        C = check_row_norm(row_norm, owner)
+    else:  # the noise plan's distance is 2 C
+        C = check_positive(row_change, "row_change", owner) / 2.0
     A = check_matrix(A, owner)
     m, n = A.shape
     k = check_rank(k, m, n, owner)
@@ -668,11 +676,15 @@ def private_local_lrf(
         sketch_failure_share=sketch_failure_share,
         owner=owner,
     )
-    A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+    if row_change is None:
+        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+        hidden = "any two rows of norm <= row_norm"
+    else:
+        A_c, hidden = A, f"any change of the row by a vector of norm <= {2 * C:g}; rows not clipped"
     notes = [
         *noise.notes,
-        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row (any "
-        "two rows of norm <= row_norm); the recorded events are one user's release. The per-pair "
+        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row "
+        f"({hidden}); the recorded events are one user's release. The per-pair "
         "sketch bounds assume the public seed was not chosen adversarially.",
     ]
     report = certify_release(

@@ -175,6 +175,7 @@ def hardt_roth(
     stage_share: float = 0.5,
     sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
+    row_change: float | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -214,6 +215,11 @@ def hardt_roth(
     sketch_failure_share : float in (0, 1)
         Share of delta that covers the stage-1 chi-square bound failing.
     on_norm_violation : {"clip", "raise"}
+    row_change : float, optional
+        Public bound b on the norm of the change of the one differing row (``A' = A + e_i w^T``,
+        ``||w|| <= b``). When given, the rows are not clipped (no bound on the rows themselves is needed,
+        see Privacy) and ``row_norm`` is ignored; Upadhyay's unit row change is ``row_change=1``. Default:
+        ``b = 2 row_norm`` for rows clipped to ``row_norm``.
     accountant : Accountant, optional
         Ledger (relation ``"replace_one"``) spent before any noise is drawn.
     random_state : None, int, SeedSequence or Generator
@@ -229,7 +235,8 @@ def hardt_roth(
     -------
     Relation: row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's Priv1 with
     ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C`` (clipping is
-    per row, so neighbours stay neighbours).
+    per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one differing
+    row moves by at most b (neither stage below needs a bound on the rows themselves).
 
     * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
       entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
@@ -257,7 +264,10 @@ def hardt_roth(
         )
     check_choice(calibration, "calibration", ("tight", "paper"), owner)
     check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    C = check_row_norm(row_norm, owner)
+    if row_change is None:
+        C = check_row_norm(row_norm, owner)
+    else:  # the noise plan's b = 2 C
+        C = check_positive(row_change, "row_change", owner) / 2.0
     A = check_matrix(A, owner)
     m, n = A.shape
     k = check_rank(k, m, n, owner)
@@ -275,14 +285,19 @@ def hardt_roth(
         sketch_failure_share=sketch_failure_share,
         owner=owner,
     )
-    A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+    notes = list(noise.notes)
+    if row_change is None:
+        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+    else:
+        A_c = A
+        notes.append(f"row-level: one row changes by a vector of norm <= {2 * C:g}; rows not clipped")
     report = certify_release(
         noise.events,
         mechanism=owner,
         budget=budget,
         relation=rel,
         calibration=calibration,
-        notes=noise.notes,
+        notes=notes,
         stacklevel=3,
     )
     rng = as_generator(random_state)
