@@ -35,8 +35,10 @@ changes T by ``P' - Q'`` of the same kind. So ``n dA = (P' - Q') - (P - Q)``:
 
     ||dA||_2 <= 8 C^2 / n,      ||dA||_F <= 8 sqrt(2) C^2 / n       (triangle inequality).
 
-These are upper bounds, not attained (the two differences cannot both be extremal); a numerical
-search (``tests/test_gep.py``) stays below them.
+The spectral bound is tight: with N rows at -C e1 in a third class, class a's other members and
+class b's q other members at +C e1, replacing (C e1, a) by (-C e1, b) changes n A by
+``4 C^2 (2q + 1) / (q + 1) - O(q / N)`` along e1, which tends to 8 C^2 (``tests/test_gep.py`` builds it).
+The Frobenius bound is the triangle inequality and may be loose (up to sqrt 2).
 
 *PCA.* ``n dA = P' - Q'``: ``||dA||_2 <= 4 C^2 / n``, ``||dA||_F <= 4 sqrt(2) C^2 / n``; B = I does not
 change (sensitivity 0).
@@ -278,25 +280,30 @@ def _labels(y: Any, n: int, classes: Any, owner: str) -> tuple[np.ndarray, np.nd
         pos = np.clip(pos, 0, cls.size - 1)
         ok = cls[order][pos] == y
         if not ok.all():
-            bad = y[np.flatnonzero(~ok)[0]]
-            raise ValueError(f"The 'y' parameter of {owner} contains the label {bad!r}, which is not "
-                             f"in the public 'classes' {list(cls)!r}.")
+            bad = _show(y[np.flatnonzero(~ok)[0]])
+            raise ValueError(f"The 'y' parameter of {owner} contains the label {bad}, which is not "
+                             f"in the public 'classes' [{', '.join(_show(c) for c in cls)}].")
         idx = order[pos]
     counts = np.bincount(idx.ravel(), minlength=cls.size)
     present = np.flatnonzero(counts)
     if present.size < 2:
-        only = cls[present[0]] if present.size else None
+        only = _show(cls[present[0]]) if present.size else "none"
         raise ValueError(
-            f"The 'y' parameter of {owner} has one class only (label {only!r}): Fisher discriminant "
+            f"The 'y' parameter of {owner} has one class only (label {only}): Fisher discriminant "
             "analysis needs at least 2 classes."
         )
     single = np.flatnonzero(counts == 1)
     if single.size:
         raise ValueError(
-            f"The 'y' parameter of {owner}: class {cls[single[0]]!r} has one member; every class "
+            f"The 'y' parameter of {owner}: class {_show(cls[single[0]])} has one member; every class "
             "present needs at least 2 (its within-class scatter is otherwise empty)."
         )
     return idx.ravel(), cls
+
+
+def _show(label: Any) -> str:
+    """A label as the user wrote it (``2``, ``'cat'``), not as a NumPy scalar's repr."""
+    return repr(label.item() if isinstance(label, np.generic) else label)
 
 
 def _symmetrize(M: np.ndarray) -> np.ndarray:
