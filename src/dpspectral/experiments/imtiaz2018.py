@@ -518,6 +518,12 @@ def _run(
 # plots and report
 
 
+#: x ticks of the log-scale sweeps (every grid value would overlap)
+_TICKS: dict[str, tuple[float, ...]] = {"epsilon": (0.001, 0.01, 0.1, 1.0, 10.0),
+                                        "n_s": (100, 200, 500, 1000, 2000, 5000),
+                                        "delta": (1e-4, 1e-3, 1e-2, 5e-2)}
+
+
 def _plot_sweeps(result: Imtiaz2018Result, sweeps: Sequence[str], calibration: str, path: Path) -> Path:
     names = result.datasets
     fig = report._new_figure((4.6 * len(names), 3.5 * len(sweeps) + 0.9))
@@ -531,6 +537,10 @@ def _plot_sweeps(result: Imtiaz2018Result, sweeps: Sequence[str], calibration: s
                                           xlabel=_XLABEL[sweep], ylabel="q / q_o", legend=False, dodge=0.02,
                                           title=result.settings[name]["label"] if i == 0 else None)
             ax.set_ylim(-0.05, 1.05)
+            xs = sorted({float(r["x"]) for r in rows})
+            ticks = [t for t in _TICKS.get(sweep, xs) if xs and xs[0] <= t <= xs[-1]]
+            if ticks:
+                ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
             if sweep == "epsilon" and calibration == "paper":
                 bad = sorted(e for (cal, e, dl), ce in result.certified.items()
                              if cal == "paper" and dl == DELTA and ce > e * (1 + 1e-9))
@@ -732,8 +742,7 @@ def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequ
 def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     """``dpspectral reproduce imtiaz2018``: run, print a summary, return the exit status."""
     datasets = getattr(args, "datasets", None)
-    if datasets:
-        datasets = tuple(dict.fromkeys(("synthetic", *datasets)))
+    datasets = tuple(dict.fromkeys(datasets)) if datasets else None
     result = run_imtiaz2018(
         out, data_dir=getattr(args, "data", None), quick=bool(getattr(args, "quick", False)),
         repeats=getattr(args, "repeats", None), seed=int(getattr(args, "seed", 0) or 0),
