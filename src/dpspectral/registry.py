@@ -17,7 +17,7 @@ from .lowrank.continual import continual_lrf as _continual_lrf
 from .lowrank.covariance import covariance_lrf as _covariance_lrf
 from .lowrank.hardt_roth import hardt_roth as _hardt_roth
 from .lowrank.streaming import turnstile_lrf as _turnstile_lrf
-from .pca import covariance, oja, power, stochastic
+from .pca import covariance, exponential, oja, power, stochastic
 from .privacy.budget import Relation
 
 __all__ = ["Method", "get_method", "methods", "methods_markdown"]
@@ -94,6 +94,8 @@ _P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _LRF_OPTIONS = frozenset({"alpha", "t", "v", "bound", "sketch_failure_share", "sketch_seed"})
 
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
+
+_EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 
 _TABLE: tuple[Method, ...] = (
     Method(
@@ -205,6 +207,32 @@ _TABLE: tuple[Method, ...] = (
         function=local_gaussian_module.local_gaussian,
         summary="Each user sends upper(x x^T) + symmetric Gaussian noise; server averages, top-k",
         options=frozenset({"simulate_sum", "show_progress"}),
+    ),
+    Method(
+        name="ppca",
+        family="exponential",
+        paper="Chaudhuri, Sarwate, Sinha (NIPS 2012); k > 1 by deflation",
+        model="central",
+        relations=(_R1, _AR),
+        certified=True,
+        calibrations=("tight",),
+        function=exponential.ppca,
+        summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, eps/k each",
+        needs_delta=False,
+        options=_EXPONENTIAL_OPTIONS,
+    ),
+    Method(
+        name="exponential",
+        family="exponential",
+        paper="Amin, Dick, Kulesza, Munoz Medina, Vassilvitskii (NeurIPS 2019)",
+        model="central",
+        relations=(_R1, _AR),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=exponential.exponential_pca,
+        summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
+        needs_delta=False,
+        options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares"},
     ),
     # -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult --------
     Method(
