@@ -33,6 +33,7 @@ __all__ = [
     "gaussian_mu_lower_bound",
     "released_matrix_statistic",
     "run_pair",
+    "threshold_epsilon_bounds",
     "threshold_epsilon_lower_bound",
 ]
 
@@ -161,3 +162,34 @@ def gaussian_audit(
     mu_lb = gaussian_mu_lower_bound(t0, t1, alpha)
     eps_lb = 0.0 if mu_lb == 0 else gaussian_epsilon(1.0 / mu_lb, delta)
     return AuditResult(claimed_epsilon, delta, eps_lb, alpha, "gaussian", t0.size + t1.size)
+
+
+def threshold_epsilon_bounds(
+    k0: np.ndarray, k1: np.ndarray, n0: int, n1: int, delta: float, alpha: float = 1e-3
+) -> np.ndarray:
+    """:func:`threshold_epsilon_lower_bound` from counts, vectorised over thresholds.
+
+    ``k0[i]`` of ``n0`` runs on the first data set and ``k1[i]`` of ``n1`` on the second exceed
+    threshold ``i``; returns the bound of each threshold (the same numbers as
+    :func:`threshold_epsilon_lower_bound` on such runs). For choosing thresholds quickly (e.g. on a
+    pilot sample): testing several thresholds on the same runs needs a multiplicity correction.
+    """
+    k0 = np.asarray(k0, dtype=np.int64)
+    k1 = np.asarray(k1, dtype=np.int64)
+    a = alpha / 4
+
+    def lower(k: np.ndarray, n: int) -> np.ndarray:
+        safe = np.clip(k, 1, n)
+        return np.where(k == 0, 0.0, stats.beta.ppf(a, safe, n - safe + 1))
+
+    def upper(k: np.ndarray, n: int) -> np.ndarray:
+        safe = np.clip(k, 0, n - 1)
+        return np.where(k == n, 1.0, stats.beta.ppf(1 - a, safe + 1, n - safe))
+
+    best = np.zeros(np.broadcast(k0, k1).shape)
+    for p_hi, p_lo in ((lower(k0, n0), upper(k1, n1)), (lower(k1, n1), upper(k0, n0))):
+        ok = (p_hi - delta > 0) & (p_lo > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = np.where(ok, np.log(np.where(ok, p_hi - delta, 1.0) / np.where(ok, p_lo, 1.0)), 0.0)
+        best = np.maximum(best, value)
+    return best

@@ -54,7 +54,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .audit import clopper_pearson, covariance_pair, released_matrix_statistic, threshold_epsilon_lower_bound
+from .audit import (
+    clopper_pearson,
+    covariance_pair,
+    released_matrix_statistic,
+    threshold_epsilon_bounds,
+    threshold_epsilon_lower_bound,
+)
 from .privacy.budget import Relation
 from .registry import Method, methods
 
@@ -205,29 +211,23 @@ def _sample_both(sample: Callable[[int, int], np.ndarray], seed: np.random.SeedS
     return out[0], out[1]
 
 
-def _candidate_thresholds(a: np.ndarray, b: np.ndarray, max_count: int = 100) -> np.ndarray:
-    """Midpoints between consecutive distinct pooled values (thinned to about ``max_count``)."""
+def _candidate_thresholds(a: np.ndarray, b: np.ndarray, max_count: int = 4000) -> np.ndarray:
+    """Midpoints between consecutive distinct pooled values (thinned evenly in rank to ``max_count``)."""
     pooled = np.unique(np.concatenate([a, b]))
     if pooled.size < 2:
         return pooled
     mids = (pooled[:-1] + pooled[1:]) / 2
     if mids.size > max_count:
-        # evenly in rank, always keeping the extreme ones (where large epsilons show)
-        idx = np.unique(np.r_[np.linspace(0, mids.size - 1, max_count).round().astype(int),
-                              np.arange(5), mids.size - 1 - np.arange(5)])
-        mids = mids[idx]
+        mids = mids[np.unique(np.linspace(0, mids.size - 1, max_count).round().astype(int))]
     return mids
 
 
-def _counts_bound(k0: int, k1: int, n_runs: int, delta: float, alpha: float,
-                  cache: dict[tuple[int, int], float]) -> float:
-    """The threshold bound of runs with ``k0`` / ``k1`` of ``n_runs`` above the threshold."""
-    key = (k0, k1)
-    if key not in cache:
-        t0 = (np.arange(n_runs) < k0).astype(float)
-        t1 = (np.arange(n_runs) < k1).astype(float)
-        cache[key] = threshold_epsilon_lower_bound(t0, t1, 0.5, delta, alpha)
-    return cache[key]
+def _plug_in_epsilon(q0: np.ndarray, q1: np.ndarray, delta: float) -> np.ndarray:
+    """``max(ln((q0 - delta) / q1), ln((q1 - delta) / q0), 0)`` for positive frequencies."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.clip(q0 - delta, 1e-300, None) / q1)
+        b = np.log(np.clip(q1 - delta, 1e-300, None) / q0)
+    return np.maximum(np.maximum(np.where(q0 > delta, a, 0.0), np.where(q1 > delta, b, 0.0)), 0.0)
 
 
 def _empirical_epsilon(p0: float, p1: float, delta: float) -> float:
@@ -287,7 +287,6 @@ def threshold_audit(
     p0, p1 = p0.reshape(n_pilot, -1), p1.reshape(n_pilot, -1)
     if p0.shape[1] != len(names):
         raise ValueError(f"sample returned {p0.shape[1]} statistics for {len(names)} names.")
-    cache: dict[tuple[int, int], float] = {}
     # (projected bound, plug-in epsilon of the smoothed pilot frequencies, statistic, sign, threshold);
     # the plug-in value breaks ties among events whose projected bound is 0
     best: tuple[float, float, int, int, float] | None = None
@@ -296,15 +295,20 @@ def threshold_audit(
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
             continue
         for sign in (1, -1):
-            sa, sb = sign * a, sign * b
-            for t in _candidate_thresholds(sa, sb):
-                # smoothed pilot frequencies, projected to the audit's run count
-                q0 = (np.sum(sa > t) + 0.5) / (n_pilot + 1)
-                q1 = (np.sum(sb > t) + 0.5) / (n_pilot + 1)
-                bound = _counts_bound(round(q0 * n_runs), round(q1 * n_runs), n_runs, delta, alpha, cache)
-                key = (bound, _empirical_epsilon(q0, q1, delta), j, sign, float(t))
-                if best is None or key[:2] > best[:2]:
-                    best = key
+            sa, sb = np.sort(sign * a), np.sort(sign * b)
+            ts = _candidate_thresholds(sa, sb)
+            if ts.size == 0:
+                continue
+            # smoothed pilot frequencies of {T > t}, projected to the audit's run count
+            q0 = (n_pilot - np.searchsorted(sa, ts, side="right") + 0.5) / (n_pilot + 1)
+            q1 = (n_pilot - np.searchsorted(sb, ts, side="right") + 0.5) / (n_pilot + 1)
+            bounds = threshold_epsilon_bounds(np.rint(q0 * n_runs), np.rint(q1 * n_runs), n_runs, n_runs,
+                                              delta, alpha)
+            plug_in = _plug_in_epsilon(q0, q1, delta)
+            i = int(np.lexsort((-plug_in, -bounds))[0])
+            key = (float(bounds[i]), float(plug_in[i]), j, sign, float(ts[i]))
+            if best is None or key[:2] > best[:2]:
+                best = key
     if best is None:  # no finite statistic: any fixed event is still a valid test
         best = (0.0, 0.0, 0, 1, 0.0)
     pilot_bound, _, j, sign, threshold = best
@@ -713,7 +717,8 @@ class AuditReport:
         """One paragraph: what was audited, at which confidence, and the outcome."""
         audited = [r for r in self.rows if r.audited]
         skipped = [r for r in self.rows if not r.audited]
-        text = (f"{'Quick' if self.quick else 'Full'} audit: {len(audited)} (method, relation) rows audited "
+        kind = "Quick audit" if self.quick else ("Full audit" if self.plan == FULL else "Audit")
+        text = (f"{kind}: {len(audited)} (method, relation) rows audited "
                 f"with {self.plan.n_runs:,} runs per data set (+{self.plan.n_pilot:,} pilot runs), requested "
                 f"(epsilon, delta) = ({self.epsilon:g}, {self.delta:g}); family-wise false-positive rate "
                 f"{self.family_alpha:g}")
