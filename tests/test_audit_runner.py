@@ -142,8 +142,8 @@ def test_vectorised_bounds_match_the_threshold_test():
     rng = np.random.default_rng(0)
     k0, k1 = np.r_[0, 80, rng.integers(0, 81, 50)], np.r_[80, 0, rng.integers(0, 61, 50)]
     got = threshold_epsilon_bounds(k0, k1, 80, 60, 1e-3, 0.05)
-    want = [threshold_epsilon_lower_bound((np.arange(80) < a).astype(float), (np.arange(60) < b).astype(float),
-                                          0.5, 1e-3, 0.05) for a, b in zip(k0, k1, strict=True)]
+    want = [threshold_epsilon_lower_bound((np.arange(80) < a) * 1.0, (np.arange(60) < b) * 1.0, 0.5,
+                                          1e-3, 0.05) for a, b in zip(k0, k1, strict=True)]
     assert np.array_equal(got, want)
 
 
