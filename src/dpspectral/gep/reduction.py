@@ -68,6 +68,7 @@ from ._common import (
     check_positive,
     check_xi,
     normalize_released,
+    orthonormalize_fast,
     random_orthonormal,
     truncate_columns,
 )
@@ -338,9 +339,9 @@ def _noisy_phase(
         if std > 0:
             G += rng.normal(0.0, std, size=V.shape)  # the release
         prev = V
-        V = orthonormalize(V + eta * G)
+        V = orthonormalize_fast(V + eta * G)
         if sparsity is not None and sparsity < V.shape[0]:
-            V = orthonormalize(truncate_columns(V, sparsity))
+            V = orthonormalize_fast(truncate_columns(V, sparsity))
     return V, prev, G
 
 
