@@ -416,6 +416,12 @@ def cluster():  # type: ignore[no-untyped-def]
         yield c, client
 
 
+def _same_release(a: np.ndarray, b: np.ndarray) -> None:
+    """The same release computed in two processes: the noise is drawn from the same streams, so the
+    results agree up to the rounding of BLAS kernels (bit for bit on this data; 2e-14 seen on MNIST)."""
+    assert a.shape == b.shape and float(np.abs(a - b).max()) <= 1e-10
+
+
 def _wait_for_event(name: str, seconds: float) -> None:
     from distributed import Event
 
@@ -428,22 +434,23 @@ def test_dask_matches_inprocess(cluster) -> None:  # type: ignore[no-untyped-def
     sites = _sites(4)
     ref = dpdispca(sites, 3, random_state=5, **KW)
     res = dpdispca(sites, 3, random_state=5, engine=DaskEngine(client=client), **KW)
-    assert np.array_equal(res.components, ref.components) and np.array_equal(res.values, ref.values)
+    _same_release(res.components, ref.components)
+    assert np.allclose(res.values, ref.values, rtol=1e-10, atol=0)
     workers = sorted(client.scheduler_info()["workers"])
     assert [r.worker for r in res.sites] == [workers[s % 2] for s in range(4)]  # where the data lived
     assert res.bytes_sent == ref.bytes_sent and res.diagnostics["engine"] == "dask"
     # a Dask array whose row blocks are the sites: the same sites, the same result
     X = da.from_array(np.vstack(sites), chunks=(300, 10))
     res_da = dpdispca(X, 3, random_state=5, engine=DaskEngine(client=client), **KW)
-    assert np.array_equal(res_da.components, ref.components)
+    _same_release(res_da.components, ref.components)
     assert np.array_equal(dpdispca(X, 3, random_state=5, **KW).components, ref.components)
     # data the user already scattered (futures), and the estimator through a scheduler address
     futures = [client.scatter(S, workers=[workers[1 - s % 2]], hash=False) for s, S in enumerate(sites)]
     res_f = dpdispca(futures, 3, random_state=5, engine=DaskEngine(client=client), **KW)
-    assert np.array_equal(res_f.components, ref.components)
+    _same_release(res_f.components, ref.components)
     assert [r.worker for r in res_f.sites] == [workers[1 - s % 2] for s in range(4)]
     est = DistributedDPPCA(3, scheduler_address=c.scheduler_address, random_state=5, **KW).fit(sites)
-    assert np.array_equal(est.components_, ref.components.T)
+    _same_release(est.components_, ref.components.T)
 
 
 def test_dask_site_that_raises_and_one_that_times_out(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -515,7 +522,7 @@ def test_worker_killed_in_the_middle_of_a_run() -> None:
     # the release is exactly the aggregate of the surviving sites' releases under their own seeds
     seeds = spawn_site_seeds(5, 4)
     expected = aggregate([site_step(sites[s], _plan(), seeds[s], s) for s in (0, 2)], 3)
-    assert np.array_equal(est.components_, expected.components.T)
+    _same_release(est.components_, expected.components.T)
 
 
 def test_estimator_starts_its_own_local_cluster() -> None:
@@ -523,6 +530,6 @@ def test_estimator_starts_its_own_local_cluster() -> None:
     sites = _sites(2)
     est = DistributedDPPCA(3, n_workers=2, random_state=1, **KW).fit(sites)
     ref = DistributedDPPCA(3, engine="inprocess", random_state=1, **KW).fit(sites)
-    assert np.array_equal(est.components_, ref.components_)
+    _same_release(est.components_, ref.components_)
     assert est.result_.diagnostics["engine"] == "dask"
     assert all(r.worker is not None and r.worker.startswith("tcp://") for r in est.result_.sites)
