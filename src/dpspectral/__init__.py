@@ -1,5 +1,6 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
+from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
 from .estimators import DPPCA, DPLowRank
 from .local import local_gaussian
 from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
@@ -19,6 +20,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DPLowRank",
+    "DistributedDPPCA",
+    "SiteFailureError",
+    "SiteFailureWarning",
+    "dpdispca",
     "DPPCA",
     "LowRankResult",
     "Accountant",

@@ -493,7 +493,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 
 #: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018")
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018")
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
@@ -516,8 +516,8 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
                         "upadhyay2018: one epsilon for every private run, default 1)")
     p.add_argument("--k", type=_positive_int, nargs="+", default=None,
                    help="override the list of k (liu2022: of the real-data part)")
-    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist"), default=None,
-                   help="data sets (default: a9a mnist)")
+    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist", "synthetic"), default=None,
+                   help="data sets (default: a9a mnist; imtiaz2018: synthetic mnist a9a)")
     p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
                    help="upadhyay2018 only: which Appendix J tables to run (3-11; default all)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
@@ -535,6 +535,14 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
     if args.experiment == "upadhyay2018":
         return _run_reproduce_upadhyay2018(args, out)
+    if args.experiment == "imtiaz2018":
+        if args.tables is not None:
+            raise CLIError("--tables applies to upadhyay2018 only, not to imtiaz2018.")
+        from .experiments import imtiaz2018
+
+        return imtiaz2018.cli_run(args, out)
+    if args.datasets and "synthetic" in args.datasets:
+        raise CLIError(f"--datasets synthetic applies to imtiaz2018 only, not to {args.experiment}.")
     if args.tables is not None:
         raise CLIError(f"--tables applies to upadhyay2018 only, not to {args.experiment}.")
     if args.experiment == "liu2022":

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .distributed import protocol as distributed_protocol
 from .local import gaussian as local_gaussian_module
 from .local import lowrank as local_lowrank_module
 from .lowrank import factorization as lowrank_factorization
@@ -233,6 +234,20 @@ _TABLE: tuple[Method, ...] = (
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
         needs_delta=False,
         options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares"},
+    ),
+    Method(
+        name="dpdispca",
+        family="distributed",
+        paper="Imtiaz & Sarwate (ICASSP 2018)",
+        model="distributed",
+        relations=(_R1, _AR),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=distributed_protocol.dpdispca,
+        summary="Sites release Analyze Gauss once and send rank-R proxies; aggregator releases top-K",
+        options=frozenset({"intermediate_rank", "n_sites", "variant", "weighting", "spectrum", "engine",
+                           "site_timeout", "min_sites", "on_site_failure", "release_count", "accounting",
+                           "show_progress"}),
     ),
     # -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult --------
     Method(
