@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 from pathlib import Path
@@ -78,9 +77,10 @@ def test_quick_reproduction(tmp_path: Path, shared_data: Path) -> None:
 
 
 def test_cli_run_prints_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(quick=True, data=None, repeats=1, seed=3, no_progress=True, datasets=None,
-                              epsilons=[0.5, 5.0])
-    status = imtiaz2018.cli_run(args, tmp_path / "cli")
+    from dpspectral.cli import main
+
+    status = main(["reproduce", "imtiaz2018", "--quick", "--repeats", "1", "--seed", "3", "--no-progress",
+                   "--datasets", "synthetic", "--epsilons", "0.5", "5", "--out", str(tmp_path / "cli")])
     assert status == 0
     printed = capsys.readouterr().out
     assert "Imtiaz & Sarwate" in printed and "eps=5" in printed and "finished in" in printed
@@ -105,3 +105,10 @@ def test_synthetic_rows_follow_the_authors_covariance() -> None:
     assert X.shape == (20000, 200)
     assert np.allclose(var[:50], np.linspace(10, 1, 50), rtol=0.05)
     assert var[50:].max() < 0.55 and math.isclose(float(X.mean()), 0.0, abs_tol=0.01)
+
+
+def test_cli_rejects_options_of_other_experiments(tmp_path: Path) -> None:
+    from dpspectral.cli import EXIT_USAGE, main
+
+    assert main(["reproduce", "imtiaz2018", "--tables", "3", "--out", str(tmp_path)]) == EXIT_USAGE
+    assert main(["reproduce", "shang2021", "--datasets", "synthetic", "--out", str(tmp_path)]) == EXIT_USAGE
