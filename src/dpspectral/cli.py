@@ -729,6 +729,73 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
+# bench (the peer benchmark; its code lives in the source checkout's benchmarks/peers/)
+# ----------------------------------------------------------------------------------------------
+
+
+def _configure_bench(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true",
+                   help="digits + a 2,000 x 50 synthetic set, 1 repeat, epsilons 0.1 and 1, 15 s per peer "
+                        "run, shipped peers only")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output folder (default: reports/bench, or reports/bench-quick)")
+    p.add_argument("--peers", default=None,
+                   help="comma-separated peers (diffprivlib,opendp) or 'none' (default: both)")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated: shipped, corrected (the peers' Bingham sampler with its acceptance "
+                        "test corrected) (default: both; --quick: shipped)")
+    p.add_argument("--peer-dir", metavar="DIR", default=None,
+                   help="folder of the peers' virtual environments (default: ~/.cache/dpspectral/peers)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds per peer run before it is killed (default: 300; --quick: 15)")
+    p.add_argument("--install-timeout", type=float, default=900.0,
+                   help="seconds allowed for one peer's pip install (default: 900)")
+    p.add_argument("--datasets", default=None, help="comma-separated subset of mnist,a9a,digits,synthetic")
+    p.add_argument("--epsilons", default=None, help="comma-separated epsilons (default: 0.1,0.5,1,2)")
+    p.add_argument("--repeats", type=_positive_int, default=None, help="repeats (default: 3; --quick: 1)")
+    p.add_argument("--data", metavar="DIR", default=None,
+                   help="folder with mnist/ and a9a/ (default: $DPSPECTRAL_DATA or ../shared/data)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="base seed (default: 0)")
+    p.add_argument("--no-skip-after-timeout", action="store_true",
+                   help="keep running a method at larger epsilons after it timed out")
+
+
+def _load_peer_bench() -> Any:
+    """Import ``benchmarks/peers/bench.py`` of the source checkout (not part of the installed package)."""
+    import importlib
+    import importlib.util
+    import os
+
+    env = os.environ.get("DPSPECTRAL_BENCHMARKS")
+    folder = Path(env) if env else Path(__file__).resolve().parents[2] / "benchmarks"
+    init = folder / "peers" / "__init__.py"
+    if not init.exists():
+        raise CLIError(f"`dpspectral bench` needs the source checkout's benchmarks/peers/ (not found at "
+                       f"{folder}); run it from a clone of the repository or set DPSPECTRAL_BENCHMARKS to "
+                       "its benchmarks/ folder.")
+    name = "dpspectral_peer_bench"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, init,
+                                                      submodule_search_locations=[str(init.parent)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module(f"{name}.bench")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    bench = _load_peer_bench()
+    cfg = bench.config_from_args(args)
+    _out(f"dpspectral bench ({'quick' if cfg.quick else 'full'}): data sets {', '.join(cfg.datasets)}; "
+         f"epsilons {', '.join(f'{e:g}' for e in cfg.epsilons)}; {cfg.repeats} repeat(s); "
+         f"peers {', '.join(cfg.peers) or 'none'}; output {cfg.out}")
+    result = bench.run_benchmark(cfg)
+    bench.print_summary(result, _out)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
 # the command table and the entry point
 # ----------------------------------------------------------------------------------------------
 
@@ -810,6 +877,20 @@ COMMANDS: tuple[Command, ...] = (
         run=_run_audit,
         epilog="examples:\n  dpspectral audit --quick\n  dpspectral audit analyze_gauss wishart --runs 2000\n"
                "  dpspectral audit --out reports/audit --jobs 2",
+    ),
+    Command(
+        name="bench",
+        help="benchmark private PCA against diffprivlib and OpenDP (peer venvs)",
+        description="Peer benchmark: dpspectral's default DPPCA (and its pure-epsilon methods) against IBM "
+                    "diffprivlib and OpenDP, each peer in its own virtual environment and every fit in a "
+                    "subprocess with a timeout, on MNIST, a9a, digits and a decaying-spectrum set at epsilon "
+                    "0.1-2, k = 10; non-private scikit-learn PCA as the ceiling. Writes runs.csv, "
+                    "summary.csv, config.json, report.md and plots. Needs the source checkout "
+                    "(benchmarks/peers/).",
+        configure=_configure_bench,
+        run=_run_bench,
+        epilog="examples:\n  dpspectral bench --quick --out reports/bench-quick\n"
+               "  dpspectral bench --quick --peers none\n  dpspectral bench --out reports/bench",
     ),
     # Later subcommands (`bench`, `audit`) are added here.
 )
