@@ -2,6 +2,7 @@
 
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
 from .estimators import DPPCA, DPLowRank
+from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
 from .local import local_gaussian
 from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
 from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
@@ -19,7 +20,11 @@ from .results import LowRankResult, SubspaceResult
 __version__ = "0.1.0"
 
 __all__ = [
+    "DPFisherDiscriminant",
     "DPLowRank",
+    "GEPResult",
+    "private_fda",
+    "private_gep",
     "DistributedDPPCA",
     "SiteFailureError",
     "SiteFailureWarning",
