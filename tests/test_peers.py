@@ -136,6 +136,33 @@ def test_fake_peer_that_sleeps_is_killed_at_the_timeout(tmp_path):
     assert not any(_running(p) for p in pids), "the worker or its child survived the timeout"
 
 
+def test_interrupting_the_parent_kills_the_worker(tmp_path, monkeypatch):
+    import subprocess
+
+    pidfile = tmp_path / "pid"
+    fake = _script(
+        tmp_path, "fake_sleep.py", f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+    )
+    real = subprocess.Popen.communicate
+
+    def interrupted(self: Any, input: Any = None, timeout: Any = None) -> Any:
+        if timeout is None:
+            return real(self, input)
+        deadline = time.time() + 30
+        while not pidfile.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        raise KeyboardInterrupt  # Ctrl-C while waiting for the worker
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_worker(sys.executable, fake, {}, timeout=60)
+    pid = int(pidfile.read_text())
+    deadline = time.time() + 10
+    while time.time() < deadline and _running(pid):
+        time.sleep(0.1)
+    assert not _running(pid)
+
+
 def _running(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     try:

@@ -195,6 +195,10 @@ def _run(cmd: Sequence[str], timeout: float) -> tuple[int | None, str, str]:
         _kill_group(proc)
         out, err = proc.communicate()
         return None, out or "", err or ""
+    except BaseException:  # interrupted (Ctrl-C): the worker is in its own session, so end it here
+        _kill_group(proc)
+        proc.wait()
+        raise
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
