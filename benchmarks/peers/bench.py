@@ -1061,7 +1061,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     repeats = args.repeats if args.repeats is not None else (1 if quick else 3)
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1. Got {repeats}.")
-    timeout = args.timeout if args.timeout is not None else (15.0 if quick else 300.0)
+    timeout = args.timeout if args.timeout is not None else (30.0 if quick else 300.0)
     if not timeout > 0:
         raise ValueError(f"--timeout must be > 0. Got {timeout}.")
     out = Path(args.out) if args.out else Path("reports") / ("bench-quick" if quick else "bench")

@@ -735,7 +735,7 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 def _configure_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
-                   help="digits + a 2,000 x 50 synthetic set, 1 repeat, epsilons 0.1 and 1, 15 s per peer "
+                   help="digits + a 2,000 x 50 synthetic set, 1 repeat, epsilons 0.1 and 1, 30 s per peer "
                         "run, shipped peers only")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: reports/bench, or reports/bench-quick)")
@@ -747,7 +747,8 @@ def _configure_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer-dir", metavar="DIR", default=None,
                    help="folder of the peers' virtual environments (default: ~/.cache/dpspectral/peers)")
     p.add_argument("--timeout", type=float, default=None,
-                   help="seconds per peer run before it is killed (default: 300; --quick: 15)")
+                   help="seconds per peer run (the whole worker process, start-up included) before it is "
+                        "killed (default: 300; --quick: 30)")
     p.add_argument("--install-timeout", type=float, default=900.0,
                    help="seconds allowed for one peer's pip install (default: 900)")
     p.add_argument("--datasets", default=None, help="comma-separated subset of mnist,a9a,digits,synthetic")
