@@ -257,7 +257,8 @@ def _run_one(name: str, argv: list[str]) -> ExperimentEntry:
         entry.status = "ok"
     elif not entry.error:
         lines = [ln for ln in entry.stderr_tail.splitlines() if "error" in ln.lower()]
-        entry.error = f"exit status {entry.exit_status}" + (f": {lines[-1].strip()}" if lines else "")
+        why = lines[-1].split("error:", 1)[-1].strip() if lines else ""
+        entry.error = f"exit status {entry.exit_status}" + (f": {why}" if why else "")
     return entry
 
 
