@@ -9,7 +9,9 @@ Subcommands
                report, tables and a plot.
 ``reproduce``  re-run a paper's experiments (``shang2021``: Shang et al. 2021, Figure 1 and Table 3;
                ``liu2022``: Liu et al. 2022, DP-PCA: error rates, Example 4.1, Figure 1, real data;
-               ``upadhyay2018``: Upadhyay 2018, low-rank factorization, Appendix J Tables 3-11).
+               ``upadhyay2018``: Upadhyay 2018, low-rank factorization, Appendix J Tables 3-11;
+               ``imtiaz2018``: Imtiaz and Sarwate 2018, distributed PCA; ``chen2025``: Chen et al. 2025,
+               private generalized eigenproblems, FDA + classifiers, Tables 2-3).
 
 Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
 ``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
@@ -493,7 +495,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 
 #: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018")
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018", "chen2025", "all")
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
@@ -516,8 +518,24 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
                         "upadhyay2018: one epsilon for every private run, default 1)")
     p.add_argument("--k", type=_positive_int, nargs="+", default=None,
                    help="override the list of k (liu2022: of the real-data part)")
-    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist", "synthetic"), default=None,
-                   help="data sets (default: a9a mnist; imtiaz2018: synthetic mnist a9a)")
+    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist", "synthetic", "rt-iot2022"),
+                   default=None,
+                   help="data sets (default: a9a mnist; imtiaz2018: synthetic mnist a9a; chen2025: mnist a9a "
+                        "rt-iot2022, which only chen2025 reads)")
+    p.add_argument("--data-file", action="append", metavar="PATH[:FORMAT]", default=None,
+                   help="chen2025 only: add a labelled data set by path (LIBSVM, IDX, CSV, NPY, Parquet; "
+                        "FORMAT overrides the guess from the name); repeatable; split 80/20, stratified, "
+                        "seeded")
+    p.add_argument("--label-column", metavar="COL", default=None,
+                   help="chen2025 only: the label column (name or position) of CSV / Parquet --data-file "
+                        "sets")
+    p.add_argument("--clf-rows", type=_positive_int, default=None, metavar="N",
+                   help="chen2025 only: classifier training rows, a seeded subsample of the fit rows "
+                        "(default: 5000; 600 with --quick)")
+    p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                   help="chen2025 only: worker processes for the grid (default: 1)")
+    p.add_argument("--table-repeats", type=_positive_int, default=None, metavar="R",
+                   help="chen2025 only: repeats at epsilon = 1 for Tables 2-3 (default: 10; 2 with --quick)")
     p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
                    help="upadhyay2018 only: which Appendix J tables to run (3-11; default all)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
@@ -533,6 +551,14 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         kwargs["datasets"] = tuple(args.datasets)
     if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    if args.experiment == "all":
+        from .experiments import reproduce_all
+
+        return reproduce_all.cli_run(args, out)
+    if args.experiment == "chen2025":
+        from .experiments import chen2025
+
+        return chen2025.cli_run(args, out)
     if args.experiment == "upadhyay2018":
         return _run_reproduce_upadhyay2018(args, out)
     if args.experiment == "imtiaz2018":
