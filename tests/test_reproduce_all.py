@@ -195,7 +195,7 @@ def test_build_index_structure(fake_root: Path) -> None:
     by_folder = {row[0]: row for row in page.summary}
     assert by_folder["liu2022"][1] == "Liu et al. (2022): DP-PCA"  # the report's title, trimmed
     assert by_folder["liu2022"][2].startswith("ok")
-    assert by_folder["liu2022"][4] == "some not"
+    assert by_folder["liu2022"][4] == "some not (paper's noise only)"
     assert by_folder["liu2022"][5] == "tight: 60 of 60; paper: 0 of 1 (runs.csv)"
     assert by_folder["imtiaz2018"][2] == "missing" and by_folder["imtiaz2018"][4] == "n/a"
     assert "notes" not in text
@@ -220,7 +220,7 @@ def test_build_index_structure(fake_root: Path) -> None:
 
 def test_certification_counts_private_runs_per_calibration(fake_root: Path, tmp_path: Path) -> None:
     cert = certification(fake_root / "shang2021-n6000")
-    assert cert.headline == "some not"
+    assert cert.headline == "some not (paper's noise only)"
     assert cert.groups == (("tight", 3, 3), ("paper", 0, 1))  # the non-private row left out
     assert certification(tmp_path / "nowhere").headline == "n/a"
     folder = tmp_path / "plain"
@@ -228,6 +228,8 @@ def test_certification_counts_private_runs_per_calibration(fake_root: Path, tmp_
     (folder / "summary.csv").write_text("method,certified\nA (tight),True\nB (tight),True\nC,\n")
     assert certification(folder).headline == "all"
     assert certification(folder).detail == "tight: 2 of 2 (summary.csv)"
+    (folder / "summary.csv").write_text("method,certified\nA (tight),False\nB (paper),False\n")
+    assert certification(folder).headline == "some not"
 
 
 def test_discover_reads_the_runs_record(fake_root: Path) -> None:
@@ -264,7 +266,7 @@ def test_run_all_quick_fast_subset(tmp_path: Path, capsys: pytest.CaptureFixture
         assert entry.status == "ok" and entry.exit_status == 0 and entry.seconds is not None
         assert "--quick" in entry.command and entry.stdout_tail
         assert rows[entry.name][2] == "ok" and rows[entry.name][3].endswith(" s")
-        assert rows[entry.name][4] in ("all", "some not")
+        assert rows[entry.name][4] in ("all", "some not (paper's noise only)")
         pngs = sorted(p.name for p in (root / entry.name).glob("*.png"))
         assert pngs, entry.name
         shown = {u.split("/", 1)[1] for u in page.images if u.startswith(entry.name + "/")}

@@ -165,7 +165,9 @@ class Certification:
     Attributes
     ----------
     headline : str
-        ``"all"``, ``"some not"`` or ``"n/a"`` (no ``certified`` column, or no private run).
+        ``"all"``, ``"some not"``, ``"some not (paper's noise only)"`` (every uncertified run uses the
+        paper's own noise formula, calibration ``"paper"``) or ``"n/a"`` (no ``certified`` column, or
+        no private run).
     groups : tuple of (str, int, int)
         ``(calibration, certified, total)`` per calibration (``""`` when the file has no
         ``calibration`` column), counting private rows only (non-private rows are left out).
@@ -401,8 +403,14 @@ def build_index(root: str | Path) -> Path:
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"--out {str(root)!r} is not a folder: there is nothing to index.")
-    return write_index(root, discover(root), title_note="" if (root / RUNS_FILE).is_file()
-                       else "indexed from existing result folders; nothing was re-run")
+    note = "indexed from existing result folders; nothing was re-run"
+    if (root / RUNS_FILE).is_file():
+        try:
+            quick = json.loads((root / RUNS_FILE).read_text("utf-8")).get("quick")
+            note = "quick runs" if quick else "full runs"
+        except (ValueError, AttributeError):
+            pass
+    return write_index(root, discover(root), title_note=note)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -466,7 +474,11 @@ def certification(folder: str | Path) -> Certification:
     groups = tuple((cal, ok, n) for cal, (ok, n) in counts.items())
     if not groups:
         return Certification("n/a", (), source)
-    return Certification("all" if all(ok == n for _, ok, n in groups) else "some not", groups, source)
+    short = [cal for cal, ok, n in groups if ok < n]
+    if not short:
+        return Certification("all", groups, source)
+    headline = "some not (paper's noise only)" if short == ["paper"] else "some not"
+    return Certification(headline, groups, source)
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -613,7 +625,8 @@ def _section(root: Path, entry: ExperimentEntry, cert: Certification) -> tuple[s
     title = _short_title(title) or entry.name
     cls = "ok" if entry.status in ("ok", "indexed") else "failed"
     meta = [f'experiment <code>{_esc(entry.name)}</code>',
-            f'folder <a href="{_href(entry.folder)}/">{_esc(entry.folder)}/</a>',
+            (f'folder <a href="{_href(entry.folder)}/">{_esc(entry.folder)}/</a>' if folder.is_dir()
+             else f"folder {_esc(entry.folder)}/ (absent)"),
             f'status <span class="{cls}">{_esc(_STATUS_TEXT.get(entry.status, entry.status))}</span>']
     if entry.seconds is not None:
         meta.append(f"wall time {_esc(_fmt_seconds(entry.seconds))}")
