@@ -253,11 +253,23 @@ def test_build_index_needs_a_folder(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def test_run_all_quick_fast_subset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = tmp_path / "all"
-    result = run_all(root, quick=True, show_progress=False, experiments=FAST)
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[reproduce_all.AllResult, str]:
+    """``run_all --quick`` on the fastest experiments (once for the module), with its stdout."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("quick") / "all"
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        result = run_all(root, quick=True, show_progress=False, experiments=FAST)
+    return result, buffer.getvalue()
+
+
+def test_run_all_quick_fast_subset(quick_run: tuple[reproduce_all.AllResult, str]) -> None:
+    result, out = quick_run
+    root = result.root
     assert result.ok and result.failed == [] and result.index == root / "index.html"
-    out = capsys.readouterr().out
     for i, name in enumerate(FAST, 1):
         assert re.search(rf"^\[{i}/{len(FAST)}\] {name} \.\.\. done in [0-9.]+ s$", out, re.M), out
     page = _parse(result.index)
@@ -365,6 +377,13 @@ def test_browser_loads_every_image(fake_root: Path, tmp_path: Path) -> None:
     index = build_index(fake_root)
     result = _images_in_browser(index, tmp_path)
     assert result == {"images": 4, "broken": []}
+
+
+def test_browser_loads_a_quick_run(quick_run: tuple[reproduce_all.AllResult, str], tmp_path: Path) -> None:
+    index = quick_run[0].index
+    result = _images_in_browser(index, tmp_path)
+    n_png = sum(1 for _ in index.parent.glob("*/*.png"))
+    assert result == {"images": n_png, "broken": []} and n_png > 0
 
 
 def test_browser_detects_a_broken_image(fake_root: Path, tmp_path: Path) -> None:
