@@ -323,7 +323,8 @@ def test_failed_runner_is_recorded_and_the_rest_run(tmp_path: Path, monkeypatch:
 
 
 def test_cli_rejects_per_paper_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for flags in (["--tables", "3"], ["--datasets", "a9a"], ["--epsilons", "1"], ["--k", "2"]):
+    for flags in (["--tables", "3"], ["--datasets", "a9a"], ["--epsilons", "1"], ["--k", "2"],
+                  ["--n-rows", "10"]):
         status = cli.main(["reproduce", "all", "--out", str(tmp_path / "x"), *flags])
         assert status == 2
         assert "not used by `reproduce all`" in capsys.readouterr().err
@@ -339,6 +340,16 @@ def test_cli_index_only(fake_root: Path, tmp_path: Path, capsys: pytest.CaptureF
         reproduce_all.cli_run(argparse.Namespace(**{**vars(args), "quick": True}), fake_root)
     with pytest.raises(cli.CLIError, match="nothing to index"):
         reproduce_all.cli_run(args, tmp_path / "absent")
+
+
+def test_argv_passes_flags_to_the_experiments_that_take_them() -> None:
+    argv = reproduce_all._argv("upadhyay2018", Path("o"), quick=True, data_dir="d", seed=3, repeats=2,
+                               show_progress=False, jobs=4)
+    assert argv == ["reproduce", "upadhyay2018", "--out", "o", "--seed", "3", "--quick", "--repeats", "2",
+                    "--no-progress"]  # simulated inputs: no --data; no --jobs
+    argv = reproduce_all._argv("chen2025", Path("o"), quick=False, data_dir="d", seed=0, repeats=None,
+                               show_progress=True, jobs=4)
+    assert argv == ["reproduce", "chen2025", "--out", "o", "--seed", "0", "--data", "d", "--jobs", "4"]
 
 
 def test_run_all_rejects_unknown_experiments(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """``dpspectral reproduce all``: every paper's reproduction, and one HTML index of them.
 
-``dpspectral reproduce all [--quick] [--data DIR] [--out DIR] [--repeats R] [--seed S]``
+``dpspectral reproduce all [--quick] [--data DIR] [--out DIR] [--repeats R] [--seed S] [--jobs N]``
 
 runs ``dpspectral reproduce NAME`` for every paper (:data:`EXPERIMENTS`) into ``DIR/NAME/`` and writes
 ``DIR/index.html``: one page that opens in a browser from the file system (no server, no network, no
@@ -72,7 +72,11 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
 _NO_DATA = frozenset({"upadhyay2018"})
 #: Flags of ``dpspectral reproduce`` that mean something different to each paper.
 _PER_PAPER_FLAGS = (("tables", "--tables"), ("datasets", "--datasets"), ("n_rows", "--n-rows"),
-                    ("epsilons", "--epsilons"), ("k", "--k"))
+                    ("epsilons", "--epsilons"), ("k", "--k"), ("data_file", "--data-file"),
+                    ("label_column", "--label-column"), ("clf_rows", "--clf-rows"),
+                    ("table_repeats", "--table-repeats"))
+#: Experiments that take ``--jobs`` (worker processes).
+_TAKES_JOBS = frozenset({"chen2025"})
 
 
 def _experiments() -> tuple[str, ...]:
@@ -223,7 +227,7 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
 
 
 def _argv(name: str, folder: Path, *, quick: bool, data_dir: str | Path | None, seed: int,
-          repeats: int | None, show_progress: bool) -> list[str]:
+          repeats: int | None, show_progress: bool, jobs: int | None = None) -> list[str]:
     argv = ["reproduce", name, "--out", str(folder), "--seed", str(seed)]
     if quick:
         argv.append("--quick")
@@ -231,6 +235,8 @@ def _argv(name: str, folder: Path, *, quick: bool, data_dir: str | Path | None, 
         argv += ["--repeats", str(repeats)]
     if data_dir is not None and name not in _NO_DATA:
         argv += ["--data", str(data_dir)]
+    if jobs is not None and name in _TAKES_JOBS:
+        argv += ["--jobs", str(jobs)]
     if not show_progress:
         argv.append("--no-progress")
     return argv
@@ -266,7 +272,7 @@ def _run_one(name: str, argv: list[str]) -> ExperimentEntry:
 
 def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None = None, seed: int = 0,
             repeats: int | None = None, show_progress: bool = True,
-            experiments: Sequence[str] | None = None) -> AllResult:
+            experiments: Sequence[str] | None = None, jobs: int | None = None) -> AllResult:
     """Run every paper's reproduction into ``out/NAME/`` and write ``out/index.html``.
 
     Each experiment runs as ``dpspectral reproduce NAME --out OUT/NAME`` (in this process, through
@@ -288,6 +294,8 @@ def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None
         Progress bars of the experiments (the one line per experiment is always printed).
     experiments : sequence of str, optional
         A subset of :data:`EXPERIMENTS`, run in the order given (default: all of them).
+    jobs : int, optional
+        ``--jobs`` (worker processes) for the experiments that take it (chen2025).
 
     Returns
     -------
@@ -309,7 +317,7 @@ def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None
     try:
         for i, name in enumerate(names, 1):
             argv = _argv(name, root / name, quick=quick, data_dir=data_dir, seed=seed, repeats=repeats,
-                         show_progress=show_progress)
+                         show_progress=show_progress, jobs=jobs)
             print(f"[{i}/{len(names)}] {name}: dpspectral {' '.join(argv)}", flush=True)
             entry = _run_one(name, argv)
             entries.append(entry)
@@ -762,7 +770,8 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
                        "grid; run `dpspectral reproduce NAME` to change them.")
     root = Path(out)
     if getattr(args, "index_only", False):
-        extra = [flag for attr, flag in (("quick", "--quick"), ("repeats", "--repeats"), ("data", "--data"))
+        extra = [flag for attr, flag in (("quick", "--quick"), ("repeats", "--repeats"), ("data", "--data"),
+                                         ("jobs", "--jobs"))
                  if getattr(args, attr, None) not in (None, False)]
         if extra:
             raise CLIError(f"{', '.join(extra)}: --index-only runs nothing; it indexes the folders in --out.")
@@ -779,7 +788,7 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
         raise CLIError(f"--out {str(root)!r} exists and is not a folder.")
     result = run_all(root, quick=bool(getattr(args, "quick", False)), data_dir=getattr(args, "data", None),
                      seed=int(getattr(args, "seed", 0) or 0), repeats=getattr(args, "repeats", None),
-                     show_progress=not getattr(args, "no_progress", False))
+                     show_progress=not getattr(args, "no_progress", False), jobs=getattr(args, "jobs", None))
     print(f"dpspectral reproduce all: {len(result.entries)} experiments in {result.seconds:.1f} s")
     for e in result.entries:
         cert = certification(root / e.folder)
