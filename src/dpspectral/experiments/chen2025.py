@@ -62,6 +62,7 @@ __all__ = [
     "cli_run",
     "load_chen_dataset",
     "load_data_file",
+    "rebuild_report",
     "run_chen2025",
     "wilcoxon_table",
 ]
@@ -475,13 +476,14 @@ def _blas_limit() -> Any:
         return contextlib.nullcontext()
 
 
-def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float, seed: Any) -> Any:
+def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float, seed: Any,
+         k: int = K) -> Any:
     from ..gep import solve_pair
     from ..privacy.accounting import UncertifiedPrivacyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        return solve_pair(pair, K, method=variant.method, epsilon=epsilon, delta=delta, xi=xi,
+        return solve_pair(pair, k, method=variant.method, epsilon=epsilon, delta=delta, xi=xi,
                           random_state=seed, **variant.solver_kwargs())
 
 
@@ -523,6 +525,7 @@ class _Context:
     delta: float
     settings: dict[str, Any]
     common: dict[str, Any]
+    k: int = K
 
 
 def _prepare_context(data: PreparedData, di: int, *, seed: int, n_rows: int | None, clf_rows: int,
@@ -553,9 +556,11 @@ def _prepare_context(data: PreparedData, di: int, *, seed: int, n_rows: int | No
         "source": data.source, "notes": list(data.notes), "pair_seconds": pair_seconds,
         "lda": lda, "lda_seconds": lda_seconds,
     }
-    common = {"dataset": data.name, "n_fit": n, "n_clf": int(Xc.shape[0]), "n_test": int(Xt.shape[0]), "k": K,
+    k = min(K, int(Xf.shape[1]))  # k = 10 unless the data have fewer features
+    settings["k"] = k
+    common = {"dataset": data.name, "n_fit": n, "n_clf": int(Xc.shape[0]), "n_test": int(Xt.shape[0]), "k": k,
               "delta": delta}
-    return _Context(data.name, di, pair, Xc, yc, Xt, yt, delta, settings, common)
+    return _Context(data.name, di, pair, Xc, yc, Xt, yt, delta, settings, common, k)
 
 
 def _rows_for(ctx: _Context, part: str, label: str, calibration: str, init: str | None, epsilon: float,
@@ -583,7 +588,7 @@ def _job(ctx: _Context, eps_index: int, seed: int, part: str, vi: int, v: Varian
         xi_code = int(round(-math.log10(xi) * 10)) + 100
         ss = np.random.SeedSequence([seed, ctx.index, vi, eps_index, r, xi_code])
         t0 = time.perf_counter()
-        res = _fit(ctx.pair, v, epsilon=e, delta=ctx.delta, xi=xi, seed=ss)
+        res = _fit(ctx.pair, v, epsilon=e, delta=ctx.delta, xi=xi, seed=ss, k=ctx.k)
         return _rows_for(ctx, part, v.label, v.calibration, v.init, e, xi, r, res, time.perf_counter() - t0,
                          seed + r)
 
@@ -595,7 +600,7 @@ def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool |
     rows: list[dict[str, Any]] = []
     # non-private references: SR (same xi) and scikit-learn's LDA
     t0 = time.perf_counter()
-    sr = solve_pair(ctx.pair, K, method="sr", xi=XI)
+    sr = solve_pair(ctx.pair, ctx.k, method="sr", xi=XI)
     sr_rows = _rows_for(ctx, "reference", SR, "", None, math.inf, XI, 0, sr, time.perf_counter() - t0, seed)
     lda = ctx.settings.pop("lda")
     lda_rows = _rows_for(ctx, "reference", LDA, "", None, math.inf, math.nan, 0, None,
@@ -621,7 +626,7 @@ def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool |
     for xi in grid.xi_grid:
         if not math.isclose(xi, XI):
             t0 = time.perf_counter()
-            srx = solve_pair(ctx.pair, K, method="sr", xi=xi)
+            srx = solve_pair(ctx.pair, ctx.k, method="sr", xi=xi)
             rows += _rows_for(ctx, "xi", SR, "", None, math.inf, xi, 0, srx, time.perf_counter() - t0, seed)
     return rows, refs
 
@@ -739,15 +744,24 @@ def run_chen2025(
             if choice is not None:
                 xi_choice[data.name] = choice
 
-    # ---- tables and files
-    for row in runs:  # the xi grid re-uses the sweep's DPSR runs at xi = 0.01 for its own table
-        row.setdefault("part", "sweep")
+    config = {"quick": quick, "repeats": repeats, "table_repeats": table_repeats, "n_rows": n_rows,
+              "clf_rows": clf_rows, "epsilons": list(eps_grid), "table_epsilon": table_eps,
+              "xi_grid": list(xi_grid), "seed": seed, "k": K, "n_iter": N_ITER, "xi": XI, "n_jobs": n_jobs,
+              "datasets": [p.name for p in prepared]}
+    return _finish(out, runs, settings, references, xi_choice, config, time.perf_counter() - t0)
+
+
+def _finish(out: Path, runs: list[dict[str, Any]], settings: dict[str, dict[str, Any]],
+            references: dict[str, dict[str, dict[str, float]]], xi_choice: dict[str, float],
+            config: dict[str, Any], seconds: float) -> Chen2025Result:
+    """Summaries, Tables 2-3, plots and the report from the runs (also used by :func:`rebuild_report`)."""
+    table_eps = float(config["table_epsilon"])
     summary = report.summarize(
         runs, ("dataset", "part", "method", "calibration", "init", "epsilon", "xi", "classifier"),
         (*METRICS, "f1_weighted", "certified_epsilon", "fit_seconds"), keep=("certified", "delta", "n_fit"))
     table_rows = [r for r in runs if r["part"] in ("sweep", "table") and math.isclose(r["epsilon"], table_eps)
                   and math.isclose(r["xi"], XI)]
-    table2 = _table2(table_rows, [p.name for p in prepared])
+    table2 = _table2(table_rows, list(settings))
     table3 = []
     for comparison, b in (("paper's (DPRF from the non-private optimum)", DPRF_NP),
                           ("private (DPRF from a random start)", DPRF)):
@@ -768,22 +782,47 @@ def run_chen2025(
         "table2": report.write_runs(table2, out / "table2.csv"),
         "table3": report.write_runs(table3, out / "table3.csv"),
     }
-    for data in prepared:
-        files[f"plot_{data.name}"] = _plot(runs, references, data.name, settings[data.name]["label"],
-                                           out / f"accuracy_f1_{data.name}.png")
-    if len(xi_grid) > 1:
+    for name, st in settings.items():
+        files[f"plot_{name}"] = _plot(runs, references, name, st["label"], out / f"accuracy_f1_{name}.png")
+    if len(config["xi_grid"]) > 1:
         files["plot_xi"] = _plot_xi(runs, out / "xi_grid.png", table_eps)
-    seconds = time.perf_counter() - t0
-    config = {"quick": quick, "repeats": repeats, "table_repeats": table_repeats, "n_rows": n_rows,
-              "clf_rows": clf_rows, "epsilons": list(eps_grid), "table_epsilon": table_eps,
-              "xi_grid": list(xi_grid), "seed": seed, "k": K, "n_iter": N_ITER, "xi": XI, "n_jobs": n_jobs,
-              "datasets": [p.name for p in prepared]}
     result = Chen2025Result(runs, summary, table2, table3, references, settings, xi_choice, files, seconds,
                             config)
-    files["config"] = report.write_json({**config, "settings": settings}, out / "config.json")
+    files["config"] = report.write_json({**config, "seconds": seconds, "settings": settings},
+                                        out / "config.json")
     (out / "report.md").write_text(_report(result), encoding="utf-8")
     files["report"] = out / "report.md"
     return result
+
+
+def rebuild_report(out: str | Path) -> Chen2025Result:
+    """Re-derive the tables, plots and ``report.md`` from ``runs.csv`` and ``config.json`` in ``out``."""
+    import json
+
+    out = Path(out)
+    cfg = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    settings = cfg.pop("settings")
+    seconds = float(cfg.pop("seconds", math.nan))
+    runs = report.read_runs(out / "runs.csv")
+    for r in runs:
+        for key in ("calibration", "init"):
+            r[key] = r[key] or ""
+        for key in ("epsilon", "xi"):
+            r[key] = math.nan if r[key] is None else float(r[key])
+    references: dict[str, dict[str, dict[str, float]]] = {}
+    for name in settings:
+        refs: dict[str, dict[str, float]] = {}
+        for r in runs:
+            if r["dataset"] == name and r["part"] == "reference":
+                refs.setdefault(r["method"], {})[r["classifier"]] = float(r["accuracy"])
+                refs.setdefault(r["method"] + " F1", {})[r["classifier"]] = float(r["f1"])
+        references[name] = refs
+    xi_choice = {}
+    for name in settings:
+        choice = _select_xi([r for r in runs if r["dataset"] == name], cfg["xi_grid"], cfg["table_epsilon"])
+        if choice is not None:
+            xi_choice[name] = choice
+    return _finish(out, runs, settings, references, xi_choice, cfg, seconds)
 
 
 def _table2(rows: Sequence[Mapping[str, Any]], datasets: Sequence[str]) -> list[dict[str, Any]]:
