@@ -1140,6 +1140,22 @@ def _report(res: Chen2025Result) -> str:
                   "column re-uses the sweep's runs.", ""]
 
     lines += ["## Against the paper's claims", "", *_claims(res), ""]
+    lines += ["## Where we do worse than the paper (and why)", "", *_worse(res), "",
+              "* **Why DPSR is far below the paper's 85-90% on MNIST at ε = 1.** With noise that our "
+              "accountant certifies, phase 2's noise is amplified by ||Φ̃||² ≈ 1/ξ = 100 (the released λ̂_B reach 0 on "
+              "MNIST's constant pixels), and a full 784-dim basis adds √d-sized noise to every step; at n = "
+              "60,000 this swamps the between-class signal below ε ≈ 4 (docs/algorithms/gep.md, measured). "
+              "The paper's own formula (Theorem 12 with the constants C1, C2 its proof needs) adds *more* "
+              "noise, not less, so the paper's numbers cannot be reached by a certified DPSR as specified; "
+              "they are at the level of the non-private SR.",
+              "* **DPRF from the non-private optimum is better here than in the paper** (it barely moves "
+              "from its start in 15 Rayleigh-flow steps with η = 1), so the paper's DPRF numbers (50-65% on "
+              "MNIST) cannot be matched by our reconstruction of Hu et al.'s flow; its private version "
+              "(random start) is at DPSR's level. The paper's Table 3 comparison therefore favours DPRF here.",
+              "* **Macro vs other averages.** The paper's a9a and RT-IoT2022 numbers match weighted averages "
+              "or accuracy better than macro averages (see the weighted-F1 column of Table 2).",
+              "* Not run: Fashion-MNIST, CIFAR-10 and Dota2 (not available offline); the step-size grid "
+              "(η = 1 only); DPSRS (the paper's sparse variant has no experiment).", ""]
     lines += ["## Files", "",
               "`runs.csv` (one row per fit and classifier: every metric, `certified`, `certified_epsilon`), "
               "`summary.csv` (mean / sd / count per setting), `table2.csv`, `table3.csv`, `config.json`, "
@@ -1179,12 +1195,44 @@ def _claims(res: Chen2025Result) -> list[str]:
                 f"  * Over the grid (ε × classifier, {total} cells): DPSR above SR+DP in {beats} (the paper: "
                 f"always — its ablation), above DPRF (random start) in {beats_rf}, above DPRF (non-private "
                 f"init) in {beats_np} (the paper: always)."]
-        if ds in PAPER_TABLE2:
-            p = PAPER_TABLE2[ds]["DPSR"]["f1"][0]
-            ours = 100 * _mean_of(tab, "f1", method=DPSR, classifier="linear SVM")
-            out.append(f"  * Table 2, DPSR linear-SVM F1: ours {ours:.0f} (sound noise) vs the paper's "
-                       f"{p:.0f}"
-                       + (" — **we are worse**." if ours < p - 2 else "."))
+    return out
+
+
+def _worse(res: Chen2025Result) -> list[str]:
+    """Where our Table 2 / Table 3 numbers fall short of the paper's (and where they exceed them)."""
+    out: list[str] = []
+    t2 = res.table2
+    for ds in res.settings:
+        if ds not in PAPER_TABLE2:
+            continue
+        label = res.settings[ds]["label"]
+        for method in (DPSR, DPSR + PAPER_SUFFIX, DPRF_NP, DPRF_NP + PAPER_SUFFIX):
+            rows = [r for r in t2 if r["dataset"] == ds and r["method"] == method]
+            if not rows:
+                continue
+            gaps, gaps_w = [], []
+            for r in rows:
+                for metric in ("precision", "recall", "f1"):
+                    if f"paper_{metric}" in r:
+                        gaps.append(r[f"{metric}_mean"] - r[f"paper_{metric}"])
+                if "paper_f1" in r:
+                    gaps_w.append(r["f1_weighted_mean"] - r["paper_f1"])
+            if not gaps:
+                continue
+            worse = sum(g < -2 for g in gaps)
+            out.append(f"* {label}, {method}: below the paper by more than 2 points in {worse} of "
+                       f"{len(gaps)} "
+                       f"Table 2 cells (precision / recall / F1 × 3 classifiers, macro); mean gap "
+                       f"{np.mean(gaps):+.1f} points (weighted F1 against the paper's F1: "
+                       f"{np.mean(gaps_w):+.1f}).")
+    for comparison in sorted({t["comparison"] for t in res.table3}):
+        rows = [t for t in res.table3 if t["comparison"] == comparison]
+        sig = [t for t in rows if math.isfinite(t["p_value"]) and t["p_value"] < 0.05]
+        a_sig = sum(t["better"] == DPSR for t in sig)
+        paper_sig = sum(1 for t in rows if t["paper_p_value"] is not None and t["paper_p_value"] < 0.05)
+        out.append(f"* Table 3, {comparison}: DPSR significantly better (p < 0.05) in {a_sig} of {len(rows)} "
+                   f"(data set, classifier) cells, significantly worse in {len(sig) - a_sig}; the paper: "
+                   f"DPSR better in {paper_sig} of {sum(1 for t in rows if t['paper_p_value'] is not None)}.")
     return out
 
 
