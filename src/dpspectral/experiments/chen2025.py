@@ -1142,16 +1142,18 @@ def _report(res: Chen2025Result) -> str:
     lines += ["## Against the paper's claims", "", *_claims(res), ""]
     lines += ["## Where we do worse than the paper (and why)", "", *_worse(res), "",
               "* **Why DPSR is far below the paper's 85-90% on MNIST at ε = 1.** With noise that our "
-              "accountant certifies, phase 2's noise is amplified by ||Φ̃||² ≈ 1/ξ = 100 (the released λ̂_B reach 0 on "
-              "MNIST's constant pixels), and a full 784-dim basis adds √d-sized noise to every step; at n = "
-              "60,000 this swamps the between-class signal below ε ≈ 4 (docs/algorithms/gep.md, measured). "
+              "accountant certifies, phase 2's noise is amplified by ||Φ̃||² ≈ 1/ξ = 100 (the released λ̂_B "
+              "reach 0 on MNIST's constant pixels), and a full 784-dim basis adds √d-sized noise to every "
+              "step; at n = 60,000 this swamps the between-class signal below ε ≈ 4 "
+              "(docs/algorithms/gep.md, measured). "
               "The paper's own formula (Theorem 12 with the constants C1, C2 its proof needs) adds *more* "
               "noise, not less, so the paper's numbers cannot be reached by a certified DPSR as specified; "
               "they are at the level of the non-private SR.",
               "* **DPRF from the non-private optimum is better here than in the paper** (it barely moves "
               "from its start in 15 Rayleigh-flow steps with η = 1), so the paper's DPRF numbers (50-65% on "
               "MNIST) cannot be matched by our reconstruction of Hu et al.'s flow; its private version "
-              "(random start) is at DPSR's level. The paper's Table 3 comparison therefore favours DPRF here.",
+              "(random start) is at DPSR's level. The paper's Table 3 comparison therefore favours DPRF "
+              "here.",
               "* **Macro vs other averages.** The paper's a9a and RT-IoT2022 numbers match weighted averages "
               "or accuracy better than macro averages (see the weighted-F1 column of Table 2).",
               "* Not run: Fashion-MNIST, CIFAR-10 and Dota2 (not available offline); the step-size grid "
