@@ -244,3 +244,23 @@ def test_wilcoxon_pairs_by_repeat_and_handles_edge_cases() -> None:
     assert at1["n_pairs"] == 2
     (pooled,) = chen2025.wilcoxon_table(rows, "A", "B", epsilon=None)
     assert pooled["n_pairs"] == 4 and pooled["wins_a"] == 4
+
+
+def test_split_noise_multiplier_never_overshoots_by_rounding() -> None:
+    """Regression (found by the chen2025 full run): two halves of the analytic multiplier at
+    epsilon = 2^-7, delta = 32561^-1.1 certified epsilon 5e-14 (relative) above the request, so SR+DP
+    and DPRF with the tight calibration reported ``certified=False``."""
+    import dp_accounting
+
+    from dpspectral.privacy.accounting import epsilon_of
+    from dpspectral.privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
+
+    delta = 32561 ** -1.1
+    for i in range(11):
+        eps = 2.0 ** -i
+        p = analytic_noise_multiplier(eps, delta)
+        for w in (0.5, 0.45, 0.1):
+            parts = split_noise_multiplier(p, [w, 1 - w])
+            got = epsilon_of([dp_accounting.GaussianDpEvent(s) for s in parts], delta)
+            assert got <= eps, (i, w, got / eps - 1)
+            assert got == pytest.approx(eps, rel=1e-6)  # still spends (essentially) the whole budget
