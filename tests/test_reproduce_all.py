@@ -120,6 +120,7 @@ def _make_experiment(folder: Path, *, title: str, figures: int = 2, rows: int = 
         for i in range(rows):
             w.writerow([f"m<{i}>", "tight", 1.0, 0.123456789, True])
         w.writerow(["non-private", "none", "", 0.1, False])
+        w.writerow(["PCA (sklearn, non-private)", "", "", 0.1, False])
         w.writerow(["m-paper", "paper", 1.0, 0.2, False])
 
 
@@ -213,9 +214,9 @@ def test_build_index_structure(fake_root: Path) -> None:
     assert page.scripts == 0 and "&lt;script&gt;alert(" in text
     # CSVs: escaped cells, rounded floats, truncated to CSV_PREVIEW_ROWS with the count given
     assert "<td>m&lt;0&gt;</td>" in text and "<td>0.123457</td>" in text
-    assert f"the first {reproduce_all.CSV_PREVIEW_ROWS} of 62 rows" in text
+    assert f"the first {reproduce_all.CSV_PREVIEW_ROWS} of 63 rows" in text
     assert "<td>m&lt;55&gt;</td>" not in text
-    assert "all 5 rows" in text
+    assert "all 6 rows" in text
 
 
 def test_certification_counts_private_runs_per_calibration(fake_root: Path, tmp_path: Path) -> None:
@@ -230,6 +231,10 @@ def test_certification_counts_private_runs_per_calibration(fake_root: Path, tmp_
     assert certification(folder).detail == "tight: 2 of 2 (summary.csv)"
     (folder / "summary.csv").write_text("method,certified\nA (tight),False\nB (paper),False\n")
     assert certification(folder).headline == "some not"
+    # a private method with a non-private part is counted; a non-private reference is not
+    (folder / "summary.csv").write_text("method,certified\nDPRF (non-private init),False\n"
+                                        "SR (non-private),False\n")
+    assert certification(folder).groups == (("", 0, 1),)
 
 
 def test_discover_reads_the_runs_record(fake_root: Path) -> None:

@@ -429,8 +429,14 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
 def _is_private(row: dict[str, str]) -> bool:
-    method = (row.get("method") or row.get("label") or "").lower()
-    return "non-private" not in method and (row.get("calibration") or "").lower() != "none"
+    """False for a non-private reference run: calibration "none", or a method named "... (non-private)".
+
+    A private method with a non-private part (``"DPRF (non-private init)"``) stays counted.
+    """
+    method = (row.get("method") or row.get("label") or "").strip().lower()
+    if (row.get("calibration") or "").strip().lower() == "none":
+        return False
+    return re.search(r"non-private\)?$", method) is None
 
 
 def _calibration(row: dict[str, str]) -> str:
@@ -446,7 +452,8 @@ def certification(folder: str | Path) -> Certification:
 
     Reads the ``certified`` column of every ``*runs.csv`` in the folder that has one, else of
     ``summary.csv``. Rows whose ``certified`` cell is empty (not applicable) and non-private rows
-    (``method`` containing "non-private", or ``calibration`` "none") are left out; the rest are
+    (``method`` ending in "non-private" or "non-private)", or ``calibration`` "none") are left out;
+    the rest are
     counted per ``calibration`` (read from the method's name, e.g. ``"DP-SPCA (paper)"``, when there is
     no such column; ``"paper"`` rows run the paper's own noise formula, which the
     accountant need not certify).
