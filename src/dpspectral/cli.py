@@ -495,7 +495,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------------------
 
 #: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018", "chen2025", "all")
+REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018", "chen2025",
+                                          "all")
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
