@@ -223,13 +223,13 @@ def test_methods_it_cannot_audit_are_listed_with_the_reason(monkeypatch):
     def failing(X, k, **kw):
         raise RuntimeError("cannot run on two rows")
 
-    gep = dataclasses.replace(base, name="some_gep", task="gep")
+    other = dataclasses.replace(base, name="some_task", task="some_task")
     crash = dataclasses.replace(base, name="crashes", function=failing, relations=base.relations[:1])
-    _register(monkeypatch, gep, crash)
-    report = audit_methods(["some_gep", "crashes", "optimal_space_lrf"], quick=True)
+    _register(monkeypatch, other, crash)
+    report = audit_methods(["some_task", "crashes", "optimal_space_lrf"], quick=True)
     notes = {r.method: r.note for r in report.rows}
     assert all(r.verdict == "not audited" for r in report.rows)
-    assert "task 'gep'" in notes["some_gep"]
+    assert "task 'some_task'" in notes["some_task"]
     assert "error on the audit pair: RuntimeError: cannot run on two rows" in notes["crashes"]
     assert "non-private reference" in notes["optimal_space_lrf"]
     assert report.row_alpha is None and not report.violations

@@ -24,10 +24,15 @@ Neighbouring pairs (``C`` = ``row_norm`` = 1, ``b`` = the Priv bound = 1):
   and local (the largest change of a row of norm ``C``) and ``c = b / 2`` under Priv1 / Priv2 (then
   ``A - A' = b e_2 e_1^T``, a unit rank-one change). Methods that factorize ``A^T A`` (detected from
   the shape of a dry run's output) get the second-moment pairs above in ``d = 3``.
+* Fisher discriminant (GEP, replace-one, a record is a row and its label): 8 rows of norm ``C`` spread
+  over directions, alternating between classes 0 and 1, and a last record ``(C e_1, 0)`` versus
+  ``(C e_2, 1)`` in ``d = 2``: the class means and the within-class scatter both change, and the top
+  discriminant direction moves from near ``e_1`` to near ``e_2``.
 
 Statistics (each also negated, so both tails are events): the alignment
 ``<u, a_0>^2 - <u, a_1>^2`` of the first released component ``u`` with the top singular vectors
-``a_j`` of the two targets (the scatter matrices for PCA, ``A`` or ``A^T A`` for low-rank); when the
+``a_j`` of the two targets (the scatter matrices for PCA, ``A`` or ``A^T A`` for low-rank, ``e_1`` and
+``e_2`` for the Fisher pair, with ``u`` the first discriminant direction normalised); when the
 whole released matrix is recoverable (PCA with ``d - k <= 1`` and released ``values`` and ``total``;
 low-rank with a right factor), its projection ``<M, D> / ||D||_F`` on the targets' difference ``D`` (the
 likelihood-ratio statistic of a Gaussian release); for PCA also the smallest eigenvalue of ``M - S_j``
@@ -91,6 +96,8 @@ PRIV_BOUND = 1.0
 FAMILY_ALPHA = 0.01
 #: Rows of the PCA pairs unless a method's settings say otherwise.
 DEFAULT_ROWS = 2
+#: Rows of the Fisher-discriminant (GEP) pairs: spread background rows of two classes + the differing one.
+GEP_ROWS = 9
 
 #: Public settings per method: ``n_rows`` (rows of the PCA pair), ``n_isotropic`` (how many of its
 #: leading background rows are spread evenly over directions, norm C, instead of zero) and keyword
@@ -105,10 +112,12 @@ AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_vrpca": {"sampling_rate": 1.0, "n_steps": 1, "n_epochs": 1, "learning_rate": 1000.0},
     "private_oja": {"c1": 1e4},
     "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "c1": 1e4},
+    "dpsrs": {"sparsity": 1},
+    "dp_truncated_rayleigh_flow": {"sparsity": 1},
 }
 _PAIR_SETTINGS = ("n_rows", "n_isotropic")
 
-_KNOWN_TASKS = ("pca", "lowrank")
+_KNOWN_TASKS = ("pca", "lowrank", "gep")
 
 
 @dataclass(frozen=True)
@@ -346,7 +355,7 @@ class AuditCase:
 
     method: Method
     relation: Relation
-    data: tuple[np.ndarray, np.ndarray]
+    data: tuple[Any, Any]
     targets: tuple[np.ndarray, np.ndarray]
     directions: tuple[np.ndarray, np.ndarray]
     kwargs: dict[str, Any]
@@ -366,12 +375,20 @@ class AuditCase:
         """The method on data set ``side`` with ``random_state=seed``."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return self.method.function(self.data[side], self.k, random_state=seed, **self.kwargs)
+            return _call(self.method, self.data[side], self.k, seed, self.kwargs)
 
     def sample(self, side: int, seed: int) -> np.ndarray:
         """The candidate statistics of one run (``threshold_audit``'s ``sample``)."""
         return _statistics(self.method.task, self.run(side, seed), self.targets, self.directions,
                            self.statistics)
+
+
+def _call(method: Method, data: Any, k: int, seed: int, kwargs: dict[str, Any]) -> Any:
+    """``method`` on one data set of a pair (for ``task="gep"``, the pair's data are ``(X, y)``)."""
+    if method.task == "gep":
+        X, y = data
+        return method.function(X, y, k, random_state=seed, **kwargs)
+    return method.function(data, k, random_state=seed, **kwargs)
 
 
 def _released_pca_matrix(result: Any) -> tuple[np.ndarray, np.ndarray] | None:
@@ -396,7 +413,11 @@ def _statistics(task: str, result: Any, targets: tuple[np.ndarray, np.ndarray],
     a0, a1 = directions
     D = T0 - T1
     out: dict[str, float] = {}
-    if task == "pca":
+    if task == "gep":
+        w = np.asarray(result.vectors)[:, 0]
+        u = w / max(float(np.linalg.norm(w)), 1e-300)
+        out["alignment"] = float((u @ a0) ** 2 - (u @ a1) ** 2)
+    elif task == "pca":
         u = np.asarray(result.components)[:, 0]
         out["alignment"] = float((u @ a0) ** 2 - (u @ a1) ** 2)
         full = _released_pca_matrix(result)
@@ -444,6 +465,23 @@ def _pca_pair(relation: Relation, n_rows: int, n_isotropic: int = 0) -> _Pair:
     return _Pair(X0, X1, (e[0], e[1]), desc)
 
 
+def _gep_pair(relation: Relation, n_rows: int) -> _Pair:
+    """Fisher-discriminant pair (d = 2): ``n_rows - 1`` spread rows of norm C alternating between classes
+    0 and 1, and a last record (C e1, class 0) / (C e2, class 1): replace-one, label included. The class
+    means, hence the top discriminant direction, move towards e1 on one side and e2 on the other."""
+    if relation is not Relation.REPLACE_ONE:
+        raise NotAuditedError(f"no Fisher-discriminant pair for relation {relation.value!r} "
+                              "(replace-one only)")
+    bg = _isotropic_rows(n_rows - 1, ROW_NORM)
+    labels = np.arange(n_rows - 1) % 2
+    e = np.eye(2)
+    X0, X1 = np.vstack([bg, ROW_NORM * e[0]]), np.vstack([bg, ROW_NORM * e[1]])
+    y0, y1 = np.r_[labels, 0], np.r_[labels, 1]
+    return _Pair((X0, y0), (X1, y1), (e[0], e[1]),  # type: ignore[arg-type]
+                 f"{n_rows - 1} spread rows (classes 0/1 alternating) + last record (C e1, 0) / (C e2, 1) "
+                 "(d = 2)")
+
+
 def _lowrank_pair(relation: Relation, quadratic: bool) -> _Pair:
     """Pairs of 2 x 3 matrices (m != n, so the shape of a factor tells A from A^T A)."""
     e3 = np.eye(3)
@@ -483,7 +521,7 @@ def _method_kwargs(method: Method, relation: Relation, epsilon: float,
                               "calibration": method.default_calibration}
     if method.needs_delta:
         kwargs["delta"] = delta
-    if method.task == "pca" or "row_norm" in method.options:
+    if method.task in ("pca", "gep") or "row_norm" in method.options:
         kwargs["row_norm"] = ROW_NORM
     if method.task == "lowrank" and "bound" in method.options:
         kwargs["bound"] = PRIV_BOUND
@@ -539,10 +577,13 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
     def call(data: np.ndarray) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return method.function(data, k, random_state=dry_seed, **kwargs)
+            return _call(method, data, k, dry_seed, kwargs)
 
     try:
-        if method.task == "pca":
+        if method.task == "gep":
+            pair = _gep_pair(rel, int(used.get("n_rows", GEP_ROWS)))
+            quadratic = True
+        elif method.task == "pca":
             pair = _pca_pair(rel, int(used.get("n_rows", DEFAULT_ROWS)), int(used.get("n_isotropic", 0)))
             quadratic = True
         else:
@@ -555,7 +596,8 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
             quadratic = rows == 3
             pair = _lowrank_pair(rel, quadratic)
         data = (pair.data0, pair.data1)
-        targets = (data[0].T @ data[0], data[1].T @ data[1]) if quadratic else data
+        rows = tuple(x[0] if method.task == "gep" else x for x in data)
+        targets = (rows[0].T @ rows[0], rows[1].T @ rows[1]) if quadratic else data
         results = [call(x) for x in data]
     except NotAuditedError:
         raise
@@ -566,7 +608,8 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
     if method.task == "pca":
         if all(_released_pca_matrix(r) is not None for r in results):
             names += ["projection", "min_eig(M - S0)", "min_eig(M - S1)"]
-    elif all(r.V is not None and r.V.shape[0] == targets[0].shape[1] for r in results) and \
+    elif method.task == "lowrank" and \
+            all(r.V is not None and r.V.shape[0] == targets[0].shape[1] for r in results) and \
             all(np.asarray(r.U).shape[0] == targets[0].shape[0] for r in results):
         names.append("projection")
     claims = [_claim(r, method) for r in results]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .distributed import protocol as distributed_protocol
+from .gep.solve import fda_method
 from .local import gaussian as local_gaussian_module
 from .local import lowrank as local_lowrank_module
 from .lowrank import factorization as lowrank_factorization
@@ -56,9 +57,12 @@ class Method:
         delta, row_norm, relation, calibration, accountant, random_state, on_norm_violation``), e.g.
         ``"centering"``; the estimator passes its matching parameters only to methods that take them.
     task : str
-        ``"pca"`` (returns a :class:`~dpspectral.SubspaceResult`; used by :class:`~dpspectral.DPPCA`)
-        or ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation, calibration, accountant,
-        random_state, ...) -> LowRankResult``; used by :class:`~dpspectral.DPLowRank`).
+        ``"pca"`` (returns a :class:`~dpspectral.SubspaceResult`; used by :class:`~dpspectral.DPPCA`),
+        ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation, calibration, accountant,
+        random_state, ...) -> LowRankResult``; used by :class:`~dpspectral.DPLowRank`) or ``"gep"``
+        (``function(X, y, k, *, epsilon, delta, row_norm, relation, calibration, accountant,
+        random_state, xi, ...) -> GEPResult``: Fisher discriminant directions of labelled rows; used by
+        :class:`~dpspectral.DPFisherDiscriminant`).
     private : bool
         False for a non-private reference algorithm (it takes no privacy parameters).
     """
@@ -97,6 +101,13 @@ _LRF_OPTIONS = frozenset({"alpha", "t", "v", "bound", "sketch_failure_share", "s
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
+
+_GEP_COMMON = frozenset({"xi", "classes", "on_norm_violation"})
+_SR_OPTIONS = _GEP_COMMON | {"n_iter", "eta_b", "eta_a", "basis_size", "budget_shares", "paper_formula",
+                             "paper_constants", "init", "show_progress"}
+_FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "eta", "init", "a_share", "show_progress"}
+_CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
+_HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
 
 _TABLE: tuple[Method, ...] = (
     Method(
@@ -360,6 +371,86 @@ _TABLE: tuple[Method, ...] = (
         task="lowrank",
         private=False,
     ),
+    Method(
+        name="dpsr",
+        family="gep",
+        paper=f"{_CHEN}, Alg. 2",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=fda_method("dpsr"),
+        summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
+        options=_SR_OPTIONS,
+        task="gep",
+    ),
+    Method(
+        name="dpsrs",
+        family="gep",
+        paper=f"{_CHEN}, Alg. 3",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=fda_method("dpsrs"),
+        summary="DPSR with truncation to s non-zeros per vector after every step (sparse FDA)",
+        options=_SR_OPTIONS | {"sparsity"},
+        task="gep",
+    ),
+    Method(
+        name="sr_dp",
+        family="gep",
+        paper=f"{_CHEN}, ablation SR+DP",
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=fda_method("sr_dp"),
+        summary="Gaussian noise on the scatter pair (A, B), then simultaneous reduction",
+        options=_GEP_COMMON | {"a_share"},
+        task="gep",
+    ),
+    Method(
+        name="dp_rayleigh_flow",
+        family="gep",
+        paper=_HU,
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=fda_method("dp_rayleigh_flow"),
+        summary="Rayleigh flow on an input-perturbed pair (reconstructed; init='random' is private)",
+        options=_FLOW_OPTIONS,
+        task="gep",
+    ),
+    Method(
+        name="dp_truncated_rayleigh_flow",
+        family="gep",
+        paper=_HU,
+        model="central",
+        relations=(_R1,),
+        certified=True,
+        calibrations=("tight", "paper"),
+        function=fda_method("dp_truncated_rayleigh_flow"),
+        summary="Truncated (sparse) Rayleigh flow on an input-perturbed pair (reconstructed)",
+        options=_FLOW_OPTIONS | {"sparsity"},
+        task="gep",
+    ),
+    Method(
+        name="sr",
+        family="gep",
+        paper=f"{_CHEN}, Alg. 1",
+        model="central",
+        relations=(_R1,),
+        certified=False,
+        calibrations=("none",),
+        function=fda_method("sr"),
+        summary="Non-private reference: simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
+        needs_delta=False,
+        options=_GEP_COMMON,
+        task="gep",
+        private=False,
+    ),
 )
 
 _BY_NAME = {m.name: m for m in _TABLE}
@@ -369,7 +460,7 @@ def methods(
     *, model: str | None = None, family: str | None = None, certified: bool | None = None,
     task: str | None = None,
 ) -> list[Method]:
-    """The registered algorithms, optionally filtered (``task``: ``"pca"`` or ``"lowrank"``)."""
+    """The registered algorithms, optionally filtered (``task``: ``"pca"``, ``"lowrank"`` or ``"gep"``)."""
     return [
         m
         for m in _TABLE

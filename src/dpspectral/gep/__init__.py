@@ -29,7 +29,7 @@ from .scatter import (
     pca_sensitivity,
     symmetric_definite_pair,
 )
-from .solve import GEP_METHODS, GEPMethod, private_fda, private_gep, private_pca_gep, solve_pair
+from .solve import GEP_METHODS, GEPMethod, fda_method, private_fda, private_gep, private_pca_gep, solve_pair
 
 __all__ = [
     "DEFAULT_BUDGET_SHARES",
@@ -43,6 +43,7 @@ __all__ = [
     "dp_truncated_rayleigh_flow",
     "dpsr",
     "dpsrs",
+    "fda_method",
     "fda_pair",
     "fda_sensitivity",
     "paper_noise_scales",

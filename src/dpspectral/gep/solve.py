@@ -6,15 +6,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._validation import check_choice
-from ..privacy.clipping import NormViolation
+from ..privacy.budget import Relation
+from ..privacy.clipping import NormViolation, row_norms
 from ._common import check_budget, check_xi
 from .rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow
 from .reduction import dpsr, dpsrs, simultaneous_reduction, sr_dp
 from .result import GEPResult
 from .scatter import PairSensitivity, ScatterPair, fda_pair, pca_pair, symmetric_definite_pair
 
-__all__ = ["GEP_METHODS", "GEPMethod", "private_fda", "private_gep", "private_pca_gep", "solve_pair"]
+__all__ = ["GEP_METHODS", "GEPMethod", "fda_method", "private_fda", "private_gep", "private_pca_gep",
+           "solve_pair"]
 
 
 @dataclass(frozen=True)
@@ -228,3 +232,42 @@ def private_gep(
     pair = symmetric_definite_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
                       owner=owner, **kwargs)
+
+
+def fda_method(method: str) -> Callable[..., GEPResult]:
+    """:func:`private_fda` with ``method`` fixed: the callable of the registry's ``task="gep"`` entries.
+
+    ``fit(X, y, k, *, epsilon, delta, row_norm, relation="replace_one", xi=0.01, **options)``. The
+    only relation is replace-one, where a record is a row and its label (the sensitivities of
+    :func:`fda_sensitivity`); another relation is a clear error. For ``method="sr"`` (non-private)
+    ``epsilon``, ``delta``, ``row_norm`` are optional and the privacy options are ignored.
+    """
+    check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), "fda_method")
+
+    def fit(X: Any, y: Any, k: int, *, epsilon: float | None = None, delta: float | None = None,
+            row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE, xi: float = 0.01,
+            **options: Any) -> GEPResult:
+        owner = f"the registry method {method!r}"
+        try:
+            rel = Relation(relation)
+        except ValueError:
+            rel = None
+        if rel is not Relation.REPLACE_ONE:
+            raise ValueError(f"The 'relation' parameter of {owner} must be 'replace_one' (a record is a row "
+                             f"and its label; the scatter sensitivities are derived for that relation). "
+                             f"Got {relation!r}.")
+        if method == "sr":
+            for key in ("calibration", "accountant", "random_state"):
+                options.pop(key, None)
+            # the non-private reference: no clipping unless the caller gives a bound
+            norm = (float(np.max(row_norms(X), initial=0.0)) or 1.0) if row_norm is None else row_norm
+            return private_fda(X, y, k, epsilon=1.0, delta=0.0, row_norm=norm, method="sr", xi=xi,
+                               **options)
+        if epsilon is None or delta is None or row_norm is None:
+            raise TypeError(f"{owner} needs epsilon, delta and row_norm.")
+        return private_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, method=method, xi=xi,
+                           **options)
+
+    fit.__name__ = fit.__qualname__ = f"fda_{method}"
+    fit.__doc__ = f":func:`~dpspectral.gep.private_fda` with ``method={method!r}`` (see :func:`fda_method`)."
+    return fit

@@ -1,0 +1,72 @@
+"""Contract of the registry's Fisher-discriminant entries (``task="gep"``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpspectral import methods
+from dpspectral.gep import GEP_METHODS, fda_pair, simultaneous_reduction
+from dpspectral.registry import get_method
+
+GEP = methods(task="gep")
+PRIVATE = [m for m in GEP if m.private]
+
+
+def _data(n: int = 400, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, d)) + 2.0 * np.eye(d)[y]
+    return X / np.linalg.norm(X, axis=1, keepdims=True), y
+
+
+def _kwargs(m, **extra):
+    kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, calibration=m.default_calibration) if m.private else {}
+    if "sparsity" in m.options:
+        kw["sparsity"] = 3
+    kw.update(extra)
+    return kw
+
+
+def test_registry_lists_every_gep_solver_and_the_reference():
+    assert {m.name for m in GEP} == set(GEP_METHODS) | {"sr"}
+    assert all(m.family == "gep" and m.model == "central" for m in GEP)
+    assert [m.name for m in GEP if not m.private] == ["sr"]
+
+
+@pytest.mark.parametrize("m", PRIVATE, ids=lambda m: m.name)
+def test_private_entry_releases_certified_directions(m):
+    X, y = _data()
+    r = m(X, y, 2, random_state=3, **_kwargs(m))
+    assert r.vectors.shape == (X.shape[1], 2) and np.all(np.isfinite(r.vectors))
+    assert r.privacy is not None and r.privacy.certified
+    assert r.privacy.epsilon <= 1.0 and r.privacy.delta <= 1e-5
+    again = m(X, y, 2, random_state=3, **_kwargs(m))
+    np.testing.assert_array_equal(r.vectors, again.vectors)
+    if "sparsity" in m.options:
+        assert np.all(np.count_nonzero(r.vectors, axis=0) <= 3)
+
+
+@pytest.mark.parametrize("m", PRIVATE, ids=lambda m: m.name)
+def test_entry_refuses_other_relations(m):
+    X, y = _data(n=60)
+    with pytest.raises(ValueError, match="replace_one"):
+        m(X, y, 1, relation="add_remove", **_kwargs(m))
+
+
+@pytest.mark.parametrize("m", PRIVATE, ids=lambda m: m.name)
+def test_entry_needs_its_privacy_parameters(m):
+    X, y = _data(n=60)
+    with pytest.raises(TypeError, match="epsilon, delta and row_norm"):
+        m(X, y, 1, epsilon=1.0, delta=1e-5)
+
+
+def test_nonprivate_reference_is_the_simultaneous_reduction_of_the_unclipped_pair():
+    X, y = _data()
+    X = X * np.random.default_rng(1).uniform(1.0, 3.0, size=(len(X), 1))  # the reference must not clip
+    r = get_method("sr")(X, y, 2)
+    clipped = get_method("sr")(X, y, 2, row_norm=1.0)
+    assert not np.allclose(np.abs(clipped.vectors), np.abs(r.vectors), rtol=1e-3)
+    ref = simultaneous_reduction(*(lambda p: (p.A, p.B))(fda_pair(X, y, row_norm=3.0)), 2, xi=0.01)
+    assert r.privacy is None
+    np.testing.assert_allclose(np.abs(r.vectors), np.abs(ref.vectors), rtol=1e-8, atol=1e-10)
