@@ -596,8 +596,8 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
             quadratic = rows == 3
             pair = _lowrank_pair(rel, quadratic)
         data = (pair.data0, pair.data1)
-        rows = tuple(x[0] if method.task == "gep" else x for x in data)
-        targets = (rows[0].T @ rows[0], rows[1].T @ rows[1]) if quadratic else data
+        mats = tuple(x[0] if method.task == "gep" else x for x in data)
+        targets = (mats[0].T @ mats[0], mats[1].T @ mats[1]) if quadratic else data
         results = [call(x) for x in data]
     except NotAuditedError:
         raise
