@@ -24,10 +24,10 @@ Neighbouring pairs (``C`` = ``row_norm`` = 1, ``b`` = the Priv bound = 1):
   and local (the largest change of a row of norm ``C``) and ``c = b / 2`` under Priv1 / Priv2 (then
   ``A - A' = b e_2 e_1^T``, a unit rank-one change). Methods that factorize ``A^T A`` (detected from
   the shape of a dry run's output) get the second-moment pairs above in ``d = 3``.
-* Fisher discriminant (GEP, replace-one, a record is a row and its label): 8 rows of norm ``C`` spread
-  over directions, alternating between classes 0 and 1, and a last record ``(C e_1, 0)`` versus
-  ``(C e_2, 1)`` in ``d = 2``: the class means and the within-class scatter both change, and the top
-  discriminant direction moves from near ``e_1`` to near ``e_2``.
+* Fisher discriminant (GEP, replace-one, a record is a row and its label): the same 4 rows of norm ``C``
+  (``±C e_1``, ``±C e_2``) in each of classes 0 and 1 (class means 0, within-class scatter ∝ I), and a
+  last record ``(C e_1, 0)`` versus ``(C e_2, 1)`` in ``d = 2``: the top discriminant direction is
+  ``e_1`` on one side and ``e_2`` on the other.
 
 Statistics (each also negated, so both tails are events): the alignment
 ``<u, a_0>^2 - <u, a_1>^2`` of the first released component ``u`` with the top singular vectors
@@ -466,20 +466,23 @@ def _pca_pair(relation: Relation, n_rows: int, n_isotropic: int = 0) -> _Pair:
 
 
 def _gep_pair(relation: Relation, n_rows: int) -> _Pair:
-    """Fisher-discriminant pair (d = 2): ``n_rows - 1`` spread rows of norm C alternating between classes
-    0 and 1, and a last record (C e1, class 0) / (C e2, class 1): replace-one, label included. The class
-    means, hence the top discriminant direction, move towards e1 on one side and e2 on the other."""
+    """Fisher-discriminant pair (d = 2): the same ``h`` spread rows of norm C and their negatives in each
+    of classes 0 and 1 (class means 0, within-class scatter ∝ I), and a last record (C e1, class 0) /
+    (C e2, class 1): replace-one, label included. The background has no between-class scatter, so the
+    top discriminant direction is e1 on one side and e2 on the other."""
     if relation is not Relation.REPLACE_ONE:
         raise NotAuditedError(f"no Fisher-discriminant pair for relation {relation.value!r} "
                               "(replace-one only)")
-    bg = _isotropic_rows(n_rows - 1, ROW_NORM)
-    labels = np.arange(n_rows - 1) % 2
+    half = max(1, (n_rows - 1) // 4)
+    spread = _isotropic_rows(half, ROW_NORM)
+    spread = np.vstack([spread, -spread])  # mean 0: the differing record alone sets the class means apart
+    h = 2 * half
+    bg, labels = np.vstack([spread, spread]), np.r_[np.zeros(h, int), np.ones(h, int)]
     e = np.eye(2)
     X0, X1 = np.vstack([bg, ROW_NORM * e[0]]), np.vstack([bg, ROW_NORM * e[1]])
     y0, y1 = np.r_[labels, 0], np.r_[labels, 1]
     return _Pair((X0, y0), (X1, y1), (e[0], e[1]),  # type: ignore[arg-type]
-                 f"{n_rows - 1} spread rows (classes 0/1 alternating) + last record (C e1, 0) / (C e2, 1) "
-                 "(d = 2)")
+                 f"the same {h} spread rows in classes 0 and 1 + last record (C e1, 0) / (C e2, 1) (d = 2)")
 
 
 def _lowrank_pair(relation: Relation, quadratic: bool) -> _Pair:
