@@ -70,3 +70,16 @@ def test_nonprivate_reference_is_the_simultaneous_reduction_of_the_unclipped_pai
     ref = simultaneous_reduction(*(lambda p: (p.A, p.B))(fda_pair(X, y, row_norm=3.0)), 2, xi=0.01)
     assert r.privacy is None
     np.testing.assert_allclose(np.abs(r.vectors), np.abs(ref.vectors), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "liu2022", "--clf-rows", "10"],
+    ["reproduce", "shang2021", "--label-column", "y"],
+    ["reproduce", "imtiaz2018", "--jobs", "2"],
+    ["reproduce", "liu2022", "--datasets", "rt-iot2022"],
+])
+def test_chen2025_flags_are_refused_by_other_reproductions(argv, capsys):
+    from dpspectral.cli import main
+
+    assert main(argv) == 2
+    assert "chen2025 only" in capsys.readouterr().err

@@ -11,7 +11,10 @@ Subcommands
                ``liu2022``: Liu et al. 2022, DP-PCA: error rates, Example 4.1, Figure 1, real data;
                ``upadhyay2018``: Upadhyay 2018, low-rank factorization, Appendix J Tables 3-11;
                ``imtiaz2018``: Imtiaz and Sarwate 2018, distributed PCA; ``chen2025``: Chen et al. 2025,
-               private generalized eigenproblems, FDA + classifiers, Tables 2-3).
+               private generalized eigenproblems, FDA + classifiers, Tables 2-3; ``all``: every one of
+               them and one HTML index).
+``audit``      privacy audit of registry methods: a lower confidence bound on epsilon next to the claim.
+``bench``      peer benchmark against IBM diffprivlib and OpenDP (each in its own virtual environment).
 
 Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
 ``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
@@ -552,6 +555,15 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         kwargs["datasets"] = tuple(args.datasets)
     if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    if args.experiment not in ("chen2025", "all"):
+        chen_flags = (("--data-file", args.data_file), ("--label-column", args.label_column),
+                      ("--clf-rows", args.clf_rows), ("--jobs", args.jobs),
+                      ("--table-repeats", args.table_repeats))
+        chen_only = [flag for flag, value in chen_flags if value is not None]
+        if chen_only:
+            raise CLIError(f"{', '.join(chen_only)}: chen2025 only, not used by {args.experiment}.")
+        if args.datasets and "rt-iot2022" in args.datasets:
+            raise CLIError(f"--datasets rt-iot2022 applies to chen2025 only, not to {args.experiment}.")
     if args.experiment == "all":
         from .experiments import reproduce_all
 
@@ -920,7 +932,6 @@ COMMANDS: tuple[Command, ...] = (
         epilog="examples:\n  dpspectral bench --quick --out reports/bench-quick\n"
                "  dpspectral bench --quick --peers none\n  dpspectral bench --out reports/bench",
     ),
-    # Later subcommands (`bench`, `audit`) are added here.
 )
 
 
