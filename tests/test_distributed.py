@@ -103,8 +103,8 @@ def test_site_plan_tight_uses_the_frobenius_sensitivity() -> None:
     assert event.noise_multiplier == pytest.approx(s, rel=1e-10)
     std_ar, _, event_ar, _ = plan_site_release(budget=budget, relation=Relation.ADD_REMOVE,
                                                calibration="tight", row_norm=2.0, release_count=False)
-    assert std_ar == pytest.approx(s * 4.0 * C_SLACK**2, rel=1e-12)  # C^2 with C = 2
-    assert event_ar.noise_multiplier == pytest.approx(s, rel=1e-12)
+    assert std_ar == pytest.approx(s * 4.0 * C_SLACK**2, rel=1e-10)  # C^2 with C = 2
+    assert event_ar.noise_multiplier == pytest.approx(s, rel=1e-10)
 
 
 def test_sensitivity_frobenius_not_spectral() -> None:
