@@ -83,3 +83,10 @@ def test_chen2025_flags_are_refused_by_other_reproductions(argv, capsys):
 
     assert main(argv) == 2
     assert "chen2025 only" in capsys.readouterr().err
+
+
+def test_index_only_is_refused_by_a_single_reproduction(capsys):
+    from dpspectral.cli import main
+
+    assert main(["reproduce", "liu2022", "--index-only"]) == 2
+    assert "--index-only applies to 'all' only" in capsys.readouterr().err

@@ -503,7 +503,8 @@ REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018"
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS, help="which paper's experiments to run")
+    p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS,
+                   help="which paper's experiments to run ('all': every one, then one HTML index)")
     p.add_argument("--quick", action="store_true",
                    help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats "
                         "(liu2022: small synthetic n; real data only with --data; upadhyay2018: a few rows "
@@ -540,6 +541,9 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
                    help="chen2025 only: worker processes for the grid (default: 1)")
     p.add_argument("--table-repeats", type=_positive_int, default=None, metavar="R",
                    help="chen2025 only: repeats at epsilon = 1 for Tables 2-3 (default: 10; 2 with --quick)")
+    p.add_argument("--index-only", action="store_true",
+                   help="all only: write DIR/index.html over the experiment folders already in --out, "
+                        "running nothing (e.g. --out docs/reproductions)")
     p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
                    help="upadhyay2018 only: which Appendix J tables to run (3-11; default all)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
@@ -555,6 +559,8 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         kwargs["datasets"] = tuple(args.datasets)
     if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
         raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
+    if args.index_only and args.experiment != "all":
+        raise CLIError(f"--index-only applies to 'all' only, not to {args.experiment}.")
     if args.experiment not in ("chen2025", "all"):
         chen_flags = (("--data-file", args.data_file), ("--label-column", args.label_column),
                       ("--clf-rows", args.clf_rows), ("--jobs", args.jobs),
