@@ -146,7 +146,7 @@ def test_report_validation():
         local_lrf_report(ok, 8, setup, **kw)
     with pytest.raises(TypeError, match="'setup'"):
         local_lrf_report(ok, 0, None, **kw)
-    with pytest.raises(ValueError, match="Row 0 has Euclidean norm"):
+    with pytest.raises(ValueError, match="some row has Euclidean norm above"):
         local_lrf_report(np.ones(6), 0, setup, on_norm_violation="raise", **kw)
     with pytest.raises(ValueError, match="'epsilon'"):
         local_lrf_report(ok, 0, setup, epsilon=0.0, delta=1e-6, row_norm=1.0)
@@ -298,7 +298,7 @@ _OK = np.full((6, 4), 0.2)
     (_OK, 0, {}, ValueError, "'k'"),
     (np.r_[_OK[:5], [[np.nan, 0, 0, 0]]], 1, {}, ValueError, "NaN or infinity"),
     (np.zeros(4), 1, {}, ValueError, "2-D"),
-    (np.ones((6, 4)), 1, {"on_norm_violation": "raise"}, ValueError, "Row 0 has Euclidean norm"),
+    (np.ones((6, 4)), 1, {"on_norm_violation": "raise"}, ValueError, "some row has Euclidean norm above"),
     (_OK, 1, {"epsilon": 0.0}, ValueError, "'epsilon'"),
     (_OK, 1, {"epsilon": -1.0}, ValueError, "'epsilon'"),
     (_OK, 1, {"delta": 0.0}, ValueError, "'delta'.*pure"),
@@ -477,7 +477,7 @@ _HR_OK = np.full((6, 4), 0.2)
 @pytest.mark.parametrize("A,k,kw,err,match", [
     (_HR_OK, 5, {}, ValueError, "'k'.*min\\(m, n\\) = 4"),
     (np.r_[_HR_OK[:5], [[np.inf, 0, 0, 0]]], 1, {}, ValueError, "NaN or infinity"),
-    (np.ones((6, 4)), 1, {"on_norm_violation": "raise"}, ValueError, "Row 0 has Euclidean norm"),
+    (np.ones((6, 4)), 1, {"on_norm_violation": "raise"}, ValueError, "some row has Euclidean norm above"),
     (_HR_OK, 1, {"epsilon": 0.0}, ValueError, "'epsilon'"),
     (_HR_OK, 1, {"delta": 0.0}, ValueError, "'delta'.*pure"),
     (_HR_OK, 1, {"relation": "priv1"}, ValueError, "'replace_one'.*not Priv1"),

@@ -165,7 +165,7 @@ def test_clip_rows_dense_and_sparse():
     assert np.array_equal(X, before)  # caller's data untouched
     out_sp, n_sp = clip_rows(sp.csr_matrix(X), 1.0)
     assert n_sp == 1 and np.allclose(out_sp.toarray(), out)
-    with pytest.raises(ValueError, match="Row 0 has Euclidean norm 5"):
+    with pytest.raises(ValueError, match="some row has Euclidean norm above row_norm=1"):
         clip_rows(X, 1.0, on_norm_violation="raise")
 
 

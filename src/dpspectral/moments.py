@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from ._progress import progress
 from .privacy.clipping import NormViolation, clip_rows, clip_threshold
+from .privacy.pipeline import norm_violation_error, not_finite_error
 
 __all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
 
@@ -86,8 +87,7 @@ def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> An
         values = None
     if d is not None and block.shape[1] != d:
         raise ValueError(
-            f"{owner}: block starting at row {first_row} has {block.shape[1]} features, earlier "
-            f"blocks had {d}."
+            f"{owner}: a block has {block.shape[1]} features, earlier blocks had {d}."
         )
     if values is not None and not np.isfinite(values).all():
         _raise_not_finite(block, first_row, owner)
@@ -95,9 +95,7 @@ def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> An
 
 
 def _raise_not_finite(block: Any, first_row: int, owner: str) -> None:
-    dense = np.asarray(block.todense() if sp.issparse(block) else block)
-    row = first_row + int(np.argwhere(~np.isfinite(dense))[0, 0])
-    raise ValueError(f"{owner}: input contains NaN or infinity (first at row {row}).")
+    raise not_finite_error(owner)
 
 
 def _dense_row_norms(block: np.ndarray, first_row: int, owner: str) -> np.ndarray:
@@ -232,7 +230,7 @@ def accumulate(
         n += block.shape[0]
         if sp.issparse(block):
             block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
-                                       copy=True, first_row=first_row)
+                                       copy=True, first_row=first_row, owner=owner)
             n_clipped += clipped
             if want_sum:
                 total += np.asarray(block.sum(axis=0)).ravel()
@@ -241,31 +239,18 @@ def accumulate(
             continue
         norms = _dense_row_norms(block, first_row, owner)
         over = norms > clip_threshold(row_norm)
-        n_over = int(np.count_nonzero(over))
-        n_clipped += n_over
-        fix = None
-        if n_over:
-            scales = row_norm / norms[over]
-            if on_norm_violation == "raise" or n_over > block.shape[0] // 4 or scales.min() < 0.5:
-                # scale the rows in a copy (never in the caller's array: the block may be a view)
-                block, _ = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
-                                     copy=True, first_row=first_row, norms=norms)
-            else:
-                # A few rows slightly above the bound (often rounding): keep the view and subtract
-                # their excess, (1 - s^2) x x^T, instead of copying the block. With s >= 1/2 the
-                # cancellation error stays within a few ulps of C^2.
-                fix = (block[over], scales)
+        n_clipped += int(np.count_nonzero(over))
+        if on_norm_violation == "raise" and over.any():
+            raise norm_violation_error(owner, row_norm)
+        # One code path whatever the data: every block is scaled by its per-row factors (1 for rows
+        # within the bound) into a new array, so the work done (and the time taken) does not depend
+        # on how many rows, or which, exceed the bound. The caller's array is never written.
+        block = block * np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)[:, None]
         if want_sum:
             total += block.sum(axis=0)
-            if fix is not None:
-                total -= (1.0 - fix[1]) @ fix[0]
         if want_second:
             # Upper triangle of block^T block by a rank-k update (half the flops of a GEMM).
             second = blas.dsyrk(1.0, block.T, beta=1.0, c=second, trans=0, lower=0, overwrite_c=1)
-            if fix is not None:
-                excess = fix[0] * np.sqrt(1.0 - fix[1] ** 2)[:, None]
-                second = blas.dsyrk(-1.0, excess.T, beta=1.0, c=second, trans=0, lower=0,
-                                    overwrite_c=1)
     if d is None or n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     if want_second:
@@ -319,16 +304,13 @@ def _accumulate_dask(
         parts["second"] = Xc.T @ Xc
     (out,) = dask.compute(parts)
     if not bool(out["finite"]):
-        raise ValueError(f"{owner}: input contains NaN or infinity.")
+        raise not_finite_error(owner)
     n = int(out["n"])
     if n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     n_over = int(out["n_over"])
     if on_norm_violation == "raise" and n_over:
-        raise ValueError(
-            f"{n_over} rows have Euclidean norm above row_norm={row_norm:g}. Clip the rows, raise "
-            "row_norm, or use on_norm_violation='clip'."
-        )
+        raise norm_violation_error(owner, row_norm)
     second = None
     if want_second:
         second = np.asarray(out["second"])

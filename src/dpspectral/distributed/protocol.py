@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -335,7 +334,6 @@ def _run_protocol(
     owner: str | None = None,
 ) -> DistributedResult:
     owner = owner or mechanism
-    t0 = time.perf_counter()
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner,
@@ -421,7 +419,6 @@ def _run_protocol(
         "sensitivity": (math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0) * sensitivity_norm(C) ** 2,
         "bytes_sent": {r.site: r.bytes_sent for r in site_reports},
         "bytes_total": sum(r.bytes_sent for r in site_reports),
-        "seconds": time.perf_counter() - t0,
     }
     return DistributedResult(
         components=agg.components,

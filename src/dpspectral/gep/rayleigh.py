@@ -36,7 +36,6 @@ it, with room to spare).
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Literal
 
 import dp_accounting
@@ -202,7 +201,6 @@ def _flow(
     random_state: Any,
     show_progress: bool | None,
 ) -> GEPResult:
-    t0 = time.perf_counter()
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
     xi = check_xi(xi, owner)
@@ -303,6 +301,5 @@ def _flow(
         vectors=vectors, values=values[order], privacy=report, method=owner,
         diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
                      "noise_multiplier_B": s_b, "n_iter": m, "eta": eta, "xi": xi,
-                     "init": "array" if V0 is not None else init, "sparsity": sparsity,
-                     "seconds": time.perf_counter() - t0},
+                     "init": "array" if V0 is not None else init, "sparsity": sparsity},
     )

@@ -43,7 +43,6 @@ requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensi
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -221,7 +220,6 @@ def sr_dp(
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing.
     """
-    t0 = time.perf_counter()
     owner = "sr_dp"
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
@@ -270,7 +268,7 @@ def sr_dp(
     return GEPResult(
         vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
         diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
-                     "noise_multiplier_B": s_b, "xi": xi, "seconds": time.perf_counter() - t0},
+                     "noise_multiplier_B": s_b, "xi": xi},
     )
 
 
@@ -509,7 +507,6 @@ def _dpsr(
     random_state: Any,
     show_progress: bool | None,
 ) -> GEPResult:
-    t0 = time.perf_counter()
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
     xi = check_xi(xi, owner)
@@ -636,7 +633,6 @@ def _dpsr(
         "noise_multiplier_phase1": s1, "noise_multiplier_lambda": s_lam,
         "noise_multiplier_phase2": s2, "sensitivity_phase1": delta1, "sensitivity_lambda": delta_lam,
         "sensitivity_phase2": delta2_base * phi_norm2, "whitening_norm2": phi_norm2,
-        "lambda_b": lam, "sparsity": sparsity, "seconds": time.perf_counter() - t0,
-    }
+        "lambda_b": lam, "sparsity": sparsity, }
     return GEPResult(vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
                      diagnostics=diagnostics)

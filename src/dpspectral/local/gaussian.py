@@ -19,7 +19,6 @@ of twice), so ``||upper(x x^T) - upper(y y^T)||_2 <= sqrt(2) C^2``, tight for ``
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Literal
 
 import dp_accounting
@@ -290,8 +289,7 @@ def local_gaussian(
         ``values`` and ``total`` on the scale of ``sum_i x_i x_i^T`` (n times the averaged
         matrix; n is public in the local model); ``n_samples`` = n; diagnostics ``noise_std``
         (each user's per-entry std), ``aggregate_noise_std``, ``noise_multiplier``,
-        ``sensitivity``, ``communication_floats_per_user`` = d (d + 1) / 2, ``simulate_sum``,
-        ``seconds``.
+        ``sensitivity``, ``communication_floats_per_user`` = d (d + 1) / 2, ``simulate_sum``.
 
     Privacy
     -------
@@ -304,7 +302,6 @@ def local_gaussian(
     post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
     the central model.)
     """
-    t0 = time.perf_counter()
     owner = _OWNER
     budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)
     rel = as_relation(relation, owner=owner)
@@ -374,7 +371,6 @@ def local_gaussian(
         "sensitivity": sens,
         "communication_floats_per_user": report_length(d),
         "simulate_sum": bool(simulate_sum),
-        "seconds": time.perf_counter() - t0,
     }
     return SubspaceResult(
         components=components,

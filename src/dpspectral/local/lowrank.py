@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -622,7 +621,7 @@ def private_local_lrf(
         ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
         ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
         ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
-        float), ``simulate_sum``, ``seconds``.
+        float), ``simulate_sum``.
 
     Privacy
     -------
@@ -638,7 +637,6 @@ def private_local_lrf(
     guarantee is per pair over random sketches, not over adversarial ones.
     """
     owner = _OWNER
-    t0 = time.perf_counter()
     budget = PrivacyBudget(epsilon, delta)
     budget.require_delta(owner)
     rel = as_relation(relation, owner=owner)
@@ -714,6 +712,5 @@ def private_local_lrf(
         "communication_floats_per_user": setup.communication_floats,
         "communication_bytes_per_user": setup.communication_bytes,
         "simulate_sum": bool(simulate_sum),
-        "seconds": time.perf_counter() - t0,
     }
     return LowRankResult(U=U_hat, S=s, V=None, privacy=report, diagnostics=diag)

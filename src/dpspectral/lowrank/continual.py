@@ -19,7 +19,6 @@ the prefix's matrix and the same node noises (:meth:`ContinualLRF.node_noise`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -279,9 +278,8 @@ class ContinualLRF:
         LowRankResult
             U (m, k), S (k,), V (n, k); diagnostics ``time``, ``horizon``, ``levels``, ``nodes``, ``sigma``
             (per node), ``noise_std`` (``sqrt(len(nodes)) sigma``), ``sensitivity``, ``t``, ``v``,
-            ``sketch_seed``, ``transposed``, ``seconds``.
+            ``sketch_seed``, ``transposed``.
         """
-        t0 = time.perf_counter()
         Y, Z = self.current_sketches()
         U, s, V = frobenius_release(Y, Z, self._S, self.rank)
         nodes = self.nodes
@@ -297,7 +295,6 @@ class ContinualLRF:
             "v": self.sizes.v,
             "sketch_seed": self.sketch_seed,
             "transposed": self.transposed,
-            "seconds": time.perf_counter() - t0,
         }
         return _result(U, s, V, self.transposed, self.privacy, diag)
 

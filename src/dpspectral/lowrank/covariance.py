@@ -10,7 +10,6 @@ the rank-k factorization of C (spec §6, ``../shared/papers/spec-lowrank.md``), 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -243,9 +242,8 @@ class CovarianceLRF:
         -------
         LowRankResult
             U (d, k), S (k,), V (d, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``bound``,
-            ``sketch_seed``, ``seconds`` and, under ``replace_one`` only, ``n_rows``.
+            ``sketch_seed`` and, under ``replace_one`` only, ``n_rows``.
         """
-        t0 = time.perf_counter()
         U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
         diag: dict[str, Any] = {
             "t": self.sizes.t,
@@ -258,7 +256,6 @@ class CovarianceLRF:
         }
         if self.relation is Relation.REPLACE_ONE:
             diag["n_rows"] = self.n_rows
-        diag["seconds"] = time.perf_counter() - t0
         return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
 
     def __repr__(self) -> str:

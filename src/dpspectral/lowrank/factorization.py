@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -377,7 +376,6 @@ def optimal_space_lrf(
         ``privacy`` is None (nothing is protected).
     """
     owner = "optimal_space_lrf"
-    t0 = time.perf_counter()
     A = check_matrix(A, owner)
     check_choice(sketch, "sketch", ("gaussian", "countsketch", "srht"), owner)
     B, transposed = _orient(A)
@@ -397,7 +395,6 @@ def optimal_space_lrf(
         "v": sizes.v,
         "sketch": sketch,
         "transposed": transposed,
-        "seconds": time.perf_counter() - t0,
     }
     return _result(U, s, V, transposed, None, diag)
 
@@ -465,7 +462,6 @@ def private_frobenius_lrf(
     composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
     """
     owner = "private_frobenius_lrf"
-    t0 = time.perf_counter()
     budget = _budget(epsilon, delta, owner)
     rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
     check_choice(calibration, "calibration", ("tight", "paper"), owner)
@@ -510,7 +506,6 @@ def private_frobenius_lrf(
         "noise_multiplier": noise.noise_multiplier,
         "sketch_seed": seed,
         "transposed": transposed,
-        "seconds": time.perf_counter() - t0,
     }
     return _result(U, s, V, transposed, report, diag)
 
@@ -574,7 +569,6 @@ def private_space_optimal_lrf(
     from ..privacy import bbds
 
     owner = "private_space_optimal_lrf"
-    t0 = time.perf_counter()
     budget = _budget(epsilon, delta, owner)
     rel = _relation(relation, (Relation.PRIV1,), owner)
     check_choice(calibration, "calibration", ("tight", "paper"), owner)
@@ -651,6 +645,5 @@ def private_space_optimal_lrf(
         "epsilon_input": eps_c,
         "sketch_seed": seed,
         "transposed": transposed,
-        "seconds": time.perf_counter() - t0,
     }
     return _result(U, s, V, transposed, report, diag)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -228,8 +227,7 @@ def hardt_roth(
     -------
     LowRankResult
         U (m, k), S (k,), V (n, k); diagnostics ``ell``, ``oversampling``, ``tau``, ``sigma1``,
-        ``sigma2``, ``sensitivity1``, ``sensitivity2``, ``rows_pruned`` (a function of the released Y),
-        ``seconds``.
+        ``sigma2``, ``sensitivity1``, ``sensitivity2``, ``rows_pruned`` (a function of the released Y).
 
     Privacy
     -------
@@ -252,7 +250,6 @@ def hardt_roth(
     ``relation`` accepts only ``"replace_one"``.
     """
     owner = _OWNER
-    t0 = time.perf_counter()
     budget = PrivacyBudget(epsilon, delta)
     budget.require_delta(owner)
     rel = as_relation(relation, owner=owner)
@@ -324,6 +321,5 @@ def hardt_roth(
         "sensitivity1": noise.sensitivity1,
         "sensitivity2": noise.sensitivity2,
         "rows_pruned": int(np.count_nonzero(over)),
-        "seconds": time.perf_counter() - t0,
     }
     return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)

@@ -26,7 +26,6 @@ import math
 import numbers
 import os
 import tempfile
-import time
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -647,9 +646,8 @@ class TurnstileLRF:
         LowRankResult
             U (m, k), S (k,), V (n, k); ``privacy`` is :attr:`privacy`; diagnostics ``t``, ``v``,
             ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed``, ``n_updates``,
-            ``seconds``.
+
         """
-        t0 = time.perf_counter()
         if self._released_at is not None and self._released_at != self.n_updates and not self._warned:
             self._warned = True
             warnings.warn(
@@ -671,7 +669,6 @@ class TurnstileLRF:
             "sketch_seed": self.sketch_seed,
             "transposed": self.transposed,
             "n_updates": self.n_updates,
-            "seconds": time.perf_counter() - t0,
         }
         return _result(U, s, V, self.transposed, self.privacy, diag)
 

@@ -23,7 +23,6 @@ public vector for the second release: adaptive composition, accounted by the acc
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -195,7 +194,6 @@ def _covariance_pca(
     allowed_relations: Sequence[Relation],
 ) -> SubspaceResult:
     owner = kind
-    t0 = time.perf_counter()
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=allowed_relations,
@@ -293,7 +291,6 @@ def _covariance_pca(
     diagnostics: dict[str, Any] = {
         "noise_std": plan.cov_std if kind != "wishart" else None,
         "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
-        "seconds": time.perf_counter() - t0,
     }
     if plan.mean_std is not None:
         diagnostics["mean_noise_std"] = plan.mean_std

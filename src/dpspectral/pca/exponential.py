@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -599,7 +598,6 @@ def _exponential_mechanism(
     show_progress: bool | None,
 ) -> SubspaceResult:
     owner = kind
-    t0 = time.perf_counter()
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=_RELATIONS,
@@ -657,7 +655,6 @@ def _exponential_mechanism(
         "concentrations": list(plan.concentrations),
         "eigenvalue_epsilon": plan.eigen_epsilon,
         "eigenvalue_noise_scale": plan.eigen_scale,
-        "seconds": time.perf_counter() - t0,
     }
     return SubspaceResult(
         components=components,
@@ -745,7 +742,7 @@ def ppca(
     -------
     SubspaceResult
         ``components`` (n_features, k) in the order drawn (signs fixed); ``values`` None;
-        diagnostics ``sensitivity``, ``vector_epsilons``, ``concentrations``, ``seconds``.
+        diagnostics ``sensitivity``, ``vector_epsilons``, ``concentrations``.
 
     Privacy
     -------
@@ -833,7 +830,7 @@ def exponential_pca(
     SubspaceResult
         ``components`` (n_features, k); ``values`` (k,) or None; ``total``; ``n_samples`` (public
         under replace-one); diagnostics ``sensitivity``, ``vector_epsilons``, ``concentrations``,
-        ``eigenvalue_epsilon``, ``eigenvalue_noise_scale``, ``seconds``.
+        ``eigenvalue_epsilon``, ``eigenvalue_noise_scale``.
 
     Privacy
     -------

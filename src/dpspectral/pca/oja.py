@@ -31,7 +31,6 @@ import collections
 import functools
 import itertools
 import math
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -346,7 +345,6 @@ def oja(
     Returns a :class:`SubspaceResult` whose privacy report says ``certified=False`` (non-private).
     """
     owner = "oja"
-    t0 = time.perf_counter()
     c1, c2 = _rate(c1, c2, owner)
     check_choice(rank_method, "rank_method", ("block", "deflation"), owner)
     C = math.inf if row_norm is None else _check_positive(row_norm, "row_norm", owner)
@@ -360,8 +358,7 @@ def oja(
                         show_progress, n)
     report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",))
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-                          diagnostics={"c1": c1, "c2": c2, "rank_method": rank_method,
-                                       "seconds": time.perf_counter() - t0})
+                          diagnostics={"c1": c1, "c2": c2, "rank_method": rank_method})
 
 
 def _check_k(k: Any, d: int, n: int | None, owner: str) -> int:
@@ -448,7 +445,6 @@ def private_oja(
     valid for small epsilon (the paper's Lemma 3.1 range, epsilon = O(sqrt(log(n/delta)/n))).
     """
     owner = "private_oja"
-    t0 = time.perf_counter()
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
@@ -491,8 +487,7 @@ def private_oja(
     return SubspaceResult(
         components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
         diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": c1, "c2": c2,
-                     "rank_method": rank_method, "amplification": amplification,
-                     "seconds": time.perf_counter() - t0},
+                     "rank_method": rank_method, "amplification": amplification},
     )
 
 
@@ -749,7 +744,6 @@ def dp_pca(
     leaves nothing for the histograms: the accountant reports what that certifies (uncertified).
     """
     owner = "dp_pca"
-    t_start = time.perf_counter()
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
@@ -889,6 +883,5 @@ def dp_pca(
         diagnostics={
             "batch_size": B, "n_steps": log.steps, "skipped_steps": log.skipped, "n_groups": groups,
             "mean_noise_multiplier": s_gauss, "c1": c1, "c2": c2, "rank_method": rank_method,
-            "histogram": histogram, "seconds": time.perf_counter() - t_start,
-        },
+            "histogram": histogram, },
     )

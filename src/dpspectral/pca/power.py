@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from typing import Any, Literal
 
 import dp_accounting
@@ -161,7 +160,7 @@ def noisy_power(
     -------
     SubspaceResult
         ``components`` (n_features, k); ``values`` None; diagnostics ``noise_std``,
-        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size``, ``seconds``.
+        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size``.
 
     Privacy
     -------
@@ -174,7 +173,6 @@ def noisy_power(
     adaptively. Event: ``SelfComposedDpEvent(GaussianDpEvent(sigma / Delta), L)``. The final SVD
     is post-processing of ``Y_L``.
     """
-    t0 = time.perf_counter()
     owner = _OWNER
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
@@ -239,7 +237,6 @@ def noisy_power(
         "sensitivity": sens,
         "n_iter": L,
         "block_size": p,
-        "seconds": time.perf_counter() - t0,
     }
     return SubspaceResult(
         components=components,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from typing import Any, Literal
 
 import dp_accounting
@@ -227,7 +226,6 @@ def dp_spca(
     settings (spec §C.3): the result is then marked uncertified.
     """
     owner = "dp_spca"
-    t0 = time.perf_counter()
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner)
     n, d = X.shape
@@ -265,7 +263,7 @@ def dp_spca(
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s, "noise_std": std, "sampling_rate": q, "n_steps": T,
-                     "learning_rate": eta, "seconds": time.perf_counter() - t0},
+                     "learning_rate": eta},
     )
 
 
@@ -312,7 +310,6 @@ def dp_vrpca(
     for that is far above the request (spec §C.3.4): the result is marked uncertified.
     """
     owner = "dp_vrpca"
-    t0 = time.perf_counter()
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner)
     n, d = X.shape
@@ -374,8 +371,7 @@ def dp_vrpca(
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s, "noise_std": std, "full_gradient_noise_std": std_full,
-                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
-                     "seconds": time.perf_counter() - t0},
+                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta},
     )
 
 

@@ -735,6 +735,9 @@ class LedgerEntry:
     label: str
     event: dp_accounting.DpEvent
     epsilon_after: float
+    #: ``"released"``, or ``"failed: <ErrorType>"`` for a release that failed after its charge (it
+    #: stays charged: the data may already have been touched by the noise).
+    status: str = "released"
 
 
 class Accountant:
@@ -811,6 +814,21 @@ class Accountant:
     @property
     def events(self) -> tuple[dp_accounting.DpEvent, ...]:
         return tuple(e.event for e in self._entries)
+
+    @property
+    def failures(self) -> tuple[LedgerEntry, ...]:
+        """The charged releases that failed after their charge (they stay charged)."""
+        return tuple(e for e in self._entries if e.status != "released")
+
+    def mark_failed(self, index: int, reason: str) -> None:
+        """Mark entry ``index`` as a failed release (it stays charged). ``reason``: the error type,
+        never a message that could quote data."""
+        with self._lock:
+            entry = self._entries[index]
+            self._entries[index] = LedgerEntry(
+                label=entry.label, event=entry.event, epsilon_after=entry.epsilon_after,
+                status=f"failed: {reason}",
+            )
 
     @property
     def ledger(self) -> dp_accounting.DpEvent:

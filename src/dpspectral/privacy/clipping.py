@@ -12,6 +12,8 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from .pipeline import norm_violation_error
+
 __all__ = [
     "ROUNDING_SLACK",
     "NormViolation",
@@ -79,6 +81,7 @@ def clip_rows(
     copy: bool = True,
     first_row: int = 0,
     norms: np.ndarray | None = None,
+    owner: str = "dpspectral",
 ) -> tuple[np.ndarray | sp.spmatrix | sp.sparray, int]:
     """Scale every row of norm above ``row_norm`` down to ``row_norm``.
 
@@ -93,9 +96,12 @@ def clip_rows(
         True (default): ``X`` is never modified; a copy is made only when some row must be scaled
         (otherwise ``X`` itself is returned). False: a writeable float ``X`` is clipped in place.
     first_row : int
-        Index of the first row of ``X`` in the whole data set (for error messages over chunks).
+        Index of the first row of ``X`` in the whole data set (kept for callers; error messages name
+        no row: which rows break the bound is private).
     norms : ndarray of shape (n,), optional
         The rows' Euclidean norms, when the caller has them already.
+    owner : str
+        What the user called, for the error message.
 
     Returns
     -------
@@ -110,12 +116,7 @@ def clip_rows(
     if n_over == 0:
         return X, 0
     if on_norm_violation == "raise":
-        i = int(np.flatnonzero(over)[0])
-        raise ValueError(
-            f"Row {first_row + i} has Euclidean norm {norms[i]:.6g}, above row_norm={row_norm:g} "
-            f"({n_over} rows in this block exceed it). Clip the rows, raise row_norm, or use "
-            "on_norm_violation='clip'."
-        )
+        raise norm_violation_error(owner, row_norm)
     scale = np.ones_like(norms)
     scale[over] = row_norm / norms[over]
     if sp.issparse(X):

@@ -1,0 +1,234 @@
+"""The release pipeline's first pieces: validate, then charge, then release; public randomness.
+
+Every private computation follows one order, and this module holds the steps that every mechanism
+shares so that none writes them again:
+
+1. **validate** the whole input before anything is charged (:func:`validate_rows`): for an in-memory
+   array (NumPy, ``np.memmap``, scipy.sparse, Dask) every row is checked, not only the rows a
+   stochastic method happens to sample, so whether a fit is refused never depends on the random
+   draw, and a refusal costs nothing;
+2. **charge** the ledger with the planned events (:func:`charge`), which refuses before any noise is
+   drawn when the ceiling would be exceeded;
+3. **release**: the mechanism computes its statistics and draws its noise inside the ``charge``
+   block. A failure there (a bad block of a stream that arrives after the charge, a numerical
+   failure) is a *failed release*: it stays charged (the noise may already have touched the data)
+   and the ledger records it as failed (:attr:`Accountant.failures`); it is never silently
+   un-charged.
+
+Error messages about the data say what kind of problem there is and how to fix it, never which rows
+or values (:func:`not_finite_error`, :func:`norm_violation_error`): the position of a NaN or the number
+of rows over the bound are facts about the private data, and an error message is an output.
+
+Public randomness (a sketch that is published, the seed of a public sketch) never comes from the
+secret generator: :func:`public_seed` draws it from OS entropy unless the caller declares a public
+seed, so that nothing published reveals the generator that draws the noise.
+
+**Streams.** For a one-shot iterator of row blocks the data arrive after the charge: a bad block is a
+failed release that stays charged (stated in each streaming method's docstring). Every row read is
+validated the same way, whether or not the method uses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+import secrets
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import scipy.sparse as sp
+
+from .budget import Relation
+
+__all__ = [
+    "NonPrivateDataError",
+    "charge",
+    "norm_violation_error",
+    "not_finite_error",
+    "public_seed",
+    "validate_rows",
+]
+
+
+class NonPrivateDataError(ValueError):
+    """The data break a stated bound or contain NaN/inf. The message names no row and no value."""
+
+
+def not_finite_error(owner: str) -> NonPrivateDataError:
+    """The error for data with NaN or infinity (no position, no count: they are private)."""
+    return NonPrivateDataError(
+        f"{owner}: the data contain NaN or infinity. Remove or impute them before fitting (which rows "
+        "is not reported: it is a fact about the private data)."
+    )
+
+
+def norm_violation_error(owner: str, row_norm: float) -> NonPrivateDataError:
+    """The error for ``on_norm_violation="raise"`` (no row, norm or count: they are private)."""
+    return NonPrivateDataError(
+        f"{owner}: some row has Euclidean norm above row_norm={row_norm:g} and "
+        "on_norm_violation='raise'. Scale the rows, raise row_norm, or use on_norm_violation='clip' "
+        "(which rows, and how many, is not reported: it is a fact about the private data). The "
+        "refusal itself says that some row broke the bound (docs/privacy-caveats.md)."
+    )
+
+
+def _is_stream(X: Any) -> bool:
+    from ..moments import _is_block_source, is_dask_array
+
+    return _is_block_source(X) and not is_dask_array(X) and not isinstance(X, (list, tuple))
+
+
+def validate_rows(
+    X: Any,
+    *,
+    row_norm: float | None,
+    on_norm_violation: str = "clip",
+    owner: str = "dpspectral",
+    center: np.ndarray | None = None,
+) -> bool:
+    """Check every row of an in-memory input before the ledger is charged.
+
+    Checks: numeric, 2-D, finite, and (with ``on_norm_violation="raise"``) no row of norm above
+    ``row_norm`` after subtracting the public ``center``. A list or tuple of blocks is checked block
+    by block. The errors name the kind of problem, never a row or a value.
+
+    Returns
+    -------
+    bool
+        True when the whole input was checked; False for a one-shot stream (an iterator or a
+        callable), which is read once, after the charge (see the module's note on streams).
+    """
+    from ..moments import is_dask_array
+    from .clipping import clip_threshold
+
+    if _is_stream(X):
+        return False
+    if is_dask_array(X):
+        import dask.array as da
+
+        if X.ndim != 2:
+            raise ValueError(
+                f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of "
+                f"shape {X.shape}."
+            )
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
+        Xf = X.astype(np.float64)
+        if center is not None:
+            Xf = Xf - center
+        finite = bool(da.isfinite(Xf).all().compute())
+        if not finite:
+            raise not_finite_error(owner)
+        if on_norm_violation == "raise" and row_norm is not None:
+            worst = float(da.sqrt((Xf * Xf).sum(axis=1)).max().compute()) if Xf.shape[0] else 0.0
+            if worst > clip_threshold(row_norm):
+                raise norm_violation_error(owner, row_norm)
+        return True
+    blocks: Sequence[Any] = X if isinstance(X, (list, tuple)) and X and not _is_scalar_row(X) else [X]
+    for block in blocks:
+        _validate_block(block, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner,
+                        center=center)
+    return True
+
+
+def _is_scalar_row(X: Sequence[Any]) -> bool:
+    """A list of numbers or of lists (array-like data), not a list of 2-D blocks."""
+    first = X[0]
+    return isinstance(first, numbers.Number) or (
+        isinstance(first, (list, tuple)) and not hasattr(first, "ndim")
+    )
+
+
+def _validate_block(
+    block: Any, *, row_norm: float | None, on_norm_violation: str, owner: str,
+    center: np.ndarray | None,
+) -> None:
+    from .clipping import clip_threshold, row_norms
+
+    if sp.issparse(block):
+        values = np.asarray(block.data)
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"{owner} needs numeric data; got a sparse matrix of dtype {values.dtype}.")
+        if not np.isfinite(values).all():
+            raise not_finite_error(owner)
+        if on_norm_violation == "raise" and row_norm is not None:
+            dense_center = center is not None and np.any(center)
+            norms = (row_norms(np.asarray(block.toarray(), dtype=float) - center) if dense_center
+                     else row_norms(sp.csr_matrix(block, dtype=np.float64)))
+            if norms.size and float(norms.max()) > clip_threshold(row_norm):
+                raise norm_violation_error(owner, row_norm)
+        return
+    arr = np.asarray(block)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode the "
+            "columns first)."
+        )
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
+            f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
+        )
+    step = max(1, (1 << 22) // max(arr.shape[1], 1))  # ~32 MB of float64 at a time
+    for a in range(0, arr.shape[0], step):
+        part = np.asarray(arr[a:a + step], dtype=np.float64)
+        if center is not None:
+            part = part - center
+        if not np.isfinite(part).all():
+            raise not_finite_error(owner)
+        if on_norm_violation == "raise" and row_norm is not None:
+            with np.errstate(over="ignore"):  # a finite row whose square overflows is over any bound
+                norms = np.sqrt(np.einsum("ij,ij->i", part, part))
+            if norms.size and float(norms.max()) > clip_threshold(row_norm):
+                raise norm_violation_error(owner, row_norm)
+
+
+@contextlib.contextmanager
+def charge(
+    accountant: Any,
+    events: Sequence[dp_accounting.DpEvent],
+    relation: Relation,
+    label: str,
+) -> Iterator[list[dp_accounting.DpEvent]]:
+    """Charge ``events`` to ``accountant`` (if any), then run the release in the ``with`` block.
+
+    The charge is refused with :class:`BudgetExceededError` before the block runs (nothing drawn,
+    nothing recorded). An exception inside the block marks the ledger entry as a failed release: it
+    stays charged, and the exception propagates.
+
+    Yields
+    ------
+    list of DpEvent
+        The events recorded (for the result's privacy report).
+    """
+    from .accounting import compose
+
+    index = None
+    if accountant is not None:
+        accountant.spend(compose(events), relation, label=label)
+        index = len(accountant.entries) - 1
+    try:
+        yield list(events)
+    except BaseException as exc:
+        if accountant is not None and index is not None:
+            accountant.mark_failed(index, type(exc).__name__)
+        raise
+
+
+def public_seed(seed: Any = None) -> int:
+    """A seed for public randomness (a published sketch), independent of the secret generator.
+
+    ``seed=None`` (default) draws 63 bits from the operating system's entropy; an int is a seed the
+    caller declares public (for reproducible sketches). Never derive it from ``random_state``: a
+    published seed drawn from the secret generator lets anyone recover that generator by search and
+    subtract the noise.
+    """
+    if seed is None:
+        return secrets.randbits(63)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
+        raise ValueError(
+            f"A public seed must be None (OS entropy) or a non-negative int. Got {seed!r} instead."
+        )
+    return int(seed)
