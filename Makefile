@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev lint bench clean
+.PHONY: run test test-slow mutation mutation-ci install install-dev lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,23 @@ install-dev: $(DEV_STAMP)
 run: $(STAMP)
 	$(VENV)/bin/dpspectral demo --out reports/demo
 
-## make test: install the dev extras and run the whole test suite
+## make test: install the dev extras and run the test suite except the tests marked slow (what CI runs;
+## pyproject.toml's addopts deselect them with -m 'not slow')
 test: $(DEV_STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile
+
+## make test-slow: only the long statistical tests kept out of CI
+test-slow: $(DEV_STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile -m slow
+
+## make mutation: mutation testing (mutmut) of the privacy core, privacy/{gaussian,clipping,budget,
+## pipeline,accounting}.py, against its own tests; writes reports/mutation.md (docs/privacy-audit.md)
+mutation: $(DEV_STAMP)
+	$(PY) tools/mutation.py --report reports/mutation.md
+
+## make mutation-ci: the subset CI runs on every build (privacy/gaussian.py and clipping.py, < 1 min)
+mutation-ci: $(DEV_STAMP)
+	$(PY) tools/mutation.py --ci --timeout 600 --report reports/mutation-ci.md
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -348,3 +348,180 @@ def test_plot_metric_vs_epsilon_writes_png(tmp_path):
                                        references={"score": {"ceiling": 12.0}})
     w, h = _png_size(p)
     assert w > h > 100
+
+
+# ----------------------------------------------------------------------------------------------
+# privacy of what `fit` / `transform` print and save (issue 15): each test fails on the old code
+# ----------------------------------------------------------------------------------------------
+
+
+def _write_rows(path: Path, header: list[str] | None, rows: list[list[object]]) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        if header is not None:
+            w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _all_output_text(out: Path, captured) -> str:
+    parts = [captured.out, captured.err]
+    for f in sorted(out.rglob("*")) if out.exists() else []:
+        if f.suffix == ".npy":
+            parts.append(" ".join(repr(float(v)) for v in np.load(f).ravel()))
+        elif f.is_file():
+            parts.append(f.read_text())
+    return "\n".join(parts)
+
+
+def test_fit_refuses_an_undeclared_text_column_without_quoting_it(tmp_path, capsys):
+    # Old code: one-hot encoded by default; model.json listed name=patient_000, name=patient_001, ...
+    rng = np.random.default_rng(0)
+    rows = [[f"patient_{i:03d}", *np.round(rng.uniform(-0.3, 0.3, 3), 6)] for i in range(50)]
+    data = _write_rows(tmp_path / "p.csv", ["name", "a", "b", "c"], rows)
+    out = tmp_path / "m"
+    assert main(["fit", str(data), "--k", "2", *FIT, "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert "column 'name' (position 0)" in line and "--categories name=" in line
+    assert "patient" not in line
+    assert not out.exists()
+
+
+def test_fit_declared_categories_are_the_only_names_saved(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    protos = ["tcp", "udp", "secret_proto_x"]  # the last is not declared: private
+    rows = [[protos[i % 3], *np.round(rng.uniform(-0.3, 0.3, 2), 6), f"lab_{i}"] for i in range(60)]
+    data = _write_rows(tmp_path / "c.csv", ["proto", "a", "b", "label"], rows)
+    out = tmp_path / "m"
+    args = ["fit", str(data), "--label-column", "label", "--categories", "proto=udp,tcp,icmp", "--k", "2",
+            *FIT, "--out", str(out)]
+    assert main(args) == 0
+    model = json.loads((out / "model.json").read_text())
+    assert model["feature_names"] == ["proto=udp", "proto=tcp", "proto=icmp", "a", "b"]
+    assert model["n_features"] == 5 and model["data"]["categories"] == {"proto": ["udp", "tcp", "icmp"]}
+    text = _all_output_text(out, capsys.readouterr())
+    assert "secret_proto_x" not in text and "lab_" not in text
+    # transform re-applies the fitted declaration (the width matches without --categories).
+    z = tmp_path / "z.npy"
+    assert main(["transform", str(data), "--label-column", "label", "--model", str(out),
+                 "--out", str(z)]) == 0
+    assert np.load(z).shape == (60, 2)
+    # A --schema file declares the same; a contradiction between the two is refused.
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"header": True, "categories": {"proto": ["udp", "tcp", "icmp"]}}))
+    out2 = tmp_path / "m2"
+    assert main(["fit", str(data), "--label-column", "label", "--schema", str(schema), "--k", "2", *FIT,
+                 "--out", str(out2)]) == 0
+    assert np.array_equal(np.load(out / "components.npy"), np.load(out2 / "components.npy"))
+    assert main(["fit", str(data), "--label-column", "label", "--schema", str(schema), "--no-header",
+                 "--k", "2", *FIT, "--out", str(tmp_path / "m3")]) == 2
+    assert "contradicts" in _error_line(capsys)
+    for bad in ("proto", "proto=", "=a,b"):
+        args = ["fit", str(data), "--categories", bad, "--k", "2", *FIT, "--out", str(tmp_path / "x")]
+        assert main(args) == 2
+        assert "--categories" in _error_line(capsys)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((3, 2)))
+    assert main(["fit", str(npy), "--categories", "0=a", "--k", "1", *FIT, "--out", str(tmp_path / "x")]) == 2
+    assert "CSV and Parquet" in _error_line(capsys)
+
+
+def test_fit_stray_cell_is_an_error_naming_the_column_only(small_data, tmp_path, capsys):
+    # Old code: one stray "abc" made the column 50 indicator columns and the fit exited 0.
+    _, csv_path, *_ = small_data
+    lines = csv_path.read_text().splitlines()
+    cells = lines[137].split(",")
+    cells[2] = "abc"
+    lines[137] = ",".join(cells)
+    bad = tmp_path / "stray.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "m"
+    assert main(["fit", str(bad), "--label-column", "label", "--k", "2", *FIT, "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert "column 'f2' (position 2)" in line and "not numeric" in line
+    assert "abc" not in line and "137" not in line and "136" not in line
+    assert not out.exists()
+
+
+def test_fit_header_option(tmp_path, capsys):
+    # Old code: a numeric header row was fitted as data and there was no option to declare one.
+    rows = [[0.1, 0.2], [0.3, -0.1], [-0.2, 0.05]]
+    data = _write_rows(tmp_path / "h.csv", ["10", "20"], rows)
+    assert main(["fit", str(data), "--k", "1", *FIT, "--out", str(tmp_path / "a")]) == 2
+    assert "--no-header" in _error_line(capsys)
+    assert main(["fit", str(data), "--header", "--k", "1", *FIT, "--out", str(tmp_path / "b")]) == 0
+    assert json.loads((tmp_path / "b" / "model.json").read_text())["feature_names"] == ["10", "20"]
+    assert main(["fit", str(data), "--no-header", "--k", "1", *FIT, "--out", str(tmp_path / "c")]) == 0
+    model = json.loads((tmp_path / "c" / "model.json").read_text())
+    assert model["feature_names"] == ["x0", "x1"] and model["n_samples"] == 4.0  # the header row is data
+    capsys.readouterr()
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((3, 2)))
+    assert main(["fit", str(npy), "--no-header", "--k", "1", *FIT, "--out", str(tmp_path / "d")]) == 2
+    assert "CSV data only" in _error_line(capsys)
+
+
+def test_fit_prints_no_timing_no_row_count_and_saves_no_seed(small_data, tmp_path, capsys):
+    # Old code: "fitted analyze_gauss on 400 x 6 data (dense) in 0.012 s", and "seed": 0 in model.json.
+    npy, *_ = small_data
+    out = tmp_path / "m"
+    assert main(["fit", str(npy), "--k", "2", *FIT, "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "400" not in printed.out and " s:" not in printed.out and " in " not in printed.out.split("\n")[0]
+    model = json.loads((out / "model.json").read_text())
+    assert model["params"]["seed"] == "given (secret, not saved)"
+    z = tmp_path / "z.npy"
+    assert main(["transform", str(npy), "--model", str(out), "--out", str(z)]) == 0
+    assert "400" not in capsys.readouterr().out
+
+
+def test_fit_add_remove_without_a_released_count(small_data, tmp_path, capsys):
+    # Old code: AttributeError (a traceback) because DPPCA has no n_samples_ when n is not released.
+    npy, *_ = small_data
+    out = tmp_path / "m"
+    args = ["fit", str(npy), "--k", "2", *FIT, "--method", "noisy_power", "--relation", "add_remove",
+            "--out", str(out)]
+    assert main(args) == 0
+    assert json.loads((out / "model.json").read_text())["n_samples"] is None
+    assert "400" not in capsys.readouterr().out
+
+
+def test_fit_drops_data_dependent_warnings_keeps_privacy_warnings(small_data, tmp_path, capsys, monkeypatch):
+    # Old code: every warning raised while the private data were processed reached stderr, e.g.
+    # NumPy's overflow warnings, whose occurrence depends on the values.
+    import warnings as _warnings
+
+    from dpspectral.estimators import DPPCA
+
+    fit = DPPCA.fit
+
+    def noisy_fit(self, X, y=None):
+        _warnings.warn("overflow encountered in row 17 (value 3.25e308)", RuntimeWarning, stacklevel=1)
+        return fit(self, X, y)
+
+    monkeypatch.setattr(DPPCA, "fit", noisy_fit)
+    npy, *_ = small_data
+    assert main(["fit", str(npy), "--k", "2", *FIT, "--method", "wishart", "--out", str(tmp_path / "w")]) == 0
+    err = capsys.readouterr().err
+    assert "overflow" not in err and "3.25e308" not in err
+    assert "warning" in err and "certif" in err  # the UncertifiedPrivacyWarning is public and shown
+    assert main(["--debug", "fit", str(npy), "--k", "2", *FIT, "--out", str(tmp_path / "d")]) == 0
+    assert "overflow" in capsys.readouterr().err  # --debug shows everything (not private)
+
+
+def test_fit_libsvm_width_is_a_public_input(tmp_path, capsys):
+    # Old code: the width was the largest feature index present in the private file, and with
+    # --n-features too small scikit-learn's message quoted that index.
+    data = tmp_path / "d.svm"
+    data.write_text("1 1:0.5 7:0.25\n-1 2:0.1\n1 3:0.2\n")
+    out = tmp_path / "m"
+    assert main(["fit", str(data), "--k", "1", *FIT, "--out", str(out)]) == 2
+    assert "--n-features" in _error_line(capsys)
+    assert main(["fit", str(data), "--n-features", "3", "--k", "1", *FIT, "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert "n_features=3" in line and "7" not in line.replace(str(data), "")
+    assert main(["fit", str(data), "--n-features", "9", "--k", "1", *FIT, "--out", str(out)]) == 0
+    assert json.loads((out / "model.json").read_text())["n_features"] == 9
+    z = tmp_path / "z.npy"
+    assert main(["transform", str(data), "--model", str(out), "--out", str(z)]) == 0
+    assert np.load(z).shape == (3, 1)

@@ -90,7 +90,7 @@ def test_mnist_t10k_through_load_finds_labels(shared_data: Path) -> None:
 
 
 def test_mnist_5k_csv(shared_data: Path, mnist_train: tuple[np.ndarray, np.ndarray]) -> None:
-    X, y = ds.load_csv(shared_data / "mnist-5k" / "mnist_5k.csv.gz", label_column=-1)
+    X, y = ds.load_csv(shared_data / "mnist-5k" / "mnist_5k.csv.gz", label_column=-1, header=False)
     assert X.shape == (5000, 784)
     assert y is not None and y.dtype.kind == "i"
     np.testing.assert_array_equal(np.bincount(y), np.full(10, 500))
@@ -104,7 +104,11 @@ def test_mnist_5k_csv(shared_data: Path, mnist_train: tuple[np.ndarray, np.ndarr
 
 def test_rt_iot2022(shared_data: Path) -> None:
     path = shared_data / "rt-iot2022" / "RT_IOT2022.csv.gz"
-    data = ds.load(path, label_column="Attack_type", drop_columns=[""])
+    # The public categories of the two text columns (the data set's documentation); declared, they
+    # are the only categories and the width is fixed by them.
+    cats = {"proto": ["icmp", "tcp", "udp"],
+            "service": ["-", "dhcp", "dns", "http", "irc", "mqtt", "ntp", "radius", "ssh", "ssl"]}
+    data = ds.load(path, label_column="Attack_type", drop_columns=[""], categories=cats)
     X, y, names = data.X, data.y, data.feature_names
     assert X.shape[0] == 123117 and y is not None and y.shape == (123117,)
     assert len(np.unique(y)) == 12 and y.dtype.kind == "U"
@@ -112,11 +116,11 @@ def test_rt_iot2022(shared_data: Path) -> None:
     assert "" not in names and "Attack_type" not in names
     proto = [j for j, n in enumerate(names) if n.startswith("proto=")]
     service = [j for j, n in enumerate(names) if n.startswith("service=")]
-    assert {names[j] for j in proto} >= {"proto=tcp", "proto=udp"}
+    assert [names[j] for j in proto] == ["proto=icmp", "proto=tcp", "proto=udp"]
     np.testing.assert_array_equal(X[:, proto].sum(axis=1), 1.0)
     np.testing.assert_array_equal(X[:, service].sum(axis=1), 1.0)
-    # 83 feature columns, 2 of them text: 81 numeric columns plus the one-hot blocks.
-    assert X.shape[1] == 81 + len(proto) + len(service)
+    # 83 feature columns, 2 of them text: 81 numeric columns plus the declared indicator blocks.
+    assert X.shape[1] == 81 + 3 + 10
     # The first data record, parsed independently with the csv module.
     with gzip.open(path, "rt", newline="") as f:
         reader = csv.reader(f)
@@ -193,7 +197,8 @@ CSV_TEXT = """\
 def test_csv_header_text_column_and_labels(tmp_path: Path) -> None:
     path = tmp_path / "small.csv"
     path.write_text(CSV_TEXT)
-    data = ds.load(path, label_column="label", drop_columns=[0])
+    data = ds.load(path, label_column="label", drop_columns=[0],
+                   categories={"proto": ["icmp", "tcp", "udp"]})
     expected = np.array(
         [
             # age, proto=icmp, proto=tcp, proto=udp, bytes
@@ -209,20 +214,108 @@ def test_csv_header_text_column_and_labels(tmp_path: Path) -> None:
     assert data.y is not None
     assert data.y.tolist() == ["normal", "attack", "normal", "scan"]
     # Same result by position (negative) and by the empty index-column name; gzip alike.
-    X2, y2 = ds.load_csv(_gzip_copy(path), label_column=-1, drop_columns="")
+    X2, y2 = ds.load_csv(_gzip_copy(path), label_column=-1, drop_columns="",
+                         categories={2: ["icmp", "tcp", "udp"]})
     np.testing.assert_array_equal(X2, expected)
     np.testing.assert_array_equal(y2, data.y)
 
 
-def test_csv_categorical_raise(tmp_path: Path) -> None:
+def test_csv_undeclared_text_column_is_refused_naming_the_column_not_a_value(tmp_path: Path) -> None:
+    # Old code: one-hot encoded by default, with the private values as feature names.
     path = tmp_path / "small.csv"
     path.write_text(CSV_TEXT)
-    with pytest.raises(ValueError, match=r"'proto'.*'tcp'.*categorical='raise'"):
-        ds.load_csv(path, label_column="label", drop_columns=[0], categorical="raise")
-    X, _ = ds.load_csv(path, label_column=-1, drop_columns=[0, "proto"], categorical="raise")
+    for mode in ("declared", "raise"):
+        expected = r"column 'proto' \(position 2\).*not numeric.*--categories"
+        with pytest.raises(ValueError, match=expected) as err:
+            ds.load_csv(path, label_column="label", drop_columns=[0], categorical=mode)
+        for value in ("tcp", "udp", "icmp", "normal", "31"):
+            assert value not in str(err.value)
+    X, _ = ds.load_csv(path, label_column=-1, drop_columns=[0, "proto"])
     assert X.shape == (4, 2)
-    with pytest.raises(ValueError, match="'categorical'.*'ordinal'"):
-        ds.load_csv(path, categorical="ordinal")
+    with pytest.raises(ValueError, match="'categorical'.*'onehot'"):
+        ds.load_csv(path, categorical="onehot")  # the old data-derived default is gone by that name
+    # The explicit, documented non-private mode keeps the old encoding (for public data / papers).
+    names = ds.load(path, label_column=-1, drop_columns=[0], categorical="from_data").feature_names
+    assert names == ("age", "proto=icmp", "proto=tcp", "proto=udp", "bytes")
+
+
+def test_csv_declared_categories_fix_width_and_names(tmp_path: Path) -> None:
+    # The width and the names come from the declaration only; a value outside it (here 'gre', and a
+    # header-like typo) gets an all-zero indicator row and never becomes a column or a name.
+    path = tmp_path / "c.csv"
+    path.write_text("a,proto\n1,tcp\n2, udp \n3,gre\n4,TCP\n")
+    data = ds.load(path, categories={"proto": ["udp", "tcp", "icmp"]})
+    assert data.feature_names == ("a", "proto=udp", "proto=tcp", "proto=icmp")
+    np.testing.assert_array_equal(
+        data.X, [[1, 0, 1, 0], [2, 1, 0, 0], [3, 0, 0, 0], [4, 0, 0, 0]]
+    )
+    other = tmp_path / "d.csv"
+    other.write_text("a,proto\n1,secret_value_1\n2,secret_value_2\n")
+    d2 = ds.load(other, categories={"proto": ["udp", "tcp", "icmp"]})
+    assert d2.feature_names == data.feature_names
+    np.testing.assert_array_equal(d2.X[:, 1:], 0.0)
+    assert not any("secret" in n for n in d2.feature_names)
+    # Errors in the declaration (public) may quote it.
+    with pytest.raises(ValueError, match="twice"):
+        ds.load(path, categories={"proto": ["tcp", " tcp"]})
+    with pytest.raises(ValueError, match="no category"):
+        ds.load(path, categories={"proto": []})
+    with pytest.raises(TypeError, match="list of str"):
+        ds.load(path, categories={"proto": "tcp"})
+    with pytest.raises(TypeError, match="dict"):
+        ds.load(path, categories=["proto"])
+    with pytest.raises(ValueError, match="'categories'.*'nope'.*not in"):
+        ds.load(path, categories={"nope": ["x"]})
+    with pytest.raises(ValueError, match="label column"):
+        ds.load(path, label_column="proto", categories={"proto": ["tcp"]})
+    with pytest.raises(ValueError, match="not a feature column"):
+        ds.load(path, drop_columns=["proto"], categories={"proto": ["tcp"]})
+
+
+@pytest.mark.parametrize("chunk_rows", [64, 16384])
+def test_csv_stray_cell_in_numeric_column_is_an_error_naming_the_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int
+) -> None:
+    # Old code: one stray 'abc' turned the column into one indicator column per distinct value and
+    # loaded silently. Now: an error naming the column, not the value nor the row, wherever the cell
+    # is (in the sniffed sample or after it, in the fast or the chunked path).
+    monkeypatch.setattr(ds, "_CSV_CHUNK_ROWS", chunk_rows)
+    for at in (3, 137, 251, 499):  # record numbers that appear nowhere else in the message
+        lines = ["f1,f2,y"] + [f"{'abc' if i == at else i * 0.5},{i % 7},{i % 2}" for i in range(500)]
+        path = tmp_path / f"stray{at}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        with pytest.raises(ValueError, match=r"column 'f1' \(position 0\).*not numeric") as err:
+            ds.load(path, label_column="y")
+        text = str(err.value)
+        assert "abc" not in text and str(at) not in text.replace(str(path), "").replace("(position 0)", "")
+
+
+def test_csv_header_is_declared_not_guessed(tmp_path: Path) -> None:
+    # Old code guessed: a numeric header was fitted as data (no way to declare one), and a record
+    # with a text cell in a numeric column could be taken as the header (its values as names).
+    path = tmp_path / "numhead.csv"
+    path.write_text("10,20\n1,2\n3,4\n")
+    with pytest.raises(ValueError, match=r"header.*looks like data.*header=False.*header=True") as err:
+        ds.load(path)
+    assert "10" not in str(err.value).replace(str(path), "")
+    data = ds.load(path, header=True)
+    assert data.feature_names == ("10", "20")
+    np.testing.assert_array_equal(data.X, [[1, 2], [3, 4]])
+    data = ds.load(path, header=False)
+    assert data.feature_names == ("x0", "x1")
+    np.testing.assert_array_equal(data.X, [[10, 20], [1, 2], [3, 4]])
+    # A headerless file whose first record holds a declared category is not taken as a header.
+    cpath = tmp_path / "cat.csv"
+    cpath.write_text("tcp,udp\nudp,tcp\n")
+    with pytest.raises(ValueError, match="looks like data"):
+        ds.load(cpath, categories={0: ["tcp", "udp"], 1: ["tcp", "udp"]})
+    # header=False: a text header is a non-numeric cell, and the message says how to declare it.
+    tpath = tmp_path / "texthead.csv"
+    tpath.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match=r"position 0.*header=True \(--header\)"):
+        ds.load(tpath, header=False)
+    with pytest.raises(ValueError, match="'header'.*'infer'"):
+        ds.load(tpath, header="infer")
 
 
 def test_csv_column_errors(tmp_path: Path) -> None:
@@ -244,19 +337,19 @@ def test_csv_without_header(tmp_path: Path) -> None:
     rows = np.arange(12, dtype=float).reshape(4, 3)
     path = tmp_path / "plain.csv"
     np.savetxt(path, rows, delimiter=",")
-    X, y = ds.load_csv(path, label_column=0)  # header inferred absent: all cells are numbers
+    X, y = ds.load_csv(path, label_column=0, header=False)
     np.testing.assert_array_equal(X, rows[:, 1:])
     assert y is not None and y.dtype == np.int64
     np.testing.assert_array_equal(y, [0, 3, 6, 9])
     with pytest.raises(ValueError, match="no header row"):
-        ds.load_csv(path, label_column="x0")
+        ds.load_csv(path, label_column="x0", header=False)
     # header=True turns the first record into names.
     Xh, _ = ds.load_csv(path, header=True)
     np.testing.assert_array_equal(Xh, rows[1:])
-    # A first row that is text but whose column holds text below is not taken as a header.
+    # A text column without a header, declared by position.
     tpath = tmp_path / "text.csv"
     tpath.write_text("a,1\nb,2\na,3\n")
-    Xt, _ = ds.load_csv(tpath)
+    Xt, _ = ds.load_csv(tpath, header=False, categories={0: ["a", "b"]})
     np.testing.assert_array_equal(Xt, [[1, 0, 1], [0, 1, 2], [1, 0, 3]])
 
 
@@ -276,27 +369,35 @@ def test_csv_missing_values_and_late_text(
         lines.append(f"{f1},{f2},{i % 2}")
     path = tmp_path / "dirty.csv"
     path.write_text("\n".join(lines) + "\n")
-    data = ds.load(path, label_column="y")
-    assert data.feature_names is not None
-    f1_cols = [j for j, nm in enumerate(data.feature_names) if nm.startswith("f1=")]
-    assert len(f1_cols) == n  # f1 became a text column with n distinct values
-    assert data.X[n - 1, data.feature_names.index("f1=late")] == 1.0
-    assert data.X[0, data.feature_names.index("f1=0")] == 1.0
+    with pytest.raises(ValueError, match=r"'f1'.*not numeric") as err:
+        ds.load(path, label_column="y")
+    assert "late" not in str(err.value)
+    # Dropping the bad column: the missing numbers are NaN.
+    data = ds.load(path, label_column="y", drop_columns=["f1"])
     f2 = data.X[:, data.feature_names.index("f2")]
     assert np.isnan(f2[3]) and np.isnan(f2[4])
     assert f2[10] == 10 % 7
     np.testing.assert_array_equal(data.y, np.arange(n) % 2)
-    with pytest.raises(ValueError, match=r"'f1'.*'late'"):
-        ds.load_csv(path, label_column="y", categorical="raise")
+    # The non-private mode still one-hot encodes from the data (the former default).
+    data = ds.load(path, label_column="y", categorical="from_data")
+    assert data.feature_names is not None
+    f1_cols = [j for j, nm in enumerate(data.feature_names) if nm.startswith("f1=")]
+    assert len(f1_cols) == n
+    assert data.X[n - 1, data.feature_names.index("f1=late")] == 1.0
     with pytest.raises(ValueError, match="max_categories"):
-        ds.load_csv(path, label_column="y", max_categories=100)
+        ds.load_csv(path, label_column="y", max_categories=100, categorical="from_data")
+    # Declared, the same column has exactly the declared width: 'late' and the numbers are outside.
+    data = ds.load(path, label_column="y", categories={"f1": ["0", "1", "late"]})
+    assert data.feature_names == ("f1=0", "f1=1", "f1=late", "f2")
+    np.testing.assert_array_equal(data.X[:, :3].sum(axis=0), [1, 1, 1])
 
 
 def test_csv_ragged_and_empty(tmp_path: Path) -> None:
     path = tmp_path / "ragged.csv"
     path.write_text("1,2,3\n4,5\n")
-    with pytest.raises(ds.DatasetFormatError, match="record 2 .* 2 fields"):
-        ds.load_csv(path)
+    with pytest.raises(ds.DatasetFormatError, match="a different number of fields") as err:
+        ds.load_csv(path, header=False)
+    assert "2" not in str(err.value).replace(str(path), "")  # neither the record nor its width
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     with pytest.raises(ds.DatasetFormatError, match="no records"):
@@ -368,7 +469,10 @@ def test_parquet(tmp_path: Path) -> None:
     )
     path = tmp_path / "t.parquet"
     pq.write_table(table, path)
-    data = ds.load(path, label_column="target")
+    with pytest.raises(ValueError, match=r"'kind'.*not numeric") as err:
+        ds.load(path, label_column="target")  # old code: one-hot from the data
+    assert "'x'" not in str(err.value)
+    data = ds.load(path, label_column="target", categories={"kind": ["x", "y"]})
     assert data.feature_names == ("a", "kind=x", "kind=y", "b")
     np.testing.assert_array_equal(data.X[:2], [[1.5, 1, 0, 1], [2.0, 0, 1, 2]])
     assert np.isnan(data.X[2, 0])
@@ -377,10 +481,13 @@ def test_parquet(tmp_path: Path) -> None:
     assert X.shape == (3, 1)
     assert y is not None and y.dtype == np.int64
     np.testing.assert_array_equal(y, [1, 2, 3])
-    Xg, _ = ds.load_parquet(_gzip_copy(path), label_column=-1)
+    Xg, _ = ds.load_parquet(_gzip_copy(path), label_column=-1, categories={1: ["x", "y"]})
     np.testing.assert_array_equal(Xg, data.X)
-    with pytest.raises(ValueError, match=r"'kind'.*categorical='raise'"):
-        ds.load_parquet(path, label_column="target", categorical="raise")
+    Xz, _ = ds.load_parquet(path, label_column="target", categories={"kind": ["z"]})
+    np.testing.assert_array_equal(Xz[:, 1], 0.0)  # outside the declaration: all-zero indicator
+    with pytest.raises(TypeError, match="Arrow type"):
+        ds.load_parquet(path, label_column="target", categories={"kind": ["x"], "b": ["1"]})
+    assert ds.load(path, label_column="target", categorical="from_data").feature_names == data.feature_names
     with pytest.raises(ValueError, match="'label_column'.*'label'"):
         ds.load_parquet(path, label_column="label")
 

@@ -230,9 +230,13 @@ def test_caller_data_untouched_and_clipped_at_the_site() -> None:
     res = dpdispca(sites, 3, random_state=0, **KW)
     assert all(np.array_equal(X, B) for X, B in zip(sites, before, strict=True))
     assert "clip" not in str(res.diagnostics)  # clipping counts never leave a site
-    with pytest.warns(SiteFailureWarning, match="above row_norm"):
-        with pytest.raises(SiteFailureError, match="only 0 of 3 sites"):
-            dpdispca(sites, 3, on_norm_violation="raise", random_state=0, **KW)
+    # in-memory sites are validated whole before the charge: a refusal, nothing charged, no warning
+    acc = Accountant(delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="^dpdispca: some row has Euclidean norm above row_norm=1"):
+            dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+    assert acc.entries == ()
 
 
 def test_add_remove_relation() -> None:
@@ -286,10 +290,13 @@ def test_inprocess_site_failures_are_left_out() -> None:
     dask = pytest.importorskip("dask")
     sites: list[Any] = _sites(3)
     sites[1] = dask.delayed(_boom)()  # a site whose computation raises
-    message = r"site 1 was left out of the release \(failed: its step raised RuntimeError: disk"
-    with pytest.warns(SiteFailureWarning, match=message):
+    message = r"site 1 was left out of the release \(failed: its step raised an error at the site; its type"
+    with pytest.warns(SiteFailureWarning, match=message) as record:
         res = dpdispca(sites, 3, random_state=0, **KW)
-    assert res.contributing_sites == (0, 2) and "RuntimeError" in res.failed_sites[1]
+    # the exception's type and text stay at the site (they may describe its rows): issue 23 item 4
+    assert res.contributing_sites == (0, 2) and "stay at the site" in res.failed_sites[1]
+    for text in [*res.failed_sites.values(), *(str(w.message) for w in record)]:
+        assert "RuntimeError" not in text and "disk" not in text
     assert res.sites[1].bytes_sent == 0 and res.n_samples == 600
     # the release is the aggregate of the other sites' releases, under their own seeds
     expected = aggregate([site_step(sites[s], _plan(), spawn_site_seeds(0, 3)[s], s) for s in (0, 2)], 3)
@@ -301,7 +308,7 @@ def test_inprocess_site_failures_are_left_out() -> None:
 
 
 def test_inprocess_timeout() -> None:
-    message = r"site 1 was left out of the release \(timeout: answered after"
+    message = r"site 1 was left out of the release \(timeout: no answer within site_timeout=0.4 s\)"
     with pytest.warns(SiteFailureWarning, match=message):
         res = dpdispca(_sites(3), 3, engine=_SlowSiteOne(), site_timeout=0.4, random_state=0, **KW)
     assert res.contributing_sites == (0, 2) and res.sites[1].status == "timeout"
@@ -344,9 +351,9 @@ def test_audit_catches_the_papers_spectral_norm_noise() -> None:
     ("sites", "kwargs", "error", "match"),
     [
         ([], {}, ValueError, "at least one site"),
-        ([np.zeros(5)], {}, ValueError, "site 0 must be a 2-D array"),
+        ([np.zeros(5)], {}, ValueError, "site 0 must be a 2-D array.*Got a 1-D array"),
         ([np.ones((4, 3)), np.ones((4, 2))], {}, ValueError, "site 1 has 2 features"),
-        ([np.array([[np.nan, 1.0, 0.0]])], {}, ValueError, "site 0 contains NaN"),
+        ([np.array([[np.nan, 1.0, 0.0]])], {}, ValueError, "^dpdispca: the data contain NaN"),
         ([np.array([["a", "b", "c"]])], {}, TypeError, "must be numeric"),
         ([np.ones((0, 3))], {}, ValueError, "at least one row"),
         ("abc", {}, TypeError, "'sites' parameter"),
@@ -464,7 +471,7 @@ def test_dask_site_that_raises_and_one_that_times_out(cluster) -> None:  # type:
     bad[5, 0] = np.nan
     futures = [client.scatter(S, workers=[workers[0]], hash=False) for S in sites]
     futures[2] = client.scatter(bad, workers=[workers[0]], hash=False)  # the site's validation raises
-    message = r"site 2 was left out of the release \(failed: its step raised ValueError"
+    message = r"site 2 was left out of the release \(failed: its step raised NonPrivateDataError"
     with pytest.warns(SiteFailureWarning, match=message):
         res = dpdispca(futures, 3, random_state=5, engine=DaskEngine(client=client), **KW)
     assert res.contributing_sites == (0, 1, 3) and "NaN" in res.failed_sites[2]
@@ -534,3 +541,152 @@ def test_estimator_starts_its_own_local_cluster() -> None:
     _same_release(est.components_, ref.components_)
     assert est.result_.diagnostics["engine"] == "dask"
     assert all(r.worker is not None and r.worker.startswith("tcp://") for r in est.result_.sites)
+
+
+# ---------------------------------------------------------------------------------------------------
+# privacy at the protocol's boundaries (issues 15, 19, 23): deterministic, in process
+
+
+def _loader_that_fails() -> np.ndarray:
+    raise ValueError("row 37 has norm 123.456 (3 rows over the bound)")  # a caller's text about the rows
+
+
+def test_a_site_failure_reaches_the_aggregator_without_its_text() -> None:
+    """Issue 23 item 4: whatever a site's step raises, the aggregator learns that it failed and a
+    data-independent reason only (failed on the code before the fix: the text went into failed_sites,
+    the warning and SiteFailureError)."""
+    dask = pytest.importorskip("dask")
+    sites: list[Any] = _sites(3)
+    sites[1] = dask.delayed(_loader_that_fails)()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        res = dpdispca(sites, 3, random_state=0, **KW)
+    texts = [*res.failed_sites.values(), *(str(w.message) for w in record), repr(res.sites)]
+    with pytest.raises(SiteFailureError) as err:
+        dpdispca(sites, 3, on_site_failure="raise", random_state=0, **KW)
+    texts.append(str(err.value))
+    for text in texts:
+        for forbidden in ("37", "123.456", "3 rows", "ValueError"):
+            assert forbidden not in text, (forbidden, text)
+    # a Dask-held site with a row over the bound and on_norm_violation="raise" is checked at its site:
+    # the aggregator learns the kind of problem, never the row, the norm or the count
+    bad = _sites(3)
+    reasons = []
+    for rows, norm in (((37,), 123.456), ((5, 11, 13, 17), 98.765)):
+        X = bad[1].copy()
+        X[list(rows)] *= norm / np.linalg.norm(X[list(rows)], axis=1, keepdims=True)
+        held = [bad[0], dask.delayed(lambda X=X: X)(), bad[2]]
+        with pytest.warns(SiteFailureWarning, match="some row has Euclidean norm above row_norm=1") as rec:
+            out = dpdispca(held, 3, on_norm_violation="raise", random_state=0, **KW)
+        assert out.contributing_sites == (0, 2)
+        reasons.append((out.failed_sites[1], [str(w.message) for w in rec]))
+        for text in [out.failed_sites[1], *(str(w.message) for w in rec)]:
+            assert not any(str(r) in text for r in rows) and f"{norm:g}"[:5] not in text
+    assert reasons[0] == reasons[1]  # the same text whichever rows, how many and how far
+
+
+def test_no_site_timing_reaches_the_aggregator() -> None:
+    """Issue 23 item 4: a site's time depends on its rows; no timing is sent or exposed (the fields
+    existed before the fix)."""
+    import dataclasses
+
+    from dpspectral.distributed import SiteOutcome, SitePayload, SiteReport
+
+    for cls in (SitePayload, SiteOutcome, SiteReport):
+        assert not {f.name for f in dataclasses.fields(cls)} & {"seconds", "elapsed", "time"}, cls
+    res = dpdispca(_sites(3), 3, random_state=0, **KW)
+    assert "seconds" not in res.diagnostics and "seconds" not in repr(res.sites)
+
+
+# What dpdispca releases under add/remove with equal weights (each site's noisy count included); every
+# other field of the result must be identical between neighbours run with one seed.
+DISTRIBUTED_RELEASED = ("components", "values", "total", "n_samples")
+
+
+def test_a_site_emptied_under_add_remove_is_not_dropped_or_refused() -> None:
+    """Issue 23 item 6: under add/remove a site's row count is private, so a site with no rows releases
+    its noise on a zero scatter like any other site (before the fix: refused in memory, dropped with a
+    warning naming it as a Dask array's block)."""
+    from _neighbours import assert_same_public_view, observe
+
+    da = pytest.importorskip("dask.array")
+    sites = _sites(3, n=50)
+    one_row = [sites[0], sites[1][:1], sites[2]]
+    emptied = [sites[0], sites[1][:0], sites[2]]
+
+    def run(data: Any, **kw: Any):  # type: ignore[no-untyped-def]
+        return lambda acc: dpdispca(data, 3, relation="add_remove", accountant=acc, random_state=0,
+                                    **KW, **kw)
+
+    for kw in ({}, {"weighting": "size"}, {"variant": "full"}):
+        a, b = observe(run(one_row, **kw)), observe(run(emptied, **kw))
+        assert not a.raised and not b.raised, (a.error, b.error)
+        assert b.result.contributing_sites == (0, 1, 2) and b.warnings == ()
+        assert_same_public_view(a, b, DISTRIBUTED_RELEASED, context=str(kw))
+    # a Dask array whose middle row block is empty: the block is a site like the others
+    X1 = da.from_array(np.vstack(one_row), chunks=((50, 1, 50), (10,)))
+    X0 = da.from_array(np.vstack(emptied), chunks=((50, 0, 50), (10,)))
+    a, b = observe(run(X1)), observe(run(X0))
+    assert not b.raised and b.result.contributing_sites == (0, 1, 2) and b.warnings == ()
+    assert_same_public_view(a, b, DISTRIBUTED_RELEASED)
+    # one array split into more sites than rows: allowed under add/remove (n is private)
+    res = dpdispca(sites[0][:2], 1, n_sites=4, relation="add_remove", random_state=0, **KW)
+    assert res.contributing_sites == (0, 1, 2, 3)
+    # under replace-one N_s is public: an empty site is refused before anything is charged
+    acc = Accountant(delta=1e-5)
+    with pytest.raises(ValueError, match="site 1 must hold at least one row"):
+        dpdispca(emptied, 3, accountant=acc, random_state=0, **KW)
+    assert acc.entries == ()
+
+
+@pytest.mark.parametrize("case", ["nan", "inf", "norm"])
+def test_in_memory_sites_are_validated_whole_before_the_charge(case: str) -> None:
+    """Issue 15 item 3 / 23 item 4: nothing charged, and the text names neither the row nor the site
+    (before the fix: NaN named the site; a row over the bound was charged and the site dropped)."""
+    texts = []
+    for site, rows in ((0, (37,)), (2, (11, 13, 17))):
+        sites = _sites(3)
+        for r in rows:
+            if case == "nan":
+                sites[site][r, 1] = np.nan
+            elif case == "inf":
+                sites[site][r, 1] = np.inf
+            else:
+                sites[site][r] *= 123.456 / np.linalg.norm(sites[site][r])
+        acc = Accountant(delta=1e-5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError) as err:
+                dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+        assert acc.entries == ()
+        text = str(err.value)
+        assert "site" not in text and not any(str(r) in text for r in rows) and "123" not in text
+        texts.append(text)
+    assert texts[0] == texts[1]
+
+
+def test_a_failed_run_stays_charged_and_is_marked_failed() -> None:
+    """After the charge, too few answering sites is a failed release: charged, marked failed (it was
+    recorded as released before the fix)."""
+    dask = pytest.importorskip("dask")
+    sites: list[Any] = _sites(2)
+    sites[1] = dask.delayed(_boom)()
+    acc = Accountant(delta=1e-5)
+    with pytest.raises(SiteFailureError), pytest.warns(SiteFailureWarning):
+        dpdispca(sites, 3, min_sites=2, accountant=acc, random_state=0, **KW)
+    assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
+
+
+def test_fit_transform_projects_every_site() -> None:
+    """Issue 19: ``DistributedDPPCA().fit_transform(sites)`` raised ValueError (sites are a list)."""
+    sites = _sites(3, n=40)
+    est = DistributedDPPCA(2, engine="inprocess", random_state=0, **KW)
+    Z = est.fit_transform(sites)
+    assert Z.shape == (120, 2)
+    np.testing.assert_allclose(Z, np.vstack(sites) @ est.components_.T)
+    ref = DistributedDPPCA(2, engine="inprocess", random_state=0, **KW).fit(sites)
+    assert np.array_equal(ref.components_, est.components_)
+    one = DistributedDPPCA(2, engine="inprocess", random_state=0, **KW).fit_transform(sites[0])
+    assert one.shape == (40, 2)
+    empty = DistributedDPPCA(2, engine="inprocess", relation="add_remove", random_state=0, **KW)
+    assert empty.fit_transform([sites[0], sites[1][:0]]).shape == (40, 2)

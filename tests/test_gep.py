@@ -95,8 +95,9 @@ def test_sr_rejects_a_non_definite_b():
     rng = np.random.default_rng(0)
     A, _ = _random_pair(rng, 4)
     B = np.diag([1.0, 0.5, 0.0, -0.2])
-    with pytest.raises(ValueError, match="not positive definite after regularisation.*-0.2"):
+    with pytest.raises(ValueError, match="not positive definite after regularisation") as err:
         simultaneous_reduction(A, B, 2, xi=0.1)
+    assert "-0.2" not in str(err.value)  # issue 23 item 4: no eigenvalue of the private B
     assert simultaneous_reduction(A, B, 2, xi=0.3).vectors.shape == (4, 2)
 
 
@@ -447,12 +448,13 @@ def test_audit_of_the_first_dpsr_phase():
 
 def test_bad_labels():
     X = np.random.default_rng(0).normal(size=(10, 3)) / 3
-    with pytest.raises(ValueError, match="one class only"):
+    with pytest.raises(ValueError, match="one class only.*Pass the public list of labels"):
         fda_pair(X, np.zeros(10), row_norm=1.0)
-    with pytest.raises(ValueError, match="class 2 has one member"):
-        fda_pair(X, np.array([0] * 5 + [1] * 4 + [2]), row_norm=1.0)
-    with pytest.raises(ValueError, match="not in the public 'classes'"):
-        fda_pair(X, np.array([0] * 5 + [1] * 4 + [2]), row_norm=1.0, classes=[0, 1])
+    with pytest.raises(ValueError, match="not in the public 'classes' \\[0, 1\\]") as err:
+        fda_pair(X, np.array([0] * 5 + [1] * 4 + [-2.7001]), row_norm=1.0, classes=[0, 1])
+    assert "2.7" not in str(err.value)  # issue 15 item 4: no label read from y is quoted
+    with pytest.raises(ValueError, match="'classes'.*at least 2"):
+        fda_pair(X, np.zeros(10), row_norm=1.0, classes=[0])
     with pytest.raises(ValueError, match="'y'.*9 labels for 10 rows"):
         fda_pair(X, np.zeros(9), row_norm=1.0)
     with pytest.raises(ValueError, match="NaN or infinity"):
@@ -498,8 +500,14 @@ def test_user_pair_checks():
     with pytest.raises(ValueError, match="'A'.*must be symmetric"):
         private_gep(A + np.triu(np.ones((4, 4)), 1), B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens)
     B_bad = np.diag([1.0, 1.0, 0.0, -0.5])
-    with pytest.raises(ValueError, match="not positive definite after regularisation.*-0.5"):
-        private_gep(A, B_bad, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, xi=0.01)
+    acc = Accountant(10.0, DELTA)
+    with pytest.raises(ValueError, match="of private_gep is not positive definite after") as err:
+        private_gep(A, B_bad, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, xi=0.01, accountant=acc)
+    assert "0.5" not in str(err.value) and acc.entries == ()  # issue 23 item 4: no eigenvalue of B
+    with pytest.raises(ValueError, match="'A'.*must be symmetric") as err:
+        private_gep(A + np.triu(np.full((4, 4), 0.123456), 1), B, 2, epsilon=1.0, delta=DELTA,
+                    sensitivity=sens)
+    assert "0.123" not in str(err.value)  # no entry of the private matrices
     with pytest.raises(ValueError, match="'xi'"):
         private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, xi=0.0)
     with pytest.raises(ValueError, match="'sparsity'"):

@@ -83,7 +83,8 @@ def test_clone_shares_the_accountant():
 
 @pytest.mark.parametrize("params,y_kind,match", [
     ({}, "one_class", "one class only"),
-    ({}, "singleton", "class 7 has one member"),
+    ({"n_components": 3}, None, "'n_components'.*n_classes - 1"),
+    ({"classes": [0, 1]}, None, "not in the public 'classes' \\[0, 1\\]"),
     ({"xi": 0.0}, None, "'xi'.*\\(0, inf\\)"),
     ({"xi": -1.0}, None, "'xi'"),
     ({"method": "dpsrs"}, None, "'sparsity'.*required"),
@@ -102,9 +103,6 @@ def test_bad_input(params, y_kind, match):
     X, y = _data(n=200)
     if y_kind == "one_class":
         y = np.zeros_like(y)
-    elif y_kind == "singleton":
-        y = y.copy()
-        y[0] = 7
     acc = Accountant(10.0, 1e-6)
     kwargs = {"epsilon": 1.0, "delta": 1e-6, "row_norm": 1.5, "accountant": acc, **params}
     with pytest.raises(ValueError, match=match):

@@ -132,10 +132,13 @@ def test_laplace_mode_all_bins_occupied_and_no_data():
     assert -3 <= j <= 3  # no data: a uniform bin
 
 
-@pytest.mark.parametrize("bins", [[-1, 0, 3], [0, 4], [10]])
+@pytest.mark.parametrize("bins", [[-1, 0, 3], [0, 4], [10], [-17, 2]])
 def test_laplace_mode_rejects_bins_outside_the_range(bins):
-    with pytest.raises(ValueError, match=r"must lie in \[0, 3\]"):
+    with pytest.raises(ValueError, match=r"must lie in the public range \[0, 3\]") as info:
         laplace_histogram_mode(np.array(bins), 0, 3, scale=1.0, random_state=np.random.default_rng(0))
+    # the message names the public range only, never an offending (private) value (issue 15)
+    outside = [b for b in bins if not 0 <= b <= 3]
+    assert not any(str(b) in str(info.value).replace("[0, 3]", "") for b in outside)
 
 
 def test_laplace_histogram_event_is_epsilon():

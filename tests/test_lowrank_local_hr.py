@@ -138,7 +138,7 @@ def test_report_validation():
         local_lrf_report(np.zeros(5), 0, setup, **kw)
     with pytest.raises(ValueError, match="'row'.*length n=6"):
         local_lrf_report(np.zeros((1, 6)), 0, setup, **kw)
-    with pytest.raises(ValueError, match="'row'.*NaN"):
+    with pytest.raises(ValueError, match="NaN or infinity"):
         local_lrf_report(np.r_[np.nan, ok[1:]], 0, setup, **kw)
     with pytest.raises(TypeError, match="'row'.*numeric"):
         local_lrf_report(np.array(["a"] * 6), 0, setup, **kw)
@@ -284,10 +284,8 @@ def test_accountant_spends_one_event_and_refuses_before_noise():
     with pytest.raises(BudgetExceededError):
         private_local_lrf(A, 2, epsilon=1.0, delta=1e-6, accountant=acc, random_state=rng)
     assert len(acc.entries) == 1
-    # only the public seed was drawn before the refusal, no noise
-    probe = np.random.default_rng(0)
-    probe.integers(0, 2**63 - 1)
-    assert rng.bit_generator.state == probe.bit_generator.state != state
+    # nothing was drawn from the secret generator before the refusal (the public seed is OS entropy)
+    assert rng.bit_generator.state == state
 
 
 _OK = np.full((6, 4), 0.2)
@@ -321,12 +319,12 @@ def test_local_caller_data_untouched_and_seeded(simulate_sum):
     A = low_rank(50, 8, 2, seed=8) * 3  # rows above the bound: clipped by their users, on a copy
     before = A.copy()
     kw = dict(epsilon=1.0, delta=1e-6, simulate_sum=simulate_sum)
-    a = private_local_lrf(A, 2, random_state=3, **kw)
-    b = private_local_lrf(A, 2, random_state=3, **kw)
-    c = private_local_lrf(A, 2, random_state=4, **kw)
+    a = private_local_lrf(A, 2, random_state=3, sketch_seed=1, **kw)
+    b = private_local_lrf(A, 2, random_state=3, sketch_seed=1, **kw)
+    c = private_local_lrf(A, 2, random_state=4, sketch_seed=1, **kw)
     assert np.array_equal(A, before)
     assert np.array_equal(a.U, b.U) and not np.allclose(a.U, c.U)
-    s = private_local_lrf(sp.csr_matrix(A), 2, random_state=3, **kw)
+    s = private_local_lrf(sp.csr_matrix(A), 2, random_state=3, sketch_seed=1, **kw)
     assert np.allclose(s.U, a.U, atol=1e-8)
 
 
@@ -505,9 +503,9 @@ def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
     np.testing.assert_allclose(a.reconstruct(), b.reconstruct(), rtol=1e-12, atol=1e-12)
     assert a.privacy is not None and a.privacy.certified and a.privacy.relation is Relation.REPLACE_ONE
     la = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, alpha=0.5, simulate_sum=True,
-                           random_state=6)
+                           random_state=6, sketch_seed=2)
     lb = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, alpha=0.5, simulate_sum=True,
-                           random_state=6)
+                           random_state=6, sketch_seed=2)
     np.testing.assert_allclose(la.U, lb.U, rtol=1e-12, atol=1e-12)
     # a unit row change needs far less noise than the rows' bound, and rows are then not clipped
     unit = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=1.0, random_state=5)

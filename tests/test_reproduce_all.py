@@ -266,7 +266,11 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[reproduce_all.A
 
     root = tmp_path_factory.mktemp("quick") / "all"
     buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    # run where no data folder is found (imtiaz2018 --quick would otherwise read MNIST and a9a from
+    # ../shared/data: about a minute); the real-data path is tested in tests/test_reproduce_imtiaz2018.py
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buffer):
+        mp.delenv("DPSPECTRAL_DATA", raising=False)
+        mp.chdir(root.parent)
         result = run_all(root, quick=True, show_progress=False, experiments=FAST)
     return result, buffer.getvalue()
 
@@ -427,3 +431,26 @@ def test_browser_loads_the_committed_reproductions(tmp_path: Path) -> None:
     shutil.copyfile(DOCS / "index.html", root / "committed.html")
     committed = _images_in_browser(root / "committed.html", tmp_path)
     assert committed["broken"] == [] and committed["images"] == result["images"]
+
+
+def test_full_run_warns_that_it_takes_over_half_an_hour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 25: the full `reproduce all` took over half an hour without a word of warning
+    class Stop(Exception):
+        pass
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(reproduce_all, "run_all", stop)
+    with pytest.raises(Stop):
+        reproduce_all.cli_run(argparse.Namespace(quick=False, no_progress=True, seed=0, repeats=None,
+                                                 data=None, jobs=None, index_only=False), tmp_path / "a")
+    assert "over half an hour" in capsys.readouterr().err
+    with pytest.raises(Stop):
+        reproduce_all.cli_run(argparse.Namespace(quick=True, no_progress=True, seed=0, repeats=None,
+                                                 data=None, jobs=None, index_only=False), tmp_path / "b")
+    assert "half an hour" not in capsys.readouterr().err
+    # and the help says so
+    assert cli.main(["reproduce", "--help"]) == 0
+    assert "half an hour" in " ".join(capsys.readouterr().out.split())

@@ -112,3 +112,34 @@ def test_cli_rejects_options_of_other_experiments(tmp_path: Path) -> None:
 
     assert main(["reproduce", "imtiaz2018", "--tables", "3", "--out", str(tmp_path)]) == EXIT_USAGE
     assert main(["reproduce", "shang2021", "--datasets", "synthetic", "--out", str(tmp_path)]) == EXIT_USAGE
+
+
+def test_quick_mode_uses_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 25: `reproduce imtiaz2018 --quick` skipped MNIST / a9a ("no data folder") although the
+    # default folder existed. Now quick mode resolves the folder like the full run: $DPSPECTRAL_DATA,
+    # else ../shared/data relative to the working directory (never the working directory itself).
+    class Stop(Exception):
+        pass
+
+    seen: list[object] = []
+
+    def fake_load(name: str, data_dir: object, *, seed: int = 0):
+        seen.append(data_dir)
+        raise Stop  # stop at the first load: only the folder it was given matters here
+
+    monkeypatch.setattr(imtiaz2018, "load_imtiaz_dataset", fake_load)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DPSPECTRAL_DATA", str(home))
+    with pytest.raises(Stop):
+        imtiaz2018.run_imtiaz2018(tmp_path / "o", quick=True, show_progress=False)
+    assert seen == [home]
+
+    monkeypatch.delenv("DPSPECTRAL_DATA")
+    shared = tmp_path / "shared" / "data"
+    shared.mkdir(parents=True)
+    (tmp_path / "checkout" / "data").mkdir(parents=True)  # a data/ in the working directory is ignored
+    monkeypatch.chdir(tmp_path / "checkout")
+    with pytest.raises(Stop):
+        imtiaz2018.run_imtiaz2018(tmp_path / "o2", quick=True, show_progress=False)
+    assert Path(str(seen[-1])).resolve() == shared.resolve()

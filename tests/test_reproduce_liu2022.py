@@ -25,7 +25,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_cli_reproduce_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)  # no ../shared/data here: quick mode without --data skips real data
+    monkeypatch.chdir(tmp_path)  # no ../shared/data here and no DPSPECTRAL_DATA: the real data are skipped
+    monkeypatch.delenv("DPSPECTRAL_DATA", raising=False)
     out = tmp_path / "tmp"
     status = cli.main(["reproduce", "liu2022", "--quick", "--out", str(out), "--no-progress"])
     assert status == 0
@@ -76,7 +77,7 @@ def test_cli_reproduce_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
     text = (out / "report.md").read_text()
     assert "no experiments" in text and "Example 4.1" in text and "i.i.d." in text
-    assert "not run (n too small)" in text and "skipped in --quick mode" in text
+    assert "not run (n too small)" in text and "skipped: no --data given" in text
     assert "theory rate" not in text or "shape only" in text
 
 
@@ -114,3 +115,39 @@ def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
                        "--out", str(tmp_path / "o"), "--no-progress"])
     assert status == 2
     assert "a9a" in capsys.readouterr().err
+
+
+def test_quick_mode_reads_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 25: `reproduce liu2022 --quick` promised real data but skipped them ("skipped in --quick
+    # mode without --data") although ../shared/data existed. Quick mode now resolves the folder as the
+    # full run does: --data, else $DPSPECTRAL_DATA, else ../shared/data relative to the working
+    # directory; never the working directory itself.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DPSPECTRAL_DATA", str(home))
+    assert liu2022._resolve_data(None, True, liu2022.DATASETS) == (home, "")
+    assert liu2022._resolve_data(tmp_path / "x", True, liu2022.DATASETS) == (tmp_path / "x", "")
+
+    monkeypatch.delenv("DPSPECTRAL_DATA")
+    shared = tmp_path / "shared" / "data"
+    shared.mkdir(parents=True)
+    (tmp_path / "checkout" / "a9a").mkdir(parents=True)  # data in the working directory are not read
+    monkeypatch.chdir(tmp_path / "checkout")
+    found, note = liu2022._resolve_data(None, True, liu2022.DATASETS)
+    assert found is not None and found.resolve() == shared.resolve() and note == ""
+
+    monkeypatch.chdir(tmp_path)  # ../shared/data does not exist from here
+    found, note = liu2022._resolve_data(None, True, liu2022.DATASETS)
+    assert found is None and "DPSPECTRAL_DATA" in note
+
+
+def test_data_home_that_does_not_exist_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DPSPECTRAL_DATA", str(tmp_path / "nope"))
+    with pytest.raises(ValueError, match="DPSPECTRAL_DATA"):
+        liu2022._resolve_data(None, True, liu2022.DATASETS)
+
+
+def test_help_states_the_default_data_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["reproduce", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "$DPSPECTRAL_DATA" in text and "../shared/data" in text and "never the working directory" in text

@@ -68,11 +68,11 @@ def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_reproduce_quick(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    # the default --data is ../shared/data relative to the working directory
-    monkeypatch.chdir(shared_data.parent.parent / "main" if (shared_data.parent.parent / "main").is_dir()
-                      else tmp_path)
-    if not (Path.cwd().parent / "shared" / "data").is_dir():
-        pytest.skip("default data folder not reachable from the working directory")
+    # the default --data is ../shared/data relative to the working directory: run from the checkout's
+    # root (whatever its folder is called: conftest finds shared/ beside it), DPSPECTRAL_DATA unset
+    monkeypatch.delenv("DPSPECTRAL_DATA", raising=False)
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert (Path.cwd().parent / "shared" / "data").resolve() == shared_data.resolve()
     out = tmp_path / "tmp"
     status = cli.main(["reproduce", "shang2021", "--quick", "--out", str(out), "--n-rows", "240",
                        "--epsilons", "2", "--k", "1", "--datasets", "mnist",

@@ -29,13 +29,14 @@ returns the exit status, so it can be called from Python and tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import textwrap
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -92,6 +93,26 @@ def _out(text: str = "", stream: TextIO | None = None) -> None:
     print(text, file=stream or sys.stdout)
 
 
+@contextlib.contextmanager
+def _private_warnings(debug: bool) -> Iterator[None]:
+    """Around code that reads private data: pass on only dpspectral's own warnings.
+
+    Whether NumPy warns (an overflow, an invalid value) or a third-party library does depends on the
+    private values, so such warnings are dropped: their occurrence alone would say something about
+    the rows. dpspectral's own warnings (e.g. ``UncertifiedPrivacyWarning``) depend on public
+    parameters only and are shown. ``--debug`` shows everything (not private).
+    """
+    if debug:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        if w.category.__module__.split(".")[0] == "dpspectral":
+            warnings.warn(w.message, stacklevel=1)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -122,8 +143,90 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                         "position (negative counts from the end, e.g. -1) for CSV/Parquet, a "
                         "position for .npy arrays")
     g.add_argument("--n-features", metavar="N", type=_positive_int, default=None,
-                   help="LIBSVM only: number of feature columns (default: the largest index in the file; "
-                        "transform defaults to the model's width)")
+                   help="LIBSVM only: the public number of feature columns; required by fit (the largest "
+                        "index in the file is private data); transform defaults to the model's width")
+    g.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="CSV only: whether the first record is a header of column names, which are "
+                        "public and saved in model.json (default: a header is expected, and refused if a "
+                        "field of it is a number or a declared category; --header accepts it anyway, "
+                        "--no-header reads a file without one, whose columns are named by position)")
+    g.add_argument("--categories", metavar="COL=A,B,...", action="append", default=None,
+                   help="CSV/Parquet: declare a categorical column (header name or position) and its "
+                        "public categories, chosen without looking at the data; repeat for each such "
+                        "column. It becomes one 0/1 column per category (named COL=A, ...); a value "
+                        "outside them gives an all-zero row. Any other non-numeric cell is an error "
+                        "that names the column (never the value)")
+    g.add_argument("--drop-column", metavar="COL", action="append", default=None,
+                   help="CSV only: a column that is neither a feature nor the label (header name or "
+                        "position, e.g. an index column); repeat for several")
+    g.add_argument("--schema", metavar="FILE", default=None,
+                   help='JSON file of public declarations: {"header": true|false, "categories": '
+                        '{"COL": ["A", "B"]}} (for categories with commas; --header/--no-header and '
+                        "--categories may add to it but not contradict it)")
+
+
+_SCHEMA_KEYS = ("header", "categories")
+
+
+def _parse_categories(items: Sequence[str] | None) -> dict[int | str, list[str]]:
+    """``--categories COL=A,B,C`` (repeatable) as ``{column spec: [categories]}``."""
+    out: dict[int | str, list[str]] = {}
+    for item in items or ():
+        col, sep, values = item.partition("=")
+        if not sep or not col.strip() or not values.strip():
+            raise CLIError(f"--categories takes COL=A,B,C (a column and its public categories). "
+                           f"Got {item!r}.")
+        spec = _column_spec(col.strip())
+        if spec in out:
+            raise CLIError(f"--categories declares the column {col.strip()!r} twice.")
+        out[spec] = [v.strip() for v in values.split(",")]
+    return out
+
+
+def _read_schema(path: str | None) -> dict[str, Any]:
+    """The public declarations of ``--schema FILE`` (checked; values are the user's, so quotable)."""
+    if path is None:
+        return {}
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--schema {path!r} is not a file.")
+    try:
+        schema = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise CLIError(f"--schema {path!r} is not valid JSON ({err.msg}, line {err.lineno}).") from None
+    if not isinstance(schema, dict) or set(schema) - set(_SCHEMA_KEYS):
+        raise CLIError(f"--schema {path!r} must be a JSON object with the keys {', '.join(_SCHEMA_KEYS)} "
+                       "(each optional).")
+    if schema.get("header") not in (None, True, False):
+        raise CLIError(f"--schema {path!r}: \"header\" must be true or false.")
+    cats = schema.get("categories") or {}
+    if not isinstance(cats, dict) or not all(isinstance(v, list) for v in cats.values()):
+        raise CLIError(f"--schema {path!r}: \"categories\" must map column names or positions to lists "
+                       "of strings.")
+    return {"header": schema.get("header"), "categories": {_column_spec(k): v for k, v in cats.items()}}
+
+
+def _declarations(args: argparse.Namespace, model_data: dict[str, Any] | None = None
+                  ) -> tuple[bool | None, dict[int | str, list[str]] | None]:
+    """The public declarations (header, categories) from --schema, --header and --categories.
+
+    ``transform`` passes the ``data`` section of the model: its categories are used when the command
+    line declares none (the projection needs the fitted encoding).
+    """
+    schema = _read_schema(getattr(args, "schema", None))
+    header = schema.get("header")
+    if args.header is not None:
+        if header is not None and header != args.header:
+            raise CLIError("--header/--no-header contradicts the \"header\" of --schema.")
+        header = args.header
+    categories: dict[int | str, list[str]] = dict(schema.get("categories") or {})
+    for spec, cats in _parse_categories(args.categories).items():
+        if spec in categories and categories[spec] != cats:
+            raise CLIError(f"--categories {spec}=... contradicts the categories of --schema for that column.")
+        categories[spec] = cats
+    if not categories and model_data and model_data.get("categories"):
+        categories = {_column_spec(k): list(v) for k, v in model_data["categories"].items()}
+    return header, (categories or None)
 
 
 def _column_spec(text: str) -> int | str:
@@ -134,13 +237,31 @@ def _column_spec(text: str) -> int | str:
 
 
 def _load_features(path: str, *, fmt: str | None, label_column: str | None,
-                   n_features: int | None) -> tuple[Any, Any, str]:
-    """Load DATA with ``dpspectral.datasets.load``; returns (X, feature_names, format)."""
+                   n_features: int | None, header: bool | None = None,
+                   categories: dict[int | str, list[str]] | None = None,
+                   drop_columns: Sequence[str] | None = None) -> tuple[Any, Any, str]:
+    """Load DATA with ``dpspectral.datasets.load``; returns (X, feature_names, format).
+
+    CSV and Parquet are parsed strictly: text columns need declared public ``categories`` and a
+    stray non-numeric cell is an error naming the column (never the value or the row).
+    """
     from . import datasets
 
     resolved = datasets.resolve_path(path, name="DATA")
     fmt = fmt or datasets.guess_format(resolved)
     kwargs: dict[str, Any] = {}
+    if header is not None:
+        if fmt != "csv":
+            raise CLIError(f"--header/--no-header applies to CSV data only. Got format {fmt!r}.")
+        kwargs["header"] = header
+    if categories:
+        if fmt not in ("csv", "parquet"):
+            raise CLIError(f"--categories applies to CSV and Parquet data only. Got format {fmt!r}.")
+        kwargs["categories"] = categories
+    if drop_columns:
+        if fmt != "csv":
+            raise CLIError(f"--drop-column applies to CSV data only. Got format {fmt!r}.")
+        kwargs["drop_columns"] = [_column_spec(c) for c in drop_columns]
     drop: int | None = None
     if label_column is not None:
         spec = _column_spec(label_column)
@@ -160,6 +281,10 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
             raise CLIError(f"--n-features applies to LIBSVM data only. Got format {fmt!r}.")
         kwargs["n_features"] = n_features
     if fmt == "libsvm":
+        if n_features is None:
+            raise CLIError("LIBSVM data need --n-features N: the number of feature columns is a public "
+                           "input (the largest index in the file is private data, and would decide the "
+                           "model's width).")
         kwargs["dense"] = False  # keep sparse data sparse; the mechanisms only need products
     ds = datasets.load(resolved, format=fmt, **kwargs)  # type: ignore[arg-type]
     X = ds.X
@@ -169,13 +294,20 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
             raise CLIError(f"--label-column {drop} is out of range for data with {d} columns.")
         X = np.delete(np.asarray(X), drop % d, axis=1)
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise CLIError(f"DATA {path!r} holds no data (shape {X.shape}).")
+        raise CLIError(f"DATA {path!r} holds no data rows or no feature columns.")
     return X, ds.feature_names, fmt
 
 
 # ----------------------------------------------------------------------------------------------
 # methods
 # ----------------------------------------------------------------------------------------------
+
+
+def _privacy_label(private: bool, certified: bool) -> str:
+    """The same words as the README's table (:func:`dpspectral.registry.methods_markdown`)."""
+    if not private:
+        return "non-private reference"
+    return "certified" if certified else "UNCERTIFIED (not DP)"
 
 
 def _method_rows() -> list[dict[str, Any]]:
@@ -187,7 +319,9 @@ def _method_rows() -> list[dict[str, Any]]:
             "family": m.family,
             "model": m.model,
             "relations": [r.value for r in m.relations],
-            "default_relation": m.relations[0].value,
+            "default_relation": m.relations[0].value if m.relations else None,
+            "private": m.private,
+            "privacy": _privacy_label(m.private, m.certified),
             "certified": m.certified,
             "calibrations": list(m.calibrations),
             "default_calibration": m.default_calibration,
@@ -216,14 +350,17 @@ def _run_methods(args: argparse.Namespace) -> int:
         headers=("name", "family", "model", "relations (default first)", "privacy", "calibrations",
                  "paper"),
         formatters={
-            "relations": lambda r: ", ".join(r["relations"]),
-            "certified": lambda r: "certified" if r["certified"] else "UNCERTIFIED",
+            "relations": lambda r: ", ".join(r["relations"]) or "—",
+            "certified": lambda r: r["privacy"],
             "calibrations": lambda r: ", ".join(r["calibrations"]),
         },
     ).rstrip())
-    if any(not r["certified"] for r in rows):
-        _out("\nUNCERTIFIED methods are known not to be differentially private; they exist only as labelled "
-             "baselines for reproducing papers.")
+    if any(r["private"] and not r["certified"] for r in rows):
+        _out("\nUNCERTIFIED (not DP): the paper claims privacy, but the method is known not to be "
+             "differentially private; kept only as a labelled baseline for reproducing papers.")
+    if any(not r["private"] for r in rows):
+        _out("non-private reference: makes no privacy claim and takes no privacy parameters; the "
+             "noiseless algorithm that the private methods are compared with.")
     return 0
 
 
@@ -262,7 +399,9 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
                      help="rows above --row-norm: clip them per row (DP-safe) or refuse the data "
                           "(default: clip)")
     opt.add_argument("--seed", type=_nonneg_int, default=None,
-                     help="seed of the noise (default: fresh operating-system entropy)")
+                     help="seed of the noise, for reproducible research runs (default: fresh operating-"
+                          "system entropy). It is a secret: whoever knows it can remove the noise; it is "
+                          "not saved in model.json")
     _add_data_options(p)
 
 
@@ -304,17 +443,20 @@ def _run_fit(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out {str(out)!r} exists and is not a folder.")
-    X, feature_names, fmt = _load_features(args.data, fmt=args.format, label_column=args.label_column,
-                                           n_features=args.n_features)
+    header, categories = _declarations(args)
     centering = None if args.centering == "none" else "private"
     est = DPPCA(
         args.k, epsilon=args.epsilon, delta=args.delta, row_norm=args.row_norm, method=method.name,
         relation=relation, calibration=calibration, centering=centering, mean_share=args.mean_share,
         random_state=args.seed, on_norm_violation=args.on_norm_violation,
+        # No progress bar: its count of blocks follows n and its rate is a timing.
+        method_params={"show_progress": False} if "show_progress" in method.options else None,
     )
-    t0 = time.perf_counter()
-    est.fit(X)
-    seconds = time.perf_counter() - t0
+    with _private_warnings(args.debug):
+        X, feature_names, fmt = _load_features(args.data, fmt=args.format, label_column=args.label_column,
+                                               n_features=args.n_features, header=header,
+                                               categories=categories, drop_columns=args.drop_column)
+        est.fit(X)
     privacy = est.privacy_
 
     out.mkdir(parents=True, exist_ok=True)
@@ -328,7 +470,9 @@ def _run_fit(args: argparse.Namespace) -> int:
             "n_components": args.k, "epsilon": args.epsilon, "delta": args.delta, "row_norm": args.row_norm,
             "relation": relation, "calibration": calibration, "centering": args.centering,
             "mean_share": args.mean_share if centering else None,
-            "on_norm_violation": args.on_norm_violation, "seed": args.seed,
+            "on_norm_violation": args.on_norm_violation,
+            # The noise seed is secret (whoever knows it can subtract the noise): never saved.
+            "seed": None if args.seed is None else "given (secret, not saved)",
         },
         "n_components": int(est.n_components_),
         "n_features": int(est.n_features_in_),
@@ -336,19 +480,25 @@ def _run_fit(args: argparse.Namespace) -> int:
         "components_layout": "rows (n_components, n_features), as scikit-learn's components_",
         "explained_variance_ratio": est.explained_variance_ratio_,
         "explained_variance": est.explained_variance_,
-        "n_samples": est.n_samples_,
+        # n under replace_one (public: neighbours have the same n), the released noisy count under
+        # add_remove when the method releases one, else null.
+        "n_samples": getattr(est, "n_samples_", None),
         "centered": centering is not None,
         "mean": est.mean_ if centering is not None else None,
         "feature_names": list(feature_names) if feature_names is not None else None,
-        "data": {"source": str(args.data), "format": fmt, "label_column": args.label_column},
+        # Public inputs only: the path, the format and the user's declarations.
+        "data": {"source": str(args.data), "format": fmt, "label_column": args.label_column,
+                 "drop_columns": args.drop_column,
+                 "header": header, "categories": {str(k): v for k, v in (categories or {}).items()}},
         "privacy": str(privacy),
     }
     write_json(model, out / "model.json")
     write_json(privacy.to_dict(), out / "privacy.json")
 
+    # Printed: public inputs and released values only (no row count, no timing).
     d = est.n_features_in_
-    _out(f"fitted {method.name} on {X.shape[0]} x {d} data ({'sparse' if sp.issparse(X) else 'dense'}) "
-         f"in {seconds:.3f} s: {est.n_components_} components")
+    _out(f"fitted {method.name} on {d}-feature {fmt} data ({'sparse' if sp.issparse(X) else 'dense'}): "
+         f"{est.n_components_} components")
     _out(f"privacy: {privacy}")
     for note in privacy.notes:
         _out(f"  note: {note}")
@@ -408,7 +558,11 @@ def _run_transform(args: argparse.Namespace) -> int:
     n_features = args.n_features
     if n_features is None and (fmt == "libsvm" or (fmt is None and _guess_is_libsvm(args.data))):
         n_features = d  # LIBSVM width is the largest index present; use the model's width
-    X, _, _ = _load_features(args.data, fmt=fmt, label_column=args.label_column, n_features=n_features)
+    model_data = meta.get("data") if isinstance(meta.get("data"), dict) else None
+    header, categories = _declarations(args, model_data)  # the fitted categories unless redeclared
+    with _private_warnings(args.debug):
+        X, _, _ = _load_features(args.data, fmt=fmt, label_column=args.label_column, n_features=n_features,
+                                 header=header, categories=categories, drop_columns=args.drop_column)
     if X.shape[1] != d:
         raise CLIError(
             f"DATA {args.data!r} has {X.shape[1]} feature columns but the model was fitted on {d}."
@@ -422,8 +576,9 @@ def _run_transform(args: argparse.Namespace) -> int:
     else:
         header = ",".join(f"pc{i + 1}" for i in range(k))
         np.savetxt(out, Z, delimiter=",", header=header, comments="", fmt="%.10g")
-    _out(f"projected {X.shape[0]} x {d} data on {k} components of the {meta.get('method', '?')} model "
-         f"({'centred' if center is not None else 'uncentred'}); wrote {out} ({Z.shape[0]} x {k})")
+    # No row count on stdout (logs travel further than the output file).
+    _out(f"projected {d}-feature data on {k} components of the {meta.get('method', '?')} model "
+         f"({'centred' if center is not None else 'uncentred'}); wrote {out} ({k} columns)")
     return 0
 
 
@@ -504,14 +659,17 @@ REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018"
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS,
-                   help="which paper's experiments to run ('all': every one, then one HTML index)")
+                   help="which paper's experiments to run ('all': every one, then one HTML index; the "
+                        "full runs of all take over half an hour, with --quick a few minutes)")
     p.add_argument("--quick", action="store_true",
                    help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats "
-                        "(liu2022: small synthetic n; real data only with --data; upadhyay2018: a few rows "
-                        "per table, smallest dimensions)")
+                        "(liu2022: small synthetic n; upadhyay2018: a few rows per table, smallest "
+                        "dimensions); the real data are read as in a full run (see --data)")
     p.add_argument("--data", metavar="DIR", default=None,
-                   help="folder with the data sets (default: ../shared/data if it exists; liu2022 skips "
-                        "the real data without it)")
+                   help="folder with the data sets (a9a/, mnist/, ...). Default, with --quick too: the folder "
+                        "named by $DPSPECTRAL_DATA, else ../shared/data relative to the working directory, "
+                        "if it exists; never the working directory itself. Without one, liu2022 and "
+                        "imtiaz2018 skip the real data (with a note) and shang2021 stops")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: reports/EXPERIMENT)")
     p.add_argument("--repeats", type=_positive_int, default=None,
@@ -860,12 +1018,18 @@ COMMANDS: tuple[Command, ...] = (
         help="fit differentially private PCA on a data file",
         description="Fit differentially private PCA (dpspectral.DPPCA) on DATA and save the released model: "
                     "DIR/components.npy (k x d), DIR/model.json and DIR/privacy.json. Rows are clipped to "
-                    "the public --row-norm (or refused with --on-norm-violation raise). Everything saved is "
-                    "a released quantity or a public input.",
+                    "the public --row-norm (or refused with --on-norm-violation raise). Everything saved or "
+                    "printed is a released quantity or a public input: the header's column names, the "
+                    "declared --categories, the parameters (the --seed is secret and not saved); no row "
+                    "count, no timing, no cell value. A CSV file is expected to have a header "
+                    "(--no-header otherwise); a text column must be declared with --categories (or "
+                    "--schema), and any other non-numeric cell is an error that names the column only.",
         configure=_configure_fit,
         run=_run_fit,
-        epilog="example:\n  dpspectral fit data.csv --label-column label --k 5 --epsilon 1 --delta 1e-6 "
-               "--row-norm 1 --out model/",
+        epilog="examples:\n  dpspectral fit data.csv --label-column label --k 5 --epsilon 1 --delta 1e-6 "
+               "--row-norm 1 --out model/\n"
+               "  dpspectral fit flows.csv --label-column label --categories proto=tcp,udp,icmp --k 5 "
+               "--epsilon 1 --delta 1e-6 --row-norm 1 --out model/",
     ),
     Command(
         name="transform",

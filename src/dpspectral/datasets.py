@@ -9,6 +9,12 @@ scipy.sparse CSR matrix for LIBSVM files with ``dense=False``, or the stored arr
 :func:`load` picks the loader from the file name and returns a :class:`Dataset` (which also unpacks
 as ``X, y = load(path)``).
 
+CSV and Parquet parsing is strict and schema-driven: a text (categorical) column must have its public
+categories declared (``categories={"proto": ["tcp", "udp"]}``) and is encoded over exactly those; a
+non-numeric cell anywhere else is an error that names the column, never the value or the row. A CSV
+file's header is declared (``header=``, default: expected), not guessed. So the width and the feature
+names of X come from public inputs only.
+
 A relative path that does not exist as given is also looked up under the folder named by the
 environment variable ``DPSPECTRAL_DATA`` (see :func:`data_home`). The library never reads data from
 anywhere else.
@@ -36,7 +42,7 @@ import math
 import numbers
 import os
 import struct
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -83,6 +89,9 @@ _IDX_LABELS_MAGIC = 2049  # 0x00000801: unsigned byte, 1 dimension
 _CSV_SNIFF_ROWS = 200
 _CSV_CHUNK_ROWS = 16384
 _DEFAULT_NA_VALUES: tuple[str, ...] = ("", "?", "NA", "N/A")
+#: ``categorical``: "declared" (default) encodes only declared columns and refuses any other text;
+#: "raise" is its former name; "from_data" reads categories from the data (NOT private).
+_CATEGORICAL: tuple[str, ...] = ("declared", "raise", "from_data")
 
 
 class DatasetFormatError(ValueError):
@@ -201,46 +210,66 @@ def _check_nonneg_real(value: Any, name: str, owner: str) -> float:
     return x
 
 
-def _one_hot(
+def _one_hot_from_data(
     values: Sequence[str], name: str, max_categories: int, source: str
 ) -> tuple[np.ndarray, list[str]]:
-    """One-hot columns (categories sorted) and their names ``'name=value'``."""
+    """One-hot columns over the values found in the data (sorted), named ``'name=value'``.
+
+    NOT private: the categories, their number and so the width of X are read from the data. Only
+    reached with ``categorical="from_data"``.
+    """
     arr = np.array([v.strip() for v in values], dtype=str)
     cats, inverse = np.unique(arr, return_inverse=True)
     if cats.size > max_categories:
         raise ValueError(
-            f"Column {name!r} of {source} has {cats.size} distinct non-numeric values, more than "
-            f"max_categories={max_categories}; one-hot encoding it would add that many columns. "
-            "Drop it with drop_columns, or raise max_categories."
+            f"Column {name!r} of {source} has more than max_categories={max_categories} distinct "
+            "values; one-hot encoding it would add that many columns. Drop it with drop_columns, "
+            "declare its categories, or raise max_categories."
         )
     block = np.zeros((arr.size, cats.size), dtype=np.float64)
     block[np.arange(arr.size), inverse.ravel()] = 1.0
     return block, [f"{name}={c}" for c in cats.tolist()]
 
 
+def _indicators(values: Sequence[str], name: str, cats: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """One 0/1 column per declared category, in the declared order, named ``'name=category'``.
+
+    The width and the names come from the declaration only. A cell (whitespace stripped) that is not a
+    declared category gets an all-zero indicator row: it is never added as a category.
+    """
+    index = {c: i for i, c in enumerate(cats)}
+    block = np.zeros((len(values), len(cats)), dtype=np.float64)
+    for r, v in enumerate(values):
+        i = index.get(v.strip())
+        if i is not None:
+            block[r, i] = 1.0
+    return block, [f"{name}={c}" for c in cats]
+
+
 def _assemble(
-    columns: Sequence[tuple[str, np.ndarray | list[str]]],
+    columns: Sequence[tuple[str, np.ndarray | list[str], tuple[str, ...] | None]],
     n: int,
-    categorical: str,
     max_categories: int,
     source: str,
 ) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Stack numeric columns and one-hot blocks of text columns, in column order."""
+    """Stack numeric columns and the indicator blocks of categorical columns, in column order.
+
+    Each entry is ``(name, column, declared categories or None)``. A text column without declared
+    categories reaches this point only with ``categorical="from_data"`` (the callers refuse it
+    otherwise) and is one-hot encoded over the values found in the data.
+    """
     blocks: list[np.ndarray] = []
     names: list[str] = []
-    for name, col in columns:
-        if isinstance(col, np.ndarray):
+    for name, col, cats in columns:
+        if cats is not None:
+            values = [str(v) for v in col] if isinstance(col, np.ndarray) else col
+            block, block_names = _indicators(values, name, cats)
+        elif isinstance(col, np.ndarray):
             blocks.append(col.reshape(n, 1))
             names.append(name)
             continue
-        if categorical == "raise":
-            example = next((v for v in col if not _is_number(v)), col[0] if col else "")
-            raise ValueError(
-                f"Column {name!r} of {source} is not numeric (it holds e.g. {example!r}) and "
-                "categorical='raise'. Encode it beforehand, drop it with drop_columns, or use "
-                "categorical='onehot'."
-            )
-        block, block_names = _one_hot(col, name, max_categories, source)
+        else:
+            block, block_names = _one_hot_from_data(col, name, max_categories, source)
         blocks.append(block)
         names.extend(block_names)
     width = sum(b.shape[1] for b in blocks)
@@ -250,6 +279,104 @@ def _assemble(
         X[:, at : at + b.shape[1]] = b
         at += b.shape[1]
     return X, tuple(names)
+
+
+def _column_label(j: int, names: Sequence[str] | None) -> str:
+    """How messages name column ``j``: its header name and position, or its position."""
+    return f"column {names[j]!r} (position {j})" if names is not None else f"column at position {j}"
+
+
+def _not_numeric_error(
+    j: int,
+    names: Sequence[str] | None,
+    source: str,
+    why: str = "some cell is neither a number nor a missing-value marker (na_values)",
+) -> ValueError:
+    """The data-independent refusal of a non-numeric cell in a column not declared categorical.
+
+    It names the column (a public part of the schema), never the cell's value nor its row: both are
+    private. The same message serves a text column and one stray cell in a numeric column.
+    """
+    key = repr(names[j]) if names is not None else str(j)
+    cli_key = names[j] if names is not None else str(j)
+    return ValueError(
+        f"The {_column_label(j, names)} of {source} is not numeric: {why}. If the column is "
+        "categorical, declare its public "
+        f"categories: categories={{{key}: [...]}} in Python, or --categories {cli_key}=A,B,C (or a "
+        "--schema file) on the command line; otherwise fix the file or drop the column. "
+        + ("If the file's first record is a header, pass header=True (--header). " if names is None else "")
+        + "(The value and its row are not shown: they are private data.)"
+    )
+
+
+def _check_categories(categories: Any, owner: str) -> dict[ColumnSpec, tuple[str, ...]]:
+    """The declared categories as ``{column spec: tuple of stripped str}``, checked."""
+    if categories is None:
+        return {}
+    if not isinstance(categories, Mapping):
+        raise TypeError(
+            f"The 'categories' parameter of {owner} must be a dict mapping column names or positions "
+            f"to lists of str, or None. Got {type(categories).__name__} instead."
+        )
+    out: dict[ColumnSpec, tuple[str, ...]] = {}
+    for key, values in categories.items():
+        if isinstance(key, bool) or not isinstance(key, (numbers.Integral, str)):
+            raise TypeError(
+                f"The 'categories' parameter of {owner} must have column names (str) or positions "
+                f"(int) as keys. Got {key!r} instead."
+            )
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise TypeError(
+                f"The 'categories' parameter of {owner} must map {key!r} to a list of str. "
+                f"Got {values!r} instead."
+            )
+        cats = list(values)
+        if not all(isinstance(c, str) for c in cats):
+            raise TypeError(
+                f"The 'categories' parameter of {owner} must map {key!r} to a list of str. "
+                f"Got {cats!r} instead."
+            )
+        stripped = tuple(c.strip() for c in cats)
+        if not stripped:
+            raise ValueError(
+                f"The 'categories' parameter of {owner} declares no category for {key!r}; "
+                "give at least one."
+            )
+        if len(set(stripped)) != len(stripped):
+            raise ValueError(
+                f"The 'categories' parameter of {owner} declares a category twice for {key!r}: "
+                f"{list(stripped)!r}."
+            )
+        out[key if isinstance(key, str) else int(key)] = stripped
+    return out
+
+
+def _resolve_categories(
+    declared: Mapping[ColumnSpec, tuple[str, ...]],
+    n_cols: int,
+    names: Sequence[str] | None,
+    source: str,
+    label: int | None,
+    excluded: Collection[int],
+) -> dict[int, tuple[str, ...]]:
+    """Declared categories by column position; the label and excluded columns cannot be declared."""
+    out: dict[int, tuple[str, ...]] = {}
+    for key, cats in declared.items():
+        j = _resolve_column(key, "categories", n_cols, names, source)
+        if j in out:
+            raise ValueError(f"The 'categories' parameter declares the {_column_label(j, names)} twice.")
+        if j == label:
+            raise ValueError(
+                f"The 'categories' parameter declares {key!r}, which is the label column; categories "
+                "apply to feature columns."
+            )
+        if j in excluded:
+            raise ValueError(
+                f"The 'categories' parameter declares {key!r}, which is not a feature column (it is "
+                "dropped or not selected)."
+            )
+        out[j] = cats
+    return out
 
 
 def _is_number(cell: str) -> bool:
@@ -279,10 +406,11 @@ def _parse_float_column(cells: Sequence[str], na: frozenset[str]) -> np.ndarray 
     return out
 
 
-def _check_choice_or_bool(value: Any, name: str, owner: str) -> None:
-    if not (isinstance(value, bool) or value == "infer"):
+def _check_header(value: Any, owner: str) -> None:
+    if not (value is None or isinstance(value, bool)):
         raise ValueError(
-            f"The '{name}' parameter of {owner} must be 'infer', True or False. Got {value!r} instead."
+            f"The 'header' parameter of {owner} must be None (the default: a header is expected), True "
+            f"or False. Got {value!r} instead."
         )
 
 
@@ -300,11 +428,10 @@ def _resolve_column(spec: Any, name: str, n_cols: int, names: Sequence[str] | No
             )
         matches = [j for j, c in enumerate(names) if c == spec]
         if not matches:
-            shown = ", ".join(repr(c) for c in list(names)[:12])
-            more = ", ..." if len(names) > 12 else ""
+            # The names are not listed: when a first record is wrongly taken as a header, they are data.
             raise ValueError(
-                f"The '{name}' parameter names the column {spec!r}, which is not in {source}. "
-                f"Columns: {shown}{more}."
+                f"The '{name}' parameter names the column {spec!r}, which is not in {source} (header "
+                "names are matched exactly, after stripping whitespace; or use a position)."
             )
         if len(matches) > 1:
             raise ValueError(
@@ -349,9 +476,11 @@ def load_libsvm(
     path : str or os.PathLike
         The file (``*.gz`` is decompressed).
     n_features : int or None, default=None
-        Number of columns d. None takes the largest index in the file, so a test file that misses
+        Number of columns d. None takes the largest index in the file -- a width decided by the
+        data, so not private (pass the public width for private data) -- and a test file that misses
         the last features comes out narrower than its training file: pass the training width
-        (e.g. ``n_features=123`` for LIBSVM ``a9a.t``, which uses only 122 distinct indices).
+        (e.g. ``n_features=123`` for LIBSVM ``a9a.t``, which uses only 122 distinct indices). An index
+        above ``n_features`` is a :class:`DatasetFormatError` that does not quote it.
     dense : bool, default=True
         Return a dense array; False returns the scipy.sparse CSR matrix.
 
@@ -366,7 +495,16 @@ def load_libsvm(
     p = resolve_path(path)
     if n_features is not None:
         n_features = _check_positive_int(n_features, "n_features", "load_libsvm")
-    X, y = load_svmlight_file(str(p), n_features=n_features, dtype=np.float64)
+    try:
+        X, y = load_svmlight_file(str(p), n_features=n_features, dtype=np.float64)
+    except ValueError as exc:
+        if n_features is None or "n_features" not in str(exc):
+            raise
+        # scikit-learn's message quotes the largest index in the file: private, not shown.
+        raise DatasetFormatError(
+            f"A feature index of {str(p)!r} is larger than n_features={n_features}. (The index is not "
+            "shown: it is private data.)"
+        ) from None
     X = sp.csr_matrix(X)
     return (X.toarray() if dense else X), _numeric_labels(y)
 
@@ -452,21 +590,6 @@ def load_idx(
 # --------------------------------------------------------------------------------------------------
 
 
-def _looks_like_header(sample: list[list[str]], na: frozenset[str]) -> bool:
-    """A column whose first cell is text while its next cells are all numbers marks a header."""
-    first, rest = sample[0], sample[1:]
-    if not rest:
-        return any(c.strip() not in na and not _is_number(c) for c in first)
-    for j, cell in enumerate(first):
-        c = cell.strip()
-        if c in na or _is_number(c):
-            continue
-        below = [row[j].strip() for row in rest if j < len(row)]
-        if any(v not in na for v in below) and all(v in na or _is_number(v) for v in below):
-            return True
-    return False
-
-
 def _data_rows(reader: Iterator[list[str]], skip_header: bool) -> Iterator[list[str]]:
     """Non-blank records, without the header record."""
     skipped = not skip_header
@@ -479,9 +602,12 @@ def _data_rows(reader: Iterator[list[str]], skip_header: bool) -> Iterator[list[
         yield row
 
 
-def _ragged(source: str, record: int, got: int, n_cols: int) -> DatasetFormatError:
+def _ragged(source: str, n_cols: int) -> DatasetFormatError:
+    # No record number and no field count: which record is malformed is a fact about private data.
     return DatasetFormatError(
-        f"Data record {record} of {source} has {got} fields, but the file has {n_cols} columns."
+        f"A data record of {source} has a different number of fields than its first record "
+        f"({n_cols}); every record must have the same number of fields. (The record is not named: "
+        "its position is private.)"
     )
 
 
@@ -498,9 +624,9 @@ def _collect_text_columns(
     out: dict[int, list[str]] = {j: [] for j in cols}
     appenders = [(j, out[j].append) for j in cols]
     with _open_text(path, encoding) as f:
-        for i, row in enumerate(_data_rows(csv.reader(f, delimiter=delimiter), has_header)):
+        for row in _data_rows(csv.reader(f, delimiter=delimiter), has_header):
             if len(row) != n_cols:
-                raise _ragged(source, i + 1, len(row), n_cols)
+                raise _ragged(source, n_cols)
             for j, append in appenders:
                 append(row[j])
     return out
@@ -515,20 +641,26 @@ def _read_columns_slow(
     encoding: str,
     na: frozenset[str],
     source: str,
+    text_cols: Collection[int] = (),
+    numeric_only: Collection[int] = (),
+    names: Sequence[str] | None = None,
 ) -> dict[int, np.ndarray | list[str]]:
-    """Every column parsed chunk by chunk: numeric (``na`` cells -> NaN) or text."""
+    """Every column parsed chunk by chunk: numeric (``na`` cells -> NaN) or text.
+
+    Columns in ``text_cols`` are kept as text. A column in ``numeric_only`` with a non-numeric cell
+    raises :func:`_not_numeric_error` (no value, no row). Other columns are numeric while they parse
+    and text from the first cell that does not.
+    """
     parts: dict[int, list[Any]] = {j: [] for j in cols}
-    text: set[int] = set()
+    text: set[int] = set(text_cols)
     late_text: set[int] = set()  # turned out text after some chunks were stored as numbers
     with _open_text(path, encoding) as f:
         rows = _data_rows(csv.reader(f, delimiter=delimiter), has_header)
-        record = 0
         while True:
             chunk: list[list[str]] = []
             for row in rows:
-                record += 1
                 if len(row) != n_cols:
-                    raise _ragged(source, record, len(row), n_cols)
+                    raise _ragged(source, n_cols)
                 chunk.append(row)
                 if len(chunk) == _CSV_CHUNK_ROWS:
                     break
@@ -541,6 +673,8 @@ def _read_columns_slow(
                     if values is not None:
                         parts[j].append(values)
                         continue
+                    if j in numeric_only:
+                        raise _not_numeric_error(j, names, source)
                     text.add(j)
                     if parts[j]:
                         late_text.add(j)
@@ -566,8 +700,9 @@ def _read_csv(
     path: PathLike,
     *,
     label_column: ColumnSpec | None,
-    header: bool | Literal["infer"],
+    header: bool | None,
     drop_columns: ColumnSpec | Collection[ColumnSpec],
+    categories: Mapping[ColumnSpec, Sequence[str]] | None,
     categorical: str,
     delimiter: str,
     na_values: Collection[str],
@@ -577,8 +712,9 @@ def _read_csv(
     owner = "load_csv"
     p = resolve_path(path)
     source = repr(str(p))
-    _check_choice_or_bool(header, "header", owner)
-    check_choice(categorical, "categorical", ("onehot", "raise"), owner)
+    _check_header(header, owner)
+    check_choice(categorical, "categorical", _CATEGORICAL, owner)
+    declared_specs = _check_categories(categories, owner)
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ValueError(
             f"The 'delimiter' parameter of {owner} must be a one-character str. Got {delimiter!r} instead."
@@ -590,7 +726,8 @@ def _read_csv(
     max_categories = _check_positive_int(max_categories, "max_categories", owner)
     na = frozenset(v.strip() for v in na_values)
 
-    # Sniff: the first records decide the header, the width and the likely column kinds.
+    # The first records: the header (when declared), the width and a sample for the fast path. Whether
+    # the first record is a header is the caller's declaration (header=None: yes), never inferred.
     sample: list[list[str]] = []
     header_lines = 0
     with _open_text(p, encoding) as f:
@@ -605,16 +742,28 @@ def _read_csv(
                 break
     if not sample:
         raise DatasetFormatError(f"The CSV file {source} holds no records.")
-    has_header = _looks_like_header(sample, na) if header == "infer" else bool(header)
+    has_header = header is not False
     n_cols = len(sample[0])
     names: list[str] | None = [c.strip() for c in sample[0]] if has_header else None
     data_sample = sample[1:] if has_header else sample
     if not data_sample:
         raise DatasetFormatError(f"The CSV file {source} holds a header row but no data rows.")
-    for i, row in enumerate(data_sample):
+    for row in data_sample:
         if len(row) != n_cols:
-            raise _ragged(source, i + 1, len(row), n_cols)
+            raise _ragged(source, n_cols)
 
+    if header is None and names is not None:
+        # The default declares a header; a first record that looks like data is refused rather than
+        # turned into column names (which are saved, printed and listed in messages as public). Checked
+        # before any column is looked up by name, whose errors list the names.
+        all_declared = {c for cats in declared_specs.values() for c in cats}
+        if any(_is_number(c) or c in all_declared for c in names):
+            raise ValueError(
+                f"The first record of {source} is read as a header of column names (the default), but "
+                "a field of it is a number or a declared category, so it looks like data. Pass "
+                "header=False (--no-header) if the file has no header, or header=True (--header) to "
+                "use that record as column names anyway."
+            )
     label = (
         None if label_column is None else _resolve_column(label_column, "label_column", n_cols, names, source)
     )
@@ -633,26 +782,27 @@ def _read_csv(
             f"No feature column of {source} is left after removing label_column={label_column!r} "
             f"and drop_columns={drop_columns!r}."
         )
+    declared = _resolve_categories(declared_specs, n_cols, names, source, label, drop)
     used = sorted([*features, *([label] if label is not None else [])])
-    sample_numeric = {j: _parse_float_column([row[j] for row in data_sample], na) is not None for j in used}
     col_name = [names[j] if names is not None else f"x{j}" for j in range(n_cols)]
-    if categorical == "raise":
-        for j in features:
-            if not sample_numeric[j]:
-                example = next(r[j] for r in data_sample if not _is_number(r[j].strip()))
-                raise ValueError(
-                    f"Column {col_name[j]!r} of {source} is not numeric (it holds e.g. "
-                    f"{example!r}) and categorical='raise'. Encode it beforehand, drop it with "
-                    "drop_columns, or use categorical='onehot'."
-                )
+    strict = categorical != "from_data"
+    sample_numeric = {
+        j: _parse_float_column([row[j] for row in data_sample], na) is not None
+        for j in used
+        if j not in declared
+    }
+    numeric_only = [j for j in features if j not in declared] if strict else []
+    for j in numeric_only:
+        if not sample_numeric[j]:
+            raise _not_numeric_error(j, names, source)
 
     # Fast path: NumPy's C parser for the numeric columns, the csv module for the text ones.
     # Any surprise (a text or missing cell after the sample, ragged rows) falls back to the
-    # chunked csv parser, which handles them.
+    # chunked csv parser, which handles them (and refuses a non-numeric cell in a numeric column).
     columns: dict[int, np.ndarray | list[str]] | None
     try:
-        num = [j for j in used if sample_numeric[j]]
-        txt = [j for j in used if not sample_numeric[j]]
+        num = [j for j in used if j not in declared and sample_numeric[j]]
+        txt = [j for j in used if j in declared or not sample_numeric[j]]
         columns = {}
         n_num: int | None = None
         if num:
@@ -680,7 +830,10 @@ def _read_csv(
             raise
         columns = None
     if columns is None:
-        columns = _read_columns_slow(p, used, n_cols, has_header, delimiter, encoding, na, source)
+        columns = _read_columns_slow(
+            p, used, n_cols, has_header, delimiter, encoding, na, source,
+            text_cols=declared, numeric_only=numeric_only, names=names,
+        )
 
     n = len(columns[used[0]])
     y: np.ndarray | None = None
@@ -692,7 +845,7 @@ def _read_csv(
             else np.array([v.strip() for v in col], dtype=str)
         )
     X, feature_names = _assemble(
-        [(col_name[j], columns[j]) for j in features], n, categorical, max_categories, source
+        [(col_name[j], columns[j], declared.get(j)) for j in features], n, max_categories, source
     )
     return X, y, feature_names
 
@@ -701,15 +854,20 @@ def load_csv(
     path: PathLike,
     *,
     label_column: ColumnSpec | None = None,
-    header: bool | Literal["infer"] = "infer",
+    header: bool | None = None,
     drop_columns: ColumnSpec | Collection[ColumnSpec] = (),
-    categorical: Literal["onehot", "raise"] = "onehot",
+    categories: Mapping[ColumnSpec, Sequence[str]] | None = None,
+    categorical: Literal["declared", "raise", "from_data"] = "declared",
     delimiter: str = ",",
     na_values: Collection[str] = _DEFAULT_NA_VALUES,
     max_categories: int = 1000,
     encoding: str = "utf-8",
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Load a delimited text file (CSV), gzip or plain, with NumPy and the csv module.
+
+    Parsing is strict and the shape of X comes from public inputs only: the columns of the file
+    (its header or first record), the caller's ``label_column`` / ``drop_columns`` and the declared
+    ``categories`` -- never from the values in the cells.
 
     Parameters
     ----------
@@ -718,33 +876,46 @@ def load_csv(
     label_column : int or str or None, default=None
         The label column: a position (negative counts from the end, e.g. -1 for the last) or a
         header name. None: no labels, every kept column is a feature.
-    header : {"infer", True, False}, default="infer"
-        Whether the first record is a header of column names. ``"infer"`` assumes one when some
-        column's first cell is text while that column's next cells (up to 200 records) are numbers;
-        it cannot recognise a header of numbers nor one above all-text columns: pass True then.
-        Without a header, columns can be referred to by position only.
+    header : bool or None, default=None
+        Whether the first record is a header of column names; it is never guessed from the data.
+        None (the default) expects a header, and refuses one that looks like data (a field that is a
+        number, or one of its column's declared categories) rather than publishing a record as
+        column names. True: the first record is a header, whatever it holds. False: there is no
+        header; columns are then referred to by position only (and named ``x0, x1, ...``).
     drop_columns : int or str or collection of them, default=()
         Columns that are neither features nor labels, e.g. an unnamed row-index column (its header
         name is ``""``; position 0 works too).
-    categorical : {"onehot", "raise"}, default="onehot"
-        What to do with a non-numeric feature column: one-hot encode it (one 0/1 column per
-        distinct value, sorted, named ``"<column>=<value>"``, placed where the column was), or
-        raise a ValueError.
+    categories : dict or None, default=None
+        The public categories of the categorical feature columns: ``{column: [category, ...]}``
+        with header names or positions as keys, e.g. ``{"proto": ["tcp", "udp", "icmp"]}``. Each
+        declared column becomes one 0/1 indicator column per category, in the declared order, named
+        ``"<column>=<category>"``, placed where the column was. Cells are compared after stripping
+        whitespace. A cell that is not a declared category (a typo, a category unknown when the list
+        was written) gets an all-zero indicator row: it is neither an error nor a new column, so the
+        width and names of X never depend on the data. Choose the categories without looking at the
+        private data (from a data dictionary, a standard, the collection form).
+    categorical : {"declared", "raise", "from_data"}, default="declared"
+        ``"declared"``: every feature column not in ``categories`` must be numeric; a cell that is
+        neither a number nor in ``na_values`` raises a ValueError that names the column but neither
+        the cell's value nor its row. ``"raise"``: the same (its former name). ``"from_data"``: an
+        undeclared text column is one-hot encoded over the values found in the data (sorted) --
+        **not private**: the categories become feature names and the number of columns depends on
+        the data; for public data or for reproducing a paper only.
     delimiter : str, default=","
         The one-character field separator.
     na_values : collection of str, default=("", "?", "NA", "N/A")
-        Cells that mark a missing number: in a column that is otherwise numeric they become NaN
-        (which the private algorithms reject: impute or drop first). In a text column they are an
-        ordinary category value.
+        Cells that mark a missing number: in a numeric column they become NaN (which the private
+        algorithms reject: impute or drop first). In a categorical column they are compared with the
+        declared categories like any other cell.
     max_categories : int, default=1000
-        Largest number of distinct values a column may have to be one-hot encoded.
+        ``categorical="from_data"`` only: the largest number of distinct values a column may have.
     encoding : str, default="utf-8"
         The text encoding (a UTF-8 byte-order mark is skipped).
 
     Returns
     -------
     X : ndarray of shape (n, d), float64
-        Numeric feature columns as read, text columns one-hot encoded.
+        Numeric feature columns as read, declared categorical columns as indicator blocks.
     y : ndarray of shape (n,) or None
         The labels as given: int64 if they are all integers, float64 if they are all numbers,
         otherwise str (surrounding whitespace stripped). None if ``label_column`` is None.
@@ -752,20 +923,21 @@ def load_csv(
     Raises
     ------
     ValueError
-        Unknown column names or positions, a non-numeric column with ``categorical="raise"``,
-        too many categories; :class:`DatasetFormatError` (a ValueError) for ragged rows or an
-        empty file.
+        Unknown column names or positions, a non-numeric cell in a column not declared categorical,
+        bad ``categories``, a default header that looks like data; :class:`DatasetFormatError` (a
+        ValueError) for ragged rows or an empty file. No message quotes a cell or names a data row.
 
     Notes
     -----
-    Use :func:`load` to also get the produced feature names (including the one-hot columns').
-    A numeric header (e.g. ``0,1,2,...``) is not inferred; pass ``header=True``.
+    Use :func:`load` to also get the produced feature names (including the indicator columns').
+    Loading is not a release; the privacy of what is computed from X is the algorithm's.
     """
     X, y, _ = _read_csv(
         path,
         label_column=label_column,
         header=header,
         drop_columns=drop_columns,
+        categories=categories,
         categorical=categorical,
         delimiter=delimiter,
         na_values=na_values,
@@ -895,6 +1067,7 @@ def _read_parquet(
     *,
     label_column: ColumnSpec | None,
     columns: Sequence[ColumnSpec] | None,
+    categories: Mapping[ColumnSpec, Sequence[str]] | None,
     categorical: str,
     max_categories: int,
 ) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
@@ -907,7 +1080,8 @@ def _read_parquet(
         raise ImportError(
             "load_parquet needs the optional dependency pyarrow: pip install 'dpspectral[parquet]'"
         ) from exc
-    check_choice(categorical, "categorical", ("onehot", "raise"), owner)
+    check_choice(categorical, "categorical", _CATEGORICAL, owner)
+    declared_specs = _check_categories(categories, owner)
     max_categories = _check_positive_int(max_categories, "max_categories", owner)
     p = resolve_path(path)
     source = repr(str(p))
@@ -932,7 +1106,22 @@ def _read_parquet(
         raise ValueError(
             f"No feature column of {source} is left (label_column={label_column!r}, columns={columns!r})."
         )
+    declared = _resolve_categories(
+        declared_specs, n_cols, names, source, label, [j for j in range(n_cols) if j not in features]
+    )
     wanted = sorted(set(features) | ({label} if label is not None else set()))
+    for j in wanted:  # the Arrow schema is public: a type mismatch is refused before any value is read
+        t = pfile.schema_arrow.field(names[j]).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        is_text = pa.types.is_string(t) or pa.types.is_large_string(t)
+        if j in declared and not is_text:
+            raise TypeError(
+                f"The 'categories' parameter declares the {_column_label(j, names)} of {source}, whose "
+                f"Arrow type is {t}; categories apply to string columns."
+            )
+        if is_text and j != label and j not in declared and categorical != "from_data":
+            raise _not_numeric_error(j, names, source, why="it is a string column")
     table = pfile.read(columns=[names[j] for j in wanted])
     n = table.num_rows
 
@@ -961,7 +1150,7 @@ def _read_parquet(
         lab = convert(label)
         y = _numeric_labels(lab) if isinstance(lab, np.ndarray) else np.array(lab, dtype=str)
     X, feature_names = _assemble(
-        [(names[j], convert(j)) for j in features], n, categorical, max_categories, source
+        [(names[j], convert(j), declared.get(j)) for j in features], n, max_categories, source
     )
     return X, y, feature_names
 
@@ -971,7 +1160,8 @@ def load_parquet(
     *,
     label_column: ColumnSpec | None = None,
     columns: Sequence[ColumnSpec] | None = None,
-    categorical: Literal["onehot", "raise"] = "onehot",
+    categories: Mapping[ColumnSpec, Sequence[str]] | None = None,
+    categorical: Literal["declared", "raise", "from_data"] = "declared",
     max_categories: int = 1000,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Load a Parquet file with pyarrow (optional dependency: ``pip install dpspectral[parquet]``).
@@ -984,16 +1174,22 @@ def load_parquet(
         The label column, by name or position (negative counts from the end); None for no labels.
     columns : sequence of str or int, or None, default=None
         The feature columns, in this order; None takes every column but the label.
-    categorical : {"onehot", "raise"}, default="onehot"
-        String columns are one-hot encoded (as in :func:`load_csv`; a null is the category
-        ``""``) or rejected.
+    categories : dict or None, default=None
+        The public categories of string feature columns, ``{column: [category, ...]}``, encoded as
+        in :func:`load_csv` (declared order; a value outside them, or a null, gives an all-zero
+        indicator row unless ``""`` is declared). A declared column must have a string type.
+    categorical : {"declared", "raise", "from_data"}, default="declared"
+        ``"declared"`` (or its former name ``"raise"``): an undeclared string feature column is
+        refused (decided from the file's schema, before any value is read). ``"from_data"``: it is
+        one-hot encoded over the values found in the data -- **not private** (see :func:`load_csv`).
     max_categories : int, default=1000
-        Largest number of distinct values a column may have to be one-hot encoded.
+        ``categorical="from_data"`` only: the largest number of distinct values a column may have.
 
     Returns
     -------
     X : ndarray of shape (n, d), float64
-        Numeric and boolean columns as float64 (nulls become NaN); string columns one-hot encoded.
+        Numeric and boolean columns as float64 (nulls become NaN); declared string columns as
+        indicator blocks.
     y : ndarray of shape (n,) or None
         int64 if all labels are integers, float64 if numeric, str otherwise.
 
@@ -1006,6 +1202,7 @@ def load_parquet(
         path,
         label_column=label_column,
         columns=columns,
+        categories=categories,
         categorical=categorical,
         max_categories=max_categories,
     )
@@ -1028,8 +1225,8 @@ class Dataset:
     y : ndarray of shape (n,) or None
         The labels.
     feature_names : tuple of str or None
-        The column names, when the format has them (CSV with a header, Parquet), including the
-        ``"<column>=<value>"`` names of one-hot encoded columns.
+        The column names (CSV: the header's, or ``x0, x1, ...`` without one; Parquet: the schema's),
+        including the ``"<column>=<category>"`` names of the declared categorical columns.
     name : str
         The file name without its format and ``.gz`` suffixes.
     source : str
@@ -1109,9 +1306,10 @@ def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Data
         X, y, names = _read_csv(
             p,
             label_column=kwargs.pop("label_column", None),
-            header=kwargs.pop("header", "infer"),
+            header=kwargs.pop("header", None),
             drop_columns=kwargs.pop("drop_columns", ()),
-            categorical=kwargs.pop("categorical", "onehot"),
+            categories=kwargs.pop("categories", None),
+            categorical=kwargs.pop("categorical", "declared"),
             delimiter=kwargs.pop("delimiter", ","),
             na_values=kwargs.pop("na_values", _DEFAULT_NA_VALUES),
             max_categories=kwargs.pop("max_categories", 1000),
@@ -1122,7 +1320,8 @@ def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Data
             p,
             label_column=kwargs.pop("label_column", None),
             columns=kwargs.pop("columns", None),
-            categorical=kwargs.pop("categorical", "onehot"),
+            categories=kwargs.pop("categories", None),
+            categorical=kwargs.pop("categorical", "declared"),
             max_categories=kwargs.pop("max_categories", 1000),
         )
     elif fmt == "npy":

@@ -42,7 +42,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     epsilon : float
         Privacy parameter in (0, inf). Required (no default is read from anywhere).
     delta : float
-        In [0, 1); must be > 0 for the Gaussian mechanisms. Required.
+        In [0, 1); must be > 0 for the Gaussian mechanisms. Required. The pure epsilon-DP methods
+        (``"ppca"``, ``"exponential"``) have no delta: it is not passed to them, and ``privacy_``
+        reports ``delta = 0`` (what they guarantee), never the delta given here.
     row_norm : float
         Public bound on each row's Euclidean norm (after centring). Rows above it are clipped per
         row (``x * min(1, row_norm / ||x||)``), or rejected with ``on_norm_violation="raise"``.
@@ -54,6 +56,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         relation: replace-one for the central methods, "local" for the local ones).
     calibration : {"tight", "paper"}, default="tight"
         Sound accountant-calibrated noise, or the paper's own formula (flagged when uncertified).
+        The non-private Wishart baseline (``method="wishart"``) runs only with ``"paper"``.
     centering : None, array of shape (n_features,), or "private", default=None
         None: PCA of the second-moment matrix (as the papers do). An array: a public centre.
         ``"private"``: a DP mean, spending ``mean_share`` of the budget.
@@ -61,7 +64,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Share of the Gaussian budget spent on the private mean (``centering="private"``).
     accountant : Accountant or None, default=None
         A shared ledger with a ceiling; fits are refused before any noise is drawn when it would be
-        exceeded. Shared by reference across ``clone`` (so ``GridSearchCV`` spends against it).
+        exceeded. Shared by reference across ``clone``, so every fit ``GridSearchCV`` makes is
+        charged to it; the cross-validation scores and the choice of the best model are computed
+        from the private data outside the ledger and are not private. For an accounted choice use
+        :func:`dpspectral.model_selection.select_subspace` (or ``private_select``).
     random_state : None, int, SeedSequence or Generator, default=None
     copy : bool, default=True
         The caller's array is never modified; with ``copy=False`` only row blocks are copied.
@@ -173,10 +179,22 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"The 'relation' parameter of {owner} must be one of {allowed} for "
                 f"method={method.name!r}. Got {self.relation!r} instead."
             )
+        if (not method.certified and self.calibration == "tight"
+                and "tight" not in method.calibrations):
+            raise ValueError(
+                f"The 'calibration' parameter of {owner} must be 'paper' for method={method.name!r}: "
+                "that method is known not to be differentially private and has no sound ('tight') "
+                "calibration; it exists only as a labelled, uncertified baseline. Pass "
+                "calibration='paper' to run it as such (the result says certified=False, epsilon=inf)."
+            )
         check_choice(self.calibration, "calibration", method.calibrations, owner)
         check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
         if method.needs_delta:
             budget.require_delta(owner)
+        else:
+            # Pure epsilon-DP methods (and the non-private baseline) have no delta: it is not
+            # passed on, and the privacy report says delta = 0 (what the method guarantees).
+            budget = PrivacyBudget(budget.epsilon, 0.0)
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError(
                 f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
@@ -331,8 +349,10 @@ class DPLowRank(BaseEstimator):
         Shared ledger (by reference across ``clone``); a fit is refused before any noise is drawn
         when it would exceed its ceiling.
     random_state : None, int, SeedSequence or Generator
+        Seeds the secret noise only: keep it secret. The public sketches come from OS entropy unless
+        a public ``sketch_seed`` is declared in ``method_params`` (a fit is reproducible only then).
     method_params : dict or None
-        Extra keyword arguments of the method (``t``, ``v``, ``bound``, ...).
+        Extra keyword arguments of the method (``t``, ``v``, ``bound``, ``sketch_seed``, ...).
 
     Attributes
     ----------
@@ -343,6 +363,8 @@ class DPLowRank(BaseEstimator):
     privacy_ : PrivacyReport or None
         None only for the non-private reference.
     result_ : LowRankResult
+        The method's result; its diagnostics hold public settings and released quantities only
+        (no data-derived count such as the number of non-zero entries).
 
     Examples
     --------

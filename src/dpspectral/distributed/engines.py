@@ -21,6 +21,13 @@ time, or why it did not. Engines never raise because of a site's fault; the prot
     ``"timeout"`` (no answer ``timeout`` seconds after the sites were dispatched; the task is cancelled).
     Data held in a Dask graph (a Dask array) is recomputed elsewhere when its worker dies, so such a site
     usually survives a worker's death; scattered data cannot be recomputed.
+
+What the aggregator learns about a failed site is its status and a data-independent reason
+(:func:`~dpspectral.distributed.site.failure_reason`): the kind of problem for the library's own
+data-independent errors, a generic text for any other exception (whose message may describe the site's
+rows), never a timing. ``site_timeout`` still decides which sites are late (a documented timing caveat).
+With a Dask collection or a caller's ``Future`` as a site, an exception raised while computing the data
+travels through the Dask scheduler as Dask sends it; the library reports only the generic text.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._progress import progress
-from .site import SitePayload, SitePlan
+from .site import SitePayload, SitePlan, failure_reason
 
 __all__ = ["DaskEngine", "Engine", "InProcessEngine", "SiteOutcome", "SiteStatus", "StepFunction"]
 
@@ -56,11 +63,12 @@ class SiteOutcome:
     payload : SitePayload or None
         The site's released quantities (``status == "ok"`` only).
     error : str or None
-        Why the site is missing (exception type and message, or the fault observed).
+        Why the site is missing: a data-independent reason (:func:`~dpspectral.distributed.site.
+        failure_reason`) or the fault observed. Never the text of an arbitrary exception.
     worker : str or None
         Where the step ran (a Dask worker address), when known.
-    seconds : float or None
-        Wall time from dispatch to the answer, as the engine saw it.
+
+    No timing is kept: how long a site took depends on its private rows (issue 23).
     """
 
     site: int
@@ -68,12 +76,6 @@ class SiteOutcome:
     payload: SitePayload | None = None
     error: str | None = None
     worker: str | None = None
-    seconds: float | None = None
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def is_dask_collection(obj: Any) -> bool:
@@ -126,16 +128,14 @@ class InProcessEngine(Engine):
             try:
                 data = _materialise(sites[s])
                 payload = step(data, plan, seeds[s], s)
-            except Exception as exc:  # a site's fault is reported, never raised here
-                outcomes.append(SiteOutcome(s, "failed", error=f"its step raised {_describe(exc)}",
-                                            seconds=time.perf_counter() - t0))
+            except Exception as exc:  # a site's fault is reported (data-independently), never raised here
+                outcomes.append(SiteOutcome(s, "failed", error=f"its step raised {failure_reason(exc)}"))
                 continue
-            elapsed = time.perf_counter() - t0
-            if timeout is not None and elapsed > timeout:
-                late = f"answered after {elapsed:.3g} s, past site_timeout={timeout:g} s"
-                outcomes.append(SiteOutcome(s, "timeout", seconds=elapsed, error=late))
+            if timeout is not None and time.perf_counter() - t0 > timeout:
+                late = f"no answer within site_timeout={timeout:g} s"
+                outcomes.append(SiteOutcome(s, "timeout", error=late))
             else:
-                outcomes.append(SiteOutcome(s, "ok", payload=payload, seconds=elapsed))
+                outcomes.append(SiteOutcome(s, "ok", payload=payload))
         return outcomes
 
 
@@ -263,7 +263,7 @@ class DaskEngine(Engine):
             pending = dict(tasks)
             while pending:
                 for fut, s in list(pending.items()):
-                    done = _collect(fut, s, t0)
+                    done = _collect(fut, s)
                     if done is not None:
                         outcomes[s] = done
                         del pending[fut]
@@ -276,7 +276,7 @@ class DaskEngine(Engine):
                 _wait_any(list(pending), wait_s)
             for fut, s in pending.items():
                 fut.cancel()
-                outcomes[s] = SiteOutcome(s, "timeout", seconds=time.perf_counter() - t0,
+                outcomes[s] = SiteOutcome(s, "timeout",
                                           error=f"no answer within site_timeout={timeout:g} s of dispatch")
         finally:
             for fut in list(tasks):
@@ -296,24 +296,23 @@ def _wait_any(futures: list[Any], seconds: float) -> None:
         wait(futures, timeout=seconds, return_when="FIRST_COMPLETED")
 
 
-def _collect(fut: Any, site: int, t0: float) -> SiteOutcome | None:
-    """The outcome of a settled task (fetching its payload now), or None while it is still pending."""
+def _collect(fut: Any, site: int) -> SiteOutcome | None:
+    """The outcome of a settled task (fetching its payload now), or None while it is still pending.
+
+    The reasons are data-independent (:func:`~dpspectral.distributed.site.failure_reason`)."""
     status = fut.status
-    elapsed = time.perf_counter() - t0
     if status == "finished":
         try:
             payload, worker = fut.result(timeout=60)
-        except Exception as exc:  # the result's worker died between the status check and the fetch
-            return SiteOutcome(site, "lost", seconds=elapsed,
-                               error=f"its answer was lost with its worker ({_describe(exc)})")
-        return SiteOutcome(site, "ok", payload=payload, worker=worker, seconds=elapsed)
+        except Exception:  # the result's worker died between the status check and the fetch
+            return SiteOutcome(site, "lost", error="its answer was lost with its worker")
+        return SiteOutcome(site, "ok", payload=payload, worker=worker)
     if status == "error":
         raised = fut.exception()
         if type(raised).__name__ == "KilledWorker":
-            return SiteOutcome(site, "lost", error=f"its workers kept dying ({_describe(raised)})",
-                               seconds=elapsed)
-        return SiteOutcome(site, "failed", error=f"its step raised {_describe(raised)}", seconds=elapsed)
+            return SiteOutcome(site, "lost", error="its workers kept dying (KilledWorker)")
+        return SiteOutcome(site, "failed", error=f"its step raised {failure_reason(raised)}")
     if status in ("cancelled", "lost"):
-        return SiteOutcome(site, "lost", seconds=elapsed,
+        return SiteOutcome(site, "lost",
                            error="its worker died, taking the site's data or its running step with it")
     return None

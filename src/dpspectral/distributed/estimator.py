@@ -9,8 +9,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..privacy.accounting import Accountant
-from .engines import DaskEngine, Engine, InProcessEngine
-from .protocol import _as_sites, _run_protocol
+from .engines import DaskEngine, Engine, InProcessEngine, _materialise
+from .protocol import _as_sites, _is_dask_array, _run_protocol
 
 __all__ = ["DistributedDPPCA"]
 
@@ -90,7 +90,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     sites_contributed_ : tuple of int
         The sites whose release entered the aggregate.
     sites_failed_ : dict of int -> str
-        The sites left out, and why.
+        The sites left out, and why: a data-independent reason (the kind of problem, or a generic text;
+        never a site's exception message, a row, a value, a count or a timing).
     bytes_sent_ : dict of int -> int
         Bytes of released numbers each site sent to the aggregator.
 
@@ -185,7 +186,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
                                  "parameter). Got None instead.")
         k = self.n_components
         if k is None:
-            d = _as_sites(sites, None, owner).n_features
+            d = _as_sites(sites, None, owner, validate=False).n_features  # structure only (public)
             if d is None:
                 raise ValueError(f"The 'n_components' parameter of {owner} must be an int when the number "
                                  "of features is not known before the sites run (futures). Got None.")
@@ -221,6 +222,36 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.sites_failed_ = result.failed_sites
         self.bytes_sent_ = result.bytes_sent
         return self
+
+    def fit_transform(self, sites: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """Fit on ``sites``, then project every site's rows on the released components.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_components)
+            ``X_s @ components_.T`` for every site, stacked in site order (one 2-D array: its rows; a
+            Dask array: its rows in order). The projection is the caller's own computation on their
+            data (as ``transform``), not a release. Sites held as Dask futures or collections are
+            fetched to this process to be projected.
+        """
+        self.fit(sites, y, **fit_params)
+        return self.transform_sites(sites)
+
+    def transform_sites(self, sites: Any) -> np.ndarray:
+        """``transform`` of every site's rows, stacked in site order (see :meth:`fit_transform`)."""
+        check_is_fitted(self, "components_")
+        if _is_dask_array(sites):
+            return np.asarray((sites @ self.components_.T).compute())
+        if not isinstance(sites, (list, tuple)):
+            return self.transform(sites)
+        parts = []
+        for site in sites:
+            data = _materialise(site)
+            if getattr(data, "shape", (1,))[0] == 0:  # an empty site (add/remove neighbours)
+                parts.append(np.zeros((0, self.n_components_)))
+            else:
+                parts.append(self.transform(data))
+        return np.vstack(parts) if parts else np.zeros((0, self.n_components_))
 
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` on the released components (``X @ components_.T``; no clipping, no centring)."""

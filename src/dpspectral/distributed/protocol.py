@@ -5,8 +5,9 @@ matrix once (Analyze Gauss) and sends the aggregator only its rank-R proxy ``P_s
 ``variant="full"``, the noisy matrix itself); the aggregator releases the top-K eigenvectors of
 ``A_c = sum_s w_s P_s P_s^T``. The sites run on an engine (:mod:`~dpspectral.distributed.engines`):
 in-process, or on Dask workers where the sites' data live. A site that raises, whose worker dies, or that
-does not answer within ``site_timeout`` is left out with a :class:`SiteFailureWarning` naming it; the
-release uses the remaining sites and the result lists which sites contributed.
+does not answer within ``site_timeout`` is left out with a :class:`SiteFailureWarning` naming it and giving
+a data-independent reason (never the text of the site's exception, a row, a value, a count or a timing);
+the release uses the remaining sites and the result lists which sites contributed.
 
 Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. a trusted curator),
 :func:`local_pca` (one site alone) and ``variant="full"`` (sites send their noisy ``A_hat_s``).
@@ -29,6 +30,7 @@ from ..moments import is_dask_array
 from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, certify_release
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..privacy.pipeline import charge, validate_rows
 from ..results import SubspaceResult
 from .aggregator import aggregate
 from .engines import DaskEngine, Engine, InProcessEngine, SiteOutcome, is_dask_collection, is_dask_future
@@ -72,19 +74,19 @@ class SiteReport:
         Bytes of released numbers the site sent to the aggregator (0 when nothing arrived).
     n_samples : int or None
         N_s when public (replace-one neighbours) and known.
-    seconds : float or None
-        Wall time from dispatch to the answer.
     worker : str or None
         The Dask worker that ran the site's step.
     error : str or None
-        Why the site is missing.
+        Why the site is missing: a data-independent reason (the kind of problem, or a generic text;
+        :func:`~dpspectral.distributed.site.failure_reason`), never a row, value, count or timing.
+
+    No timing is reported: how long a site took depends on its private rows (issue 23).
     """
 
     site: int
     status: str
     bytes_sent: int = 0
     n_samples: int | None = None
-    seconds: float | None = None
     worker: str | None = None
     error: str | None = None
 
@@ -145,40 +147,41 @@ def _is_dask_array(X: Any) -> bool:
     return is_dask_array(X) and type(X).__name__ == "Array"
 
 
-def _check_local_site(X: Any, s: int, owner: str) -> tuple[Any, int, int]:
-    """Validate an in-memory site: 2-D, numeric, non-empty, finite. Returns (data, n, d); never copies
-    a float64 array."""
+def _check_local_site(X: Any, s: int, owner: str, *, empty_ok: bool) -> tuple[Any, int, int]:
+    """Structure of an in-memory site: 2-D, numeric, at least one feature, and at least one row unless
+    ``empty_ok`` (add/remove neighbours, where N_s is private). Returns (data, n, d); never copies a
+    float64 array. The values are checked by :func:`validate_rows`, before the charge."""
     where = f"The 'sites' parameter of {owner}: site {s}"
     if sp.issparse(X):
-        if X.ndim != 2:
-            raise ValueError(f"{where} must be 2-D. Got shape {X.shape} instead.")
         data = sp.csr_matrix(X)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead.")
-        values = data.data
     else:
         data = np.asarray(X)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead (encode the columns "
                             "first).")
         if data.ndim != 2:
-            raise ValueError(f"{where} must be a 2-D array of shape (n_samples, n_features). Got shape "
-                             f"{data.shape} instead.")
-        values = data
+            raise ValueError(f"{where} must be a 2-D array of shape (n_samples, n_features). Got a "
+                             f"{data.ndim}-D array instead.")
     n, d = data.shape
-    if n == 0 or d == 0:
-        raise ValueError(f"{where} must hold at least one row and one feature. Got shape {data.shape} "
-                         "instead.")
-    if not np.isfinite(values).all():
-        raise ValueError(f"{where} contains NaN or infinity.")
+    if d == 0:
+        raise ValueError(f"{where} must hold at least one feature.")
+    if n == 0 and not empty_ok:
+        raise ValueError(f"{where} must hold at least one row (N_s is public under replace-one "
+                         "neighbours; under add/remove an empty site is allowed).")
     return data, int(n), int(d)
 
 
-def _split_rows(X: Any, n_sites: int, owner: str) -> list[Any]:
+def _split_rows(X: Any, n_sites: int, owner: str, *, empty_ok: bool) -> list[Any]:
+    """Contiguous near-equal row blocks. Under add/remove (``empty_ok``: n private) some may be empty,
+    so the check reads only n_sites, and the message does not quote n."""
     n = X.shape[0]
-    if isinstance(n_sites, bool) or not isinstance(n_sites, numbers.Integral) or not 1 <= n_sites <= n:
-        raise ValueError(f"The 'n_sites' parameter of {owner} must be an int in [1, n_samples="
-                         f"{X.shape[0]}]. Got {n_sites!r} instead.")
+    bad = isinstance(n_sites, bool) or not isinstance(n_sites, numbers.Integral) or n_sites < 1
+    if bad or (not empty_ok and n_sites > n):
+        upper = "inf)" if empty_ok else f"n_samples={n}]"
+        raise ValueError(f"The 'n_sites' parameter of {owner} must be an int in [1, {upper}. Got "
+                         f"{n_sites!r} instead.")
     bounds = np.linspace(0, X.shape[0], int(n_sites) + 1).round().astype(int)
     return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
@@ -194,8 +197,23 @@ class _Sites:
     sizes: list[int | None] = field(default_factory=list)
 
 
-def _as_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
-    """The sites' data handles: in-memory arrays (validated), Dask futures, or Dask collections."""
+def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation | None = None,
+              row_norm: float | None = None, on_norm_violation: str = "clip",
+              validate: bool = True) -> _Sites:
+    """The sites' data handles: in-memory arrays (validated whole), Dask futures, or Dask collections.
+
+    In-memory sites are validated here, before the ledger is charged (:func:`validate_rows`: finite,
+    and no row over ``row_norm`` with ``on_norm_violation="raise"``); the errors name neither the row
+    nor the site that holds it. ``validate=False`` reads the structure only (the number of features).
+    Under add/remove (``relation``) a site may hold no rows; under replace-one (or ``relation=None``)
+    every site needs one. Data held by Dask (futures, collections) are checked at their site.
+    """
+    empty_ok = relation is not None and not relation.n_is_public
+
+    def check_values(data: Any) -> None:
+        if validate:
+            validate_rows(data, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
+
     if _is_dask_array(sites):
         if n_sites is not None:
             raise ValueError(f"The 'n_sites' parameter of {owner} must be None for a Dask array: its row "
@@ -224,8 +242,12 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
                     raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
                                      f"earlier sites have {d}.")
                 d = d_s
+                n_s = sum(int(b.shape[0]) for b in X)
+                if n_s == 0 and not empty_ok:
+                    raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
+                check_values(list(X))
                 handles.append(X)
-                sizes.append(sum(int(b.shape[0]) for b in X))
+                sizes.append(n_s)
                 continue
             if is_dask_future(X) or is_dask_collection(X):
                 handles.append(X)
@@ -238,17 +260,24 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
                     d = d_s
                 sizes.append(None)
                 continue
-            data, n_s, d_s = _check_local_site(X, s, owner)
+            data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=empty_ok or not validate)
             if d is not None and d_s != d:
                 raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
                                  f"earlier sites have {d}.")
             d = d_s
             handles.append(data)
             sizes.append(n_s)
+        for data in handles:  # values last, after every site's structure (the texts name no site)
+            if not isinstance(data, _RowBlocks) and not is_dask_future(data) and not is_dask_collection(data):
+                check_values(data)
         return _Sites(handles, d, sizes)
     if hasattr(sites, "shape") or hasattr(sites, "__array__"):
-        data, n, d = _check_local_site(sites, 0, owner)
-        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner)
+        data, n, d = _check_local_site(sites, 0, owner, empty_ok=empty_ok or n_sites is not None
+                                       or not validate)
+        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner, empty_ok=empty_ok)
+        if not empty_ok and any(p.shape[0] == 0 for p in parts):
+            raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
+        check_values(data)
         return _Sites(parts, d, [int(p.shape[0]) for p in parts])
     raise TypeError(f"The 'sites' parameter of {owner} must be a list of per-site 2-D arrays (or Dask "
                     f"futures), a Dask array whose row blocks are the sites, or one 2-D array. Got "
@@ -343,7 +372,8 @@ def _run_protocol(
     spectrum = check_spectrum(spectrum, owner)
     check_choice(on_site_failure, "on_site_failure", ("warn", "raise"), owner)
     timeout = _check_timeout(site_timeout, owner)
-    parsed = _as_sites(sites, n_sites, owner)
+    # validate, then charge: every in-memory site is checked whole here, before the ledger is charged
+    parsed = _as_sites(sites, n_sites, owner, relation=rel, row_norm=C, on_norm_violation=on_norm_violation)
     S = len(parsed.handles)
     d = parsed.n_features
     if d is not None:
@@ -371,21 +401,25 @@ def _run_protocol(
     event = ParallelDpEvent([site_event])
     eng = _as_engine(engine, owner)
     seeds = spawn_site_seeds(random_state, S)
-    if accountant is not None:
-        accountant.spend(event, rel, label=mechanism)  # refused before any site is asked to release
-    outcomes = eng.run(parsed.handles, site_step, plan, seeds, timeout=timeout, show_progress=show_progress)
-    payloads = _handle_faults(outcomes, owner, on_site_failure, stacklevel + 1)
-    if len(payloads) < min_sites:
-        reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes if o.status != "ok")
-        raise SiteFailureError(f"{owner}: only {len(payloads)} of {S} sites answered, fewer than "
-                               f"min_sites={min_sites}; nothing was released by the aggregator. {reasons}")
-    dims = {p.n_features for p in payloads}
-    if len(dims) > 1:
-        raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of features "
-                         f"({sorted(dims)}).")
-    d = dims.pop()
-    check_n_components(k, d, owner, name="k")
-    agg = aggregate(payloads, k, weighting=weights, spectrum=spectrum, owner=owner)
+    # Charged before any site is asked to release (refused: nothing runs). A failure after the charge
+    # (too few sites answered) is a failed release: it stays charged, marked failed in the ledger.
+    with charge(accountant, [event], rel, mechanism):
+        outcomes = eng.run(parsed.handles, site_step, plan, seeds, timeout=timeout,
+                           show_progress=show_progress)
+        payloads = _handle_faults(outcomes, owner, on_site_failure, stacklevel + 1)
+        if len(payloads) < min_sites:
+            reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes
+                                if o.status != "ok")
+            raise SiteFailureError(f"{owner}: only {len(payloads)} of {S} sites answered, fewer than "
+                                   f"min_sites={min_sites}; nothing was released by the aggregator. "
+                                   f"{reasons}")
+        dims = {p.n_features for p in payloads}
+        if len(dims) > 1:
+            raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of "
+                             f"features ({sorted(dims)}).")
+        d = dims.pop()
+        check_n_components(k, d, owner, name="k")
+        agg = aggregate(payloads, k, weighting=weights, spectrum=spectrum, owner=owner)
 
     # Scale: A_c ~ X^T X / N' when normalised; the result's values are on the scatter's scale.
     n_public = [p.n_samples for p in payloads]
@@ -404,7 +438,7 @@ def _run_protocol(
         SiteReport(site=o.site, status=o.status, bytes_sent=o.payload.nbytes if o.payload is not None else 0,
                    n_samples=(o.payload.n_samples if o.payload is not None else parsed.sizes[o.site]
                               if rel.n_is_public else None),
-                   seconds=o.seconds, worker=o.worker, error=o.error)
+                   worker=o.worker, error=o.error)
         for o in outcomes)
     diagnostics: dict[str, Any] = {
         "variant": variant,
@@ -466,7 +500,14 @@ _PRIVACY_DOC = """
     rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
     proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
     change the guarantee, provided a failure does not depend on the data (crashes, timeouts); the site
-    step's control flow reads only public sizes once the input is validated.
+    step's control flow reads only public sizes once the input is validated. What the aggregator learns
+    of a failed site is its status and a data-independent reason (the kind of problem, or a generic
+    text); no site timing is reported. Under add/remove a site with no rows releases its noise on a zero
+    scatter like any other (its row count is private); under replace-one an empty site is refused.
+    Validate, then charge: in-memory sites are validated whole (finite, and no row over C with
+    ``on_norm_violation="raise"``) before the ledger is charged, with messages that name no row, count
+    or site; data held by Dask is checked at its site. A run that fails after the charge stays charged
+    and is marked failed in the ledger.
 """
 
 _PARAMS_DOC = """
@@ -476,7 +517,8 @@ _PARAMS_DOC = """
         A list with one entry per site: a 2-D array or sparse matrix of shape (N_s, D) (validated here;
         on the Dask engine scattered to one worker per site), a ``distributed.Future`` of such an array
         (already on a worker), or a Dask collection; or a Dask array whose row blocks are the sites; or one
-        2-D array (one site, or ``n_sites`` contiguous row blocks). Never modified.
+        2-D array (one site, or ``n_sites`` contiguous row blocks). Never modified. Under add/remove a
+        site may hold no rows (N_s is private); under replace-one every site needs one.
     k : int
         Number of components K, in [1, D].
     epsilon : float
@@ -491,7 +533,8 @@ _PARAMS_DOC = """
     intermediate_rank : int, optional
         R, the rank of the proxies (``variant="proxy"``); default ``min(2 K, D)`` (the authors' code).
     n_sites : int, optional
-        Only for a single 2-D array: split its rows into this many contiguous, near-equal sites.
+        Only for a single 2-D array: split its rows into this many contiguous, near-equal sites (under
+        add/remove it may exceed the number of rows: some sites are then empty).
     weighting : {"equal", "size"} or array-like of shape (n_sites,), default="equal"
         ``"equal"``: ``w_s = 1/S'`` (the paper). ``"size"``: ``w_s = N_s / N'`` (sites of different
         sizes; :mod:`~dpspectral.distributed.aggregator`). An array: public per-site weights.
@@ -526,7 +569,8 @@ _PARAMS_DOC = """
     DistributedResult
         ``components`` (D x K), ``values`` and ``total`` on the pooled scatter's scale, ``n_samples``
         (N' of the contributing sites when public, or the sum of their noisy counts), ``privacy``, and
-        ``sites``: per-site status, bytes sent, worker and error. ``diagnostics["bytes_sent"]`` too.
+        ``sites``: per-site status, bytes sent, worker and a data-independent error reason (no timing).
+        ``diagnostics["bytes_sent"]`` too.
 
     Raises
     ------
@@ -604,7 +648,8 @@ def pooled_pca(
     or one array); they are read as one block stream, never concatenated.
     """
     owner = "dpdispca_pooled"
-    parsed = _as_sites(sites if isinstance(sites, (list, tuple)) else [sites], None, owner)
+    # structure only here; the values are validated (whole, before the charge) by _run_protocol
+    parsed = _as_sites(sites if isinstance(sites, (list, tuple)) else [sites], None, owner, validate=False)
     for h in parsed.handles:
         if is_dask_future(h) or is_dask_collection(h):
             raise TypeError(f"The 'sites' parameter of {owner} must hold in-memory arrays: the pooled "

@@ -25,19 +25,21 @@ norm (``||A_s - A'_s||_2 <= 1 / N_s``), which is not the sensitivity the Gaussia
 adds noise to ``D (D + 1) / 2`` coordinates, whose change is measured in L2); ``calibration="paper"``
 reproduces that noise and is certified only where the accountant agrees. Event per site:
 ``GaussianDpEvent(sigma / Delta)`` (plus a count event under add/remove when a noisy count is released).
-The eigendecomposition, the truncation to rank R and the square roots are post-processing.
+The eigendecomposition, the truncation to rank R and the square roots are post-processing. Under
+add/remove a site with no rows releases its noise on a zero scatter like any other site. A failure is
+reported to the aggregator as its kind only (:func:`failure_reason`), and no timing is sent.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from ..linalg import fix_signs
 from ..moments import accumulate
@@ -46,12 +48,16 @@ from ..privacy.accounting import compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import classic_noise_multiplier, symmetric_gaussian
+from ..privacy.pipeline import NonPrivateDataError, validate_rows
 
 __all__ = [
+    "SiteInputError",
     "SitePayload",
     "SitePlan",
+    "SiteStepError",
     "Spectrum",
     "Variant",
+    "failure_reason",
     "pack_upper",
     "plan_site_release",
     "proxy_from_eigh",
@@ -132,8 +138,8 @@ class SitePayload:
         The released noisy ``N_s`` (add/remove neighbours, when requested), else None.
     normalised : bool
         True when ``matrix`` is on the scale of ``A_s = S_s / N_s``; False for the unnormalised scatter.
-    seconds : float
-        Time the site spent (validation, clipping, ``X^T X``, noise, eigendecomposition).
+
+    No timing travels: how long a site took depends on its private rows (issue 23).
     """
 
     site: int
@@ -143,7 +149,6 @@ class SitePayload:
     n_samples: int | None
     noisy_count: float | None
     normalised: bool
-    seconds: float = 0.0
 
     @property
     def nbytes(self) -> int:
@@ -272,13 +277,92 @@ def top_k_of_eigh(w: np.ndarray, U: np.ndarray, k: int, spectrum: Spectrum) -> t
     return w[order], fix_signs(U[:, order])
 
 
+class SiteInputError(ValueError):
+    """A site's input is malformed in a way stated from public facts only (its number of features, a
+    non-numeric dtype, no rows under replace-one where N_s is public)."""
+
+
+class SiteStepError(RuntimeError):
+    """A site's step failed for a reason whose details stay at the site (they may describe its rows)."""
+
+
+#: What the aggregator learns about a site whose step raised something other than a data-independent
+#: error of this module or of :mod:`dpspectral.privacy.pipeline`.
+GENERIC_FAILURE = ("an error at the site; its type and message stay at the site (they may describe the "
+                   "site's private data)")
+
+_REPORTABLE = (NonPrivateDataError, SiteInputError, SiteStepError)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The data-independent reason the aggregator may learn for a site's failure.
+
+    :class:`~dpspectral.privacy.pipeline.NonPrivateDataError` (NaN/inf, a row over the bound with
+    ``on_norm_violation="raise"``: fixed texts that name no row, value or count), :class:`SiteInputError`
+    and :class:`SiteStepError` keep their one-line text; any other exception (raised by the caller's
+    code computing a site's data, say) is reported as :data:`GENERIC_FAILURE`, without its type or text.
+    """
+    if isinstance(exc, _REPORTABLE):
+        lines = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return GENERIC_FAILURE
+
+
+def _check_features(d: int, plan: SitePlan, owner: str) -> None:
+    if plan.n_features is not None and d != plan.n_features:
+        raise SiteInputError(f"{owner} has {d} features; the other sites have {plan.n_features}.")
+
+
+def _empty_site(d: int, plan: SitePlan, owner: str) -> tuple[np.ndarray, int, int]:
+    """A site with no rows: under add/remove (N_s private) it releases its noise on a zero scatter like
+    any other site; under replace-one N_s = 0 is public and a site needs rows."""
+    if plan.relation.n_is_public:
+        raise SiteInputError(f"{owner} holds no rows (N_s is public under replace-one neighbours, and a "
+                             "site needs at least one).")
+    return np.zeros((d, d)), 0, d
+
+
+def _site_scatter(data: Any, plan: SitePlan, owner: str) -> tuple[np.ndarray, int, int]:
+    """``(S_s, N_s, D)``: the clipped scatter of the site's rows, its row count and its features.
+
+    An in-memory array (or a list of blocks) is validated whole first (:func:`validate_rows`); a
+    one-shot stream is checked as it is read. The errors name no row, value or count.
+    """
+    if sp.issparse(data) or isinstance(data, np.ndarray):
+        arr = data if sp.issparse(data) else np.asarray(data)
+        if arr.ndim != 2:
+            raise SiteInputError(f"{owner}: the data must be 2-D (n_samples, n_features); got a "
+                                 f"{arr.ndim}-D array.")
+        if arr.dtype.kind not in "biuf":
+            raise SiteInputError(f"{owner} needs numeric data; got dtype {arr.dtype}.")
+        _check_features(int(arr.shape[1]), plan, owner)
+        if arr.shape[0] == 0:
+            return _empty_site(int(arr.shape[1]), plan, owner)
+        validate_rows(arr, row_norm=plan.row_norm, on_norm_violation=plan.on_norm_violation, owner=owner)
+        data = arr
+    elif isinstance(data, (list, tuple)) and data and all(hasattr(b, "shape") for b in data):
+        d = int(data[0].shape[1])
+        _check_features(d, plan, owner)
+        if sum(int(b.shape[0]) for b in data) == 0:
+            return _empty_site(d, plan, owner)
+        validate_rows(list(data), row_norm=plan.row_norm, on_norm_violation=plan.on_norm_violation,
+                      owner=owner)
+    moments = accumulate(data, row_norm=plan.row_norm, on_norm_violation=plan.on_norm_violation,
+                         want_sum=False, want_second=True, owner=owner, show_progress=False)
+    _check_features(moments.d, plan, owner)
+    assert moments.second is not None
+    return moments.second, moments.n, moments.d
+
+
 def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int) -> SitePayload:
     """Everything one site does, where its data lives: validate, clip, ``X^T X``, release, reduce.
 
     Parameters
     ----------
     data : array-like of shape (N_s, D), sparse matrix, or iterable of row blocks
-        The site's private rows. Never modified (clipping works on copies).
+        The site's private rows. Never modified (clipping works on copies). Under add/remove
+        neighbours a site may hold no rows (N_s is private): it releases its noise on a zero scatter
+        like any other site.
     plan : SitePlan
         Public settings, the same for every site.
     seed : numpy SeedSequence
@@ -289,34 +373,40 @@ def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int
     Returns
     -------
     SitePayload
-        Only released quantities and public facts.
+        Only released quantities and public facts (no timing).
+
+    Raises
+    ------
+    NonPrivateDataError, SiteInputError
+        Data-independent texts (the kind of problem, no row, value or count).
+    SiteStepError
+        Any other failure, with a generic text: the original message stays at the site.
 
     Privacy
     -------
     One Gaussian release of the upper triangle of the clipped scatter (see the module docstring), plus a
-    noisy count under add/remove when planned. How many rows were clipped is never returned.
+    noisy count under add/remove when planned. How many rows were clipped is never returned, and what
+    a failure sends the aggregator is the kind of problem only (:func:`failure_reason`).
     """
-    t0 = time.perf_counter()
     owner = f"DPdisPCA site {site}"
-    moments = accumulate(data, row_norm=plan.row_norm, on_norm_violation=plan.on_norm_violation,
-                         want_sum=False, want_second=True, owner=owner, show_progress=False)
-    if plan.n_features is not None and moments.d != plan.n_features:
-        raise ValueError(f"{owner} has {moments.d} features; the other sites have {plan.n_features}.")
-    if moments.n == 0 and plan.relation.n_is_public:
-        raise ValueError(f"{owner} holds no rows (N_s = 0 is public under replace-one neighbours).")
-    if plan.variant == "proxy" and plan.rank > moments.d:
-        raise ValueError(f"{owner}: intermediate_rank={plan.rank} exceeds the {moments.d} features.")
-    assert moments.second is not None
-    rng = np.random.default_rng(seed)
-    A_hat, noisy_count = release_second_moment(moments.second, moments.n, plan, rng)
-    if plan.variant == "full":
-        matrix = pack_upper(A_hat)
-    else:
-        matrix = proxy_from_matrix(A_hat, plan.rank, plan.spectrum)
+    try:
+        scatter, n, d = _site_scatter(data, plan, owner)
+        if plan.variant == "proxy" and plan.rank > d:
+            raise SiteInputError(f"{owner}: intermediate_rank={plan.rank} exceeds the {d} features.")
+        rng = np.random.default_rng(seed)
+        A_hat, noisy_count = release_second_moment(scatter, n, plan, rng)
+        if plan.variant == "full":
+            matrix = pack_upper(A_hat)
+        else:
+            matrix = proxy_from_matrix(A_hat, plan.rank, plan.spectrum)
+    except _REPORTABLE:
+        raise
+    except Exception:  # its text may describe the rows: it stays here
+        raise SiteStepError(f"{owner}: {GENERIC_FAILURE}.") from None
     return SitePayload(
-        site=site, variant=plan.variant, matrix=matrix, n_features=moments.d,
-        n_samples=moments.n if plan.relation.n_is_public else None, noisy_count=noisy_count,
-        normalised=plan.normalised, seconds=time.perf_counter() - t0,
+        site=site, variant=plan.variant, matrix=matrix, n_features=d,
+        n_samples=n if plan.relation.n_is_public else None, noisy_count=noisy_count,
+        normalised=plan.normalised,
     )
 
 

@@ -291,8 +291,9 @@ class Imtiaz2018Result:
 
 
 def _default_data_dir() -> Path | None:
-    path = Path.cwd().parent / "shared" / "data"
-    return path if path.is_dir() else None
+    from .shang2021 import find_data_dir  # $DPSPECTRAL_DATA, else ../shared/data
+
+    return find_data_dir()
 
 
 def run_imtiaz2018(
@@ -316,8 +317,9 @@ def run_imtiaz2018(
     out : str or Path
         Output folder.
     data_dir : str or Path, optional
-        Folder with ``mnist/`` and ``a9a/``; default ``../shared/data`` when it exists (not in quick
-        mode, where the real data sets are skipped unless a folder is given).
+        Folder with ``mnist/`` and ``a9a/``; default ``$DPSPECTRAL_DATA``, else ``../shared/data``
+        relative to the working directory, when it exists (quick mode too:
+        :func:`~.shang2021.find_data_dir`); without one the real data sets are skipped with a note.
     quick : bool
         Small grids (the ``QUICK_*`` constants) and 2 repeats.
     repeats : int, optional
@@ -373,7 +375,7 @@ def _run(
         "r_over_k": tuple(float(v) for v in (QUICK_R_OVER_K if quick else R_OVER_K)),
         "delta": tuple(float(v) for v in (QUICK_DELTAS if quick else DELTAS)),
     }
-    if data_dir is None and not quick:
+    if data_dir is None:
         data_dir = _default_data_dir()
     if datasets is not None:
         names = tuple(datasets)

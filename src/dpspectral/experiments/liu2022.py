@@ -71,7 +71,7 @@ from ..metrics import captured_energy, max_sin_theta
 from ..pca.oja import AnalysisRangeWarning, oja
 from ..registry import get_method
 from . import report
-from .shang2021 import default_data_dir, load_dataset
+from .shang2021 import find_data_dir, load_dataset
 
 __all__ = [
     "DATASETS",
@@ -429,16 +429,15 @@ class Liu2022Result:
 
 def _resolve_data(data_dir: str | Path | None, quick: bool,
                   datasets: Sequence[str]) -> tuple[Path | None, str]:
+    """The data folder: ``data_dir``, else :func:`~.shang2021.find_data_dir` (quick or not)."""
     if not datasets:
         return None, "no real data sets requested"
     if data_dir is not None:
         return Path(data_dir), ""
-    if quick:
-        return None, "skipped in --quick mode without --data"
-    try:
-        return default_data_dir(), ""
-    except FileNotFoundError:
-        return None, "skipped: no --data given and ../shared/data not found"
+    found = find_data_dir()
+    if found is None:
+        return None, "skipped: no --data given, DPSPECTRAL_DATA unset and ../shared/data not found"
+    return found, ""
 
 
 def run_liu2022(
@@ -461,8 +460,9 @@ def run_liu2022(
 
     ``epsilons`` overrides the epsilon grids of parts (a) and (d) (Example 4.1 always uses
     ``EX41_EPSILON``); ``ks``, ``datasets`` and ``n_rows`` (a random subsample; 2,000 with ``quick``)
-    apply to the real data. Real data are read from ``data_dir``; without it they are skipped in quick
-    mode and read from ``../shared/data`` (when it exists) otherwise.
+    apply to the real data. Real data are read from ``data_dir``; without it from ``$DPSPECTRAL_DATA``
+    or ``../shared/data`` relative to the working directory (:func:`~.shang2021.find_data_dir`),
+    in quick mode too, and skipped (with a note) when none exists.
     """
     t0 = time.perf_counter()
     out = Path(out)

@@ -78,6 +78,11 @@ _PER_PAPER_FLAGS = (("tables", "--tables"), ("datasets", "--datasets"), ("n_rows
 #: Experiments that take ``--jobs`` (worker processes).
 _TAKES_JOBS = frozenset({"chen2025"})
 
+#: Printed (stderr) before a full ``reproduce all``: the recorded full runs took 6-15 min per paper.
+FULL_RUN_WARNING = ("dpspectral reproduce all: the full runs of every paper take over half an hour "
+                    "(about 45 min on two cores; chen2025 alone about 15 min). Add --quick for a run of "
+                    "a few minutes.")
+
 
 def _experiments() -> tuple[str, ...]:
     from ..cli import REPRODUCE_EXPERIMENTS
@@ -793,6 +798,8 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
         return 0
     if root.exists() and not root.is_dir():
         raise CLIError(f"--out {str(root)!r} exists and is not a folder.")
+    if not getattr(args, "quick", False):
+        print(FULL_RUN_WARNING, file=sys.stderr, flush=True)
     result = run_all(root, quick=bool(getattr(args, "quick", False)), data_dir=getattr(args, "data", None),
                      seed=int(getattr(args, "seed", 0) or 0), repeats=getattr(args, "repeats", None),
                      show_progress=not getattr(args, "no_progress", False), jobs=getattr(args, "jobs", None))

@@ -56,7 +56,8 @@ from ..metrics import aligned_distance, downstream_accuracy, projection_distance
 from ..registry import get_method
 from . import report
 
-__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "default_data_dir", "run_shang2021"]
+__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "data_dir_candidates", "default_data_dir",
+           "find_data_dir", "run_shang2021"]
 
 DATASETS = ("a9a", "mnist")
 DELTA = 1e-3
@@ -95,13 +96,42 @@ PAPER_TABLE3: dict[str, dict[str, str]] = {
 }
 
 
+#: Where the reproductions look for their data sets when ``--data`` is not given (see :func:`find_data_dir`).
+DATA_SEARCH_HELP = ("default: the folder named by $DPSPECTRAL_DATA, else ../shared/data relative to the working "
+                    "directory (the checkout's sibling), if it exists; never the working directory itself")
+
+
+def data_dir_candidates() -> list[Path]:
+    """The folders tried, in order, when no data folder is given.
+
+    1. ``$DPSPECTRAL_DATA`` (:func:`dpspectral.datasets.data_home`; an error if set to a missing folder);
+    2. ``../shared/data`` relative to the current directory (the layout of this project: the
+       checkout and ``shared/`` side by side).
+
+    The working directory itself is never searched: a file that happens to sit there is not read.
+    """
+    from ..datasets import data_home
+
+    home = data_home()
+    return [p for p in (home, Path.cwd().parent / "shared" / "data") if p is not None]
+
+
+def find_data_dir() -> Path | None:
+    """The first existing folder of :func:`data_dir_candidates`, or None."""
+    for path in data_dir_candidates():
+        if path.is_dir():
+            return path
+    return None
+
+
 def default_data_dir() -> Path:
-    """``../shared/data`` relative to the current directory, if it exists."""
-    path = Path.cwd().parent / "shared" / "data"
-    if not path.is_dir():
+    """:func:`find_data_dir`, or FileNotFoundError naming the places tried."""
+    path = find_data_dir()
+    if path is None:
+        tried = ", ".join(str(p) for p in data_dir_candidates())
         raise FileNotFoundError(
-            f"No data folder given and the default {path} does not exist: pass --data DIR "
-            "(a folder holding a9a/a9a.gz and mnist/train-images-idx3-ubyte.gz)."
+            f"No data folder given and none found (tried $DPSPECTRAL_DATA and {tried}): pass --data DIR "
+            "(a folder holding a9a/a9a.gz and mnist/train-images-idx3-ubyte.gz) or set DPSPECTRAL_DATA."
         )
     return path
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,11 +17,13 @@ from ..privacy.budget import PrivacyBudget
 from .scatter import ScatterPair
 
 __all__ = [
+    "called_as",
     "check_budget",
     "check_int",
     "check_pair",
     "check_positive",
     "check_xi",
+    "message_owner",
     "normalize_released",
     "orthonormalize_fast",
     "random_orthonormal",
@@ -26,12 +31,44 @@ __all__ = [
 ]
 
 
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dpspectral_gep_caller", default=None)
+
+
+@contextlib.contextmanager
+def called_as(name: str) -> Iterator[None]:
+    """Within the block, the solvers' messages name ``name`` (what the user called, e.g.
+    ``private_fda`` or ``DPFisherDiscriminant``) instead of the internal solver."""
+    token = _CALLER.set(name)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def message_owner(owner: str) -> str:
+    """The name a message should give: the user's entry point when one is set, else ``owner``."""
+    return _CALLER.get() or owner
+
+
 def check_pair(pair: Any, owner: str) -> ScatterPair:
+    """A ScatterPair whose A and B are finite, square float matrices of one shape (checked before any
+    charge; the messages quote no entry)."""
     if not isinstance(pair, ScatterPair):
         raise TypeError(
             f"The 'pair' parameter of {owner} must be a ScatterPair (from fda_pair, pca_pair or "
             f"symmetric_definite_pair). Got {type(pair).__name__} instead."
         )
+    for name in ("A", "B"):
+        M = getattr(pair, name)
+        if not isinstance(M, np.ndarray) or M.dtype.kind not in "biuf" or M.ndim != 2 or (
+                M.shape[0] != M.shape[1] or M.shape[0] == 0):
+            raise ValueError(f"The 'pair' parameter of {owner}: {name} must be a non-empty square numeric "
+                             "array.")
+        if not np.isfinite(M).all():
+            raise ValueError(f"The 'pair' parameter of {owner}: {name} contains NaN or infinity.")
+    if pair.A.shape != pair.B.shape:
+        raise ValueError(f"The 'pair' parameter of {owner}: A and B must have the same shape. Got "
+                         f"{pair.A.shape} and {pair.B.shape}.")
     return pair
 
 

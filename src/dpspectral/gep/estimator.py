@@ -17,7 +17,7 @@ from ..privacy.accounting import Accountant, PrivacyReport
 from ..privacy.budget import Relation, UncertifiedPrivacyWarning
 from ..privacy.clipping import check_row_norm
 from ._common import check_budget, check_int, check_xi
-from .scatter import fda_pair
+from .scatter import build_fda_pair, check_classes
 from .solve import GEP_METHODS, solve_pair
 
 __all__ = ["DPFisherDiscriminant"]
@@ -37,7 +37,9 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
     Parameters
     ----------
     n_components : int or None, default=None
-        Number of directions; None takes ``min(n_classes - 1, n_features)`` (as scikit-learn's LDA).
+        Number of directions, in ``[1, min(n_classes - 1, n_features)]`` (a larger value is refused,
+        as scikit-learn's LDA does); None takes ``min(n_classes - 1, n_features)``. ``n_classes`` is
+        the length of the public ``classes`` when given.
     epsilon : float
         Privacy parameter in (0, inf). Required (ignored by ``method="sr"``).
     delta : float
@@ -60,7 +62,13 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
     sparsity : int or None, default=None
         s, the non-zeros per direction, for the sparse methods.
     classes : array-like or None, default=None
-        Public list of labels. None: the labels present in y are treated as public.
+        The public list of labels (at least 2). **Pass it for the full guarantee**: the class list,
+        the default ``n_components`` and every output shape then come from it, and a class absent
+        from the data, a class with one member, or a single class present are handled by the
+        mechanism (no refusal that one record decides). None (scikit-learn's behaviour): the labels
+        present in ``y`` are the classes; that set is read from the private labels and treated as
+        public, i.e. NOT protected (``privacy_.notes`` says so), and fewer than 2 labels in ``y`` is
+        an error.
     accountant : Accountant or None, default=None
         Shared ledger with a ceiling, shared by reference across ``clone``; a fit is refused before any
         noise is drawn when it would exceed it.
@@ -79,7 +87,8 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
     eigenvalues_ : ndarray of shape (n_components,) or None
         Released estimates of the generalized eigenvalues.
     classes_ : ndarray
-        The labels (public input or, by default, those present, treated as public).
+        The public ``classes`` as given or, with ``classes=None``, the labels present in ``y``
+        (read from the data and treated as public: not protected).
     n_components_ : int
     n_features_in_ : int
     privacy_ : PrivacyReport
@@ -188,17 +197,20 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         """
         owner = type(self).__name__
         self._validate_params_dp()
+        public = None if self.classes is None else check_classes(self.classes, owner)
+        if public is not None:  # public parameters first, before any data is read
+            self._n_components(int(public.size), None)
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              reset=True)
         d = X.shape[1]
-        pair = fda_pair(X, y, row_norm=float(self.row_norm),  # type: ignore[arg-type]
-                        classes=self.classes, on_norm_violation=self.on_norm_violation)  # type: ignore[arg-type]
+        if public is not None:
+            self._n_components(int(public.size), d)
+        # the whole input (rows and labels) is validated here, before the solver charges the ledger
+        pair = build_fda_pair(X, y, row_norm=float(self.row_norm),  # type: ignore[arg-type]
+                              classes=public, on_norm_violation=self.on_norm_violation, owner=owner)
         assert pair.classes is not None
-        n_classes = int(pair.classes.size)
-        if self.n_components is None:
-            k = max(1, min(n_classes - 1, d))
-        else:
-            k = check_int(self.n_components, "n_components", 1, d, owner)
+        notes = list(pair.notes)  # with classes=None: the label set was read from y (not protected)
+        k = self._n_components(int(pair.classes.size), d)
         options: dict[str, Any] = dict(self.method_params or {})
         if self.method == "sr":
             result = solve_pair(pair, k, method="sr", xi=float(self.xi), owner=owner)
@@ -211,7 +223,7 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
                 requested_epsilon=float(self.epsilon) if self.epsilon is not None else math.nan,
                 requested_delta=float(self.delta) if self.delta is not None else math.nan,
                 certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
-                notes=(message,),
+                notes=(message, *notes),
             )
         else:
             options.update(calibration=self.calibration, accountant=self.accountant,
@@ -231,6 +243,25 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         self.n_components_ = k
         self.privacy_: PrivacyReport = privacy
         return self
+
+    def _n_components(self, n_classes: int, n_features: int | None) -> int:
+        """``n_components`` (or its default) checked against ``min(n_classes - 1, n_features)``."""
+        owner = type(self).__name__
+        source = ("in the public 'classes'" if self.classes is not None
+                  else "found in y (classes=None: read from the data, treated as public)")
+        upper = n_classes - 1 if n_features is None else min(n_classes - 1, n_features)
+        if self.n_components is None:
+            return max(1, upper)
+        k = check_int(self.n_components, "n_components", 1, None, owner)
+        if k > upper:
+            bound = (f"n_classes - 1 = {n_classes - 1}" if n_features is None
+                     else f"min(n_classes - 1, n_features) = min({n_classes - 1}, {n_features})")
+            raise ValueError(
+                f"The 'n_components' parameter of {owner} must be an int in [1, {bound}] (Fisher "
+                f"discriminant analysis has at most n_classes - 1 directions; {n_classes} classes "
+                f"{source}). Got {self.n_components!r} instead."
+            )
+        return k
 
     @property
     def _n_features_out(self) -> int:

@@ -47,12 +47,15 @@ from .._validation import as_generator, check_choice
 from ..linalg import fix_signs
 from ..privacy.accounting import Accountant, certify_release
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier, symmetric_gaussian
+from ..privacy.pipeline import charge
 from ._common import (
+    called_as,
     check_budget,
     check_int,
     check_pair,
     check_positive,
     check_xi,
+    message_owner,
     normalize_released,
     random_orthonormal,
     truncate_columns,
@@ -201,6 +204,8 @@ def _flow(
     random_state: Any,
     show_progress: bool | None,
 ) -> GEPResult:
+    """The flows (``owner``, the mechanism's name): validate, plan, charge, release, post-process."""
+    mechanism, owner = owner, message_owner(owner)
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
     xi = check_xi(xi, owner)
@@ -254,51 +259,49 @@ def _flow(
         events.append(dp_accounting.NonPrivateDpEvent())
         notes.append("init='nonprivate_optimum': started from the exact (non-private) generalized "
                      "eigenvectors, as in Chen et al.'s comparison. NOT differentially private.")
-    if accountant is not None:
-        accountant.spend(dp_accounting.ComposedDpEvent(events) if len(events) > 1 else events[0], rel,
-                         label=owner)
+    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
+        std_a = s_a * sens.a_frobenius
+        A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
+        std_b = 0.0
+        if public_b:
+            B_raw = pair.B
+        else:
+            std_b = s_b * sens.b_frobenius
+            B_raw = pair.B + symmetric_gaussian(d, std_b, rng)
+        # post-processing: B^ = max(B_raw, 0) + xi I (positive definite)
+        lam, Phi = scipy.linalg.eigh(B_raw, check_finite=False)
+        B_hat = (Phi * (np.maximum(lam, 0.0) + xi)) @ Phi.T
+        B_hat = (B_hat + B_hat.T) / 2.0
 
-    std_a = s_a * sens.a_frobenius
-    A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
-    std_b = 0.0
-    if public_b:
-        B_raw = pair.B
-    else:
-        std_b = s_b * sens.b_frobenius
-        B_raw = pair.B + symmetric_gaussian(d, std_b, rng)
-    # post-processing: B^ = max(B_raw, 0) + xi I (positive definite)
-    lam, Phi = scipy.linalg.eigh(B_raw, check_finite=False)
-    B_hat = (Phi * (np.maximum(lam, 0.0) + xi)) @ Phi.T
-    B_hat = (B_hat + B_hat.T) / 2.0
-
-    if nonprivate_init:
-        V = simultaneous_reduction(pair.A, pair.B, k, xi=xi).vectors
-    elif V0 is not None:
-        V = V0.copy()
-    else:
-        V = random_orthonormal(d, k, rng)
-    if sparsity is not None:
-        V = truncate_columns(V, sparsity)
-    V = V / np.linalg.norm(V, axis=0)
-    tiny = np.finfo(float).tiny
-    for _ in progress(range(m), total=m, desc=owner, enabled=show_progress, min_total=50):
-        AV = A_hat @ V
-        BV = B_hat @ V
-        r = np.einsum("ij,ij->j", V, AV) / np.einsum("ij,ij->j", V, BV)
-        r = np.where(np.abs(r) > tiny, r, tiny)
-        V = V + (eta / r) * (AV - r * BV)
-        V = _b_orthonormalize(V, B_hat)
+        if nonprivate_init:
+            with called_as(owner):
+                V = simultaneous_reduction(pair.A, pair.B, k, xi=xi).vectors
+        elif V0 is not None:
+            V = V0.copy()
+        else:
+            V = random_orthonormal(d, k, rng)
         if sparsity is not None:
             V = truncate_columns(V, sparsity)
-            norms = np.linalg.norm(V, axis=0)
-            V = V / np.where(norms > 0, norms, 1.0)
-    values = np.einsum("ij,ij->j", V, A_hat @ V) / np.einsum("ij,ij->j", V, B_hat @ V)
-    order = np.argsort(values)[::-1]
-    vectors = fix_signs(normalize_released(V[:, order], None, None, xi, B_hat=B_hat))
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+        V = V / np.linalg.norm(V, axis=0)
+        tiny = np.finfo(float).tiny
+        for _ in progress(range(m), total=m, desc=mechanism, enabled=show_progress, min_total=50):
+            AV = A_hat @ V
+            BV = B_hat @ V
+            r = np.einsum("ij,ij->j", V, AV) / np.einsum("ij,ij->j", V, BV)
+            r = np.where(np.abs(r) > tiny, r, tiny)
+            V = V + (eta / r) * (AV - r * BV)
+            V = _b_orthonormalize(V, B_hat)
+            if sparsity is not None:
+                V = truncate_columns(V, sparsity)
+                norms = np.linalg.norm(V, axis=0)
+                V = V / np.where(norms > 0, norms, 1.0)
+        values = np.einsum("ij,ij->j", V, A_hat @ V) / np.einsum("ij,ij->j", V, B_hat @ V)
+        order = np.argsort(values)[::-1]
+        vectors = fix_signs(normalize_released(V[:, order], None, None, xi, B_hat=B_hat))
+    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
                              calibration=calibration, notes=notes, stacklevel=4)
     return GEPResult(
-        vectors=vectors, values=values[order], privacy=report, method=owner,
+        vectors=vectors, values=values[order], privacy=report, method=mechanism,
         diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
                      "noise_multiplier_B": s_b, "n_iter": m, "eta": eta, "xi": xi,
                      "init": "array" if V0 is not None else init, "sparsity": sparsity},

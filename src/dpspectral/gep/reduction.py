@@ -60,12 +60,14 @@ from ..privacy.gaussian import (
     split_noise_multiplier,
     symmetric_gaussian,
 )
+from ..privacy.pipeline import charge
 from ._common import (
     check_budget,
     check_int,
     check_pair,
     check_positive,
     check_xi,
+    message_owner,
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
@@ -146,7 +148,7 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
     -------
     None: the exact answer on the private matrices.
     """
-    owner = "simultaneous_reduction"
+    owner = message_owner("simultaneous_reduction")
     xi = check_xi(xi, owner, allow_zero=True)
     A_ = _square(A, "A", owner)
     B_ = _square(B, "B", owner)
@@ -157,8 +159,9 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
     lam, Phi = scipy.linalg.eigh(B_, check_finite=False)
     if not lam[0] + xi > 0:
         raise ValueError(
-            f"The 'B' parameter of {owner} is not positive definite after regularisation: its "
-            f"smallest eigenvalue is {lam[0]:.6g}, and B + xi I needs it above -xi = {-xi:g}."
+            f"The 'B' parameter of {owner} is not positive definite after regularisation: B + xi I "
+            f"(xi={xi:g}) must be positive definite. (Its eigenvalues are not reported: they are facts "
+            "about the private data.)"
         )
     Phit = Phi[:, ::-1] / np.sqrt(lam[::-1] + xi)
     At = Phit.T @ A_ @ Phit
@@ -220,7 +223,8 @@ def sr_dp(
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing.
     """
-    owner = "sr_dp"
+    mechanism = "sr_dp"
+    owner = message_owner(mechanism)
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
     xi = check_xi(xi, owner)
@@ -248,25 +252,23 @@ def sr_dp(
     events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
     if not public_b:
         events.append(dp_accounting.GaussianDpEvent(s_b))
-    event = dp_accounting.ComposedDpEvent(events) if len(events) > 1 else events[0]
-    if accountant is not None:
-        accountant.spend(event, rel, label=owner)
-    std_a = s_a * sens.a_frobenius
-    A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
-    if public_b:
-        B_hat, std_b = pair.B, 0.0
-    else:
-        std_b = s_b * sens.b_frobenius
-        B_hat = pair.B + symmetric_gaussian(d, std_b, rng)
-    # post-processing of the two releases
-    Phit, lam = regularized_reduction(B_hat, xi, clamp=True)
-    At = Phit.T @ A_hat @ Phit
-    values, U = top_k_eigh((At + At.T) / 2.0, k)
-    vectors = fix_signs(Phit @ U)
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
+        std_a = s_a * sens.a_frobenius
+        A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
+        if public_b:
+            B_hat, std_b = pair.B, 0.0
+        else:
+            std_b = s_b * sens.b_frobenius
+            B_hat = pair.B + symmetric_gaussian(d, std_b, rng)
+        # post-processing of the two releases
+        Phit, lam = regularized_reduction(B_hat, xi, clamp=True)
+        At = Phit.T @ A_hat @ Phit
+        values, U = top_k_eigh((At + At.T) / 2.0, k)
+        vectors = fix_signs(Phit @ U)
+    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
                              calibration=calibration, notes=notes, stacklevel=3)
     return GEPResult(
-        vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
+        vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
         diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
                      "noise_multiplier_B": s_b, "xi": xi},
     )
@@ -507,6 +509,8 @@ def _dpsr(
     random_state: Any,
     show_progress: bool | None,
 ) -> GEPResult:
+    """DPSR/DPSRS (``owner``, the mechanism's name): validate, plan, charge, release, post-process."""
+    mechanism, owner = owner, message_owner(owner)
     pair = check_pair(pair, owner)
     budget = check_budget(epsilon, delta, owner)
     xi = check_xi(xi, owner)
@@ -582,10 +586,33 @@ def _dpsr(
         if release_lam:
             events.append(dp_accounting.GaussianDpEvent(s_lam))
     events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s2), m))
-    event = events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
-    if accountant is not None:
-        accountant.spend(event, rel, label=owner)
+    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
+        vectors, values, basis, lam, Phit, std1, std_lam, std2, phi_norm2, k1 = _dpsr_release(
+            mechanism, pair, k, sparsity, public_b=public_b, V0=V0, k1=k1, m=m, xi=xi, eta_b=eta_b,
+            eta_a=eta_a, s1=s1, s_lam=s_lam, s2=s2, delta1=delta1, delta_lam=delta_lam,
+            delta2_base=delta2_base, sigma2_fixed=sigma2_fixed, release_lam=release_lam, rng=rng,
+            show_progress=show_progress)
+    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
+                             calibration=calibration, notes=notes, stacklevel=4)
+    diagnostics: dict[str, Any] = {
+        "n_iter": m, "basis_size": k1, "xi": xi, "eta_b": eta_b, "eta_a": eta_a,
+        "noise_std_phase1": std1, "noise_std_lambda": std_lam, "noise_std_phase2": std2,
+        "noise_multiplier_phase1": s1, "noise_multiplier_lambda": s_lam,
+        "noise_multiplier_phase2": s2, "sensitivity_phase1": delta1, "sensitivity_lambda": delta_lam,
+        "sensitivity_phase2": delta2_base * phi_norm2, "whitening_norm2": phi_norm2,
+        "lambda_b": lam, "sparsity": sparsity, }
+    return GEPResult(vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
+                     diagnostics=diagnostics)
 
+
+def _dpsr_release(
+    owner: str, pair: ScatterPair, k: int, sparsity: int | None, *, public_b: bool,
+    V0: np.ndarray | None, k1: int, m: int, xi: float, eta_b: float, eta_a: float, s1: float,
+    s_lam: float, s2: float, delta1: float, delta_lam: float, delta2_base: float,
+    sigma2_fixed: float | None, release_lam: bool, rng: np.random.Generator, show_progress: bool | None,
+) -> tuple[Any, ...]:
+    """The releases of DPSR/DPSRS (run inside the charge) and their post-processing."""
+    d = pair.n_features
     # ---- phase 1: the eigenbasis of B ------------------------------------------------------------
     std1 = std_lam = 0.0
     if public_b:
@@ -624,15 +651,4 @@ def _dpsr(
     if sparsity is not None:
         vectors = normalize_released(truncate_columns(vectors, sparsity), basis, lam, xi)
     vectors = fix_signs(vectors)
-
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=4)
-    diagnostics: dict[str, Any] = {
-        "n_iter": m, "basis_size": k1, "xi": xi, "eta_b": eta_b, "eta_a": eta_a,
-        "noise_std_phase1": std1, "noise_std_lambda": std_lam, "noise_std_phase2": std2,
-        "noise_multiplier_phase1": s1, "noise_multiplier_lambda": s_lam,
-        "noise_multiplier_phase2": s2, "sensitivity_phase1": delta1, "sensitivity_lambda": delta_lam,
-        "sensitivity_phase2": delta2_base * phi_norm2, "whitening_norm2": phi_norm2,
-        "lambda_b": lam, "sparsity": sparsity, }
-    return GEPResult(vectors=vectors, values=values, privacy=report, method=owner, whitening=Phit,
-                     diagnostics=diagnostics)
+    return vectors, values, basis, lam, Phit, std1, std_lam, std2, phi_norm2, k1

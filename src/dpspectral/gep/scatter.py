@@ -19,6 +19,10 @@ class. n is the same for both neighbours (public). All rows have norm <= C after
 *Scatter identity.* For points ``P`` with mean ``m`` and scatter ``S(P)``, adding a point x gives
 ``S(P + x) = S(P) + (|P| / (|P| + 1)) (x - m)(x - m)^T``, and ``||x - m|| <= 2C``. So adding or removing
 one point changes a scatter by a PSD rank-one matrix of spectral (= Frobenius) norm <= 4 C^2.
+The identity holds for ``|P| = 0`` (the first point of an empty class adds a zero scatter) and
+``|P| = 1``, so the bounds below cover neighbours in which a class is empty, has one member, or is the
+only class present (then ``A = 0``): none of these is an error when ``classes`` is given, and the
+class list, the number of components and every shape come from the public ``classes``.
 
 *B (within-class).* ``n B = sum_k S(C_k)``. Replacing ``(x, a)`` by ``(x', b)`` removes x from class a
 and adds x' to class b (the same class or not): ``n dB = P - Q`` with P, Q PSD rank one, each of norm
@@ -64,9 +68,11 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_choice
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
+from ..privacy.pipeline import validate_rows
 
 __all__ = [
     "PairSensitivity",
@@ -219,12 +225,15 @@ class ScatterPair:
 # ------------------------------------------------------------------------------------------------
 
 
-def _check_rows(X: Any, owner: str) -> Any:
-    """A float64 2-D array or CSR matrix, validated (finite, non-empty); never the caller's buffer
-    written to."""
+def _check_rows(X: Any, owner: str, row_norm: float, on_norm_violation: str) -> Any:
+    """A float64 2-D array or CSR matrix, validated WHOLE before anything is charged: numeric, 2-D,
+    non-empty (n and d are public), finite, and (``on_norm_violation="raise"``) no row above the bound.
+
+    The errors name the kind of problem, never a row or a value (:func:`~dpspectral.privacy.pipeline.
+    validate_rows`). The caller's buffer is never written to.
+    """
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
-        values = X.data
     else:
         X = np.asarray(X)
         if X.dtype.kind not in "biuf":
@@ -238,24 +247,29 @@ def _check_rows(X: Any, owner: str) -> Any:
                 "Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
             )
         X = X.astype(np.float64, copy=False)
-        values = X
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{owner}: the data are empty (shape {X.shape}); at least one row and one "
                          "column are required.")
-    if not np.isfinite(values).all():
-        dense = X.toarray() if sp.issparse(X) else X
-        row = int(np.argwhere(~np.isfinite(dense))[0, 0])
-        raise ValueError(f"{owner}: input contains NaN or infinity (first at row {row}).")
+    validate_rows(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
     return X
 
 
-def _clip(X: Any, C: float, on_norm_violation: NormViolation, owner: str) -> Any:
-    Xc, _ = clip_rows(X, C, on_norm_violation=on_norm_violation, copy=True, norms=row_norms(X))
+def _clip(X: Any, C: float) -> Any:
+    """Rows clipped per row to C, on a copy. The rows were validated first (:func:`_check_rows`), so
+    with ``on_norm_violation="raise"`` none is over the bound and clipping changes nothing."""
+    Xc, _ = clip_rows(X, C, on_norm_violation="clip", copy=True, norms=row_norms(X))
     return Xc
 
 
 def _labels(y: Any, n: int, classes: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
-    """(class index of every row, the classes). Errors for one class or a singleton class."""
+    """(class index of every row, the classes), before anything is charged.
+
+    With public ``classes`` the class list, and so every shape, comes from them: a class absent from
+    the data, a class with one member, or a single class present are all handled by the mechanism (the
+    sensitivity proof covers them; module docstring). With ``classes=None`` the labels present in ``y``
+    are the classes (treated as public, not protected), and fewer than 2 of them is an error: the
+    label set is then a public input of too few labels. No message quotes a label read from ``y``.
+    """
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
     y = np.asarray(y)
@@ -270,35 +284,38 @@ def _labels(y: Any, n: int, classes: Any, owner: str) -> tuple[np.ndarray, np.nd
         raise ValueError(f"The 'y' parameter of {owner} contains NaN or infinity.")
     if classes is None:
         cls, idx = np.unique(y, return_inverse=True)
-    else:
-        cls = np.asarray(classes)
-        if cls.ndim != 1 or cls.size < 2 or np.unique(cls).size != cls.size:
-            raise ValueError(f"The 'classes' parameter of {owner} must be a 1-D list of at least 2 "
-                             f"distinct labels. Got {classes!r} instead.")
-        order = np.argsort(cls, kind="stable")
-        pos = np.searchsorted(cls[order], y)
-        pos = np.clip(pos, 0, cls.size - 1)
-        ok = cls[order][pos] == y
-        if not ok.all():
-            bad = _show(y[np.flatnonzero(~ok)[0]])
-            raise ValueError(f"The 'y' parameter of {owner} contains the label {bad}, which is not "
-                             f"in the public 'classes' [{', '.join(_show(c) for c in cls)}].")
-        idx = order[pos]
-    counts = np.bincount(idx.ravel(), minlength=cls.size)
-    present = np.flatnonzero(counts)
-    if present.size < 2:
-        only = _show(cls[present[0]]) if present.size else "none"
+        if cls.size < 2:
+            raise ValueError(
+                f"The 'y' parameter of {owner} holds one class only: with classes=None the set of "
+                "labels is read from y (and treated as public), and Fisher discriminant analysis needs "
+                "at least 2. Pass the public list of labels as 'classes' to fit anyway (a class that is "
+                "absent from the data, or has one member, is handled by the mechanism)."
+            )
+        return idx.ravel(), cls
+    cls = check_classes(classes, owner)
+    order = np.argsort(cls, kind="stable")
+    try:
+        pos = np.clip(np.searchsorted(cls[order], y), 0, cls.size - 1)
+        ok = np.asarray(cls[order][pos] == y, dtype=bool)
+    except (TypeError, ValueError):
+        raise TypeError(f"The 'y' parameter of {owner}: the labels cannot be compared with the public "
+                        "'classes' (different types).") from None
+    if not ok.all():
         raise ValueError(
-            f"The 'y' parameter of {owner} has one class only (label {only}): Fisher discriminant "
-            "analysis needs at least 2 classes."
+            f"The 'y' parameter of {owner} contains a label that is not in the public 'classes' "
+            f"[{', '.join(_show(c) for c in cls)}]. Which label, and where, is not reported (a fact "
+            "about the private data); add it to 'classes' or remove those records."
         )
-    single = np.flatnonzero(counts == 1)
-    if single.size:
-        raise ValueError(
-            f"The 'y' parameter of {owner}: class {_show(cls[single[0]])} has one member; every class "
-            "present needs at least 2 (its within-class scatter is otherwise empty)."
-        )
-    return idx.ravel(), cls
+    return order[pos].ravel(), cls
+
+
+def check_classes(classes: Any, owner: str) -> np.ndarray:
+    """The public list of labels: 1-D, at least 2 distinct labels (public input: may be quoted)."""
+    cls = np.asarray(classes)
+    if cls.ndim != 1 or cls.size < 2 or np.unique(cls).size != cls.size:
+        raise ValueError(f"The 'classes' parameter of {owner} must be a 1-D list of at least 2 "
+                         f"distinct labels. Got {classes!r} instead.")
+    return cls
 
 
 def _show(label: Any) -> str:
@@ -314,6 +331,14 @@ def _symmetrize(M: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 # builders
 # ------------------------------------------------------------------------------------------------
+
+
+#: The privacy report's note when ``classes=None``: the label set was read from the private labels.
+LABELS_FROM_DATA_NOTE = (
+    "classes=None: the set of labels (and with it classes_, the default number of components and the "
+    "output's shape) was read from the private labels y and is treated as public: it is NOT protected "
+    "by the guarantee. Pass the public list of labels as 'classes' for the full guarantee."
+)
 
 
 def fda_pair(
@@ -336,8 +361,10 @@ def fda_pair(
         Public bound C on each row's Euclidean norm; rows above it are clipped per row, or rejected
         with ``on_norm_violation="raise"``. Never derived from the data.
     classes : array-like or None
-        The public list of labels. None: the labels present in ``y`` are used and treated as public
-        (the set of labels is then revealed by the output's shape; give it to avoid that).
+        The public list of labels (at least 2). A class absent from the data, a class with one
+        member and a single class present are handled by the mechanism (the sensitivities cover
+        them). None: the labels present in ``y`` are the classes, treated as public and NOT protected
+        (``ScatterPair.notes`` says so; pass ``classes`` for the full guarantee).
     on_norm_violation : {"clip", "raise"}
 
     Returns
@@ -349,22 +376,32 @@ def fda_pair(
     Raises
     ------
     ValueError
-        Fewer than 2 classes present, a class with one member, labels outside ``classes``, NaN/inf,
-        empty data.
+        ``classes=None`` with fewer than 2 labels in ``y``, a label outside the public ``classes``,
+        NaN/inf, a row over the bound with ``on_norm_violation="raise"``, empty data. No message
+        names a row, a value or a label read from ``y``.
 
     Privacy
     -------
-    Nothing is released here. Relation: replace-one (a record is a row and its label); sensitivities
-    ``||dA||_F <= 8 sqrt(2) C^2 / n``, ``||dA||_2 <= 8 C^2 / n``, ``||dB||_F <= 4 sqrt(2) C^2 / n``,
-    ``||dB||_2 <= 4 C^2 / n`` (module docstring). The errors above depend on the data (as any input
-    check does); they release nothing else.
+    Nothing is released here. Relation: replace-one (a record is a row and its label, the label in
+    the public ``classes``); sensitivities ``||dA||_F <= 8 sqrt(2) C^2 / n``,
+    ``||dA||_2 <= 8 C^2 / n``, ``||dB||_F <= 4 sqrt(2) C^2 / n``, ``||dB||_2 <= 4 C^2 / n`` (module
+    docstring; they hold for empty and one-member classes). The refusals above are about the input's
+    domain (a label outside ``classes``, NaN, a row over the bound with "raise"), not about a
+    property of one in-domain record.
     """
-    owner = "fda_pair"
+    return build_fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation,
+                          owner="fda_pair")
+
+
+def build_fda_pair(X: Any, y: Any, *, row_norm: float, classes: Any, on_norm_violation: Any,
+                   owner: str) -> ScatterPair:
+    """:func:`fda_pair`, with the messages naming ``owner`` (what the user called)."""
     C = check_row_norm(row_norm, owner)
-    X = _check_rows(X, owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    X = _check_rows(X, owner, C, on_norm_violation)
     n, d = X.shape
     idx, cls = _labels(y, n, classes, owner)
-    Xc = _clip(X, C, on_norm_violation, owner)
+    Xc = _clip(X, C)
     moments = accumulate(Xc, row_norm=C, on_norm_violation="clip", want_sum=False, want_second=True,
                          owner=owner)
     assert moments.second is not None
@@ -372,21 +409,18 @@ def fda_pair(
     K = cls.size
     onehot = sp.csr_matrix((np.ones(n), (np.arange(n), idx)), shape=(n, K))
     sums = np.asarray((onehot.T @ Xc).toarray() if sp.issparse(Xc) else onehot.T @ Xc)  # K x d
-    counts = np.bincount(idx, minlength=K).astype(float)
-    present = counts > 0
+    # One code path for every class: an absent class has s_k = 0 and contributes 0 (n_k -> max(n_k, 1)),
+    # a one-member class has an empty within-class scatter; neither is an error (module docstring).
+    counts = np.maximum(np.bincount(idx, minlength=K), 1).astype(float)
     total = sums.sum(axis=0)
-    means = sums[present] / counts[present, None]
-    class_part = (sums[present].T * (1.0 / counts[present])) @ sums[present]  # sum_k s_k s_k^T / n_k
+    class_part = (sums.T / counts) @ sums  # sum_k s_k s_k^T / n_k
     T = G - np.outer(total, total) / n
     W = G - class_part
     A = _symmetrize((T - W) / n)
     B = _symmetrize(W / n)
-    del means
     return ScatterPair(
         A=A, B=B, sensitivity=fda_sensitivity(n, C), kind="fda", n_samples=n, row_norm=C,
-        classes=cls,
-        notes=() if classes is not None else (
-            "The set of labels was taken from y and is treated as public.",),
+        classes=cls, notes=() if classes is not None else (LABELS_FROM_DATA_NOTE,),
     )
 
 
@@ -409,13 +443,19 @@ def pca_pair(X: Any, *, row_norm: float, on_norm_violation: NormViolation = "cli
     Privacy
     -------
     Nothing is released here. Replace-one: ``||dA||_F <= 4 sqrt(2) C^2 / n``,
-    ``||dA||_2 <= 4 C^2 / n`` (scatter identity, ``||x - m|| <= 2C``); B is public.
+    ``||dA||_2 <= 4 C^2 / n`` (scatter identity, ``||x - m|| <= 2C``); B is public. The whole input is
+    validated here (before any solver charges the ledger); the errors name no row and no value.
     """
-    owner = "pca_pair"
+    return build_pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner="pca_pair")
+
+
+def build_pca_pair(X: Any, *, row_norm: float, on_norm_violation: Any, owner: str) -> ScatterPair:
+    """:func:`pca_pair`, with the messages naming ``owner`` (what the user called)."""
     C = check_row_norm(row_norm, owner)
-    X = _check_rows(X, owner)
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    X = _check_rows(X, owner, C, on_norm_violation)
     n, d = X.shape
-    Xc = _clip(X, C, on_norm_violation, owner)
+    Xc = _clip(X, C)
     moments = accumulate(Xc, row_norm=C, on_norm_violation="clip", want_sum=True, want_second=True,
                          owner=owner)
     assert moments.second is not None and moments.sum is not None
@@ -459,13 +499,23 @@ def symmetric_definite_pair(
     ------
     ValueError
         Non-square or mismatched shapes, NaN/inf, a non-symmetric A or B, or ``B + xi I`` not
-        positive definite (the message gives the smallest eigenvalue of B).
+        positive definite. The messages quote no entry and no eigenvalue of A or B.
 
     Privacy
     -------
-    Nothing is released here. The definiteness check reads B (one refusal bit, as any input check).
+    Nothing is released here. The checks read A and B: a refusal says only that the pair is malformed
+    (NaN, not symmetric) or that ``B + xi I`` is not positive definite, one bit about the caller's
+    matrices (a documented caveat, docs/privacy-caveats.md). ``check_definite=False`` skips the
+    definiteness check (every private solver clamps the released B's eigenvalues at 0 before adding
+    xi, so it never needs B definite; the non-private ``method="sr"`` does).
     """
-    owner = "symmetric_definite_pair"
+    return build_user_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples,
+                           check_definite=check_definite, owner="symmetric_definite_pair")
+
+
+def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, xi: float, n_samples: int | None,
+                    check_definite: bool, owner: str) -> ScatterPair:
+    """:func:`symmetric_definite_pair`, with the messages naming ``owner`` (what the user called)."""
     if not isinstance(sensitivity, PairSensitivity):
         raise TypeError(f"The 'sensitivity' parameter of {owner} must be a PairSensitivity. Got "
                         f"{type(sensitivity).__name__} instead.")
@@ -487,8 +537,8 @@ def symmetric_definite_pair(
         scale = float(np.max(np.abs(M))) if M.size else 0.0
         asym = float(np.max(np.abs(M - M.T)))
         if asym > 1e-10 * max(scale, np.finfo(float).tiny):
-            raise ValueError(f"The '{name}' parameter of {owner} must be symmetric; "
-                             f"max |{name} - {name}^T| = {asym:.3g}.")
+            raise ValueError(f"The '{name}' parameter of {owner} must be symmetric (up to a relative "
+                             "1e-10 of its largest entry).")
         mats.append(_symmetrize(M))
     A_, B_ = mats
     if A_.shape != B_.shape:
@@ -497,8 +547,9 @@ def symmetric_definite_pair(
         low = float(np.linalg.eigvalsh(B_)[0])
         if not low + float(xi) > 0:
             raise ValueError(
-                f"The 'B' parameter of {owner} is not positive definite after regularisation: its "
-                f"smallest eigenvalue is {low:.6g}, and B + xi I needs it above -xi = {-float(xi):g}."
+                f"The 'B' parameter of {owner} is not positive definite after regularisation: B + xi I "
+                f"(xi={float(xi):g}) must be positive definite. (Its eigenvalues are not reported: they "
+                "are facts about the private data.)"
             )
     if n_samples is not None and (isinstance(n_samples, bool) or not isinstance(
             n_samples, numbers.Integral) or n_samples < 1):

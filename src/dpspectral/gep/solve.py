@@ -11,11 +11,11 @@ import numpy as np
 from .._validation import check_choice
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, row_norms
-from ._common import check_budget, check_xi
+from ._common import called_as, check_budget, check_xi
 from .rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow
 from .reduction import dpsr, dpsrs, simultaneous_reduction, sr_dp
 from .result import GEPResult
-from .scatter import PairSensitivity, ScatterPair, fda_pair, pca_pair, symmetric_definite_pair
+from .scatter import PairSensitivity, ScatterPair, build_fda_pair, build_pca_pair, build_user_pair
 
 __all__ = ["GEP_METHODS", "GEPMethod", "fda_method", "private_fda", "private_gep", "private_pca_gep",
            "solve_pair"]
@@ -70,23 +70,27 @@ def solve_pair(
     owner: str = "solve_pair",
     **kwargs: Any,
 ) -> GEPResult:
-    """Run the named solver on a pair (``"sr"``: the non-private simultaneous reduction)."""
+    """Run the named solver on a pair (``"sr"``: the non-private simultaneous reduction).
+
+    The solver's messages name ``owner`` (the entry point the user called), not the internal solver.
+    """
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
-    if method == "sr":
-        if kwargs:
-            raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
-        return simultaneous_reduction(pair.A, pair.B, k, xi=xi)
-    spec = GEP_METHODS[method]
-    if spec.sparse:
-        if sparsity is None:
-            raise ValueError(f"The 'sparsity' parameter of {owner} is required for method={method!r} "
-                             "(s, the number of non-zeros per vector, in [1, n_features]).")
-        return spec.function(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
-    if sparsity is not None:
-        raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods "
-                         f"({', '.join(n for n, m in GEP_METHODS.items() if m.sparse)}). Got "
-                         f"sparsity={sparsity!r} with method={method!r}.")
-    return spec.function(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+    with called_as(owner):
+        if method == "sr":
+            if kwargs:
+                raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
+            return simultaneous_reduction(pair.A, pair.B, k, xi=xi)
+        spec = GEP_METHODS[method]
+        if spec.sparse:
+            if sparsity is None:
+                raise ValueError(f"The 'sparsity' parameter of {owner} is required for method={method!r} "
+                                 "(s, the number of non-zeros per vector, in [1, n_features]).")
+            return spec.function(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+        if sparsity is not None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods "
+                             f"({', '.join(n for n, m in GEP_METHODS.items() if m.sparse)}). Got "
+                             f"sparsity={sparsity!r} with method={method!r}.")
+        return spec.function(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
 
 
 def _early_checks(method: str, epsilon: Any, delta: Any, xi: Any, owner: str) -> None:
@@ -132,7 +136,10 @@ def private_fda(
     sparsity : int, optional
         s, for the sparse methods.
     classes : array-like, optional
-        Public list of labels (default: the labels present, treated as public).
+        Public list of labels (at least 2): the class list comes from it, and a class absent from the
+        data, a class with one member or a single class present is handled by the mechanism. Default
+        None: the labels present in ``y`` are used and treated as public, NOT protected (the privacy
+        report says so); pass ``classes`` for the full guarantee.
     on_norm_violation : {"clip", "raise"}
     **kwargs
         Options of the solver (``n_iter``, ``eta_b``, ``calibration``, ``accountant``,
@@ -145,11 +152,14 @@ def private_fda(
     Privacy
     -------
     That of the solver, for replace-one neighbours where a record is a row and its label, with the
-    sensitivities of :func:`fda_sensitivity`.
+    sensitivities of :func:`fda_sensitivity`. Validate, then charge: the whole input (rows and labels)
+    is checked before the solver charges the ledger, and no message names a row, a value or a label
+    read from ``y``.
     """
     owner = "private_fda"
     _early_checks(method, epsilon, delta, xi, owner)
-    pair = fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation)
+    pair = build_fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation,
+                          owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
                       owner=owner, **kwargs)
 
@@ -178,7 +188,7 @@ def private_pca_gep(
     """
     owner = "private_pca_gep"
     _early_checks(method, epsilon, delta, xi, owner)
-    pair = pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation)
+    pair = build_pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
                       owner=owner, **kwargs)
 
@@ -229,7 +239,8 @@ def private_gep(
     """
     owner = "private_gep"
     _early_checks(method, epsilon, delta, xi, owner)
-    pair = symmetric_definite_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples)
+    pair = build_user_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples, check_definite=True,
+                           owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
                       owner=owner, **kwargs)
 

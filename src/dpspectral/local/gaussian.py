@@ -39,6 +39,7 @@ from ..privacy.accounting import Accountant, certify_release
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier, symmetric_gaussian
+from ..privacy.pipeline import charge
 from ..results import SubspaceResult
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
@@ -331,14 +332,14 @@ def local_gaussian(
                              want_second=True, owner=owner, show_progress=show_progress)
         d, n = moments.d, moments.n
         k = check_n_components(k, d, owner, name="k")
-        if accountant is not None:
-            accountant.spend(event, rel, label=owner)
-        assert moments.second is not None
-        average = moments.second / n + symmetric_gaussian(d, noise_std / math.sqrt(n), rng)
+        with charge(accountant, [event], rel, owner):
+            assert moments.second is not None
+            average = moments.second / n + symmetric_gaussian(d, noise_std / math.sqrt(n), rng)
+            values, components = top_k_eigh(average, k)
     else:
         if accountant is not None:
-            # Users draw their noise while the data are read: validate every block first (a
-            # pass without noise), then spend, then generate the reports.
+            # Users draw their noise while the data are read: validate every row first (a pass
+            # without noise), then charge, then generate the reports.
             if not needs_two_passes_ok(X):
                 raise ValueError(
                     f"{owner} with simulate_sum=False and an accountant reads the data twice "
@@ -348,12 +349,12 @@ def local_gaussian(
             checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
                                  want_sum=False, want_second=False, owner=owner)
             check_n_components(k, checked.d, owner, name="k")
-            accountant.spend(event, rel, label=owner)
-        total, n, d = _simulated_report_sum(X, C, noise_std, rng, on_norm_violation, owner,
-                                            show_progress)
-        k = check_n_components(k, d, owner, name="k")
-        average = _symmetric_from_upper(total / n, d)
-    values, components = top_k_eigh(average, k)
+        with charge(accountant, [event], rel, owner):
+            total, n, d = _simulated_report_sum(X, C, noise_std, rng, on_norm_violation, owner,
+                                                show_progress)
+            k = check_n_components(k, d, owner, name="k")
+            average = _symmetric_from_upper(total / n, d)
+            values, components = top_k_eigh(average, k)
 
     notes = [
         *notes,

@@ -37,12 +37,16 @@ as ``GaussianDpEvent`` plus ``EpsilonDeltaDpEvent(0, 3 delta_s)``.
 
 Seed caveat (spec §1): this is a per-pair bound over *random* sketches, not a worst case over
 sketches. The seed must not be chosen adversarially (e.g. by an untrusted server that knows the
-data); derive it from a trusted or committed public coin. A user can at least check its own
-``||S[:, i]||^2 <= q_v`` (public, data-independent).
+data); derive it from a trusted or committed public coin. The user never trusts the server's sketch
+matrices: :func:`local_lrf_report` regenerates them from the public seed and refuses a setup whose
+matrices differ (a server that sent ``Phi`` and ``T`` scaled by 100 would otherwise get a report
+with epsilon ~ 139 instead of 0.46). The seed itself is public randomness, never drawn from a secret
+generator (:func:`~dpspectral.privacy.pipeline.public_seed`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable
@@ -68,6 +72,7 @@ from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport,
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
+from ..privacy.pipeline import charge, not_finite_error, public_seed, validate_rows
 from ..results import LowRankResult
 
 __all__ = [
@@ -84,6 +89,16 @@ __all__ = [
 Calibration = Literal["tight", "paper"]
 
 _OWNER = "private_local_lrf"
+
+#: The relation of ``row_change=b``: one user's row moves by a vector of norm at most b, rows are not
+#: clipped. It is not the local relation (any two rows within a public bound), so it needs its own
+#: name: ``Relation.LOCAL_ROW_CHANGE`` once ``privacy/budget.py`` defines it. Until then the report
+#: keeps ``Relation.LOCAL`` and its notes say, in words, that the guarantee is for a bounded change.
+ROW_CHANGE_RELATION: Relation | None = getattr(Relation, "LOCAL_ROW_CHANGE", None)
+ROW_CHANGE_NOTE = (
+    "Relation local_row_change (not 'local'): with row_change=b each user's report hides a change of its "
+    "row by a vector of norm <= b; rows are not clipped, so two arbitrary rows are NOT protected."
+)
 #: Bytes of one transmitted word (float64).
 FLOAT_BYTES = 8
 #: Upper bound on the noise entries generated at once when every user's v x v noise is drawn.
@@ -175,30 +190,67 @@ def local_lrf_setup(
     t, v : int, optional
         Explicit sizes in [k, min(m, n)].
     seed : int, optional
-        Seed of the sketches (fresh entropy if None). Must not be chosen adversarially.
+        Seed of the sketches, public: fresh OS entropy if None
+        (:func:`~dpspectral.privacy.pipeline.public_seed`). Must not be chosen adversarially.
 
     Returns
     -------
     LocalLrfSetup
         Read-only sketches ``Phi = G1^T`` (G1 t x n), ``S`` (v x m), ``T`` (v x n), drawn in that order
-        by ``sketch_matrix("gaussian", ...)`` from ``numpy.random.default_rng(seed)``.
+        by ``sketch_matrix("gaussian", ...)`` from ``numpy.random.default_rng(seed)``
+        (:func:`sketches_from_seed`; every user regenerates them from the seed).
     """
     owner = "local_lrf_setup"
     m = _check_int(m, "m", 1, owner)
     n = _check_int(n, "n", 1, owner)
     k = check_rank(k, m, n, owner)
-    seed_val = _check_seed(seed, owner)
-    if seed_val is None:
-        seed_val = int(np.random.default_rng().integers(0, 2**63 - 1))
+    seed_val = public_seed(_check_seed(seed, owner))
     cap = min(m, n)
     sizes = sketch_sizes(k, alpha, cap, cap, t=t, v=v, owner=owner)
-    rng = np.random.default_rng(seed_val)
-    Phi = np.ascontiguousarray(sketch_matrix("gaussian", sizes.t, n, rng).T)
-    S = sketch_matrix("gaussian", sizes.v, m, rng)
-    T = sketch_matrix("gaussian", sizes.v, n, rng)
+    Phi, S, T = sketches_from_seed(m, n, sizes.t, sizes.v, seed_val)
+    return LocalLrfSetup(m=m, n=n, t=sizes.t, v=sizes.v, seed=seed_val, Phi=Phi, S=S, T=T)
+
+
+@functools.lru_cache(maxsize=8)
+def sketches_from_seed(
+    m: int, n: int, t: int, v: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The read-only sketches ``(Phi, S, T)`` of a setup, regenerated from its public seed.
+
+    ``Phi`` (n x t), ``S`` (v x m), ``T`` (v x n), i.i.d. Gaussian (``N(0, 1/t)``, ``N(0, 1/v)``), drawn in
+    that order from ``numpy.random.default_rng(seed)``. Cached (a user regenerates them per report).
+    """
+    rng = np.random.default_rng(seed)
+    Phi = np.ascontiguousarray(sketch_matrix("gaussian", t, n, rng).T)
+    S = sketch_matrix("gaussian", v, m, rng)
+    T = sketch_matrix("gaussian", v, n, rng)
     for M in (Phi, S, T):
         M.setflags(write=False)
-    return LocalLrfSetup(m=m, n=n, t=sizes.t, v=sizes.v, seed=seed_val, Phi=Phi, S=S, T=T)
+    return Phi, S, T
+
+
+def verified_sketches(setup: LocalLrfSetup, owner: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The user's side: regenerate the sketches from ``setup.seed`` and refuse a setup that differs.
+
+    The server's matrices are never trusted: the calibration holds for Gaussian sketches drawn from the
+    seed, not for matrices an untrusted server chose. Returns the regenerated ``(Phi, S, T)``.
+    """
+    for name, value in (("m", setup.m), ("n", setup.n), ("t", setup.t), ("v", setup.v)):
+        _check_int(value, f"setup.{name}", 1, owner)
+    if setup.t > min(setup.m, setup.n) or setup.v > min(setup.m, setup.n):
+        raise ValueError(f"{owner}: the setup's sketch sizes t={setup.t}, v={setup.v} exceed min(m, n).")
+    seed = _check_seed(setup.seed, owner, "setup.seed")
+    assert seed is not None
+    Phi, S, T = sketches_from_seed(setup.m, setup.n, setup.t, setup.v, seed)
+    for name, mine in (("Phi", Phi), ("S", S), ("T", T)):
+        theirs = np.asarray(getattr(setup, name))
+        if theirs.shape != mine.shape or not np.array_equal(theirs, mine):
+            raise ValueError(
+                f"{owner}: the setup's sketch matrix {name} does not match the sketches of its public seed "
+                f"{setup.seed}: refused (the user regenerates the sketches from the seed and never uses "
+                "matrices it cannot check)."
+            )
+    return Phi, S, T
 
 
 @dataclass(frozen=True)
@@ -360,7 +412,8 @@ def local_lrf_report(
     i : int
         The user's index in [0, m) (public: it selects the column ``S[:, i]`` and the row of ``Y_c``).
     setup : LocalLrfSetup
-        The server's public message.
+        The server's public message. The sketches are regenerated from ``setup.seed`` and a setup whose
+        matrices differ from them is refused (:func:`verified_sketches`).
     epsilon, delta : float
         The report is (epsilon, delta)-LDP; delta in (0, 1).
     row_norm : float
@@ -383,10 +436,12 @@ def local_lrf_report(
     mechanism of per-pair sensitivity ``2 C sqrt(q_t + q_v^2)`` (exact chi-square quantiles of
     ``||Phi^T E||^2``, ``||S[:, i]||^2`` and ``||T E||^2``; module docstring), except with probability
     ``3 delta_s`` over the public sketches: (epsilon, delta)-LDP in all, provided the seed was not
-    chosen adversarially.
+    chosen adversarially. The sketches used are those of the seed, regenerated here, never the
+    server's matrices.
     """
     owner = "local_lrf_report"
     setup = _check_setup(setup, owner)
+    Phi, S, T = verified_sketches(setup, owner)
     check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
     C = check_row_norm(row_norm, owner)
     if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < setup.m:
@@ -402,7 +457,7 @@ def local_lrf_report(
             f"{arr.shape} instead."
         )
     if not np.isfinite(arr).all():
-        raise ValueError(f"The 'row' parameter of {owner} contains NaN or infinity.")
+        raise not_finite_error(owner)
     noise = local_lrf_noise(
         epsilon,
         delta,
@@ -417,8 +472,8 @@ def local_lrf_report(
     a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
     a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
     gen = as_generator(rng)
-    y = a @ setup.Phi + noise.sigma_y * gen.standard_normal(setup.t)
-    Z = np.outer(setup.S[:, int(i)], setup.T @ a) + noise.sigma_z * gen.standard_normal((setup.v, setup.v))
+    y = a @ Phi + noise.sigma_y * gen.standard_normal(setup.t)
+    Z = np.outer(S[:, int(i)], T @ a) + noise.sigma_z * gen.standard_normal((setup.v, setup.v))
     return LocalLrfReport(i=int(i), y=y, Z=Z)
 
 
@@ -601,18 +656,21 @@ def private_local_lrf(
         ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
         ``y_i`` noise is per user in both modes (it is one m x t matrix).
     sketch_seed : int, optional
-        Seed of the public sketches (drawn from ``random_state`` if None). Must not be chosen
-        adversarially (module docstring).
+        Seed of the public sketches: fresh OS entropy if None (never drawn from ``random_state``, which
+        is secret). Must not be chosen adversarially (module docstring).
     sketch_failure_share : float in (0, 1)
         Share of delta covering the sketch norm bounds failing.
     on_norm_violation : {"clip", "raise"}
     row_change : float, optional
         Public bound b on how far one user's row may change (``||a - a'|| <= b``). When given, rows are not
         clipped and ``row_norm`` is ignored (the sensitivities depend only on ``a - a'``); Upadhyay's unit
-        change is ``row_change=1``. Default ``b = 2 row_norm``.
+        change is ``row_change=1``. Default ``b = 2 row_norm``. This is a different relation
+        (``local_row_change``: see Privacy).
     random_state : None, int, SeedSequence or Generator
+        Seeds the users' secret noise only: keep it secret.
     accountant : Accountant, optional
-        Ledger (relation ``"local"``) spent before any noise is drawn.
+        Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
+        validated (a refusal costs nothing).
 
     Returns
     -------
@@ -635,6 +693,10 @@ def private_local_lrf(
     ``(epsilon, delta - 3 delta_s)``; ``"paper"`` uses rho_1, rho_2 of spec §2 and reports (and warns
     about) what the accountant certifies. The seed must come from a trusted or committed coin: the
     guarantee is per pair over random sketches, not over adversarial ones.
+
+    With ``row_change=b`` the guarantee is for a bounded change of one user's row (``||a - a'|| <= b``,
+    rows not clipped), not for any two rows: its relation is ``local_row_change``
+    (``Relation.LOCAL_ROW_CHANGE`` where defined; until then the report says so in its notes).
     """
     owner = _OWNER
     budget = PrivacyBudget(epsilon, delta)
@@ -656,12 +718,12 @@ def private_local_lrf(
     else:  # the noise plan's distance is 2 C
         C = check_positive(row_change, "row_change", owner) / 2.0
     A = check_matrix(A, owner)
+    if row_change is None:  # the whole matrix, before anything is charged
+        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     m, n = A.shape
     k = check_rank(k, m, n, owner)
     rng = as_generator(random_state)
-    seed = _check_seed(sketch_seed, owner, "sketch_seed")
-    if seed is None:
-        seed = int(rng.integers(0, 2**63 - 1))
+    seed = public_seed(_check_seed(sketch_seed, owner, "sketch_seed"))
     setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
     noise = local_lrf_noise(
         budget.epsilon,
@@ -675,28 +737,32 @@ def private_local_lrf(
         owner=owner,
     )
     if row_change is None:
-        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
         hidden = "any two rows of norm <= row_norm"
+        rel_out = rel
     else:
         A_c, hidden = A, f"any change of the row by a vector of norm <= {2 * C:g}; rows not clipped"
+        rel_out = ROW_CHANGE_RELATION or rel
     notes = [
         *noise.notes,
         "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row "
         f"({hidden}); the recorded events are one user's release. The per-pair "
-        "sketch bounds assume the public seed was not chosen adversarially.",
+        "sketch bounds assume the public seed was not chosen adversarially (it is fresh OS entropy unless "
+        "declared) and that the rows do not depend on it.",
     ]
+    if row_change is not None:
+        notes.append(ROW_CHANGE_NOTE)
     report = certify_release(
         noise.events,
         mechanism=owner,
         budget=budget,
-        relation=rel,
+        relation=rel_out,
         calibration=calibration,
         notes=notes,
         stacklevel=3,
     )
-    if accountant is not None:
-        accountant.spend(report.event, rel, label=owner)
-    Y_c, Z = _simulate_reports(A_c, setup, noise.sigma_y, noise.sigma_z, rng, bool(simulate_sum))
+    with charge(accountant, [report.event], rel_out, owner):
+        Y_c, Z = _simulate_reports(A_c, setup, noise.sigma_y, noise.sigma_z, rng, bool(simulate_sum))
     U_hat, s = _solve(Y_c, Z, setup.S, k)
     diag: dict[str, Any] = {
         "t": setup.t,

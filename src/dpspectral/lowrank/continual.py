@@ -13,8 +13,8 @@ the binary digits of tau (:func:`dyadic_nodes`, at most L of them); the release 
 Memory: only the nodes of the current prefix are kept (at most L = ceil(log2 T) + 1 sketch pairs). When
 a node completes, its children are the nodes it replaces in the prefix; its exact sum is recovered from
 them as ``(noisy child - child noise)``, the child noise being regenerated from its seed. Node noise is
-drawn from ``default_rng(SeedSequence([noise_seed, level, index]))``, so a release can be recomputed from
-the prefix's matrix and the same node noises (:meth:`ContinualLRF.node_noise`).
+drawn from ``default_rng(SeedSequence([noise_seed, level, index]))``. The noise seed is secret: it is
+never shown, and a :class:`ContinualLRF` cannot be pickled or copied (its copy would carry the seed).
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import scipy.sparse as sp
 from .._validation import as_generator, check_choice
 from ..privacy.accounting import Accountant, certify_release
 from ..privacy.budget import Relation
+from ..privacy.pipeline import charge
 from ..results import LowRankResult
 from .factorization import (
+    SKETCH_NOTE,
     Calibration,
     _budget,
     _relation,
@@ -90,10 +92,11 @@ class ContinualLRF:
         norm at most b.
     sketch_failure_share : float in (0, 1)
     sketch_seed : int, optional
-        Seed of the public sketches (drawn from ``random_state`` if None).
+        Seed of the sketches: fresh OS entropy if None (never drawn from ``random_state``). Not shown
+        before the horizon is reached (see Privacy); a declared seed is the caller's responsibility.
     noise_seed : int, optional
         Seed of the node noises (drawn from ``random_state`` if None). **Secret**: whoever knows it can
-        remove the noise. Give it only to reproduce a run in a test.
+        remove the noise. Give it only to reproduce a run in a test; it is never shown.
     accountant : Accountant, optional
         The whole continual release is recorded at initialisation, before any noise is drawn.
     random_state : None, int, SeedSequence or Generator
@@ -122,6 +125,12 @@ class ContinualLRF:
     ``levels=L``). Events ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent
     once at initialisation; every release, at every time, is post-processing of the nodes. Streams that
     differ at several steps are not covered by this calibration.
+
+    *Non-adaptive stream.* The per-pair sketch bounds hold for a stream fixed in advance: it must not
+    depend on the drawn sketch, nor on the releases (which depend on it). The sketch (its seed,
+    :meth:`sketches`) is therefore not shown before the horizon is reached, and it is fresh OS entropy
+    unless ``sketch_seed`` is declared; the report's notes state the assumption. The secret noise
+    seed is never shown, and the object cannot be pickled (a copy would carry it).
     """
 
     mechanism = "continual_lrf"
@@ -176,6 +185,10 @@ class ContinualLRF:
             f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
             "joint sensitivity sqrt(L) Delta (event-level neighbours).",
             *noise.notes,
+            "Non-adaptive stream: the guarantee assumes that the stream (every step's batch, and which step "
+            "differs between neighbours) is fixed in advance and does not depend on the drawn sketch or on "
+            "the releases; the sketch seed is fresh OS entropy and is not shown before the horizon, unless "
+            "the caller declared sketch_seed. " + SKETCH_NOTE,
         )
         self.privacy = certify_release(
             noise.events,
@@ -187,32 +200,61 @@ class ContinualLRF:
             stacklevel=3,
         )
         rng = as_generator(random_state)
-        self.sketch_seed = _seed(sketch_seed, rng)
-        self._noise_seed = _seed(noise_seed, rng)
-        if accountant is not None:
-            accountant.spend(self.privacy.event, rel, label=self.mechanism)
+        self._sketch_seed = _seed(sketch_seed)
+        if noise_seed is None:  # secret: from the secret generator, never shown
+            self._noise_seed = int(rng.integers(0, 2**63 - 1))
+        else:
+            if not _is_int(noise_seed) or noise_seed < 0:
+                raise ValueError(
+                    f"The 'noise_seed' parameter of {owner} must be None or an int >= 0. Got a "
+                    f"{type(noise_seed).__name__} instead."
+                )
+            self._noise_seed = int(noise_seed)
+        with charge(accountant, [self.privacy.event], rel, self.mechanism):
+            pass  # the node noises are drawn at each step, from the seed fixed here
         self.sigma = noise.sigma
         self.sensitivity = noise.sensitivity
         self.bound = b
-        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self.sketch_seed)
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._sketch_seed)
         self._ST = np.ascontiguousarray(self._S.T)
         self.time = 0
         self._nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> (Y, Z^T), noisy
 
     # -- reading -------------------------------------------------------------------------------
+    def _require_horizon(self, what: str) -> None:
+        if self.time < self.horizon:
+            raise ValueError(
+                f"{type(self).__name__}.{what}: the sketch is not shown before the horizon is reached "
+                "(a stream that depends on the drawn sketch breaks the per-pair sensitivity). Declare a "
+                "public sketch_seed when the state is created if you need it earlier."
+            )
+
+    @property
+    def sketch_seed(self) -> int:
+        """The seed of the sketches (shown once the horizon is reached)."""
+        self._require_horizon("sketch_seed")
+        return self._sketch_seed
+
     def sketches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The public sketches ``(Phi, S)`` of the (possibly transposed) state, read-only."""
+        """The sketches ``(Phi, S)`` of the (possibly transposed) state, read-only (once at the horizon)."""
+        self._require_horizon("sketches")
         return read_only(self._Phi), read_only(self._S)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(
+            f"{type(self).__name__} holds the secret noise seed and cannot be pickled or copied: publish "
+            "its releases, not the object."
+        )
 
     @property
     def nodes(self) -> list[tuple[int, int]]:
         """The nodes ``(level, index)`` kept now: those of the prefix ``[1, time]``, in time order."""
         return dyadic_nodes(self.time)
 
-    def node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+    def _node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` when transposed).
 
-        Regenerated from the secret noise seed: for tests and audits only, never to be published.
+        Regenerated from the secret noise seed: internal (the exact node sums are recovered from it).
         """
         m, n = self._inner_shape
         g = np.random.default_rng(np.random.SeedSequence([self._noise_seed, int(level), int(index)]))
@@ -256,10 +298,10 @@ class ContinualLRF:
             _entry_kernel(Y, ZT, self._Phi, self._ST, r, c, x)
         for child in range(level):  # the prefix nodes it replaces: exact sums = noisy - own noise
             y, zt = self._nodes[child]
-            N1, N2 = self.node_noise(child, ((tau - 1) >> child) - 1)
+            N1, N2 = self._node_noise(child, ((tau - 1) >> child) - 1)
             Y += y - N1
             ZT += zt - N2.T
-        N1, N2 = self.node_noise(level, (tau >> level) - 1)
+        N1, N2 = self._node_noise(level, (tau >> level) - 1)
         Y += N1
         ZT += N2.T
         if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
@@ -278,7 +320,7 @@ class ContinualLRF:
         LowRankResult
             U (m, k), S (k,), V (n, k); diagnostics ``time``, ``horizon``, ``levels``, ``nodes``, ``sigma``
             (per node), ``noise_std`` (``sqrt(len(nodes)) sigma``), ``sensitivity``, ``t``, ``v``,
-            ``sketch_seed``, ``transposed``.
+            ``transposed`` and, at the horizon only, ``sketch_seed``.
         """
         Y, Z = self.current_sketches()
         U, s, V = frobenius_release(Y, Z, self._S, self.rank)
@@ -293,9 +335,10 @@ class ContinualLRF:
             "sensitivity": self.sensitivity,
             "t": self.sizes.t,
             "v": self.sizes.v,
-            "sketch_seed": self.sketch_seed,
             "transposed": self.transposed,
         }
+        if self.time == self.horizon:
+            diag["sketch_seed"] = self._sketch_seed
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
     def stream(self, batches: Iterable[tuple[Any, Any, Any]]) -> Iterator[LowRankResult]:

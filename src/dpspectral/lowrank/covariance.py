@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_mechanism_inputs
+from .._validation import as_generator, check_choice, check_mechanism_inputs
 from ..privacy.accounting import Accountant, certify_release
 from ..privacy.budget import Relation
-from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
+from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
+from ..privacy.pipeline import charge, not_finite_error, validate_rows
 from ..results import LowRankResult
 from .factorization import (
     Calibration,
@@ -30,7 +31,7 @@ from .factorization import (
     frobenius_sketches,
 )
 from .sketches import sketch_sizes
-from .streaming import read_only
+from .streaming import CURRENT, NONE, ONE_SNAPSHOT_NOTE, STALE, STREAM_NOTE, RepublicationError, read_only
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
 
@@ -66,17 +67,18 @@ class CovarianceLRF:
     sketch_failure_share : float in (0, 1)
         Share of delta for the sketches' norm bounds failing.
     sketch_seed : int, optional
-        Seed of the public sketches Phi (d x t) and S (v x d) (drawn from ``random_state`` if None).
+        Seed of the sketches Phi (d x t) and S (v x d): fresh OS entropy if None (never drawn from
+        ``random_state``); not shown before the state is published.
     accountant : Accountant, optional
         Ledger; the release is recorded at initialisation, before any noise is drawn.
     random_state : None, int, SeedSequence or Generator
+        Source of the noise only (secret).
 
     Attributes
     ----------
     privacy : PrivacyReport
-    n_rows : int
-        Rows inserted so far (the caller's own count; released in the diagnostics only under
-        ``replace_one``, where the number of rows is public).
+    published : bool
+        Whether a snapshot of the state was published (:meth:`release`, :attr:`Y_c`, :attr:`Z`).
     sigma, sensitivity : float
     bound : float
         The Frobenius bound on the change of C between neighbours (see Privacy).
@@ -96,7 +98,11 @@ class CovarianceLRF:
     (:func:`~dpspectral.lowrank.factorization.frobenius_noise` with ``bound=b``): events
     ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent at
     initialisation. As for :class:`~dpspectral.lowrank.streaming.TurnstileLRF`, the guarantee covers one
-    snapshot of the state; :meth:`release` is post-processing of it.
+    snapshot of the state, for rows that do not depend on the drawn sketch (non-adaptive stream: the
+    sketch is not shown before the state is published): :meth:`release` (and reading :attr:`Y_c` or
+    :attr:`Z`) publishes the current snapshot, and a publication after further inserts raises
+    :class:`~dpspectral.lowrank.streaming.RepublicationError`. The number of rows inserted is not
+    exposed (it is private under ``add_remove``; under ``replace_one`` it is public and reported).
     """
 
     mechanism = "covariance_lrf"
@@ -155,6 +161,8 @@ class CovarianceLRF:
             f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
             f"between {rel.value} neighbours.",
             *noise.notes,
+            STREAM_NOTE,
+            ONE_SNAPSHOT_NOTE,
         )
         self.privacy = certify_release(
             noise.events,
@@ -166,9 +174,7 @@ class CovarianceLRF:
             stacklevel=3,
         )
         rng = as_generator(random_state)
-        self.sketch_seed = _seed(sketch_seed, rng)
-        if accountant is not None:
-            accountant.spend(self.privacy.event, rel, label=self.mechanism)
+        self._sketch_seed = _seed(sketch_seed)
         self.n_features = d
         self.rank = k
         self.sizes = sizes
@@ -178,24 +184,59 @@ class CovarianceLRF:
         self.bound = b
         self.sigma = noise.sigma
         self.sensitivity = noise.sensitivity
-        self._Phi, self._S = frobenius_sketches(d, d, sizes, self.sketch_seed)
+        self._Phi, self._S = frobenius_sketches(d, d, sizes, self._sketch_seed)
         self._ST = np.ascontiguousarray(self._S.T)
-        self._Y = rng.normal(0.0, noise.sigma, size=(d, sizes.t))  # N1
-        self._ZT = np.ascontiguousarray(rng.normal(0.0, noise.sigma, size=(sizes.v, d)).T)  # N2^T
-        self.n_rows = 0
+        with charge(accountant, [self.privacy.event], rel, self.mechanism):
+            self._Y = rng.normal(0.0, noise.sigma, size=(d, sizes.t))  # N1
+            self._ZT = np.ascontiguousarray(rng.normal(0.0, noise.sigma, size=(sizes.v, d)).T)  # N2^T
+        self._n_rows = 0
+        self._publication = NONE
+
+    # -- publication tracking (as TurnstileLRF) -------------------------------------------------
+    @property
+    def published(self) -> bool:
+        """Whether a snapshot of this state was published (then no other snapshot may be)."""
+        return self._publication != NONE
+
+    def _publish(self, what: str) -> None:
+        if self._publication == STALE:
+            raise RepublicationError(
+                f"{type(self).__name__}.{what}: a snapshot of this state was already published and rows "
+                "were inserted since. Its noise was drawn once, so a second snapshot would reveal those "
+                "rows without noise; nothing was published. Start a new state (a new release, charged "
+                "anew) for new data."
+            )
+        self._publication = CURRENT
+
+    def _require_published(self, what: str) -> None:
+        if self._publication == NONE:
+            raise ValueError(
+                f"{type(self).__name__}.{what}: the sketch is not shown before the state is published "
+                "(rows that depend on the drawn sketch break the per-pair sensitivity). Call release() "
+                "first, or declare a public sketch_seed when the state is created."
+            )
+
+    @property
+    def sketch_seed(self) -> int:
+        """The seed of the sketches (shown only once the state is published)."""
+        self._require_published("sketch_seed")
+        return self._sketch_seed
 
     @property
     def Y_c(self) -> np.ndarray:
-        """``C Phi + N1`` (d x t), read-only."""
-        return read_only(self._Y)
+        """``C Phi + N1`` (d x t), a read-only copy. Reading it publishes the snapshot."""
+        self._publish("Y_c")
+        return read_only(self._Y.copy())
 
     @property
     def Z(self) -> np.ndarray:
-        """``S C + N2`` (v x d), read-only."""
-        return read_only(self._ZT.T)
+        """``S C + N2`` (v x d), a read-only copy. Reading it publishes the snapshot."""
+        self._publish("Z")
+        return read_only(self._ZT.T.copy())
 
     def sketches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The public sketches ``(Phi, S)``, read-only."""
+        """The sketches ``(Phi, S)``, read-only (once the state is published)."""
+        self._require_published("sketches")
         return read_only(self._Phi), read_only(self._S)
 
     def insert(self, row: Any) -> None:
@@ -209,7 +250,9 @@ class CovarianceLRF:
         """Insert the rows of a (b, d) array (dense or sparse), in one batch.
 
         Rows are checked (finite, d columns) and clipped to ``row_norm`` (or refused with
-        ``on_norm_violation="raise"``) before anything is applied: on an error the state is unchanged.
+        ``on_norm_violation="raise"``) before anything is applied: on an error the state is unchanged,
+        and the message names no row, value or count. Inserting after a publication makes the state
+        unpublishable (class's Privacy section).
         """
         owner = f"{type(self).__name__}.insert_many"
         X = rows.toarray() if sp.issparse(rows) else rows
@@ -221,22 +264,24 @@ class CovarianceLRF:
             raise ValueError(f"{owner}: rows must have shape (b, {self.n_features}). Got {X.shape}.")
         if X.shape[0] == 0:
             return
-        bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
-        if bad.size:
-            raise ValueError(
-                f"{owner}: row {int(bad[0])} of this batch contains NaN or infinity. Nothing was applied."
-            )
-        Xc, _ = clip_rows(X, self.row_norm, on_norm_violation=self.on_norm_violation, first_row=self.n_rows)
+        if not np.isfinite(X).all():
+            raise not_finite_error(owner)
+        Xc, _ = clip_rows(X, self.row_norm, on_norm_violation=self.on_norm_violation, owner=owner)
         Xc = np.asarray(Xc)
         Y = self._Y + Xc.T @ (Xc @ self._Phi)  # C Phi gains a (a^T Phi) per row
         ZT = self._ZT + Xc.T @ (Xc @ self._ST)  # (S C)^T gains a (S a)^T per row
         if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):  # pragma: no cover - needs a huge row_norm
             raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
         self._Y, self._ZT = Y, ZT
-        self.n_rows += int(X.shape[0])
+        self._n_rows += int(X.shape[0])
+        if self._publication == CURRENT:
+            self._publication = STALE
 
     def release(self) -> LowRankResult:
         """The rank-k factorization ``A^T A ~ U diag(S) V^T`` from the current state (post-processing).
+
+        Publishes the current snapshot (any number of times); after inserts that follow a publication
+        it raises :class:`~dpspectral.lowrank.streaming.RepublicationError`.
 
         Returns
         -------
@@ -244,6 +289,7 @@ class CovarianceLRF:
             U (d, k), S (k,), V (d, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``bound``,
             ``sketch_seed`` and, under ``replace_one`` only, ``n_rows``.
         """
+        self._publish("release")
         U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
         diag: dict[str, Any] = {
             "t": self.sizes.t,
@@ -252,10 +298,10 @@ class CovarianceLRF:
             "sensitivity": self.sensitivity,
             "noise_multiplier": self.sigma / self.sensitivity,
             "bound": self.bound,
-            "sketch_seed": self.sketch_seed,
+            "sketch_seed": self._sketch_seed,
         }
-        if self.relation is Relation.REPLACE_ONE:
-            diag["n_rows"] = self.n_rows
+        if self.relation is Relation.REPLACE_ONE:  # n is public under replace-one only
+            diag["n_rows"] = self._n_rows
         return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
 
     def __repr__(self) -> str:
@@ -287,10 +333,15 @@ def covariance_lrf(
     """Private-Covariance-LRF in one call: the rows of A inserted in blocks, a rank-k factorization of A^T A.
 
     The result factorizes the n x n matrix ``A^T A`` (U and V are n x k). Privacy as :class:`CovarianceLRF`
-    (row-level, add/remove or replace-one, rows clipped to ``row_norm``).
+    (row-level, add/remove or replace-one, rows clipped to ``row_norm``). The whole matrix is validated
+    (finite; with ``on_norm_violation="raise"``, every row within ``row_norm``) before the ledger is
+    charged: a refusal costs nothing and its message names no row.
     """
     owner = "covariance_lrf"
+    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    C_r = check_row_norm(row_norm, owner)
     M = check_matrix(A, owner)
+    validate_rows(M, row_norm=C_r, on_norm_violation=on_norm_violation, owner=owner)
     state = CovarianceLRF(
         M.shape[1],
         k,

@@ -26,6 +26,7 @@ from .._validation import as_generator, check_choice
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.gaussian import analytic_noise_multiplier
+from ..privacy.pipeline import charge, not_finite_error, public_seed
 from ..results import LowRankResult
 from .sketches import (
     SketchKind,
@@ -62,11 +63,18 @@ Calibration = Literal["tight", "paper"]
 
 
 def check_matrix(A: Any, owner: str) -> Any:
-    """A finite 2-D float array or scipy.sparse matrix (never modified; copied only if not float)."""
+    """A finite 2-D float array or scipy.sparse matrix (never modified; copied only if not float).
+
+    The whole matrix is checked before anything is charged (validate, then charge, then release:
+    :mod:`dpspectral.privacy.pipeline`). A NaN or infinity is refused with a message that names no
+    entry, no value and no count (:func:`~dpspectral.privacy.pipeline.not_finite_error`).
+    """
     if sp.issparse(A):
+        if np.asarray(A.data).dtype.kind not in "biuf":
+            raise TypeError(f"{owner}: the matrix must be numeric. Got a sparse matrix of dtype {A.dtype}.")
         M = sp.csr_matrix(A, dtype=np.float64)
         if not np.isfinite(M.data).all():
-            raise ValueError(f"{owner}: the matrix contains NaN or infinity.")
+            raise not_finite_error(owner)
     else:
         try:
             M = np.asarray(A, dtype=np.float64)
@@ -77,7 +85,7 @@ def check_matrix(A: Any, owner: str) -> Any:
         if M.ndim != 2:
             raise ValueError(f"{owner}: the matrix must be 2-D. Got an array of shape {M.shape}.")
         if not np.isfinite(M).all():
-            raise ValueError(f"{owner}: the matrix contains NaN or infinity.")
+            raise not_finite_error(owner)
     if min(M.shape) < 1:
         raise ValueError(f"{owner}: the matrix is empty (shape {M.shape}).")
     return M
@@ -127,14 +135,30 @@ def _relation(relation: Any, allowed: tuple[Relation, ...], owner: str) -> Relat
     return rel
 
 
-def _seed(sketch_seed: Any, rng: np.random.Generator) -> int:
+def _seed(sketch_seed: Any, name: str = "sketch_seed") -> int:
+    """The seed of a public sketch: the caller's declared public int, or fresh OS entropy.
+
+    Never drawn from the secret ``random_state`` generator (:func:`~dpspectral.privacy.pipeline.public_seed`):
+    a published seed drawn from it lets anyone recover that generator by search and subtract the noise.
+    With ``sketch_seed=None`` a run is reproducible only when the seed is declared.
+    """
     if sketch_seed is None:
-        return int(rng.integers(0, 2**63 - 1))
+        return public_seed()
     if isinstance(sketch_seed, bool) or not isinstance(sketch_seed, numbers.Integral) or sketch_seed < 0:
         raise ValueError(
-            f"The 'sketch_seed' parameter must be None or an int >= 0. Got {sketch_seed!r} instead."
+            f"The '{name}' parameter must be None or an int >= 0. Got {sketch_seed!r} instead."
         )
-    return int(sketch_seed)
+    return public_seed(int(sketch_seed))
+
+
+#: The note every sketch-based release carries: the per-pair sketch bounds need data that do not
+#: depend on the drawn sketch.
+SKETCH_NOTE = (
+    "The per-pair sketch bounds hold for data that do not depend on the drawn public sketches: the "
+    "sketch seed is fresh OS entropy drawn after the data are given, unless the caller declares "
+    "sketch_seed (then the data must not have been chosen with knowledge of that seed). random_state "
+    "seeds the secret noise only and must itself stay secret."
+)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -383,7 +407,7 @@ def optimal_space_lrf(
     k = check_rank(k, m, n, owner)
     sizes = sketch_sizes(k, alpha, m, n, t=t, v=v, owner=owner)
     rng = as_generator(random_state)
-    seed = _seed(None, rng)
+    seed = int(rng.integers(0, 2**63 - 1))  # non-private: nothing is secret, the sketches come from rng
     Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
     Omega = embedding(sizes.t, n, rng, sketch).T
     Y_c = _dense(B @ Omega)
@@ -441,11 +465,14 @@ def private_frobenius_lrf(
     sketch_failure_share : float in (0, 1)
         Share of delta that covers the sketches' norm bounds failing.
     sketch_seed : int, optional
-        Seed of the public sketches Phi, S (drawn from random_state if None). Must not be chosen by an
-        adversary who knows the data.
+        Seed of the public sketches Phi, S, declared public: fresh OS entropy if None (never drawn from
+        ``random_state``, which is secret). Must not be chosen by an adversary who knows the data, and
+        the data must not be chosen with knowledge of it.
     accountant : Accountant, optional
         Ledger spent before any noise is drawn.
     random_state : None, int, SeedSequence or Generator
+        Seeds the secret noise (and nothing published): keep it secret. A run is reproducible when
+        both ``random_state`` and ``sketch_seed`` are given.
 
     Returns
     -------
@@ -488,15 +515,14 @@ def private_frobenius_lrf(
         budget=budget,
         relation=rel,
         calibration=calibration,
-        notes=noise.notes,
+        notes=(*noise.notes, SKETCH_NOTE),
         stacklevel=3,
     )
     rng = as_generator(random_state)
-    seed = _seed(sketch_seed, rng)
-    if accountant is not None:
-        accountant.spend(report.event, rel, label=owner)
-    Phi, S = frobenius_sketches(m, n, sizes, seed)
-    Y_c, Z = frobenius_sketch(B, Phi, S, noise.sigma, rng)
+    seed = _seed(sketch_seed)
+    with charge(accountant, [report.event], rel, owner):
+        Phi, S = frobenius_sketches(m, n, sizes, seed)
+        Y_c, Z = frobenius_sketch(B, Phi, S, noise.sigma, rng)
     U, s, V = frobenius_release(Y_c, Z, S, k)
     diag = {
         "t": sizes.t,
@@ -615,25 +641,26 @@ def private_space_optimal_lrf(
         budget=budget,
         relation=rel,
         calibration=calibration,
-        notes=notes,
+        notes=(*notes, SKETCH_NOTE),
         stacklevel=3,
     )
     rng = as_generator(random_state)
-    seed = _seed(sketch_seed, rng)
-    if accountant is not None:
-        accountant.spend(report.event, rel, label=owner)
-    Psi, S, T = _space_optimal_sketches(m, N, sizes, seed)
-    secret = np.random.default_rng(rng.integers(0, 2**63 - 1))  # Omega: secret, used once, never stored
-    Omega = secret.standard_normal((N, sizes.t))
-    Y_c = _dense(B @ Omega[:n]) + sigma_min * Omega[n:]
-    del Omega
-    Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(0.0, sigma1, size=(sizes.t, N))
-    SB = _dense((B.T @ S.T).T)  # S A (v x n)
-    Z = (
-        SB @ T[:, :n].T
-        + sigma_min * (S @ T[:, n:].T)
-        + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
-    )
+    seed = _seed(sketch_seed)
+    with charge(accountant, [report.event], rel, owner):
+        Psi, S, T = _space_optimal_sketches(m, N, sizes, seed)
+        secret = np.random.default_rng(rng.integers(0, 2**63 - 1))  # Omega: secret, used once, never stored
+        Omega = secret.standard_normal((N, sizes.t))
+        Y_c = _dense(B @ Omega[:n]) + sigma_min * Omega[n:]
+        del Omega
+        Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(
+            0.0, sigma1, size=(sizes.t, N)
+        )
+        SB = _dense((B.T @ S.T).T)  # S A (v x n)
+        Z = (
+            SB @ T[:, :n].T
+            + sigma_min * (S @ T[:, n:].T)
+            + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
+        )
     U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)
     diag = {
         "t": sizes.t,

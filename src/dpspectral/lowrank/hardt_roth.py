@@ -30,6 +30,7 @@ from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_releas
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
+from ..privacy.pipeline import charge, validate_rows
 from ..results import LowRankResult
 from .factorization import check_matrix, check_positive, check_rank
 from .sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, sketch_matrix, svd_top_k
@@ -39,6 +40,11 @@ __all__ = ["HardtRothNoise", "hardt_roth", "hardt_roth_noise"]
 Calibration = Literal["tight", "paper"]
 
 _OWNER = "hardt_roth"
+
+#: The relation of ``row_change=b`` (one row moves by a vector of norm <= b; rows not clipped): not
+#: replace-one (any row replaced by any row within the bound). ``Relation.ROW_CHANGE`` once
+#: ``privacy/budget.py`` defines it; until then the report keeps ``replace_one`` and says so in words.
+ROW_CHANGE_RELATION: Relation | None = getattr(Relation, "ROW_CHANGE", None)
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,8 @@ def hardt_roth(
     else:  # the noise plan's b = 2 C
         C = check_positive(row_change, "row_change", owner) / 2.0
     A = check_matrix(A, owner)
+    if row_change is None:  # the whole matrix, before anything is charged
+        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     m, n = A.shape
     k = check_rank(k, m, n, owner)
     p = _check_oversampling(oversampling, k, owner)
@@ -283,33 +291,37 @@ def hardt_roth(
         owner=owner,
     )
     notes = list(noise.notes)
+    rel_out = rel
     if row_change is None:
-        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True)
+        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
     else:
         A_c = A
-        notes.append(f"row-level: one row changes by a vector of norm <= {2 * C:g}; rows not clipped")
+        rel_out = ROW_CHANGE_RELATION or rel
+        notes.append(
+            f"Relation row_change (not 'replace_one'): one row changes by a vector of norm <= {2 * C:g}; "
+            "rows are not clipped, so replacing a row by an arbitrary one is NOT protected."
+        )
+    notes.append("Omega is secret (drawn from random_state, never released): keep random_state secret.")
     report = certify_release(
         noise.events,
         mechanism=owner,
         budget=budget,
-        relation=rel,
+        relation=rel_out,
         calibration=calibration,
         notes=notes,
         stacklevel=3,
     )
     rng = as_generator(random_state)
-    if accountant is not None:
-        accountant.spend(report.event, rel, label=owner)
-
-    Omega = sketch_matrix("gaussian", ell, n, rng).T  # n x ell, N(0, 1/ell)
-    Y = _dense(A_c @ Omega) + rng.normal(0.0, noise.sigma1, size=(m, ell))
-    Q = orth_columns(Y)
-    norms = np.linalg.norm(Q, axis=1)
-    over = norms > noise.tau
-    scale = np.ones(m)
-    scale[over] = noise.tau / norms[over]
-    Q_pruned = Q * scale[:, None]
-    B = _dense(A_c.T @ Q_pruned).T + rng.normal(0.0, noise.sigma2, size=(ell, n))
+    with charge(accountant, [report.event], rel_out, owner):
+        Omega = sketch_matrix("gaussian", ell, n, rng).T  # n x ell, N(0, 1/ell); secret
+        Y = _dense(A_c @ Omega) + rng.normal(0.0, noise.sigma1, size=(m, ell))
+        Q = orth_columns(Y)
+        norms = np.linalg.norm(Q, axis=1)
+        over = norms > noise.tau
+        scale = np.ones(m)
+        scale[over] = noise.tau / norms[over]
+        Q_pruned = Q * scale[:, None]
+        B = _dense(A_c.T @ Q_pruned).T + rng.normal(0.0, noise.sigma2, size=(ell, n))
     U_B, s, V = svd_top_k(B, k)
     U, s, V = finish(Q @ U_B, s, V)
     diag: dict[str, Any] = {

@@ -8,9 +8,19 @@ state is private from the start and equals the one-shot sketches of the matrix t
 (spec §5, ``../shared/papers/spec-lowrank.md``). A release is post-processing of the state
 (:func:`~dpspectral.lowrank.factorization.frobenius_release`).
 
-The public sketches Phi and S are regenerated from the public ``sketch_seed``; they are never stored.
-A state can be checkpointed to one ``.npz`` file, written atomically, with a checksum
-(:meth:`TurnstileLRF.save` and :meth:`TurnstileLRF.load`).
+The sketches Phi and S are regenerated from ``sketch_seed`` (fresh OS entropy unless declared); they
+are never stored, and they are not shown before the state is published (a stream that depends on the
+drawn sketch breaks the per-pair sensitivity). A state can be written to one ``.npz`` file, atomically,
+with a checksum (:meth:`TurnstileLRF.save` and :meth:`TurnstileLRF.load`): either a *secret checkpoint*
+(the default: to be continued, never published) or a *published release* (one snapshot); the file says
+which.
+
+**One snapshot per state.** The noise is drawn once, so two snapshots of one stream at different times
+reveal the updates in between without noise. A state tracks its publication (in memory and in its
+files): :meth:`~TurnstileLRF.release`, ``save(publish=True)`` and reading :attr:`~TurnstileLRF.Y_c` or
+:attr:`~TurnstileLRF.Z` publish the current snapshot; once a snapshot was published, publishing the
+state again after an update raises :class:`RepublicationError` (use
+:class:`~dpspectral.lowrank.continual.ContinualLRF` for releases at many times).
 
 The entry updates run in a compiled loop (numba) over the batch in its given order: ``update_many``
 gives bit for bit the state of the same ``update`` calls one by one.
@@ -26,7 +36,6 @@ import math
 import numbers
 import os
 import tempfile
-import warnings
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,9 +48,11 @@ import scipy.sparse as sp
 
 from .._validation import as_generator, check_choice
 from ..privacy.accounting import Accountant, PrivacyReport, certify_release
-from ..privacy.budget import Relation, UncertifiedPrivacyWarning
+from ..privacy.budget import Relation
+from ..privacy.pipeline import charge, not_finite_error
 from ..results import LowRankResult
 from .factorization import (
+    SKETCH_NOTE,
     Calibration,
     FrobeniusNoise,
     _budget,
@@ -57,20 +68,58 @@ from .factorization import (
 )
 from .sketches import SketchSizes, sketch_sizes
 
-__all__ = ["STATE_FORMAT_VERSION", "StateFileError", "TurnstileConfig", "TurnstileLRF", "turnstile_lrf"]
+__all__ = [
+    "STATE_FORMAT_VERSION",
+    "RepublicationError",
+    "StateFileError",
+    "TurnstileConfig",
+    "TurnstileLRF",
+    "turnstile_lrf",
+]
 
-#: Version of the ``.npz`` state format written by :meth:`TurnstileLRF.save`.
-STATE_FORMAT_VERSION = 1
+#: Version of the ``.npz`` state format written by :meth:`TurnstileLRF.save` (2: the file says whether
+#: it is a published release or a secret checkpoint; no update count).
+STATE_FORMAT_VERSION = 2
+
+#: ``status`` of a state file: a published snapshot, or a secret checkpoint (never to be published).
+PUBLISHED, SECRET = "published", "secret"
+#: ``publication`` of a state: never published, its current snapshot published, or published and
+#: changed since (it can never be published again).
+NONE, CURRENT, STALE = "none", "current", "stale"
+
+#: The notice a secret checkpoint carries in its ``notice`` member.
+SECRET_NOTICE = (
+    "SECRET CHECKPOINT of a dpspectral streaming state: not a release. It holds the noisy sketches and "
+    "the sketch seed of a state that may be continued; do not publish it (publish with "
+    "save(path, publish=True) or release())."
+)
 
 #: An in-place batch is applied only when a bound on every intermediate |entry| stays below this, so
 #: that no entry can overflow; otherwise the batch is applied to a copy that is checked first.
 _SAFE_MAGNITUDE = 1e300
 
-_STATE_KEYS = ("Y_c", "Z", "config", "n_updates", "format_version", "checksum")
+_STATE_KEYS = ("Y_c", "Z", "config", "status", "publication", "format_version", "checksum")
+
+
+#: The notes of every streaming state's privacy report (the assumptions, in words).
+STREAM_NOTE = (
+    "Non-adaptive stream: the per-pair sketch bounds assume that the stream does not depend on the drawn "
+    "sketch. The sketch seed is fresh OS entropy and is not shown before the state is published, unless "
+    "the caller declared sketch_seed (then keeping the stream independent of it is the caller's "
+    "responsibility). " + SKETCH_NOTE
+)
+ONE_SNAPSHOT_NOTE = (
+    "One snapshot: the noise is drawn once, so the guarantee covers one published snapshot of the state; "
+    "a publication after further updates is refused."
+)
 
 
 class StateFileError(ValueError):
     """A state file is corrupt, truncated, of another format, or of another configuration."""
+
+
+class RepublicationError(ValueError):
+    """A second snapshot of a state whose noise was already published with an earlier snapshot."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -109,12 +158,10 @@ def _index_array(obj: Any, name: str, size: int, axis: str, owner: str) -> np.nd
         return np.empty(0, dtype=np.int64)
     if a.dtype.kind not in "iu":
         raise ValueError(f"{owner}: '{name}' must hold integers. Got an array of dtype {a.dtype}.")
-    bad = np.flatnonzero((a < 0) | (a >= size))
-    if bad.size:
-        k = int(bad[0])
+    if bool(np.any((a < 0) | (a >= size))):
         raise ValueError(
-            f"{owner}: {name}[{k}] = {int(a[k])} is out of range: a {axis} index must be in [0, {size}) "
-            f"({bad.size} out-of-range entries in this batch). Nothing was applied."
+            f"{owner}: '{name}' holds an index out of range: a {axis} index must be in [0, {size}). "
+            "Nothing was applied (which entry, and how many, is not reported: the updates are private)."
         )
     return a.astype(np.int64, copy=False)
 
@@ -125,7 +172,8 @@ def check_entries(
     """Validate a batch of entry updates ``A[rows[e], cols[e]] += values[e]`` for an ``shape`` matrix.
 
     Returns int64 ``rows``, ``cols`` and float64 ``values`` (1-D, equal lengths, indices in range, values
-    finite). Raises a ValueError naming the first bad index or value; nothing is applied by the caller then.
+    finite). Raises a ValueError that names the kind of problem but no position, value or count (the
+    updates are the private data); nothing is applied by the caller then.
     """
     r = _index_array(rows, "rows", shape[0], "row", owner)
     c = _index_array(cols, "cols", shape[1], "column", owner)
@@ -139,27 +187,29 @@ def check_entries(
             f"{owner}: rows, cols and values must have the same length. Got {r.size}, {c.size} and {x.size}."
         )
     x = np.ascontiguousarray(x, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(
-            f"{owner}: values[{k}] = {x[k]!r} is not finite ({bad.size} non-finite values in this batch). "
-            "Nothing was applied."
-        )
+    if not np.isfinite(x).all():
+        raise not_finite_error(owner)
     return r, c, x
 
 
 def check_entry(i: Any, j: Any, delta: Any, shape: tuple[int, int], owner: str) -> None:
-    """Validate one entry update ``(i, j, delta)`` (ints in range, a finite real delta)."""
+    """Validate one entry update ``(i, j, delta)`` (ints in range, a finite real delta).
+
+    The messages name the parameter and its type, never its value (the update is private data).
+    """
     for name, value, size, axis in (("i", i, shape[0], "row"), ("j", j, shape[1], "column")):
         if not _is_int(value):
-            raise ValueError(f"{owner}: the {axis} index '{name}' must be an int. Got {value!r}.")
-        if not 0 <= int(value) < size:
             raise ValueError(
-                f"{owner}: {name} = {int(value)} is out of range: a {axis} index must be in [0, {size})."
+                f"{owner}: the {axis} index '{name}' must be an int. Got a {type(value).__name__}."
             )
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not math.isfinite(delta):
-        raise ValueError(f"{owner}: 'delta' must be a finite real number. Got {delta!r}.")
+        if not 0 <= int(value) < size:
+            raise ValueError(f"{owner}: '{name}' is out of range: a {axis} index must be in [0, {size}).")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise ValueError(
+            f"{owner}: 'delta' must be a finite real number. Got a {type(delta).__name__}."
+        )
+    if not math.isfinite(delta):
+        raise not_finite_error(owner)
 
 
 def _max_abs(*arrays: np.ndarray) -> float:
@@ -252,12 +302,14 @@ class TurnstileConfig:
         return out
 
 
-def state_checksum(config_json: str, n_updates: int, arrays: Mapping[str, np.ndarray]) -> str:
-    """sha256 over the format version, the configuration JSON, the update count and the arrays' bytes."""
+def state_checksum(
+    config_json: str, status: str, publication: str, arrays: Mapping[str, np.ndarray]
+) -> str:
+    """sha256 over the format version, the configuration JSON, the status flags and the arrays' bytes."""
     h = hashlib.sha256()
     h.update(f"dpspectral-sketch-state/{STATE_FORMAT_VERSION}\n".encode())
     h.update(config_json.encode("utf-8") + b"\n")
-    h.update(f"{int(n_updates)}\n".encode())
+    h.update(f"{status}/{publication}\n".encode())
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{a.dtype.str}:{a.shape}\n".encode())
@@ -322,13 +374,14 @@ def read_state_file(path: str | os.PathLike[str], required: tuple[str, ...]) -> 
 
 def verified_state(
     path: str | os.PathLike[str], data: Mapping[str, np.ndarray], array_names: tuple[str, ...]
-) -> tuple[dict[str, Any], int]:
-    """Check the format version and the checksum of a read state; return (config dict, n_updates)."""
+) -> tuple[dict[str, Any], str, str]:
+    """Check the format version and the checksum of a read state; return (config, status, publication).
+
+    ``status`` is ``"published"`` (a released snapshot) or ``"secret"`` (a checkpoint); ``publication``
+    says whether a snapshot of the state was published (``"none"``, ``"current"``, ``"stale"``).
+    """
     try:
         version = int(data["format_version"])
-        config_json = str(data["config"][()])
-        n_updates = int(data["n_updates"])
-        checksum = str(data["checksum"][()])
     except (TypeError, ValueError, IndexError) as exc:
         raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
     if version != STATE_FORMAT_VERSION:
@@ -336,16 +389,25 @@ def verified_state(
             f"{path}: state format version {version}; this version of dpspectral reads version "
             f"{STATE_FORMAT_VERSION}."
         )
-    want = state_checksum(config_json, n_updates, {k: data[k] for k in array_names})
+    try:
+        config_json = str(data["config"][()])
+        status = str(data["status"][()])
+        publication = str(data["publication"][()])
+        checksum = str(data["checksum"][()])
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
+    want = state_checksum(config_json, status, publication, {k: data[k] for k in array_names})
     if want != checksum:
         raise StateFileError(f"{path}: checksum mismatch: the file is corrupt (or was edited).")
     try:
         config = json.loads(config_json)
     except json.JSONDecodeError as exc:  # pragma: no cover - the checksum covers the JSON
         raise StateFileError(f"{path}: unreadable configuration ({exc}).") from exc
-    if n_updates < 0:
-        raise StateFileError(f"{path}: negative update count {n_updates}.")
-    return config, n_updates
+    if status not in (PUBLISHED, SECRET) or publication not in (NONE, CURRENT, STALE) or (
+        status == PUBLISHED and publication != CURRENT
+    ):
+        raise StateFileError(f"{path}: unknown state status {status!r} / {publication!r}.")
+    return config, status, publication
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,10 +420,11 @@ class TurnstileLRF:
 
     Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
     entry updates so far (A = 0 at initialisation). The noise is drawn at initialisation, after the budget
-    is spent on ``accountant``; every later method is post-processing of the state and of the public
-    sketches. Orientation: as :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`, the state
-    is kept for ``A^T`` when m > n (updates swap i and j, the release swaps U and V), so the sketches,
-    the noise and the release are those of the one-shot function with the same ``random_state``.
+    is spent on ``accountant``; every later method is post-processing of the state and of the sketches.
+    Orientation: as :func:`~dpspectral.lowrank.factorization.private_frobenius_lrf`, the state is kept
+    for ``A^T`` when m > n (updates swap i and j, the release swaps U and V), so the sketches, the noise
+    and the release are those of the one-shot function with the same ``random_state`` and
+    ``sketch_seed``.
 
     Parameters
     ----------
@@ -384,19 +447,20 @@ class TurnstileLRF:
     sketch_failure_share : float in (0, 1)
         Share of delta for the sketches' norm bounds failing.
     sketch_seed : int, optional
-        Seed of the public sketches Phi, S (drawn from ``random_state`` if None).
+        Seed of the sketches Phi, S: fresh OS entropy if None (never drawn from ``random_state``). A
+        declared seed is the caller's: the stream must not depend on it (see Privacy).
     accountant : Accountant, optional
         Ledger; the release is recorded there at initialisation, before any noise is drawn. A refusal
         (:class:`~dpspectral.privacy.budget.BudgetExceededError`) creates no state.
     random_state : None, int, SeedSequence or Generator
-        Source of the noise (and of ``sketch_seed`` when None).
+        Source of the noise only (secret: keep it secret).
 
     Attributes
     ----------
     privacy : PrivacyReport
-        What the state (and so every release) certifies.
-    n_updates : int
-        Entry updates applied so far (stream metadata: see the Privacy section).
+        What the state (and so its one published snapshot) certifies.
+    published : bool
+        Whether a snapshot of this state (or of the state it was loaded from) was published.
     sizes : SketchSizes
     sigma, sensitivity : float
         Noise std of every entry of N1, N2 and the per-pair L2 sensitivity of ``(Y_c, Z)``.
@@ -408,18 +472,26 @@ class TurnstileLRF:
     Relation Priv2 (``||A - A'||_F <= b``, hence Priv1) between the matrices the streams build. The
     state is ``(A Phi + N1, S A + N2)``, the one-shot Priv2 sketches: for E = A - A',
     ``||E Phi||_F^2 <= c_t b^2`` and ``||S E||_F^2 <= c_v b^2`` except with probability delta_s each
-    (Laurent–Massart, for the data-independent Gaussian sketches; a factor is exactly 1 for a sketch as
-    large as its dimension, which is the identity), so one Gaussian mechanism with L2 sensitivity
-    ``b sqrt(c_t + c_v)``. Events: ``GaussianDpEvent(sigma / Delta)`` and
+    (Laurent–Massart, for Gaussian sketches drawn independently of E; a factor is exactly 1 for a
+    sketch as large as its dimension, which is the identity), so one Gaussian mechanism with L2
+    sensitivity ``b sqrt(c_t + c_v)``. Events: ``GaussianDpEvent(sigma / Delta)`` and
     ``EpsilonDeltaDpEvent(0, 2 delta_s)``, spent once, at initialisation. :meth:`release` and
-    :meth:`save` read only the state and the public sketches.
+    :meth:`save` read only the state and the sketches.
 
-    The guarantee covers one snapshot of the state. Two snapshots of one stream at different times
-    (two releases with updates in between, or a published file and a later release) share N1, N2, so
-    their difference reveals the updates in between without noise; :meth:`release` warns when it is
-    called after the state changed since a previous release. Use
-    :class:`~dpspectral.lowrank.continual.ContinualLRF` for releases at many times. ``n_updates`` is
-    a count of stream items, not a function of the matrix: it is not covered by the guarantee.
+    *Non-adaptive stream.* The per-pair bound needs a stream that does not depend on the drawn sketch.
+    The sketch (its seed, Phi, S, the configuration that holds the seed) is therefore not shown before
+    the state is published (:meth:`sketches`, :attr:`sketch_seed` and :attr:`config` raise until
+    then), and it is drawn from OS entropy unless the caller declares ``sketch_seed``, in which case
+    keeping the stream independent of it is the caller's responsibility (stated in the report's notes).
+
+    *One snapshot.* The guarantee covers one snapshot of the state: two snapshots of one stream at
+    different times share N1, N2, so their difference reveals the updates in between without noise.
+    Publishing is :meth:`release`, ``save(path, publish=True)`` or reading :attr:`Y_c` / :attr:`Z`;
+    after a publication the same snapshot may be published again (post-processing), but once the
+    state has been updated any further publication raises :class:`RepublicationError`. The flag is
+    kept in secret checkpoints and published files, so :meth:`load` keeps it. A secret checkpoint
+    (``save(path)``) is a copy of the noise: publish from at most one copy of a state (two copies
+    continued and published separately are two snapshots that this object cannot see).
     """
 
     mechanism = "turnstile_lrf"
@@ -452,30 +524,7 @@ class TurnstileLRF:
         m, n = (n_user, m_user) if transposed else (m_user, n_user)
         k = check_rank(rank, m, n, owner)
         sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
-        noise = frobenius_noise(
-            budget.epsilon,
-            budget.delta,
-            sizes,
-            bound=b,
-            calibration=calibration,
-            alpha=float(alpha),
-            sketch_failure_share=sketch_failure_share,
-            owner=owner,
-            shape=(m, n),
-        )
-        report = certify_release(
-            noise.events,
-            mechanism=self.mechanism,
-            budget=budget,
-            relation=rel,
-            calibration=calibration,
-            notes=noise.notes,
-            stacklevel=3,
-        )
-        rng = as_generator(random_state)
-        seed = _seed(sketch_seed, rng)
-        if accountant is not None:
-            accountant.spend(report.event, rel, label=self.mechanism)
+        seed = _seed(sketch_seed)
         config = TurnstileConfig(
             shape=(m_user, n_user),
             rank=k,
@@ -490,9 +539,12 @@ class TurnstileLRF:
             alpha=float(alpha),
             sketch_failure_share=float(sketch_failure_share),
         )
-        Y = rng.normal(0.0, noise.sigma, size=(m, sizes.t))  # N1
-        Z = rng.normal(0.0, noise.sigma, size=(sizes.v, n))  # N2
-        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), 0)
+        noise, report = self._plan(config, owner)
+        rng = as_generator(random_state)
+        with charge(accountant, [report.event], rel, self.mechanism):
+            Y = rng.normal(0.0, noise.sigma, size=(m, sizes.t))  # N1
+            Z = rng.normal(0.0, noise.sigma, size=(sizes.v, n))  # N2
+        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
 
     # -- construction shared by __init__ and load ------------------------------------------------
     def _build(
@@ -502,7 +554,7 @@ class TurnstileLRF:
         report: PrivacyReport,
         Y: np.ndarray,
         ZT: np.ndarray,
-        n_updates: int,
+        publication: str,
     ) -> None:
         self._config = config
         self.shape = config.shape
@@ -511,7 +563,6 @@ class TurnstileLRF:
         m, n = config.shape[::-1] if self.transposed else config.shape
         self._inner_shape = (m, n)
         self.sizes = SketchSizes(t=config.t, v=config.v)
-        self.sketch_seed = config.sketch_seed
         self.sigma = noise.sigma
         self.sensitivity = noise.sensitivity
         self.privacy = report
@@ -521,11 +572,9 @@ class TurnstileLRF:
         self._ST = np.ascontiguousarray(S.T)
         self._Y = np.ascontiguousarray(Y, dtype=np.float64)
         self._ZT = np.ascontiguousarray(ZT, dtype=np.float64)
-        self.n_updates = int(n_updates)
         self._sketch_max = _max_abs(Phi, S)
         self._mag = _max_abs(self._Y, self._ZT)
-        self._released_at: int | None = None
-        self._warned = False
+        self._publication = publication
 
     @staticmethod
     def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyReport]:
@@ -551,44 +600,91 @@ class TurnstileLRF:
             budget=budget,
             relation=rel,
             calibration=config.calibration,
-            notes=noise.notes,
+            notes=(*noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE),
             stacklevel=4,
         )
         return noise, report
 
+    # -- publication tracking ------------------------------------------------------------------
+    @property
+    def published(self) -> bool:
+        """Whether a snapshot of this state was published (then no other snapshot may be)."""
+        return self._publication != NONE
+
+    def _publish(self, what: str) -> None:
+        """Mark the current snapshot as published; refuse a second snapshot after updates."""
+        if self._publication == STALE:
+            raise RepublicationError(
+                f"{type(self).__name__}.{what}: a snapshot of this state was already published and the "
+                "state has been updated since. Its noise was drawn once, so a second snapshot would "
+                "reveal the updates in between without noise; nothing was published. Use ContinualLRF "
+                "for releases at many times, or a new state (a new release, charged anew) for new data."
+            )
+        self._publication = CURRENT
+
+    def _require_published(self, what: str) -> None:
+        if self._publication == NONE:
+            raise ValueError(
+                f"{type(self).__name__}.{what}: the sketch is not shown before the state is published "
+                "(a stream that depends on the drawn sketch breaks the per-pair sensitivity). Publish "
+                "the state first (release() or save(path, publish=True)), or declare a public "
+                "sketch_seed when the state is created."
+            )
+
     # -- reading -------------------------------------------------------------------------------
     @property
     def config(self) -> TurnstileConfig:
-        """The public configuration (compare with :meth:`TurnstileConfig.differences`)."""
+        """The configuration (holds the sketch seed: shown only once the state is published)."""
+        self._require_published("config")
         return self._config
 
     @property
+    def sketch_seed(self) -> int:
+        """The seed of the sketches (shown only once the state is published)."""
+        self._require_published("sketch_seed")
+        return self._config.sketch_seed
+
+    @property
     def Y_c(self) -> np.ndarray:
-        """``A Phi + N1`` (read-only view; m x t, or n x t of ``A^T`` when ``transposed``)."""
-        return read_only(self._Y)
+        """``A Phi + N1`` (read-only copy; m x t, or n x t of ``A^T``). Reading it publishes the snapshot."""
+        self._publish("Y_c")
+        return read_only(self._Y.copy())
 
     @property
     def Z(self) -> np.ndarray:
-        """``S A + N2`` (read-only view; v x n, or v x m of ``A^T`` when ``transposed``)."""
-        return read_only(self._ZT.T)
+        """``S A + N2`` (read-only copy; v x n, or v x m of ``A^T``). Reading it publishes the snapshot."""
+        self._publish("Z")
+        return read_only(self._ZT.T.copy())
 
     def sketches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The public sketches ``(Phi, S)`` of the (possibly transposed) state, read-only."""
+        """The sketches ``(Phi, S)`` of the (possibly transposed) state, read-only (once published)."""
+        self._require_published("sketches")
         return read_only(self._Phi), read_only(self._S)
 
     def __repr__(self) -> str:
         m, n = self.shape
         return (
             f"{type(self).__name__}(shape=({m}, {n}), rank={self.rank}, t={self.sizes.t}, "
-            f"v={self.sizes.v}, n_updates={self.n_updates}, {self.privacy.relation.value}, "
-            f"epsilon={self.privacy.epsilon:.4g})"
+            f"v={self.sizes.v}, {self.privacy.relation.value}, epsilon={self.privacy.epsilon:.4g}, "
+            f"published={self.published})"
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the sketches are regenerated from the seed; the publication flag travels with the copy
+        return {k: v for k, v in self.__dict__.items() if k not in ("_Phi", "_S", "_ST")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        m, n = self._inner_shape
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._config.sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
 
     # -- updates -------------------------------------------------------------------------------
     def update(self, i: int, j: int, delta: float) -> None:
         """``A[i, j] += delta``: ``Y_c[i, :] += delta Phi[j, :]``, ``Z[:, j] += delta S[:, i]``.
 
-        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta.
+        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
+        update after a publication makes the state unpublishable (see the class's Privacy section).
         """
         check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
         r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
@@ -601,8 +697,8 @@ class TurnstileLRF:
 
         Same result, bit for bit, as calling :meth:`update` for each entry in order. The whole batch is
         validated first: integer indices in range, finite values, equal lengths; on an error a ValueError
-        names the first bad index or value and the state is unchanged. A batch whose values would
-        overflow float64 in the sketches is refused the same way.
+        names the kind of problem (no position, value or count) and the state is unchanged. A batch
+        whose values would overflow float64 in the sketches is refused the same way.
         """
         owner = f"{type(self).__name__}.update_many"
         r, c, x = check_entries(rows, cols, values, self.shape, owner)
@@ -624,41 +720,31 @@ class TurnstileLRF:
             Y, ZT = self._Y.copy(), self._ZT.copy()
             _entry_kernel(Y, ZT, self._Phi, self._ST, r, c, x)
             if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
-                k = int(np.argmax(np.abs(x)))
                 raise ValueError(
-                    f"{owner}: the batch overflows float64 in the sketches (largest |value| = "
-                    f"{abs(x[k]):.3g} at position {k}). Nothing was applied."
+                    f"{owner}: the batch overflows float64 in the sketches. Nothing was applied (which "
+                    "value is not reported: the updates are private)."
                 )
             self._Y, self._ZT = Y, ZT
             self._mag = _max_abs(Y, ZT)
-        self.n_updates += int(x.size)
+        if self._publication == CURRENT:
+            self._publication = STALE
 
     # -- release -------------------------------------------------------------------------------
     def release(self) -> LowRankResult:
         """The rank-k factorization ``A ~ U diag(S) V^T`` from the current state (post-processing).
 
         Steps 2–5 of Private-Frobenius-LRF (:func:`~dpspectral.lowrank.factorization.frobenius_release`).
-        Free of privacy cost for the current state, any number of times; see the class's Privacy section
-        for releases of the same stream at different times.
+        Publishes the current snapshot: free of privacy cost for it, any number of times; after an
+        update that follows a publication it raises :class:`RepublicationError` (class's Privacy section).
 
         Returns
         -------
         LowRankResult
             U (m, k), S (k,), V (n, k); ``privacy`` is :attr:`privacy`; diagnostics ``t``, ``v``,
-            ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed``, ``n_updates``,
-
+            ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed`` (all
+            public; no count of updates).
         """
-        if self._released_at is not None and self._released_at != self.n_updates and not self._warned:
-            self._warned = True
-            warnings.warn(
-                f"{type(self).__name__}: this release follows an earlier release of the same stream with "
-                f"{self.n_updates - self._released_at:+d} updates in between. The two share the noise, so "
-                "together they reveal those updates without noise: the guarantee covers one snapshot. "
-                "Use ContinualLRF for releases at many times.",
-                UncertifiedPrivacyWarning,
-                stacklevel=2,
-            )
-        self._released_at = self.n_updates
+        self._publish("release")
         U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
         diag = {
             "t": self.sizes.t,
@@ -666,9 +752,8 @@ class TurnstileLRF:
             "sigma": self.sigma,
             "sensitivity": self.sensitivity,
             "noise_multiplier": self.sigma / self.sensitivity,
-            "sketch_seed": self.sketch_seed,
+            "sketch_seed": self._config.sketch_seed,
             "transposed": self.transposed,
-            "n_updates": self.n_updates,
         }
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
@@ -676,28 +761,45 @@ class TurnstileLRF:
     def _arrays(self) -> dict[str, np.ndarray]:
         return {"Y_c": self._Y, "Z": self._ZT.T}
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str], *, publish: bool = False) -> Path:
         """Write the state to one ``.npz`` file, atomically (temporary file, fsync, ``os.replace``).
 
         The file holds the noisy sketches ``Y_c`` and ``Z`` (in the internal orientation, see
-        :attr:`transposed`), the configuration (JSON), the update count, the format version and a sha256
-        checksum. Phi and S are not stored: they are regenerated from ``sketch_seed``. A crash during
-        the save leaves the previous file at ``path`` intact.
+        :attr:`transposed`), the configuration (JSON, with the sketch seed), its ``status`` and
+        ``publication`` flags, the format version and a sha256 checksum; no count of updates. Phi and S
+        are not stored: they are regenerated from the seed. A crash during the save leaves the previous
+        file at ``path`` intact.
 
-        The sketches in the file are the released, noisy state: publishing it is a release like
-        :meth:`release` (same caveats: one snapshot per stream; ``n_updates`` is stream metadata).
+        Parameters
+        ----------
+        path : path-like
+        publish : bool, default=False
+            False: a **secret checkpoint**, to be continued (:meth:`load`), never published; the file
+            says so (``status="secret"`` and a ``notice``) and saving it publishes nothing. True: a
+            **published release** of the current snapshot (``status="published"``), exactly like
+            :meth:`release` (refused with :class:`RepublicationError` after updates that follow a
+            publication).
         """
+        if not isinstance(publish, (bool, np.bool_)):
+            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
+                            f"Got {publish!r} instead.")
+        if publish:
+            self._publish("save")
+        status = PUBLISHED if publish else SECRET
         arrays = self._arrays()
         config_json = self._config.to_json()
-        checksum = state_checksum(config_json, self.n_updates, arrays)
+        checksum = state_checksum(config_json, status, self._publication, arrays)
+        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
         return write_state_file(
             path,
             {
                 **arrays,
                 "config": np.array(config_json),
-                "n_updates": np.array(self.n_updates, dtype=np.int64),
+                "status": np.array(status),
+                "publication": np.array(self._publication),
                 "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
                 "checksum": np.array(checksum),
+                **extra,
             },
         )
 
@@ -710,9 +812,9 @@ class TurnstileLRF:
     ) -> TurnstileLRF:
         """A state saved by :meth:`save`. Spends no budget: the file already holds the noisy state.
 
-        The file holds only released quantities (the noisy sketches) and public configuration, so it is
-        safe to publish as one snapshot (see the class's Privacy section for several snapshots of one
-        stream, and for ``n_updates``). Loading recomputes the privacy report from the configuration.
+        The publication flag is kept: a state loaded from a published file (or from a checkpoint of a
+        published state) may publish that snapshot again but not one after further updates. Loading
+        recomputes the privacy report from the configuration.
 
         Parameters
         ----------
@@ -731,10 +833,10 @@ class TurnstileLRF:
         """
         owner = f"{cls.__name__}.load"
         data = read_state_file(path, _STATE_KEYS)
-        cfg_dict, n_updates = verified_state(path, data, ("Y_c", "Z"))
+        cfg_dict, status, publication = verified_state(path, data, ("Y_c", "Z"))
         config = TurnstileConfig.from_dict(cfg_dict)
         if expect is not None:
-            want = expect.config if isinstance(expect, TurnstileLRF) else expect
+            want = expect._config if isinstance(expect, TurnstileLRF) else expect
             diffs = config.differences(want)
             if diffs:
                 raise StateFileError(
@@ -755,7 +857,7 @@ class TurnstileLRF:
         except ValueError as exc:
             raise StateFileError(f"{path}: invalid configuration ({exc}).") from exc
         state = cls.__new__(cls)
-        state._build(config, noise, report, Y, Z.T, n_updates)
+        state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state
 
 

@@ -41,6 +41,7 @@ from ..privacy.gaussian import (
     split_noise_multiplier,
     symmetric_gaussian,
 )
+from ..privacy.pipeline import charge
 from ..results import SubspaceResult
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "mod_sulq", "wishart"]
@@ -237,51 +238,52 @@ def _covariance_pca(
     if accountant is not None and (kind != "mod_sulq" or n_known is not None):
         accountant.check(compose(make_plan(n_known, d_known).events), rel)
 
-    # Pass 1 (private centring only): the sum of clipped raw rows.
-    first = None
-    if private_mean:
-        first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                           want_second=False, owner=owner, show_progress=show_progress)
+    # Validate, then charge, then release. For an in-memory input the pass below reads every row
+    # (finite, numeric, and with on_norm_violation="raise" within the bound) before the ledger is
+    # charged: a refusal costs nothing. (Pass 1 of the private centring, or the only pass otherwise.)
+    noisy_count: float | None = None
     second_center = center if isinstance(center, np.ndarray) else None
     if private_mean:
-        # Spend and release the mean before the second pass (its centre depends on the release).
-        assert first is not None
+        # Pass 1: the sum of clipped raw rows (validates the whole input before the charge).
+        first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
+                           want_second=False, owner=owner, show_progress=show_progress)
         check_n_components(k, first.d, owner, name="k")
         plan = make_plan(first.n, first.d)
-        released_events = _spend(accountant, plan, rel, kind)
-        assert first.sum is not None and plan.mean_std is not None
-        noisy_sum = first.sum + rng.normal(0.0, plan.mean_std, size=first.d)
-        n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
-        noisy_count: float | None = None
-        if plan.count_std is not None:
-            noisy_count = first.n + float(rng.normal(0.0, plan.count_std))
-            n_mean = max(noisy_count, 1.0)
-        mu = noisy_sum / n_mean
-        norm_mu = float(np.linalg.norm(mu))
-        if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-processing)
-            mu *= C / norm_mu
-        second_center = mu
-    moments = accumulate(X, row_norm=C, center=second_center, on_norm_violation=on_norm_violation,
-                         want_sum=False, want_second=True, owner=owner, show_progress=show_progress)
-    d, n = moments.d, moments.n
-    check_n_components(k, d, owner, name="k")
-    if not private_mean:
-        plan = make_plan(n, d)
-        released_events = _spend(accountant, plan, rel, kind)
-        noisy_count = None
-        if plan.count_std is not None:
-            noisy_count = n + float(rng.normal(0.0, plan.count_std))
-
-    # Release the scatter matrix.
-    assert moments.second is not None
-    S = moments.second
-    if kind == "wishart":
-        scale = 3.0 * C**2 / (2.0 * n * epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
-        G = rng.normal(0.0, math.sqrt(scale), size=(d, d + 1))
-        S_hat = S + n * (G @ G.T)
+        # Everything after the charge is one release: a failure inside (a re-read stream with a bad
+        # block) is a failed release that stays charged.
+        with charge(accountant, plan.events, rel, kind) as released_events:
+            assert first.sum is not None and plan.mean_std is not None
+            noisy_sum = first.sum + rng.normal(0.0, plan.mean_std, size=first.d)
+            n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
+            if plan.count_std is not None:
+                noisy_count = first.n + float(rng.normal(0.0, plan.count_std))
+                n_mean = max(noisy_count, 1.0)
+            mu = noisy_sum / n_mean
+            norm_mu = float(np.linalg.norm(mu))
+            if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-proc.)
+                mu *= C / norm_mu
+            second_center = mu
+            # Pass 2: the raw rows were checked in pass 1; the rows centred by the released mean
+            # are clipped to C (never refused: a refusal here would be decided by the data after
+            # the charge, and the centred rows may exceed C although the raw rows do not).
+            moments = accumulate(X, row_norm=C, center=second_center, on_norm_violation="clip",
+                                 want_sum=False, want_second=True, owner=owner,
+                                 show_progress=show_progress)
+            S_hat = _noisy_scatter(kind, moments, plan, C, epsilon, rng)
+            values, vectors = top_k_eigh(S_hat, k)
+        d, n = moments.d, moments.n
     else:
-        S_hat = S + symmetric_gaussian(d, plan.cov_std, rng)
-    values, vectors = top_k_eigh(S_hat, k)
+        moments = accumulate(X, row_norm=C, center=second_center,
+                             on_norm_violation=on_norm_violation, want_sum=False, want_second=True,
+                             owner=owner, show_progress=show_progress)
+        d, n = moments.d, moments.n
+        check_n_components(k, d, owner, name="k")
+        plan = make_plan(n, d)
+        with charge(accountant, plan.events, rel, kind) as released_events:
+            if plan.count_std is not None:
+                noisy_count = n + float(rng.normal(0.0, plan.count_std))
+            S_hat = _noisy_scatter(kind, moments, plan, C, epsilon, rng)
+            values, vectors = top_k_eigh(S_hat, k)
 
     report = certify_release(
         released_events, mechanism=kind, budget=budget, relation=rel, calibration=calibration,
@@ -294,6 +296,8 @@ def _covariance_pca(
     }
     if plan.mean_std is not None:
         diagnostics["mean_noise_std"] = plan.mean_std
+    if plan.count_std is not None:
+        diagnostics["count_noise_std"] = plan.count_std  # public: a function of (epsilon, delta)
     return SubspaceResult(
         components=vectors,
         values=values,
@@ -305,12 +309,17 @@ def _covariance_pca(
     )
 
 
-def _spend(
-    accountant: Accountant | None, plan: _Plan, relation: Relation, label: str
-) -> list[dp_accounting.DpEvent]:
-    if accountant is not None:
-        accountant.spend(compose(plan.events), relation, label=label)
-    return list(plan.events)
+def _noisy_scatter(
+    kind: _NoiseKind, moments: Any, plan: _Plan, C: float, epsilon: float, rng: np.random.Generator
+) -> np.ndarray:
+    """The released scatter matrix ``S + E`` (call inside the charge)."""
+    assert moments.second is not None
+    S, d, n = moments.second, moments.d, moments.n
+    if kind == "wishart":
+        scale = 3.0 * C**2 / (2.0 * n * epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
+        G = rng.normal(0.0, math.sqrt(scale), size=(d, d + 1))
+        return S + n * (G @ G.T)
+    return S + symmetric_gaussian(d, plan.cov_std, rng)
 
 
 _COMMON_DOC = """
@@ -345,7 +354,11 @@ _COMMON_DOC = """
         Ledger to spend against; the run is refused before any noise is drawn if it would exceed the
         ceiling.
     random_state : None, int, SeedSequence or Generator
+        Secret: it draws the noise (see docs/privacy-caveats.md).
     on_norm_violation : {"clip", "raise"}
+        With ``"raise"`` the whole input is checked before the ledger is charged (a refusal costs
+        nothing but says that some row broke the bound). With ``centering="private"`` the raw rows
+        are checked; the rows centred by the released mean are clipped to C (never refused).
     accounting : {"auto", "gaussian", "pld", "rdp"}
         Accountant used to certify the released events.
     show_progress : bool or None

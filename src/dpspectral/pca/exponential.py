@@ -93,6 +93,7 @@ from ..moments import accumulate, n_features_of
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release, compose
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..privacy.pipeline import charge
 from ..results import SubspaceResult
 
 __all__ = [
@@ -366,12 +367,13 @@ class BinghamSampler:
             batch_cap = max(_MIN_BATCH, _MAX_BATCH_ELEMENTS // d)
             while got < n:
                 if used >= cap:
-                    rate = self.accepted / max(self.proposals, 1)
+                    # No acceptance rate, count accepted or envelope chosen: they depend on M (the
+                    # private data, in the mechanisms). Only public inputs are named.
                     raise BinghamSamplerError(
-                        f"The Bingham sampler ({self.envelope} envelope, d={d}) used "
-                        f"max_proposals={max_proposals} proposals per sample ({used} in all) and "
-                        f"accepted {got} of the {n} requested (acceptance so far {rate:.3g}). Raise "
-                        "'max_proposals' or try the other envelope ('envelope' parameter)."
+                        f"The Bingham sampler (d={d}) used max_proposals={max_proposals} proposals "
+                        f"per sample for {n} sample(s) without finishing. Raise 'max_proposals' or "
+                        "try another envelope ('envelope' parameter). In a private mechanism this "
+                        "is a failed release: it stays charged (docs/privacy-caveats.md)."
                     )
                 # proposals expected for the rest, from the acceptance seen so far (prior 1/2)
                 rate = (self.accepted + 1.0) / (self.proposals + 2.0)
@@ -603,6 +605,13 @@ def _exponential_mechanism(
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=_RELATIONS,
         needs_delta=False,
     )
+    if budget.delta != 0.0:
+        # A pure-epsilon mechanism reported at delta > 0 would claim a weaker guarantee than it has
+        # and mislead a ledger or a comparison; refuse rather than silently change the request.
+        raise ValueError(
+            f"The 'delta' parameter of {owner} must be 0: {owner} is a pure epsilon-DP mechanism "
+            f"(the exponential mechanism), so it has no delta. Got {delta!r} instead."
+        )
     envelope = _check_envelope(envelope)  # type: ignore[assignment]
     max_proposals = _check_max_proposals(max_proposals, owner)
     share = _check_share(eigenvalue_share)
@@ -622,27 +631,28 @@ def _exponential_mechanism(
     if accountant is not None and d_known is not None:
         accountant.check(compose(make_plan(d_known).events), rel)  # fail fast, before any reading
 
+    # Validate (this pass reads every row of an in-memory input), then charge, then release.
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
                          want_second=True, owner=owner, show_progress=show_progress)
     d, n = moments.d, moments.n
     k = check_n_components(k, d, owner, name="k")
     plan = make_plan(d)
-    if accountant is not None:
-        accountant.spend(compose(plan.events), rel, label=owner)
-    assert moments.second is not None
-    A = 0.5 * (moments.second + moments.second.T)
-    w, Q = scipy.linalg.eigh(A, check_finite=False)
+    # A failure after the charge (the sampler's cap) is a failed release: it stays charged.
+    with charge(accountant, plan.events, rel, owner):
+        assert moments.second is not None
+        A = 0.5 * (moments.second + moments.second.T)
+        w, Q = scipy.linalg.eigh(A, check_finite=False)
 
-    values: np.ndarray | None = None
-    total: float | None = None
-    if plan.eigen_scale is not None:
-        w_desc = w[::-1]
-        released = np.append(w_desc[:k], w_desc[k:].sum())
-        released = released + rng.laplace(0.0, plan.eigen_scale, size=released.shape)
-        values = np.sort(released[:k])[::-1]
-        total = float(released.sum())
+        values: np.ndarray | None = None
+        total: float | None = None
+        if plan.eigen_scale is not None:
+            w_desc = w[::-1]
+            released = np.append(w_desc[:k], w_desc[k:].sum())
+            released = released + rng.laplace(0.0, plan.eigen_scale, size=released.shape)
+            values = np.sort(released[:k])[::-1]
+            total = float(released.sum())
 
-    V = _sample_directions(A, k, plan.concentrations, (w, Q), rng, envelope, max_proposals)
+        V = _sample_directions(A, k, plan.concentrations, (w, Q), rng, envelope, max_proposals)
     components = fix_signs(V)
 
     report = certify_release(
@@ -675,6 +685,11 @@ _PRIVACY_DOC = """
     ``c = epsilon_j / (2 C^2)`` (replace-one). Each sampled direction is recorded as
     ``EpsilonDeltaDpEvent(epsilon_j, 0)``; the directions compose adaptively (basic composition of
     pure DP), so the certified epsilon at ``delta = 0`` is their sum.
+
+    The whole input is read (and, for an in-memory input, validated) before the ledger is charged.
+    If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`, whose message names
+    only public inputs), the run is a failed release that stays charged; whether that happens, like
+    the running time of rejection sampling, depends on the data (docs/privacy-caveats.md).
 """
 
 
@@ -715,7 +730,8 @@ def ppca(
     epsilon : float
         In (0, inf).
     delta : float
-        In [0, 1); the mechanism is pure epsilon-DP, so delta is only where the guarantee is reported.
+        Must be 0 (the default): the mechanism is pure epsilon-DP; a delta > 0 is refused rather
+        than reported as if it were spent.
     row_norm : float
         Public bound C on each row's Euclidean norm; rows above it are clipped per row, or rejected
         with ``on_norm_violation="raise"``. Never derived from the data.
@@ -799,7 +815,7 @@ def exponential_pca(
     epsilon : float
         In (0, inf): the total, ``epsilon_0 + sum_j epsilon_j``.
     delta : float
-        In [0, 1); pure epsilon-DP, delta only says where the guarantee is reported.
+        Must be 0 (the default): pure epsilon-DP; a delta > 0 is refused.
     row_norm : float
         Public bound C on each row's Euclidean norm (clipped per row above it). Never from the data.
     relation : {"replace_one", "add_remove"}

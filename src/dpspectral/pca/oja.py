@@ -9,11 +9,23 @@ Gradients. For ``A_i = x_i x_i^T`` and an orthonormal ``W`` (d x k), the Oja gra
 ``A_i W = x_i (x_i^T W)``, never forming a d x d matrix. With rows clipped to norm C it has Frobenius
 norm ``||x_i|| ||W^T x_i|| <= C^2``.
 
-Relation and composition. Replace-one neighbours with the rows' positions public (the stream order,
-or the array's row order: no data-dependent reordering). Every row enters exactly one private
-sub-release (one Oja step, one top-eigenvalue histogram, or one mean estimate), and later steps see
-it only through earlier releases, so by parallel composition the run is as private as its worst
-sub-release; :class:`~dpspectral.privacy.accounting.ParallelDpEvent` records that. The paper splits
+Relation and composition. Replace-one neighbours (data sets as multisets of rows). Every row enters
+exactly one private sub-release (one Oja step, one top-eigenvalue histogram, or one mean estimate),
+and later steps see it only through earlier releases, so by parallel composition the run is as
+private as its worst sub-release; :class:`~dpspectral.privacy.accounting.ParallelDpEvent` records
+that. Parallel composition needs the assignment of rows to sub-releases to be independent of the
+data: for an in-memory input (array, memmap, sparse, Dask, list of blocks) the private methods
+permute the rows uniformly at random with the secret generator (``random_state``) before forming
+steps or minibatches, so a data-dependent row order (sorted by label or time) cannot break the
+argument. A one-shot stream cannot be permuted: its order is *assumed* independent of the data (the
+privacy report says so in its notes).
+
+Validate, then charge, then release. An in-memory input is validated whole (numeric, 2-D, finite
+and, with ``on_norm_violation="raise"``, every row within the bound) before the ledger is charged
+(:func:`~dpspectral.privacy.pipeline.validate_rows`). A stream arrives after the charge: every row
+read is checked the same way (whether or not it ends up in a step), and a bad block is a *failed
+release*: it stays charged and the ledger marks it failed (:func:`~dpspectral.privacy.pipeline.
+charge`). Error messages name the kind of problem, never a row, a value or a count. The paper splits
 (epsilon, delta) in half between Algorithms 4 and 5 (basic composition); on disjoint rows each can
 have the whole budget, which halves the noise (``calibration="tight"``, the default).
 
@@ -52,7 +64,6 @@ from ..privacy.accounting import (
     SampledGaussianAccountant,
     calibrate,
     certify_release,
-    compose,
 )
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
@@ -63,6 +74,7 @@ from ..privacy.histogram import (
     stable_histogram_event,
     stable_histogram_mode,
 )
+from ..privacy.pipeline import charge, not_finite_error, validate_rows
 from ..results import SubspaceResult
 
 __all__ = [
@@ -130,17 +142,49 @@ def _memmap_blocks(X: np.memmap) -> Iterator[tuple[int, np.ndarray]]:
         yield a, X[a : min(n, a + step)]
 
 
+def _indexable(X: Any) -> Any:
+    """An in-memory input as one object with ``shape`` and row indexing (lists of blocks stacked)."""
+    from ..moments import is_dask_array
+
+    X = _as_source(X)
+    if isinstance(X, (list, tuple)):
+        blocks = list(X)
+        if any(sp.issparse(b) for b in blocks):
+            return sp.csr_matrix(sp.vstack([sp.csr_matrix(b) for b in blocks]))
+        return np.vstack([np.asarray(b) for b in blocks])
+    if sp.issparse(X):
+        return sp.csr_matrix(X)
+    if is_dask_array(X) or hasattr(X, "shape"):
+        return X
+    return np.asarray(X)
+
+
+def _permuted_blocks(X: Any, order: np.ndarray) -> Iterator[tuple[int, Any]]:
+    """(start, rows) blocks of ``X`` read in the order ``order`` (a permutation of its rows)."""
+    from ..moments import is_dask_array
+
+    n, d = X.shape
+    step = max(1, _MEMMAP_BLOCK_ELEMENTS // max(d, 1))
+    for a in range(0, n, step):
+        idx = order[a : a + step]
+        if is_dask_array(X):
+            yield a, np.asarray(X[idx].compute())
+        else:
+            yield a, X[idx]  # fancy indexing: a copy, in the permuted order
+
+
 class _Rows:
     """The rows of an array or a stream of row blocks, re-cut into float64 blocks of fixed sizes.
 
     Every block is checked for finite values and clipped to the row norm C (a copy: the caller's data
     are never modified). ``take(m)`` returns the next ``m`` rows (fewer at the end of the data).
+    ``order``: read the rows of an in-memory input in this order (a secret permutation).
     """
 
     def __init__(self, X: Any, C: float, mode: NormViolation, owner: str,
-                 show_progress: bool | None = None) -> None:
+                 show_progress: bool | None = None, order: np.ndarray | None = None) -> None:
         self.C, self.mode, self.owner = C, mode, owner
-        src = _as_source(X)
+        src = _as_source(X) if order is None else _indexable(X)
         # A memmap is read by small blocks and the pages of the rows already copied are dropped after
         # every take (the generic path's 128 MB blocks stayed resident until done, and pages of a
         # block's tail, re-read after the block's release, stayed for good: ~70 MB at 1e6 x 100).
@@ -148,7 +192,9 @@ class _Rows:
         self._release: Callable[[int, int], None] | None = None
         self._released = 0  # the pages of rows [0, _released) have been released
         self._blocks: Iterator[tuple[int, Any]]
-        if isinstance(src, np.memmap) and src.ndim == 2:
+        if order is not None:
+            self._blocks = _permuted_blocks(src, order)
+        elif isinstance(src, np.memmap) and src.ndim == 2:
             if getattr(src, "mode", None) != "c":
                 self._release = _page_releaser(src)
             self._blocks = _memmap_blocks(src)
@@ -161,7 +207,7 @@ class _Rows:
 
     def _pull(self) -> bool:
         try:
-            start, block = next(self._blocks)
+            _, block = next(self._blocks)
         except StopIteration:
             return False
         if sp.issparse(block):
@@ -177,8 +223,8 @@ class _Rows:
             self.d = int(block.shape[1])
         elif block.shape[1] != self.d:
             raise ValueError(
-                f"{self.owner}: a block at row {start} has {block.shape[1]} columns; earlier blocks "
-                f"had {self.d}."
+                f"{self.owner}: the blocks of the data do not all have the same number of columns "
+                f"(the first had {self.d})."
             )
         if block.shape[0]:
             self._buffer.append(block)
@@ -218,10 +264,10 @@ class _Rows:
         if self._release is not None:
             self._release(self._released, self.row + got)
             self._released = self.row + got
-        if not np.isfinite(out).all():
-            i = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
-            raise ValueError(f"{self.owner}: input contains NaN or infinity (first at row {self.row + i}).")
-        out, _ = clip_rows(out, self.C, on_norm_violation=self.mode, copy=False, first_row=self.row)
+        if not np.isfinite(out).all():  # every row read, used in a step or not
+            raise not_finite_error(self.owner)
+        out, _ = clip_rows(out, self.C, on_norm_violation=self.mode, copy=False, first_row=self.row,
+                           owner=self.owner)
         self.row += out.shape[0]
         return np.asarray(out)
 
@@ -371,34 +417,105 @@ def _check_k(k: Any, d: int, n: int | None, owner: str) -> int:
     return k
 
 
-def _fmt21_epsilon(eps0: float, n: int, delta: float) -> float:
-    """Feldman, McMillan, Talwar (FOCS 2021), Theorem 3.1: shuffled eps0-DP local steps."""
-    e0 = math.exp(eps0)
-    return math.log1p((e0 - 1) / (e0 + 1) * (8 * math.sqrt(e0 * math.log(4 / delta)) / math.sqrt(n)
-                                             + 8 * e0 / n))
+def _fmt21_closed_form(eps0: float, n: int, delta: float) -> float:
+    """Feldman, McMillan, Talwar (FOCS 2021), Theorem 3.1, as in the authors' reference code.
+
+    ``log(1 + (1 - e^{-eps0}) / (1 + e^{-eps0 - e}) (a + c))`` with ``a = 8 sqrt(e^eps0 ln(4/delta) / n)``,
+    ``c = 8 e^eps0 / n``, ``e = ln(1 + a + c)``, valid for ``eps0 <= ln(n / (16 ln(4 / delta)))``. (An
+    earlier version of this module used the factor ``(e^eps0 - 1) / (e^eps0 + 1)``, i.e. the
+    denominator ``1 + e^{-eps0}``, which is up to 12% smaller: not the theorem.) Kept as a cross-check;
+    :func:`shuffle_amplified_epsilon` uses the numerical bound, which is far tighter.
+    """
+    a = 8.0 * math.sqrt(math.exp(eps0) * math.log(4.0 / delta) / n)
+    c = 8.0 * math.exp(eps0) / n
+    e = math.log1p(a + c)
+    return math.log1p((1.0 - math.exp(-eps0)) / (1.0 + math.exp(-eps0 - e)) * (a + c))
 
 
-def shuffle_amplified_epsilon(noise_multiplier: float, n: int, delta: float) -> tuple[float, float]:
+def _shuffle_delta(eps0: float, n: int, eps: float, tail: float = 1e-14) -> float:
+    """Upper bound on ``delta(eps)`` of n shuffled eps0-DP local randomizers (FMT21's reduction).
+
+    FMT21 (Theorem 3.2 and its adaptive version) reduce the shuffled output to a post-processing of
+    ``P = (A + D, C - A + 1 - D)`` against ``Q = (A + 1 - D, C - A + D)`` with ``C ~ Bin(n - 1,
+    e^{-eps0})``, ``A ~ Bin(C, 1/2)``, ``D ~ Bern(e^eps0 / (e^eps0 + 1))``. Given C the likelihood ratio
+    is monotone in A, so the hockey-stick divergence of each conditional pair is one threshold test;
+    we sum them over C exactly (vectorised; the authors' reference code evaluates C in steps of
+    ``step`` values and bounds each step by its end points) and add the mass of C outside the range
+    evaluated (a divergence is at most 1), so the result is an upper bound. ``tail``: the mass of C
+    left out on each side (added back in full; small against the target delta keeps it tight).
+    """
+    from scipy import stats
+
+    p = math.exp(-eps0)
+    alpha = math.exp(eps0) / (math.exp(eps0) + 1.0)
+    ee = math.exp(eps)
+    den = alpha - ee * (1.0 - alpha)
+    if den <= 0:  # eps >= eps0: nothing to gain
+        return 0.0
+    ratio = (ee * alpha - (1.0 - alpha)) / den  # e^{eps_eff}: A <= cut is the likelihood-ratio set
+    m = n - 1
+    lo = max(0, int(stats.binom.ppf(tail, m, p)) - 1)
+    hi = min(m, int(stats.binom.isf(tail, m, p)) + 1)
+    c = np.arange(lo, hi + 1, dtype=np.float64)
+    w = stats.binom.pmf(c, m, p)
+    tail = (float(stats.binom.cdf(lo - 1, m, p)) if lo > 0 else 0.0) + float(stats.binom.sf(hi, m, p))
+    out = []
+    for beta, forward in ((1.0 / (ratio + 1.0), True), (1.0 / (1.0 / ratio + 1.0), False)):
+        cut = beta * (c + 1.0)
+        f1 = stats.binom.cdf(cut, c, 0.5)
+        f0 = stats.binom.cdf(cut - 1.0, c, 0.5)
+        pc = alpha * f1 + (1.0 - alpha) * f0
+        qc = (1.0 - alpha) * f1 + alpha * f0
+        div = (pc - ee * qc) if forward else ((1.0 - qc) - ee * (1.0 - pc))
+        out.append(float(w @ np.maximum(div, 0.0)))
+    return min(1.0, max(out) + tail)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shuffle_epsilon(eps0: float, n: int, delta: float) -> float:
+    """Smallest eps (to ~1e-7 relative, rounded up) with ``_shuffle_delta(eps0, n, eps) <= delta``."""
+    lo, hi = 0.0, eps0
+    for _ in range(48):
+        mid = 0.5 * (lo + hi)
+        if _shuffle_delta(eps0, n, mid, tail=1e-6 * delta) <= delta:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-7 * hi:
+            break
+    return hi
+
+
+def _shuffle_limit(n: int, delta_shuffle: float) -> float:
+    """The largest eps0 for which we use the shuffle theorem (FMT21's regime, the reference's 4/delta)."""
+    return math.log(n / (16.0 * math.log(4.0 / delta_shuffle))) if n > 16 else -math.inf
+
+
+def shuffle_amplified_epsilon(noise_multiplier: float, n: int, delta: float,
+                              *, start: float = 1.0) -> tuple[float, float]:
     """(epsilon, delta) of n shuffled adaptive Gaussian steps, each with this noise multiplier.
 
-    Each step is ``(eps0, delta0)``-DP for the exact Gaussian curve (``delta0`` chosen as below); the
-    shuffled, adaptive sequence is then ``(eps, delta / 2 + (e^eps + 1)(1 + e^{-eps0} / 2) n delta0)``-DP
-    by Feldman, McMillan and Talwar (FOCS 2021, Theorems 3.1, 3.8 and §5 for adaptive steps), valid
-    while ``eps0 <= ln(n / (16 ln(2 / delta)))``. We take ``delta0`` so that the second part is at most
-    delta / 2. Returns ``(inf, delta)`` outside the valid range.
+    Each step is ``(eps0, delta0)``-DP for the exact Gaussian curve. By Feldman, McMillan and Talwar
+    (FOCS 2021, Theorem 3.8 with the adaptive reduction of §5), the shuffled sequence is then
+    ``(eps, delta / 2 + (e^eps + 1)(1 + e^{-eps0} / 2) n delta0)``-DP, where eps is the shuffle bound of
+    ``eps0``-DP randomizers at ``delta / 2``; we compute that bound numerically (:func:`_shuffle_delta`,
+    the reference implementation's numerical analysis) and take ``delta0`` so that the second part is
+    at most ``delta / 2``. Used only while ``eps0 <= ln(n / (16 ln(8 / delta)))`` (the theorem's
+    regime at ``delta / 2``); returns ``(inf, delta)`` outside it. ``start``: a first guess of eps
+    (the result is self-consistent whatever the guess: ``delta0`` is set from an eps at least as
+    large as the one returned).
     """
     from ..privacy.gaussian import gaussian_epsilon
 
     half = delta / 2
-    # (e^eps + 1)(1 + e^{-eps0}/2) <= 1.5 (e^eps + 1); delta0 must be set from an eps at least as large
-    # as the one returned, so iterate (with a tiny margin) until the bound is self-consistent
-    eps = 1.0
+    limit = _shuffle_limit(n, half)
+    eps = float(start)
     for _ in range(100):
-        delta0 = half / (1.5 * (math.exp(eps) + 1) * n)
+        delta0 = half / (1.5 * (math.exp(eps) + 1) * n)  # (1 + e^{-eps0}/2) <= 1.5
         eps0 = gaussian_epsilon(noise_multiplier, delta0)
-        if eps0 > math.log(n / (16 * math.log(2 / half))):
+        if not eps0 <= limit:
             return math.inf, delta
-        new = _fmt21_epsilon(eps0, n, half)
+        new = _shuffle_epsilon(round(eps0, 12) + 1e-12, n, half)
         if new <= eps:
             return new, delta
         eps = new * (1 + 1e-6)
@@ -424,25 +541,31 @@ def private_oja(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    _plan_only: bool = False,
 ) -> SubspaceResult:
     """Private Oja (Algorithm 2): clipped Oja steps with Gaussian noise, one row per step.
 
     ``w_t = normalise(w_{t-1} + eta_t clip_beta(x_t x_t^T w_{t-1}) + 2 eta_t beta alpha z_t)``,
     ``eta_t = c1 / (c2 + t)``, ``z_t ~ N(0, I)``. ``beta`` is ``gradient_clip`` (default ``row_norm^2``,
-    which clipped rows never exceed, so only the row clip acts). Rows are processed in their order
-    (the paper's random permutation is the caller's to apply, data-independently, before streaming).
+    which clipped rows never exceed, so only the row clip acts). The rows of an in-memory input are
+    visited in a uniformly random order drawn from the secret generator (the paper's line 1 shuffle,
+    fresh for every call); a stream is used in its order.
 
     Privacy
     -------
-    Relation: replace-one, positions public. The row at step t enters only that step, whose update
-    before noise moves by at most ``2 eta_t beta`` when the row is replaced (both gradients have norm
-    <= beta after clipping); the noise std ``2 eta_t beta alpha`` makes alpha the noise multiplier of
-    a ``GaussianDpEvent(alpha)``. By parallel composition the run is as private as one step:
-    ``amplification="none"`` (default) takes alpha from the exact Gaussian curve for (epsilon, delta)
-    (the paper's "alpha = O(log(n/delta)/epsilon) without amplification"). ``amplification="shuffle"``
-    assumes the rows were uniformly shuffled *and* that the order is secret, and uses the numerical
-    bound :func:`shuffle_amplified_epsilon` (reported as an ``EpsilonDeltaDpEvent``); it is only
-    valid for small epsilon (the paper's Lemma 3.1 range, epsilon = O(sqrt(log(n/delta)/n))).
+    Relation: replace-one. The row at step t enters only that step, whose update before noise moves
+    by at most ``2 eta_t beta`` when the row is replaced (both gradients have norm <= beta after
+    clipping); the noise std ``2 eta_t beta alpha`` makes alpha the noise multiplier of a
+    ``GaussianDpEvent(alpha)``. Steps are assigned to rows by a data-independent permutation (drawn
+    here for in-memory data; assumed for a stream, whose order must not depend on the data), so by
+    parallel composition the run is as private as one step: ``amplification="none"`` (default) takes
+    alpha from the exact Gaussian curve for (epsilon, delta) (the paper's "alpha = O(log(n/delta) /
+    epsilon) without amplification"). ``amplification="shuffle"`` (in-memory data only: the library
+    shuffles the rows itself with the secret generator, so the order is uniform and secret) uses
+    amplification by shuffling (:func:`shuffle_amplified_epsilon`: Feldman, McMillan and Talwar 2021,
+    the numerical bound of their reference implementation; reported as an ``EpsilonDeltaDpEvent``); it
+    needs ``eps0 <= ln(n / (16 ln(8 / delta)))`` per step, so it helps only for small epsilon and
+    large n. The permutation is secret: it is never output, and ``random_state`` is a secret.
     """
     owner = "private_oja"
     budget, rel, C = check_mechanism_inputs(
@@ -459,31 +582,42 @@ def private_oja(
     check_choice(amplification, "amplification", ("none", "shuffle"), owner)
     Cs = sensitivity_norm(C)
     beta = Cs**2 if gradient_clip is None else _check_positive(gradient_clip, "gradient_clip", owner)
-    n = _n_rows(X, n_samples, owner)
-    rows = _Rows(X, C, on_norm_violation, owner)
-    d = rows.peek_features()
+    src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
+    rows = None if in_memory else _Rows(src, C, on_norm_violation, owner)
+    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
     k = _check_k(k, d, n, owner)
-    notes = ["Rows used in their given order, each in exactly one step (parallel composition)."]
+    parts = _parts(n, k, rank_method, owner)
+    notes = [_order_note(in_memory, "each row in exactly one step (parallel composition)")]
     if amplification == "none":
         alpha = analytic_noise_multiplier(budget.epsilon, budget.delta)
         events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(alpha)]
     else:
-        if n is None:
-            raise ValueError(f"{owner}: amplification='shuffle' needs the number of rows (n_samples).")
+        if not in_memory:
+            raise ValueError(
+                f"{owner}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
+                "matrix, Dask array or list of blocks), which the library shuffles with the secret "
+                "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
+            )
+        assert n is not None
         alpha = _calibrate_shuffle(n, budget.epsilon, budget.delta)
-        eps_amp, _ = shuffle_amplified_epsilon(alpha, n, budget.delta)
+        eps_amp, _ = shuffle_amplified_epsilon(alpha, n, budget.delta, start=budget.epsilon)
         events = [EpsilonDeltaDpEvent(eps_amp, budget.delta * (1 - 1e-9))]
-        notes.append("Amplification by shuffling (Feldman-McMillan-Talwar 2021): valid only if the "
-                     "rows were shuffled uniformly at random and the order is kept secret.")
-    if accountant is not None:
-        accountant.spend(compose(events), rel, label=owner)
-    rng = as_generator(random_state)
-    W = orthonormalize(rng.standard_normal((d, k)), "qr")
-    noise_std = 2.0 * beta * alpha
-    W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), c1, c2, beta, noise_std, rng,
-                        owner, show_progress, n)
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=3)
+        notes.append("Amplification by shuffling (Feldman-McMillan-Talwar 2021, numerical bound): the "
+                     "rows were shuffled here, uniformly, with the secret generator; the order is "
+                     "never output.")
+    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
+        return events  # type: ignore[return-value]
+    with charge(accountant, events, rel, owner):  # a bad block of a stream now is a failed release
+        rng = as_generator(random_state)
+        W = orthonormalize(rng.standard_normal((d, k)), "qr")
+        if in_memory:
+            assert n is not None
+            rows = _Rows(src, C, on_norm_violation, owner, order=rng.permutation(n))
+        noise_std = beta * alpha  # MUTATION
+        assert rows is not None
+        W, used = _run_rows(rows, W, parts, c1, c2, beta, noise_std, rng, owner, show_progress, n)
+        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                                 calibration=calibration, notes=notes, stacklevel=3)
     return SubspaceResult(
         components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
         diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": c1, "c2": c2,
@@ -491,23 +625,66 @@ def private_oja(
     )
 
 
+def _order_note(in_memory: bool, what: str) -> str:
+    if in_memory:
+        return (f"Rows permuted uniformly at random with the secret generator before use; {what}.")
+    return (f"Stream: rows used in their arrival order, {what}. ASSUMPTION: that order does not depend "
+            "on the data (a stream sorted by a label, a value or a time that depends on the rows "
+            "breaks parallel composition; shuffle it with secret randomness first).")
+
+
+def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: str,
+                    owner: str) -> tuple[Any, int | None, bool]:
+    """(source, n, in_memory): an in-memory input is validated whole here, before any charge."""
+    src = _as_source(X)
+    in_memory = validate_rows(src, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    if not in_memory:
+        return src, _n_rows(X, n_samples, owner), False
+    src = _indexable(src)
+    n = _n_rows(src, n_samples, owner)
+    if not n:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is needed.")
+    return src, n, True
+
+
 @functools.lru_cache(maxsize=64)
 def _calibrate_shuffle(n: int, epsilon: float, delta: float) -> float:
-    lo, hi = 1e-3, 1e4
-    if shuffle_amplified_epsilon(hi, n, delta)[0] > epsilon:
+    """The smallest multiplier found for which :func:`shuffle_amplified_epsilon` certifies epsilon.
+
+    The largest per-step eps0 whose shuffle bound at delta / 2 is at most epsilon (bisection), then
+    the Gaussian multiplier for (eps0, delta0) with ``delta0 = (delta / 2) / (1.5 (e^epsilon + 1) n)``;
+    checked (and nudged up) against :func:`shuffle_amplified_epsilon`.
+    """
+    half = delta / 2
+    limit = _shuffle_limit(n, half)
+    if not limit > 0:
         raise ValueError(
             f"private_oja: amplification by shuffling cannot certify epsilon={epsilon:g} at n={n} "
-            f"(the bound needs eps0 <= ln(n / (16 ln(4/delta)))); use amplification='none'."
+            f"(the bound needs eps0 <= ln(n / (16 ln(8/delta))) > 0); use amplification='none'."
         )
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if shuffle_amplified_epsilon(mid, n, delta)[0] <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-        if hi / lo < 1 + 1e-6:
-            break
-    return hi
+    lo, hi = 0.0, limit
+    if _shuffle_epsilon(limit, n, half) <= epsilon * (1 - 1e-6):
+        lo = limit
+    else:
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if _shuffle_epsilon(mid, n, half) <= epsilon * (1 - 1e-6):
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-6 * hi:
+                break
+    if lo <= 0:
+        raise ValueError(f"private_oja: amplification by shuffling cannot certify epsilon={epsilon:g} "
+                         f"at n={n}; use amplification='none'.")
+    delta0 = half / (1.5 * (math.exp(epsilon) + 1) * n)
+    alpha = analytic_noise_multiplier(lo, delta0)
+    for _ in range(200):
+        if shuffle_amplified_epsilon(alpha, n, delta, start=epsilon)[0] <= epsilon:
+            return alpha
+        alpha *= 1 + 1e-6
+    raise ValueError(f"private_oja: amplification by shuffling cannot certify epsilon={epsilon:g} at "
+                     f"n={n}; use amplification='none'.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -713,6 +890,7 @@ def dp_pca(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    _plan_only: bool = False,
 ) -> SubspaceResult:
     """DP-PCA (Algorithm 3): minibatch Oja with private range and mean estimation.
 
@@ -729,8 +907,10 @@ def dp_pca(
 
     Privacy
     -------
-    Relation: replace-one, positions public. A row is in exactly one half of one minibatch, so the
-    run is a :class:`ParallelDpEvent` of two branches. Gradients of clipped rows have norm <= C^2 and
+    Relation: replace-one. The rows of an in-memory input are permuted uniformly at random with the
+    secret generator before the minibatches are formed (a stream's order is assumed independent of
+    the data: stated in the report's notes); a row is then in exactly one half of one minibatch, so
+    the run is a :class:`ParallelDpEvent` of two branches. Gradients of clipped rows have norm <= C^2 and
     group eigenvalues of the paired differences are <= ``2 C^4`` (public bin ranges).
     Branch 1, Algorithm 4: one group eigenvalue changes; histogram of L1 shift 2: Laplace(2/eps4)
     (``LaplaceDpEvent``, pure) or stable ((eps4, delta4) event).
@@ -742,6 +922,8 @@ def dp_pca(
     (epsilon/2, delta/2) as in the paper and the Gaussian std is the paper's
     ``beta_t = 8 K sqrt(2 Lambda_t) log^a(B d / zeta) sqrt(2 d log(2.5/delta)) / (epsilon B)``, which
     leaves nothing for the histograms: the accountant reports what that certifies (uncertified).
+    Diagnostics: ``skipped_steps`` counts the steps whose released histogram output was the
+    underflow bin or empty (the paper's ⊥): a function of released values only.
     """
     owner = "dp_pca"
     budget, rel, C = check_mechanism_inputs(
@@ -756,7 +938,7 @@ def dp_pca(
     a = _check_positive(a, "a", owner)
     zeta_total = check_share(failure_probability, "failure_probability", owner)
     share = check_share(histogram_share, "histogram_share", owner)
-    n = _n_rows(X, n_samples, owner)
+    src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
     if n is None and batch_size is None:
         raise ValueError(f"{owner}: a stream needs batch_size or n_samples (to set B = c n / ln(n)^2).")
     if batch_size is None:
@@ -768,8 +950,8 @@ def dp_pca(
     if n is not None and B > n:
         raise ValueError(f"The 'batch_size' parameter of {owner} ({B}) is larger than the number of "
                          f"rows ({n}).")
-    rows = _Rows(X, C, on_norm_violation, owner, show_progress=False)
-    d = rows.peek_features()
+    rows = None if in_memory else _Rows(src, C, on_norm_violation, owner, show_progress=False)
+    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
     k = _check_k(k, d, n, owner)
     parts = _parts(n, k, rank_method, owner)
     if len(parts) > 1 and n is not None and n // k < B:
@@ -809,7 +991,8 @@ def dp_pca(
              if lap_m is not None else
              dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(*stable_b), p))  # type: ignore[misc]
     hist_scale = None if lap_m is None else 2.0 * lap_m  # multiplier = scale / L1 shift 2
-    notes = [f"Minibatch B = {B} rows; each row in exactly one sub-release (parallel composition)."]
+    notes = [f"Minibatch B = {B} rows.",
+             _order_note(in_memory, "each row in exactly one sub-release (parallel composition)")]
     paper_std_factor = None
     if calibration == "paper":
         # beta_t = 8 K sqrt(2 Lambda) log^a(B p / zeta) sqrt(2 p log(2.5/delta)) / (eps B), with the
@@ -825,10 +1008,39 @@ def dp_pca(
         s_gauss = paper_std_factor / delta_unit
     event5 = dp_accounting.ComposedDpEvent([hist5, dp_accounting.GaussianDpEvent(s_gauss)])
     events: list[dp_accounting.DpEvent] = [ParallelDpEvent([event4, event5])]
-    if accountant is not None:
-        accountant.spend(compose(events), rel, label=owner)
+    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
+        return events  # type: ignore[return-value]
+    with charge(accountant, events, rel, owner):  # a bad block of a stream now is a failed release
+        W, log, used = _dp_pca_run(
+            src, rows, n, in_memory, C, on_norm_violation, owner, d, k, parts, B, b, T, p, zeta,
+            groups, histogram, b_eps, b_delta, eig_bound, grad_bound, K, a, hist_scale, stable_b,
+            s_gauss, half_width_mult, c1, c2, show_progress, random_state)
+        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                                 calibration=calibration, notes=notes, stacklevel=3)
+    return SubspaceResult(
+        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+        diagnostics={
+            "batch_size": B, "n_steps": log.steps, "skipped_steps": log.skipped, "n_groups": groups,
+            "mean_noise_multiplier": s_gauss, "c1": c1, "c2": c2, "rank_method": rank_method,
+            "histogram": histogram, },
+    )
+
+
+def _dp_pca_run(src: Any, rows: _Rows | None, n: int | None, in_memory: bool, C: float,
+                on_norm_violation: NormViolation, owner: str, d: int, k: int,
+                parts: list[int | None], B: int, b: int, T: int | None, p: int, zeta: float,
+                groups: int, histogram: Histogram, b_eps: float, b_delta: float, eig_bound: float,
+                grad_bound: float, K: float, a: float, hist_scale: float | None,
+                stable_b: tuple[float, float] | None, s_gauss: float, half_width_mult: float,
+                c1: float, c2: float, show_progress: bool | None, random_state: Any,
+                ) -> tuple[np.ndarray, _StepLog, int]:
+    """The release of :func:`dp_pca` (after the charge): the minibatch loop."""
     rng = as_generator(random_state)
     W = orthonormalize(rng.standard_normal((d, k)), "qr")
+    if in_memory:
+        assert n is not None
+        rows = _Rows(src, C, on_norm_violation, owner, show_progress=False, order=rng.permutation(n))
+    assert rows is not None
     log = _StepLog()
     deflation = len(parts) > 1
     found = np.empty((d, 0))
@@ -874,14 +1086,6 @@ def dp_pca(
             W = w
     if deflation:
         W = np.hstack(comps)
-    if log.steps == 0:
+    if log.steps == 0:  # a stream shorter than one minibatch (n is public under replace-one)
         raise ValueError(f"{owner}: no complete minibatch of {B} rows in the data.")
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=3)
-    return SubspaceResult(
-        components=fix_signs(W), values=None, privacy=report, n_samples=float(rows.row),
-        diagnostics={
-            "batch_size": B, "n_steps": log.steps, "skipped_steps": log.skipped, "n_groups": groups,
-            "mean_noise_multiplier": s_gauss, "c1": c1, "c2": c2, "rank_method": rank_method,
-            "histogram": histogram, },
-    )
+    return W, log, rows.row

@@ -36,6 +36,7 @@ from ..moments import accumulate, n_features_of
 from ..privacy.accounting import Accountant, calibrate, certify_release
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..privacy.pipeline import charge
 from ..results import SubspaceResult
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
@@ -215,14 +216,14 @@ def noisy_power(
     assert moments.second is not None
     A = moments.second
 
-    if accountant is not None:
-        accountant.spend(events[0], rel, label=owner)
-    Xl = orthonormalize(rng.standard_normal((d, p)))
-    Y = Xl
-    for _ in progress(range(L), total=L, desc=owner, enabled=show_progress, min_total=50):
-        Y = A @ Xl
-        Y += rng.normal(0.0, noise_std, size=(d, p))
-        Xl = orthonormalize(Y)
+    # The pass above read (and, for an in-memory input, validated) every row before the charge.
+    with charge(accountant, events, rel, owner):
+        Xl = orthonormalize(rng.standard_normal((d, p)))
+        Y = Xl
+        for _ in progress(range(L), total=L, desc=owner, enabled=show_progress, min_total=50):
+            Y = A @ Xl
+            Y += rng.normal(0.0, noise_std, size=(d, p))
+            Xl = orthonormalize(Y)
     # Post-processing of the last release: its top-k left singular vectors, ordered.
     U, _, _ = np.linalg.svd(Y, full_matrices=False)
     components = fix_signs(U[:, :k])

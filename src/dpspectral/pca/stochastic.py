@@ -19,6 +19,18 @@ row's contribution; a replaced row moves a sampled sum by at most ``2 Delta``, w
 the same run (DP-VRPCA's full gradients) keep the library's convention (std over the whole shift
 between neighbours); ``SampledGaussianAccountant`` reads them that way in its no-amplification bound
 and its PLD reads them as half the shift, which only overstates their cost (sound).
+
+Validate, then charge, then release. Both methods need random row access (an array, a memmap, a
+sparse matrix; not a one-shot stream). The whole input is validated (numeric, 2-D, finite and, with
+``on_norm_violation="raise"``, every row within the bound: :func:`~dpspectral.privacy.pipeline.
+validate_rows`) *before* the ledger is charged, so whether a fit is refused never depends on which
+rows a step happens to sample, and a refusal costs nothing. Errors name the kind of problem, never a
+row, a value or a count.
+
+Accounting. ``accounting="auto"`` or ``"pld"`` (the PLD accountant, which reads Poisson-sampled
+Gaussian events under replace-one). ``dp_accounting``'s RDP accountant has no Poisson-sampled event
+under replace-one, so ``"rdp"`` (and ``"gaussian"``, which has no sampling) are refused with a clear
+error before anything is charged.
 """
 
 from __future__ import annotations
@@ -33,10 +45,11 @@ import numpy as np
 from .._progress import progress
 from .._validation import as_generator, check_mechanism_inputs, check_n_components, check_share
 from ..linalg import fix_signs, orthonormalize
-from ..privacy.accounting import Accountant, AccountingMethod, calibrate, certify_release, compose
+from ..privacy.accounting import Accountant, AccountingMethod, calibrate, certify_release
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
+from ..privacy.pipeline import charge, not_finite_error, validate_rows
 from ..results import SubspaceResult
 
 __all__ = ["dp_spca", "dp_vrpca"]
@@ -113,8 +126,9 @@ class _Sampler:
     """Poisson row samples, clipped, drawn from the run's generator."""
 
     def __init__(self, X: np.ndarray, q: float, C: float, on_norm_violation: NormViolation,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, owner: str) -> None:
         self.X, self.q, self.C, self.mode, self.rng = X, q, C, on_norm_violation, rng
+        self.owner = owner
         self.n = X.shape[0]
 
     def draw(self) -> np.ndarray:
@@ -124,9 +138,9 @@ class _Sampler:
         idx = self.rng.choice(self.n, size=b, replace=False)
         idx.sort()
         block = np.array(self.X[idx], dtype=np.float64)  # fancy indexing: already a copy
-        if not np.isfinite(block).all():
-            raise ValueError("input contains NaN or infinity.")
-        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False)
+        if not np.isfinite(block).all():  # validated before the charge; kept for a changed memmap
+            raise not_finite_error(self.owner)
+        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False, owner=self.owner)
         return np.asarray(out)
 
 
@@ -139,13 +153,23 @@ def _retract(V: np.ndarray) -> np.ndarray:
 
 def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float,
                    relation: Any, calibration: str, on_norm_violation: str, owner: str,
+                   accounting: Any,
                    ) -> tuple[np.ndarray, PrivacyBudget, Relation, float]:
     # replace-one only: the paper's relation, and the step scale uses n (public only under it)
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
+    if accounting not in ("auto", "pld"):
+        raise ValueError(
+            f"The 'accounting' parameter of {owner} must be 'auto' or 'pld'. Got {accounting!r} "
+            "instead: the steps are Poisson-sampled Gaussian releases under replace-one, which only "
+            "the PLD accountant covers (dp_accounting's RDP accountant supports Poisson sampling under "
+            "add/remove only)."
+        )
     X = _load_rows(X, owner)
+    # the whole input, before anything is charged (not only the rows a step happens to sample)
+    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     check_n_components(k, X.shape[1], owner, name="k")
     if k > X.shape[0]:
         raise ValueError(
@@ -174,9 +198,9 @@ _PRIVACY_DOC = """
     accountant : Accountant, optional
     random_state : None, int, SeedSequence or Generator
     on_norm_violation : {"clip", "raise"}
-    accounting : {"auto", "pld", "rdp"}
-        ``"auto"`` uses the PLD accountant (tight; about a minute to calibrate for n = T = 60,000);
-        ``"rdp"`` is faster and looser.
+    accounting : {"auto", "pld"}
+        The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
+        refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
     show_progress : bool or None
 
     Returns
@@ -227,7 +251,7 @@ def dp_spca(
     """
     owner = "dp_spca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
-                                       on_norm_violation, owner)
+                                       on_norm_violation, owner, accounting)
     n, d = X.shape
     T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
     eta = _positive(1.0 / (2 * n) if learning_rate is None else learning_rate, "learning_rate", owner)
@@ -244,22 +268,21 @@ def dp_spca(
         s = lam1 / delta_row
         notes.append(f"paper noise lambda_1 = {lam1:.6g} (alpha = {alpha:.6g}, mu = {mu:g}).")
     events = [_step_events(q, s, T)]
-    if accountant is not None:
-        accountant.spend(compose(events), rel, label=owner)
-    rng = as_generator(random_state)
-    sampler = _Sampler(X, q, C, on_norm_violation, rng)
-    V = orthonormalize(rng.standard_normal((d, k)), "qr")
-    scale = eta / (q * n)
-    std = s * delta_row
-    for _ in progress(range(T), total=T, desc=owner, enabled=show_progress, min_total=2000):
-        B = sampler.draw()
-        step = rng.standard_normal((d, k)) * std
-        if B.shape[0]:
-            step += 2.0 * (B.T @ (B @ V))
-        V = _retract(V + scale * step)
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, accounting=accounting, notes=notes,
-                             stacklevel=3)
+    with charge(accountant, events, rel, owner):  # validated above; a failure now stays charged
+        rng = as_generator(random_state)
+        sampler = _Sampler(X, q, C, on_norm_violation, rng, owner)
+        V = orthonormalize(rng.standard_normal((d, k)), "qr")
+        scale = eta / (q * n)
+        std = s * delta_row
+        for _ in progress(range(T), total=T, desc=owner, enabled=show_progress, min_total=2000):
+            B = sampler.draw()
+            step = rng.standard_normal((d, k)) * std
+            if B.shape[0]:
+                step += 2.0 * (B.T @ (B @ V))
+            V = _retract(V + scale * step)
+        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                                 calibration=calibration, accounting=accounting, notes=notes,
+                                 stacklevel=3)
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s, "noise_std": std, "sampling_rate": q, "n_steps": T,
@@ -306,12 +329,15 @@ def dp_vrpca(
     ``lambda_2 = sqrt(G^2 T m log(1/delta) / (n^2 eps^2))`` (times C^2) and the full gradient *un-noised*
     as in the paper; each step then releases ``mu_s + sampled term + Z`` with one noise, which is
     accounted soundly as two releases with noise ``lambda_2 / sqrt(2)`` each (their sum has the law
-    of the step): an unsampled one of the full gradient and the sampled one. The accountant's epsilon
+    of the step): an unsampled one of the full gradient and the sampled one. In the units of the
+    step's noise the full gradient enters as ``q n mu_s`` (the step is ``V + eta mu_s + (eta / (q n))
+    (sampled + Z)``), so its replace-one shift is ``q n * 4 C^2 / n = 4 q C^2`` and its multiplier is
+    ``(lambda_2 / sqrt 2) / (4 q C^2)``. The accountant's epsilon
     for that is far above the request (spec §C.3.4): the result is marked uncertified.
     """
     owner = "dp_vrpca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
-                                       on_norm_violation, owner)
+                                       on_norm_violation, owner, accounting)
     n, d = X.shape
     m = int(_positive(n_epochs, "n_epochs", owner, integer=True))
     T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
@@ -336,7 +362,10 @@ def dp_vrpca(
         std = lam2 * Cs**2
         std_full = 0.0
         s = std / math.sqrt(2.0) / delta_vr
-        s_unsampled = std / math.sqrt(2.0) / (2.0 * delta_full)  # whole replace-one shift
+        # The step adds eta * full + (eta / (q n)) (sampled + Z): in the units of Z the full gradient
+        # enters as q n * full, whose replace-one shift is q n * 2 * delta_full (the factor q n was
+        # missing before: it under-counted the release whenever q != 1 / n).
+        s_unsampled = std / math.sqrt(2.0) / (q * n * 2.0 * delta_full)
         events = [
             dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_unsampled), m * T),
             _step_events(q, s, m * T),
@@ -345,29 +374,28 @@ def dp_vrpca(
             f"paper noise lambda_2 = {std:.6g}; the full gradient enters every step un-noised "
             "(accounted as an unsampled release sharing the step's noise)."
         )
-    if accountant is not None:
-        accountant.spend(compose(events), rel, label=owner)
-    rng = as_generator(random_state)
-    sampler = _Sampler(X, q, C, on_norm_violation, rng)
-    V = orthonormalize(rng.standard_normal((d, k)), "qr")
-    scale = eta / (q * n)
-    bar = progress(range(m * T), total=m * T, desc=owner, enabled=show_progress, min_total=2000)
-    steps = iter(bar)
-    for _ in range(m):
-        anchor = V
-        full = 2.0 * _full_product(X, anchor, C, on_norm_violation) / n
-        if std_full > 0:
-            full = full + rng.standard_normal((d, k)) * std_full
-        for _ in range(T):
-            next(steps, None)
-            B = sampler.draw()
-            step = rng.standard_normal((d, k)) * std
-            if B.shape[0]:
-                step += 2.0 * (B.T @ (B @ (V - anchor)))
-            V = _retract(V + eta * full + scale * step)
-    report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                             calibration=calibration, accounting=accounting, notes=notes,
-                             stacklevel=3)
+    with charge(accountant, events, rel, owner):  # validated above; a failure now stays charged
+        rng = as_generator(random_state)
+        sampler = _Sampler(X, q, C, on_norm_violation, rng, owner)
+        V = orthonormalize(rng.standard_normal((d, k)), "qr")
+        scale = eta / (q * n)
+        bar = progress(range(m * T), total=m * T, desc=owner, enabled=show_progress, min_total=2000)
+        steps = iter(bar)
+        for _ in range(m):
+            anchor = V
+            full = 2.0 * _full_product(X, anchor, C, on_norm_violation, owner) / n
+            if std_full > 0:
+                full = full + rng.standard_normal((d, k)) * std_full
+            for _ in range(T):
+                next(steps, None)
+                B = sampler.draw()
+                step = rng.standard_normal((d, k)) * std
+                if B.shape[0]:
+                    step += 2.0 * (B.T @ (B @ (V - anchor)))
+                V = _retract(V + eta * full + scale * step)
+        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
+                                 calibration=calibration, accounting=accounting, notes=notes,
+                                 stacklevel=3)
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s, "noise_std": std, "full_gradient_noise_std": std_full,
@@ -375,17 +403,18 @@ def dp_vrpca(
     )
 
 
-def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation) -> np.ndarray:
+def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
+                  owner: str = "dp_vrpca") -> np.ndarray:
     """``sum_i c(x_i) c(x_i)^T V`` over clipped rows, in blocks (never forms d x d)."""
     n, d = X.shape
     out = np.zeros((d, V.shape[1]))
     rows = max(1, (1 << 22) // max(d, 1))
     for a in range(0, n, rows):
         block = np.asarray(X[a : a + rows], dtype=np.float64)
-        if not np.isfinite(block).all():
-            raise ValueError("input contains NaN or infinity.")
+        if not np.isfinite(block).all():  # validated before the charge; kept for a changed memmap
+            raise not_finite_error(owner)
         # copy=True: the block may be a view of the caller's array (scaled rows go to a copy)
-        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=True, first_row=a)
+        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=True, first_row=a, owner=owner)
         out += block.T @ (block @ V)
     return out
 

@@ -102,7 +102,8 @@ def laplace_histogram_mode(
     rng = random_state
     ids, counts = _counts(bins)
     if ids.size and (ids[0] < low or ids[-1] > high):
-        raise ValueError(f"bin indices must lie in [{low}, {high}]; got [{ids[0]}, {ids[-1]}].")
+        # the public range only: the offending values are private
+        raise ValueError(f"bin indices must lie in the public range [{low}, {high}]; some do not.")
     noisy = counts + rng.laplace(0.0, scale, size=counts.size)
     best = int(np.argmax(noisy)) if noisy.size else -1
     best_value = float(noisy[best]) if noisy.size else -math.inf

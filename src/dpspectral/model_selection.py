@@ -1,0 +1,297 @@
+"""Private model selection: choose among public candidates with an accounted release.
+
+Choosing a hyperparameter (a method, a ``row_norm``, a calibration, a number of iterations) by
+scores computed on the private data is itself a release about that data: cross-validation scores,
+and the choice of the best model, are functions of the rows. ``GridSearchCV`` over a DP estimator
+charges every *fit* to the shared ledger, but its scores and its choice are computed outside it and
+are not private. This module makes the choice itself a differentially private, charged release:
+
+* :func:`private_select` -- the exponential mechanism (McSherry and Talwar 2007) over a public list
+  of candidates with scores of declared sensitivity, implemented as report-noisy-max with Gumbel
+  noise (which has exactly the exponential mechanism's law); one ``EpsilonDeltaDpEvent(eps, 0)``
+  is charged through :func:`dpspectral.privacy.pipeline.charge`.
+* :func:`select_subspace` -- the common PCA case: among candidate subspaces (released components
+  of earlier private fits, or public ones), the one that captures the most energy of the private
+  rows clipped to ``row_norm``. Its score ``sum_i ||V^T c(x_i)||^2`` has sensitivity ``C^2``
+  (derived below), so nothing has to be declared by the caller.
+
+A typical accounted grid search: fit one ``DPPCA`` per setting with a shared ``Accountant`` (each
+fit is charged), then ``select_subspace([est.components_.T for est in fits], X, ...)`` (charged
+too). The total is the composition of all fits and the selection (adaptive composition: the
+candidates are released quantities). The candidates' count and order must not depend on the data
+beyond what was released.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validation import as_generator
+from .moments import accumulate
+from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
+from .privacy.budget import PrivacyBudget, Relation, as_relation
+from .privacy.clipping import check_row_norm, sensitivity_norm
+from .privacy.pipeline import charge
+
+__all__ = ["SelectionResult", "private_select", "select_subspace"]
+
+_RELATIONS = (Relation.REPLACE_ONE, Relation.ADD_REMOVE)
+
+
+@dataclass(frozen=True)
+class SelectionResult:
+    """The released choice. Only ``index`` and ``candidate`` are released; no score is."""
+
+    index: int
+    candidate: Any
+    privacy: PrivacyReport
+
+
+def _check_epsilon(epsilon: Any, owner: str) -> PrivacyBudget:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"The 'epsilon' parameter of {owner} must be a float. Got {epsilon!r} instead.")
+    return PrivacyBudget(float(epsilon), 0.0)
+
+
+def _check_candidates(candidates: Any, owner: str) -> list[Any]:
+    if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
+        raise TypeError(
+            f"The 'candidates' parameter of {owner} must be a public sequence (list or tuple) of "
+            f"candidates. Got {type(candidates).__name__} instead."
+        )
+    out = list(candidates)
+    if not out:
+        raise ValueError(f"The 'candidates' parameter of {owner} must not be empty.")
+    return out
+
+
+def _gumbel_argmax(scores: np.ndarray, scale: float, rng: np.random.Generator) -> int:
+    """argmax of ``scores / scale + Gumbel(0, 1)``: index i with probability ∝ exp(scores_i / scale)."""
+    noisy = scores / scale + rng.gumbel(0.0, 1.0, size=scores.shape)
+    return int(np.argmax(noisy))
+
+
+def _select(
+    candidates: list[Any],
+    scores_of: Callable[[], np.ndarray],
+    *,
+    budget: PrivacyBudget,
+    sensitivity: float,
+    relation: Relation,
+    monotone: bool,
+    accountant: Accountant | None,
+    rng: np.random.Generator,
+    owner: str,
+    notes: Sequence[str] = (),
+) -> SelectionResult:
+    # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
+    # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
+    scale = (1.0 if monotone else 2.0) * sensitivity / budget.epsilon
+    event = EpsilonDeltaDpEvent(budget.epsilon, 0.0)
+    if accountant is not None:
+        accountant.check(event, relation)
+    # The scores are computed inside the charge: any failure there (a non-finite score) is a
+    # failed release that stays charged, so whether the selection fails costs budget too.
+    with charge(accountant, [event], relation, owner) as events:
+        scores = np.asarray(scores_of(), dtype=float)
+        if scores.shape != (len(candidates),) or not np.isfinite(scores).all():
+            raise ValueError(
+                f"{owner}: the score function must return one finite float per candidate "
+                "(which candidate failed is not reported: it is a fact about the private data)."
+            )
+        index = _gumbel_argmax(scores, scale, rng)
+    report = certify_release(
+        events, mechanism=owner, budget=budget, relation=relation, calibration="tight",
+        notes=[
+            *notes,
+            "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
+            f"{len(candidates)} candidates; only the chosen index is released, no score.",
+        ],
+        stacklevel=4,
+    )
+    return SelectionResult(index=index, candidate=candidates[index], privacy=report)
+
+
+def private_select(
+    candidates: Sequence[Any],
+    score_fn: Callable[[Any], float],
+    *,
+    epsilon: float,
+    sensitivity: float,
+    relation: Relation | str = "replace_one",
+    monotone: bool = False,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+) -> SelectionResult:
+    """Choose one of ``candidates`` by the exponential mechanism on private scores.
+
+    Returns candidate ``i`` with probability proportional to ``exp(epsilon u_i / (2 Delta))``
+    (``exp(epsilon u_i / Delta)`` with ``monotone=True``), ``u_i = score_fn(candidates[i])``, by
+    report-noisy-max with Gumbel noise (the same law, numerically stable).
+
+    Parameters
+    ----------
+    candidates : sequence
+        A public list (fixed before looking at the data; its length and order are public), e.g.
+        hyperparameter settings, or models released by earlier charged private fits.
+    score_fn : callable
+        ``score_fn(candidate) -> float``, computed on the private data (higher is better). The
+        caller promises ``|score_fn(c)(D) - score_fn(c)(D')| <= sensitivity`` for every candidate
+        and every pair of neighbours D, D' under ``relation``; the privacy guarantee rests on it.
+    epsilon : float
+        In (0, inf). The selection is pure epsilon-DP (delta = 0).
+    sensitivity : float
+        The declared bound Delta above (a public input; never computed from the data).
+    relation : {"replace_one", "add_remove"}
+    monotone : bool
+        True when, between any two neighbours, all scores move in the same direction (e.g. a sum
+        over rows of non-negative terms under add/remove); halves the noise.
+    accountant : Accountant, optional
+        Ledger charged with ``EpsilonDeltaDpEvent(epsilon, 0)`` (refused before the scores are
+        computed if over its ceiling).
+    random_state : None, int, SeedSequence or Generator
+        Secret randomness (it decides the choice).
+
+    Returns
+    -------
+    SelectionResult
+        ``index``, ``candidate``, ``privacy``. No score is returned (they are not released).
+
+    Privacy
+    -------
+    Relation: as declared. The exponential mechanism with a utility of sensitivity Delta is
+    epsilon-DP with ``exp(eps u / (2 Delta))``, and with ``exp(eps u / Delta)`` for monotone
+    utilities (McSherry and Talwar 2007). Event: ``EpsilonDeltaDpEvent(epsilon, 0)``, charged through
+    :func:`dpspectral.privacy.pipeline.charge`; the scores are computed after the charge, so a
+    failing score function is a failed release that stays charged. Correctness rests on the
+    declared ``sensitivity`` (the library cannot check a user's function): prefer
+    :func:`select_subspace`, whose sensitivity is derived.
+    """
+    owner = "private_select"
+    budget = _check_epsilon(epsilon, owner)
+    cands = _check_candidates(candidates, owner)
+    if not callable(score_fn):
+        raise TypeError(f"The 'score_fn' parameter of {owner} must be callable. Got {score_fn!r}.")
+    if (isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real)
+            or not (0 < float(sensitivity) < math.inf)):
+        raise ValueError(
+            f"The 'sensitivity' parameter of {owner} must be a positive finite float (a public bound "
+            f"on how much one record can move any score). Got {sensitivity!r} instead."
+        )
+    rel = as_relation(relation, owner=owner)
+    if rel not in _RELATIONS:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'replace_one' or 'add_remove'. "
+            f"Got {rel.value!r} instead."
+        )
+    if not isinstance(monotone, (bool, np.bool_)):
+        raise TypeError(f"The 'monotone' parameter of {owner} must be a bool. Got {monotone!r}.")
+    rng = as_generator(random_state)
+    return _select(
+        cands, lambda: np.array([float(score_fn(c)) for c in cands]), budget=budget,
+        sensitivity=float(sensitivity), relation=rel, monotone=bool(monotone),
+        accountant=accountant, rng=rng, owner=owner,
+        notes=["The score function's sensitivity was declared by the caller, not derived."],
+    )
+
+
+def _as_subspace(candidate: Any, d: int | None, owner: str) -> np.ndarray:
+    V = getattr(candidate, "components_", None)
+    V = np.asarray(candidate if V is None else np.asarray(V).T, dtype=float)
+    if V.ndim != 2 or (d is not None and V.shape[0] != d) or not np.isfinite(V).all():
+        raise ValueError(
+            f"{owner}: every candidate must be a finite (n_features, k) array with orthonormal "
+            "columns, or a fitted DPPCA. Got one of shape "
+            f"{V.shape if V.ndim else ()}."
+        )
+    if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-6):
+        raise ValueError(f"{owner}: every candidate's columns must be orthonormal (V^T V = I).")
+    return V
+
+
+def select_subspace(
+    candidates: Sequence[Any],
+    X: Any,
+    *,
+    epsilon: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: str = "clip",
+) -> SelectionResult:
+    """Choose the candidate subspace that captures the most energy of the private rows, privately.
+
+    The score of an orthonormal ``V`` (d x k) is ``u(V) = sum_i ||V^T c(x_i)||^2 = tr(V^T S V)``,
+    ``S`` the scatter matrix of the rows clipped to ``row_norm``; the choice is the exponential
+    mechanism on it (:func:`private_select` with the derived sensitivity).
+
+    Parameters
+    ----------
+    candidates : sequence of arrays of shape (n_features, k) or fitted DPPCA estimators
+        Public or previously released subspaces (orthonormal columns). Compare candidates of the
+        same k: a larger subspace always captures at least as much energy.
+    X : array-like of shape (n_samples, n_features), sparse matrix, np.memmap, Dask array, or an
+        iterable of row blocks
+        The private data (never modified). An in-memory input is validated whole before the charge.
+    epsilon : float
+        In (0, inf); pure epsilon-DP.
+    row_norm : float
+        Public bound C on each row's norm; rows above it are clipped (or refused with
+        ``on_norm_violation="raise"``, before the charge).
+    relation : {"replace_one", "add_remove"}
+    accountant : Accountant, optional
+    random_state : None, int, SeedSequence or Generator
+    on_norm_violation : {"clip", "raise"}
+
+    Returns
+    -------
+    SelectionResult
+
+    Privacy
+    -------
+    Sensitivity: adding a row x changes ``u(V)`` by ``||V^T c(x)||^2`` in ``[0, C^2]`` for every V
+    (monotone), so under add/remove Delta = C^2 and ``exp(eps u / C^2)`` is epsilon-DP; replacing
+    x by y changes it by ``||V^T c(y)||^2 - ||V^T c(x)||^2`` in ``[-C^2, C^2]``, Delta = C^2 with
+    ``exp(eps u / (2 C^2))`` (not monotone). C is taken as ``row_norm (1 + 1e-10)`` (clipped rows
+    satisfy it up to rounding). Event: ``EpsilonDeltaDpEvent(epsilon, 0)``.
+    """
+    owner = "select_subspace"
+    budget = _check_epsilon(epsilon, owner)
+    cands = _check_candidates(candidates, owner)
+    C = check_row_norm(row_norm, owner)
+    rel = as_relation(relation, owner=owner)
+    if rel not in _RELATIONS:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'replace_one' or 'add_remove'. "
+            f"Got {rel.value!r} instead."
+        )
+    if on_norm_violation not in ("clip", "raise"):
+        raise ValueError(
+            f"The 'on_norm_violation' parameter of {owner} must be 'clip' or 'raise'. "
+            f"Got {on_norm_violation!r} instead."
+        )
+    d_known = getattr(X, "shape", (None, None))[1] if getattr(X, "ndim", 2) == 2 else None
+    subspaces = [_as_subspace(c, d_known, owner) for c in cands]  # public: checked first
+    rng = as_generator(random_state)
+    # This pass reads (and validates) every row of an in-memory input before the charge.
+    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                         want_second=True, owner=owner)
+    S = moments.second
+    assert S is not None
+    for V in subspaces:
+        if V.shape[0] != moments.d:
+            raise ValueError(f"{owner}: the candidates have {V.shape[0]} rows, the data "
+                             f"{moments.d} columns.")
+    return _select(
+        cands, lambda: np.array([float(np.trace(V.T @ S @ V)) for V in subspaces]), budget=budget,
+        sensitivity=sensitivity_norm(C) ** 2, relation=rel, monotone=rel is Relation.ADD_REMOVE,
+        accountant=accountant, rng=rng, owner=owner,
+        notes=["Score: energy of the clipped rows captured by the subspace (sensitivity C^2)."],
+    )

@@ -1,0 +1,209 @@
+#!/usr/bin/env python
+"""Mutation testing of the privacy-critical code with mutmut (``make mutation``).
+
+mutmut (https://github.com/boxed/mutmut, 3.x) copies the source into ``mutants/``, rewrites every
+function of the files in scope into many one-change variants ("mutants": ``<`` for ``<=``, ``-`` for
+``+``, ``None`` for an argument, a changed string, ...) and runs the tests that cover each function
+against each mutant. A mutant that no test fails on "survives": either the tests miss a bug there,
+or the change does not alter behaviour (an *equivalent* mutant).
+
+This script runs mutmut in a scratch copy of the checkout (``--workdir``, default
+``reports/mutation/``: nothing is written to ``src/`` or ``tests/``), with ``only_mutate`` set to the
+files asked for and the tests restricted to the privacy core's own test files (``--tests``), then
+prints (and with ``--report`` writes) the score and every surviving mutant with its diff. Survivors
+listed in :data:`EQUIVALENT` (matched by file and by the changed line, not by mutmut's numbering) are
+reported as equivalent with the reason; any other survivor makes the exit status 1, so a CI step fails
+when a new line of privacy-critical code is not pinned by a test.
+
+Usage::
+
+    make mutation                                  # the whole privacy core (docs/privacy-audit.md)
+    make mutation-ci                               # the subset that CI runs (.ci/run)
+    .venv/bin/python tools/mutation.py src/dpspectral/privacy/gaussian.py --report reports/mutation.md
+
+Decorated functions (e.g. ``analytic_noise_multiplier``, under ``functools.lru_cache``) and
+module-level constants are not mutated by mutmut; tests/test_privacy_core_mutants.py pins them
+directly (and see the hand-made mutations in docs/privacy-audit.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The privacy core: accounting, Gaussian calibration, clipping, the validate/charge pipeline, budgets.
+PRIVACY_CORE = [
+    "src/dpspectral/privacy/gaussian.py",
+    "src/dpspectral/privacy/clipping.py",
+    "src/dpspectral/privacy/budget.py",
+    "src/dpspectral/privacy/pipeline.py",
+    "src/dpspectral/privacy/accounting.py",
+]
+#: What CI runs on every build (.ci/run): well under a minute on two cores.
+CI_SUBSET = ["src/dpspectral/privacy/gaussian.py", "src/dpspectral/privacy/clipping.py"]
+#: The tests that must kill the mutants: the privacy core's own tests (a mutant caught only by some
+#: mechanism's end-to-end test is not counted as killed: the core should pin its own behaviour).
+DEFAULT_TESTS = ["tests/test_privacy.py", "tests/test_privacy_core_mutants.py"]
+
+#: Equivalent mutants: (file name, removed line, added line) -> why the change cannot alter behaviour.
+#: Lines are compared with surrounding whitespace stripped.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("gaussian.py", "w = np.asarray(shares, dtype=float)", "w = np.asarray(shares, dtype=None)"):
+        "numeric shares give the same values either way (float(x) and the comparisons convert); "
+        "only non-numeric input (strings) behaves differently, and it is rejected or converted alike",
+    ("gaussian.py", "w = np.asarray(shares, dtype=float)", "w = np.asarray(shares, )"):
+        "as above: dtype=None is the default",
+    ("gaussian.py",
+     "if w.ndim != 1 or np.any(w <= 0) or not math.isclose(float(w.sum()), 1.0, rel_tol=1e-9):",
+     "if w.ndim != 1 or np.any(w <= 0) or not math.isclose(float(w.sum()), 1.0, ):"):
+        "math.isclose's default rel_tol is 1e-9: the same call",
+    ("gaussian.py", "return noise.astype(dtype, copy=False)", "return noise.astype(dtype, copy=None)"):
+        "the noise matrix is a fresh local array: copying it or not returns equal values",
+    ("gaussian.py", "return noise.astype(dtype, copy=False)", "return noise.astype(dtype, )"):
+        "the noise matrix is a fresh local array: copying it or not returns equal values",
+    ("gaussian.py", "return noise.astype(dtype, copy=False)", "return noise.astype(dtype, copy=True)"):
+        "the noise matrix is a fresh local array: copying it or not returns equal values",
+    ("clipping.py", 'return np.sqrt(np.einsum("ij,ij->i", X, X))',
+     'return np.sqrt(np.einsum("IJ,IJ->I", X, X))'):
+        "einsum subscripts are case-sensitive labels: 'IJ,IJ->I' is the same contraction",
+    ("clipping.py", 'on_norm_violation: NormViolation = "clip",',
+     'on_norm_violation: NormViolation = "XXclipXX",'):
+        "clip_rows tests only for 'raise'; every other value clips, so the default's spelling is moot",
+    ("clipping.py", 'on_norm_violation: NormViolation = "clip",',
+     'on_norm_violation: NormViolation = "CLIP",'):
+        "clip_rows tests only for 'raise'; every other value clips, so the default's spelling is moot",
+    ("clipping.py", "first_row: int = 0,", "first_row: int = 1,"):
+        "first_row is kept for callers and no longer used (error messages name no row: that is private)",
+}
+
+_STATUS_RE = re.compile(r"^\s*(\S+):\s*(.+?)\s*$")
+
+
+def _mutmut() -> list[str]:
+    exe = Path(sys.executable).with_name("mutmut")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mutmut"]
+
+
+def _prepare(workdir: Path, files: list[str], tests: list[str], pytest_args: list[str]) -> None:
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    shutil.copytree(ROOT / "src", workdir / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "tests", workdir / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    text = (ROOT / "pyproject.toml").read_text()
+    # drop the checked-in [tool.mutmut] table; write the one for this run
+    text = re.sub(r"\n\[tool\.mutmut\]\n(?:(?!\n\[).)*", "\n", text, flags=re.S)
+
+    def arr(xs: list[str]) -> str:
+        return "[" + ", ".join(f'"{x}"' for x in xs) + "]"
+
+    text += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {arr(files)}\n"
+        f"pytest_add_cli_args = {arr(pytest_args)}\n"
+        f"pytest_add_cli_args_test_selection = {arr(tests)}\n"
+    )
+    (workdir / "pyproject.toml").write_text(text)
+
+
+def _diff(workdir: Path, name: str) -> tuple[str, list[str], list[str]]:
+    out = subprocess.run([*_mutmut(), "show", name], cwd=workdir, capture_output=True, text=True).stdout
+    removed = [ln[1:] for ln in out.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    added = [ln[1:] for ln in out.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return out, removed, added
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", help="source files to mutate (default: the privacy core: "
+                   + ", ".join(Path(f).name for f in PRIVACY_CORE) + ")")
+    p.add_argument("--ci", action="store_true", help="the CI subset: " + ", ".join(CI_SUBSET))
+    p.add_argument("--tests", nargs="+", default=DEFAULT_TESTS, help="test files run against the mutants")
+    p.add_argument("--workdir", type=Path, default=ROOT / "reports" / "mutation")
+    p.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
+    p.add_argument("--timeout", type=float, default=1800.0,
+                   help="wall-clock limit of the whole mutmut run in seconds (default 1800)")
+    p.add_argument("--report", type=Path, help="also write the summary as Markdown here")
+    args = p.parse_args(argv)
+
+    files = CI_SUBSET if args.ci else (args.files or PRIVACY_CORE)
+    pytest_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q", "-x"]
+    _prepare(args.workdir, files, args.tests, pytest_args)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "NUMBA_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    try:
+        run = subprocess.run([*_mutmut(), "run", "--max-children", str(args.max_children)], cwd=args.workdir,
+                             env=env, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"mutation: mutmut did not finish within {args.timeout:g} s", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - t0
+    if run.returncode != 0:
+        print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+        print(f"mutation: mutmut run failed (exit status {run.returncode})", file=sys.stderr)
+        return 2
+
+    res = subprocess.run([*_mutmut(), "results", "--all", "true"], cwd=args.workdir,
+                         capture_output=True, text=True, check=True).stdout
+    statuses: dict[str, str] = {}
+    for line in res.splitlines():
+        m = _STATUS_RE.match(line)
+        if m and "__mutmut_" in m.group(1):
+            statuses[m.group(1)] = m.group(2)
+    counts: dict[str, int] = {}
+    for s in statuses.values():
+        counts[s] = counts.get(s, 0) + 1
+
+    equivalent: list[tuple[str, str, str]] = []
+    unexplained: list[tuple[str, str, str]] = []
+    for name, status in statuses.items():
+        if status in ("killed", "timeout"):
+            continue
+        diff, removed, added = _diff(args.workdir, name)
+        module_file = name.split(".x_")[0].rsplit(".", 1)[-1] + ".py"
+        key = (module_file, removed[0].strip() if removed else "", added[0].strip() if added else "")
+        reason = EQUIVALENT.get(key) if status == "survived" and len(removed) == len(added) == 1 else None
+        (equivalent if reason else unexplained).append((name, status, reason or diff.strip()))
+
+    total = len(statuses)
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    score = killed / max(1, total - len(equivalent))
+    lines = [
+        f"mutmut on {', '.join(Path(f).name for f in files)} with {' '.join(args.tests)}: "
+        f"{total} mutants, {killed} killed, {len(equivalent)} equivalent, {len(unexplained)} not killed "
+        f"and not explained; score {100 * score:.1f} % of the non-equivalent mutants ({seconds:.0f} s).",
+        "",
+        "| status | count |", "|---|---|",
+        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
+        "",
+    ]
+    if equivalent:
+        lines += ["Equivalent survivors:", ""]
+        lines += [f"* `{n}`: {r}" for n, _, r in equivalent]
+        lines.append("")
+    if unexplained:
+        lines += ["NOT killed and not explained (add a test to tests/test_privacy_core_mutants.py, or an "
+                  "entry to EQUIVALENT in tools/mutation.py with the reason):", ""]
+        for n, s, d in unexplained:
+            lines += [f"* `{n}` ({s}):", "", "```diff", d, "```", ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(text + "\n")
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
