@@ -1,20 +1,23 @@
 """Neighbour invariance: the structural test of issue 23 (Deliver 2).
 
-For every registered private method, the estimators and the streaming/continual classes, run on a data
-set and on worst-case neighbours under each relation the method claims, with the SAME seed, and assert
-that everything that is not a declared release is identical: the result's fields and diagnostics (keys
-and values), the privacy report, fitted attributes, public attributes of stateful objects, warnings
-(category and text), whether the call raised and its message, the ledger entries, and the non-released
-fields of saved files. A declared release (noisy components, eigenvalues, factors) may differ in value,
-not in kind (type, shape, dtype).
+For every registered private method (and option sets that take other code paths: private centring, a
+noisy count, sparse / block / iterator inputs, the paper's calibration, DPdisPCA's weightings), every
+estimator (DPPCA and DPLowRank over every method, DPFisherDiscriminant, DistributedDPPCA in process and
+on a Dask cluster, with NumPy and Dask sites), ``dpspectral fit`` and the streaming/continual classes,
+run on a data set and on worst-case neighbours under each relation the method claims, with the SAME seed,
+and assert that everything that is not a declared release is identical: the result's fields and
+diagnostics (keys and values), the privacy report, fitted attributes, public attributes of stateful
+objects, warnings (category and text), whether the call raised and its message, the ledger entries, and
+the non-released fields of saved files. A declared release (noisy components, eigenvalues, factors) may
+differ in value, not in kind (type, shape, dtype).
 
 With the same seed the noise draws are the same, so any non-released output that depends on the data
 shows up as a difference: a count of rows or non-zeros, a data-dependent branch (a warning, a refusal,
 a different number of iterations), a shape taken from the data. The neighbours are the edge cases of
 each relation: a row of huge norm (clipped) and a row of zeros, a row removed or added (add/remove, where
 n itself is private), an entry changed from zero (Priv1/Priv2, which changes the number of non-zeros), a
-label changed, a class reduced to one member or emptied (Fisher discriminant, with the public class
-list), a distributed site emptied.
+label changed, a class reduced to one member or emptied, a single class left (Fisher discriminant, with
+the public class list and with classes=None), a distributed site emptied (add/remove).
 
 Under replace-one (and local, and the matrix relations) n is public: ``n_samples`` must be identical.
 Under add/remove it must be absent or a released noisy count (declared released here, and checked to be
@@ -23,7 +26,8 @@ no exact integer count).
 Cases that fail on today's code because of a known issue item are marked
 ``xfail(strict=True, reason="issue 23 item N: ...")``: remove the mark when the fix lands.
 
-Deterministic (fixed data and seeds; declared public sketch seeds); small data, a few seconds in all.
+Deterministic (fixed data and seeds; declared public sketch seeds); small data, about 10 s of CPU in all
+(the Dask cases start one in-process cluster, about 1 s, and are skipped without ``distributed``).
 """
 
 from __future__ import annotations
@@ -442,7 +446,7 @@ DISTRIBUTED_RELEASED = frozenset({"components_", "explained_variance_", "explain
 
 
 def _distributed_cases():
-    for engine in ("inprocess", "dask"):
+    for engine in ("inprocess", "dask", "dask+dask-arrays"):
         for relation in (_R1, _AR):
             for name, base, nb in site_neighbours(relation):
                 yield _param("est", f"DistributedDPPCA[{engine}]", relation, name, engine, relation, base, nb)
@@ -467,7 +471,13 @@ def dask_engine():
 @pytest.mark.parametrize("engine, relation, data, neighbour", list(_distributed_cases()))
 def test_distributed_estimator_is_neighbour_invariant(engine, relation, data, neighbour, request):
     """The aggregator's view (fitted attributes, the result with its site reports, warnings)."""
-    engine = request.getfixturevalue("dask_engine") if engine == "dask" else engine
+    if engine.startswith("dask"):
+        if engine == "dask+dask-arrays":  # each site's rows as a Dask array (read where they live)
+            import dask.array as da
+
+            data = [da.from_array(site, chunks=(16, -1)) for site in data]
+            neighbour = [da.from_array(site, chunks=(16, -1)) for site in neighbour]
+        engine = request.getfixturevalue("dask_engine")
 
     def fit(sites):
         return lambda acc: fitted_attributes(DistributedDPPCA(2, epsilon=EPS, delta=DELTA, row_norm=1.0,

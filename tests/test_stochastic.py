@@ -138,3 +138,79 @@ def test_accountant_records_the_run(spiked):
         warnings.simplefilter("error")
         dp_spca(X[:300], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0)
     assert len(acc.entries) == 1 and acc.epsilon_spent() <= 1.0 + 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# validate, then charge (issue 15 item 3); accounting (issue 23 item 15)
+
+
+def _bad(X: np.ndarray, kind: str) -> np.ndarray:
+    """X with one bad row at index 1234 (a row that a few sampled steps almost never touch)."""
+    Y = X.copy()
+    if kind == "nan":
+        Y[1234, 3] = np.nan
+    elif kind == "inf":
+        Y[1234, 0] = -np.inf
+    else:
+        Y[1234] *= 7.0 / np.linalg.norm(Y[1234])
+    return Y
+
+
+@pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])
+@pytest.mark.parametrize("kind", ["nan", "inf", "over"])
+def test_the_whole_input_is_validated_before_the_charge(fn, kind, spiked):
+    """A bad row anywhere is refused before anything is charged, whether or not a step samples it (3
+    steps at q = 1/n touch ~3 of 1500 rows), with the data-independent texts (no row, no count)."""
+    from dpspectral.privacy.pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
+
+    X, _ = spiked
+    acc = Accountant(10.0, DELTA)
+    kw = {"n_steps": 3} if fn is dp_spca else {"n_steps": 3, "n_epochs": 1}
+    with pytest.raises(NonPrivateDataError) as info:
+        fn(_bad(X, kind), 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc,
+           on_norm_violation="raise", random_state=0, **kw)
+    expected = (not_finite_error(fn.__name__) if kind != "over"
+                else norm_violation_error(fn.__name__, 1.0))
+    assert str(info.value) == str(expected)
+    assert "1234" not in str(info.value)
+    assert acc.entries == ()
+
+
+@pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])
+@pytest.mark.parametrize("accounting", ["rdp", "gaussian"])
+def test_accounting_without_replace_one_sampling_is_refused_before_the_charge(fn, accounting, spiked):
+    """dp_accounting's RDP accountant has no Poisson-sampled event under replace-one: it used to crash
+    inside the calibration (UnsupportedEventError); now a clear refusal, nothing charged."""
+    X, _ = spiked
+    acc = Accountant(10.0, DELTA)
+    with pytest.raises(ValueError, match="'accounting'"):
+        fn(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accounting=accounting, accountant=acc,
+           n_steps=5)
+    assert acc.entries == ()
+    res = fn(X[:200], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accounting="pld", n_steps=5,
+             random_state=0, **({"n_epochs": 1} if fn is dp_vrpca else {}))
+    assert res.privacy.certified
+
+
+def test_vrpca_paper_counts_the_full_gradient_in_the_steps_units(spiked):
+    """calibration="paper": each step releases ``V + eta mu + (eta / (q n)) (S + Z)``; in the units of
+    Z the full gradient is ``q n mu``, and one replaced row moves ``mu = 2 A V~ / n`` by at most
+    ``2 * 2 C^2 / n`` (each row's term has norm <= 2 C^2 / n; the library's whole-shift convention for
+    unsampled releases), i.e. ``4 q C^2`` in Z's units. With half of Z's variance on it, its multiplier
+    is ``(std / sqrt 2) / (4 q C^2)``. The old code divided by ``4 C^2 / n`` (off by q n = 5 here)."""
+    X, _ = spiked
+    n = X.shape[0]
+    q, C, m, T = 5.0 / n, 1.0, 2, 40
+    with pytest.warns(UncertifiedPrivacyWarning):
+        res = dp_vrpca(X, 1, epsilon=1.0, delta=DELTA, row_norm=C, calibration="paper", sampling_rate=q,
+                       n_steps=T, n_epochs=m, random_state=0)
+    std = res.diagnostics["noise_std"]
+    full = res.privacy.events[0]
+    assert isinstance(full, dp_accounting.SelfComposedDpEvent) and full.count == m * T
+    assert full.event.noise_multiplier == pytest.approx((std / math.sqrt(2)) / (4 * q * C**2), rel=1e-9)
+    sampled = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(std / math.sqrt(2) / (4 * C**2))),
+        m * T)
+    expected = epsilon_of([dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent((std / math.sqrt(2)) / (4 * q * C**2)), m * T), sampled], DELTA)
+    assert res.privacy.epsilon == pytest.approx(expected, rel=1e-6)

@@ -666,10 +666,10 @@ def _configure_reproduce(p: argparse.ArgumentParser) -> None:
                         "(liu2022: small synthetic n; upadhyay2018: a few rows per table, smallest "
                         "dimensions); the real data are read as in a full run (see --data)")
     p.add_argument("--data", metavar="DIR", default=None,
-                   help="folder with the data sets (a9a/, mnist/, ...). Default, with --quick too: the folder "
-                        "named by $DPSPECTRAL_DATA, else ../shared/data relative to the working directory, "
-                        "if it exists; never the working directory itself. Without one, liu2022 and "
-                        "imtiaz2018 skip the real data (with a note) and shang2021 stops")
+                   help="folder with the data sets (a9a/, mnist/, ...). Default, with --quick too: the "
+                        "folder named by $DPSPECTRAL_DATA, else ../shared/data relative to the working "
+                        "directory, if it exists; never the working directory itself. Without one, liu2022 "
+                        "and imtiaz2018 skip the real data (with a note) and shang2021 stops")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: reports/EXPERIMENT)")
     p.add_argument("--repeats", type=_positive_int, default=None,

@@ -209,6 +209,7 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
     every site needs one. Data held by Dask (futures, collections) are checked at their site.
     """
     empty_ok = relation is not None and not relation.n_is_public
+    allow_empty = empty_ok or not validate  # structure only: the emptiness is checked by the real pass
 
     def check_values(data: Any) -> None:
         if validate:
@@ -243,7 +244,7 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
                                      f"earlier sites have {d}.")
                 d = d_s
                 n_s = sum(int(b.shape[0]) for b in X)
-                if n_s == 0 and not empty_ok:
+                if n_s == 0 and not allow_empty:
                     raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
                 check_values(list(X))
                 handles.append(X)
@@ -260,7 +261,7 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
                     d = d_s
                 sizes.append(None)
                 continue
-            data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=empty_ok or not validate)
+            data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=allow_empty)
             if d is not None and d_s != d:
                 raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
                                  f"earlier sites have {d}.")
@@ -272,10 +273,9 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
                 check_values(data)
         return _Sites(handles, d, sizes)
     if hasattr(sites, "shape") or hasattr(sites, "__array__"):
-        data, n, d = _check_local_site(sites, 0, owner, empty_ok=empty_ok or n_sites is not None
-                                       or not validate)
-        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner, empty_ok=empty_ok)
-        if not empty_ok and any(p.shape[0] == 0 for p in parts):
+        data, n, d = _check_local_site(sites, 0, owner, empty_ok=allow_empty or n_sites is not None)
+        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner, empty_ok=allow_empty)
+        if not allow_empty and any(p.shape[0] == 0 for p in parts):
             raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
         check_values(data)
         return _Sites(parts, d, [int(p.shape[0]) for p in parts])

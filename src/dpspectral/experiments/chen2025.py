@@ -1276,8 +1276,9 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     data_files = tuple(getattr(args, "data_file", None) or ())
     data_dir = getattr(args, "data", None)
     if data_dir is None and (datasets or not data_files):
-        default = Path("../shared/data")
-        data_dir = default if default.is_dir() else None
+        from .shang2021 import find_data_dir  # $DPSPECTRAL_DATA, else ../shared/data (as every reproduction)
+
+        data_dir = find_data_dir()
     if data_dir is not None and not Path(data_dir).is_dir():
         raise ValueError(f"--data {data_dir}: no such folder.")
     if datasets is None and data_files and getattr(args, "data", None) is None:

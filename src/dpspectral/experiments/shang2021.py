@@ -56,8 +56,8 @@ from ..metrics import aligned_distance, downstream_accuracy, projection_distance
 from ..registry import get_method
 from . import report
 
-__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "data_dir_candidates", "default_data_dir",
-           "find_data_dir", "run_shang2021"]
+__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "data_dir_candidates",
+           "default_data_dir", "find_data_dir", "run_shang2021"]
 
 DATASETS = ("a9a", "mnist")
 DELTA = 1e-3
@@ -94,11 +94,6 @@ PAPER_TABLE3: dict[str, dict[str, str]] = {
     "DP-VRPCA (tight)": {"a9a": "82.5539 ± 0.07", "mnist": "98.4750 ± 0.14"},
     "DP-VRPCA (paper)": {"a9a": "82.5539 ± 0.07", "mnist": "98.4750 ± 0.14"},
 }
-
-
-#: Where the reproductions look for their data sets when ``--data`` is not given (see :func:`find_data_dir`).
-DATA_SEARCH_HELP = ("default: the folder named by $DPSPECTRAL_DATA, else ../shared/data relative to the working "
-                    "directory (the checkout's sibling), if it exists; never the working directory itself")
 
 
 def data_dir_candidates() -> list[Path]:

@@ -487,6 +487,9 @@ def private_frobenius_lrf(
     ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
     ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
     composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
+    The per-pair bounds need a matrix that does not depend on the sketches: their seed is OS entropy
+    drawn after A is given (or declared by the caller), never drawn from ``random_state``. The whole
+    matrix is validated before the ledger is charged.
     """
     owner = "private_frobenius_lrf"
     budget = _budget(epsilon, delta, owner)
@@ -590,7 +593,9 @@ def private_space_optimal_lrf(
     ``(input_share eps, rest)`` of epsilon and ``(1 - sketch_failure_share) / 2`` of delta to each part;
     ``"paper"`` uses ``sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta)) / epsilon``,
     ``rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon`` for N1 and ``rho_2 = (1+alpha) sqrt(ln(1/delta))/epsilon``
-    for N2 (recalled; spec §2) and reports what the accountant certifies for them.
+    for N2 (recalled; spec §2) and reports what the accountant certifies for them. Psi, S, T come from
+    the public ``sketch_seed`` (OS entropy unless declared); Omega and the noise from the secret
+    ``random_state``.
     """
     from ..privacy import bbds
 

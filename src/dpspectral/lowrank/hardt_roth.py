@@ -240,7 +240,10 @@ def hardt_roth(
     Relation: row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's Priv1 with
     ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C`` (clipping is
     per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one differing
-    row moves by at most b (neither stage below needs a bound on the rows themselves).
+    row moves by at most b (neither stage below needs a bound on the rows themselves): a weaker
+    relation, ``row_change`` (two arbitrary rows are not protected), reported as such in the notes
+    (``Relation.ROW_CHANGE`` once it exists). Omega is secret (from ``random_state``, never released).
+    The whole matrix is validated before the ledger is charged.
 
     * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
       entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with

@@ -613,7 +613,7 @@ def private_oja(
         if in_memory:
             assert n is not None
             rows = _Rows(src, C, on_norm_violation, owner, order=rng.permutation(n))
-        noise_std = beta * alpha  # MUTATION
+        noise_std = 2.0 * beta * alpha
         assert rows is not None
         W, used = _run_rows(rows, W, parts, c1, c2, beta, noise_std, rng, owner, show_progress, n)
         report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
