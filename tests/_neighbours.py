@@ -15,9 +15,11 @@ and reports every path that differs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import fnmatch
+import io
 import math
 import numbers
 import re
@@ -51,6 +53,7 @@ class Outcome:
     error: tuple[str, str] | None  # (exception type, message)
     warnings: tuple[tuple[str, str], ...]  # (category, message), in order
     ledger: tuple[tuple[str, str, str], ...]  # (label, repr(event), status) of each ledger entry
+    printed: tuple[str, str] = ("", "")  # what the call wrote to sys.stdout and sys.stderr
     exception: BaseException | None = dataclasses.field(default=None, compare=False)
 
     @property
@@ -59,13 +62,15 @@ class Outcome:
 
 
 def observe(call: Callable[[Accountant], Any], *, accountant: Accountant | None = None) -> Outcome:
-    """Run ``call(accountant)`` and record its result or error, its warnings and the ledger.
+    """Run ``call(accountant)`` and record its result or error, its warnings, what it printed and the ledger.
 
     ``accountant`` defaults to a fresh one with no ceiling, so that every charge is recorded (none is
     refused) and shows in :attr:`Outcome.ledger`.
     """
     acc = Accountant(delta=1e-3) if accountant is None else accountant
-    with warnings.catch_warnings(record=True) as caught:
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
         warnings.simplefilter("always")
         exception = None
         try:
@@ -74,7 +79,8 @@ def observe(call: Callable[[Accountant], Any], *, accountant: Accountant | None 
             result, error, exception = None, (type(exc).__name__, str(exc)), exc
     seen = tuple((w.category.__name__, str(w.message)) for w in caught)
     ledger = tuple((e.label, repr(e.event), e.status) for e in acc.entries)
-    return Outcome(result=result, error=error, warnings=seen, ledger=ledger, exception=exception)
+    return Outcome(result=result, error=error, warnings=seen, ledger=ledger,
+                   printed=(out.getvalue(), err.getvalue()), exception=exception)
 
 
 def _is_released(path: str, released: Iterable[str]) -> bool:
@@ -192,9 +198,9 @@ def assert_same_public_view(
 ) -> None:
     """Assert that two neighbours' outcomes agree on everything that is not a declared release.
 
-    Compares whether each raised and the error text, the warnings (category and text), the ledger
-    entries, and :func:`public_view` of the two results with ``released`` reduced to their kind. The
-    assertion message lists every path that differs.
+    Compares whether each raised and the error text, the warnings (category and text), what was printed
+    (stdout, stderr), the ledger entries, and :func:`public_view` of the two results with ``released``
+    reduced to their kind. The assertion message lists every path that differs.
     """
     released = tuple(released)
     problems: list[str] = []
@@ -202,6 +208,8 @@ def assert_same_public_view(
         problems.append(f"error: {_short(a.error)} != {_short(b.error)}")
     if a.warnings != b.warnings:
         problems.append(f"warnings: {_short(a.warnings, 400)} != {_short(b.warnings, 400)}")
+    if a.printed != b.printed:
+        problems.append(f"printed: {_short(a.printed, 400)} != {_short(b.printed, 400)}")
     if a.ledger != b.ledger:
         problems.append(f"ledger: {_short(a.ledger, 400)} != {_short(b.ledger, 400)}")
     va, vb = public_view(a.result, released), public_view(b.result, released)

@@ -21,13 +21,20 @@ from scipy import optimize, stats
 
 import dpspectral
 from dpspectral import Accountant, DPLowRank, get_method, methods
-from dpspectral.local.lowrank import local_lrf_report, local_lrf_setup, private_local_lrf
+from dpspectral.local.lowrank import (
+    drawn_sensitivity,
+    local_lrf_noise_drawn,
+    local_lrf_report,
+    local_lrf_setup,
+    private_local_lrf,
+)
 from dpspectral.lowrank import factorization
 from dpspectral.lowrank.continual import ContinualLRF, continual_lrf
 from dpspectral.lowrank.covariance import CovarianceLRF, covariance_lrf
 from dpspectral.lowrank.factorization import private_frobenius_lrf, private_space_optimal_lrf
 from dpspectral.lowrank.hardt_roth import hardt_roth
 from dpspectral.lowrank.streaming import RepublicationError, TurnstileLRF, turnstile_lrf
+from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
 from dpspectral.privacy.budget import Relation
 
 KW = dict(epsilon=1.0, delta=1e-6)
@@ -258,6 +265,43 @@ def test_user_regenerates_the_sketches_and_refuses_altered_ones():
         local_lrf_report(row, 0, dataclasses.replace(setup, seed=6), rng=1, **kw)
     again = local_lrf_report(row, 0, local_lrf_setup(8, 6, 2, t=3, v=4, seed=5), rng=1, **kw)
     assert np.array_equal(good.as_vector(), again.as_vector())
+
+
+def test_drawn_sensitivity_is_the_exact_worst_case():
+    """Derived independently: the change of user i's clean report is (E^T Phi, S_i (T E)^T)."""
+    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    joint, part_y, part_z = drawn_sensitivity(setup.Phi, setup.S, setup.T, bound=2.0, column=3)
+    s = float(np.linalg.norm(setup.S[:, 3]))
+
+    def change(E: np.ndarray) -> float:
+        parts = [E @ setup.Phi, np.outer(setup.S[:, 3], setup.T @ E).ravel()]
+        return float(np.linalg.norm(np.concatenate(parts)))
+
+    directions = np.random.default_rng(0).normal(size=(3000, 6))
+    assert max(change(2.0 * e / np.linalg.norm(e)) for e in directions) <= joint  # a random search
+    top = np.linalg.svd(np.vstack([setup.Phi.T, s * setup.T]))[2][0]
+    assert change(2.0 * top) == pytest.approx(joint, rel=1e-8)  # attained: the exact worst case
+    assert joint <= math.hypot(part_y, part_z)
+
+
+def test_drawn_calibration_spends_no_sketch_delta_and_draws_that_noise():
+    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    nz = local_lrf_noise_drawn(1.0, 1e-6, setup, row_norm=1.0, column=3)
+    mult = _analytic_gaussian(1.0, 1e-6)  # all of delta goes to the Gaussian
+    assert nz.sketch_delta == 0.0 and len(nz.events) == 1
+    assert nz.events[0].noise_multiplier == pytest.approx(mult, rel=1e-6)
+    assert nz.sigma_y == nz.sigma_z == pytest.approx(mult * nz.sensitivity, rel=1e-6)
+    row = np.full(6, 0.1)
+    clean = np.concatenate([row @ setup.Phi, np.outer(setup.S[:, 3], setup.T @ row).ravel()])
+    reports = [local_lrf_report(row, 3, setup, epsilon=1.0, delta=1e-6, row_norm=1.0, rng=r,
+                                sketch_sensitivity="drawn") for r in range(300)]
+    _variance_matches(np.concatenate([r.as_vector() - clean for r in reports]), nz.sigma_y)
+    A = np.random.default_rng(2).uniform(size=(30, 10))
+    res = private_local_lrf(A, 2, sketch_sensitivity="drawn", random_state=0, **KW)
+    assert res.privacy.certified and not any(isinstance(e, EpsilonDeltaDpEvent) for e in res.privacy.events)
+    assert any("sketch_sensitivity='drawn'" in n for n in res.privacy.notes)
+    with pytest.raises(ValueError, match="tight calibration only"):
+        private_local_lrf(A, 2, sketch_sensitivity="drawn", calibration="paper", **KW)
 
 
 # ----------------------------------------------------------------------------------------------

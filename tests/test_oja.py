@@ -551,3 +551,82 @@ def test_private_oja_with_shuffling():
         private_oja(stream(), 1, epsilon=eps, delta=DELTA, row_norm=1.0, amplification="shuffle")
     with pytest.raises(ValueError, match="'amplification'"):
         private_oja(np.ones((10, 2)), 1, epsilon=eps, delta=DELTA, row_norm=1.0, amplification="poisson")
+
+
+# ---------------------------------------------------------------------------------------------
+# validate, then charge (issue 15 item 3); secret row permutation (issue 23 item 14)
+
+
+def _with_bad_row(X: np.ndarray, kind: str) -> np.ndarray:
+    Y = X.copy()
+    if kind == "nan":
+        Y[4321, 2] = np.nan
+    elif kind == "inf":
+        Y[4321, 0] = np.inf
+    else:
+        Y[4321] *= 5.0 / np.linalg.norm(Y[4321])
+    return Y
+
+
+PRIVATE2 = {"private_oja": _private(private_oja), "dp_pca": _private(dp_pca, batch_size=1500)}
+
+
+@pytest.mark.parametrize("name", list(PRIVATE2))
+@pytest.mark.parametrize("kind", ["nan", "inf", "over"])
+def test_arrays_are_validated_whole_before_the_charge(name, kind, small):
+    from dpspectral.privacy.pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
+
+    X = np.clip(small, -0.3, 0.3)  # every row within norm 1 except the bad one
+    acc = Accountant(10.0, DELTA)
+    with pytest.raises(NonPrivateDataError) as info:
+        PRIVATE2[name](_with_bad_row(X, kind), accountant=acc, on_norm_violation="raise")
+    expected = not_finite_error(name) if kind != "over" else norm_violation_error(name, 1.0)
+    assert str(info.value) == str(expected) and "4321" not in str(info.value)
+    assert acc.entries == ()
+
+
+@pytest.mark.parametrize("name", list(PRIVATE2))
+@pytest.mark.parametrize("kind", ["nan", "over"])
+def test_a_bad_block_of_a_stream_is_a_failed_release_that_stays_charged(name, kind, small):
+    """A stream arrives after the charge: a bad block then fails the release, which stays charged and
+    is marked failed in the ledger (the contract in the module docstring); the message names no row."""
+    X = np.clip(small, -0.3, 0.3)
+    bad = _with_bad_row(X, kind)
+    acc = Accountant(10.0, DELTA)
+    with pytest.raises(ValueError) as info:
+        PRIVATE2[name](_blocks(bad, SIZES), n_samples=X.shape[0], accountant=acc,
+                       on_norm_violation="raise")
+    from dpspectral.privacy.pipeline import norm_violation_error, not_finite_error
+
+    expected = not_finite_error(name) if kind == "nan" else norm_violation_error(name, 1.0)
+    assert str(info.value) == str(expected) and "4321" not in str(info.value)
+    assert len(acc.entries) == 1 and len(acc.failures) == 1
+    assert acc.failures[0].status.startswith("failed")
+
+
+@pytest.mark.parametrize("name", list(PRIVATE2))
+def test_in_memory_rows_are_permuted_with_the_secret_generator(name, small, monkeypatch):
+    """Positional minibatches/steps need a data-independent assignment of rows: an array's rows are
+    read in a uniformly random order drawn from the run's generator (not the caller's order); a stream
+    is used as it comes, and the report states the assumption in words."""
+    import dpspectral.pca.oja as oja_module
+
+    orders = []
+    real = oja_module._Rows
+
+    def spy(*args, **kw):
+        orders.append(kw.get("order"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(oja_module, "_Rows", spy)
+    res = PRIVATE2[name](small, random_state=1)
+    PRIVATE2[name](small, random_state=2)
+    n = small.shape[0]
+    assert len(orders) == 2 and all(o is not None for o in orders)
+    assert all(np.array_equal(np.sort(o), np.arange(n)) for o in orders)  # permutations of the rows
+    assert not np.array_equal(orders[0], np.arange(n)) and not np.array_equal(orders[0], orders[1])
+    assert any("permuted uniformly at random with the secret generator" in t for t in res.privacy.notes)
+    orders.clear()
+    res = PRIVATE2[name](_blocks(small, SIZES), n_samples=n)
+    assert orders == [None]
+    assert any("ASSUMPTION" in t and "does not depend on the data" in t for t in res.privacy.notes)

@@ -301,7 +301,9 @@ def local_gaussian(
     is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
     runs the same mechanism on disjoint data). The server's average and eigendecomposition are
     post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
-    the central model.)
+    the central model.) With an accountant, every row is read and validated before the charge
+    (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal costs nothing;
+    a failure after the charge is a failed release that stays charged.
     """
     owner = _OWNER
     budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)

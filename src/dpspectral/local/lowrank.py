@@ -80,7 +80,9 @@ __all__ = [
     "LocalLrfReport",
     "LocalLrfSetup",
     "local_lrf_aggregate",
+    "drawn_sensitivity",
     "local_lrf_noise",
+    "local_lrf_noise_drawn",
     "local_lrf_report",
     "local_lrf_setup",
     "private_local_lrf",
@@ -270,16 +272,89 @@ class LocalLrfNoise:
     sketch_delta: float
     events: tuple[dp_accounting.DpEvent, ...]
     notes: tuple[str, ...] = ()
+    #: The exact joint sensitivity of the drawn sketches (:func:`local_lrf_noise_drawn`), else None.
+    joint_sensitivity: float | None = None
 
     @property
     def sensitivity(self) -> float:
         """Joint L2 sensitivity of the pair ``(y_i, Z_i)``."""
+        if self.joint_sensitivity is not None:
+            return self.joint_sensitivity
         return math.hypot(self.sensitivity_y, self.sensitivity_z)
 
     @property
     def noise_multiplier(self) -> float:
         """The multiplier of the single Gaussian mechanism equivalent to the report (GDP: ``1/mu``)."""
+        if self.joint_sensitivity is not None:  # sigma_y == sigma_z
+            return self.sigma_y / self.joint_sensitivity
         return 1.0 / math.hypot(self.sensitivity_y / self.sigma_y, self.sensitivity_z / self.sigma_z)
+
+
+def drawn_sensitivity(
+    Phi: np.ndarray, S: np.ndarray, T: np.ndarray, *, bound: float, column: int | None = None
+) -> tuple[float, float, float]:
+    """The exact worst-case sensitivity of one report for the sketches actually drawn.
+
+    The clean report of a row a is ``(Phi^T a, S[:, i] (T a)^T)``, linear in a. For ``||a - a'|| <= b``
+    its change E gives ``||Phi^T E||^2 + s^2 ||T E||^2 = ||K E||^2`` with ``K = [Phi^T; s T]``
+    ((t + v) x n) and ``s = ||S[:, i]||`` (``column=None``: the largest column norm of S, a bound for
+    every user). Hence the supremum is exactly ``b ||K||_2``, attained at E = b times K's top right
+    singular vector: a worst case over rows for these sketches, whatever they are (no failure
+    probability, no assumption on how the seed was chosen). Returned with a 1e-9 relative slack for
+    rounding, with the two parts' own worst cases ``b ||Phi||_2`` and ``b s ||T||_2``.
+
+    Returns
+    -------
+    (joint, part_y, part_z) : tuple of float
+    """
+    norms = np.linalg.norm(S, axis=0)
+    s = float(norms.max() if column is None else norms[int(column)])
+    K = np.vstack([np.asarray(Phi, dtype=np.float64).T, s * np.asarray(T, dtype=np.float64)])
+    slack = 1.0 + 1e-9
+    joint = bound * float(np.linalg.norm(K, 2)) * slack
+    part_y = bound * float(np.linalg.norm(Phi, 2)) * slack
+    part_z = bound * s * float(np.linalg.norm(T, 2)) * slack
+    return joint, part_y, part_z
+
+
+def local_lrf_noise_drawn(
+    epsilon: float,
+    delta: float,
+    setup: LocalLrfSetup,
+    *,
+    row_norm: float,
+    column: int | None = None,
+    owner: str = "local_lrf_noise_drawn",
+) -> LocalLrfNoise:
+    """Noise of one report calibrated to the drawn sketches' exact sensitivity (no sketch-failure delta).
+
+    ``sigma_y = sigma_z = s Delta`` with the analytic multiplier ``s`` for the whole (epsilon, delta) and
+    ``Delta = 2 C ||[Phi^T; ||S_i|| T]||_2`` (:func:`drawn_sensitivity`; ``column=None`` uses the largest
+    column of S, so every user's noise is the same). Sound for any sketch, adversarial ones included:
+    the user computes it from the sketches it regenerated from the public seed. Only the tight
+    calibration exists in this mode.
+    """
+    budget = PrivacyBudget(epsilon, delta)
+    budget.require_delta(owner)
+    b = 2.0 * sensitivity_norm(check_row_norm(row_norm, owner))
+    Phi, S, T = verified_sketches(setup, owner)
+    joint, part_y, part_z = drawn_sensitivity(Phi, S, T, bound=b, column=column)
+    s = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    note = (
+        "sketch_sensitivity='drawn': the report is calibrated to the exact worst case over rows for the "
+        "sketches actually drawn (2C ||[Phi^T; ||S_i|| T]||_2), which holds for any sketch, adversarial "
+        "ones included: no sketch-failure delta and no assumption on how the public seed was chosen."
+    )
+    return LocalLrfNoise(
+        sigma_y=s * joint,
+        sigma_z=s * joint,
+        sensitivity_y=part_y,
+        sensitivity_z=part_z,
+        sketch_delta=0.0,
+        events=(dp_accounting.GaussianDpEvent(s),),
+        notes=(note,),
+        joint_sensitivity=joint,
+    )
 
 
 def local_lrf_noise(
@@ -380,6 +455,23 @@ class LocalLrfReport:
         return np.concatenate([self.y, self.Z.ravel()])
 
 
+def _noise_plan(
+    epsilon: float, delta: float, setup: LocalLrfSetup, *, row_norm: float, calibration: Calibration,
+    alpha: float, sketch_failure_share: float, sketch_sensitivity: str, column: int | None, owner: str,
+) -> LocalLrfNoise:
+    if sketch_sensitivity == "drawn":
+        if calibration != "tight":
+            raise ValueError(
+                f"{owner}: sketch_sensitivity='drawn' has the tight calibration only. Got "
+                f"calibration={calibration!r} instead."
+            )
+        return local_lrf_noise_drawn(epsilon, delta, setup, row_norm=row_norm, column=column, owner=owner)
+    return local_lrf_noise(
+        epsilon, delta, setup.t, setup.v, row_norm=row_norm, calibration=calibration, alpha=alpha,
+        sketch_failure_share=sketch_failure_share, owner=owner,
+    )
+
+
 def _check_setup(setup: Any, owner: str) -> LocalLrfSetup:
     if not isinstance(setup, LocalLrfSetup):
         raise TypeError(
@@ -402,6 +494,7 @@ def local_lrf_report(
     alpha: float = 0.25,
     sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
+    sketch_sensitivity: Literal["per_pair", "drawn"] = "per_pair",
 ) -> LocalLrfReport:
     """What user i sends: ``y_i = a_i^T Phi + g_i`` and ``Z_i = S[:, i] (T a_i)^T + G_i``.
 
@@ -424,6 +517,11 @@ def local_lrf_report(
     calibration, alpha, sketch_failure_share
         See :func:`local_lrf_noise`.
     on_norm_violation : {"clip", "raise"}
+    sketch_sensitivity : {"per_pair", "drawn"}
+        ``"per_pair"`` (default): the chi-square per-pair calibration (:func:`local_lrf_noise`), which
+        assumes a seed that was not chosen adversarially. ``"drawn"``: the exact worst case for the
+        sketches of the seed and this user's column (:func:`local_lrf_noise_drawn`; tight calibration
+        only), sound whatever the seed.
 
     Returns
     -------
@@ -443,6 +541,7 @@ def local_lrf_report(
     setup = _check_setup(setup, owner)
     Phi, S, T = verified_sketches(setup, owner)
     check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    check_choice(sketch_sensitivity, "sketch_sensitivity", ("per_pair", "drawn"), owner)
     C = check_row_norm(row_norm, owner)
     if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < setup.m:
         raise ValueError(
@@ -458,15 +557,9 @@ def local_lrf_report(
         )
     if not np.isfinite(arr).all():
         raise not_finite_error(owner)
-    noise = local_lrf_noise(
-        epsilon,
-        delta,
-        setup.t,
-        setup.v,
-        row_norm=C,
-        calibration=calibration,
-        alpha=alpha,
-        sketch_failure_share=sketch_failure_share,
+    noise = _noise_plan(
+        epsilon, delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
+        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=int(i),
         owner=owner,
     )
     a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
@@ -623,6 +716,7 @@ def private_local_lrf(
     row_change: float | None = None,
     random_state: Any = None,
     accountant: Accountant | None = None,
+    sketch_sensitivity: Literal["per_pair", "drawn"] = "per_pair",
 ) -> LowRankResult:
     """Private-Local-LRF (Upadhyay's Figure 9, Theorem 57): the whole LDP protocol on one machine.
 
@@ -671,6 +765,11 @@ def private_local_lrf(
     accountant : Accountant, optional
         Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
         validated (a refusal costs nothing).
+    sketch_sensitivity : {"per_pair", "drawn"}
+        ``"per_pair"`` (default): chi-square per-pair bounds over random sketches (a sketch-failure
+        delta; the seed must not be adversarial). ``"drawn"``: every user is calibrated to the exact
+        worst case for the drawn sketches (the largest column norm of S: the same noise for all users),
+        sound whatever the seed, no sketch-failure delta (:func:`local_lrf_noise_drawn`).
 
     Returns
     -------
@@ -709,6 +808,12 @@ def private_local_lrf(
         )
     check_choice(calibration, "calibration", ("tight", "paper"), owner)
     check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    check_choice(sketch_sensitivity, "sketch_sensitivity", ("per_pair", "drawn"), owner)
+    if sketch_sensitivity == "drawn" and calibration != "tight":
+        raise ValueError(
+            f"{owner}: sketch_sensitivity='drawn' has the tight calibration only. Got "
+            f"calibration={calibration!r} instead."
+        )
     if not isinstance(simulate_sum, (bool, np.bool_)):
         raise TypeError(
             f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
@@ -725,30 +830,28 @@ def private_local_lrf(
     rng = as_generator(random_state)
     seed = public_seed(_check_seed(sketch_seed, owner, "sketch_seed"))
     setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
-    noise = local_lrf_noise(
-        budget.epsilon,
-        budget.delta,
-        setup.t,
-        setup.v,
-        row_norm=C,
-        calibration=calibration,
-        alpha=alpha,
-        sketch_failure_share=sketch_failure_share,
+    noise = _noise_plan(
+        budget.epsilon, budget.delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
+        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=None,
         owner=owner,
     )
     if row_change is None:
         A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
         hidden = "any two rows of norm <= row_norm"
-        rel_out = rel
+        rel_out: Relation = rel
     else:
         A_c, hidden = A, f"any change of the row by a vector of norm <= {2 * C:g}; rows not clipped"
         rel_out = ROW_CHANGE_RELATION or rel
     notes = [
         *noise.notes,
         "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row "
-        f"({hidden}); the recorded events are one user's release. The per-pair "
-        "sketch bounds assume the public seed was not chosen adversarially (it is fresh OS entropy unless "
-        "declared) and that the rows do not depend on it.",
+        f"({hidden}); the recorded events are one user's release."
+        + (
+            " The per-pair sketch bounds assume the public seed was not chosen adversarially (it is fresh OS "
+            "entropy unless declared) and that the rows do not depend on it."
+            if sketch_sensitivity == "per_pair"
+            else " Every user is calibrated to the largest column norm of S (the same noise for all)."
+        ),
     ]
     if row_change is not None:
         notes.append(ROW_CHANGE_NOTE)

@@ -294,7 +294,7 @@ def hardt_roth(
         owner=owner,
     )
     notes = list(noise.notes)
-    rel_out = rel
+    rel_out: Relation = rel
     if row_change is None:
         A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
     else:

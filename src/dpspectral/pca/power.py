@@ -172,7 +172,10 @@ def noisy_power(
     (``||x x^T X||_F = ||x|| ||X^T x|| <= C^2``). ``X_{l-1}`` is computed from earlier releases (and
     the data-independent start), so it is the same for both neighbours and the L releases compose
     adaptively. Event: ``SelfComposedDpEvent(GaussianDpEvent(sigma / Delta), L)``. The final SVD
-    is post-processing of ``Y_L``.
+    is post-processing of ``Y_L``. The data are read (an in-memory input validated whole: finite,
+    and within the bound with ``on_norm_violation="raise"``) before the ledger is charged, so a
+    refusal costs nothing; a failure after the charge is a failed release that stays charged.
+    ``random_state`` is secret (it draws the noise).
     """
     owner = _OWNER
     budget, rel, C = check_mechanism_inputs(
