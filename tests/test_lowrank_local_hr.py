@@ -501,7 +501,7 @@ def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
     a = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, random_state=5)
     b = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, random_state=5)
     np.testing.assert_allclose(a.reconstruct(), b.reconstruct(), rtol=1e-12, atol=1e-12)
-    assert a.privacy is not None and a.privacy.certified and a.privacy.relation is Relation.REPLACE_ONE
+    assert a.privacy is not None and a.privacy.certified and a.privacy.relation is Relation.ROW_CHANGE
     la = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, alpha=0.5, simulate_sum=True,
                            random_state=6, sketch_seed=2)
     lb = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, alpha=0.5, simulate_sum=True,

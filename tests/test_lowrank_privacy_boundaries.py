@@ -351,12 +351,12 @@ def test_row_change_is_reported_as_its_own_relation_in_words():
     assert any("row_change (not 'replace_one')" in n for n in hr.privacy.notes)
 
 
-@pytest.mark.xfail(not hasattr(Relation, "LOCAL_ROW_CHANGE"), strict=True,
-                   reason="needs Relation.LOCAL_ROW_CHANGE in privacy/budget.py (requested from the lead)")
 def test_row_change_relation_member():
     A = np.random.default_rng(2).uniform(size=(30, 10))
     res = private_local_lrf(A, 2, row_change=1.0, sketch_seed=1, random_state=0, **KW)
-    assert res.privacy.relation is Relation.LOCAL_ROW_CHANGE  # type: ignore[attr-defined]
+    assert res.privacy.relation is Relation.LOCAL_ROW_CHANGE
+    hr = hardt_roth(A, 2, row_change=1.0, random_state=0, **KW)
+    assert hr.privacy.relation is Relation.ROW_CHANGE
 
 
 # ----------------------------------------------------------------------------------------------

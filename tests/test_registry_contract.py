@@ -72,7 +72,7 @@ def test_zero_noise_limit(method, lowrank_data):
         # even without noise); on data of exact rank 3 both are the span of the rows.
         _, V = np.linalg.eigh(X.T @ X)
         X = X @ V[:, -3:] @ V[:, -3:].T
-    res = _run(method, X, 3, seed=0, epsilon=eps, delta=0.5, **ZERO_NOISE_SETTINGS.get(method.name, {}))
+    res = _run(method, X, 3, seed=0, epsilon=eps, delta=0.5 if method.needs_delta else 0.0, **ZERO_NOISE_SETTINGS.get(method.name, {}))
     w, V = np.linalg.eigh(X.T @ X)
     V3 = V[:, ::-1][:, :3]
     P = res.components @ res.components.T - V3 @ V3.T
@@ -100,6 +100,8 @@ def test_caller_data_untouched(method, lowrank_data):
     assert np.array_equal(X, before)
     # ... and clipped: with one seed, the rows above the bound act exactly as those rows scaled to
     # the bound (a mechanism that skipped its clip would see rows 2.5 times longer).
+    if method.family == "exponential":
+        return  # its sampler is not continuous in its input: tests/test_pinned_releases.py checks it
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     pre_clipped = X * np.minimum(1.0, 1.0 / norms)
     ref = _run(method, pre_clipped, 2, seed=0)

@@ -51,6 +51,10 @@ class Relation(enum.StrEnum):
     (times the public ``bound``); with u a standard basis vector it is row-level privacy, with both
     u and v basis vectors entry-level. ``PRIV2``: ``||A - A'||_F <= 1`` (times ``bound``); it contains
     PRIV1, so a PRIV2 guarantee is also a PRIV1 guarantee.
+
+    ``ROW_CHANGE`` and ``LOCAL_ROW_CHANGE``: one row (central) or one user's row (local) moves by a
+    vector of norm at most a public ``b`` (``row_change=b``), rows not clipped. Weaker than
+    ``REPLACE_ONE`` / ``LOCAL`` (any two rows of norm <= C): the shape is public, as under replace-one.
     """
 
     REPLACE_ONE = "replace_one"
@@ -58,11 +62,13 @@ class Relation(enum.StrEnum):
     LOCAL = "local"
     PRIV1 = "priv1"
     PRIV2 = "priv2"
+    ROW_CHANGE = "row_change"
+    LOCAL_ROW_CHANGE = "local_row_change"
 
     @property
     def dp_accounting(self) -> dp_accounting.NeighboringRelation:
         """The matching ``dp_accounting.NeighboringRelation``."""
-        if self is Relation.REPLACE_ONE:
+        if self in (Relation.REPLACE_ONE, Relation.ROW_CHANGE, Relation.LOCAL_ROW_CHANGE):
             return dp_accounting.NeighboringRelation.REPLACE_ONE
         return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
