@@ -187,8 +187,8 @@ def test_accounting_without_replace_one_sampling_is_refused_before_the_charge(fn
         fn(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accounting=accounting, accountant=acc,
            n_steps=5)
     assert acc.entries == ()
-    res = fn(X[:200], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accounting="pld", n_steps=5,
-             random_state=0, **({"n_epochs": 1} if fn is dp_vrpca else {}))
+    res = fn(X[:200], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accounting="pld", n_steps=3,
+             sampling_rate=0.5, random_state=0, **({"n_epochs": 1} if fn is dp_vrpca else {}))
     assert res.privacy.certified
 
 

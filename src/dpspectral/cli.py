@@ -376,7 +376,8 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
                      help="number of principal components")
     req.add_argument("--epsilon", type=float, required=True, help="privacy parameter epsilon > 0")
     req.add_argument("--delta", type=float, required=True,
-                     help="privacy parameter delta in [0, 1) (> 0 for the Gaussian mechanisms), e.g. 1e-6")
+                     help="privacy parameter delta in [0, 1) (> 0 for the Gaussian mechanisms; ignored, "
+                          "and 0 reported, for the pure-epsilon methods ppca and exponential), e.g. 1e-6")
     req.add_argument("--row-norm", type=float, required=True,
                      help="public bound C on each row's Euclidean norm, chosen without looking at the data "
                           "(there is no data-derived default); rows above it are clipped to it")
@@ -467,7 +468,9 @@ def _run_fit(args: argparse.Namespace) -> int:
         "dpspectral_version": __version__,
         "method": method.name,
         "params": {
-            "n_components": args.k, "epsilon": args.epsilon, "delta": args.delta, "row_norm": args.row_norm,
+            # a pure-epsilon method ignores --delta: the delta saved is the one its report certifies
+            "n_components": args.k, "epsilon": args.epsilon,
+            "delta": args.delta if method.needs_delta else est.privacy_.delta, "row_norm": args.row_norm,
             "relation": relation, "calibration": calibration, "centering": args.centering,
             "mean_share": args.mean_share if centering else None,
             "on_norm_violation": args.on_norm_violation,
