@@ -9,8 +9,8 @@ and its family-wise alpha, would have flagged the bug: it does when the bound ex
     .venv/bin/python tools/audit_power.py --epsilons 2 4 10 100 --quick --out reports/audit-power.json
 
 prints one line per (method, relation): the lower bound at each e, and the smallest e whose bound
-exceeds 1 ("detects"). For a Gaussian release, e = 2, 4, 10 and 100 correspond to noise 0.52, 0.29,
-0.14 and 0.023 times the calibrated noise at (1, 1e-5).
+exceeds 1 ("detects"). For a Gaussian release, e = 2, 4, 10 and 100 correspond to noise 0.53, 0.29,
+0.13 and 0.025 times the calibrated noise at (1, 1e-5).
 """
 
 from __future__ import annotations

