@@ -29,6 +29,7 @@ from dpspectral.privacy.clipping import (
     sensitivity_norm,
 )
 from dpspectral.privacy.gaussian import _SPLIT_MARGIN, analytic_noise_multiplier
+from dpspectral.privacy.pipeline import norm_violation_error, not_finite_error, validate_rows
 
 # -- gaussian.py -------------------------------------------------------------------------------
 
@@ -218,3 +219,69 @@ def test_check_row_norm_messages():
         with pytest.raises(ValueError, match=r"^The 'row_norm' parameter of g must be a float in "
                            r"\(0, inf\)\. Got .* instead\.$"):
             check_row_norm(bad, owner="g")
+
+
+# -- pipeline.py -------------------------------------------------------------------------------
+
+def test_error_texts_are_exact_and_name_no_row():
+    # kills every mutation of the two data-independent messages (they are part of the contract:
+    # nothing about the rows may appear, and the advice must stay)
+    assert str(not_finite_error("fit")) == (
+        "fit: the data contain NaN or infinity. Remove or impute them before fitting (which rows is not "
+        "reported: it is a fact about the private data).")
+    assert str(norm_violation_error("fit", 2.5)) == (
+        "fit: some row has Euclidean norm above row_norm=2.5 and on_norm_violation='raise'. Scale the rows, "
+        "raise row_norm, or use on_norm_violation='clip' (which rows, and how many, is not reported: it is "
+        "a fact about the private data). The refusal itself says that some row broke the bound "
+        "(docs/privacy-caveats.md).")
+
+
+@pytest.mark.parametrize("rows", [
+    [[0.1, 0.2], [0.3, float("nan")]],            # a list of rows (lists)
+    [(0.1, 0.2), (0.3, float("inf"))],            # a list of tuples
+    [np.array([[0.1, 0.2]]), np.array([[np.nan, 0.0]])],  # a list of 2-D blocks
+])
+def test_validate_rows_checks_every_form_of_list_input(rows):
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        validate_rows(rows, row_norm=1.0, owner="f")
+
+
+def test_validate_rows_list_of_rows_is_one_block_and_list_of_blocks_is_many():
+    # a list of scalar rows is one 2-D array; a list of 2-D blocks is checked block by block
+    assert validate_rows([[0.1, 0.2], [0.3, 0.4]], row_norm=1.0, on_norm_violation="raise")
+    assert validate_rows([np.zeros((2, 3)), np.ones((1, 3)) * 0.5], row_norm=1.0, on_norm_violation="raise")
+    with pytest.raises(ValueError, match="2-D data"):
+        validate_rows([0.1, 0.2, 0.3], row_norm=1.0)  # a list of numbers is one 1-D row, refused
+    with pytest.raises(ValueError, match="above row_norm=1"):
+        validate_rows([np.zeros((2, 3)), np.ones((1, 3))], row_norm=1.0, on_norm_violation="raise")
+
+
+def test_validate_rows_bound_is_the_clip_threshold_after_centering():
+    C = 1.0
+    at = np.array([[clip_threshold(C), 0.0]])
+    assert validate_rows(at, row_norm=C, on_norm_violation="raise")  # exactly at the threshold: accepted
+    above = np.array([[clip_threshold(C) * (1 + 1e-9), 0.0]])
+    with pytest.raises(ValueError, match="above row_norm"):
+        validate_rows(above, row_norm=C, on_norm_violation="raise")
+    assert validate_rows(above, row_norm=C)  # "clip": accepted, clipped later
+    # the public center is subtracted first: (2, 0) - (1.5, 0) has norm 0.5
+    assert validate_rows(np.array([[2.0, 0.0]]), row_norm=C, on_norm_violation="raise",
+                         center=np.array([1.5, 0.0]))
+    with pytest.raises(ValueError, match="above row_norm"):
+        validate_rows(np.array([[0.0, 0.0]]), row_norm=0.5, on_norm_violation="raise",
+                      center=np.array([1.0, 0.0]))
+    # sparse input, with and without a center
+    X = sp.csr_matrix(np.array([[0.0, 3.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="above row_norm"):
+        validate_rows(X, row_norm=2.0, on_norm_violation="raise")
+    assert validate_rows(X, row_norm=2.0, on_norm_violation="raise", center=np.array([0.0, 2.0]))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        validate_rows(sp.csr_matrix(np.array([[0.0, np.inf]])), row_norm=2.0)
+
+
+def test_validate_rows_refuses_non_numeric_and_streams_are_not_checked():
+    with pytest.raises(TypeError, match="numeric data"):
+        validate_rows(np.array([["a", "b"]]), row_norm=1.0)
+    with pytest.raises(TypeError, match="numeric data"):
+        validate_rows(sp.csr_matrix(np.array([[1, 0]], dtype=bool)).astype(complex), row_norm=1.0)
+    assert validate_rows(iter([np.zeros((2, 2))]), row_norm=1.0) is False

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ._progress import progress
 from .privacy.clipping import NormViolation, clip_rows, clip_threshold
-from .privacy.pipeline import norm_violation_error, not_finite_error
+from .privacy.pipeline import as_numeric_2d, norm_violation_error, not_finite_error
 
 __all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
 
@@ -72,18 +72,7 @@ def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> An
         block = sp.csr_matrix(block, dtype=np.float64)
         values = block.data
     else:
-        arr = np.asarray(block)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(
-                f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode "
-                "the columns first)."
-            )
-        if arr.ndim != 2:
-            raise ValueError(
-                f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
-                f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
-            )
-        block = arr.astype(np.float64, copy=False)
+        block = as_numeric_2d(block, owner).astype(np.float64, copy=False)
         values = None
     if d is not None and block.shape[1] != d:
         raise ValueError(

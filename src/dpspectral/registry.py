@@ -297,7 +297,8 @@ _TABLE: tuple[Method, ...] = (
         certified=True,
         calibrations=("tight", "paper"),
         function=_turnstile_lrf,
-        summary="Turnstile updates A_ij += x on noisy sketches (TurnstileLRF: secret checkpoints, one publication)",
+        summary="Turnstile updates A_ij += x on noisy sketches (TurnstileLRF: secret checkpoints, "
+                "one publication)",
         options=_LRF_OPTIONS | {"batch_size"},
         task="lowrank",
     ),

@@ -72,7 +72,7 @@ from .._validation import check_choice
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
-from ..privacy.pipeline import validate_rows
+from ..privacy.pipeline import as_numeric_2d, validate_rows
 
 __all__ = [
     "PairSensitivity",
@@ -235,18 +235,7 @@ def _check_rows(X: Any, owner: str, row_norm: float, on_norm_violation: str) -> 
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
     else:
-        X = np.asarray(X)
-        if X.dtype.kind not in "biuf":
-            raise TypeError(
-                f"{owner} needs numeric data; got an array of dtype {X.dtype} (encode the columns "
-                "first)."
-            )
-        if X.ndim != 2:
-            raise ValueError(
-                f"{owner} expects 2-D data of shape (n_samples, n_features); got shape {X.shape}. "
-                "Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
-            )
-        X = X.astype(np.float64, copy=False)
+        X = as_numeric_2d(X, owner).astype(np.float64, copy=False)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{owner}: the data are empty (shape {X.shape}); at least one row and one "
                          "column are required.")

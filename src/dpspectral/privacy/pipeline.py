@@ -44,6 +44,7 @@ from .budget import Relation
 
 __all__ = [
     "NonPrivateDataError",
+    "as_numeric_2d",
     "charge",
     "norm_violation_error",
     "not_finite_error",
@@ -72,6 +73,25 @@ def norm_violation_error(owner: str, row_norm: float) -> NonPrivateDataError:
         "(which rows, and how many, is not reported: it is a fact about the private data). The "
         "refusal itself says that some row broke the bound (docs/privacy-caveats.md)."
     )
+
+
+def as_numeric_2d(X: Any, owner: str) -> np.ndarray:
+    """``X`` as a 2-D numeric NumPy array (no copy when it is one), or a clear error naming ``owner``.
+
+    Only public facts (the dtype, the number of dimensions and the shape) appear in the message.
+    """
+    arr = np.asarray(X)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode the "
+            "columns first)."
+        )
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
+            f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
+        )
+    return arr
 
 
 def _is_stream(X: Any) -> bool:
@@ -160,17 +180,7 @@ def _validate_block(
             if norms.size and float(norms.max()) > clip_threshold(row_norm):
                 raise norm_violation_error(owner, row_norm)
         return
-    arr = np.asarray(block)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode the "
-            "columns first)."
-        )
-    if arr.ndim != 2:
-        raise ValueError(
-            f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
-            f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
-        )
+    arr = as_numeric_2d(block, owner)
     step = max(1, (1 << 22) // max(arr.shape[1], 1))  # ~32 MB of float64 at a time
     for a in range(0, arr.shape[0], step):
         part = np.asarray(arr[a:a + step], dtype=np.float64)
