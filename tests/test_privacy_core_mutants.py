@@ -285,3 +285,108 @@ def test_validate_rows_refuses_non_numeric_and_streams_are_not_checked():
     with pytest.raises(TypeError, match="numeric data"):
         validate_rows(sp.csr_matrix(np.array([[1, 0]], dtype=bool)).astype(complex), row_norm=1.0)
     assert validate_rows(iter([np.zeros((2, 2))]), row_norm=1.0) is False
+
+
+def test_validate_rows_errors_name_the_owner_on_every_path():
+    # kills `not_finite_error(None)` / `norm_violation_error(None, ...)` on the dense and sparse paths
+    cases = [
+        (np.array([[np.nan, 0.0]]), "NaN or infinity"),
+        (np.array([[3.0, 4.0]]), "above row_norm"),
+        (sp.csr_matrix(np.array([[np.nan, 0.0]])), "NaN or infinity"),
+        (sp.csr_matrix(np.array([[3.0, 4.0]])), "above row_norm"),
+    ]
+    for X, what in cases:
+        with pytest.raises(ValueError, match=rf"^my_fit: .*{what}"):
+            validate_rows(X, row_norm=1.0, on_norm_violation="raise", owner="my_fit")
+    with pytest.raises(TypeError, match=r"^my_fit needs numeric data; got an array of dtype <U1 \(convert or "
+                       r"encode the columns first\)\.$"):
+        validate_rows(np.array([["a"]]), row_norm=1.0, owner="my_fit")
+
+
+def test_validate_rows_single_row_list():
+    # kills `X[1]` for `X[0]` in the list-of-rows test (a one-row list has no X[1])
+    assert validate_rows([[0.1, 0.2]], row_norm=1.0, on_norm_violation="raise")
+
+
+def test_validate_rows_sparse_row_exactly_at_the_threshold_is_accepted():
+    # kills `>=` for `>` on the sparse path
+    t = clip_threshold(1.0)
+    X = sp.csr_matrix(np.array([[t, 0.0]]))
+    assert float(row_norms(X)[0]) == t  # sqrt(t * t) rounds back to t here
+    assert validate_rows(X, row_norm=1.0, on_norm_violation="raise")
+
+
+def test_validate_rows_overflowing_square_is_over_the_bound_without_a_warning():
+    # a finite row whose square overflows: refused as over the bound, quietly (kills errstate(over=None))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="above row_norm"):
+            validate_rows(np.array([[1e200, 0.0]]), row_norm=1.0, on_norm_violation="raise")
+
+
+def test_validate_rows_checks_rows_beyond_the_first_chunk():
+    # the rows are checked in chunks of 2**22 / d; a NaN after the first chunk is found
+    # (kills iterating over the columns instead of the rows). 2,100 x 2,048 float32: 17 MB.
+    X = np.zeros((2100, 2048), dtype=np.float32)
+    X[2099, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        validate_rows(X, row_norm=1.0)
+
+
+def test_public_seed():
+    from dpspectral.privacy.pipeline import public_seed
+
+    assert public_seed(0) == 0 and public_seed(5) == 5 and public_seed(np.int64(7)) == 7
+    a, b = public_seed(), public_seed()
+    assert 0 <= a < 2**63 and a != b  # OS entropy: equal with probability 2^-63
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match=r"^A public seed must be None \(OS entropy\) or a non-negative "
+                           r"int\. Got .* instead\.$"):
+            public_seed(bad)
+
+
+# -- budget.py ---------------------------------------------------------------------------------
+
+
+def test_relation_implies_truth_table():
+    # a guarantee under `self` implies one under `other`: only equality, and Priv2 => Priv1 (a rank-one
+    # change of unit Frobenius norm is within Priv2). Kills every mutation of `implies`.
+    from dpspectral.privacy import Relation
+
+    for a in Relation:
+        for b in Relation:
+            expected = a is b or (a is Relation.PRIV2 and b is Relation.PRIV1)
+            assert a.implies(b) is expected, (a, b)
+
+
+@pytest.mark.parametrize("text,value", [
+    ("add_or_remove", "add_remove"), ("add-or-remove", "add_remove"), ("Add_Or_Remove_One", "add_remove"),
+    ("add/remove", "add_remove"), ("AR", "add_remove"), (" ar ", "add_remove"), ("r1", "replace_one"),
+    ("R1", "replace_one"), ("replace-one", "replace_one"), ("PRIV2", "priv2"), ("local", "local"),
+])
+def test_relation_aliases(text, value):
+    from dpspectral.privacy import as_relation
+
+    assert as_relation(text).value == value
+
+
+def test_relation_error_lists_the_relations_and_names_the_owner():
+    from dpspectral.privacy import Relation, as_relation
+
+    allowed = ", ".join(repr(m.value) for m in Relation)
+    assert "'replace_one', 'add_remove'" in allowed
+    with pytest.raises(ValueError) as info:
+        as_relation("add_replace")
+    assert str(info.value) == (f"The 'relation' parameter of relation must be one of {allowed}. "
+                               "Got 'add_replace' instead.")
+    with pytest.raises(ValueError, match=r"^The 'relation' parameter of fit must be one of"):
+        as_relation("x/y", owner="fit")  # "/" is read as "_": "x_y" is still not a relation
+
+
+def test_budget_stores_floats():
+    from dpspectral.privacy import PrivacyBudget
+
+    b = PrivacyBudget(np.float32(2.0), 0)
+    assert type(b.epsilon) is float and type(b.delta) is float and b.delta == 0.0

@@ -31,12 +31,12 @@ from .factorization import (
     frobenius_sketches,
 )
 from .sketches import sketch_sizes
-from .streaming import CURRENT, NONE, ONE_SNAPSHOT_NOTE, STALE, STREAM_NOTE, RepublicationError, read_only
+from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, PublishOnce, read_only
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
 
 
-class CovarianceLRF:
+class CovarianceLRF(PublishOnce):
     """Private-Covariance-LRF: streaming rank-k factorization of ``A^T A`` from rows inserted one at a time.
 
     The state is ``Y_c = C Phi + N1`` (d x t) and ``Z = S C + N2`` (v x d) for ``C = sum_r a_r a_r^T`` over
@@ -104,6 +104,9 @@ class CovarianceLRF:
     :class:`~dpspectral.lowrank.streaming.RepublicationError`. The number of rows inserted is not
     exposed (it is private under ``add_remove``; under ``replace_one`` it is public and reported).
     """
+
+    _change_words = "had rows inserted"
+    _instead = "a new state (a new release, charged anew) for new data"
 
     mechanism = "covariance_lrf"
 
@@ -192,30 +195,6 @@ class CovarianceLRF:
         self._n_rows = 0
         self._publication = NONE
 
-    # -- publication tracking (as TurnstileLRF) -------------------------------------------------
-    @property
-    def published(self) -> bool:
-        """Whether a snapshot of this state was published (then no other snapshot may be)."""
-        return self._publication != NONE
-
-    def _publish(self, what: str) -> None:
-        if self._publication == STALE:
-            raise RepublicationError(
-                f"{type(self).__name__}.{what}: a snapshot of this state was already published and rows "
-                "were inserted since. Its noise was drawn once, so a second snapshot would reveal those "
-                "rows without noise; nothing was published. Start a new state (a new release, charged "
-                "anew) for new data."
-            )
-        self._publication = CURRENT
-
-    def _require_published(self, what: str) -> None:
-        if self._publication == NONE:
-            raise ValueError(
-                f"{type(self).__name__}.{what}: the sketch is not shown before the state is published "
-                "(rows that depend on the drawn sketch break the per-pair sensitivity). Call release() "
-                "first, or declare a public sketch_seed when the state is created."
-            )
-
     @property
     def sketch_seed(self) -> int:
         """The seed of the sketches (shown only once the state is published)."""
@@ -274,8 +253,7 @@ class CovarianceLRF:
             raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
         self._Y, self._ZT = Y, ZT
         self._n_rows += int(X.shape[0])
-        if self._publication == CURRENT:
-            self._publication = STALE
+        self._changed()
 
     def release(self) -> LowRankResult:
         """The rank-k factorization ``A^T A ~ U diag(S) V^T`` from the current state (post-processing).

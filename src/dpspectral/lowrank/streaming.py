@@ -122,6 +122,53 @@ class RepublicationError(ValueError):
     """A second snapshot of a state whose noise was already published with an earlier snapshot."""
 
 
+class PublishOnce:
+    """Publication tracking shared by the streaming states (:class:`TurnstileLRF`, ``CovarianceLRF``).
+
+    A state's noise is drawn once, so at most one snapshot of it may be published: ``_publish`` marks
+    the current snapshot (publishing it again is fine), ``_changed`` makes a published snapshot stale
+    after new data, and a publication of a stale state raises :class:`RepublicationError`. The sketch is
+    shown only after a publication (``_require_published``): a stream that depends on the drawn sketch
+    would break the per-pair sensitivity.
+    """
+
+    _publication: str = NONE
+    #: What the data did to the state, in the refusal's words ("has been updated", "had rows inserted").
+    _change_words = "has been updated"
+    #: What to use instead, for the refusal's message.
+    _instead = ("ContinualLRF for releases at many times, or a new state (a new release, charged anew) "
+                "for new data")
+
+    @property
+    def published(self) -> bool:
+        """Whether a snapshot of this state was published (then no other snapshot may be)."""
+        return self._publication != NONE
+
+    def _publish(self, what: str) -> None:
+        """Mark the current snapshot as published; refuse a second snapshot after new data."""
+        if self._publication == STALE:
+            raise RepublicationError(
+                f"{type(self).__name__}.{what}: a snapshot of this state was already published and the "
+                f"state {self._change_words} since. Its noise was drawn once, so a second snapshot would "
+                f"reveal the data in between without noise; nothing was published. Use {self._instead}."
+            )
+        self._publication = CURRENT
+
+    def _changed(self) -> None:
+        """New data reached the state: a published snapshot becomes stale."""
+        if self._publication == CURRENT:
+            self._publication = STALE
+
+    def _require_published(self, what: str) -> None:
+        if self._publication == NONE:
+            raise ValueError(
+                f"{type(self).__name__}.{what}: the sketch is not shown before the state is published "
+                "(a stream that depends on the drawn sketch breaks the per-pair sensitivity). Publish "
+                "the state first (release(), or save(path, publish=True) where offered), or declare a "
+                "public sketch_seed when the state is created."
+            )
+
+
 # ----------------------------------------------------------------------------------------------
 # compiled update loop and input validation (shared with .continual)
 # ----------------------------------------------------------------------------------------------
@@ -415,7 +462,7 @@ def verified_state(
 # ----------------------------------------------------------------------------------------------
 
 
-class TurnstileLRF:
+class TurnstileLRF(PublishOnce):
     """Turnstile streaming Private-Frobenius-LRF (Priv2; Upadhyay's Figure 6, Theorem 48).
 
     Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
@@ -605,32 +652,6 @@ class TurnstileLRF:
         )
         return noise, report
 
-    # -- publication tracking ------------------------------------------------------------------
-    @property
-    def published(self) -> bool:
-        """Whether a snapshot of this state was published (then no other snapshot may be)."""
-        return self._publication != NONE
-
-    def _publish(self, what: str) -> None:
-        """Mark the current snapshot as published; refuse a second snapshot after updates."""
-        if self._publication == STALE:
-            raise RepublicationError(
-                f"{type(self).__name__}.{what}: a snapshot of this state was already published and the "
-                "state has been updated since. Its noise was drawn once, so a second snapshot would "
-                "reveal the updates in between without noise; nothing was published. Use ContinualLRF "
-                "for releases at many times, or a new state (a new release, charged anew) for new data."
-            )
-        self._publication = CURRENT
-
-    def _require_published(self, what: str) -> None:
-        if self._publication == NONE:
-            raise ValueError(
-                f"{type(self).__name__}.{what}: the sketch is not shown before the state is published "
-                "(a stream that depends on the drawn sketch breaks the per-pair sensitivity). Publish "
-                "the state first (release() or save(path, publish=True)), or declare a public "
-                "sketch_seed when the state is created."
-            )
-
     # -- reading -------------------------------------------------------------------------------
     @property
     def config(self) -> TurnstileConfig:
@@ -726,8 +747,7 @@ class TurnstileLRF:
                 )
             self._Y, self._ZT = Y, ZT
             self._mag = _max_abs(Y, ZT)
-        if self._publication == CURRENT:
-            self._publication = STALE
+        self._changed()
 
     # -- release -------------------------------------------------------------------------------
     def release(self) -> LowRankResult:
