@@ -135,3 +135,12 @@ def test_error_texts_name_no_data():
     assert "row" in str(not_finite_error("f")).lower()
     msg = str(norm_violation_error("analyze_gauss", 2.0))
     assert msg.startswith("analyze_gauss:") and "row_norm=2" in msg
+
+
+def test_every_report_states_that_random_state_is_a_secret():
+    from dpspectral.pca.covariance import analyze_gauss
+    from dpspectral.privacy.accounting import RANDOM_STATE_NOTE
+
+    res = analyze_gauss(_ok(), 2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0)
+    assert RANDOM_STATE_NOTE in res.privacy.notes
+    assert "secret" in RANDOM_STATE_NOTE

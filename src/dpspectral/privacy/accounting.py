@@ -685,6 +685,13 @@ class PrivacyReport:
         )
 
 
+#: The assumption every report states: the noise comes from the generator given as ``random_state``.
+RANDOM_STATE_NOTE = (
+    "The noise is drawn from the generator given as random_state: the guarantee assumes it is secret "
+    "(whoever knows the seed can subtract the noise; None draws it from OS entropy)."
+)
+
+
 def certify_release(
     events: Sequence[dp_accounting.DpEvent],
     *,
@@ -705,6 +712,8 @@ def certify_release(
     eps = epsilon_of(list(events), budget.delta, relation=relation, accounting=accounting)
     certified = bool(eps <= budget.epsilon)
     all_notes = list(notes)
+    if events and RANDOM_STATE_NOTE not in all_notes:
+        all_notes.append(RANDOM_STATE_NOTE)
     if not certified:
         message = (
             f"{mechanism} with calibration={calibration!r} does not certify the requested "
