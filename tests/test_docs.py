@@ -17,7 +17,7 @@ def test_readme_method_table_matches_registry():
     assert m.group(1).strip() == methods_markdown().strip()
 
 
-_NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+_NUMBER = r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?"  # "249." too: NumPy prints whole floats so
 
 
 def _matches_stated_output(stated: str, printed: str) -> bool:
@@ -27,7 +27,10 @@ def _matches_stated_output(stated: str, printed: str) -> bool:
     (e.g. ``0.12`` matches ``0.11508``), so a README rounded for reading still pins the value; an integer
     must be equal; ``~X`` (a value that varies from run to run) matches within 5 % of X.
     """
-    stated, printed = " ".join(stated.split()), " ".join(printed.split())
+    def norm(text: str) -> str:  # NumPy pads printed arrays: "[ 1.5 12. ]" reads as "[1.5 12.]"
+        return re.sub(r"\s+\]", "]", re.sub(r"\[\s+", "[", " ".join(text.split())))
+
+    stated, printed = norm(stated), norm(printed)
     pattern, numbers = "", []
     for piece in re.split(rf"(\.\.\.|~?{_NUMBER})", stated):
         if piece == "...":
@@ -63,6 +66,9 @@ def test_stated_output_matcher():
     assert not _matches_stated_output("True", "False")
     assert _matches_stated_output("priv2 ~0.48", "priv2 0.4905")
     assert not _matches_stated_output("priv2 ~0.48", "priv2 0.52")
+    assert _matches_stated_output("[~266 ~242]", "[266.36 241.6 ]")
+    assert _matches_stated_output("[1.5 12.]", "[ 1.5 12. ]")
+    assert _matches_stated_output("[~249 ~242]", "[249.   241.66]")
 
 
 def _python_blocks() -> list[str]:
@@ -93,7 +99,10 @@ def _stated_outputs(block: str) -> list[str]:
 def test_readme_python_examples_run(tmp_path, monkeypatch):
     # Every print() in the README's Python blocks states its output (`# -> ...`); the test runs the
     # blocks and checks each printed line against it, so a README that says (1, 1e-06)-DP or
-    # "ParallelDpEvent 1342" is held to it. The examples are seeded, so the values are fixed.
+    # "ParallelDpEvent 1342" is held to it. The examples are seeded, so the values are fixed, except
+    # those marked ~ (the low-rank sketches' seeds are public OS entropy): the relative error stated as
+    # ~0.48 measured mean 0.482, sd 0.0047 over 40 runs, so its 5 % window is 4.6 sd away (false-failure
+    # rate below 1e-5 for a normal spread); the turnstile's singular values vary by about 0.1 %.
     monkeypatch.chdir(tmp_path)  # the examples write files (a turnstile state)
     blocks = _python_blocks()
     assert len(blocks) >= 5

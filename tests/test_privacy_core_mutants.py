@@ -390,3 +390,13 @@ def test_budget_stores_floats():
 
     b = PrivacyBudget(np.float32(2.0), 0)
     assert type(b.epsilon) is float and type(b.delta) is float and b.delta == 0.0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_validate_rows_norms_in_double_precision_for_float32_input(sparse):
+    # (1, 1e-4) in float32: its norm is 1 + 5e-9 > C (1 + 1e-10), but a float32 sum of squares rounds
+    # to exactly 1. The check must compute in float64 (kills dtype=None on the dense and sparse paths).
+    X = np.array([[1.0, 1e-4]], dtype=np.float32)
+    assert float(np.sqrt(np.einsum("ij,ij->i", X, X))[0]) == 1.0  # the float32 computation misses it
+    with pytest.raises(ValueError, match="above row_norm"):
+        validate_rows(sp.csr_matrix(X) if sparse else X, row_norm=1.0, on_norm_violation="raise")
