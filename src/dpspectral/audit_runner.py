@@ -103,14 +103,15 @@ GEP_ROWS = 9
 #: leading background rows are spread evenly over directions, norm C, instead of zero) and keyword
 #: options of the method (passed only when listed in ``method.options``). They make the differing row's
 #: influence on the output as visible as the method allows: one full-batch step with a large step size
-#: for the stochastic methods; a large step size for Private Oja (its noise scales with the step); for
+#: for the stochastic methods; for Private Oja, which shuffles its rows, a single row (the differing one)
+#: and a large step size (its noise scales with the step); for
 #: DP-PCA one minibatch of the size its private top-eigenvalue histogram needs at epsilon = 1, whose
 #: first half (the eigenvalue estimate, which fails on zero rows) is spread and whose second half (the
 #: private mean) holds only the differing row, and a large step size.
 AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_spca": {"sampling_rate": 1.0, "n_steps": 1, "learning_rate": 1000.0},
     "dp_vrpca": {"sampling_rate": 1.0, "n_steps": 1, "n_epochs": 1, "learning_rate": 1000.0},
-    "private_oja": {"c1": 1e4},
+    "private_oja": {"n_rows": 1, "c1": 1e4},  # one row: its position cannot move (rows are shuffled)
     "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "c1": 1e4},
     "dpsrs": {"sparsity": 1},
     "dp_truncated_rayleigh_flow": {"sparsity": 1},
