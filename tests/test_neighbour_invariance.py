@@ -203,8 +203,9 @@ _FDA_CLASSES = ("issue 23 item 3: DPFisherDiscriminant(classes=None) takes the c
 XFAIL: dict[tuple[str, str, str], str] = {
     ("DPFisherDiscriminant[dpsr, classes=default]", "replace_one", "class_emptied"): _FDA_CLASSES,
     ("DPFisherDiscriminant[dpsr, classes=default]", "replace_one", "single_class"): _FDA_CLASSES,
-    **{(f"{g}[classes=None]", "replace_one", "single_class"): _FDA_CLASSES.replace(
-        "DPFisherDiscriminant(classes=None)", "the GEP registry entries with classes=None")
+    **{(f"{g}[classes=None]", "replace_one", "single_class"):
+       "issue 23 item 3: with classes=None the GEP registry entries read the classes from the private "
+       "labels and refuse a single class"
        for g in ("dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow")},
 }
 
