@@ -921,7 +921,8 @@ def dp_pca(
     the smallest the accountant certifies for the rest. ``calibration="paper"``: each branch gets
     (epsilon/2, delta/2) as in the paper and the Gaussian std is the paper's
     ``beta_t = 8 K sqrt(2 Lambda_t) log^a(B d / zeta) sqrt(2 d log(2.5/delta)) / (epsilon B)``, which
-    leaves nothing for the histograms: the accountant reports what that certifies (uncertified).
+    leaves nothing for the histograms: the accountant reports what that certifies (marked uncertified
+    where it exceeds the request).
     Diagnostics: ``skipped_steps`` counts the steps whose released histogram output was the
     underflow bin or empty (the paper's ⊥): a function of released values only.
     """

@@ -18,7 +18,9 @@ Replace-one: one value moves from one bin to another, so two counts change by 1 
 Add/remove: one count changes by 1 (L1 shift 1). The Laplace scale is ``shift / epsilon``.
 The thresholded histogram additionally fails only when a bin that is empty in one data set but not in
 the other passes the threshold: with threshold ``1 + shift * ln(2 / delta) / epsilon`` a count of 1
-passes with probability ``delta / 4`` (replace-one: at most two such bins), which gives delta.
+passes with probability ``delta / 4`` (``P(Lap(b) > b ln(2/delta)) = delta / 4``); there are at most
+two such bins (replace-one; one under add/remove), so the failure probability is at most ``delta / 2``,
+within delta.
 """
 
 from __future__ import annotations
