@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-slow mutation mutation-ci install install-dev lint bench clean
+.PHONY: run test test-slow mutation mutation-ci mutation-mechanisms install install-dev lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ mutation: $(DEV_STAMP)
 ## make mutation-ci: the subset CI runs on every build (privacy/gaussian.py, clipping.py, budget.py; ~70 s)
 mutation-ci: $(DEV_STAMP)
 	$(PY) tools/mutation.py --ci --timeout 600 --report reports/mutation-ci.md
+
+## make mutation-mechanisms: the listed privacy-critical mechanism lines, one bug each (~15 min)
+mutation-mechanisms: $(DEV_STAMP)
+	$(PY) tools/mechanism_mutations.py
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -977,6 +977,10 @@ def test_sampled_accountant_below_the_pld_threshold_uses_the_bound_only():
     ev = dpe.ComposedDpEvent([dpe.PoissonSampledDpEvent(0.01, G(0.049)), G(5.0)])
     got = SampledGaussianAccountant(AR).compose(ev).get_epsilon(1e-6)
     assert got == pytest.approx(_gdp_eps(_mu(0.049, 5.0), 1e-6), rel=1e-7)
+    # the smallest multiplier is found inside self-compositions too
+    rep = dpe.SelfComposedDpEvent(dpe.PoissonSampledDpEvent(0.01, G(0.049)), 2)
+    got = SampledGaussianAccountant(AR).compose(rep).get_epsilon(1e-6)
+    assert got == pytest.approx(_gdp_eps(_mu(0.049, 0.049), 1e-6), rel=1e-7)
     # at exactly the threshold the PLD is used: its answer at q = 0.001 (about 254) is well below the
     # unsampled bound (mu = 20: about 294); the PLD's value itself is pinned above at larger multipliers
     at = dpe.PoissonSampledDpEvent(0.001, G(0.05))
@@ -1009,8 +1013,8 @@ def test_sampled_accountant_supports_only_gaussian_and_sampled_gaussian():
                 dpe.ComposedDpEvent([G(1.0), L(1.0)]), dpe.NonPrivateDpEvent()]:
         assert not acc.supports(bad)
     with pytest.raises(dp_accounting.UnsupportedEventError,
-                       match="SampledGaussianAccountant supports Gaussian and Poisson-sampled "
-                       "Gaussian events."):
+                       match=r"SampledGaussianAccountant supports Gaussian and Poisson-sampled "
+                       r"Gaussian events.\] caused by subevent LaplaceDpEvent\(noise_multiplier=1.0\)"):
         acc.compose(L(1.0))
     assert acc.get_epsilon(1e-6) == 0.0  # nothing recorded by the refused compose
 

@@ -72,7 +72,8 @@ def test_zero_noise_limit(method, lowrank_data):
         # even without noise); on data of exact rank 3 both are the span of the rows.
         _, V = np.linalg.eigh(X.T @ X)
         X = X @ V[:, -3:] @ V[:, -3:].T
-    res = _run(method, X, 3, seed=0, epsilon=eps, delta=0.5 if method.needs_delta else 0.0, **ZERO_NOISE_SETTINGS.get(method.name, {}))
+    res = _run(method, X, 3, seed=0, epsilon=eps, delta=0.5 if method.needs_delta else 0.0,
+               **ZERO_NOISE_SETTINGS.get(method.name, {}))
     w, V = np.linalg.eigh(X.T @ X)
     V3 = V[:, ::-1][:, :3]
     P = res.components @ res.components.T - V3 @ V3.T

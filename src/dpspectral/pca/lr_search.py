@@ -170,7 +170,7 @@ def select_learning_rate(
         # the runs' events do not depend on (c1, c2): planned once, before anything is drawn
         with warnings.catch_warnings():  # the runs below warn about their parameters, once each
             warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
-            run_events = run(X_train, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm,
+            run_events: Any = run(X_train, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm,
                              c1=grid[0][1], c2=grid[0][2], on_norm_violation=on_norm_violation,
                              _plan_only=True, **method_params)
         train = dp_accounting.SelfComposedDpEvent(compose(run_events), J)
