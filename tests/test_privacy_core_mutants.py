@@ -1075,3 +1075,29 @@ def test_calibrate_towards_a_huge_epsilon_builds_no_pld(monkeypatch):
     # and above it the PLD is what decides (amplification): it is built
     calibrate(lambda x: dpe.PoissonSampledDpEvent(0.05, G(x)), 1.0, 1e-5, relation="add_remove")
     assert built
+
+
+def test_sampled_accountant_composes_count_copies():
+    # compose(event, count) is count copies: the PLD's own answer for count copies, and for the bound
+    # sqrt(count) times mu (GDP)
+    ev = dpe.PoissonSampledDpEvent(0.1, G(2.0))
+    want = PLDAccountant(AR, value_discretization_interval=1e-3).compose(ev, 3).get_epsilon(1e-6)
+    assert SampledGaussianAccountant(AR).compose(ev, 3).get_epsilon(1e-6) == pytest.approx(want, rel=1e-12)
+    nopld = SampledGaussianAccountant(AR, use_pld=False).compose(ev, 3).get_epsilon(1e-6)
+    assert nopld == pytest.approx(_gdp_eps(math.sqrt(3) / 2.0, 1e-6), rel=1e-7)
+
+
+def test_empty_compositions_do_not_lower_the_smallest_multiplier():
+    # an empty ComposedDpEvent has no multiplier (min's default: infinity), so it changes nothing
+    empty = dpe.ComposedDpEvent([])
+    ev = dpe.ComposedDpEvent([L(0.04), G(3.0), empty])
+    assert epsilon_of(ev, 1e-6) == pytest.approx(25.0 + _gdp_eps(1 / 3, 1e-6), rel=1e-7)
+    s_ev = dpe.ComposedDpEvent([dpe.PoissonSampledDpEvent(0.01, G(0.049)), empty])
+    assert SampledGaussianAccountant(AR).compose(s_ev).get_epsilon(1e-6) == pytest.approx(
+        _gdp_eps(1 / 0.049, 1e-6), rel=1e-7)
+
+
+def test_small_laplace_multiplier_inside_a_self_composition_is_found():
+    # SelfComposed(Laplace(0.04), 2) with a Gaussian: basic composition, 2 / 0.04 + the Gaussian's epsilon
+    ev = dpe.ComposedDpEvent([dpe.SelfComposedDpEvent(L(0.04), 2), G(3.0)])
+    assert epsilon_of(ev, 1e-6) == pytest.approx(50.0 + _gdp_eps(1 / 3, 1e-6), rel=1e-7)

@@ -128,12 +128,13 @@ EQUIVALENT.update({
 
 # accounting.py (triaged 2026-11-26; the reasons are also in docs/privacy-audit.md)
 _GUESS = ("the initial guess only seeds dp_accounting's bracket search: the bisection then returns a "
-          "multiplier within tol of the same optimum (the tests check soundness and tightness, not the search path)")
+          "multiplier within tol of the same optimum (the tests check soundness and tightness, not the "
+          "search path)")
 _DEFAULT_BRACKET = ("dp_accounting.calibrate_dp_mechanism's default bracket (None) is a non-negative "
                     "search starting from [0, 1], i.e. LowerEndpointAndGuess(0, 1): the same search")
-_LOW_BRANCH = ("the low-event branch cannot change the answer: with the multiplier 0.04995 the PLD is skipped, "
-               "so epsilon_of is the no-amplification bound, which exceeds epsilon below s_b (>= 0.05 here), "
-               "and "
+_LOW_BRANCH = ("the low-event branch cannot change the answer: with the multiplier 0.04995 the PLD is "
+               "skipped, so epsilon_of is the no-amplification bound, which exceeds epsilon below s_b "
+               "(>= 0.05 here), and "
                "the condition is False; when a mutant makes it True, the bracket (0, s_b) has the same root, "
                "since every multiplier below 0.05 fails the target (the bound)")
 _CACHE = "the cache only saves time: every answer is recomputed identically without it"
@@ -149,6 +150,9 @@ EQUIVALENT.update({
      "bracket_interval=None, tol=tol,"): _DEFAULT_BRACKET,
     ("accounting.py", "bracket_interval=dp_accounting.LowerEndpointAndGuess(0.0, 1.0), tol=tol,",
      "tol=tol,"): _DEFAULT_BRACKET,
+    ("accounting.py", "bracket_interval=bracket,", "bracket_interval=None,"):
+        "the default bracket is the search from [0, 1], as for unsampled events; for sampled ones it finds "
+        "the same root as the explicit bracket (every multiplier below 0.05 fails the target: the bound)",
     ("accounting.py", "if s_b < SampledGaussianAccountant.MIN_PLD_MULTIPLIER:",
      "if s_b <= SampledGaussianAccountant.MIN_PLD_MULTIPLIER:"):
         "differs only when the no-amplification multiplier is exactly 0.05 (then the PLD search in "
@@ -179,6 +183,9 @@ EQUIVALENT.update({
         "_non_private is only read for its truth value: None is False",
     ("accounting.py", "cached = _SAMPLED_CACHE.get(key)", "cached = None"): _CACHE,
     ("accounting.py", "if len(_SAMPLED_CACHE) > 4096:", "if len(_SAMPLED_CACHE) > 4097:"): _CACHE,
+    ("accounting.py", "if len(_SAMPLED_CACHE) > 4096:", "if len(_SAMPLED_CACHE) >= 4096:"): _CACHE,
+    ("accounting.py", "cached = _SAMPLED_CACHE.get(key)", "cached = _SAMPLED_CACHE.get(None)"): _CACHE,
+    ("accounting.py", "_SAMPLED_CACHE[key] = cached", "_SAMPLED_CACHE[key] = None"): _CACHE,
     ("accounting.py", "self._report_delta = 1e-6 if delta is None else PrivacyBudget(1.0, delta).delta",
      "self._report_delta = 1e-6 if delta is None else PrivacyBudget(2.0, delta).delta"):
         "PrivacyBudget(1.0, delta) only validates delta; any valid epsilon gives the same .delta",
