@@ -1101,3 +1101,17 @@ def test_small_laplace_multiplier_inside_a_self_composition_is_found():
     # SelfComposed(Laplace(0.04), 2) with a Gaussian: basic composition, 2 / 0.04 + the Gaussian's epsilon
     ev = dpe.ComposedDpEvent([dpe.SelfComposedDpEvent(L(0.04), 2), G(3.0)])
     assert epsilon_of(ev, 1e-6) == pytest.approx(50.0 + _gdp_eps(1 / 3, 1e-6), rel=1e-7)
+
+
+def test_make_accountant_relation_and_kind_for_each_method():
+    # unsampled events are read under add/remove whatever the stated relation; a composition containing
+    # a sampled event under the stated one
+    assert make_accountant("auto", Relation.REPLACE_ONE, G(1.0)).neighboring_relation is AR
+    assert make_accountant("auto", Relation.REPLACE_ONE, L(1.0)).neighboring_relation is AR
+    mixed = dpe.ComposedDpEvent([G(1.0), dpe.PoissonSampledDpEvent(0.1, G(1.0))])
+    assert make_accountant("auto", Relation.REPLACE_ONE, mixed).neighboring_relation is RO
+    assert type(make_accountant("gaussian", Relation.REPLACE_ONE)) is GaussianDpAccountant
+    # an explicit method is never rerouted to basic composition for small Laplace multipliers
+    small = dpe.ComposedDpEvent([L(0.04), G(3.0)])
+    assert epsilon_of(small, 1e-6, accounting="rdp") == pytest.approx(
+        RdpAccountant(neighboring_relation=AR).compose(small).get_epsilon(1e-6), rel=1e-12)

@@ -179,6 +179,23 @@ EQUIVALENT.update({
      "lambda: SampledGaussianAccountant(rel_acc, use_pld=False), make_event, epsilon, delta,",
      "lambda: SampledGaussianAccountant(rel_acc, use_pld=None), make_event, epsilon, delta,"):
         "use_pld is only read for its truth value: None is False",
+    ("accounting.py", "if _has(event, dpe.NonPrivateDpEvent):", "if _has(None, dpe.NonPrivateDpEvent):"):
+        "a shortcut: every accountant reached below returns inf for a NonPrivateDpEvent itself",
+    ("accounting.py",
+     'if accounting == "auto" and _has(event, dpe.LaplaceDpEvent) and not _has_only_laplace(event):',
+     'if accounting == "auto" and _has(event, dpe.LaplaceDpEvent) and not _has_only_laplace(None):'):
+        "Laplace-only events then take the reroute too, which is basic composition, as the "
+        "PureDpAccountant that they otherwise reach: the same epsilon",
+    ("accounting.py", "return _has_only_laplace(event.event)", "return _has_only_laplace(None)"):
+        "a Laplace-only self-composition is then taken as mixed: basic composition either way (reroute or "
+        "PureDpAccountant), the same epsilon",
+    ("accounting.py", "if isinstance(acc, RdpAccountant) and delta == 0:",
+     "if isinstance(acc, RdpAccountant) and delta == 1:"):
+        "a shortcut: dp_accounting's RdpAccountant returns inf at delta = 0 itself",
+    ("accounting.py",
+     "return [event if times == 1 else dpe.SelfComposedDpEvent(event, times)], 0.0, 0.0",
+     "return [event if (times == 1) and False else dpe.SelfComposedDpEvent(event, times)], 0.0, 0.0"):
+        "SelfComposedDpEvent(event, 1) has the epsilon of event",
     ("accounting.py", "self._non_private = False", "self._non_private = None"):
         "_non_private is only read for its truth value: None is False",
     ("accounting.py", "cached = _SAMPLED_CACHE.get(key)", "cached = None"): _CACHE,
