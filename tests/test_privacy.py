@@ -230,3 +230,14 @@ def test_accountant_pure_epsilon_ceiling():
 def test_budget_accepts_numpy_scalars():
     b = PrivacyBudget(np.float32(0.5), np.float64(1e-6))
     assert isinstance(b.epsilon, float) and b.epsilon == 0.5
+
+
+def test_event_summary_names_every_noise_parameter():
+    from dp_accounting import dp_event as e
+
+    from dpspectral.privacy.accounting import _event_summary
+
+    assert _event_summary(e.LaplaceDpEvent(2.0))["parameter"] == 2.0
+    assert _event_summary(e.DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1))["noise_parameter"] == 0.5
+    rr = _event_summary(e.RandomizedResponseDpEvent(noise_parameter=0.3, num_buckets=4))
+    assert rr["noise_parameter"] == 0.3 and rr["num_buckets"] == 4
