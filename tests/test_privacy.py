@@ -237,7 +237,8 @@ def test_event_summary_names_every_noise_parameter():
 
     from dpspectral.privacy.accounting import _event_summary
 
-    assert _event_summary(e.LaplaceDpEvent(2.0))["parameter"] == 2.0
-    assert _event_summary(e.DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1))["noise_parameter"] == 0.5
+    assert _event_summary(e.LaplaceDpEvent(2.0))["noise_multiplier"] == 2.0
+    dl = _event_summary(e.DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1))
+    assert dl["noise_parameter"] == 0.5
     rr = _event_summary(e.RandomizedResponseDpEvent(noise_parameter=0.3, num_buckets=4))
     assert rr["noise_parameter"] == 0.3 and rr["num_buckets"] == 4
