@@ -37,7 +37,8 @@ import warnings
 import dp_accounting
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from _pinned import bw_epsilon, bw_multiplier, fda_by_hand
+from scipy import stats
 
 import dpspectral.gep.rayleigh as rayleigh
 import dpspectral.gep.reduction as reduction
@@ -55,22 +56,6 @@ C = 1.0
 # ---------------------------------------------------------------------------------------------
 # the test's own accounting and spread tests
 # ---------------------------------------------------------------------------------------------
-
-def _bw_delta(epsilon: float, s: float) -> float:
-    """delta(epsilon) of the Gaussian mechanism with multiplier s (Balle and Wang 2018, Thm 8)."""
-    a, b = 0.5 / s - epsilon * s, -0.5 / s - epsilon * s
-    return float(stats.norm.cdf(a) - math.exp(epsilon + stats.norm.logcdf(b)))
-
-
-def _bw_multiplier(epsilon: float, delta: float) -> float:
-    return float(optimize.brentq(lambda s: _bw_delta(epsilon, s) - delta, 1e-3, 1e3, xtol=1e-14))
-
-
-def _bw_epsilon(s: float, delta: float) -> float:
-    if _bw_delta(0.0, s) <= delta:
-        return 0.0
-    return float(optimize.brentq(lambda e: _bw_delta(e, s) - delta, 0.0, 200.0, xtol=1e-12))
-
 
 def _gauss_std_interval(z: np.ndarray) -> tuple[float, float]:
     """Two-sided 1 - FPR interval for the std of zero-mean Gaussian samples (chi-square)."""
@@ -354,7 +339,7 @@ def test_dp_pca_stable_releases_pinned(monkeypatch):
     assert z.size > 400
     s = _gauss_std_interval(z)
     # branch 2 by basic composition: p (eps_h, delta_h) histograms and the Gaussian at the rest of delta
-    eps_gauss = (_bw_epsilon(s[1], delta * (1 - share)), _bw_epsilon(s[0], delta * (1 - share)))
+    eps_gauss = (bw_epsilon(s[1], delta * (1 - share)), bw_epsilon(s[0], delta * (1 - share)))
     assert eps_gauss[0] + share * eps <= eps <= eps_gauss[1] + share * eps + 1e-9, s
 
 
@@ -465,27 +450,6 @@ def test_laplace_histogram_empty_bins_law():
 # FDA pair: sensitivities from neighbours built by hand (for DPSR / DPSRS / DP-Rayleigh-Flow)
 # ---------------------------------------------------------------------------------------------
 
-def _clip(X: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X * np.minimum(1.0, C / np.maximum(norms, 1e-300))
-
-
-def _fda_by_hand(X: np.ndarray, y: np.ndarray, classes) -> tuple[np.ndarray, np.ndarray]:
-    """Between-class A and within-class B (1/n normalised), from the definitions, clipped rows."""
-    X = _clip(X)
-    n, d = X.shape
-    mu = X.mean(axis=0)
-    A, B = np.zeros((d, d)), np.zeros((d, d))
-    for c in classes:
-        Xc = X[y == c]
-        if len(Xc) == 0:
-            continue
-        mc = Xc.mean(axis=0)
-        A += len(Xc) * np.outer(mc - mu, mc - mu)
-        B += (Xc - mc).T @ (Xc - mc)
-    return A / n, B / n
-
-
 def _b_pair(q: int, d: int):
     """Class 0: q rows at -C e1 and the record C e1; class 1: q rows at -C e2; the neighbour moves the
     record to (C e2, class 1). n ||dB||_F -> 4 sqrt 2 C^2."""
@@ -521,7 +485,7 @@ def test_fda_gradient_sensitivities_from_pairs():
     d = 4
     X0, y0, X1, y1 = _b_pair(400, d)
     n = len(y0)
-    dB = _fda_by_hand(X0, y0, [0, 1])[1] - _fda_by_hand(X1, y1, [0, 1])[1]
+    dB = fda_by_hand(X0, y0, [0, 1], C)[1] - fda_by_hand(X1, y1, [0, 1], C)[1]
     V = np.linalg.qr(np.random.default_rng(0).normal(size=(d, d)))[0]
     assert n * np.linalg.norm(2 * dB @ V) > 0.99 * 2 * SENS_B_F
     U = np.linalg.eigh(dB)[1]
@@ -529,14 +493,14 @@ def test_fda_gradient_sensitivities_from_pairs():
     assert n * np.linalg.norm(dB[np.triu_indices(d)]) > 0.99 * SENS_B_F  # the upper triangle too
     X0, y0, X1, y1 = _a_pair(200, 20000, d)
     n = len(y0)
-    dA = _fda_by_hand(X0, y0, [0, 1, 2])[0] - _fda_by_hand(X1, y1, [0, 1, 2])[0]
+    dA = fda_by_hand(X0, y0, [0, 1, 2], C)[0] - fda_by_hand(X1, y1, [0, 1, 2], C)[0]
     assert n * np.linalg.norm(dA[np.triu_indices(d)]) > 0.97 * SENS_A_2  # the upper triangle
     rng = np.random.default_rng(1)
     Phi = rng.normal(size=(d, d))
     u = np.linalg.svd(Phi)[0][:, 0]
     Q = np.linalg.qr(np.column_stack([u, rng.normal(size=(d, d - 1))]))[0]
     Q *= np.sign(Q[:, 0] @ u)  # Q e1 = u
-    dA = (_fda_by_hand(X0 @ Q.T, y0, [0, 1, 2])[0] - _fda_by_hand(X1 @ Q.T, y1, [0, 1, 2])[0])
+    dA = (fda_by_hand(X0 @ Q.T, y0, [0, 1, 2], C)[0] - fda_by_hand(X1 @ Q.T, y1, [0, 1, 2], C)[0])
     reached = n * np.linalg.norm(2 * Phi.T @ dA @ Phi, 2)
     assert reached > 0.97 * 2 * np.linalg.norm(Phi, 2) ** 2 * SENS_A_2
     worst_b = worst_a2 = worst_af = 0.0
@@ -547,8 +511,8 @@ def test_fda_gradient_sensitivities_from_pairs():
         X2, y2 = X.copy(), y.copy()
         X2[0] = rng.normal(size=3) * rng.uniform(0.2, 3.0)
         y2[0] = rng.integers(0, 3)
-        A0, B0 = _fda_by_hand(X, y, [0, 1, 2])
-        A1, B1 = _fda_by_hand(X2, y2, [0, 1, 2])
+        A0, B0 = fda_by_hand(X, y, [0, 1, 2], C)
+        A1, B1 = fda_by_hand(X2, y2, [0, 1, 2], C)
         worst_b = max(worst_b, m * np.linalg.norm(B0 - B1))
         worst_a2 = max(worst_a2, m * np.linalg.norm(A0 - A1, 2))
         worst_af = max(worst_af, m * np.linalg.norm(A0 - A1))
@@ -621,7 +585,7 @@ def test_dpsr_noisy_gradients_and_lambda_pinned(method, shares, monkeypatch):
     eps, delta, xi, m = 1.0, 1e-5, 0.01, 15
     n, d = 10000, 5
     X, y = _fda_data(n, d, seed=4)
-    A, B = _fda_by_hand(X, y, [0, 1])
+    A, B = fda_by_hand(X, y, [0, 1], C)
     pair = fda_pair(X, y, row_norm=C, classes=[0, 1])
     np.testing.assert_allclose(pair.B, B, atol=1e-12)  # the pair is the statistic (clipped rows)
     np.testing.assert_allclose(pair.A, A, atol=1e-12)
@@ -652,7 +616,7 @@ def test_dpsr_noisy_gradients_and_lambda_pinned(method, shares, monkeypatch):
     assert z1.size == runs * m * d * d and z2.size == runs * m * d
     # the multipliers drawn: Balle-Wang for (eps, delta), split in the shares of 1/s^2 (the phases'
     # shares renormalised when Lambda_B has none), sqrt(m) per step for the m steps of a phase
-    p = _bw_multiplier(eps, delta)
+    p = bw_multiplier(eps, delta)
     w1, wl, w2 = shares
     measured = [_gauss_std_interval(z) for z in (z1, zl, z2)]
     if wl > 0:
@@ -665,7 +629,7 @@ def test_dpsr_noisy_gradients_and_lambda_pinned(method, shares, monkeypatch):
     # the accountant's epsilon for the measured multipliers is the claim (m [+ 1] + m Gaussian releases)
     def total(idx: int) -> float:
         s1, sl, s2 = (g[idx] for g in measured)
-        return _bw_epsilon((m / s1**2 + (1 / sl**2 if wl > 0 else 0.0) + m / s2**2) ** -0.5, delta)
+        return bw_epsilon((m / s1**2 + (1 / sl**2 if wl > 0 else 0.0) + m / s2**2) ** -0.5, delta)
 
     claim = res.privacy
     assert claim.certified
@@ -682,7 +646,7 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
     eps, delta, xi = 1.0, 1e-5, 0.01
     n, d = 300, 4
     X, y = _fda_data(n, d, seed=5)
-    A, B = _fda_by_hand(X, y, [0, 1])
+    A, B = fda_by_hand(X, y, [0, 1], C)
     pair = fda_pair(X, y, row_norm=C, classes=[0, 1])
     drawn: list = []
     real_sg = rayleigh.symmetric_gaussian
@@ -709,7 +673,7 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
         zb.append(EB[iu] / (SENS_B_F / n))
     sa, sb = _gauss_std_interval(np.array(za)), _gauss_std_interval(np.array(zb))
     if calibration == "tight":
-        p = _bw_multiplier(eps, delta)
+        p = bw_multiplier(eps, delta)
         want_a = want_b = p * math.sqrt(2.0)  # a_share = 1/2 of 1/s^2 each
     else:  # zCDP: rho = (sqrt(eps + L) - sqrt(L))^2, half to each, s = 1 / sqrt(2 rho_X)
         L = math.log(1 / delta)
@@ -717,6 +681,6 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
         want_a = want_b = 1.0 / math.sqrt(rho)
     assert _inside(want_a, sa) and _inside(want_b, sb), (want_a, sa, sb)
     claim = res.privacy
-    eps_hi = _bw_epsilon((sa[0] ** -2 + sb[0] ** -2) ** -0.5, delta)
-    eps_lo = _bw_epsilon((sa[1] ** -2 + sb[1] ** -2) ** -0.5, delta)
+    eps_hi = bw_epsilon((sa[0] ** -2 + sb[0] ** -2) ** -0.5, delta)
+    eps_lo = bw_epsilon((sa[1] ** -2 + sb[1] ** -2) ** -0.5, delta)
     assert eps_lo <= claim.epsilon <= eps_hi and claim.epsilon <= eps * (1 + 1e-9)

@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from _pinned import bw_multiplier, clip_by_hand, fda_by_hand
+from scipy import stats
 
 import dpspectral.gep.reduction as reduction
 from dpspectral.distributed.site import SitePlan, site_step, unpack_upper
@@ -29,38 +30,6 @@ from dpspectral.gep.scatter import fda_pair
 C = 1.0
 EPS, DELTA = 1.0, 1e-5
 FPR = 1e-6
-
-
-def _balle_wang_multiplier(epsilon: float, delta: float) -> float:
-    """The smallest multiplier s with delta(epsilon; s) <= delta for the Gaussian mechanism."""
-
-    def excess(s: float) -> float:
-        a = 1.0 / (2.0 * s)
-        return (stats.norm.cdf(a - epsilon * s) - math.exp(epsilon) * stats.norm.cdf(-a - epsilon * s)
-                - delta)
-
-    return float(optimize.brentq(excess, 1e-3, 1e3, xtol=1e-14))
-
-
-def _clip(X: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X * np.minimum(1.0, C / np.maximum(norms, 1e-300))
-
-
-def _fda_by_hand(X: np.ndarray, y: np.ndarray, classes) -> tuple[np.ndarray, np.ndarray]:
-    """Between-class A and within-class B (1/n normalised), from the definitions."""
-    X = _clip(X)
-    n, d = X.shape
-    mu = X.mean(axis=0)
-    A, B = np.zeros((d, d)), np.zeros((d, d))
-    for c in classes:
-        Xc = X[y == c]
-        if len(Xc) == 0:
-            continue
-        mc = Xc.mean(axis=0)
-        A += len(Xc) * np.outer(mc - mu, mc - mu)
-        B += (Xc - mc).T @ (Xc - mc)
-    return A / n, B / n
 
 
 def _chi2_ok(samples: np.ndarray, sigma: float) -> bool:
@@ -103,8 +72,8 @@ def test_fda_b_sensitivity_is_sound_and_reached():
     X0, y0, X1, y1 = _tight_b_pair(q=400)
     n = len(y0)
     classes = [0, 1]
-    _, B0 = _fda_by_hand(X0, y0, classes)
-    _, B1 = _fda_by_hand(X1, y1, classes)
+    _, B0 = fda_by_hand(X0, y0, classes, C)
+    _, B1 = fda_by_hand(X1, y1, classes, C)
     measured_f = np.linalg.norm(B0 - B1) * n
     measured_2 = np.linalg.norm(B0 - B1, 2) * n
     sens = fda_pair(X0, y0, row_norm=C, classes=classes).sensitivity
@@ -119,8 +88,8 @@ def test_fda_a_sensitivity_is_sound_and_reached():
     X0, y0, X1, y1 = _tight_a_pair(q=200, big=20000)
     n = len(y0)
     classes = [0, 1, 2]
-    A0, _ = _fda_by_hand(X0, y0, classes)
-    A1, _ = _fda_by_hand(X1, y1, classes)
+    A0, _ = fda_by_hand(X0, y0, classes, C)
+    A1, _ = fda_by_hand(X1, y1, classes, C)
     measured_2 = np.linalg.norm(A0 - A1, 2) * n
     measured_f = np.linalg.norm(A0 - A1) * n
     sens = fda_pair(X0, y0, row_norm=C, classes=classes).sensitivity
@@ -141,8 +110,8 @@ def test_fda_sensitivity_covers_a_random_search():
         X2, y2 = X.copy(), y.copy()
         X2[0] = rng.normal(size=d) * rng.uniform(0.2, 3.0)
         y2[0] = rng.integers(0, 3)
-        A0, B0 = _fda_by_hand(X, y, classes)
-        A1, B1 = _fda_by_hand(X2, y2, classes)
+        A0, B0 = fda_by_hand(X, y, classes, C)
+        A1, B1 = fda_by_hand(X2, y2, classes, C)
         sens = fda_pair(X, y, row_norm=C, classes=classes).sensitivity
         worst_a = max(worst_a, np.linalg.norm(A0 - A1) / sens.a_frobenius)
         worst_b = max(worst_b, np.linalg.norm(B0 - B1) / sens.b_frobenius)
@@ -154,7 +123,7 @@ def test_fda_pair_matches_the_definitions_with_clipping():
     X = rng.normal(size=(40, 4)) * 2.0  # most rows above the bound: the pair must use clipped rows
     y = rng.integers(0, 3, size=40)
     pair = fda_pair(X, y, row_norm=C, classes=[0, 1, 2])
-    A, B = _fda_by_hand(X, y, [0, 1, 2])
+    A, B = fda_by_hand(X, y, [0, 1, 2], C)
     np.testing.assert_allclose(pair.A, A, atol=1e-12)
     np.testing.assert_allclose(pair.B, B, atol=1e-12)
 
@@ -169,7 +138,7 @@ def test_sr_dp_noise_drawn_has_the_calibrated_scale(monkeypatch):
     X = rng.normal(size=(n, d))
     y = rng.integers(0, 2, size=n)
     pair = fda_pair(X, y, row_norm=C, classes=[0, 1])
-    A, B = _fda_by_hand(X, y, [0, 1])
+    A, B = fda_by_hand(X, y, [0, 1], C)
     captured: dict[str, list[np.ndarray]] = {"B": [], "At": [], "Phi": []}
     real_reduction, real_top = reduction.regularized_reduction, reduction.top_k_eigh
 
@@ -200,7 +169,7 @@ def test_sr_dp_noise_drawn_has_the_calibrated_scale(monkeypatch):
     sens_a, sens_b = 8 * math.sqrt(2) * C**2 / n, 4 * math.sqrt(2) * C**2 / n
     std_a, std_b = float(np.sqrt(np.mean(noise_a**2))), float(np.sqrt(np.mean(noise_b**2)))
     s_a, s_b = std_a / sens_a, std_b / sens_b
-    p = _balle_wang_multiplier(EPS, DELTA)
+    p = bw_multiplier(EPS, DELTA)
     composed = (s_a**-2 + s_b**-2) ** -0.5
     # 150 x 10 samples each: the relative error of a std estimate is ~ 1/sqrt(2 * 1500) = 1.8%
     assert composed == pytest.approx(p, rel=0.1)
@@ -235,7 +204,7 @@ def test_site_release_noise_has_the_calibrated_scale(relation):
     )
     plan = SitePlan(variant="full", rank=d, spectrum="eigh", relation=rel, calibration="tight",
                     row_norm=C, scatter_std=scatter_std, count_std=count_std)
-    Xc = _clip(X)
+    Xc = clip_by_hand(X, C)
     S = Xc.T @ Xc
     iu = np.triu_indices(d)
     noise = []
@@ -250,7 +219,7 @@ def test_site_release_noise_has_the_calibrated_scale(relation):
     e = np.eye(d)
     sens = (np.linalg.norm(np.outer(e[0], e[0]) - np.outer(e[1], e[1])) if rel.n_is_public
             else np.linalg.norm(np.outer(e[0], e[0]))) * C**2
-    expected = _balle_wang_multiplier(EPS, DELTA) * sens
+    expected = bw_multiplier(EPS, DELTA) * sens
     assert _chi2_ok(noise, expected)
     assert not _chi2_ok(noise, expected / 2) and not _chi2_ok(noise, expected * 0.8)  # power
 

@@ -31,7 +31,8 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
+from _pinned import bw_epsilon, bw_multiplier, clip_by_hand, composed
+from scipy import stats
 
 import dpspectral.local.lowrank as local_module
 import dpspectral.lowrank.continual as continual_module
@@ -53,35 +54,7 @@ EPS, DELTA = 1.0, 1e-6
 SHARE = 0.1  # every method's default sketch_failure_share (delta spent on the sketch bounds)
 
 
-# -- the test's own accounting: Balle–Wang (2018, Theorem 8), root-found here -------------------------
-def _bw_delta(eps: float, s: float) -> float:
-    """delta(eps) of the Gaussian mechanism with multiplier s (sigma / sensitivity)."""
-    a = 1.0 / (2.0 * s)
-    return float(stats.norm.cdf(a - eps * s) - math.exp(eps) * stats.norm.cdf(-a - eps * s))
-
-
-def _bw_multiplier(eps: float, delta: float) -> float:
-    return float(optimize.brentq(lambda s: _bw_delta(eps, s) - delta, 1e-4, 1e3, xtol=1e-16, rtol=1e-14))
-
-
-def _bw_epsilon(s: float, delta: float) -> float:
-    if _bw_delta(0.0, s) <= delta:
-        return 0.0
-    return float(optimize.brentq(lambda e: _bw_delta(e, s) - delta, 0.0, 500.0, xtol=1e-14, rtol=1e-14))
-
-
-def _composed(*multipliers: float) -> float:
-    """Gaussian releases composed adaptively are one Gaussian release: mu's add in quadrature."""
-    return sum(m**-2.0 for m in multipliers) ** -0.5
-
-
-# -- the test's own statistics ---------------------------------------------------------------------
-def _clip(X: np.ndarray, c: float) -> np.ndarray:
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    norms = np.linalg.norm(X, axis=1)
-    return X * np.minimum(1.0, c / np.where(norms > 0, norms, 1.0))[:, None]
-
-
+# -- the test's own accounting (tests/_pinned.py: Balle–Wang 2018, Thm 8) and statistics --------------
 def _assert_scale(noise: np.ndarray, sigma: float, what: str = "") -> None:
     """Zero-mean i.i.d. N(0, sigma^2)? Two-sided chi-square test of the sum of squares at FPR."""
     z = np.ravel(noise) / sigma
@@ -166,7 +139,7 @@ def _priv_bound(relation: str, bound: float) -> float:
 
 def _frobenius_sigma(calibration: str, b: float, sens: float, levels: int = 1, alpha: float = 0.25) -> float:
     if calibration == "tight":
-        return _bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
+        return bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
     return math.sqrt((1 + alpha) * math.log(1 / DELTA)) / EPS * b * math.sqrt(levels)  # the paper's rho_1
 
 
@@ -198,7 +171,7 @@ def test_turnstile_state_noise_pinned(relation, calibration, shape, bound):
     assert not np.allclose(states[0]._Y, states[1]._Y)  # a fresh draw per random_state
     claim = states[0].privacy
     assert claim.relation.value == relation
-    assert _bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
+    assert bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
     if calibration == "tight":
         assert claim.certified and claim.epsilon == pytest.approx(EPS, rel=1e-6)
 
@@ -222,7 +195,7 @@ def test_turnstile_lrf_noise_on_data_pinned(monkeypatch):
     Phi, S = _frobenius_sketches(m, n, 8, 32, seed)
     delta_s = SHARE * DELTA / 2
     sens = math.sqrt(_lm(8, delta_s) + _lm(32, delta_s))
-    sigma = _bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
+    sigma = bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
     _assert_scale(np.array([Y - A @ Phi for Y, _ in captured]), sigma, "N1")
     _assert_scale(np.array([Z - S @ A for _, Z in captured]), sigma, "N2")
     assert res.privacy.certified and res.privacy.epsilon == pytest.approx(EPS, rel=1e-6)
@@ -267,7 +240,7 @@ def test_continual_node_noise_and_levels_pinned(horizon):
     delta_s = SHARE * DELTA / 2
     L = _levels_touched(horizon)
     sens = math.sqrt(L) * math.sqrt(_lm(t, delta_s) + _lm(v, delta_s))  # b = 1, L nodes per update
-    sigma = _bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens  # per node
+    sigma = bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens  # per node
     at_7, at_T = [], []
     for r in range(runs):
         cont = ContinualLRF(shape, k, horizon, epsilon=EPS, delta=DELTA, random_state=r)
@@ -281,7 +254,7 @@ def test_continual_node_noise_and_levels_pinned(horizon):
         _assert_scale(np.array(at_T), sigma, "one node")
         _assert_scale(np.array(at_7), math.sqrt(3) * sigma, "tau = 7: three nodes")  # 7 = 4 + 2 + 1
         assert claim.certified and claim.epsilon == pytest.approx(EPS, rel=1e-6)
-        assert _bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
+        assert bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
     else:  # T = 5: the release at 5 is nodes [1, 4] and {5}; the library may add more noise, never less
         _assert_at_least(np.array(at_T), math.sqrt(2) * sigma, "T = 5: two nodes")
         assert claim.certified and claim.epsilon <= EPS * (1 + 1e-9)
@@ -324,7 +297,7 @@ def test_continual_lrf_function_noise_pinned(monkeypatch):
     assert np.array_equal(S, np.eye(m))
     delta_s = SHARE * DELTA / 2
     sens = math.sqrt(_levels_touched(m)) * math.sqrt(_lm(8, delta_s) + 1.0)
-    sigma = _bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
+    sigma = bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens
     _assert_scale(np.array([Y - A @ Phi for Y, _ in captured]), sigma, "N1")
     _assert_scale(np.array([Z - S @ A for _, Z in captured]), sigma, "N2")
     assert res.privacy.certified and res.privacy.epsilon == pytest.approx(EPS, rel=1e-6)
@@ -337,7 +310,7 @@ ROW_NORM = 0.5  # C != C^2, so a bound in C instead of C^2 is seen
 
 
 def _gram(X: np.ndarray) -> np.ndarray:
-    Xc = _clip(X, ROW_NORM)
+    Xc = clip_by_hand(X, ROW_NORM)
     return Xc.T @ Xc
 
 
@@ -371,7 +344,7 @@ def test_covariance_bounds_by_hand():
 def _covariance_sigma(relation: str, d: int, t: int, v: int) -> tuple[float, float]:
     delta_s = SHARE * DELTA / 2
     sens = _covariance_bound(relation) * math.sqrt(_factor(t, d, delta_s) + _factor(v, d, delta_s))
-    return _bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens, sens
+    return bw_multiplier(EPS, DELTA * (1 - SHARE)) * sens, sens
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
@@ -385,7 +358,7 @@ def test_covariance_state_noise_pinned(relation):
     _assert_scale(np.array([s._ZT for s in states]), sigma, "N2")
     claim = states[0].privacy
     assert claim.relation.value == relation
-    assert _bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
+    assert bw_epsilon(sigma / sens, DELTA * (1 - SHARE)) == pytest.approx(claim.epsilon, rel=1e-6)
     assert claim.certified and claim.epsilon == pytest.approx(EPS, rel=1e-6)
 
 
@@ -451,13 +424,14 @@ HR_C = 0.7  # row_norm; a replaced row moves by at most 2 C = 1.4
 def _row_change_bound() -> float:
     """max ||clip(x) - clip(y)|| over replace-one pairs: x = 10 e_1 against y = -10 e_1."""
     d = 5
-    built = float(np.linalg.norm(_clip(10 * np.eye(d)[:1], HR_C) - _clip(-10 * np.eye(d)[:1], HR_C)))
+    e1 = np.eye(d)[:1]
+    built = float(np.linalg.norm(clip_by_hand(10 * e1, HR_C) - clip_by_hand(-10 * e1, HR_C)))
     rng = np.random.default_rng(12)
     for _ in range(500):
         x, y = rng.normal(size=d), rng.normal(size=d)
         x *= rng.uniform(0, 10) / np.linalg.norm(x)
         y *= rng.uniform(0, 10) / np.linalg.norm(y)
-        assert float(np.linalg.norm(_clip(x, HR_C) - _clip(y, HR_C))) <= built * (1 + 1e-12)
+        assert float(np.linalg.norm(clip_by_hand(x, HR_C) - clip_by_hand(y, HR_C))) <= built * (1 + 1e-12)
     return built
 
 
@@ -502,7 +476,7 @@ def test_hardt_roth_releases_pinned(calibration, row_change, monkeypatch):
     X = _hr_data()
     m, n = X.shape
     k, runs, ell, prune = 2, 150, 4, 2.0  # ell = k + oversampling (default k)
-    Xc = _clip(X, HR_C) if row_change is None else X
+    Xc = clip_by_hand(X, HR_C) if row_change is None else X
     rows = dict(row_norm=HR_C) if row_change is None else dict(row_change=row_change)
     for r in range(runs):
         res = hardt_roth(X, k, epsilon=EPS, delta=DELTA, calibration=calibration, random_state=r, **rows)
@@ -513,7 +487,7 @@ def test_hardt_roth_releases_pinned(calibration, row_change, monkeypatch):
     tau = min(1.0, prune * math.sqrt(ell / m))
     d1, d2 = b * math.sqrt(_q(ell, delta_s)), b * tau
     if calibration == "tight":  # one multiplier for the pair, half of mu^2 to each stage
-        s = _bw_multiplier(EPS, DELTA - delta_s)
+        s = bw_multiplier(EPS, DELTA - delta_s)
         sigma1, sigma2 = math.sqrt(2) * s * d1, math.sqrt(2) * s * d2
     else:  # spec §9: Delta_j sqrt(2 ln(2.5 / delta)) / (eps / 2), Laurent–Massart c_ell in stage 1
         f = math.sqrt(2 * math.log(2.5 / DELTA)) / (EPS / 2)
@@ -530,7 +504,7 @@ def test_hardt_roth_releases_pinned(calibration, row_change, monkeypatch):
     _assert_scale(np.array(N2), sigma2, "stage 2")
     claim = res.privacy
     assert claim.relation.value == ("replace_one" if row_change is None else "row_change")
-    eps_acc = _bw_epsilon(_composed(sigma1 / d1, sigma2 / d2), DELTA - delta_s)
+    eps_acc = bw_epsilon(composed(sigma1 / d1, sigma2 / d2), DELTA - delta_s)
     assert eps_acc == pytest.approx(claim.epsilon, rel=1e-6)
     if calibration == "tight":
         assert claim.certified and claim.epsilon == pytest.approx(EPS, rel=1e-6)
@@ -559,12 +533,12 @@ def test_hardt_roth_prunes_coherent_rows(monkeypatch):
     X = np.zeros((m, n))
     X[[5, 20, 41]] = HR_C * np.eye(n)[[0, 1, 2]]
     X[[6, 33]] = 10.0 * np.eye(n)[[3, 4]]  # norm 10: clipped
-    Xc = _clip(X, HR_C)
+    Xc = clip_by_hand(X, HR_C)
     for r in range(20):
         hardt_roth(X, 2, epsilon=eps, delta=DELTA, row_norm=HR_C, prune=1.0, random_state=r)
     tau = 1.0 * math.sqrt(ell / m)
     d2 = _row_change_bound() * tau
-    s = _bw_multiplier(eps, DELTA * (1 - SHARE))
+    s = bw_multiplier(eps, DELTA * (1 - SHARE))
     N2, pruned = [], 0
     for Q, B in zip(Qs, Bs, strict=True):
         norms = np.linalg.norm(Q, axis=1)
@@ -597,11 +571,12 @@ def _local_sensitivities(t: int, v: int) -> tuple[float, float]:
     must not beat it). ||E^T Phi||^2 <= q_t ||E||^2, ||S_i||^2 <= q_v and ||T E||^2 <= q_v ||E||^2, each
     except with probability delta_s = share * delta / 3 (union bound): (d_y, d_z) = (2C sqrt(q_t), 2C q_v)."""
     d = 5
-    built = float(np.linalg.norm(_clip(10 * np.eye(d)[:1], LOC_C) - _clip(-10 * np.eye(d)[:1], LOC_C)))
+    e1 = np.eye(d)[:1]
+    built = float(np.linalg.norm(clip_by_hand(10 * e1, LOC_C) - clip_by_hand(-10 * e1, LOC_C)))
     rng = np.random.default_rng(15)
     for _ in range(300):
         x, y = rng.normal(size=(2, d)) * rng.uniform(0, 10)
-        assert float(np.linalg.norm(_clip(x, LOC_C) - _clip(y, LOC_C))) <= built * (1 + 1e-12)
+        assert float(np.linalg.norm(clip_by_hand(x, LOC_C) - clip_by_hand(y, LOC_C))) <= built * (1 + 1e-12)
     delta_s = SHARE * DELTA / 3
     return built * math.sqrt(_q(t, delta_s)), built * _q(v, delta_s)
 
@@ -625,7 +600,7 @@ def test_local_report_factor_laws():
 def _local_sigmas(calibration: str, t: int, v: int, alpha: float = 0.25) -> tuple[float, float, float, float]:
     d_y, d_z = _local_sensitivities(t, v)
     if calibration == "tight":  # one Gaussian on the pair
-        s = _bw_multiplier(EPS, DELTA * (1 - SHARE))
+        s = bw_multiplier(EPS, DELTA * (1 - SHARE))
         sig = s * math.hypot(d_y, d_z)
         return sig, sig, d_y, d_z
     b = 2 * LOC_C  # the paper's rho_1, rho_2 times the neighbour distance
@@ -640,7 +615,7 @@ def test_local_report_pinned(calibration):
     Phi, S, T = (lambda g: (_gaussian(3, n, g).T, _gaussian(4, m, g), _gaussian(4, n, g)))(
         np.random.default_rng(5))  # regenerated from the public seed
     row = np.array([6.0, -8.0, 0.0, 0.0, 0.0, 0.0])  # norm 10: clipped by its user
-    a = _clip(row, LOC_C)[0]
+    a = clip_by_hand(row, LOC_C)[0]
     reports = [local_lrf_report(row, i, setup, epsilon=EPS, delta=DELTA, row_norm=LOC_C,
                                 calibration=calibration, rng=r) for r in range(runs)]
     sigma_y, sigma_z, d_y, d_z = _local_sigmas(calibration, 3, 4)
@@ -652,7 +627,7 @@ def test_local_report_pinned(calibration):
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
         claim = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=LOC_C, t=3, v=4,
                                   calibration=calibration, sketch_seed=5, random_state=0).privacy
-    eps_acc = _bw_epsilon(_composed(sigma_y / d_y, sigma_z / d_z), DELTA * (1 - SHARE))
+    eps_acc = bw_epsilon(composed(sigma_y / d_y, sigma_z / d_z), DELTA * (1 - SHARE))
     assert eps_acc == pytest.approx(claim.epsilon, rel=1e-6)
     if calibration == "tight":
         assert claim.certified and claim.epsilon == pytest.approx(EPS, rel=1e-6)
@@ -675,7 +650,7 @@ def test_private_local_lrf_noise_pinned(simulate_sum, row_change, monkeypatch):
     m, n, seed, runs = 40, 30, 19, 40
     X = rng.normal(size=(m, n)) * 0.1
     X[::4] *= 10.0 / np.linalg.norm(X[::4], axis=1, keepdims=True)
-    Xc = _clip(X, LOC_C) if row_change is None else X
+    Xc = clip_by_hand(X, LOC_C) if row_change is None else X
     rows = dict(row_norm=LOC_C) if row_change is None else dict(row_change=row_change)
     for r in range(runs):
         res = private_local_lrf(X, 2, epsilon=EPS, delta=DELTA, t=4, v=6, simulate_sum=simulate_sum,
