@@ -828,13 +828,13 @@ def test_event_summary_names_every_field():
         "type": "PoissonSampled", "sampling_probability": 0.1,
         "event": {"type": "Gaussian", "noise_multiplier": 2.0}}
     # fields are read by name; dp_accounting's names that are listed: sample_size, rho, xi, num_buckets,
-    # dataset_size (source_dataset_size and noise_parameter are not listed, so not reported)
+    # dataset_size, noise_parameter (source_dataset_size is not listed, so not reported)
     assert _event_summary(dpe.SampledWithoutReplacementDpEvent(100, 10, L(1.0))) == {
         "type": "SampledWithoutReplacement", "sample_size": 10,
         "event": {"type": "Laplace", "noise_multiplier": 1.0}}
     assert _event_summary(dpe.ZCDpEvent(0.5, 0.1)) == {"type": "ZC", "rho": 0.5, "xi": 0.1}
     assert _event_summary(dpe.RandomizedResponseDpEvent(0.3, 4)) == {
-        "type": "RandomizedResponse", "num_buckets": 4}
+        "type": "RandomizedResponse", "noise_parameter": 0.3, "num_buckets": 4}
     assert _event_summary(dpe.TruncatedSubsampledGaussianDpEvent(1000, 0.1, 120, 1.5)) == {
         "type": "TruncatedSubsampledGaussian", "noise_multiplier": 1.5, "sampling_probability": 0.1,
         "dataset_size": 1000}
