@@ -1115,3 +1115,27 @@ def test_make_accountant_relation_and_kind_for_each_method():
     small = dpe.ComposedDpEvent([L(0.04), G(3.0)])
     assert epsilon_of(small, 1e-6, accounting="rdp") == pytest.approx(
         RdpAccountant(neighboring_relation=AR).compose(small).get_epsilon(1e-6), rel=1e-12)
+
+
+@pytest.mark.parametrize("use_pld", [True, False])
+def test_sampled_accountant_counts_repeated_compositions(use_pld):
+    # compose(event, count) is count releases: both the PLD and the unsampled bound must see the count
+    # (kills the mutants that drop the count in _compute_epsilon: they report one step's epsilon)
+    step = dpe.PoissonSampledDpEvent(0.05, G(1.0))
+    got = SampledGaussianAccountant(AR, use_pld=use_pld).compose(step, 10).get_epsilon(1e-6)
+    as_one = SampledGaussianAccountant(AR, use_pld=use_pld).compose(
+        dpe.SelfComposedDpEvent(step, 10)).get_epsilon(1e-6)
+    assert got == pytest.approx(as_one, rel=1e-12)
+    if use_pld:
+        pld = PLDAccountant(AR, value_discretization_interval=1e-3).compose(step, 10).get_epsilon(1e-6)
+        assert got == pytest.approx(pld, rel=1e-12)
+    else:
+        assert got == pytest.approx(_gdp_eps(math.sqrt(10), 1e-6), rel=1e-7)
+    one = SampledGaussianAccountant(AR, use_pld=use_pld).compose(step).get_epsilon(1e-6)
+    assert got > 1.2 * one  # one step alone (the mutants) is well below ten
+
+
+def test_spend_records_an_empty_label_by_default():
+    acc = Accountant()
+    acc.spend(G(3.0), "replace_one")
+    assert acc.entries[0].label == ""

@@ -214,6 +214,40 @@ EQUIVALENT.update({
                    '"parameter", "rho", "xi", "XXnoise_probabilityXX", "num_buckets"):',
                    '"parameter", "rho", "xi", "NOISE_PROBABILITY", "num_buckets"):')},
 })
+# accounting.py, second mutmut run (2026-11-26): equivalent survivors
+EQUIVALENT.update({
+    ("accounting.py", 'self._non_private = False',
+     'self._non_private = None'):
+        'only read for its truth value: None is falsy like False',
+    ("accounting.py", 'cached = _SAMPLED_CACHE.get(key)',
+     'cached = None'):
+        'the cache only saves recomputing the same answer (the key holds the events, delta, relation and use_pld); a miss recomputes the identical value',
+    ("accounting.py", 'cached = _SAMPLED_CACHE.get(key)',
+     'cached = _SAMPLED_CACHE.get(None)'):
+        'the cache only saves recomputing the same answer (the key holds the events, delta, relation and use_pld); a miss recomputes the identical value',
+    ("accounting.py", 'if len(_SAMPLED_CACHE) > 4096:',
+     'if len(_SAMPLED_CACHE) >= 4096:'):
+        'the cache only saves recomputing the same answer (the key holds the events, delta, relation and use_pld); a miss recomputes the identical value (the size at which it is cleared)',
+    ("accounting.py", 'if len(_SAMPLED_CACHE) > 4096:',
+     'if len(_SAMPLED_CACHE) > 4097:'):
+        'the cache only saves recomputing the same answer (the key holds the events, delta, relation and use_pld); a miss recomputes the identical value (the size at which it is cleared)',
+    ("accounting.py", '_SAMPLED_CACHE[key] = cached',
+     '_SAMPLED_CACHE[key] = None'):
+        'the cache only saves recomputing the same answer (the key holds the events, delta, relation and use_pld); a miss recomputes the identical value (a stored None reads as a miss)',
+    ("accounting.py", 'stacklevel: int = 3,',
+     'stacklevel: int = 4,'):
+        'which source line the UncertifiedPrivacyWarning points at (the warning, its text and the report are unchanged); not checkable under mutmut, whose wrapper adds a frame',
+    ("accounting.py", 'warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=stacklevel)',
+     'warnings.warn(message, UncertifiedPrivacyWarning, )'):
+        'as above: only the source line the warning points at',
+    ("accounting.py", 'self._report_delta = 1e-6 if delta is None else PrivacyBudget(1.0, delta).delta',
+     'self._report_delta = 1e-6 if delta is None else PrivacyBudget(2.0, delta).delta'):
+        'the epsilon is a placeholder: PrivacyBudget only validates delta here, and .delta is the same',
+    ("accounting.py", 'return all(_has_only_laplace(e) for e in event.events)',
+     'return all(_has_only_laplace(None) for e in event.events)'):
+        'a Laplace-only composition is then taken as mixed: it is rerouted to basic composition, which is what the PureDpAccountant computes for it: the same epsilon',
+})
+
 
 _STATUS_RE = re.compile(r"^\s*(\S+):\s*(.+?)\s*$")
 

@@ -609,7 +609,7 @@ def _event_summary(event: dp_accounting.DpEvent) -> Any:
         return {"type": "EpsilonDelta", "epsilon": event.epsilon, "delta": event.delta}
     fields = {}
     for name in ("noise_multiplier", "sampling_probability", "dataset_size", "sample_size",
-                 "parameter", "noise_parameter", "rho", "xi", "noise_probability", "num_buckets"):
+                 "noise_parameter", "rho", "xi", "num_buckets"):
         if hasattr(event, name):
             fields[name] = getattr(event, name)
     if hasattr(event, "event"):
