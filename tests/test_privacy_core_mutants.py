@@ -1139,3 +1139,24 @@ def test_spend_records_an_empty_label_by_default():
     acc = Accountant()
     acc.spend(G(3.0), "replace_one")
     assert acc.entries[0].label == ""
+
+
+@pytest.mark.parametrize("relation,dp_rel", [("replace_one", RO), ("add_remove", AR)])
+def test_mixed_event_evaluates_its_rest_under_the_stated_relation(relation, dp_rel):
+    # an (eps0, 0) part plus a sampled Gaussian: the rest is evaluated under the stated relation (the
+    # sampled answers differ between the relations), and eps0 adds by basic composition
+    from dpspectral.privacy import Relation, epsilon_of
+
+    sampled = dpe.PoissonSampledDpEvent(0.05, G(1.0))
+    got = epsilon_of([ED(0.1, 0.0), sampled], 1e-6, relation=Relation(relation))
+    pld = PLDAccountant(dp_rel, value_discretization_interval=1e-3).compose(sampled).get_epsilon(1e-6)
+    assert got == pytest.approx(0.1 + pld, rel=1e-12)
+
+
+def test_sampled_accountant_ignores_an_empty_composition():
+    # an empty ComposedDpEvent releases nothing: it has no smallest multiplier (inf), and the answer is
+    # that of the rest
+    step = dpe.PoissonSampledDpEvent(0.01, G(1.0))
+    with_empty = SampledGaussianAccountant(AR).compose(dpe.ComposedDpEvent([step, dpe.ComposedDpEvent([])]))
+    alone = SampledGaussianAccountant(AR).compose(step)
+    assert with_empty.get_epsilon(1e-6) == pytest.approx(alone.get_epsilon(1e-6), rel=1e-12)

@@ -55,8 +55,8 @@ CI_SUBSET = ["src/dpspectral/privacy/gaussian.py", "src/dpspectral/privacy/clipp
 DEFAULT_TESTS = ["tests/test_privacy.py", "tests/test_pipeline.py", "tests/privacy",
                  "tests/test_privacy_core_mutants.py"]
 
-#: Equivalent mutants: (file name, removed line, added line) -> why the change cannot alter behaviour.
-#: Lines are compared with surrounding whitespace stripped.
+#: Equivalent mutants: (file name, removed line(s), added line(s)) -> why the change cannot alter behaviour.
+#: Lines are compared with surrounding whitespace stripped; several lines are joined with newlines.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("gaussian.py", "w = np.asarray(shares, dtype=float)", "w = np.asarray(shares, dtype=None)"):
         "numeric shares give identical values either way (float(x) and the comparisons convert); only "
@@ -214,6 +214,20 @@ EQUIVALENT.update({
                    '"parameter", "rho", "xi", "XXnoise_probabilityXX", "num_buckets"):',
                    '"parameter", "rho", "xi", "NOISE_PROBABILITY", "num_buckets"):')},
 })
+# accounting.py: equivalent mutants that change several lines (calibrate's search bracket)
+EQUIVALENT.update({
+    ("accounting.py",
+     "bracket: dp_accounting.mechanism_calibration.BracketInterval = (\ndp_accounting.LowerEndpointAndGuess(0.0, 1.0)\n)",
+     "bracket: dp_accounting.mechanism_calibration.BracketInterval = None"):
+        "dp_accounting.calibrate_dp_mechanism's default bracket (None) is a non-negative search starting from [0, 1], i.e. LowerEndpointAndGuess(0, 1): the same search",
+    ("accounting.py",
+     "bracket = dp_accounting.ExplicitBracketInterval(\nSampledGaussianAccountant.MIN_PLD_MULTIPLIER * 0.999, s_b\n)",
+     "bracket = None"):
+        'the default bracket is the search from [0, 1]; for sampled events it finds the same root as the explicit bracket (every multiplier below 0.05 fails the target: the unsampled bound)',
+    ("accounting.py", "bracket_interval=bracket,", ""):
+        "dp_accounting.calibrate_dp_mechanism's default bracket (None) is a non-negative search starting from [0, 1], i.e. LowerEndpointAndGuess(0, 1): the same search" + " (without the argument, dp_accounting uses that default; the explicit sampled bracket: " + 'the default bracket is the search from [0, 1]; for sampled events it finds the same root as the explicit bracket (every multiplier below 0.05 fails the target: the unsampled bound)' + ")",
+})
+
 # accounting.py, second mutmut run (2026-11-26): equivalent survivors
 EQUIVALENT.update({
     ("accounting.py", 'self._non_private = False',
@@ -340,9 +354,11 @@ def main(argv: list[str] | None = None) -> int:
         if status in ("killed", "timeout"):
             continue
         diff, removed, added = _diff(args.workdir, name)
-        module_file = name.split(".x_")[0].rsplit(".", 1)[-1] + ".py"
-        key = (module_file, removed[0].strip() if removed else "", added[0].strip() if added else "")
-        reason = EQUIVALENT.get(key) if status == "survived" and len(removed) == len(added) == 1 else None
+        # mutmut names functions "<module>.x_<name>__mutmut_N" and methods "<module>.xǁ<Class>ǁ<name>__mutmut_N"
+        module_file = re.split(r"\.x[_ǁ]", name, maxsplit=1)[0].rsplit(".", 1)[-1] + ".py"
+        # a mutant that changes several lines is keyed by its lines joined with newlines
+        key = (module_file, "\n".join(r.strip() for r in removed), "\n".join(a.strip() for a in added))
+        reason = EQUIVALENT.get(key) if status == "survived" else None
         (equivalent if reason else unexplained).append((name, status, reason or diff.strip()))
 
     total = len(statuses)
