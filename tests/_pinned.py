@@ -58,3 +58,15 @@ def fda_by_hand(X: np.ndarray, y: np.ndarray, classes, c: float) -> tuple[np.nda
         A += len(Xc) * np.outer(mc - mu, mc - mu)
         B += (Xc - mc).T @ (Xc - mc)
     return A / n, B / n
+
+
+def fda_b_worst_pair(q: int, d: int, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Replace-one neighbours that nearly reach the within-class sensitivity: class 0 holds q rows at
+    -c e1 and the record c e1, class 1 q rows at -c e2; the neighbour moves the record to (c e2, class 1).
+    ``n ||dB||_F`` tends to 4 sqrt(2) c^2 as q grows."""
+    e = np.eye(d) * c
+    X0 = np.vstack([np.tile(-e[0], (q, 1)), np.tile(-e[1], (q, 1)), e[0]])
+    y0 = np.r_[np.zeros(q), np.ones(q), 0].astype(int)
+    X1, y1 = X0.copy(), y0.copy()
+    X1[-1], y1[-1] = e[1], 1
+    return X0, y0, X1, y1

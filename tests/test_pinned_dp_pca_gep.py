@@ -37,7 +37,7 @@ import warnings
 import dp_accounting
 import numpy as np
 import pytest
-from _pinned import bw_epsilon, bw_multiplier, fda_by_hand
+from _pinned import bw_epsilon, bw_multiplier, fda_b_worst_pair, fda_by_hand
 from scipy import stats
 
 import dpspectral.gep.rayleigh as rayleigh
@@ -451,14 +451,7 @@ def test_laplace_histogram_empty_bins_law():
 # ---------------------------------------------------------------------------------------------
 
 def _b_pair(q: int, d: int):
-    """Class 0: q rows at -C e1 and the record C e1; class 1: q rows at -C e2; the neighbour moves the
-    record to (C e2, class 1). n ||dB||_F -> 4 sqrt 2 C^2."""
-    e = np.eye(d) * C
-    X0 = np.vstack([np.tile(-e[0], (q, 1)), np.tile(-e[1], (q, 1)), e[0]])
-    y0 = np.r_[np.zeros(q), np.ones(q), 0].astype(int)
-    X1, y1 = X0.copy(), y0.copy()
-    X1[-1], y1[-1] = e[1], 1
-    return X0, y0, X1, y1
+    return fda_b_worst_pair(q, d, C)
 
 
 def _a_pair(q: int, big: int, d: int):

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 import pytest
-from _pinned import bw_multiplier, clip_by_hand, fda_by_hand
+from _pinned import bw_multiplier, clip_by_hand, fda_b_worst_pair, fda_by_hand
 from scipy import stats
 
 import dpspectral.gep.reduction as reduction
@@ -45,15 +45,7 @@ def _chi2_ok(samples: np.ndarray, sigma: float) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 def _tight_b_pair(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Class 0: q rows at -C e1 and the record C e1; class 1: q rows at -C e2. The neighbour moves the
-    record to C e2 in class 1. ||n dB||_F tends to 4 sqrt(2) C^2 as q grows."""
-    d = 3
-    e = np.eye(d) * C
-    X0 = np.vstack([np.tile(-e[0], (q, 1)), np.tile(-e[1], (q, 1)), e[0]])
-    y0 = np.r_[np.zeros(q), np.ones(q), 0].astype(int)
-    X1, y1 = X0.copy(), y0.copy()
-    X1[-1], y1[-1] = e[1], 1
-    return X0, y0, X1, y1
+    return fda_b_worst_pair(q, 3, C)
 
 
 def _tight_a_pair(q: int, big: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
