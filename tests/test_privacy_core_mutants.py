@@ -812,6 +812,7 @@ def test_privacy_report_str_and_dict():
                    {"type": "SelfComposed", "count": 2,
                     "event": {"type": "EpsilonDelta", "epsilon": 0.1, "delta": 1e-9}}],
         "notes": ["n", RANDOM_STATE_NOTE],
+        "noise_source": "seeded",
     }
     with pytest.warns(UncertifiedPrivacyWarning):
         bad = _release([G(0.5)], PrivacyBudget(0.1, 1e-5))

@@ -12,13 +12,10 @@ __all__ = ["as_generator", "check_choice", "check_n_components", "check_share"]
 
 
 def check_choice(value: Any, name: str, allowed: Collection[str], owner: str) -> str:
-    """``value`` must be one of ``allowed`` (strings)."""
-    if not isinstance(value, str) or value not in allowed:
-        opts = ", ".join(repr(a) for a in allowed)
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be one of {opts}. Got {value!r} instead."
-        )
-    return value
+    """``value`` must be one of ``allowed`` (strings): a one-entry constraint table."""
+    from .constraints import check_choice as _check
+
+    return _check(value, name, allowed, owner)
 
 
 def check_n_components(k: Any, n_features: int, owner: str, name: str = "n_components") -> int:
@@ -87,9 +84,14 @@ def check_mechanism_inputs(
     ``needs_delta``), row_norm, relation outside ``allowed_relations``, calibration or
     on_norm_violation.
     """
+    from .constraints import CALIBRATION, DELTA, EPSILON, ON_NORM_VIOLATION, check_params
     from .privacy.budget import PrivacyBudget, as_relation
     from .privacy.clipping import check_row_norm
 
+    check_params(
+        {"epsilon": EPSILON, "delta": DELTA},
+        {"epsilon": epsilon, "delta": delta}, owner,
+    )
     budget = PrivacyBudget(epsilon, delta)
     rel = as_relation(relation, owner=owner)
     if rel not in allowed_relations:
@@ -97,8 +99,8 @@ def check_mechanism_inputs(
         raise ValueError(
             f"The 'relation' parameter of {owner} must be one of {allowed}. Got {rel.value!r} instead."
         )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    check_params({"calibration": CALIBRATION, "on_norm_violation": ON_NORM_VIOLATION},
+                 {"calibration": calibration, "on_norm_violation": on_norm_violation}, owner)
     C = check_row_norm(row_norm, owner)
     if needs_delta:
         budget.require_delta(owner)

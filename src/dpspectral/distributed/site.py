@@ -214,7 +214,8 @@ def plan_site_release(
         "analyze_gauss", budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
         n=None, d=None, private_mean=False, release_count=release_count, mean_share=0.1,
     )
-    return plan.cov_std, plan.count_std, compose(plan.events), list(plan.notes)
+    count_std = next((r.scale for r in plan.releases if r.name == "count"), None)
+    return plan["scatter"].scale, count_std, compose(plan.events), list(plan.notes)
 
 
 def release_second_moment(

@@ -29,19 +29,19 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._validation import as_generator, check_mechanism_inputs, check_n_components, check_share
+from .._validation import check_mechanism_inputs, check_n_components, check_share
 from ..linalg import top_k_eigh
 from ..moments import accumulate, n_features_of, needs_two_passes_ok
-from ..privacy.accounting import Accountant, AccountingMethod, certify_release, compose
+from ..privacy.accounting import Accountant, AccountingMethod
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import (
     analytic_noise_multiplier,
     classic_noise_multiplier,
     split_noise_multiplier,
-    symmetric_gaussian,
 )
-from ..privacy.pipeline import charge
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "mod_sulq", "wishart"]
@@ -71,17 +71,6 @@ def _mod_sulq_beta(n: int, d: int, epsilon: float, delta: float) -> float:
     ) + 1.0 / (n * math.sqrt(epsilon))
 
 
-class _Plan:
-    """Noise scales of every release of one run, fixed before any noise is drawn."""
-
-    def __init__(self) -> None:
-        self.cov_std: float = 0.0  # std of the scatter noise (Gaussian kinds)
-        self.mean_std: float | None = None
-        self.count_std: float | None = None
-        self.events: list[dp_accounting.DpEvent] = []
-        self.notes: list[str] = []
-
-
 def _plan(
     kind: _NoiseKind,
     *,
@@ -94,65 +83,63 @@ def _plan(
     private_mean: bool,
     release_count: bool,
     mean_share: float,
-) -> _Plan:
-    plan = _Plan()
-    eps, delta = budget.epsilon, budget.delta
+) -> ReleasePlan:
+    """The releases of one run (scatter, and the mean and count when released), from public inputs."""
     row_norm = sensitivity_norm(row_norm)  # the bound the (rounded) clipped rows satisfy
     cov_sens = _scatter_sensitivity(relation, row_norm)
     count_needed = (release_count or private_mean) and not relation.n_is_public
     if kind == "wishart":
-        plan.events.append(dp_accounting.NonPrivateDpEvent())
-        plan.notes.append(
+        return ReleasePlan(kind, relation, (dp_accounting.NonPrivateDpEvent(),), notes=(
             "Wishart mechanism (Jiang, Xie and Zhang 2016): known NOT to be differentially private "
-            "(Sheffet 2019; Amin et al. 2019); a labelled reproduction baseline only."
-        )
-        return plan
+            "(Sheffet 2019; Amin et al. 2019); a labelled reproduction baseline only.",))
     if calibration == "tight":
-        shares = [1.0]
-        names = ["cov"]
-        if private_mean:
-            shares.append(mean_share)
-            names.append("mean")
-        if count_needed:
-            shares.append(COUNT_SHARE)
-            names.append("count")
-        shares[0] = 1.0 - sum(shares[1:])
-        s_total = analytic_noise_multiplier(eps, delta)
-        multipliers = dict(zip(names, split_noise_multiplier(s_total, shares), strict=True))
-        plan.cov_std = multipliers["cov"] * cov_sens
-        plan.events.append(dp_accounting.GaussianDpEvent(multipliers["cov"]))
-        if private_mean:
-            plan.mean_std = multipliers["mean"] * _sum_sensitivity(relation, row_norm)
-            plan.events.append(dp_accounting.GaussianDpEvent(multipliers["mean"]))
-        if count_needed:
-            plan.count_std = multipliers["count"]
-            plan.events.append(dp_accounting.GaussianDpEvent(multipliers["count"]))
-        return plan
-    # calibration == "paper": the paper's own formula for the scatter release.
-    cov_eps, cov_delta = eps, delta
+        return _tight_plan(kind, budget, relation, cov_sens, _sum_sensitivity(relation, row_norm),
+                           private_mean=private_mean, count_needed=count_needed, mean_share=mean_share)
+    return _paper_plan(kind, budget, relation, cov_sens, row_norm, n, d, count_needed=count_needed)
+
+
+def _tight_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: float,
+                sum_sens: float, *, private_mean: bool, count_needed: bool,
+                mean_share: float) -> ReleasePlan:
+    """One analytic Gaussian budget split exactly between scatter, mean and count (in that order)."""
+    shares = {"scatter": 1.0}
+    if private_mean:
+        shares["mean"] = mean_share
+    if count_needed:
+        shares["count"] = COUNT_SHARE
+    shares["scatter"] = 1.0 - sum(v for key, v in shares.items() if key != "scatter")
+    s_total = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    multipliers = dict(zip(shares, split_noise_multiplier(s_total, list(shares.values())), strict=True))
+    sensitivities = {"scatter": cov_sens, "mean": sum_sens, "count": 1.0}
+    releases = tuple(NoisyRelease(name, "gaussian", multipliers[name] * sensitivities[name],
+                                  sensitivities[name]) for name in shares)
+    events = tuple(dp_accounting.GaussianDpEvent(multipliers[name]) for name in shares)
+    return ReleasePlan(kind, relation, events, releases)
+
+
+def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: float,
+                row_norm: float, n: int | None, d: int | None, *, count_needed: bool) -> ReleasePlan:
+    """The paper's own formula for the scatter release (and a tight count when one is needed)."""
+    cov_eps, cov_delta = budget.epsilon, budget.delta
+    releases: list[NoisyRelease] = []
     if count_needed:
         # basic-composition split; the accountant then certifies the composition
-        cov_eps, cov_delta = eps * (1 - COUNT_SHARE), delta * (1 - COUNT_SHARE)
-        s_count = analytic_noise_multiplier(eps * COUNT_SHARE, delta * COUNT_SHARE)
-        plan.count_std = s_count
+        cov_eps, cov_delta = cov_eps * (1 - COUNT_SHARE), cov_delta * (1 - COUNT_SHARE)
+        s_count = analytic_noise_multiplier(budget.epsilon * COUNT_SHARE, budget.delta * COUNT_SHARE)
+        releases.append(NoisyRelease("count", "gaussian", s_count, 1.0))
     if kind == "analyze_gauss":
         s_cov = classic_noise_multiplier(cov_eps, cov_delta)
-        plan.notes.append(
-            "Analyze Gauss with the classic Gaussian formula sqrt(2 ln(1.25/delta))/epsilon times the "
-            "Frobenius sensitivity (Dwork et al. 2014); certified only where the accountant agrees."
-        )
+        note = ("Analyze Gauss with the classic Gaussian formula sqrt(2 ln(1.25/delta))/epsilon times "
+                "the Frobenius sensitivity (Dwork et al. 2014); certified only where the accountant "
+                "agrees.")
     else:  # mod_sulq
         assert n is not None and d is not None
         beta = _mod_sulq_beta(n, d, cov_eps, cov_delta) * row_norm**2
         s_cov = n * beta / cov_sens
-        plan.notes.append(
-            "MOD-SULQ with the noise formula of Chaudhuri, Sarwate and Sinha (2012) on X^T X / n."
-        )
-    plan.cov_std = s_cov * cov_sens
-    plan.events.append(dp_accounting.GaussianDpEvent(s_cov))
-    if plan.count_std is not None:
-        plan.events.append(dp_accounting.GaussianDpEvent(plan.count_std))
-    return plan
+        note = "MOD-SULQ with the noise formula of Chaudhuri, Sarwate and Sinha (2012) on X^T X / n."
+    releases.insert(0, NoisyRelease("scatter", "gaussian", s_cov * cov_sens, cov_sens))
+    events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
+    return ReleasePlan(kind, relation, events, tuple(releases), notes=(note,))
 
 
 def _parse_centering(centering: Centering, owner: str) -> np.ndarray | str | None:
@@ -172,6 +159,41 @@ def _parse_centering(centering: Centering, owner: str) -> np.ndarray | str | Non
             f"Got an array of shape {center.shape}."
         )
     return center.copy()
+
+
+def _validate(kind: _NoiseKind, X: Any, *, epsilon: float, delta: float, row_norm: float,
+              relation: Relation | str, calibration: str, centering: Centering, mean_share: float,
+              on_norm_violation: str, allowed_relations: Sequence[Relation],
+              ) -> tuple[PrivacyBudget, Relation, float, np.ndarray | str | None, float]:
+    """The public inputs, checked before anything is read or charged."""
+    owner = kind
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=allowed_relations,
+        needs_delta=kind != "wishart",
+    )
+    if kind == "wishart" and calibration != "paper":
+        raise ValueError(
+            "The Wishart mechanism has no sound calibration (it is known not to be differentially "
+            "private). Pass calibration='paper' to run it as the labelled, uncertified baseline."
+        )
+    if kind == "mod_sulq" and calibration == "paper":
+        budget.require_delta(owner)
+    center = _parse_centering(centering, owner)
+    if isinstance(center, str):
+        mean_share = check_share(mean_share, "mean_share", owner)
+        if calibration != "tight":
+            raise ValueError(
+                f"centering='private' is not part of the paper's {owner} mechanism; use "
+                "calibration='tight' (which splits the budget exactly) or a public centre."
+            )
+        if not needs_two_passes_ok(X):
+            raise ValueError(
+                "centering='private' reads the data twice (mean, then covariance); pass a "
+                "re-iterable source (an array, a list of blocks, or a callable returning a fresh "
+                "iterator) instead of a one-shot iterator."
+            )
+    return budget, rel, C, center, mean_share
 
 
 def _covariance_pca(
@@ -194,132 +216,143 @@ def _covariance_pca(
     show_progress: bool | None,
     allowed_relations: Sequence[Relation],
 ) -> SubspaceResult:
-    owner = kind
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=allowed_relations,
-        needs_delta=kind != "wishart",
-    )
-    if kind == "wishart" and calibration != "paper":
-        raise ValueError(
-            "The Wishart mechanism has no sound calibration (it is known not to be differentially "
-            "private). Pass calibration='paper' to run it as the labelled, uncertified baseline."
-        )
-    if kind == "mod_sulq" and calibration == "paper":
-        budget.require_delta(owner)
-    center = _parse_centering(centering, owner)
+    """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
+    budget, rel, C, center, mean_share = _validate(
+        kind, X, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, centering=centering, mean_share=mean_share,
+        on_norm_violation=on_norm_violation, allowed_relations=allowed_relations)
+    noise = noise_source(random_state)
     private_mean = isinstance(center, str)
-    if private_mean:
-        mean_share = check_share(mean_share, "mean_share", owner)
-        if calibration != "tight":
-            raise ValueError(
-                f"centering='private' is not part of the paper's {owner} mechanism; use "
-                "calibration='tight' (which splits the budget exactly) or a public centre."
-            )
-        if not needs_two_passes_ok(X):
-            raise ValueError(
-                "centering='private' reads the data twice (mean, then covariance); pass a "
-                "re-iterable source (an array, a list of blocks, or a callable returning a fresh "
-                "iterator) instead of a one-shot iterator."
-            )
-    rng = as_generator(random_state)
     d_known = n_features_of(X)
     if d_known is not None:
-        check_n_components(k, d_known, owner, name="k")
+        check_n_components(k, d_known, kind, name="k")
     n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
 
-    def make_plan(n: int | None, d: int | None) -> _Plan:
+    def make_plan(n: int | None, d: int | None) -> ReleasePlan:
         return _plan(
             kind, budget=budget, relation=rel, calibration=calibration, row_norm=C, n=n, d=d,
             private_mean=private_mean, release_count=release_count, mean_share=mean_share,
         )
 
     # Fail fast, before reading the data, when the budget cannot cover the run.
-    if accountant is not None and (kind != "mod_sulq" or n_known is not None):
-        accountant.check(compose(make_plan(n_known, d_known).events), rel)
-
-    # Validate, then charge, then release. For an in-memory input the pass below reads every row
-    # (finite, numeric, and with on_norm_violation="raise" within the bound) before the ledger is
-    # charged: a refusal costs nothing. (Pass 1 of the private centring, or the only pass otherwise.)
-    noisy_count: float | None = None
-    second_center = center if isinstance(center, np.ndarray) else None
+    if kind != "mod_sulq" or n_known is not None:
+        precheck(accountant, make_plan(n_known, d_known).events, rel)
+    release_args = dict(kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
+                        on_norm_violation=on_norm_violation, show_progress=show_progress)
     if private_mean:
-        # Pass 1: the sum of clipped raw rows (validates the whole input before the charge).
-        first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                           want_second=False, owner=owner, show_progress=show_progress)
-        check_n_components(k, first.d, owner, name="k")
-        plan = make_plan(first.n, first.d)
-        # Everything after the charge is one release: a failure inside (a re-read stream with a bad
-        # block) is a failed release that stays charged.
-        with charge(accountant, plan.events, rel, kind) as released_events:
-            assert first.sum is not None and plan.mean_std is not None
-            noisy_sum = first.sum + rng.normal(0.0, plan.mean_std, size=first.d)
-            n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
-            if plan.count_std is not None:
-                noisy_count = first.n + float(rng.normal(0.0, plan.count_std))
-                n_mean = max(noisy_count, 1.0)
-            mu = noisy_sum / n_mean
-            norm_mu = float(np.linalg.norm(mu))
-            if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-proc.)
-                mu *= C / norm_mu
-            second_center = mu
-            # Pass 2: the raw rows were checked in pass 1; the rows centred by the released mean
-            # are clipped to C (never refused: a refusal here would be decided by the data after
-            # the charge, and the centred rows may exceed C although the raw rows do not).
-            moments = accumulate(X, row_norm=C, center=second_center, on_norm_violation="clip",
-                                 want_sum=False, want_second=True, owner=owner,
-                                 show_progress=show_progress)
-            S_hat = _noisy_scatter(kind, moments, plan, C, epsilon, rng)
-            values, vectors = top_k_eigh(S_hat, k)
-        d, n = moments.d, moments.n
+        plan, released = _release_centred(X, make_plan, **release_args)
     else:
-        moments = accumulate(X, row_norm=C, center=second_center,
-                             on_norm_violation=on_norm_violation, want_sum=False, want_second=True,
-                             owner=owner, show_progress=show_progress)
-        d, n = moments.d, moments.n
-        check_n_components(k, d, owner, name="k")
-        plan = make_plan(n, d)
-        with charge(accountant, plan.events, rel, kind) as released_events:
-            if plan.count_std is not None:
-                noisy_count = n + float(rng.normal(0.0, plan.count_std))
-            S_hat = _noisy_scatter(kind, moments, plan, C, epsilon, rng)
-            values, vectors = top_k_eigh(S_hat, k)
+        center_array = center if isinstance(center, np.ndarray) else None
+        plan, released = _release_uncentred(X, make_plan, center=center_array, **release_args)
+    report = released.releaser.report(mechanism=kind, budget=budget, calibration=calibration,
+                                      accounting=accounting, notes=plan.notes, stacklevel=4)
+    return _result(kind, plan, released, report, rel, C)
 
-    report = certify_release(
-        released_events, mechanism=kind, budget=budget, relation=rel, calibration=calibration,
-        accounting=accounting, notes=plan.notes, stacklevel=4,
-    )
-    n_samples: float | None = float(n) if rel.n_is_public else noisy_count
+
+class _Released:
+    """What one run released (all public after the release) and its post-processing."""
+
+    def __init__(self) -> None:
+        self.S_hat: np.ndarray
+        self.values: np.ndarray
+        self.vectors: np.ndarray
+        self.center: np.ndarray | None = None
+        self.noisy_count: float | None = None
+        self.n = 0
+        self.releaser: Releaser
+
+
+def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: float, epsilon: float,
+                     accountant: Any, noise: Any, on_norm_violation: str,
+                     show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+    """centering='private': pass 1 (sum of clipped raw rows: validates the whole input before the
+    charge), then one release (noisy sum, noisy count, noisy scatter of the rows centred by the
+    released mean). A failure inside (a re-read stream with a bad block) stays charged."""
+    first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
+                       want_second=False, owner=kind, show_progress=show_progress)
+    check_n_components(k, first.d, kind, name="k")
+    plan = make_plan(first.n, first.d)
+    out = _Released()
+    with release(plan, accountant, noise) as releaser:
+        assert first.sum is not None
+        noisy_sum = releaser.add("mean", first.sum)
+        n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
+        if _has(plan, "count"):
+            out.noisy_count = releaser.add("count", float(first.n))
+            n_mean = max(out.noisy_count, 1.0)
+        mu = noisy_sum / n_mean
+        norm_mu = float(np.linalg.norm(mu))
+        if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-proc.)
+            mu *= C / norm_mu
+        out.center = mu
+        # Pass 2: the raw rows were checked in pass 1; the rows centred by the released mean are
+        # clipped to C (never refused: a refusal here would be decided by the data after the
+        # charge, and the centred rows may exceed C although the raw rows do not).
+        moments = accumulate(X, row_norm=C, center=mu, on_norm_violation="clip", want_sum=False,
+                             want_second=True, owner=kind, show_progress=show_progress)
+        out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon)
+        out.values, out.vectors = top_k_eigh(out.S_hat, k)
+    out.n, out.releaser = moments.n, releaser
+    return plan, out
+
+
+def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
+                       k: int, C: float, epsilon: float, accountant: Any, noise: Any,
+                       on_norm_violation: str,
+                       show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+    """One pass (it reads every row of an in-memory input before the charge), then one release."""
+    moments = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
+                         want_sum=False, want_second=True, owner=kind, show_progress=show_progress)
+    check_n_components(k, moments.d, kind, name="k")
+    plan = make_plan(moments.n, moments.d)
+    out = _Released()
+    out.center = center
+    with release(plan, accountant, noise) as releaser:
+        if _has(plan, "count"):
+            out.noisy_count = releaser.add("count", float(moments.n))
+        out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon)
+        out.values, out.vectors = top_k_eigh(out.S_hat, k)
+    out.n, out.releaser = moments.n, releaser
+    return plan, out
+
+
+def _has(plan: ReleasePlan, name: str) -> bool:
+    return any(r.name == name for r in plan.releases)
+
+
+def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: Any, rel: Relation,
+            C: float) -> SubspaceResult:
+    """The result: released values and public facts of the plan only."""
+    n_samples: float | None = float(released.n) if rel.n_is_public else released.noisy_count
     diagnostics: dict[str, Any] = {
-        "noise_std": plan.cov_std if kind != "wishart" else None,
+        "noise_std": plan["scatter"].scale if kind != "wishart" else None,
         "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
     }
-    if plan.mean_std is not None:
-        diagnostics["mean_noise_std"] = plan.mean_std
-    if plan.count_std is not None:
-        diagnostics["count_noise_std"] = plan.count_std  # public: a function of (epsilon, delta)
+    if _has(plan, "mean"):
+        diagnostics["mean_noise_std"] = plan["mean"].scale
+    if _has(plan, "count"):
+        diagnostics["count_noise_std"] = plan["count"].scale  # public: a function of (epsilon, delta)
     return SubspaceResult(
-        components=vectors,
-        values=values,
-        total=float(np.trace(S_hat)),
-        mean=None if second_center is None else np.asarray(second_center),
+        components=released.vectors,
+        values=released.values,
+        total=float(np.trace(released.S_hat)),
+        mean=None if released.center is None else np.asarray(released.center),
         n_samples=n_samples,
         privacy=report,
         diagnostics=diagnostics,
     )
 
 
-def _noisy_scatter(
-    kind: _NoiseKind, moments: Any, plan: _Plan, C: float, epsilon: float, rng: np.random.Generator
-) -> np.ndarray:
-    """The released scatter matrix ``S + E`` (call inside the charge)."""
+def _noisy_scatter(kind: _NoiseKind, moments: Any, releaser: Releaser, C: float,
+                   epsilon: float) -> np.ndarray:
+    """The released scatter matrix ``S + E`` (inside the release block)."""
     assert moments.second is not None
     S, d, n = moments.second, moments.d, moments.n
     if kind == "wishart":
         scale = 3.0 * C**2 / (2.0 * n * epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
-        G = rng.normal(0.0, math.sqrt(scale), size=(d, d + 1))
+        G = releaser.generator.normal(0.0, math.sqrt(scale), size=(d, d + 1))
         return S + n * (G @ G.T)
-    return S + symmetric_gaussian(d, plan.cov_std, rng)
+    return releaser.add_symmetric("scatter", S)
 
 
 _COMMON_DOC = """

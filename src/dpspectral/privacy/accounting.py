@@ -654,6 +654,9 @@ class PrivacyReport:
     events: tuple[dp_accounting.DpEvent, ...]
     accounting: str = "auto"
     notes: tuple[str, ...] = ()
+    #: Which noise source drew the noise: ``"seeded"`` (NumPy's generator, reproducible) or
+    #: ``"secure"`` (OS entropy and exact discrete samplers; :mod:`dpspectral.privacy.noise`).
+    noise_source: str = "seeded"
 
     @property
     def event(self) -> dp_accounting.DpEvent:
@@ -674,6 +677,7 @@ class PrivacyReport:
             "accounting": self.accounting,
             "events": [_event_summary(e) for e in self.events],
             "notes": list(self.notes),
+            "noise_source": self.noise_source,
         }
 
     def __str__(self) -> str:
@@ -692,6 +696,13 @@ RANDOM_STATE_NOTE = (
 )
 
 
+#: The note of a report whose noise came from the secure source (``random_state="secure"``).
+SECURE_NOISE_NOTE = (
+    "The noise was drawn by the secure source: OS entropy and exact discrete Gaussian/Laplace samplers "
+    "on a fine grid (dpspectral.privacy.noise); nothing about it can be reproduced or subtracted."
+)
+
+
 def certify_release(
     events: Sequence[dp_accounting.DpEvent],
     *,
@@ -702,6 +713,7 @@ def certify_release(
     accounting: AccountingMethod = "auto",
     notes: Sequence[str] = (),
     stacklevel: int = 3,
+    noise_source: str = "seeded",
 ) -> PrivacyReport:
     """The report of a run: what the accountant certifies for ``events`` against the request.
 
@@ -712,8 +724,9 @@ def certify_release(
     eps = epsilon_of(list(events), budget.delta, relation=relation, accounting=accounting)
     certified = bool(eps <= budget.epsilon)
     all_notes = list(notes)
-    if events and RANDOM_STATE_NOTE not in all_notes:
-        all_notes.append(RANDOM_STATE_NOTE)
+    source_note = SECURE_NOISE_NOTE if noise_source == "secure" else RANDOM_STATE_NOTE
+    if events and source_note not in all_notes:
+        all_notes.append(source_note)
     if not certified:
         message = (
             f"{mechanism} with calibration={calibration!r} does not certify the requested "
@@ -734,6 +747,7 @@ def certify_release(
         events=tuple(events),
         accounting=accounting,
         notes=tuple(all_notes),
+        noise_source=noise_source,
     )
 
 

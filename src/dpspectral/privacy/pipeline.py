@@ -34,7 +34,8 @@ import contextlib
 import numbers
 import secrets
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -43,9 +44,15 @@ import scipy.sparse as sp
 from .budget import Relation
 
 __all__ = [
+    "NoisyRelease",
     "NonPrivateDataError",
+    "ReleasePlan",
+    "Releaser",
+    "StagedRelease",
     "as_numeric_2d",
     "charge",
+    "precheck",
+    "release",
     "norm_violation_error",
     "not_finite_error",
     "public_seed",
@@ -242,3 +249,190 @@ def public_seed(seed: Any = None) -> int:
             f"A public seed must be None (OS entropy) or a non-negative int. Got {seed!r} instead."
         )
     return int(seed)
+
+
+# --- plans: the releases of a run, fixed from public inputs before the data are read ------------------
+
+
+@dataclass(frozen=True)
+class NoisyRelease:
+    """One additive-noise release of a plan.
+
+    Attributes
+    ----------
+    name : str
+        What is released (``"scatter"``, ``"sum"``, ``"count"``, ``"step"``...): the mechanism asks the
+        :class:`Releaser` for noise by this name.
+    kind : {"gaussian", "laplace"}
+        The noise distribution.
+    scale : float
+        The Gaussian's standard deviation, or the Laplace scale ``b``.
+    sensitivity : float or None
+        The L2 (Gaussian) or L1 (Laplace) sensitivity of the released statistic under the plan's
+        relation, derived in the mechanism's Privacy section (``None`` only for uncertified paper
+        calibrations; the secure noise source refuses those).
+    """
+
+    name: str
+    kind: Literal["gaussian", "laplace"]
+    scale: float
+    sensitivity: float | None = None
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Everything a run releases, computed from public inputs only, before the data are read.
+
+    ``events`` are the accounting events charged (exactly the releases made: a release repeated ``T``
+    times is one ``SelfComposedDpEvent``); ``releases`` are the additive-noise releases the mechanism
+    may draw, by name. Mechanisms whose randomness is not additive noise (the exponential mechanism,
+    sampling) declare their events and no ``releases``; they draw from :attr:`Releaser.generator`.
+    """
+
+    label: str
+    relation: Relation
+    events: tuple[dp_accounting.DpEvent, ...]
+    releases: tuple[NoisyRelease, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        names = [r.name for r in self.releases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"A release plan names each release once; got {names}.")
+
+    def __getitem__(self, name: str) -> NoisyRelease:
+        for r in self.releases:
+            if r.name == name:
+                return r
+        raise KeyError(
+            f"{self.label}: no release named {name!r} in its plan (planned: "
+            f"{', '.join(r.name for r in self.releases) or 'none'}). Noise is drawn only for planned "
+            "releases."
+        )
+
+
+class Releaser:
+    """The noise of a charged plan: handed to the mechanism inside :func:`release`, closed after.
+
+    Noise is drawn only by a planned release's name, with the planned scale; no draw is possible
+    before the charge or after the block ends.
+    """
+
+    def __init__(self, plan: ReleasePlan, noise: Any) -> None:
+        self.plan = plan
+        self.noise = noise
+        self._open = True
+
+    def _spec(self, name: str) -> NoisyRelease:
+        if not self._open:
+            raise RuntimeError(f"{self.plan.label}: noise drawn after its release block ended.")
+        return self.plan[name]
+
+    @property
+    def generator(self) -> np.random.Generator:
+        """The secret generator, for randomness other than additive noise (sampling, shuffles)."""
+        if not self._open:
+            raise RuntimeError(f"{self.plan.label}: randomness drawn after its release block ended.")
+        return self.noise.generator
+
+    @property
+    def events(self) -> list[dp_accounting.DpEvent]:
+        """The events charged for this plan (for the privacy report)."""
+        return list(self.plan.events)
+
+    def add(self, name: str, statistic: Any) -> Any:
+        """``statistic`` plus the planned noise of release ``name`` (Gaussian or Laplace)."""
+        spec = self._spec(name)
+        if spec.kind == "laplace":
+            return self.noise.add_laplace(statistic, spec.scale, spec.sensitivity)
+        return self.noise.add_gaussian(statistic, spec.scale, spec.sensitivity)
+
+    def add_symmetric(self, name: str, matrix: np.ndarray) -> np.ndarray:
+        """``matrix`` plus symmetric Gaussian noise of release ``name`` (upper triangle released)."""
+        spec = self._spec(name)
+        if spec.kind != "gaussian":
+            raise ValueError(f"{self.plan.label}: release {name!r} is not Gaussian.")
+        return self.noise.add_symmetric_gaussian(matrix, spec.scale, spec.sensitivity)
+
+    def gaussian(self, name: str, size: Any) -> np.ndarray:
+        """The planned Gaussian noise of release ``name`` alone (for noise used inside a computation)."""
+        spec = self._spec(name)
+        return self.noise.gaussian(spec.scale, size, spec.sensitivity)
+
+    def report(self, *, mechanism: str, budget: Any, calibration: str, events: Any = None,
+               **kwargs: Any) -> Any:
+        """The privacy report of this release (:func:`certify_release`), naming the noise source."""
+        from .accounting import certify_release
+
+        return certify_release(
+            self.events if events is None else events, mechanism=mechanism, budget=budget,
+            relation=self.plan.relation, calibration=calibration, noise_source=self.noise.name,
+            **kwargs,
+        )
+
+
+def precheck(accountant: Any, events: Sequence[dp_accounting.DpEvent], relation: Relation) -> None:
+    """Refuse now (nothing read, nothing recorded) if ``events`` would exceed the ceiling.
+
+    For a mechanism whose plan needs a fact learnt while reading (``n`` of a stream): it checks the
+    cost it can compute from public inputs before the first read.
+    """
+    from .accounting import compose
+
+    if accountant is not None:
+        accountant.check(compose(events), relation)
+
+
+@contextlib.contextmanager
+def release(plan: ReleasePlan, accountant: Any, noise: Any) -> Iterator[Releaser]:
+    """Charge ``plan`` to ``accountant``, then hand the mechanism its noise (a :class:`Releaser`).
+
+    The one order of every private computation: the plan was built from public inputs; the charge is
+    refused before anything is drawn (:func:`charge`); the noise exists only inside the block; an
+    exception inside marks the ledger entry as a failed release (it stays charged).
+    """
+    releaser = Releaser(plan, noise)
+    try:
+        with charge(accountant, plan.events, plan.relation, plan.label):
+            yield releaser
+    finally:
+        releaser._open = False
+
+
+class StagedRelease:
+    """A run of several releases, each planned from what the earlier ones released.
+
+    The cost of every stage is declared up front from public inputs (``stage_events``) and the whole
+    is checked against the ceiling before stage one (fail closed: a run that cannot finish releases
+    nothing). Each stage's plan may then take its *scales* from earlier released values (an adaptive
+    clip from a private quantile: the clip changes the sensitivity and the noise with it, not the
+    noise-to-sensitivity ratio the events record); its events must equal the declared ones.
+    """
+
+    def __init__(self, accountant: Any, relation: Relation, label: str,
+                 stage_events: Sequence[Sequence[dp_accounting.DpEvent]]) -> None:
+        self.accountant = accountant
+        self.relation = relation
+        self.label = label
+        self.stage_events = [tuple(ev) for ev in stage_events]
+        self._next = 0
+        precheck(accountant, [e for ev in self.stage_events for e in ev], relation)
+
+    @contextlib.contextmanager
+    def stage(self, plan: ReleasePlan, noise: Any) -> Iterator[Releaser]:
+        """Release the next stage (in order) with ``plan``, whose events must be the declared ones."""
+        if self._next >= len(self.stage_events):
+            raise RuntimeError(f"{self.label}: all {len(self.stage_events)} declared stages were released.")
+        if tuple(plan.events) != self.stage_events[self._next] or plan.relation is not self.relation:
+            raise ValueError(
+                f"{self.label}: stage {self._next + 1}'s plan does not match the cost declared up "
+                "front (its events or relation differ)."
+            )
+        self._next += 1
+        with release(plan, self.accountant, noise) as releaser:
+            yield releaser
+
+    @property
+    def events(self) -> list[dp_accounting.DpEvent]:
+        """The events of the stages released so far."""
+        return [e for ev in self.stage_events[: self._next] for e in ev]
