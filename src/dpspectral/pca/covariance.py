@@ -237,8 +237,9 @@ def _covariance_pca(
     # Fail fast, before reading the data, when the budget cannot cover the run.
     if kind != "mod_sulq" or n_known is not None:
         precheck(accountant, make_plan(n_known, d_known).events, rel)
-    release_args = dict(kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
-                        on_norm_violation=on_norm_violation, show_progress=show_progress)
+    release_args: dict[str, Any] = dict(
+        kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
+        on_norm_violation=on_norm_violation, show_progress=show_progress)
     if private_mean:
         plan, released = _release_centred(X, make_plan, **release_args)
     else:
@@ -263,7 +264,7 @@ class _Released:
 
 
 def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: float, epsilon: float,
-                     accountant: Any, noise: Any, on_norm_violation: str,
+                     accountant: Any, noise: Any, on_norm_violation: NormViolation,
                      show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
     """centering='private': pass 1 (sum of clipped raw rows: validates the whole input before the
     charge), then one release (noisy sum, noisy count, noisy scatter of the rows centred by the
@@ -298,7 +299,7 @@ def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: flo
 
 def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
                        k: int, C: float, epsilon: float, accountant: Any, noise: Any,
-                       on_norm_violation: str,
+                       on_norm_violation: NormViolation,
                        show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
     """One pass (it reads every row of an in-memory input before the charge), then one release."""
     moments = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,

@@ -1,0 +1,265 @@
+"""Every public callable rejects bad input clearly and charges nothing (issue 19, "Bad input").
+
+The public callables are enumerated from the ``__all__`` of the package and its subpackages: every one
+that takes an ``epsilon`` must be covered here (registry methods through their entry, estimators and the
+functions outside the registry through a caller below), so a new public mechanism cannot be added
+without joining these checks. For each: a negative epsilon, a NaN in the data and an unknown option are
+refused with a message naming the problem, and the ledger has no entry (not even a failed one).
+The calibration helpers (no data) are checked for the negative epsilon only. Deterministic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from _neighbours import observe
+from test_nothing_charged import CLASSES, ESTIMATORS, K, N, N_SITES, _call, _clean
+
+from dpspectral import methods
+
+PUBLIC_MODULES = ("dpspectral", "dpspectral.pca", "dpspectral.lowrank", "dpspectral.gep",
+                  "dpspectral.local", "dpspectral.distributed", "dpspectral.model_selection",
+                  "dpspectral.privacy")
+
+# Callables that take an epsilon but no data: checked for the negative epsilon only.
+NO_DATA = {"Accountant", "PrivacyBudget", "PrivacyReport", "EpsilonDeltaDpEvent",
+           "analytic_noise_multiplier", "classic_noise_multiplier", "calibrate", "paper_noise_scales",
+           "rho_from_epsilon_delta", "gaussian_epsilon"}
+
+
+def _public_with_epsilon() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for modname in PUBLIC_MODULES:
+        mod = importlib.import_module(modname)
+        for name in getattr(mod, "__all__", ()):
+            obj = getattr(mod, name)
+            if not callable(obj):
+                continue
+            try:
+                params = inspect.signature(obj).parameters
+            except (TypeError, ValueError):
+                continue
+            if "epsilon" in params:
+                found.setdefault(name, obj)
+    return found
+
+
+def _X(nan: bool = False) -> np.ndarray:
+    X, _ = _clean()
+    if nan:
+        X = X.copy()
+        X[17, 1] = np.nan
+    return X
+
+
+def _fda(fn_name: str) -> Callable[..., Any]:
+    def call(X, y, acc, **over):
+        import dpspectral
+
+        kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, classes=CLASSES, accountant=acc, random_state=0)
+        kw.update(over)
+        return getattr(dpspectral, fn_name)(X, y, K, **kw)
+    return call
+
+
+def _private_pca_gep(X, y, acc, **over):
+    from dpspectral.gep import private_pca_gep
+
+    kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc, random_state=0)
+    kw.update(over)
+    return private_pca_gep(X, K, **kw)
+
+
+def _streaming(cls_name: str) -> Callable[..., Any]:
+    def call(X, y, acc, **over):
+        from dpspectral import lowrank
+
+        cls = getattr(lowrank, cls_name)
+        kw = dict(epsilon=1.0, delta=1e-5, accountant=acc, random_state=0, sketch_seed=7)
+        kw.update(over)
+        if cls_name == "CovarianceLRF":
+            state = cls(X.shape[1], K, row_norm=1.0, **kw)
+            state.insert_many(X)
+        elif cls_name == "ContinualLRF":
+            state = cls(X.shape, K, 4, **kw)
+            state.step(rows=[17], cols=[1], values=[float(X[17, 1])])
+        else:
+            state = cls(X.shape, K, **kw)
+            state.update(17, 1, float(X[17, 1]))
+        return state.release()
+    return call
+
+
+def _local_gaussian_report(X, y, acc, **over):
+    from dpspectral.local import local_gaussian_report
+
+    kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
+    kw.update(over)
+    return local_gaussian_report(X[17], **kw)
+
+
+def _sites(fn_name: str) -> Callable[..., Any]:
+    def call(X, y, acc, **over):
+        from dpspectral import distributed
+
+        kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc, random_state=0)
+        kw.update(over)
+        return getattr(distributed, fn_name)([X[: N // N_SITES], X[N // N_SITES:]], K, **kw)
+    return call
+
+
+def _select_subspace(X, y, acc, **over):
+    from dpspectral.model_selection import select_subspace
+
+    candidates = [np.eye(X.shape[1])[:, :K], np.eye(X.shape[1])[:, K:2 * K]]
+    kw = dict(epsilon=1.0, row_norm=1.0, accountant=acc, random_state=0)
+    kw.update(over)
+    return select_subspace(candidates, X, **kw)
+
+
+def _private_select(X, y, acc, **over):
+    from dpspectral.model_selection import private_select
+
+    kw = dict(epsilon=1.0, sensitivity=1.0, accountant=acc, random_state=0)
+    kw.update(over)
+    data = X  # the score reads the data; a NaN must be refused, not scored
+    return private_select([0, 1], lambda j: float(np.sum(data[:, j])), **kw)
+
+
+def _estimator(name: str) -> Callable[..., Any]:
+    fit = ESTIMATORS[name]
+
+    def call(X, y, acc, **over):
+        if over:
+            pytest.skip("estimators are checked below through their constructor parameters")
+        return fit(X, y, acc, None)
+    return call
+
+
+EXTRA: dict[str, Callable[..., Any]] = {
+    "private_fda": _fda("private_fda"),
+    "private_pca_gep": _private_pca_gep,
+    "CovarianceLRF": _streaming("CovarianceLRF"),
+    "TurnstileLRF": _streaming("TurnstileLRF"),
+    "ContinualLRF": _streaming("ContinualLRF"),
+    "local_gaussian_report": _local_gaussian_report,
+    "local_pca": _sites("local_pca"),
+    "pooled_pca": _sites("pooled_pca"),
+    "select_subspace": _select_subspace,
+    "private_select": _private_select,
+}
+# Public callables taking an epsilon that are reached through another entry point, with the reason.
+REACHED_ELSEWHERE = {
+    "private_gep": "takes a public pair (A, B) with a declared sensitivity; private_fda and the GEP "
+                   "registry entries call it with data",
+    "solve_pair": "the GEP registry entries call it; it takes a ScatterPair built by private_fda",
+    "dpsr": "GEP registry entry (takes a ScatterPair)", "sr_dp": "GEP registry entry",
+    "dpsrs": "GEP registry entry", "dp_rayleigh_flow": "GEP registry entry",
+    "dp_truncated_rayleigh_flow": "GEP registry entry",
+    "local_lrf_report": "one user's report inside private_local_lrf (registry entry)",
+}
+
+
+def _registry_callers() -> dict[str, Callable[..., Any]]:
+    callers: dict[str, Callable[..., Any]] = {}
+    for m in methods():
+        if not m.private:
+            continue
+
+        def call(X, y, acc, _m=m, **over):
+            return _call_with(_m, X, y, acc, over)
+        callers[m.name] = call
+    return callers
+
+
+def _call_with(m, X, y, acc, over):
+    import test_nothing_charged as tnc
+
+    saved = dict(tnc.SETTINGS.get(m.name, {}))
+    tnc.SETTINGS[m.name] = {**saved, **over}
+    try:
+        return _call(m, X, y, acc, None)
+    finally:
+        tnc.SETTINGS[m.name] = saved
+
+
+CALLERS = {**_registry_callers(), **EXTRA, **{n: _estimator(n) for n in ESTIMATORS}}
+
+
+def test_every_public_callable_with_an_epsilon_is_checked():
+    registry_functions = {id(m.function) for m in methods()}
+    registry_names = {m.function.__name__ for m in methods()}
+    estimator_names = {n.split("[")[0] for n in ESTIMATORS}
+    missing = [
+        name for name, obj in _public_with_epsilon().items()
+        if name not in NO_DATA and name not in EXTRA and name not in REACHED_ELSEWHERE
+        and name not in estimator_names and id(obj) not in registry_functions
+        and name not in registry_names
+    ]
+    assert not missing, f"public callables with an epsilon not covered by these checks: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(CALLERS))
+def test_negative_epsilon_is_refused_and_nothing_charged(name):
+    if name in ESTIMATORS:
+        pytest.skip("estimators: see test_estimators_refuse_negative_epsilon_and_unknown_options")
+    _, y = _clean()
+    out = observe(lambda acc: CALLERS[name](_X(), y, acc, epsilon=-1.0))
+    assert isinstance(out.exception, ValueError), f"{name}: {out.error}"
+    assert "'epsilon'" in out.error[1], out.error[1]
+    assert out.ledger == ()
+
+
+@pytest.mark.parametrize("name", sorted(CALLERS))
+def test_nan_is_refused_and_nothing_charged(name):
+    _, y = _clean()
+    out = observe(lambda acc: CALLERS[name](_X(nan=True), y, acc))
+    assert isinstance(out.exception, ValueError), f"{name}: {out.error}"
+    assert "NaN" in out.error[1] or "finite" in out.error[1], out.error[1]
+    assert out.ledger == ()
+
+
+@pytest.mark.parametrize("name", sorted(CALLERS))
+def test_unknown_option_is_refused_and_nothing_charged(name):
+    if name in ESTIMATORS:
+        pytest.skip("estimators: see test_estimators_refuse_negative_epsilon_and_unknown_options")
+    _, y = _clean()
+    out = observe(lambda acc: CALLERS[name](_X(), y, acc, bogus_option=3))
+    assert isinstance(out.exception, (TypeError, ValueError)), f"{name}: {out.error}"
+    assert "bogus_option" in out.error[1], out.error[1]
+    assert out.ledger == ()
+
+
+@pytest.mark.parametrize("name", sorted(NO_DATA & set(_public_with_epsilon())))
+def test_calibration_helpers_refuse_negative_epsilon(name):
+    obj = _public_with_epsilon()[name]
+    params = inspect.signature(obj).parameters
+    kwargs: dict[str, Any] = {"epsilon": -1.0}
+    if "delta" in params:
+        kwargs["delta"] = 1e-5
+    with pytest.raises((ValueError, TypeError), match="epsilon"):
+        obj(**kwargs)
+
+
+@pytest.mark.parametrize("cls_name", ["DPPCA", "DPLowRank", "DPFisherDiscriminant", "DistributedDPPCA"])
+def test_estimators_refuse_negative_epsilon_and_unknown_options(cls_name):
+    import dpspectral
+
+    cls = getattr(dpspectral, cls_name)
+    with pytest.raises(TypeError, match="bogus_option"):
+        cls(bogus_option=3)
+    X, y = _clean()
+    est = cls(K, epsilon=-1.0, delta=1e-5, row_norm=1.0)
+    data = [X[: N // N_SITES], X[N // N_SITES:]] if cls_name == "DistributedDPPCA" else X
+    if cls_name == "DistributedDPPCA":
+        est.set_params(engine="inprocess")
+    acc = dpspectral.Accountant()
+    est.set_params(accountant=acc)
+    with pytest.raises(ValueError, match="'epsilon'"):
+        est.fit(data, y) if cls_name == "DPFisherDiscriminant" else est.fit(data)
+    assert not acc.entries
