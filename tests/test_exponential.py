@@ -476,3 +476,19 @@ def test_pure_epsilon_mechanisms_refuse_delta(fn):
     with pytest.raises(ValueError, match="'delta' parameter of .* must be 0"):
         fn(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, accountant=acc, random_state=0)
     assert acc.entries == ()
+
+
+@pytest.mark.parametrize("fn", [ppca, exponential_pca])
+def test_parameters_are_declared_in_a_constraint_table(fn) -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing."""
+    table = fn.parameter_constraints
+    assert {"epsilon", "delta", "row_norm", "envelope", "max_proposals", "random_state"} <= set(table)
+    assert ("eigenvalue_share" in table) is (fn is exponential_pca)
+    acc = Accountant(10.0, 1e-3)
+    with pytest.raises(ValueError, match=rf"The 'envelope' parameter of {fn.__name__} must be one of "
+                                         r"'auto', 'acg', 'tangent'\. Got 'x' instead\."):
+        fn(_data(), 2, epsilon=1.0, row_norm=1.0, envelope="x", accountant=acc)
+    with pytest.raises(ValueError, match=rf"'random_state' parameter of {fn.__name__} must be .*'secure'"):
+        fn(_data(), 2, epsilon=1.0, row_norm=1.0, random_state=-1, accountant=acc)
+    assert acc.entries == ()

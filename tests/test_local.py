@@ -285,3 +285,20 @@ def test_audit_catches_half_the_noise():
     half_noise_eps = gaussian_epsilon(analytic_noise_multiplier(claim, DELTA) / 2, DELTA)
     _, _, result = _audit(half_noise_eps, claim)
     assert result.violated, result
+
+
+def test_parameters_are_declared_in_a_constraint_table() -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing."""
+    assert {"epsilon", "delta", "row_norm", "calibration", "random_state", "simulate_sum"} <= set(
+        local_gaussian.parameter_constraints)
+    assert "simulate_sum" not in local_gaussian_report.parameter_constraints
+    assert set(local_gaussian_aggregate.parameter_constraints) == {"d"}
+    acc = Accountant(10.0, 1e-3, relation="local")
+    with pytest.raises(ValueError, match=r"The 'epsilon' parameter of local_gaussian must be a float in "
+                                         r"\(0, inf\)\. Got -1\.0 instead\."):
+        local_gaussian(np.full((5, 3), 0.1), 1, **{**KW, "epsilon": -1.0}, accountant=acc)
+    with pytest.raises(ValueError, match=r"The 'd' parameter of local_gaussian_aggregate must be an int "
+                                         r"in \[1, inf\)\. Got 0 instead\."):
+        local_gaussian_aggregate(np.zeros((2, 1)), 0, 1)
+    assert acc.entries == ()

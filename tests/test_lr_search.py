@@ -175,3 +175,17 @@ def test_search_with_shuffled_private_oja_reshuffles_per_run(spiked: np.ndarray)
                                random_state=0, amplification="shuffle")
     assert out.privacy.certified and out.privacy.epsilon <= 1.0 + 1e-9
     assert any("its own secret permutation" in t for t in out.privacy.notes)
+
+
+def test_parameters_are_declared_in_a_constraint_table(spiked: np.ndarray) -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing."""
+    table = select_learning_rate.parameter_constraints
+    assert {"epsilon", "delta", "row_norm", "method", "tuning", "n_rounds", "validation_share",
+            "random_state"} <= set(table)
+    ledger = Accountant(epsilon=5.0, delta=1e-5)
+    with pytest.raises(ValueError, match=r"The 'n_rounds' parameter of select_learning_rate must be an "
+                                         r"int in \[1, inf\)\. Got 0 instead\."):
+        select_learning_rate(spiked, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, n_rounds=0,
+                             accountant=ledger)
+    assert ledger.entries == ()

@@ -169,3 +169,20 @@ def test_select_subspace_refuses_bad_candidates():
         select_subspace([np.ones((3, 1))], X, epsilon=1.0, row_norm=1.0)
     with pytest.raises(ValueError, match="n_features"):
         select_subspace([np.eye(4)[:, :1]], X, epsilon=1.0, row_norm=1.0)
+
+
+def test_parameters_are_declared_in_a_constraint_table() -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing."""
+    assert {"epsilon", "sensitivity", "monotone", "random_state"} <= set(private_select.parameter_constraints)
+    assert {"epsilon", "row_norm", "on_norm_violation", "random_state"} <= set(
+        select_subspace.parameter_constraints)
+    acc = Accountant(10.0, 1e-6)
+    with pytest.raises(ValueError, match=r"The 'sensitivity' parameter of private_select must be a "
+                                         r"float in \(0, inf\)\. Got -1\.0 instead\."):
+        private_select([1, 2], lambda c: 0.0, epsilon=1.0, sensitivity=-1.0, accountant=acc)
+    with pytest.raises(ValueError, match=r"The 'on_norm_violation' parameter of select_subspace must "
+                                         r"be one of 'clip', 'raise'\. Got 'ignore' instead\."):
+        select_subspace([np.eye(3)[:, :1]], np.eye(3), epsilon=1.0, row_norm=1.0,
+                        on_norm_violation="ignore", accountant=acc)
+    assert acc.entries == ()

@@ -236,3 +236,18 @@ def test_matches_a_brute_force_reference_given_the_same_random_stream(spiked):
     U = np.linalg.svd(Y)[0][:, :2]
     U = U * np.sign(U[np.argmax(np.abs(U), axis=0), [0, 1]])
     assert np.allclose(res.components, U, atol=1e-8)
+
+
+def test_parameters_are_declared_in_a_constraint_table() -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing."""
+    table = noisy_power.parameter_constraints
+    assert {"epsilon", "delta", "row_norm", "calibration", "n_iter", "random_state"} <= set(table)
+    X = np.full((20, 5), 0.1)
+    acc = Accountant(10.0, 1e-3)
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of noisy_power must be an int in "
+                                         r"\[1, inf\)\. Got 0 instead\."):
+        noisy_power(X, 2, **KW, n_iter=0, accountant=acc)
+    with pytest.raises(ValueError, match=r"'random_state' parameter of noisy_power must be .*'secure'"):
+        noisy_power(X, 2, **KW, random_state="securely", accountant=acc)
+    assert acc.entries == ()

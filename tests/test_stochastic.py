@@ -213,3 +213,22 @@ def test_vrpca_paper_counts_the_full_gradient_in_the_steps_units(spiked):
     expected = epsilon_of([dp_accounting.SelfComposedDpEvent(
         dp_accounting.GaussianDpEvent((std / math.sqrt(2)) / (4 * q * C**2)), m * T), sampled], DELTA)
     assert res.privacy.epsilon == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])
+def test_parameters_are_declared_in_a_constraint_table(fn, spiked) -> None:
+    """The parameters are stated once, in a table (``parameter_constraints``); a value outside it gets
+    the generated message and charges nothing (an integral float is not an int any more)."""
+    X, _ = spiked
+    table = fn.parameter_constraints
+    assert {"epsilon", "delta", "row_norm", "n_steps", "learning_rate", "sampling_rate",
+            "random_state"} <= set(table)
+    acc = Accountant(10.0, DELTA)
+    args = {"epsilon": 1.0, "delta": DELTA, "row_norm": 1.0, "accountant": acc}
+    with pytest.raises(ValueError, match=rf"The 'n_steps' parameter of {fn.__name__} must be None or "
+                                         r"an int in \[1, inf\)\. Got 5\.0 instead\."):
+        fn(X, 2, n_steps=5.0, **args)
+    with pytest.raises(ValueError, match=rf"The 'sampling_rate' parameter of {fn.__name__} must be "
+                                         r"None or a float in \(0, 1\]"):
+        fn(X, 2, sampling_rate=2, **args)
+    assert acc.entries == ()

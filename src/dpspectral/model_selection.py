@@ -9,7 +9,7 @@ are not private. This module makes the choice itself a differentially private, c
 * :func:`private_select` -- the exponential mechanism (McSherry and Talwar 2007) over a public list
   of candidates with scores of declared sensitivity, implemented as report-noisy-max with Gumbel
   noise (which has exactly the exponential mechanism's law); one ``EpsilonDeltaDpEvent(eps, 0)``
-  is charged through :func:`dpspectral.privacy.pipeline.charge`.
+  is charged through :func:`dpspectral.privacy.pipeline.release`.
 * :func:`select_subspace` -- the common PCA case: among candidate subspaces (released components
   of earlier private fits, or public ones), the one that captures the most energy of the private
   rows clipped to ``row_norm``. Its score ``sum_i ||V^T c(x_i)||^2`` has sensitivity ``C^2``
@@ -24,20 +24,28 @@ beyond what was released.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._validation import as_generator
+from .constraints import (
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Table,
+    Types,
+    validated,
+)
 from .moments import accumulate
-from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
+from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from .privacy.budget import PrivacyBudget, Relation, as_relation
 from .privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
-from .privacy.pipeline import charge
+from .privacy.noise import NoiseSource, noise_source
+from .privacy.pipeline import ReleasePlan, precheck, release
 
 __all__ = ["SelectionResult", "private_select", "select_subspace"]
 
@@ -53,10 +61,25 @@ class SelectionResult:
     privacy: PrivacyReport
 
 
-def _check_epsilon(epsilon: Any, owner: str) -> PrivacyBudget:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"The 'epsilon' parameter of {owner} must be a float. Got {epsilon!r} instead.")
-    return PrivacyBudget(float(epsilon), 0.0)
+_SELECT_PARAMS: Table = {
+    "epsilon": EPSILON, "sensitivity": Interval(0, None, "neither"),
+    "monotone": Types((bool, np.bool_), "a bool"), "random_state": RANDOM_STATE,
+}
+_SUBSPACE_PARAMS: Table = {
+    "epsilon": EPSILON, "row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION,
+    "random_state": RANDOM_STATE,
+}
+
+
+def _check_relation(relation: Any, owner: str) -> Relation:
+    """A relation the exponential mechanism's analysis here covers (central, row-level)."""
+    rel = as_relation(relation, owner=owner)
+    if rel not in _RELATIONS:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'replace_one' or 'add_remove'. "
+            f"Got {rel.value!r} instead."
+        )
+    return rel
 
 
 def _check_candidates(candidates: Any, owner: str) -> list[Any]:
@@ -86,38 +109,37 @@ def _select(
     relation: Relation,
     monotone: bool,
     accountant: Accountant | None,
-    rng: np.random.Generator,
+    noise: NoiseSource,
     owner: str,
     notes: Sequence[str] = (),
 ) -> SelectionResult:
+    """Plan (one pure-DP event) -> charge -> scores and the Gumbel draw -> report."""
     # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
     # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
     scale = (1.0 if monotone else 2.0) * sensitivity / budget.epsilon
-    event = EpsilonDeltaDpEvent(budget.epsilon, 0.0)
-    if accountant is not None:
-        accountant.check(event, relation)
+    plan = ReleasePlan(owner, relation, (EpsilonDeltaDpEvent(budget.epsilon, 0.0),), notes=(
+        *notes,
+        "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
+        f"{len(candidates)} candidates; only the chosen index is released, no score.",
+    ))
+    precheck(accountant, plan.events, relation)
     # The scores are computed inside the charge: any failure there (a non-finite score) is a
     # failed release that stays charged, so whether the selection fails costs budget too.
-    with charge(accountant, [event], relation, owner) as events:
+    with release(plan, accountant, noise) as releaser:
         scores = np.asarray(scores_of(), dtype=float)
         if scores.shape != (len(candidates),) or not np.isfinite(scores).all():
             raise ValueError(
                 f"{owner}: the score function must return one finite float per candidate "
                 "(which candidate failed is not reported: it is a fact about the private data)."
             )
-        index = _gumbel_argmax(scores, scale, rng)
-    report = certify_release(
-        events, mechanism=owner, budget=budget, relation=relation, calibration="tight",
-        notes=[
-            *notes,
-            "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
-            f"{len(candidates)} candidates; only the chosen index is released, no score.",
-        ],
-        stacklevel=4,
-    )
+        index = _gumbel_argmax(scores, scale, releaser.generator)
+    # frames: certify_release, report, _select, the public function, the constraint check, the caller
+    report = releaser.report(mechanism=owner, budget=budget, calibration="tight", notes=plan.notes,
+                             stacklevel=6)
     return SelectionResult(index=index, candidate=candidates[index], privacy=report)
 
 
+@validated(_SELECT_PARAMS)
 def private_select(
     candidates: Sequence[Any],
     score_fn: Callable[[Any], float],
@@ -155,8 +177,9 @@ def private_select(
     accountant : Accountant, optional
         Ledger charged with ``EpsilonDeltaDpEvent(epsilon, 0)`` (refused before the scores are
         computed if over its ceiling).
-    random_state : None, int, SeedSequence or Generator
-        Secret randomness (it decides the choice).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret randomness (it decides the choice). ``"secure"``: the Gumbel draws come from a
+        generator seeded with OS entropy (the report's ``noise_source`` says which).
 
     Returns
     -------
@@ -168,36 +191,21 @@ def private_select(
     Relation: as declared. The exponential mechanism with a utility of sensitivity Delta is
     epsilon-DP with ``exp(eps u / (2 Delta))``, and with ``exp(eps u / Delta)`` for monotone
     utilities (McSherry and Talwar 2007). Event: ``EpsilonDeltaDpEvent(epsilon, 0)``, charged through
-    :func:`dpspectral.privacy.pipeline.charge`; the scores are computed after the charge, so a
+    :func:`dpspectral.privacy.pipeline.release`; the scores are computed after the charge, so a
     failing score function is a failed release that stays charged. Correctness rests on the
     declared ``sensitivity`` (the library cannot check a user's function): prefer
     :func:`select_subspace`, whose sensitivity is derived.
     """
     owner = "private_select"
-    budget = _check_epsilon(epsilon, owner)
     cands = _check_candidates(candidates, owner)
     if not callable(score_fn):
         raise TypeError(f"The 'score_fn' parameter of {owner} must be callable. Got {score_fn!r}.")
-    if (isinstance(sensitivity, bool) or not isinstance(sensitivity, numbers.Real)
-            or not (0 < float(sensitivity) < math.inf)):
-        raise ValueError(
-            f"The 'sensitivity' parameter of {owner} must be a positive finite float (a public bound "
-            f"on how much one record can move any score). Got {sensitivity!r} instead."
-        )
-    rel = as_relation(relation, owner=owner)
-    if rel not in _RELATIONS:
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'replace_one' or 'add_remove'. "
-            f"Got {rel.value!r} instead."
-        )
-    if not isinstance(monotone, (bool, np.bool_)):
-        raise TypeError(f"The 'monotone' parameter of {owner} must be a bool. Got {monotone!r}.")
-    rng = as_generator(random_state)
+    rel = _check_relation(relation, owner)
     return _select(
-        cands, lambda: np.array([float(score_fn(c)) for c in cands]), budget=budget,
-        sensitivity=float(sensitivity), relation=rel, monotone=bool(monotone),
-        accountant=accountant, rng=rng, owner=owner,
-        notes=["The score function's sensitivity was declared by the caller, not derived."],
+        cands, lambda: np.array([float(score_fn(c)) for c in cands]),
+        budget=PrivacyBudget(float(epsilon), 0.0), sensitivity=float(sensitivity), relation=rel,
+        monotone=bool(monotone), accountant=accountant, noise=noise_source(random_state),
+        owner=owner, notes=["The score function's sensitivity was declared by the caller, not derived."],
     )
 
 
@@ -215,6 +223,7 @@ def _as_subspace(candidate: Any, d: int | None, owner: str) -> np.ndarray:
     return V
 
 
+@validated(_SUBSPACE_PARAMS)
 def select_subspace(
     candidates: Sequence[Any],
     X: Any,
@@ -247,7 +256,9 @@ def select_subspace(
         ``on_norm_violation="raise"``, before the charge).
     relation : {"replace_one", "add_remove"}
     accountant : Accountant, optional
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret (it decides the choice); ``"secure"``: Gumbel draws from a generator seeded with OS
+        entropy.
     on_norm_violation : {"clip", "raise"}
 
     Returns
@@ -263,23 +274,13 @@ def select_subspace(
     satisfy it up to rounding). Event: ``EpsilonDeltaDpEvent(epsilon, 0)``.
     """
     owner = "select_subspace"
-    budget = _check_epsilon(epsilon, owner)
+    budget = PrivacyBudget(float(epsilon), 0.0)
     cands = _check_candidates(candidates, owner)
     C = check_row_norm(row_norm, owner)
-    rel = as_relation(relation, owner=owner)
-    if rel not in _RELATIONS:
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'replace_one' or 'add_remove'. "
-            f"Got {rel.value!r} instead."
-        )
-    if on_norm_violation not in ("clip", "raise"):
-        raise ValueError(
-            f"The 'on_norm_violation' parameter of {owner} must be 'clip' or 'raise'. "
-            f"Got {on_norm_violation!r} instead."
-        )
+    rel = _check_relation(relation, owner)
     d_known = getattr(X, "shape", (None, None))[1] if getattr(X, "ndim", 2) == 2 else None
     subspaces = [_as_subspace(c, d_known, owner) for c in cands]  # public: checked first
-    rng = as_generator(random_state)
+    noise = noise_source(random_state)
     # This pass reads (and validates) every row of an in-memory input before the charge.
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
                          want_second=True, owner=owner)
@@ -292,6 +293,6 @@ def select_subspace(
     return _select(
         cands, lambda: np.array([float(np.trace(V.T @ S @ V)) for V in subspaces]), budget=budget,
         sensitivity=sensitivity_norm(C) ** 2, relation=rel, monotone=rel is Relation.ADD_REMOVE,
-        accountant=accountant, rng=rng, owner=owner,
+        accountant=accountant, noise=noise, owner=owner,
         notes=["Score: energy of the clipped rows captured by the subspace (sensitivity C^2)."],
     )

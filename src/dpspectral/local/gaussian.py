@@ -25,7 +25,19 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice, check_n_components
+from .._validation import check_n_components
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Table,
+    Types,
+    validated,
+)
 from ..linalg import top_k_eigh
 from ..moments import (
     _as_float_block,
@@ -35,11 +47,12 @@ from ..moments import (
     n_features_of,
     needs_two_passes_ok,
 )
-from ..privacy.accounting import Accountant, certify_release
+from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
-from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier, symmetric_gaussian
-from ..privacy.pipeline import charge
+from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
@@ -72,24 +85,49 @@ def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, l
     return classic_noise_multiplier(budget.epsilon, budget.delta), [note]
 
 
-def _check_common(
-    epsilon: float, delta: float, row_norm: float, calibration: str, on_norm_violation: str,
-    owner: str,
-) -> tuple[PrivacyBudget, float]:
+#: The parameters of :func:`local_gaussian_report` (and, with ``simulate_sum``, of
+#: :func:`local_gaussian`); delta > 0 and the relation are checked inline, with their reasons.
+_REPORT_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+}
+_LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}
+_AGGREGATE_PARAMS: Table = {"d": Interval(1, None, "left", integer=True)}
+
+_LOCAL_NOTE = (
+    "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own "
+    "record; the recorded event is one user's Gaussian release."
+)
+
+
+def _check_common(epsilon: float, delta: float, row_norm: float, owner: str) -> tuple[PrivacyBudget, float]:
+    """The budget (a Gaussian mechanism needs delta > 0) and the row bound C (the table checked types)."""
     budget = PrivacyBudget(epsilon, delta)
     budget.require_delta(owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
     return budget, check_row_norm(row_norm, owner)
 
 
-def _reports(rows: np.ndarray, noise_std: float, rng: np.random.Generator) -> np.ndarray:
+def _plan(budget: PrivacyBudget, calibration: str, row_norm: float, owner: str,
+          n_users: int | None = None) -> ReleasePlan:
+    """One user's Gaussian release (``"report"``), and with ``n_users`` the simulated average.
+
+    The average of n reports moves by ``sqrt(2) C^2 / n`` when one user's record changes and
+    carries noise of std ``sigma / sqrt(n)`` (``"average"``); the event is one user's release.
+    """
+    s, notes = _noise_multiplier(budget, calibration)
+    sens = local_sensitivity(row_norm)
+    releases = [NoisyRelease("report", "gaussian", s * sens, sens)]
+    if n_users is not None:
+        releases.append(NoisyRelease("average", "gaussian", s * sens / math.sqrt(n_users),
+                                     sens / n_users))
+    return ReleasePlan(owner, Relation.LOCAL, (dp_accounting.GaussianDpEvent(s),), tuple(releases),
+                       (*notes, _LOCAL_NOTE))
+
+
+def _reports(rows: np.ndarray, releaser: Releaser) -> np.ndarray:
     """Reports of users holding the (already clipped) ``rows``: shape (n_rows, d (d + 1) / 2)."""
     i, j = np.triu_indices(rows.shape[1])
-    out = rng.standard_normal((rows.shape[0], i.size))
-    out *= noise_std
-    out += rows[:, i] * rows[:, j]
-    return out
+    return releaser.add("report", rows[:, i] * rows[:, j])
 
 
 def _symmetric_from_upper(vector: np.ndarray, d: int) -> np.ndarray:
@@ -98,6 +136,7 @@ def _symmetric_from_upper(vector: np.ndarray, d: int) -> np.ndarray:
     return M + np.triu(M, 1).T
 
 
+@validated(_REPORT_PARAMS)
 def local_gaussian_report(
     x: Any,
     *,
@@ -125,8 +164,9 @@ def local_gaussian_report(
         ``"tight"``: the analytic Gaussian mechanism (Balle and Wang 2018) for the exact
         (epsilon, delta). ``"paper"``: the classic ``sqrt(2 ln(1.25/delta))/epsilon``, which is
         (epsilon, delta)-DP only where our accountant confirms it (always for epsilon < 1).
-    random_state : None, int, SeedSequence or Generator
-        The user's own randomness.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        The user's own randomness. ``"secure"``: OS entropy and an exact discrete Gaussian sampler
+        on a fine grid (deployment).
     on_norm_violation : {"clip", "raise"}
 
     Returns
@@ -143,7 +183,7 @@ def local_gaussian_report(
     noise multiplier of one ``GaussianDpEvent(s)``.
     """
     owner = "local_gaussian_report"
-    budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)
+    budget, C = _check_common(epsilon, delta, row_norm, owner)
     arr = np.asarray(x)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"The 'x' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
@@ -156,11 +196,12 @@ def local_gaussian_report(
         raise ValueError(f"The 'x' parameter of {owner} contains NaN or infinity.")
     row = arr.astype(np.float64)[None, :]  # a copy: the caller's record is never written
     row, _ = clip_rows(row, C, on_norm_violation=on_norm_violation, copy=False)
-    s, _ = _noise_multiplier(budget, calibration)
-    rng = as_generator(random_state)
-    return _reports(np.asarray(row), s * local_sensitivity(C), rng)[0]
+    plan = _plan(budget, calibration, C, owner)
+    with release(plan, None, noise_source(random_state)) as releaser:  # the user's own release
+        return _reports(np.asarray(row), releaser)[0]
 
 
+@validated(_AGGREGATE_PARAMS)
 def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Server side: average the reports, rebuild the symmetric matrix, take its top-k eigenpairs.
 
@@ -185,8 +226,6 @@ def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, 
     Post-processing of the users' reports: nothing is spent.
     """
     owner = "local_gaussian_aggregate"
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"The 'd' parameter of {owner} must be a positive int. Got {d!r} instead.")
     k = check_n_components(k, int(d), owner, name="k")
     arr = np.asarray(reports)
     if arr.dtype.kind not in "biuf":
@@ -205,8 +244,8 @@ def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, 
 
 
 def _simulated_report_sum(
-    X: Any, C: float, noise_std: float, rng: np.random.Generator, on_norm_violation: NormViolation,
-    owner: str, show_progress: bool | None,
+    X: Any, C: float, releaser: Releaser, on_norm_violation: NormViolation, owner: str,
+    show_progress: bool | None,
 ) -> tuple[np.ndarray, int, int]:
     """Sum of every user's actual report (vectorised over blocks of users)."""
     total: np.ndarray | None = None
@@ -225,13 +264,14 @@ def _simulated_report_sum(
             norms = _dense_row_norms(rows, first_row + a, owner)
             rows, _ = clip_rows(rows, C, on_norm_violation=on_norm_violation, copy=True,
                                 first_row=first_row + a, norms=norms)
-            total += _reports(np.asarray(rows), noise_std, rng).sum(axis=0)
+            total += _reports(np.asarray(rows), releaser).sum(axis=0)
             n += rows.shape[0]
     if d is None or n == 0 or total is None:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     return total, n, d
 
 
+@validated(_LOCAL_PARAMS)
 def local_gaussian(
     X: Any,
     k: int,
@@ -253,6 +293,105 @@ def local_gaussian(
     server averages the reports and returns the top-k eigenvectors (see
     :func:`local_gaussian_aggregate`).
 
+    Privacy
+    -------
+    Relation: local. Each user's report is one Gaussian mechanism on ``upper(c(x) c(x)^T)``, whose
+    L2 sensitivity over any two records of norm <= C is ``sqrt(2) C^2``
+    (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``), so it is
+    (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
+    is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
+    runs the same mechanism on disjoint data). The server's average and eigendecomposition are
+    post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
+    the central model.) With an accountant, every row is read and validated before the charge
+    (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal costs nothing;
+    a failure after the charge is a failed release that stays charged.
+    """
+    budget, C = _check_common(epsilon, delta, row_norm, _OWNER)
+    rel = as_relation(relation, owner=_OWNER)
+    if rel is not Relation.LOCAL:
+        raise ValueError(
+            f"The 'relation' parameter of {_OWNER} must be 'local' (a local-model protocol). Got "
+            f"{rel.value!r} instead."
+        )
+    d_known = n_features_of(X)
+    if d_known is not None:
+        check_n_components(k, d_known, _OWNER, name="k")
+    noise = noise_source(random_state)
+    precheck(accountant, _plan(budget, calibration, C, _OWNER).events, rel)  # before any reading
+    run = _release_average if simulate_sum else _release_reports
+    releaser, average, (values, components), n, d = run(
+        X, k, budget, calibration, C, accountant, noise, on_norm_violation, show_progress)
+    # frames: certify_release, report, local_gaussian, the constraint check, the caller
+    report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
+                             notes=releaser.plan.notes, stacklevel=5)
+    plan = releaser.plan
+    spec = plan["report"]
+    diagnostics: dict[str, Any] = {
+        "noise_std": spec.scale,
+        "aggregate_noise_std": spec.scale / math.sqrt(n),
+        "noise_multiplier": plan.events[0].noise_multiplier,  # type: ignore[attr-defined]
+        "sensitivity": spec.sensitivity,
+        "communication_floats_per_user": report_length(d),
+        "simulate_sum": bool(simulate_sum),
+    }
+    return SubspaceResult(
+        components=components,
+        values=values * n,
+        total=float(np.trace(average)) * n,
+        n_samples=float(n),
+        privacy=report,
+        diagnostics=diagnostics,
+    )
+
+
+_Released = tuple[Releaser, np.ndarray, tuple[np.ndarray, np.ndarray], int, int]
+
+
+def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
+                     accountant: Any, noise: Any, on_norm_violation: NormViolation,
+                     show_progress: bool | None) -> _Released:
+    """simulate_sum=True: one pass (validates every row), then one symmetric Gaussian on the average.
+
+    It has exactly the law of the average of the n reports' noise (entry std ``sigma / sqrt(n)``).
+    """
+    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                         want_second=True, owner=_OWNER, show_progress=show_progress)
+    d, n = moments.d, moments.n
+    check_n_components(k, d, _OWNER, name="k")
+    plan = _plan(budget, calibration, C, _OWNER, n_users=n)
+    with release(plan, accountant, noise) as releaser:
+        assert moments.second is not None
+        average = releaser.add_symmetric("average", moments.second / n)
+        eigen = top_k_eigh(average, k)
+    return releaser, average, eigen, n, d
+
+
+def _release_reports(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
+                     accountant: Any, noise: Any, on_norm_violation: NormViolation,
+                     show_progress: bool | None) -> _Released:
+    """simulate_sum=False: every user's report (in blocks of users), averaged by the server."""
+    if accountant is not None:
+        # Users draw their noise while the data are read: validate every row first (a pass
+        # without noise), then charge, then generate the reports.
+        if not needs_two_passes_ok(X):
+            raise ValueError(
+                f"{_OWNER} with simulate_sum=False and an accountant reads the data twice "
+                "(validation, then the reports); pass a re-iterable source (an array, a list "
+                "of blocks, or a callable returning a fresh iterator) or use simulate_sum=True."
+            )
+        checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
+                             want_sum=False, want_second=False, owner=_OWNER)
+        check_n_components(k, checked.d, _OWNER, name="k")
+    plan = _plan(budget, calibration, C, _OWNER)
+    with release(plan, accountant, noise) as releaser:
+        total, n, d = _simulated_report_sum(X, C, releaser, on_norm_violation, _OWNER, show_progress)
+        check_n_components(k, d, _OWNER, name="k")
+        average = _symmetric_from_upper(total / n, d)
+        eigen = top_k_eigh(average, k)
+    return releaser, average, eigen, n, d
+
+
+local_gaussian.__doc__ = (local_gaussian.__doc__ or "") + """
     Parameters
     ----------
     X : array-like of shape (n_users, n_features), np.memmap, sparse matrix, Dask array, or an
@@ -274,7 +413,9 @@ def local_gaussian(
     accountant : Accountant, optional
         Ledger (relation ``"local"``) to spend against; refused before any noise is drawn if it
         would exceed the ceiling.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the users' noise. ``"secure"``: OS entropy and an exact discrete Gaussian
+        sampler (the report's ``noise_source`` says which; slow for many users).
     on_norm_violation : {"clip", "raise"}
     simulate_sum : bool
         True (default): draw the server's average directly: ``(1/n) sum_i c(x_i) c(x_i)^T`` (by
@@ -291,95 +432,4 @@ def local_gaussian(
         matrix; n is public in the local model); ``n_samples`` = n; diagnostics ``noise_std``
         (each user's per-entry std), ``aggregate_noise_std``, ``noise_multiplier``,
         ``sensitivity``, ``communication_floats_per_user`` = d (d + 1) / 2, ``simulate_sum``.
-
-    Privacy
-    -------
-    Relation: local. Each user's report is one Gaussian mechanism on ``upper(c(x) c(x)^T)``, whose
-    L2 sensitivity over any two records of norm <= C is ``sqrt(2) C^2``
-    (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``), so it is
-    (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
-    is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
-    runs the same mechanism on disjoint data). The server's average and eigendecomposition are
-    post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
-    the central model.) With an accountant, every row is read and validated before the charge
-    (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal costs nothing;
-    a failure after the charge is a failed release that stays charged.
-    """
-    owner = _OWNER
-    budget, C = _check_common(epsilon, delta, row_norm, calibration, on_norm_violation, owner)
-    rel = as_relation(relation, owner=owner)
-    if rel is not Relation.LOCAL:
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'local' (a local-model protocol). Got "
-            f"{rel.value!r} instead."
-        )
-    if not isinstance(simulate_sum, (bool, np.bool_)):
-        raise TypeError(
-            f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
-        )
-    d_known = n_features_of(X)
-    if d_known is not None:
-        check_n_components(k, d_known, owner, name="k")
-    rng = as_generator(random_state)
-
-    s, notes = _noise_multiplier(budget, calibration)
-    sens = local_sensitivity(C)
-    noise_std = s * sens
-    event = dp_accounting.GaussianDpEvent(s)
-    if accountant is not None:
-        accountant.check(event, rel)  # fail fast, before reading the data
-
-    if simulate_sum:
-        moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                             want_second=True, owner=owner, show_progress=show_progress)
-        d, n = moments.d, moments.n
-        k = check_n_components(k, d, owner, name="k")
-        with charge(accountant, [event], rel, owner):
-            assert moments.second is not None
-            average = moments.second / n + symmetric_gaussian(d, noise_std / math.sqrt(n), rng)
-            values, components = top_k_eigh(average, k)
-    else:
-        if accountant is not None:
-            # Users draw their noise while the data are read: validate every row first (a pass
-            # without noise), then charge, then generate the reports.
-            if not needs_two_passes_ok(X):
-                raise ValueError(
-                    f"{owner} with simulate_sum=False and an accountant reads the data twice "
-                    "(validation, then the reports); pass a re-iterable source (an array, a list "
-                    "of blocks, or a callable returning a fresh iterator) or use simulate_sum=True."
-                )
-            checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
-                                 want_sum=False, want_second=False, owner=owner)
-            check_n_components(k, checked.d, owner, name="k")
-        with charge(accountant, [event], rel, owner):
-            total, n, d = _simulated_report_sum(X, C, noise_std, rng, on_norm_violation, owner,
-                                                show_progress)
-            k = check_n_components(k, d, owner, name="k")
-            average = _symmetric_from_upper(total / n, d)
-            values, components = top_k_eigh(average, k)
-
-    notes = [
-        *notes,
-        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own "
-        "record; the recorded event is one user's Gaussian release.",
-    ]
-    report = certify_release(
-        [event], mechanism=owner, budget=budget, relation=rel, calibration=calibration,
-        notes=notes, stacklevel=3,
-    )
-    diagnostics: dict[str, Any] = {
-        "noise_std": noise_std,
-        "aggregate_noise_std": noise_std / math.sqrt(n),
-        "noise_multiplier": s,
-        "sensitivity": sens,
-        "communication_floats_per_user": report_length(d),
-        "simulate_sum": bool(simulate_sum),
-    }
-    return SubspaceResult(
-        components=components,
-        values=values * n,
-        total=float(np.trace(average)) * n,
-        n_samples=float(n),
-        privacy=report,
-        diagnostics=diagnostics,
-    )
+"""

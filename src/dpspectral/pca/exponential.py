@@ -77,8 +77,8 @@ data set without the row): L1 sensitivity ``2 C^2``.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -88,12 +88,26 @@ import scipy.optimize
 import scipy.special
 
 from .._validation import as_generator, check_mechanism_inputs, check_n_components
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Options,
+    Table,
+    check_params,
+    validated,
+)
 from ..linalg import fix_signs
 from ..moments import accumulate, n_features_of
-from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release, compose
-from ..privacy.budget import Relation
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
+from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
-from ..privacy.pipeline import charge
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
 
 __all__ = [
@@ -123,24 +137,23 @@ class BinghamSamplerError(RuntimeError):
     """The Bingham sampler used up ``max_proposals`` proposals per sample without finishing."""
 
 
-def _check_envelope(envelope: Any) -> str:
-    if envelope not in ("auto", "acg", "tangent"):
-        raise ValueError(
-            "The 'envelope' parameter must be one of 'auto', 'acg', 'tangent'. "
-            f"Got {envelope!r} instead."
-        )
+_ENVELOPE = Options(("auto", "acg", "tangent"))
+_MAX_PROPOSALS = Interval(1, None, "left", integer=True)
+_N_COMPONENTS = Interval(1, None, "left", integer=True)
+
+#: The parameters of :func:`ppca` (and, with ``eigenvalue_share``, of :func:`exponential_pca`);
+#: ``k <= n_features``, ``delta == 0`` and ``vector_shares`` (k weights) are checked inline.
+_PPCA_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "envelope": _ENVELOPE,
+    "max_proposals": _MAX_PROPOSALS,
+}
+_EXPONENTIAL_PARAMS: Table = {**_PPCA_PARAMS, "eigenvalue_share": Interval(0, 1, "left")}
+
+
+def _check_envelope(envelope: Any, owner: str) -> str:
+    check_params({"envelope": _ENVELOPE}, {"envelope": envelope}, owner)
     return str(envelope)
-
-
-def _check_max_proposals(max_proposals: Any, owner: str = "the Bingham sampler") -> int:
-    if isinstance(max_proposals, bool) or not isinstance(max_proposals, numbers.Integral) or (
-        int(max_proposals) < 1
-    ):
-        raise ValueError(
-            f"The 'max_proposals' parameter of {owner} must be an int in [1, inf). "
-            f"Got {max_proposals!r} instead."
-        )
-    return int(max_proposals)
 
 
 def _log_sphere_area(d: int) -> float:
@@ -191,7 +204,8 @@ class BinghamSampler:
         if not np.isfinite(M).all():
             raise ValueError("The 'M' parameter of BinghamSampler must be finite (no NaN or inf).")
         values, vectors = scipy.linalg.eigh(0.5 * (M + M.T), check_finite=False)
-        self._setup(values[::-1].copy(), vectors[:, ::-1].copy(), _check_envelope(envelope))
+        self._setup(values[::-1].copy(), vectors[:, ::-1].copy(),
+                    _check_envelope(envelope, "BinghamSampler"))
 
     @classmethod
     def from_eigh(
@@ -202,7 +216,8 @@ class BinghamSampler:
         Q = np.asarray(eigenvectors, dtype=float)
         order = np.argsort(w)[::-1]
         self = cls.__new__(cls)
-        self._setup(w[order].copy(), Q[:, order].copy(), _check_envelope(envelope))
+        self._setup(w[order].copy(), Q[:, order].copy(),
+                    _check_envelope(envelope, "BinghamSampler"))
         return self
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -351,7 +366,9 @@ class BinghamSampler:
         n = 1 if size is None else int(size)
         if isinstance(size, bool) or n < 0:
             raise ValueError(f"The 'size' parameter must be None or an int >= 0. Got {size!r} instead.")
-        cap = _check_max_proposals(max_proposals) * max(n, 1)
+        check_params({"max_proposals": _MAX_PROPOSALS}, {"max_proposals": max_proposals},
+                     "the Bingham sampler")
+        cap = int(max_proposals) * max(n, 1)
         rng = as_generator(random_state)
         d = self.d
         if self.envelope == "trivial":
@@ -434,21 +451,71 @@ def sample_bingham(
 # ------------------------------------------------------------------------------------------------
 
 
-class _Plan:
-    """Budgets, concentrations and events of one run, fixed before the data are read."""
+@dataclass(frozen=True)
+class _ExponentialPlan(ReleasePlan):
+    """The releases of one run (a :class:`ReleasePlan`) and the directions' budgets.
 
-    def __init__(self) -> None:
-        self.vector_epsilons: list[float] = []  # budget charged per sampled direction
-        self.concentrations: list[float] = []  # c_j in exp(c_j u^T A_j u)
-        self.eigen_epsilon = 0.0
-        self.eigen_scale: float | None = None  # Laplace scale on the eigenvalue release
-        self.events: list[dp_accounting.DpEvent] = []
-        self.notes: list[str] = []
+    ``releases`` holds the Laplace release of the eigenvalues (``"eigenvalues"``) when one is made;
+    the directions are exponential-mechanism draws (no additive noise): their concentrations
+    ``c_j`` and the epsilon each certifies are kept here, and their events are in ``events``.
+    """
+
+    concentrations: tuple[float, ...] = ()  # c_j in exp(c_j u^T A_j u)
+    vector_epsilons: tuple[float, ...] = ()  # epsilon certified per sampled direction
+    eigen_epsilon: float = 0.0  # epsilon certified by the eigenvalue release
 
 
 def _n_sampled(k: int, d: int) -> int:
     """Directions that are sampled: when k = d the last one is the remaining line (no budget)."""
     return k if k < d else d - 1
+
+
+def _split_budget(epsilon: float, eigenvalue_share: float, n_vec: int) -> tuple[float, float]:
+    """``(epsilon_0, epsilon of all directions)``, shrunk by the rounding guard."""
+    eps = epsilon * (1.0 - _ROUNDING_GUARD)
+    eps_values = eps * eigenvalue_share
+    eps_vectors = eps - eps_values
+    if n_vec == 0:  # d = 1: nothing to sample
+        eps_values = eps if eigenvalue_share > 0 else 0.0
+        eps_vectors = 0.0
+    return eps_values, eps_vectors
+
+
+def _direction_budgets(
+    kind: str, calibration: str, eps_vectors: float, vector_shares: np.ndarray | None, n_vec: int,
+    C2: float, replace_one: bool,
+) -> tuple[list[float], list[float]]:
+    """Concentration ``c_j`` and certified epsilon of every sampled direction."""
+    weights = np.ones(n_vec) if vector_shares is None else np.asarray(vector_shares[:n_vec], float)
+    if n_vec:
+        weights = weights / weights.sum()
+    concentrations: list[float] = []
+    guarantees: list[float] = []
+    for e in (float(eps_vectors * w) for w in weights):
+        if calibration == "tight":
+            c = e / C2 if not replace_one else e / (2.0 * C2)
+            guarantee = e
+        elif kind == "exponential":  # Amin et al.: exp(eps_i / 4 u^T C u) for rows of norm <= 1
+            c = e / (4.0 * C2)
+            guarantee = c * C2 * (2.0 if replace_one else 1.0)
+        else:  # ppca, paper: CSS12's exp((eps / 2) v^T X^T X v), rows of norm <= 1
+            c = e / (2.0 * C2)
+            guarantee = c * C2 * (2.0 if replace_one else 1.0)
+        concentrations.append(c)
+        guarantees.append(guarantee)
+    return concentrations, guarantees
+
+
+def _direction_events(guarantees: list[float]) -> list[dp_accounting.DpEvent]:
+    """One pure-DP event per sampled direction (self-composed when the budgets are equal)."""
+    if not guarantees:
+        return []
+    if len(set(guarantees)) == 1:
+        event: dp_accounting.DpEvent = EpsilonDeltaDpEvent(guarantees[0], 0.0)
+        if len(guarantees) > 1:
+            event = dp_accounting.SelfComposedDpEvent(event, len(guarantees))
+        return [event]
+    return [EpsilonDeltaDpEvent(e, 0.0) for e in guarantees]
 
 
 def _plan(
@@ -462,65 +529,36 @@ def _plan(
     row_norm: float,
     eigenvalue_share: float,
     vector_shares: np.ndarray | None,
-) -> _Plan:
-    plan = _Plan()
+) -> _ExponentialPlan:
+    """Every release of one run (eigenvalues, directions), from public inputs only."""
     C2 = sensitivity_norm(row_norm) ** 2
     r1 = relation is Relation.REPLACE_ONE
     n_vec = _n_sampled(k, d)
-    eps = epsilon * (1.0 - _ROUNDING_GUARD)
-    eps_values = eps * eigenvalue_share
-    eps_vectors = eps - eps_values
-    if n_vec == 0:  # d = 1: nothing to sample
-        eps_values = eps if eigenvalue_share > 0 else 0.0
-        eps_vectors = 0.0
-    weights = np.ones(n_vec) if vector_shares is None else np.asarray(vector_shares[:n_vec], float)
-    if n_vec:
-        weights = weights / weights.sum()
-    vec_eps = [float(eps_vectors * w) for w in weights]
-    for e in vec_eps:
-        if calibration == "tight":
-            c = e / C2 if not r1 else e / (2.0 * C2)
-            guarantee = e
-        elif kind == "exponential":  # Amin et al.: exp(eps_i / 4 u^T C u) for rows of norm <= 1
-            c = e / (4.0 * C2)
-            guarantee = c * C2 * (2.0 if r1 else 1.0)
-        else:  # ppca, paper: CSS12's exp((eps / 2) v^T X^T X v), rows of norm <= 1
-            c = e / (2.0 * C2)
-            guarantee = c * C2 * (2.0 if r1 else 1.0)
-        plan.concentrations.append(c)
-        plan.vector_epsilons.append(guarantee)
-    if plan.vector_epsilons:
-        if len(set(plan.vector_epsilons)) == 1:
-            event: dp_accounting.DpEvent = EpsilonDeltaDpEvent(plan.vector_epsilons[0], 0.0)
-            if n_vec > 1:
-                event = dp_accounting.SelfComposedDpEvent(event, n_vec)
-            plan.events.append(event)
-        else:
-            plan.events.extend(EpsilonDeltaDpEvent(e, 0.0) for e in plan.vector_epsilons)
+    eps_values, eps_vectors = _split_budget(epsilon, eigenvalue_share, n_vec)
+    concentrations, guarantees = _direction_budgets(kind, calibration, eps_vectors, vector_shares,
+                                                    n_vec, C2, r1)
+    events = _direction_events(guarantees)
+    releases: tuple[NoisyRelease, ...] = ()
+    eigen_epsilon = 0.0
     if eps_values > 0:
-        l1 = (2.0 if r1 else 1.0) * C2
+        l1 = (2.0 if r1 else 1.0) * C2  # L1 sensitivity of the released eigenvalue vector
         scale = l1 / eps_values if calibration == "tight" else 2.0 * C2 / eps_values
-        plan.eigen_scale = scale
-        plan.eigen_epsilon = l1 / scale
-        plan.events.insert(0, dp_accounting.LaplaceDpEvent(scale / l1))
+        releases = (NoisyRelease("eigenvalues", "laplace", scale, l1),)
+        eigen_epsilon = l1 / scale
+        events.insert(0, dp_accounting.LaplaceDpEvent(scale / l1))
+    notes: tuple[str, ...] = ()
     if calibration == "paper" and kind == "exponential":
-        plan.notes.append(
+        notes = (
             "Amin et al. (2019) constants: exp(eps_i / 4 u^T C u) per direction and Laplace(2 C^2 / "
-            "eps_0) on the eigenvalues; the accountant certifies what they give (less than requested)."
+            "eps_0) on the eigenvalues; the accountant certifies what they give (less than requested).",
         )
-    return plan
-
-
-def _check_share(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < 1:
-        raise ValueError(
-            "The 'eigenvalue_share' parameter of exponential_pca must be a float in [0, 1). "
-            f"Got {value!r} instead."
-        )
-    return float(value)
+    return _ExponentialPlan(kind, relation, tuple(events), releases, notes,
+                            concentrations=tuple(concentrations), vector_epsilons=tuple(guarantees),
+                            eigen_epsilon=eigen_epsilon)
 
 
 def _check_vector_shares(value: Any, k: int) -> np.ndarray | None:
+    """None, or k positive finite weights (a constraint that depends on k: kept inline)."""
     if value is None:
         return None
     try:
@@ -580,6 +618,50 @@ def _sample_directions(
     return V
 
 
+def _validate(
+    kind: str, X: Any, k: Any, *, epsilon: float, delta: float, row_norm: float,
+    relation: Relation | str, calibration: str, on_norm_violation: str, vector_shares: Any,
+) -> tuple[PrivacyBudget, Relation, float, int, np.ndarray | None]:
+    """The public inputs, checked before anything is read or charged (the table checked the rest)."""
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=kind, allowed_relations=_RELATIONS,
+        needs_delta=False,
+    )
+    if budget.delta != 0.0:
+        # A pure-epsilon mechanism reported at delta > 0 would claim a weaker guarantee than it has
+        # and mislead a ledger or a comparison; refuse rather than silently change the request.
+        raise ValueError(
+            f"The 'delta' parameter of {kind} must be 0: {kind} is a pure epsilon-DP mechanism "
+            f"(the exponential mechanism), so it has no delta. Got {delta!r} instead."
+        )
+    d_known = n_features_of(X)
+    if d_known is not None:
+        k = check_n_components(k, d_known, kind, name="k")  # k <= n_features: a cross-check
+    else:
+        check_params({"k": _N_COMPONENTS}, {"k": k}, kind)
+    return budget, rel, C, int(k), _check_vector_shares(vector_shares, int(k))
+
+
+def _release_directions(
+    plan: _ExponentialPlan, scatter: np.ndarray, k: int, releaser: Releaser, envelope: str,
+    max_proposals: int,
+) -> tuple[np.ndarray | None, float | None, np.ndarray]:
+    """Inside the release block: the noisy eigenvalues (if planned), then the k directions."""
+    A = 0.5 * (scatter + scatter.T)
+    w, Q = scipy.linalg.eigh(A, check_finite=False)
+    values: np.ndarray | None = None
+    total: float | None = None
+    if plan.releases:
+        w_desc = w[::-1]
+        released = releaser.add("eigenvalues", np.append(w_desc[:k], w_desc[k:].sum()))
+        values = np.sort(released[:k])[::-1]
+        total = float(released.sum())
+    V = _sample_directions(A, k, plan.concentrations, (w, Q), releaser.generator, envelope,
+                           max_proposals)
+    return values, total, V
+
+
 def _exponential_mechanism(
     kind: str,
     X: Any,
@@ -599,80 +681,43 @@ def _exponential_mechanism(
     max_proposals: int,
     show_progress: bool | None,
 ) -> SubspaceResult:
-    owner = kind
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=_RELATIONS,
-        needs_delta=False,
-    )
-    if budget.delta != 0.0:
-        # A pure-epsilon mechanism reported at delta > 0 would claim a weaker guarantee than it has
-        # and mislead a ledger or a comparison; refuse rather than silently change the request.
-        raise ValueError(
-            f"The 'delta' parameter of {owner} must be 0: {owner} is a pure epsilon-DP mechanism "
-            f"(the exponential mechanism), so it has no delta. Got {delta!r} instead."
-        )
-    envelope = _check_envelope(envelope)  # type: ignore[assignment]
-    max_proposals = _check_max_proposals(max_proposals, owner)
-    share = _check_share(eigenvalue_share)
+    """Validate -> plan -> release (eigenvalues, directions) -> post-process (signs)."""
+    budget, rel, C, k, shares = _validate(
+        kind, X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, on_norm_violation=on_norm_violation, vector_shares=vector_shares)
+    noise = noise_source(random_state)
+
+    def make_plan(d: int) -> _ExponentialPlan:
+        return _plan(kind, k=k, d=d, epsilon=budget.epsilon, relation=rel, calibration=calibration,
+                     row_norm=C, eigenvalue_share=float(eigenvalue_share), vector_shares=shares)
+
     d_known = n_features_of(X)
     if d_known is not None:
-        k = check_n_components(k, d_known, owner, name="k")
-    elif isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"The 'k' parameter of {owner} must be an int in [1, n_features]. Got {k!r}.")
-    shares = _check_vector_shares(vector_shares, int(k))
-    rng = as_generator(random_state)
-
-    def make_plan(d: int) -> _Plan:
-        return _plan(kind, k=int(k), d=d, epsilon=budget.epsilon, relation=rel,
-                     calibration=calibration, row_norm=C, eigenvalue_share=share,
-                     vector_shares=shares)
-
-    if accountant is not None and d_known is not None:
-        accountant.check(compose(make_plan(d_known).events), rel)  # fail fast, before any reading
-
+        precheck(accountant, make_plan(d_known).events, rel)  # fail fast, before any reading
     # Validate (this pass reads every row of an in-memory input), then charge, then release.
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=owner, show_progress=show_progress)
-    d, n = moments.d, moments.n
-    k = check_n_components(k, d, owner, name="k")
-    plan = make_plan(d)
+                         want_second=True, owner=kind, show_progress=show_progress)
+    k = check_n_components(k, moments.d, kind, name="k")
+    plan = make_plan(moments.d)
     # A failure after the charge (the sampler's cap) is a failed release: it stays charged.
-    with charge(accountant, plan.events, rel, owner):
+    with release(plan, accountant, noise) as releaser:
         assert moments.second is not None
-        A = 0.5 * (moments.second + moments.second.T)
-        w, Q = scipy.linalg.eigh(A, check_finite=False)
-
-        values: np.ndarray | None = None
-        total: float | None = None
-        if plan.eigen_scale is not None:
-            w_desc = w[::-1]
-            released = np.append(w_desc[:k], w_desc[k:].sum())
-            released = released + rng.laplace(0.0, plan.eigen_scale, size=released.shape)
-            values = np.sort(released[:k])[::-1]
-            total = float(released.sum())
-
-        V = _sample_directions(A, k, plan.concentrations, (w, Q), rng, envelope, max_proposals)
-    components = fix_signs(V)
-
-    report = certify_release(
-        plan.events, mechanism=owner, budget=budget, relation=rel, calibration=calibration,
-        notes=plan.notes, stacklevel=4,
-    )
+        values, total, V = _release_directions(plan, moments.second, k, releaser, envelope,
+                                               max_proposals)
+    # frames: certify_release, report, here, ppca/exponential_pca, the constraint check, the caller
+    report = releaser.report(mechanism=kind, budget=budget, calibration=calibration,
+                             notes=plan.notes, stacklevel=6)
     diagnostics: dict[str, Any] = {
         "sensitivity": sensitivity_norm(C) ** 2,
         "vector_epsilons": list(plan.vector_epsilons),
         "concentrations": list(plan.concentrations),
         "eigenvalue_epsilon": plan.eigen_epsilon,
-        "eigenvalue_noise_scale": plan.eigen_scale,
+        "eigenvalue_noise_scale": plan.releases[0].scale if plan.releases else None,
     }
     return SubspaceResult(
-        components=components,
-        values=values,
-        total=total,
-        n_samples=float(n) if rel.n_is_public else None,
-        privacy=report,
-        diagnostics=diagnostics,
+        components=fix_signs(V), values=values, total=total,
+        n_samples=float(moments.n) if rel.n_is_public else None,
+        privacy=report, diagnostics=diagnostics,
     )
 
 
@@ -693,6 +738,7 @@ _PRIVACY_DOC = """
 """
 
 
+@validated(_PPCA_PARAMS)
 def ppca(
     X: Any,
     k: int = 1,
@@ -742,17 +788,7 @@ def ppca(
         utility). ``"paper"``: the paper's ``epsilon_j / (2 C^2)`` under both relations (so under
         add/remove it certifies ``epsilon / 2``). The registry lists only ``"tight"``: under the
         paper's relation the two coincide.
-    accountant : Accountant, optional
-        Ledger to spend against; the run is refused before the data are read if it would exceed the
-        ceiling.
-    random_state : None, int, SeedSequence or Generator
-    on_norm_violation : {"clip", "raise"}
-    envelope : {"auto", "acg", "tangent"}
-        The sampler's envelope (all exact; "auto" picks the faster one).
-    max_proposals : int
-        Cap on the sampler's proposals per direction; past it :class:`BinghamSamplerError`.
-    show_progress : bool or None
-        Progress bar over the blocks of X.
+    {common_parameters}
 
     Returns
     -------
@@ -772,6 +808,7 @@ def ppca(
     )
 
 
+@validated(_EXPONENTIAL_PARAMS)
 def exponential_pca(
     X: Any,
     k: int,
@@ -830,16 +867,7 @@ def exponential_pca(
         (``values=None``, ``total=None``) and spends everything on the directions.
     vector_shares : sequence of k positive floats, optional
         Relative budgets of the k directions (normalised); default equal.
-    accountant : Accountant, optional
-        Ledger to spend against; refused before the data are read if over its ceiling.
-    random_state : None, int, SeedSequence or Generator
-    on_norm_violation : {"clip", "raise"}
-    envelope : {"auto", "acg", "tangent"}
-        The sampler's envelope (all exact; "auto" picks the faster one per step).
-    max_proposals : int
-        Cap on the sampler's proposals per direction; past it :class:`BinghamSamplerError`.
-    show_progress : bool or None
-        Progress bar over the blocks of X.
+    {common_parameters}
 
     Returns
     -------
@@ -864,5 +892,21 @@ def exponential_pca(
     )
 
 
+_COMMON_PARAMETERS = """accountant : Accountant, optional
+        Ledger to spend against; the run is refused before the data are read if it would exceed the
+        ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the directions. ``"secure"``: OS entropy and an exact
+        Laplace sampler for the eigenvalues (the Bingham sampler runs on a generator seeded from
+        OS entropy); the report's ``noise_source`` says which.
+    on_norm_violation : {"clip", "raise"}
+    envelope : {"auto", "acg", "tangent"}
+        The sampler's envelope (all exact; "auto" picks the faster one per step).
+    max_proposals : int
+        Cap on the sampler's proposals per direction; past it :class:`BinghamSamplerError`.
+    show_progress : bool or None
+        Progress bar over the blocks of X.
+"""
+
 for _f in (ppca, exponential_pca):
-    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
+    _f.__doc__ = (_f.__doc__ or "").replace("{common_parameters}\n", _COMMON_PARAMETERS) + _PRIVACY_DOC

@@ -34,6 +34,7 @@ search is labelled non-private in every output.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -44,12 +45,25 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._validation import as_generator, check_choice, check_mechanism_inputs, check_share
-from ..privacy.accounting import Accountant, ParallelDpEvent, PrivacyReport, certify_release, compose
-from ..privacy.budget import Relation
+from .._validation import check_mechanism_inputs
+from ..constraints import (
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Options,
+    Table,
+    validated,
+)
+from ..privacy.accounting import Accountant, ParallelDpEvent, PrivacyReport, compose
+from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
-from ..privacy.pipeline import charge, validate_rows
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release, validate_rows
 from ..results import SubspaceResult
 from . import oja as oja_module
 
@@ -108,6 +122,102 @@ def _captured(X: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
     return total / X.shape[0]
 
 
+#: The parameters of :func:`select_learning_rate`; ``c1``, ``c2`` and ``method_params`` are checked by
+#: the method itself (before the charge, when the search plans the runs' cost).
+_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION,
+    "random_state": RANDOM_STATE, "method": Options(tuple(_METHODS)),
+    "tuning": Options(("private", "nonprivate")), "n_rounds": Interval(1, None, "left", integer=True),
+    "validation_share": SHARE,
+}
+
+
+@dataclass(frozen=True)
+class _Search:
+    """The public facts of one search, fixed before anything is charged or drawn."""
+
+    grid: list[tuple[int, float, float]]
+    private: bool
+    n_val: int  # rows in the validation set (0 for the non-private search)
+    run_epsilon: float
+    run_delta: float
+    validation: ReleasePlan | None  # the noisy scores (private search), charged with the search
+
+
+def _plan(X: Any, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm: float, C: float,
+          method: str, grid: list[tuple[int, float, float]], validation_share: float, tuning: str,
+          on_norm_violation: NormViolation, method_params: dict[str, Any],
+          owner: str) -> tuple[ReleasePlan, _Search]:
+    """The whole search's cost (J runs and J noisy scores, on disjoint rows), from public inputs."""
+    n, J = int(X.shape[0]), len(grid)
+    notes = [f"{J} candidates over {grid[-1][0]} rounds (tuning={tuning})."]
+    if tuning != "private":
+        notes.append("Learning rate tuned NON-PRIVATELY on the data (benchmark mode): the output is not "
+                     "differentially private.")
+        search = _Search(grid, False, 0, budget.epsilon, budget.delta, None)
+        return ReleasePlan(owner, relation, (), notes=tuple(notes)), search
+    n_val = max(1, int(round(validation_share * n)))
+    if n_val >= n:
+        raise ValueError(f"{owner}: validation_share={validation_share:g} leaves no training rows.")
+    run_eps, run_delta = budget.epsilon / J, budget.delta / J
+    s_val = analytic_noise_multiplier(budget.epsilon, budget.delta) * math.sqrt(J)
+    score_sens = sensitivity_norm(C) ** 2 / n_val  # one row moves a captured variance by <= C^2 / n_val
+    val_event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_val), J)
+    # the runs' events depend only on the training set's shape and the public parameters (not on
+    # (c1, c2)): planned once on a public stand-in of that shape, before anything is drawn
+    stand_in = np.broadcast_to(np.zeros((1, X.shape[1])), (n - n_val, X.shape[1]))
+    with warnings.catch_warnings():  # the runs below warn about their parameters, once each
+        warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
+        run_events: Any = _METHODS[method](
+            stand_in, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm, c1=grid[0][1],
+            c2=grid[0][2], on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
+    run_events = getattr(run_events, "events", run_events)  # a ReleasePlan or a list of events
+    train = dp_accounting.SelfComposedDpEvent(compose(list(run_events)), J)
+    notes.append("Secret random train/validation split; every candidate run permutes its rows with "
+                 "its own secret permutation (independent runs, composed).")
+    val_std = s_val * sensitivity_norm(C) ** 2 / n_val
+    validation = ReleasePlan(f"{owner} (validation scores)", relation, (),
+                             (NoisyRelease("score", "gaussian", val_std, score_sens),))
+    search = _Search(grid, True, n_val, run_eps, run_delta, validation)
+    return ReleasePlan(owner, relation, (ParallelDpEvent([train, val_event]),), notes=tuple(notes)), search
+
+
+def _run_candidates(X: Any, k: int, search: _Search, releaser: Releaser, *, row_norm: float, C: float,
+                    method: str, on_norm_violation: NormViolation,
+                    method_params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[SubspaceResult]]:
+    """Inside the charged block: the secret split, the J runs and their (noisy) validation scores."""
+    rng = releaser.generator
+    J = len(search.grid)
+    seeds = np.random.SeedSequence(int(rng.integers(2**63))).spawn(J + 1)
+    X_train, X_val = X, X
+    if search.private:
+        # a secret, uniformly random split (not positional: a data-dependent row order would break
+        # parallel composition); sorted indices read a memmap in order
+        perm = rng.permutation(int(X.shape[0]))
+        X_train, X_val = X[np.sort(perm[search.n_val:])], X[np.sort(perm[:search.n_val])]
+    secure = releaser.noise.name == "secure"
+    # the scores' noise has its own stream (seeded: a child of the run's seed; secure: OS entropy);
+    # the whole search, scores included, was charged once by the enclosing block
+    score_noise = releaser.noise if secure else noise_source(np.random.default_rng(seeds[J]))
+    candidates: list[dict[str, Any]] = []
+    results: list[SubspaceResult] = []
+    with contextlib.ExitStack() as stack:
+        scorer = (stack.enter_context(release(search.validation, None, score_noise))
+                  if search.validation is not None else None)
+        for (i, a, b), seed in zip(search.grid, seeds[:J], strict=True):
+            res = _METHODS[method](X_train, k, epsilon=search.run_epsilon, delta=search.run_delta,
+                                   row_norm=row_norm, c1=a, c2=b, on_norm_violation=on_norm_violation,
+                                   random_state="secure" if secure else np.random.default_rng(seed),
+                                   **method_params)
+            score = _captured(X_val, res.components, C, on_norm_violation)
+            if scorer is not None:
+                score = scorer.add("score", score)
+            candidates.append({"round": i, "c1": a, "c2": b, "score": score})
+            results.append(res)
+    return candidates, results
+
+
+@validated(_PARAMS)
 def select_learning_rate(
     X: Any,
     k: int = 1,
@@ -129,80 +239,44 @@ def select_learning_rate(
     """Choose ``(c1, c2)`` for ``dp_pca`` or ``private_oja`` (module docstring: grid and privacy).
 
     ``X`` must allow several passes (an array or memmap). ``method_params`` go to the method.
+    ``random_state="secure"`` runs every candidate with the secure noise source and draws the split
+    and the scores' noise from OS entropy.
+
+    Privacy
+    -------
+    Replace-one, (epsilon, delta) for the whole search (``tuning="private"``): the J runs compose
+    on the training rows, the J noisy scores (sensitivity ``C^2 / n_val`` each) are calibrated
+    together, and the two parts are on disjoint rows (``ParallelDpEvent``); see the module
+    docstring. ``tuning="nonprivate"`` is NOT differentially private and is reported so.
     """
     owner = "select_learning_rate"
-    check_choice(method, "method", tuple(_METHODS), owner)
-    check_choice(tuning, "tuning", ("private", "nonprivate"), owner)
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation="replace_one", calibration="tight",
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
-    if isinstance(n_rounds, bool) or not isinstance(n_rounds, int) or n_rounds < 1:
-        raise ValueError(f"The 'n_rounds' parameter of {owner} must be an int >= 1. Got {n_rounds!r}.")
-    v_share = check_share(validation_share, "validation_share", owner)
     if not hasattr(X, "shape") or len(X.shape) != 2:
         raise TypeError(f"{owner} needs an array or memmap of shape (n, d): it passes over the data "
                         "once per candidate.")
     # the whole input, before anything is charged or drawn
     validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    n = int(X.shape[0])
     d0 = _DEFAULTS[method]
     grid = learning_rate_grid(d0[0] if c1 is None else float(c1), d0[1] if c2 is None else float(c2),
-                              n_rounds)
-    J = len(grid)
-    rng = as_generator(random_state)
-    seeds = np.random.SeedSequence(int(rng.integers(2**63))).spawn(J + 1)
-    run = _METHODS[method]
-    private = tuning == "private"
-    notes = [f"{J} candidates over {n_rounds} rounds (tuning={tuning})."]
-    if private:
-        n_val = max(1, int(round(v_share * n)))
-        if n_val >= n:
-            raise ValueError(f"{owner}: validation_share={v_share:g} leaves no training rows.")
-        # a secret, uniformly random split (not positional: a data-dependent row order would break
-        # parallel composition); sorted indices read a memmap in order
-        perm = rng.permutation(n)
-        X_train, X_val = X[np.sort(perm[n_val:])], X[np.sort(perm[:n_val])]
-        run_eps, run_delta = budget.epsilon / J, budget.delta / J
-        s_val = analytic_noise_multiplier(budget.epsilon, budget.delta) * math.sqrt(J)
-        val_std = s_val * sensitivity_norm(C) ** 2 / n_val
-        val_event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_val), J)
-        # the runs' events do not depend on (c1, c2): planned once, before anything is drawn
-        with warnings.catch_warnings():  # the runs below warn about their parameters, once each
-            warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
-            run_events: Any = run(X_train, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm,
-                             c1=grid[0][1], c2=grid[0][2], on_norm_violation=on_norm_violation,
-                             _plan_only=True, **method_params)
-        train = dp_accounting.SelfComposedDpEvent(compose(run_events), J)
-        events: list[dp_accounting.DpEvent] = [ParallelDpEvent([train, val_event])]
-        notes.append("Secret random train/validation split; every candidate run permutes its rows with "
-                     "its own secret permutation (independent runs, composed).")
-    else:
-        X_train, X_val, run_eps, run_delta = X, X, budget.epsilon, budget.delta
-        val_std = 0.0
-        events = []
-        notes.append("Learning rate tuned NON-PRIVATELY on the data (benchmark mode): the output is not "
-                     "differentially private.")
+                              int(n_rounds))
+    noise = noise_source(random_state)
+    plan, search = _plan(X, k, budget=budget, relation=rel, row_norm=row_norm, C=C, method=method,
+                         grid=grid, validation_share=float(validation_share), tuning=tuning,
+                         on_norm_violation=on_norm_violation, method_params=method_params, owner=owner)
     # charged before any candidate runs (nothing is drawn before the charge; a refusal costs nothing)
-    with charge(accountant if private else None, events, rel, owner):
-        candidates: list[dict[str, Any]] = []
-        results: list[SubspaceResult] = []
-        val_rng = np.random.default_rng(seeds[J])
-        for (i, a, b), seed in zip(grid, seeds[:J], strict=True):
-            res = run(X_train, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm, c1=a, c2=b,
-                      random_state=np.random.default_rng(seed), on_norm_violation=on_norm_violation,
-                      **method_params)
-            score = _captured(X_val, res.components, C, on_norm_violation)
-            if private:
-                score += float(val_rng.standard_normal()) * val_std
-            candidates.append({"round": i, "c1": a, "c2": b, "score": score})
-            results.append(res)
+    with release(plan, accountant if search.private else None, noise) as releaser:
+        candidates, results = _run_candidates(X, k, search, releaser, row_norm=row_norm, C=C,
+                                              method=method, on_norm_violation=on_norm_violation,
+                                              method_params=method_params)
         best = int(np.argmax([c["score"] for c in candidates]))
-        if not private:
-            events = [*results[0].privacy.events, dp_accounting.NonPrivateDpEvent()]
-        report = certify_release(events, mechanism=f"{method}+lr_search", budget=budget, relation=rel,
-                                 calibration="tight", notes=notes, stacklevel=3)
+        events = None if search.private else [*results[0].privacy.events,
+                                                dp_accounting.NonPrivateDpEvent()]
+        # frames: certify_release, report, select_learning_rate, the constraint check, the caller
+        report = releaser.report(mechanism=f"{method}+lr_search", budget=budget, calibration="tight",
+                                 events=events, notes=list(plan.notes), stacklevel=5)
     result = dataclasses.replace(results[best], privacy=report)
     return LearningRateSearch(c1=grid[best][1], c2=grid[best][2], result=result, candidates=candidates,
                               privacy=report, tuning=tuning)
-

@@ -30,13 +30,26 @@ import dp_accounting
 import numpy as np
 
 from .._progress import progress
-from .._validation import as_generator, check_mechanism_inputs, check_n_components
+from .._validation import check_mechanism_inputs, check_n_components
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Table,
+    check_params,
+    validated,
+)
 from ..linalg import fix_signs, orthonormalize
 from ..moments import accumulate, n_features_of
-from ..privacy.accounting import Accountant, calibrate, certify_release
-from ..privacy.budget import Relation
+from ..privacy.accounting import Accountant, calibrate
+from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
-from ..privacy.pipeline import charge
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
@@ -66,20 +79,19 @@ def hardt_price_sigma(epsilon: float, delta: float, block_size: int, n_iter: int
     return math.sqrt(4.0 * block_size * n_iter * math.log(1.0 / delta)) / epsilon
 
 
-def _check_int(value: Any, name: str, low: int, high: int | None, owner: str) -> int:
-    bounds = f"[{low}, {'inf' if high is None else high}]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"The '{name}' parameter of {owner} must be an int in {bounds}. Got {value!r} instead."
-        )
-    if not low <= int(value) <= (math.inf if high is None else high):
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be an int in {bounds}. Got {value!r} instead."
-        )
-    return int(value)
+_N_ITER = Interval(1, None, "left", integer=True)
+_N_COMPONENTS = Interval(1, None, "left", integer=True)
+
+#: The parameters of :func:`noisy_power`; ``k <= n_features`` and ``k <= block_size <= n_features``
+#: relate parameters to each other and to the data and are checked inline.
+_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "n_iter": _N_ITER,
+}
 
 
 def _check_block_size(block_size: Any, k: int, d: int | None, owner: str) -> int:
+    """None (then k) or an int in [k, n_features] (bounds that depend on k and the data)."""
     if block_size is None:
         return k
     high = "n_features" if d is None else f"n_features={d}"
@@ -94,6 +106,56 @@ def _check_block_size(block_size: Any, k: int, d: int | None, owner: str) -> int
     return int(block_size)
 
 
+def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, row_norm: float,
+              relation: Relation | str, calibration: str,
+              on_norm_violation: str) -> tuple[PrivacyBudget, Relation, float, int, int]:
+    """The public inputs, checked before anything is read or charged (the table checked the rest)."""
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=_RELATIONS,
+    )
+    d_known = n_features_of(X)
+    if d_known is not None:
+        k = check_n_components(k, d_known, _OWNER, name="k")
+    else:
+        check_params({"k": _N_COMPONENTS}, {"k": k}, _OWNER)
+    return budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
+
+
+def _plan(budget: PrivacyBudget, relation: Relation, calibration: str, row_norm: float,
+          n_iter: int, block_size: int) -> ReleasePlan:
+    """The L releases ``Y_l = A X_{l-1} + G_l`` (one planned Gaussian release, used L times)."""
+    sens = _iteration_sensitivity(relation, sensitivity_norm(row_norm))
+    notes: tuple[str, ...] = ()
+    if calibration == "tight":
+        s = calibrate(
+            lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), n_iter),
+            budget.epsilon, budget.delta, relation=relation,
+        )
+    else:
+        s = hardt_price_sigma(budget.epsilon, budget.delta, block_size, n_iter)
+        notes = (
+            "Private power method with Hardt and Price's sigma = sqrt(4 p L ln(1/delta))/epsilon "
+            "(constant recalled from memory in the spec, not checked against the paper) times the "
+            "row-level sensitivity; certified only for the epsilon the accountant confirms.",
+        )
+    return ReleasePlan(_OWNER, relation, tuple(_events(s, n_iter)),
+                       (NoisyRelease("iteration", "gaussian", s * sens, sens),), notes)
+
+
+def _iterate(A: np.ndarray, block_size: int, n_iter: int, releaser: Releaser,
+             show_progress: bool | None) -> np.ndarray:
+    """Inside the release block: ``Y_l = A X_{l-1} + G_l``, ``X_l = QR(Y_l)``; returns ``Y_L``."""
+    d = A.shape[0]
+    Xl = orthonormalize(releaser.generator.standard_normal((d, block_size)))
+    Y = Xl
+    for _ in progress(range(n_iter), total=n_iter, desc=_OWNER, enabled=show_progress, min_total=50):
+        Y = releaser.add("iteration", A @ Xl)
+        Xl = orthonormalize(Y)
+    return Y
+
+
+@validated(_PARAMS)
 def noisy_power(
     X: Any,
     k: int,
@@ -123,6 +185,56 @@ def noisy_power(
     first k columns of ``X_L``. Both are post-processing of released quantities. Eigenvalues are
     not released (``values=None``).
 
+    Privacy
+    -------
+    Relation: replace-one (default) or add/remove. Each iteration releases ``Y_l``, whose
+    Frobenius (L2) sensitivity for a fixed orthonormal ``X_{l-1}`` is ``sqrt(2) C^2`` under
+    replace-one (``||(x x^T - y y^T) X||_F <= ||x x^T - y y^T||_F ||X||_2`` and
+    ``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``) and ``C^2`` under add/remove
+    (``||x x^T X||_F = ||x|| ||X^T x|| <= C^2``). ``X_{l-1}`` is computed from earlier releases (and
+    the data-independent start), so it is the same for both neighbours and the L releases compose
+    adaptively. Event: ``SelfComposedDpEvent(GaussianDpEvent(sigma / Delta), L)``. The final SVD
+    is post-processing of ``Y_L``. The data are read (an in-memory input validated whole: finite,
+    and within the bound with ``on_norm_violation="raise"``) before the ledger is charged, so a
+    refusal costs nothing; a failure after the charge is a failed release that stays charged.
+    ``random_state`` is secret (it draws the noise).
+    """
+    budget, rel, C, k, p = _validate(
+        X, k, block_size, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, on_norm_violation=on_norm_violation)
+    L = int(n_iter)
+    noise = noise_source(random_state)
+    # Plan every release before reading the data or drawing any randomness; fail fast.
+    plan = _plan(budget, rel, calibration, C, L, p)
+    precheck(accountant, plan.events, rel)
+    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                         want_second=True, owner=_OWNER, show_progress=show_progress)
+    k = check_n_components(k, moments.d, _OWNER, name="k")
+    p = _check_block_size(block_size, k, moments.d, _OWNER)
+    assert moments.second is not None
+    # The pass above read (and, for an in-memory input, validated) every row before the charge.
+    with release(plan, accountant, noise) as releaser:
+        Y = _iterate(moments.second, p, L, releaser, show_progress)
+    # Post-processing of the last release: its top-k left singular vectors, ordered.
+    U, _, _ = np.linalg.svd(Y, full_matrices=False)
+    # frames: certify_release, report, noisy_power, the constraint check, the caller
+    report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
+                             notes=plan.notes, stacklevel=5)
+    spec = plan["iteration"]
+    diagnostics: dict[str, Any] = {
+        "noise_std": spec.scale,
+        "noise_multiplier": plan.events[0].event.noise_multiplier,  # type: ignore[attr-defined]
+        "sensitivity": spec.sensitivity,
+        "n_iter": L,
+        "block_size": p,
+    }
+    return SubspaceResult(
+        components=fix_signs(U[:, :k]), values=None, privacy=report,
+        n_samples=float(moments.n) if rel.n_is_public else None, diagnostics=diagnostics,
+    )
+
+
+noisy_power.__doc__ = (noisy_power.__doc__ or "") + """
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
@@ -152,7 +264,9 @@ def noisy_power(
     accountant : Accountant, optional
         Ledger to spend against; the run is refused before any noise is drawn if it would exceed
         the ceiling.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the start and the noise. ``"secure"``: OS entropy and an exact discrete
+        Gaussian sampler (the report's ``noise_source`` says which).
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bars over blocks and iterations (None: on a terminal, for long work).
@@ -162,90 +276,4 @@ def noisy_power(
     SubspaceResult
         ``components`` (n_features, k); ``values`` None; diagnostics ``noise_std``,
         ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size``.
-
-    Privacy
-    -------
-    Relation: replace-one (default) or add/remove. Each iteration releases ``Y_l``, whose
-    Frobenius (L2) sensitivity for a fixed orthonormal ``X_{l-1}`` is ``sqrt(2) C^2`` under
-    replace-one (``||(x x^T - y y^T) X||_F <= ||x x^T - y y^T||_F ||X||_2`` and
-    ``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``) and ``C^2`` under add/remove
-    (``||x x^T X||_F = ||x|| ||X^T x|| <= C^2``). ``X_{l-1}`` is computed from earlier releases (and
-    the data-independent start), so it is the same for both neighbours and the L releases compose
-    adaptively. Event: ``SelfComposedDpEvent(GaussianDpEvent(sigma / Delta), L)``. The final SVD
-    is post-processing of ``Y_L``. The data are read (an in-memory input validated whole: finite,
-    and within the bound with ``on_norm_violation="raise"``) before the ledger is charged, so a
-    refusal costs nothing; a failure after the charge is a failed release that stays charged.
-    ``random_state`` is secret (it draws the noise).
-    """
-    owner = _OWNER
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=_RELATIONS,
-    )
-    L = _check_int(n_iter, "n_iter", 1, None, owner)
-    d_known = n_features_of(X)
-    if d_known is not None:
-        k = check_n_components(k, d_known, owner, name="k")
-    else:
-        k = _check_int(k, "k", 1, None, owner)
-    p = _check_block_size(block_size, k, d_known, owner)
-    rng = as_generator(random_state)
-
-    # Plan every release before reading the data or drawing any randomness.
-    sens = _iteration_sensitivity(rel, sensitivity_norm(C))
-    notes: list[str] = []
-    if calibration == "tight":
-        s = calibrate(
-            lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), L),
-            budget.epsilon, budget.delta, relation=rel,
-        )
-    else:
-        s = hardt_price_sigma(budget.epsilon, budget.delta, p, L)
-        notes.append(
-            "Private power method with Hardt and Price's sigma = sqrt(4 p L ln(1/delta))/epsilon "
-            "(constant recalled from memory in the spec, not checked against the paper) times the "
-            "row-level sensitivity; certified only for the epsilon the accountant confirms."
-        )
-    events = _events(s, L)
-    noise_std = s * sens
-    if accountant is not None:
-        accountant.check(events[0], rel)  # fail fast, before reading the data
-
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=owner, show_progress=show_progress)
-    d, n = moments.d, moments.n
-    k = check_n_components(k, d, owner, name="k")
-    p = _check_block_size(block_size, k, d, owner)
-    assert moments.second is not None
-    A = moments.second
-
-    # The pass above read (and, for an in-memory input, validated) every row before the charge.
-    with charge(accountant, events, rel, owner):
-        Xl = orthonormalize(rng.standard_normal((d, p)))
-        Y = Xl
-        for _ in progress(range(L), total=L, desc=owner, enabled=show_progress, min_total=50):
-            Y = A @ Xl
-            Y += rng.normal(0.0, noise_std, size=(d, p))
-            Xl = orthonormalize(Y)
-    # Post-processing of the last release: its top-k left singular vectors, ordered.
-    U, _, _ = np.linalg.svd(Y, full_matrices=False)
-    components = fix_signs(U[:, :k])
-
-    report = certify_release(
-        events, mechanism=owner, budget=budget, relation=rel, calibration=calibration,
-        notes=notes, stacklevel=3,
-    )
-    diagnostics: dict[str, Any] = {
-        "noise_std": noise_std,
-        "noise_multiplier": s,
-        "sensitivity": sens,
-        "n_iter": L,
-        "block_size": p,
-    }
-    return SubspaceResult(
-        components=components,
-        values=None,
-        privacy=report,
-        n_samples=float(n) if rel.n_is_public else None,
-        diagnostics=diagnostics,
-    )
+"""

@@ -43,13 +43,34 @@ import dp_accounting
 import numpy as np
 
 from .._progress import progress
-from .._validation import as_generator, check_mechanism_inputs, check_n_components, check_share
+from .._validation import check_mechanism_inputs, check_n_components
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Table,
+    validated,
+)
 from ..linalg import fix_signs, orthonormalize
-from ..privacy.accounting import Accountant, AccountingMethod, calibrate, certify_release
+from ..privacy.accounting import Accountant, AccountingMethod, calibrate
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
-from ..privacy.pipeline import charge, not_finite_error, validate_rows
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    not_finite_error,
+    release,
+    validate_rows,
+)
 from ..results import SubspaceResult
 
 __all__ = ["dp_spca", "dp_vrpca"]
@@ -58,24 +79,17 @@ Calibration = Literal["tight", "paper"]
 _G = 2.0  # Lipschitz constant of f_i(v) = -v^T x x^T v on the unit ball for ||x|| <= 1 (spec §C.1)
 
 
-def _positive(value: Any, name: str, owner: str, *, integer: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    if ok and integer:
-        ok = float(value) == int(value)
-    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
-        kind = "an int >= 1" if integer else "a float in (0, inf)"
-        raise ValueError(f"The '{name}' parameter of {owner} must be {kind}. Got {value!r} instead.")
-    return float(value)
-
-
-def _sampling_rate(q: Any, n: int, owner: str) -> float:
-    if q is None:
-        return 1.0 / n
-    if isinstance(q, bool) or not isinstance(q, (int, float, np.floating)) or not 0 < float(q) <= 1:
-        raise ValueError(
-            f"The 'sampling_rate' parameter of {owner} must be a float in (0, 1]. Got {q!r} instead."
-        )
-    return float(q)
+_COUNT = Interval(1, None, "left", integer=True)
+_COMMON_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    "n_steps": [NONE, _COUNT], "learning_rate": [NONE, Interval(0, None, "neither")],
+    "sampling_rate": [NONE, Interval(0, 1, "right")],
+}
+#: The parameters of :func:`dp_spca` and :func:`dp_vrpca`. ``k <= min(n_features, n_samples)``, the
+#: relation and the accountant (``accounting``, with its reason) are checked inline.
+_SPCA_PARAMS: Table = {**_COMMON_PARAMS, "mu": SHARE}
+_VRPCA_PARAMS: Table = {**_COMMON_PARAMS, "n_epochs": _COUNT, "full_gradient_share": SHARE}
 
 
 def _load_rows(X: Any, owner: str) -> np.ndarray:
@@ -196,7 +210,9 @@ _PRIVACY_DOC = """
         (epsilon, delta). ``"paper"``: the paper's noise formula verbatim; the result reports what
         the accountant certifies for it and warns when that exceeds the request.
     accountant : Accountant, optional
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
+        discrete Gaussian sampler for the noise (the report's ``noise_source`` says which).
     on_norm_violation : {"clip", "raise"}
     accounting : {"auto", "pld"}
         The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
@@ -211,6 +227,7 @@ _PRIVACY_DOC = """
 """
 
 
+@validated(_SPCA_PARAMS)
 def dp_spca(
     X: Any,
     k: int,
@@ -252,44 +269,59 @@ def dp_spca(
     owner = "dp_spca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
-    n, d = X.shape
-    T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
-    eta = _positive(1.0 / (2 * n) if learning_rate is None else learning_rate, "learning_rate", owner)
-    q = _sampling_rate(sampling_rate, n, owner)
-    mu = check_share(mu, "mu", owner)
-    Cs = sensitivity_norm(C)
-    delta_row = _G * Cs**2
-    notes: list[str] = ["Poisson sampling with rate q (each row independently per step)."]
-    if calibration == "tight":
-        s = _calibrate_sampled(q, T, budget.epsilon, budget.delta, accounting, None, 0)
-    else:
-        alpha = math.log(1.0 / budget.delta) / ((1.0 - mu) * budget.epsilon) + 1.0
-        lam1 = math.sqrt(20.0 * T * alpha * _G**2 / (n**2 * budget.epsilon * mu)) * Cs**2
-        s = lam1 / delta_row
-        notes.append(f"paper noise lambda_1 = {lam1:.6g} (alpha = {alpha:.6g}, mu = {mu:g}).")
-    events = [_step_events(q, s, T)]
-    with charge(accountant, events, rel, owner):  # validated above; a failure now stays charged
-        rng = as_generator(random_state)
-        sampler = _Sampler(X, q, C, on_norm_violation, rng, owner)
-        V = orthonormalize(rng.standard_normal((d, k)), "qr")
-        scale = eta / (q * n)
-        std = s * delta_row
-        for _ in progress(range(T), total=T, desc=owner, enabled=show_progress, min_total=2000):
-            B = sampler.draw()
-            step = rng.standard_normal((d, k)) * std
-            if B.shape[0]:
-                step += 2.0 * (B.T @ (B @ V))
-            V = _retract(V + scale * step)
-        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                                 calibration=calibration, accounting=accounting, notes=notes,
-                                 stacklevel=3)
+    n = X.shape[0]
+    T = n if n_steps is None else int(n_steps)
+    eta = 1.0 / (2 * n) if learning_rate is None else float(learning_rate)
+    q = 1.0 / n if sampling_rate is None else float(sampling_rate)
+    noise = noise_source(random_state)
+    plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(mu), calibration=calibration,
+                         accounting=accounting)
+    with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
+        sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
+        V = _spca_steps(X, k, sampler, releaser, n_steps=T, scale=eta / (q * n),
+                        show_progress=show_progress, owner=owner)
+        # frames: certify_release, report, dp_spca, the constraint check, the caller
+        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                 accounting=accounting, notes=plan.notes, stacklevel=5)
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-        diagnostics={"noise_multiplier": s, "noise_std": std, "sampling_rate": q, "n_steps": T,
-                     "learning_rate": eta},
+        diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale, "sampling_rate": q,
+                     "n_steps": T, "learning_rate": eta},
     )
 
 
+def _spca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
+               q: float, mu: float, calibration: str, accounting: str) -> tuple[ReleasePlan, float]:
+    """DP-SPCA's T sampled Gaussian steps (and their noise multiplier), from public inputs."""
+    Cs = sensitivity_norm(row_norm)
+    delta_row = _G * Cs**2  # one row's contribution 2 x x^T V, the bound the multiplier refers to
+    notes = ["Poisson sampling with rate q (each row independently per step)."]
+    if calibration == "tight":
+        s = _calibrate_sampled(q, n_steps, budget.epsilon, budget.delta, accounting, None, 0)
+    else:
+        alpha = math.log(1.0 / budget.delta) / ((1.0 - mu) * budget.epsilon) + 1.0
+        lam1 = math.sqrt(20.0 * n_steps * alpha * _G**2 / (n**2 * budget.epsilon * mu)) * Cs**2
+        s = lam1 / delta_row
+        notes.append(f"paper noise lambda_1 = {lam1:.6g} (alpha = {alpha:.6g}, mu = {mu:g}).")
+    plan = ReleasePlan("dp_spca", relation, (_step_events(q, s, n_steps),),
+                       (NoisyRelease("step", "gaussian", s * delta_row, delta_row),), tuple(notes))
+    return plan, s
+
+
+def _spca_steps(X: np.ndarray, k: int, sampler: _Sampler, releaser: Releaser, *, n_steps: int,
+                scale: float, show_progress: bool | None, owner: str) -> np.ndarray:
+    """Inside the release block: ``V_t = polar(V_{t-1} + scale (sum_S 2 x x^T V_{t-1} + Z_t))``."""
+    d = X.shape[1]
+    V = orthonormalize(releaser.generator.standard_normal((d, k)), "qr")
+    for _ in progress(range(n_steps), total=n_steps, desc=owner, enabled=show_progress,
+                      min_total=2000):
+        B = sampler.draw()
+        gradient = 2.0 * (B.T @ (B @ V)) if B.shape[0] else np.zeros((d, k))
+        V = _retract(V + scale * releaser.add("step", gradient))
+    return V
+
+
+@validated(_VRPCA_PARAMS)
 def dp_vrpca(
     X: Any,
     k: int,
@@ -338,21 +370,53 @@ def dp_vrpca(
     owner = "dp_vrpca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
-    n, d = X.shape
-    m = int(_positive(n_epochs, "n_epochs", owner, integer=True))
-    T = int(_positive(n if n_steps is None else n_steps, "n_steps", owner, integer=True))
-    eta = _positive(1.0 / n if learning_rate is None else learning_rate, "learning_rate", owner)
-    q = _sampling_rate(sampling_rate, n, owner)
-    share = check_share(full_gradient_share, "full_gradient_share", owner)
-    Cs = sensitivity_norm(C)
-    delta_vr = 2.0 * _G * Cs**2
+    n = X.shape[0]
+    m = int(n_epochs)
+    T = n if n_steps is None else int(n_steps)
+    eta = 1.0 / n if learning_rate is None else float(learning_rate)
+    q = 1.0 / n if sampling_rate is None else float(sampling_rate)
+    noise = noise_source(random_state)
+    plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q,
+                          full_gradient_share=float(full_gradient_share), calibration=calibration,
+                          accounting=accounting)
+    with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
+        sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
+        V = _vrpca_epochs(X, k, sampler, releaser, C=C, on_norm_violation=on_norm_violation,
+                          n_steps=T, n_epochs=m, learning_rate=eta, show_progress=show_progress,
+                          owner=owner)
+        # frames: certify_release, report, dp_vrpca, the constraint check, the caller
+        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                 accounting=accounting, notes=plan.notes, stacklevel=5)
+    std_full = plan["full_gradient"].scale if _has(plan, "full_gradient") else 0.0
+    return SubspaceResult(
+        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
+        diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale,
+                     "full_gradient_noise_std": std_full, "sampling_rate": q, "n_steps": T,
+                     "n_epochs": m, "learning_rate": eta},
+    )
+
+
+def _has(plan: ReleasePlan, name: str) -> bool:
+    return any(r.name == name for r in plan.releases)
+
+
+def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
+                n_epochs: int, q: float, full_gradient_share: float, calibration: str,
+                accounting: str) -> tuple[ReleasePlan, float]:
+    """DP-VRPCA's releases: m full gradients (tight only) and m T sampled steps, from public inputs."""
+    Cs = sensitivity_norm(row_norm)
+    delta_vr = 2.0 * _G * Cs**2  # one row's variance-reduced term 2 x x^T (V - V~)
     delta_full = _G * Cs**2 / n  # one row's contribution to the mean gradient 2 A V~ / n
+    m, T = n_epochs, n_steps
     notes = ["Poisson sampling with rate q (each row independently per step)."]
+    releases: list[NoisyRelease] = []
     if calibration == "tight":
         # the m full-gradient releases together spend (eps * share, delta * share): each has a
         # sqrt(m) larger multiplier; a replaced row shifts the mean gradient by <= 2 * delta_full
-        s_full = analytic_noise_multiplier(budget.epsilon * share, budget.delta * share) * math.sqrt(m)
-        std_full = s_full * 2.0 * delta_full
+        s_full = analytic_noise_multiplier(budget.epsilon * full_gradient_share,
+                                           budget.delta * full_gradient_share) * math.sqrt(m)
+        releases.append(NoisyRelease("full_gradient", "gaussian", s_full * 2.0 * delta_full,
+                                     2.0 * delta_full))
         s = _calibrate_sampled(q, m * T, budget.epsilon, budget.delta, accounting, s_full, m)
         std = s * delta_vr
         events = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m),
@@ -360,7 +424,6 @@ def dp_vrpca(
     else:
         lam2 = math.sqrt(_G**2 * T * m * math.log(1.0 / budget.delta) / (n**2 * budget.epsilon**2))
         std = lam2 * Cs**2
-        std_full = 0.0
         s = std / math.sqrt(2.0) / delta_vr
         # The step adds eta * full + (eta / (q n)) (sampled + Z): in the units of Z the full gradient
         # enters as q n * full, whose replace-one shift is q n * 2 * delta_full (the factor q n was
@@ -374,33 +437,32 @@ def dp_vrpca(
             f"paper noise lambda_2 = {std:.6g}; the full gradient enters every step un-noised "
             "(accounted as an unsampled release sharing the step's noise)."
         )
-    with charge(accountant, events, rel, owner):  # validated above; a failure now stays charged
-        rng = as_generator(random_state)
-        sampler = _Sampler(X, q, C, on_norm_violation, rng, owner)
-        V = orthonormalize(rng.standard_normal((d, k)), "qr")
-        scale = eta / (q * n)
-        bar = progress(range(m * T), total=m * T, desc=owner, enabled=show_progress, min_total=2000)
-        steps = iter(bar)
-        for _ in range(m):
-            anchor = V
-            full = 2.0 * _full_product(X, anchor, C, on_norm_violation, owner) / n
-            if std_full > 0:
-                full = full + rng.standard_normal((d, k)) * std_full
-            for _ in range(T):
-                next(steps, None)
-                B = sampler.draw()
-                step = rng.standard_normal((d, k)) * std
-                if B.shape[0]:
-                    step += 2.0 * (B.T @ (B @ (V - anchor)))
-                V = _retract(V + eta * full + scale * step)
-        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                                 calibration=calibration, accounting=accounting, notes=notes,
-                                 stacklevel=3)
-    return SubspaceResult(
-        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-        diagnostics={"noise_multiplier": s, "noise_std": std, "full_gradient_noise_std": std_full,
-                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta},
-    )
+    releases.append(NoisyRelease("step", "gaussian", std, delta_vr))
+    return ReleasePlan("dp_vrpca", relation, tuple(events), tuple(releases), tuple(notes)), s
+
+
+def _vrpca_epochs(X: np.ndarray, k: int, sampler: _Sampler, releaser: Releaser, *, C: float,
+                  on_norm_violation: NormViolation, n_steps: int, n_epochs: int,
+                  learning_rate: float, show_progress: bool | None, owner: str) -> np.ndarray:
+    """Inside the release block: m epochs of a (released) full gradient and T variance-reduced steps."""
+    n, d = X.shape
+    V = orthonormalize(releaser.generator.standard_normal((d, k)), "qr")
+    scale = learning_rate / (sampler.q * n)
+    total = n_epochs * n_steps
+    steps = iter(progress(range(total), total=total, desc=owner, enabled=show_progress,
+                          min_total=2000))
+    noised_full = _has(releaser.plan, "full_gradient")
+    for _ in range(n_epochs):
+        anchor = V
+        full = 2.0 * _full_product(X, anchor, C, on_norm_violation, owner) / n
+        if noised_full:
+            full = releaser.add("full_gradient", full)
+        for _ in range(n_steps):
+            next(steps, None)
+            B = sampler.draw()
+            term = 2.0 * (B.T @ (B @ (V - anchor))) if B.shape[0] else np.zeros((d, k))
+            V = _retract(V + learning_rate * full + scale * releaser.add("step", term))
+    return V
 
 
 def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
