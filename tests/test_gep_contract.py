@@ -72,21 +72,25 @@ def test_nonprivate_reference_is_the_simultaneous_reduction_of_the_unclipped_pai
     np.testing.assert_allclose(np.abs(r.vectors), np.abs(ref.vectors), rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("argv", [
-    ["reproduce", "liu2022", "--clf-rows", "10"],
-    ["reproduce", "shang2021", "--label-column", "y"],
-    ["reproduce", "imtiaz2018", "--jobs", "2"],
-    ["reproduce", "liu2022", "--datasets", "rt-iot2022"],
+# The CLI's wording of these refusals belongs to the CLI (issue 19 gives every paper its own options):
+# here, only that the chen2025 option is refused, before any work, with a message naming it.
+@pytest.mark.parametrize("argv, named", [
+    (["reproduce", "liu2022", "--clf-rows", "10"], "--clf-rows"),
+    (["reproduce", "shang2021", "--label-column", "y"], "--label-column"),
+    (["reproduce", "imtiaz2018", "--jobs", "2"], "--jobs"),
+    (["reproduce", "liu2022", "--datasets", "rt-iot2022"], "rt-iot2022"),
 ])
-def test_chen2025_flags_are_refused_by_other_reproductions(argv, capsys):
+def test_chen2025_flags_are_refused_by_other_reproductions(argv, named, capsys):
     from dpspectral.cli import main
 
     assert main(argv) == 2
-    assert "chen2025 only" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert named in captured.err and captured.out == ""
 
 
 def test_index_only_is_refused_by_a_single_reproduction(capsys):
     from dpspectral.cli import main
 
     assert main(["reproduce", "liu2022", "--index-only"]) == 2
-    assert "--index-only applies to 'all' only" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--index-only applies to" in err and "all" in err

@@ -15,7 +15,7 @@ from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import PrivacyBudget, as_relation
 from .privacy.clipping import check_row_norm
-from .registry import get_method, methods
+from .registry import ESTIMATORS, Method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
 
@@ -50,7 +50,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         row (``x * min(1, row_norm / ||x||)``), or rejected with ``on_norm_violation="raise"``.
         Required: it must be chosen without looking at the data.
     method : str, default="analyze_gauss"
-        A name from ``dpspectral.methods()``.
+        A name from ``dpspectral.methods(task="pca")`` (the registry states each one's model, relations,
+        pure or approximate DP, passes, memory and when to choose it).
     relation : {"replace_one", "add_remove", "local"} or None, default=None
         The neighbouring relation protected; None takes the method's default (its first listed
         relation: replace-one for the central methods, "local" for the local ones).
@@ -146,30 +147,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.method_params = method_params
 
     def _validate_params_dp(self) -> tuple[Any, ...]:
+        """The public parameters, checked before any data is read: (budget, row_norm, entry, relation)."""
         owner = type(self).__name__
-        for name in ("epsilon", "delta"):
-            value = getattr(self, name)
-            if value is None:
-                raise ValueError(
-                    f"The '{name}' parameter of {owner} is required (a public privacy parameter). "
-                    "Got None instead."
-                )
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(
-                    f"The '{name}' parameter of {owner} must be a float. Got {value!r} instead."
-                )
-        try:
-            budget = PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
-        except ValueError as err:
-            raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
+        budget = self._budget(owner)
         row_norm = check_row_norm(self.row_norm, owner)
-        method = get_method(self.method, owner=owner)
-        if method.task != "pca":
-            raise ValueError(
-                f"The 'method' parameter of {owner} must be a PCA method; {method.name!r} is a "
-                f"{method.task} method (use DPLowRank). PCA methods: "
-                + ", ".join(repr(m.name) for m in methods(task="pca")) + "."
-            )
+        method = self._method_entry(owner)
         relation = (
             method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
         )
@@ -206,6 +188,35 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"Got {self.method_params!r} instead."
             )
         return budget, row_norm, method, relation
+
+    def _budget(self, owner: str) -> PrivacyBudget:
+        """epsilon and delta given, real, and a valid budget (delta is required later, by the method)."""
+        for name in ("epsilon", "delta"):
+            value = getattr(self, name)
+            if value is None:
+                raise ValueError(
+                    f"The '{name}' parameter of {owner} is required (a public privacy parameter). "
+                    "Got None instead."
+                )
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(
+                    f"The '{name}' parameter of {owner} must be a float. Got {value!r} instead."
+                )
+        try:
+            return PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
+        except ValueError as err:
+            raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
+
+    def _method_entry(self, owner: str) -> Method:
+        """The registry entry of ``method``, which must be one DPPCA runs (``"pca"`` among its tasks)."""
+        method = get_method(self.method, owner=owner)
+        if "pca" not in method.tasks:
+            raise ValueError(
+                f"The 'method' parameter of {owner} must be a PCA method; {method.name!r} is a "
+                f"{method.task} method (use {ESTIMATORS[method.task]}). PCA methods: "
+                + ", ".join(repr(m.name) for m in methods(task="pca")) + "."
+            )
+        return method
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
         """Fit the private principal subspace.
@@ -403,14 +414,14 @@ class DPLowRank(BaseEstimator):
         self.random_state = random_state
         self.method_params = method_params
 
-    def fit(self, A: Any, y: Any = None) -> DPLowRank:
-        """Factorize the private matrix A (array-like or sparse, m x n; never modified)."""
+    def _validate_params_dp(self) -> tuple[Method, dict[str, Any]]:
+        """The registry entry of ``method`` and its keyword arguments, checked before any data is read."""
         owner = type(self).__name__
         method = get_method(self.method, owner=owner)
-        if method.task != "lowrank":
+        if "lowrank" not in method.tasks:
             raise ValueError(
                 f"The 'method' parameter of {owner} must be a low-rank method; {method.name!r} is a "
-                f"{method.task} method (use DPPCA). Low-rank methods: "
+                f"{method.task} method (use {ESTIMATORS[method.task]}). Low-rank methods: "
                 + ", ".join(repr(m.name) for m in methods(task="lowrank")) + "."
             )
         if self.method_params is not None and not isinstance(self.method_params, dict):
@@ -429,25 +440,67 @@ class DPLowRank(BaseEstimator):
                                  "(a public bound on each row's norm). Got None instead.")
             kwargs["row_norm"] = check_row_norm(self.row_norm, owner)
         if method.private:
-            for name in ("epsilon", "delta"):
-                if getattr(self, name) is None:
-                    raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
-                                     "parameter). Got None instead.")
-            relation = (method.relations[0] if self.relation is None
-                        else as_relation(self.relation, owner=owner))
-            if relation not in method.relations:
-                allowed = ", ".join(repr(r.value) for r in method.relations)
-                raise ValueError(f"The 'relation' parameter of {owner} must be one of {allowed} for "
-                                 f"method={method.name!r}. Got {self.relation!r} instead.")
-            check_choice(self.calibration, "calibration", method.calibrations, owner)
-            kwargs.update(epsilon=self.epsilon, delta=self.delta, relation=relation,
-                          calibration=self.calibration, accountant=self.accountant)
+            kwargs.update(self._privacy_kwargs(method, owner))
+        return method, kwargs
+
+    def _privacy_kwargs(self, method: Method, owner: str) -> dict[str, Any]:
+        """epsilon, delta, relation, calibration, accountant of a private method, checked."""
+        for name in ("epsilon", "delta"):
+            if getattr(self, name) is None:
+                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
+                                 "parameter). Got None instead.")
+        relation = (method.relations[0] if self.relation is None
+                    else as_relation(self.relation, owner=owner))
+        if relation not in method.relations:
+            allowed = ", ".join(repr(r.value) for r in method.relations)
+            raise ValueError(f"The 'relation' parameter of {owner} must be one of {allowed} for "
+                             f"method={method.name!r}. Got {self.relation!r} instead.")
+        check_choice(self.calibration, "calibration", method.calibrations, owner)
+        return dict(epsilon=self.epsilon, delta=self.delta, relation=relation,
+                    calibration=self.calibration, accountant=self.accountant)
+
+    def fit(self, A: Any, y: Any = None) -> DPLowRank:
+        """Factorize the private matrix A (array-like or sparse, m x n; never modified).
+
+        Validate the public parameters -> the input's structure (scikit-learn's checks for in-memory
+        arrays; finiteness and norms are the method's, before its charge) -> release with the registry
+        entry's function -> store the released factors.
+
+        Parameters
+        ----------
+        A : array-like or sparse matrix of shape (m, n)
+            The private matrix (the whole data set).
+        y : ignored
+
+        Returns
+        -------
+        self
+
+        Privacy
+        -------
+        That of the chosen method, for its relation (Priv1, Priv2, row-level or local); nothing is
+        read from ``A`` before the method has validated it and charged the ledger.
+        """
+        method, kwargs = self._validate_params_dp()
+        if _is_array_like_for_sklearn(A):
+            A = validate_data(
+                self, A, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                # finiteness (and row norms) are checked by the method itself, before its charge
+                ensure_all_finite=False, copy=False, reset=True,
+            )
         result = method.function(A, self.rank, **kwargs, **(self.method_params or {}))
         self.result_ = result
         self.U_, self.S_, self.V_ = result.U, result.S, result.V
         self.privacy_ = result.privacy
         self.n_components_ = result.rank
+        if len(getattr(A, "shape", ())) == 2:  # also for memmaps and Dask arrays (not validated above)
+            self.n_features_in_ = int(A.shape[1])
         return self
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def reconstruct(self) -> np.ndarray:
         """The released rank-k matrix ``U_ diag(S_) V_^T`` (m x n)."""

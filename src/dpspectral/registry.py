@@ -1,33 +1,81 @@
-"""One table of every algorithm: name, family, paper, model, relations, certified, callable.
+"""One typed table of every algorithm, for every task: PCA, low-rank, GEP (Fisher discriminant), distributed.
 
-The CLI, the estimators, the benchmarks and the contract tests all read this table, so an algorithm is
-wired in by adding one entry here.
+Each entry (:class:`Method`, a frozen dataclass) states what a user needs to choose it: the task and the
+estimator that runs it, the trust model, the neighbouring relations it protects, pure or approximate DP
+(whether it needs ``delta``), whether our accountant certifies it, its calibrations, how many passes it
+makes over the data, the order of its memory, and when to choose it; then the callable.
+
+The estimators (:class:`~dpspectral.DPPCA`, :class:`~dpspectral.DPLowRank`,
+:class:`~dpspectral.DPFisherDiscriminant`, :class:`~dpspectral.DistributedDPPCA`), the GEP entry points
+(:mod:`dpspectral.gep.solve`), the CLI, the audit, the demo, the benchmarks, the contract tests and the
+README's table all read this table, so an algorithm is wired in by adding one entry here.
+
+This module is a leaf: it imports no mechanism. Every callable is a :class:`FunctionRef` (module and
+attribute), imported the first time the entry's ``function`` (or ``solver``) is read, so any module,
+``gep/solve.py`` included, may import the registry without an import cycle.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from .distributed import protocol as distributed_protocol
-from .gep.solve import fda_method
-from .local import gaussian as local_gaussian_module
-from .local import lowrank as local_lowrank_module
-from .lowrank import factorization as lowrank_factorization
-from .lowrank.continual import continual_lrf as _continual_lrf
-from .lowrank.covariance import covariance_lrf as _covariance_lrf
-from .lowrank.hardt_roth import hardt_roth as _hardt_roth
-from .lowrank.streaming import turnstile_lrf as _turnstile_lrf
-from .pca import covariance, exponential, oja, power, stochastic
 from .privacy.budget import Relation
 
-__all__ = ["Method", "get_method", "methods", "methods_markdown"]
+__all__ = ["ESTIMATORS", "MODELS", "TASKS", "FunctionRef", "Method", "get_method", "methods",
+           "methods_markdown"]
+
+Task = Literal["pca", "lowrank", "gep", "distributed"]
+Model = Literal["central", "local", "streaming", "continual", "distributed"]
+PrivacyKind = Literal["pure", "approximate", "none"]
+
+#: The tasks, in the order of the table.
+TASKS: tuple[str, ...] = ("pca", "lowrank", "gep", "distributed")
+#: The trust models.
+MODELS: tuple[str, ...] = ("central", "local", "streaming", "continual", "distributed")
+#: The scikit-learn estimator that runs each task's methods.
+ESTIMATORS: dict[str, str] = {"pca": "DPPCA", "lowrank": "DPLowRank", "gep": "DPFisherDiscriminant",
+                              "distributed": "DistributedDPPCA"}
+
+
+class FunctionRef:
+    """A callable named by its module and attribute, imported when first used.
+
+    ``FunctionRef("dpspectral.pca.covariance", "analyze_gauss")`` is that function;
+    ``FunctionRef("dpspectral.gep.solve", "fda_method", "dpsr")`` is ``fda_method("dpsr")`` (a factory
+    called with the extra arguments). A :class:`Method` replaces its references by their targets the
+    first time they are read, so callers see the function itself (no extra frame: the mechanisms'
+    warning ``stacklevel`` still points at the caller).
+    """
+
+    __slots__ = ("module", "attribute", "args")
+
+    def __init__(self, module: str, attribute: str, *args: Any) -> None:
+        self.module = module
+        self.attribute = attribute
+        self.args = args
+
+    def resolve(self) -> Callable[..., Any]:
+        """Import the module and return the target (the factory's result when ``args`` are given)."""
+        target = getattr(importlib.import_module(self.module), self.attribute)
+        return target(*self.args) if self.args else target  # type: ignore[no-any-return]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        args = f"({', '.join(map(repr, self.args))})" if self.args else ""
+        return f"FunctionRef({self.module}.{self.attribute}{args})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FunctionRef, (self.module, self.attribute, *self.args))
 
 
 @dataclass(frozen=True)
 class Method:
-    """Metadata of one registered algorithm.
+    """One registered algorithm: what a user needs to choose it, and its callable.
 
     Attributes
     ----------
@@ -37,422 +85,412 @@ class Method:
         e.g. ``"covariance"``.
     paper : str
         Where the algorithm comes from.
-    model : str
-        ``"central"``, ``"local"``, ``"streaming"``, ``"continual"`` or ``"distributed"``.
+    model : {"central", "local", "streaming", "continual", "distributed"}
+        The trust model: a curator holds the data (central), each user randomises their own record
+        (local), one pass over a stream (streaming), a release after every update (continual), or
+        sites that keep their rows (distributed).
     relations : tuple of Relation
-        Neighbouring relations it supports; the first is its default.
+        Neighbouring relations it protects; the first is its default. Empty for a non-private reference.
     certified : bool
         Whether its default calibration is certified by our accountant (False for known non-private
         baselines).
     calibrations : tuple of str
         Calibrations it accepts; the first is its default.
     function : callable
-        ``function(X, k, *, epsilon, delta, row_norm, relation, calibration, ...) -> SubspaceResult``.
+        The entry point; its signature depends on ``task`` (below). Stored as a :class:`FunctionRef`
+        and replaced by the imported function the first time it is read.
     summary : str
-        One line for tables.
+        One line for tables: what the algorithm does.
     needs_delta : bool
-        False for pure epsilon-DP mechanisms.
+        False for pure epsilon-DP mechanisms (and the non-private ones): ``delta`` is not required.
     options : frozenset of str
         Optional keyword arguments the function accepts beyond the common ones (``X, k, epsilon,
         delta, row_norm, relation, calibration, accountant, random_state, on_norm_violation``), e.g.
         ``"centering"``; the estimator passes its matching parameters only to methods that take them.
-    task : str
-        ``"pca"`` (returns a :class:`~dpspectral.SubspaceResult`; used by :class:`~dpspectral.DPPCA`),
-        ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation, calibration, accountant,
-        random_state, ...) -> LowRankResult``; used by :class:`~dpspectral.DPLowRank`) or ``"gep"``
-        (``function(X, y, k, *, epsilon, delta, row_norm, relation, calibration, accountant,
-        random_state, xi, ...) -> GEPResult``: Fisher discriminant directions of labelled rows; used by
-        :class:`~dpspectral.DPFisherDiscriminant`).
+    task : {"pca", "lowrank", "gep", "distributed"}
+        The calling convention of ``function``: ``"pca"`` (``function(X, k, *, epsilon, delta,
+        row_norm, relation, calibration, accountant, random_state, ...) -> SubspaceResult``; used by
+        :class:`~dpspectral.DPPCA`), ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation,
+        calibration, accountant, random_state, ...) -> LowRankResult``; used by
+        :class:`~dpspectral.DPLowRank`) or ``"gep"`` (``function(X, y, k, *, epsilon, delta, row_norm,
+        relation, calibration, accountant, random_state, xi, ...) -> GEPResult``: Fisher discriminant
+        directions of labelled rows; used by :class:`~dpspectral.DPFisherDiscriminant`).
     private : bool
         False for a non-private reference algorithm (it takes no privacy parameters).
+    passes : str
+        Passes over the private data (``"1"``; ``"n_epochs"``; ``"1 per site"``; ...).
+    memory : str
+        Order of the working memory in the data's dimensions (d features; m x n for a low-rank matrix;
+        sketch sizes t ~ k/alpha, v ~ k/alpha^2), e.g. ``"O(d^2)"``, ``"O(dk)"``.
+    regime : str
+        One line: when to choose it.
+    other_tasks : tuple of str
+        Further tasks whose estimator also runs ``function`` (``"distributed"`` for DPdisPCA: the same
+        callable takes one matrix split into ``n_sites`` rows blocks, or the sites themselves).
+    solver : callable or None
+        ``task="gep"`` only: the solver on a scatter pair, ``solver(pair, k, [sparsity,] *, epsilon,
+        delta, xi, calibration, accountant, random_state, ...) -> GEPResult`` (used by
+        :func:`~dpspectral.gep.solve_pair`); a :class:`FunctionRef` until first read.
+    sparse : bool
+        ``task="gep"`` only: the solver needs ``sparsity`` (s, non-zeros per direction) as its third
+        argument.
     """
 
     name: str
     family: str
     paper: str
-    model: str
+    model: Model
     relations: tuple[Relation, ...]
     certified: bool
     calibrations: tuple[str, ...]
-    function: Callable[..., Any]
+    function: Callable[..., Any] = field(compare=False)
     summary: str
     needs_delta: bool = True
     options: frozenset[str] = frozenset()
-    task: str = "pca"
+    task: Task = "pca"
     private: bool = True
+    passes: str = "1"
+    memory: str = ""
+    regime: str = ""
+    other_tasks: tuple[Task, ...] = ()
+    solver: Callable[..., Any] | None = field(default=None, compare=False)
+    sparse: bool = False
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if type(value) is FunctionRef:  # first read of a lazy callable: import it once, keep the target
+            value = value.resolve()
+            object.__setattr__(self, name, value)
+        return value
 
     @property
     def default_calibration(self) -> str:
+        """The first listed calibration."""
         return self.calibrations[0]
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Every task whose estimator runs this entry (``task`` first)."""
+        return (self.task, *self.other_tasks)
+
+    @property
+    def estimators(self) -> tuple[str, ...]:
+        """Names of the scikit-learn estimators that run this entry."""
+        return tuple(ESTIMATORS[t] for t in self.tasks if t in ESTIMATORS)
+
+    @property
+    def privacy_kind(self) -> PrivacyKind:
+        """``"pure"`` (epsilon-DP, no delta), ``"approximate"`` ((epsilon, delta)-DP) or ``"none"``.
+
+        ``"none"`` for a non-private reference and for a known non-private baseline (not certified).
+        """
+        if not self.private or not self.certified:
+            return "none"
+        return "approximate" if self.needs_delta else "pure"
+
+    @property
+    def privacy_label(self) -> str:
+        """The words of the README's table: certified, uncertified (not DP), or non-private reference."""
+        if not self.private:
+            return "non-private reference"
+        return "certified" if self.certified else "**uncertified** (not DP)"
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready row (``dpspectral methods --json``): every field but the callables."""
+        return {
+            "name": self.name, "task": self.task, "tasks": list(self.tasks),
+            "estimators": list(self.estimators), "family": self.family, "model": self.model,
+            "relations": [r.value for r in self.relations],
+            "default_relation": self.relations[0].value if self.relations else None,
+            "private": self.private, "certified": self.certified, "privacy_kind": self.privacy_kind,
+            "needs_delta": self.needs_delta, "calibrations": list(self.calibrations),
+            "default_calibration": self.default_calibration, "passes": self.passes,
+            "memory": self.memory, "regime": self.regime, "options": sorted(self.options),
+            "sparse": self.sparse, "paper": self.paper, "summary": self.summary,
+        }
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
 
 
+def _ref(module: str, attribute: str, *args: Any) -> Callable[..., Any]:
+    """A :class:`FunctionRef` under ``dpspectral.``, typed as the callable it stands for."""
+    return FunctionRef(f"dpspectral.{module}", attribute, *args)
+
+
+def _fda(name: str) -> Callable[..., Any]:
+    """The registry callable of a GEP entry: ``fda_method(name)`` (:func:`dpspectral.gep.fda_method`)."""
+    return _ref("gep.solve", "fda_method", name)
+
+
 _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
+_P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
                                  "show_progress"})
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
-
-_P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _LRF_OPTIONS = frozenset({"alpha", "t", "v", "bound", "sketch_failure_share", "sketch_seed"})
-
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
-
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
-
 _GEP_COMMON = frozenset({"xi", "classes", "on_norm_violation"})
 _SR_OPTIONS = _GEP_COMMON | {"n_iter", "eta_b", "eta_a", "basis_size", "budget_shares", "paper_formula",
                              "paper_constants", "init", "show_progress"}
 _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "eta", "init", "a_share", "show_progress"}
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
+_SKETCH_MEMORY = "O(m t + v n)"
 
-_TABLE: tuple[Method, ...] = (
+_PCA: tuple[Method, ...] = (
     Method(
-        name="analyze_gauss",
-        family="covariance",
-        paper="Dwork, Talwar, Thakurta, Zhang (STOC 2014)",
-        model="central",
-        relations=(_R1, _AR),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=covariance.analyze_gauss,
+        name="analyze_gauss", family="covariance", paper="Dwork, Talwar, Thakurta, Zhang (STOC 2014)",
+        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.covariance", "analyze_gauss"),
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
-        options=_COVARIANCE_OPTIONS,
+        options=_COVARIANCE_OPTIONS, memory="O(d^2)",
+        regime="The default for (epsilon, delta) central PCA: one pass, best accuracy while d^2 fits "
+               "in memory; add/remove neighbours too",
     ),
     Method(
-        name="mod_sulq",
-        family="covariance",
-        paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=covariance.mod_sulq,
+        name="mod_sulq", family="covariance", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.covariance", "mod_sulq"),
         summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
-        options=_COVARIANCE_OPTIONS,
+        options=_COVARIANCE_OPTIONS, memory="O(d^2)",
+        regime="To compare with Chaudhuri et al.'s MOD-SULQ; otherwise prefer analyze_gauss (the same "
+               "kind of release, and add/remove neighbours too)",
     ),
     Method(
-        name="wishart",
-        family="covariance",
-        paper="Jiang, Xie, Zhang (AAAI 2016)",
-        model="central",
-        relations=(_R1, _AR),
-        certified=False,
-        calibrations=("paper",),
-        function=covariance.wishart,
+        name="wishart", family="covariance", paper="Jiang, Xie, Zhang (AAAI 2016)",
+        model="central", relations=(_R1, _AR), certified=False, calibrations=("paper",),
+        function=_ref("pca.covariance", "wishart"),
         summary="Wishart noise on X^T X / n; known NOT differentially private (baseline only)",
-        needs_delta=False,
-        options=_COVARIANCE_OPTIONS,
+        needs_delta=False, options=_COVARIANCE_OPTIONS, memory="O(d^2)",
+        regime="Never for privacy: a labelled non-DP baseline, for comparison with the literature",
     ),
     Method(
-        name="noisy_power",
-        family="power",
-        paper="Hardt & Roth (STOC 2013); Hardt & Price (NIPS 2014)",
-        model="central",
-        relations=(_R1, _AR),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=power.noisy_power,
+        name="noisy_power", family="power", paper="Hardt & Roth (STOC 2013); Hardt & Price (NIPS 2014)",
+        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
-        options=frozenset({"n_iter", "block_size", "show_progress"}),
+        options=frozenset({"n_iter", "block_size", "show_progress"}), memory="O(d^2)",
+        regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
     ),
     Method(
-        name="dp_spca",
-        family="stochastic",
-        paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 1",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=stochastic.dp_spca,
+        name="dp_spca", family="stochastic", paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 1",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.stochastic", "dp_spca"),
         summary="Noisy Poisson-sampled stochastic power steps with polar retraction",
-        options=_STOCHASTIC_OPTIONS | {"mu"},
+        options=_STOCHASTIC_OPTIONS | {"mu"}, passes="n_steps Poisson samples (random row access)",
+        memory="O(dk)",
+        regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
     ),
     Method(
-        name="dp_vrpca",
-        family="stochastic",
-        paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 2",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=stochastic.dp_vrpca,
+        name="dp_vrpca", family="stochastic", paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 2",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.stochastic", "dp_vrpca"),
         summary="Variance-reduced noisy steps; the epoch's full gradient released with noise",
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share"},
+        passes="n_epochs (one full gradient each) + sampled steps", memory="O(dk)",
+        regime="As dp_spca, when several full passes are affordable and fewer noisy steps are wanted",
     ),
     Method(
-        name="private_oja",
-        family="streaming",
-        paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 2",
-        model="streaming",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight",),
-        function=oja.private_oja,
+        name="private_oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 2",
+        model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
+        function=_ref("pca.oja", "private_oja"),
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
-        options=_OJA_OPTIONS | {"gradient_clip", "amplification"},
+        options=_OJA_OPTIONS | {"gradient_clip", "amplification"}, memory="O(dk)",
+        regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
     ),
     Method(
-        name="dp_pca",
-        family="streaming",
-        paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 3-5",
-        model="streaming",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=oja.dp_pca,
+        name="dp_pca", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 3-5",
+        model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.oja", "dp_pca"),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
         options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult", "K",
                                 "a", "failure_probability", "n_groups", "histogram_share"},
+        memory="O(dk)",
+        regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
     Method(
-        name="local_gaussian",
-        family="local",
-        paper="Wang & Xu (TCS 2020)",
-        model="local",
-        relations=(Relation.LOCAL,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=local_gaussian_module.local_gaussian,
+        name="local_gaussian", family="local", paper="Wang & Xu (TCS 2020)",
+        model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("local.gaussian", "local_gaussian"),
         summary="Each user sends upper(x x^T) + symmetric Gaussian noise; server averages, top-k",
-        options=frozenset({"simulate_sum", "show_progress"}),
+        options=frozenset({"simulate_sum", "show_progress"}), passes="1 (one report per user)",
+        memory="O(d^2)",
+        regime="No trusted curator: every user randomises their own row (needs many users)",
     ),
     Method(
-        name="ppca",
-        family="exponential",
-        paper="Chaudhuri, Sarwate, Sinha (NIPS 2012); k > 1 by deflation",
-        model="central",
-        relations=(_R1, _AR),
-        certified=True,
-        calibrations=("tight",),
-        function=exponential.ppca,
+        name="ppca", family="exponential", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012); k > 1 by deflation",
+        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight",),
+        function=_ref("pca.exponential", "ppca"),
         summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, eps/k each",
-        needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS,
+        needs_delta=False, options=_EXPONENTIAL_OPTIONS, memory="O(d^2)",
+        regime="Pure epsilon-DP (delta = 0) with small k and moderate d (exact sampler cost grows with d)",
     ),
     Method(
-        name="exponential",
-        family="exponential",
+        name="exponential", family="exponential",
         paper="Amin, Dick, Kulesza, Munoz Medina, Vassilvitskii (NeurIPS 2019)",
-        model="central",
-        relations=(_R1, _AR),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=exponential.exponential_pca,
+        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
+        function=_ref("pca.exponential", "exponential_pca"),
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
-        needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares"},
+        needs_delta=False, options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares"},
+        memory="O(d^2)",
+        regime="Pure epsilon-DP (delta = 0) when the eigenvalues are wanted too",
     ),
     Method(
-        name="dpdispca",
-        family="distributed",
-        paper="Imtiaz & Sarwate (ICASSP 2018)",
-        model="distributed",
-        relations=(_R1, _AR),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=distributed_protocol.dpdispca,
+        name="dpdispca", family="distributed", paper="Imtiaz & Sarwate (ICASSP 2018)",
+        model="distributed", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
+        function=_ref("distributed.protocol", "dpdispca"),
         summary="Sites release Analyze Gauss once and send rank-R proxies; aggregator releases top-K",
         options=frozenset({"intermediate_rank", "n_sites", "variant", "weighting", "spectrum", "engine",
                            "site_timeout", "min_sites", "on_site_failure", "release_count", "accounting",
                            "show_progress"}),
+        other_tasks=("distributed",), passes="1 per site", memory="O(d^2) per site, O(d R S) aggregator",
+        regime="Data held by several sites that may not pool their rows; each site's guarantee is the "
+               "release's",
     ),
-    # -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult --------
+)
+
+# -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult ------------
+# memory in the m x n matrix's sizes and the sketch sizes t ~ k / alpha, v ~ k / alpha^2
+_LOWRANK: tuple[Method, ...] = (
     Method(
-        name="private_frobenius_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 4",
-        model="central",
-        relations=(_P2, _P1),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=lowrank_factorization.private_frobenius_lrf,
+        name="private_frobenius_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 4",
+        model="central", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.factorization", "private_frobenius_lrf"),
         summary="Gaussian-noised sketches A Phi and S A (Priv2), closed-form rank-k solve",
-        options=_LRF_OPTIONS,
-        task="lowrank",
+        options=_LRF_OPTIONS, task="lowrank", memory=_SKETCH_MEMORY,
+        regime="The default private rank-k factorization of one matrix (entries' change bounded in "
+               "Frobenius norm)",
     ),
     Method(
-        name="private_space_optimal_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 2",
-        model="central",
-        relations=(_P1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=lowrank_factorization.private_space_optimal_lrf,
+        name="private_space_optimal_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2",
+        model="central", relations=(_P1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.factorization", "private_space_optimal_lrf"),
         summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); "
                 "O((m+n)k/alpha) space",
-        options=_LRF_OPTIONS | {"input_share"},
-        task="lowrank",
+        options=_LRF_OPTIONS | {"input_share"}, task="lowrank", memory="O((m + n) k / alpha)",
+        regime="Priv1 neighbours (a rank-one change) and the least space",
     ),
     Method(
-        name="turnstile_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 6",
-        model="streaming",
-        relations=(_P2, _P1),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=_turnstile_lrf,
+        name="turnstile_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 6",
+        model="streaming", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.streaming", "turnstile_lrf"),
         summary="Turnstile updates A_ij += x on noisy sketches (TurnstileLRF: secret checkpoints, "
                 "one publication)",
-        options=_LRF_OPTIONS | {"batch_size"},
-        task="lowrank",
+        options=_LRF_OPTIONS | {"batch_size"}, task="lowrank", passes="1 (each update once)",
+        memory=_SKETCH_MEMORY,
+        regime="The matrix arrives as entry updates (turnstile stream) and is published once",
     ),
     Method(
-        name="continual_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 8",
-        model="continual",
-        relations=(_P2, _P1),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=_continual_lrf,
+        name="continual_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 8",
+        model="continual", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.continual", "continual_lrf"),
         summary="Binary-tree continual release over the Priv2 sketches (one row per step; ContinualLRF)",
-        options=_LRF_OPTIONS,
-        task="lowrank",
+        options=_LRF_OPTIONS, task="lowrank", passes="1 (one row per step)",
+        memory="O(log T (m t + v n))",
+        regime="A factorization is published after every one of T row updates",
     ),
     Method(
-        name="covariance_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 7",
-        model="streaming",
-        relations=(_AR, _R1),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=_covariance_lrf,
+        name="covariance_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 7",
+        model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.covariance", "covariance_lrf"),
         summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
         options=frozenset({"row_norm", "on_norm_violation", "alpha", "t", "v", "sketch_failure_share",
                            "sketch_seed", "batch_rows"}),
-        task="lowrank",
+        task="lowrank", passes="1 (rows inserted once)", memory="O((t + v) n)",
+        regime="Row-level privacy for the covariance A^T A of rows streamed once",
     ),
     Method(
-        name="hardt_roth",
-        family="lowrank",
+        name="hardt_roth", family="lowrank",
         paper="Hardt & Roth (STOC 2012), as used by Upadhyay (NeurIPS 2018)",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=_hardt_roth,
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.hardt_roth", "hardt_roth"),
         summary="Baseline: noisy range finder A Omega, pruned Q, noisy Q^T A (row-level only, not Priv1)",
         options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
                            "on_norm_violation"}),
-        task="lowrank",
+        task="lowrank", passes="2", memory="O((m + n)(k + oversampling))",
+        regime="Row-level neighbours on an incoherent matrix; the baseline Upadhyay compares with",
     ),
     Method(
-        name="private_local_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 9",
-        model="local",
-        relations=(Relation.LOCAL,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=local_lowrank_module.private_local_lrf,
+        name="private_local_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 9",
+        model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("local.lowrank", "private_local_lrf"),
         summary="Each user sends a^T Phi + noise and S_i (T a)^T + noise (t + v^2 floats); left subspace U",
         options=frozenset({"row_norm", "alpha", "t", "v", "simulate_sum", "sketch_seed",
                            "sketch_failure_share", "on_norm_violation"}),
-        task="lowrank",
+        task="lowrank", passes="1 (one report per user)", memory="O(m t + v^2)",
+        regime="No trusted curator: every user (row) randomises their own report; left subspace only",
     ),
     Method(
-        name="optimal_space_lrf",
-        family="lowrank",
-        paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
+        name="optimal_space_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
         model="central",
         relations=(),  # not private: it protects no neighbouring relation
-        certified=False,
-        calibrations=("none",),
-        function=lowrank_factorization.optimal_space_lrf,
+        certified=False, calibrations=("none",),
+        function=_ref("lowrank.factorization", "optimal_space_lrf"),
         summary="Non-private reference: three sketches and the closed-form rank-k solve",
-        needs_delta=False,
-        options=frozenset({"alpha", "t", "v", "sketch"}),
-        task="lowrank",
-        private=False,
-    ),
-    Method(
-        name="dpsr",
-        family="gep",
-        paper=f"{_CHEN}, Alg. 2",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=fda_method("dpsr"),
-        summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
-        options=_SR_OPTIONS,
-        task="gep",
-    ),
-    Method(
-        name="dpsrs",
-        family="gep",
-        paper=f"{_CHEN}, Alg. 3",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=fda_method("dpsrs"),
-        summary="DPSR with truncation to s non-zeros per vector after every step (sparse FDA)",
-        options=_SR_OPTIONS | {"sparsity"},
-        task="gep",
-    ),
-    Method(
-        name="sr_dp",
-        family="gep",
-        paper=f"{_CHEN}, ablation SR+DP",
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=fda_method("sr_dp"),
-        summary="Gaussian noise on the scatter pair (A, B), then simultaneous reduction",
-        options=_GEP_COMMON | {"a_share"},
-        task="gep",
-    ),
-    Method(
-        name="dp_rayleigh_flow",
-        family="gep",
-        paper=_HU,
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=fda_method("dp_rayleigh_flow"),
-        summary="Rayleigh flow on an input-perturbed pair (reconstructed; init='random' is private)",
-        options=_FLOW_OPTIONS,
-        task="gep",
-    ),
-    Method(
-        name="dp_truncated_rayleigh_flow",
-        family="gep",
-        paper=_HU,
-        model="central",
-        relations=(_R1,),
-        certified=True,
-        calibrations=("tight", "paper"),
-        function=fda_method("dp_truncated_rayleigh_flow"),
-        summary="Truncated (sparse) Rayleigh flow on an input-perturbed pair (reconstructed)",
-        options=_FLOW_OPTIONS | {"sparsity"},
-        task="gep",
-    ),
-    Method(
-        name="sr",
-        family="gep",
-        paper=f"{_CHEN}, Alg. 1",
-        model="central",
-        relations=(_R1,),
-        certified=False,
-        calibrations=("none",),
-        function=fda_method("sr"),
-        summary="Non-private reference: simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
-        needs_delta=False,
-        options=_GEP_COMMON,
-        task="gep",
-        private=False,
+        needs_delta=False, options=frozenset({"alpha", "t", "v", "sketch"}), task="lowrank",
+        private=False, memory="O((m + n) k / alpha)",
+        regime="Never on private data: the non-private reference the private methods are measured against",
     ),
 )
+
+# -- generalized eigenproblems (paper 003): function(X, y, k, ...) -> GEPResult; solver(pair, k, ...) --
+# one pass builds the scatter pair (A, B) of the clipped rows; the solvers then read only the pair
+_GEP: tuple[Method, ...] = (
+    Method(
+        name="dpsr", family="gep", paper=f"{_CHEN}, Alg. 2",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_fda("dpsr"), solver=_ref("gep.reduction", "dpsr"),
+        summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
+        options=_SR_OPTIONS, task="gep", memory="O(d^2)",
+        regime="The default private Fisher discriminant (labelled rows, dense directions)",
+    ),
+    Method(
+        name="dpsrs", family="gep", paper=f"{_CHEN}, Alg. 3",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_fda("dpsrs"), solver=_ref("gep.reduction", "dpsrs"), sparse=True,
+        summary="DPSR with truncation to s non-zeros per vector after every step (sparse FDA)",
+        options=_SR_OPTIONS | {"sparsity"}, task="gep", memory="O(d^2)",
+        regime="As dpsr when the directions should use at most s features (sparse, interpretable)",
+    ),
+    Method(
+        name="sr_dp", family="gep", paper=f"{_CHEN}, ablation SR+DP",
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_fda("sr_dp"), solver=_ref("gep.reduction", "sr_dp"),
+        summary="Gaussian noise on the scatter pair (A, B), then simultaneous reduction",
+        options=_GEP_COMMON | {"a_share"}, task="gep", memory="O(d^2)",
+        regime="Small d and a large budget: one release of the pair, no step sizes to tune",
+    ),
+    Method(
+        name="dp_rayleigh_flow", family="gep", paper=_HU,
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_fda("dp_rayleigh_flow"), solver=_ref("gep.rayleigh", "dp_rayleigh_flow"),
+        summary="Rayleigh flow on an input-perturbed pair (reconstructed; init='random' is private)",
+        options=_FLOW_OPTIONS, task="gep", memory="O(d^2)",
+        regime="Baseline of paper 003 (a reconstruction); prefer dpsr",
+    ),
+    Method(
+        name="dp_truncated_rayleigh_flow", family="gep", paper=_HU,
+        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
+        function=_fda("dp_truncated_rayleigh_flow"),
+        solver=_ref("gep.rayleigh", "dp_truncated_rayleigh_flow"), sparse=True,
+        summary="Truncated (sparse) Rayleigh flow on an input-perturbed pair (reconstructed)",
+        options=_FLOW_OPTIONS | {"sparsity"}, task="gep", memory="O(d^2)",
+        regime="Sparse baseline of paper 003 (a reconstruction); prefer dpsrs",
+    ),
+    Method(
+        name="sr", family="gep", paper=f"{_CHEN}, Alg. 1",
+        model="central", relations=(_R1,), certified=False, calibrations=("none",),
+        function=_fda("sr"), solver=_ref("gep.reduction", "simultaneous_reduction"),
+        summary="Non-private reference: simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
+        needs_delta=False, options=_GEP_COMMON, task="gep", private=False, memory="O(d^2)",
+        regime="Never on private data: the non-private reference (Fisher discriminant of the pair)",
+    ),
+)
+
+_TABLE: tuple[Method, ...] = (*_PCA, *_LOWRANK, *_GEP)
 
 _BY_NAME = {m.name: m for m in _TABLE}
 
@@ -461,14 +499,19 @@ def methods(
     *, model: str | None = None, family: str | None = None, certified: bool | None = None,
     task: str | None = None,
 ) -> list[Method]:
-    """The registered algorithms, optionally filtered (``task``: ``"pca"``, ``"lowrank"`` or ``"gep"``)."""
+    """The registered algorithms in table order, optionally filtered.
+
+    ``task`` (``"pca"``, ``"lowrank"``, ``"gep"`` or ``"distributed"``) keeps the entries that the
+    task's estimator runs (:attr:`Method.tasks`: DPdisPCA is a ``"pca"`` entry that
+    :class:`~dpspectral.DistributedDPPCA` runs too); ``model``, ``family``, ``certified`` match the field.
+    """
     return [
         m
         for m in _TABLE
         if (model is None or m.model == model)
         and (family is None or m.family == family)
         and (certified is None or m.certified == certified)
-        and (task is None or m.task == task)
+        and (task is None or task in m.tasks)
     ]
 
 
@@ -483,17 +526,32 @@ def get_method(name: str, *, owner: str = "dpspectral") -> Method:
         ) from None
 
 
-def methods_markdown() -> str:
-    """The registry as a Markdown table (the README's table is generated from this)."""
+def methods_markdown(*, detailed: bool = False) -> str:
+    """The registry as a Markdown table (the README's table is generated from this).
+
+    ``detailed=True`` adds what a user needs to choose: the estimator, pure or approximate DP, passes
+    over the data, memory order and when to choose the method.
+    """
+    if detailed:
+        lines = [
+            "| method | estimator | model | relations | privacy | DP | passes | memory | when to choose it |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for m in _TABLE:
+            dp = {"pure": "pure ε", "approximate": "(ε, δ)", "none": "none"}[m.privacy_kind]
+            lines.append(
+                f"| `{m.name}` | {', '.join(m.estimators)} | {m.model} | "
+                f"{', '.join(r.value for r in m.relations) or '—'} | {m.privacy_label} | {dp} | {m.passes} | "
+                f"{m.memory} | {m.regime} |"
+            )
+        return "\n".join(lines)
     lines = [
         "| method | family | model | relations | privacy | calibrations | source |",
         "|---|---|---|---|---|---|---|",
     ]
     for m in _TABLE:
-        status = ("certified" if m.certified else "**uncertified** (not DP)") if m.private else \
-            "non-private reference"
         lines.append(
             f"| `{m.name}` | {m.family} | {m.model} | {', '.join(r.value for r in m.relations)} | "
-            f"{status} | {', '.join(m.calibrations)} | {m.paper} |"
+            f"{m.privacy_label} | {', '.join(m.calibrations)} | {m.paper} |"
         )
     return "\n".join(lines)

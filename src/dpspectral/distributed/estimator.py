@@ -8,11 +8,23 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import check_choice
 from ..privacy.accounting import Accountant
-from .engines import DaskEngine, Engine, InProcessEngine, _materialise
-from .protocol import _as_sites, _is_dask_array, _run_protocol
+from ..privacy.budget import Relation
+from ..registry import Method, get_method, methods
+from .engines import DaskEngine, Engine, InProcessEngine, _materialise, is_dask_collection, is_dask_future
+from .protocol import DistributedResult, _as_sites, _is_dask_array, _run_protocol
 
 __all__ = ["DistributedDPPCA"]
+
+
+def _is_row_list(sites: Any) -> bool:
+    """A nested Python list of numbers (rows), which scikit-learn reads as one matrix: a single site.
+
+    A list of arrays (or of anything but Python lists/tuples of scalars) stays a list of sites.
+    """
+    return (isinstance(sites, (list, tuple)) and len(sites) > 0
+            and all(isinstance(row, (list, tuple)) and all(np.isscalar(v) for v in row) for row in sites))
 
 
 class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -36,6 +48,9 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         Required: the public bound on each row's norm (rows above it are clipped at their site).
     intermediate_rank : int or None, default=None
         R, the rank of each site's proxy; None is ``min(2 K, D)``.
+    method : str, default="dpdispca"
+        A name from ``dpspectral.methods(task="distributed")`` (the registry's distributed entries; today
+        DPdisPCA).
     engine : {"dask", "inprocess"} or Engine, default="dask"
         ``"dask"``: the sites run on ``dask.distributed`` workers; a ``LocalCluster`` (one single-threaded
         process per worker) is started for the fit when ``scheduler_address`` is None, otherwise the fit
@@ -115,6 +130,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         delta: float | None = None,
         row_norm: float | None = None,
         intermediate_rank: int | None = None,
+        method: str = "dpdispca",
         engine: Any = "dask",
         scheduler_address: str | None = None,
         site_timeout: float | None = None,
@@ -136,6 +152,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.delta = delta
         self.row_norm = row_norm
         self.intermediate_rank = intermediate_rank
+        self.method = method
         self.engine = engine
         self.scheduler_address = scheduler_address
         self.site_timeout = site_timeout
@@ -166,33 +183,80 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         raise ValueError(f"The 'engine' parameter of {owner} must be 'dask', 'inprocess' or an Engine. Got "
                          f"{self.engine!r} instead.")
 
+    def _validate_params_dp(self) -> Method:
+        """The registry entry of ``method``; the required public privacy parameters are given."""
+        owner = type(self).__name__
+        check_choice(self.method, "method", tuple(m.name for m in methods(task="distributed")), owner)
+        for name in ("epsilon", "delta", "row_norm"):
+            if getattr(self, name) is None:
+                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
+                                 "parameter). Got None instead.")
+        return get_method(self.method, owner=owner)
+
+    def _validate_single_site(self, sites: Any) -> Any:
+        """One in-memory 2-D array (a single site): scikit-learn's structural checks, ``n_features_in_``.
+
+        A nested list of numbers is one matrix (as scikit-learn reads it). Lists of sites, Dask arrays,
+        collections and futures, and memmaps are passed through unchanged (the protocol checks them,
+        whole, before the charge). Finiteness and row norms are the protocol's.
+        """
+        distributed = (isinstance(sites, (list, tuple, np.memmap)) or _is_dask_array(sites)
+                       or is_dask_collection(sites) or is_dask_future(sites))
+        in_memory = hasattr(sites, "shape") or hasattr(sites, "__array__")
+        if not _is_row_list(sites) and (distributed or not in_memory):
+            return sites
+        try:  # under add/remove an empty site is a neighbour of a one-row site: never refused for that
+            min_samples = 1 if Relation(self.relation).n_is_public else 0
+        except ValueError:
+            min_samples = 1  # a bad relation is refused by the protocol, with its message
+        return validate_data(self, sites, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                             ensure_all_finite=False, ensure_min_samples=min_samples, copy=False,
+                             reset=True)
+
+    def _k(self, sites: Any) -> int:
+        """K: ``n_components``, or every feature when it is None (read from the sites' structure only)."""
+        owner = type(self).__name__
+        if self.n_components is not None:
+            return self.n_components
+        d = _as_sites(sites, None, owner, validate=False).n_features  # structure only (public)
+        if d is None:
+            raise ValueError(f"The 'n_components' parameter of {owner} must be an int when the number "
+                             "of features is not known before the sites run (futures). Got None.")
+        return int(d)
+
     def fit(self, sites: Any, y: Any = None) -> DistributedDPPCA:
         """Run the protocol on ``sites`` (see :func:`~dpspectral.distributed.dpdispca`).
+
+        Validate the public parameters -> the sites' structure -> release (the registry entry's protocol:
+        every site's private step where its data lives, then the aggregator's release) -> store.
 
         Parameters
         ----------
         sites : list of per-site arrays (or Dask futures), a Dask array whose row blocks are the sites,
-            or one 2-D array (a single site)
+            or one 2-D array-like (a single site; a nested list of numbers is one matrix)
         y : ignored
 
         Returns
         -------
         self
+
+        Privacy
+        -------
+        That of :func:`~dpspectral.distributed.dpdispca`: every site's release is ``(epsilon, delta)``-DP
+        for its own rows under ``relation``; the sites' rows are disjoint, so the aggregate has the same
+        guarantee (parallel composition). The ledger is charged once, before any site releases.
         """
-        owner = type(self).__name__
-        for name in ("epsilon", "delta", "row_norm"):
-            if getattr(self, name) is None:
-                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
-                                 "parameter). Got None instead.")
-        k = self.n_components
-        if k is None:
-            d = _as_sites(sites, None, owner, validate=False).n_features  # structure only (public)
-            if d is None:
-                raise ValueError(f"The 'n_components' parameter of {owner} must be an int when the number "
-                                 "of features is not known before the sites run (futures). Got None.")
-            k = d
-        result = _run_protocol(
-            sites, k, mechanism="dpdispca" if self.variant == "proxy" else "dpdispca_full", owner=owner,
+        entry = self._validate_params_dp()
+        sites = self._validate_single_site(sites)
+        result = self._release(entry, sites, self._k(sites))
+        self._store(result)
+        return self
+
+    def _release(self, entry: Method, sites: Any, k: int) -> DistributedResult:
+        """The registry entry's protocol, with this estimator's name in its messages."""
+        mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
+        return _run_protocol(
+            sites, k, mechanism=mechanism, owner=type(self).__name__,
             variant=self.variant,  # type: ignore[arg-type]
             epsilon=self.epsilon,  # type: ignore[arg-type]
             delta=self.delta,  # type: ignore[arg-type]
@@ -204,8 +268,11 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             on_site_failure=self.on_site_failure,  # type: ignore[arg-type]
             release_count=self.release_count, accountant=self.accountant, random_state=self.random_state,
             on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
-            accounting="auto", show_progress=None, stacklevel=3,
+            accounting="auto", show_progress=None, stacklevel=4,
         )
+
+    def _store(self, result: DistributedResult) -> None:
+        """Keep the released quantities as fitted attributes."""
         values = np.asarray(result.values)
         self.components_ = result.components.T.copy()
         self.n_components_ = int(self.components_.shape[0])
@@ -221,7 +288,6 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.sites_contributed_ = result.contributing_sites
         self.sites_failed_ = result.failed_sites
         self.bytes_sent_ = result.bytes_sent
-        return self
 
     def fit_transform(self, sites: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """Fit on ``sites``, then project every site's rows on the released components.
@@ -242,8 +308,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         check_is_fitted(self, "components_")
         if _is_dask_array(sites):
             return np.asarray((sites @ self.components_.T).compute())
-        if not isinstance(sites, (list, tuple)):
-            return self.transform(sites)
+        if not isinstance(sites, (list, tuple)) or _is_row_list(sites):
+            sites = [sites]  # one site
         parts = []
         for site in sites:
             data = _materialise(site)
@@ -262,3 +328,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     @property
     def _n_features_out(self) -> int:
         return int(self.n_components_)
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # sparse sites are read block by block (csr, csc)
+        return tags

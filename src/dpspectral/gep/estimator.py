@@ -16,14 +16,19 @@ from .._validation import check_choice
 from ..privacy.accounting import Accountant, PrivacyReport
 from ..privacy.budget import Relation, UncertifiedPrivacyWarning
 from ..privacy.clipping import check_row_norm
+from ..registry import Method, get_method, methods
 from ._common import check_budget, check_int, check_xi
-from .scatter import build_fda_pair, check_classes
-from .solve import GEP_METHODS, solve_pair
+from .result import GEPResult
+from .scatter import ScatterPair, build_fda_pair, check_classes
+from .solve import solve_pair
 
 __all__ = ["DPFisherDiscriminant"]
 
-_METHODS = (*GEP_METHODS, "sr")
-_ITERATIVE = ("dpsr", "dpsrs", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow")
+
+def _entry(name: Any, owner: str) -> Method:
+    """The registry's ``task="gep"`` entry called ``name`` (the error lists the GEP names only)."""
+    check_choice(name, "method", tuple(m.name for m in methods(task="gep")), owner)
+    return get_method(name, owner=owner)
 
 
 class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -147,31 +152,22 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
 
-    def _validate_params_dp(self) -> None:
+    def _validate_params_dp(self) -> Method:
+        """Check the public parameters (before any data is read); the registry entry of ``method``."""
         owner = type(self).__name__
-        check_choice(self.method, "method", _METHODS, owner)
-        private = self.method != "sr"
-        if private:
+        entry = _entry(self.method, owner)
+        if entry.private:
             for name in ("epsilon", "delta"):
                 if getattr(self, name) is None:
                     raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
                                      "parameter). Got None instead.")
             check_budget(self.epsilon, self.delta, owner)
         check_row_norm(self.row_norm, owner)
-        check_xi(self.xi, owner, allow_zero=not private)
+        check_xi(self.xi, owner, allow_zero=not entry.private)
         check_choice(self.calibration, "calibration", ("tight", "paper"), owner)
         check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
         check_int(self.n_iter, "n_iter", 1, None, owner)
-        sparse = private and GEP_METHODS[self.method].sparse
-        if sparse and self.sparsity is None:
-            raise ValueError(f"The 'sparsity' parameter of {owner} is required for method="
-                             f"{self.method!r}. Got None instead.")
-        if not sparse and self.sparsity is not None:
-            raise ValueError(f"The 'sparsity' parameter of {owner} must be None for method="
-                             f"{self.method!r} (it applies to 'dpsrs' and 'dp_truncated_rayleigh_flow'). "
-                             f"Got {self.sparsity!r} instead.")
-        if self.sparsity is not None:
-            check_int(self.sparsity, "sparsity", 1, None, owner)
+        self._check_sparsity(entry, owner)
         if self.n_components is not None:
             check_int(self.n_components, "n_components", 1, None, owner)
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
@@ -180,9 +176,26 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         if self.method_params is not None and not isinstance(self.method_params, dict):
             raise TypeError(f"The 'method_params' parameter of {owner} must be a dict or None. Got "
                             f"{self.method_params!r} instead.")
+        return entry
+
+    def _check_sparsity(self, entry: Method, owner: str) -> None:
+        """``sparsity`` is required by the registry's sparse solvers and refused by the others."""
+        sparse = entry.private and entry.sparse
+        if sparse and self.sparsity is None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} is required for method="
+                             f"{self.method!r}. Got None instead.")
+        if not sparse and self.sparsity is not None:
+            names = " and ".join(repr(m.name) for m in methods(task="gep") if m.private and m.sparse)
+            raise ValueError(f"The 'sparsity' parameter of {owner} must be None for method="
+                             f"{self.method!r} (it applies to {names}). Got {self.sparsity!r} instead.")
+        if self.sparsity is not None:
+            check_int(self.sparsity, "sparsity", 1, None, owner)
 
     def fit(self, X: Any, y: Any = None) -> DPFisherDiscriminant:
         """Fit the private discriminant directions.
+
+        Validate (public parameters, then the whole input) -> build the scatter pair of the clipped rows
+        -> release with the registry entry's solver -> store the released quantities.
 
         Parameters
         ----------
@@ -194,9 +207,15 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         Returns
         -------
         self
+
+        Privacy
+        -------
+        That of the chosen solver (:func:`~dpspectral.gep.private_fda`), for replace-one neighbours where a
+        record is a row and its label. The whole input is validated before the solver charges the
+        ledger; ``method="sr"`` releases nothing private (``privacy_.certified`` is False).
         """
         owner = type(self).__name__
-        self._validate_params_dp()
+        entry = self._validate_params_dp()
         public = None if self.classes is None else check_classes(self.classes, owner)
         if public is not None:  # public parameters first, before any data is read
             self._n_components(int(public.size), None)
@@ -209,32 +228,46 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         pair = build_fda_pair(X, y, row_norm=float(self.row_norm),  # type: ignore[arg-type]
                               classes=public, on_norm_violation=self.on_norm_violation, owner=owner)
         assert pair.classes is not None
-        notes = list(pair.notes)  # with classes=None: the label set was read from y (not protected)
         k = self._n_components(int(pair.classes.size), d)
-        options: dict[str, Any] = dict(self.method_params or {})
-        if self.method == "sr":
-            result = solve_pair(pair, k, method="sr", xi=float(self.xi), owner=owner)
-            message = (f"{owner}(method='sr') is the NON-PRIVATE simultaneous reduction (a labelled "
-                       "reference): nothing is differentially private.")
-            warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=2)
-            privacy = PrivacyReport(
-                mechanism="sr", relation=Relation.REPLACE_ONE, epsilon=math.inf,
-                delta=float(self.delta) if self.delta is not None else 0.0,
-                requested_epsilon=float(self.epsilon) if self.epsilon is not None else math.nan,
-                requested_delta=float(self.delta) if self.delta is not None else math.nan,
-                certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
-                notes=(message, *notes),
-            )
-        else:
-            options.update(calibration=self.calibration, accountant=self.accountant,
-                           random_state=self.random_state)
-            if self.method in _ITERATIVE:
-                options.setdefault("n_iter", self.n_iter)
-            result = solve_pair(pair, k, method=self.method, epsilon=float(self.epsilon),  # type: ignore[arg-type]
-                                delta=float(self.delta), xi=float(self.xi),  # type: ignore[arg-type]
-                                sparsity=self.sparsity, owner=owner, **options)
+        if entry.private:
+            result = self._release(entry, pair, k)
             assert result.privacy is not None
             privacy = result.privacy
+        else:
+            result, privacy = self._reference(entry, pair, k)
+        self._store(result, privacy, pair, k)
+        return self
+
+    def _release(self, entry: Method, pair: ScatterPair, k: int) -> GEPResult:
+        """The private solver of the registry entry on the pair (charges the ledger)."""
+        options: dict[str, Any] = dict(self.method_params or {})
+        options.update(calibration=self.calibration, accountant=self.accountant,
+                       random_state=self.random_state)
+        if "n_iter" in entry.options:  # the iterative solvers
+            options.setdefault("n_iter", self.n_iter)
+        return solve_pair(pair, k, method=entry.name, epsilon=float(self.epsilon),  # type: ignore[arg-type]
+                          delta=float(self.delta), xi=float(self.xi),  # type: ignore[arg-type]
+                          sparsity=self.sparsity, owner=type(self).__name__, **options)
+
+    def _reference(self, entry: Method, pair: ScatterPair, k: int) -> tuple[GEPResult, PrivacyReport]:
+        """The non-private reference (``"sr"``) and its privacy report (not certified, with a warning)."""
+        owner = type(self).__name__
+        result = solve_pair(pair, k, method=entry.name, xi=float(self.xi), owner=owner)
+        message = (f"{owner}(method={entry.name!r}) is the NON-PRIVATE simultaneous reduction (a labelled "
+                   "reference): nothing is differentially private.")
+        warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=3)
+        privacy = PrivacyReport(
+            mechanism=entry.name, relation=Relation.REPLACE_ONE, epsilon=math.inf,
+            delta=float(self.delta) if self.delta is not None else 0.0,
+            requested_epsilon=float(self.epsilon) if self.epsilon is not None else math.nan,
+            requested_delta=float(self.delta) if self.delta is not None else math.nan,
+            certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
+            notes=(message, *pair.notes),
+        )
+        return result, privacy
+
+    def _store(self, result: GEPResult, privacy: PrivacyReport, pair: ScatterPair, k: int) -> None:
+        """Keep the released quantities (and the public class list) as fitted attributes."""
         self.result_ = result
         self.scalings_ = np.ascontiguousarray(result.vectors)
         self.components_ = np.ascontiguousarray(result.vectors.T)
@@ -242,7 +275,6 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         self.classes_ = pair.classes
         self.n_components_ = k
         self.privacy_: PrivacyReport = privacy
-        return self
 
     def _n_components(self, n_classes: int, n_features: int | None) -> int:
         """``n_components`` (or its default) checked against ``min(n_classes - 1, n_features)``."""

@@ -1,19 +1,24 @@
-"""One entry point per input kind: labelled rows (FDA), rows (PCA as a GEP), or a caller's pair."""
+"""One entry point per input kind: labelled rows (FDA), rows (PCA as a GEP), or a caller's pair.
+
+The solvers are the registry's ``task="gep"`` entries (:mod:`dpspectral.registry`): their ``solver``
+(the function on a pair) and ``sparse`` flag; the registry refers to this module lazily (no cycle).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from .. import registry
 from .._validation import check_choice
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, row_norms
+from ..registry import Method
 from ._common import called_as, check_budget, check_xi
-from .rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow
-from .reduction import dpsr, dpsrs, simultaneous_reduction, sr_dp
+from .reduction import simultaneous_reduction
 from .result import GEPResult
 from .scatter import PairSensitivity, ScatterPair, build_fda_pair, build_pca_pair, build_user_pair
 
@@ -21,41 +26,16 @@ __all__ = ["GEP_METHODS", "GEPMethod", "fda_method", "private_fda", "private_gep
            "solve_pair"]
 
 
-@dataclass(frozen=True)
-class GEPMethod:
-    """Metadata of one GEP solver (for a registry entry).
+#: The metadata of one GEP solver is a registry entry (``task="gep"``): ``solver`` is the function on a
+#: pair, ``sparse`` says whether it takes ``sparsity``. The old name is kept for callers.
+GEPMethod = Method
 
-    ``function(pair, k, [sparsity,] *, epsilon, delta, xi, calibration, accountant, random_state,
-    ...) -> GEPResult``; ``sparse`` solvers take ``sparsity`` as their third argument.
-    """
+#: The private GEP solvers, by name, read from the registry (``dpspectral.methods(task="gep")``).
+GEP_METHODS: Mapping[str, Method] = MappingProxyType(
+    {m.name: m for m in registry.methods(task="gep") if m.private})
 
-    name: str
-    function: Callable[..., GEPResult]
-    paper: str
-    summary: str
-    sparse: bool = False
-    private: bool = True
-    calibrations: tuple[str, ...] = ("tight", "paper")
-
-
-GEP_METHODS: dict[str, GEPMethod] = {
-    m.name: m
-    for m in (
-        GEPMethod("dpsr", dpsr, "Chen, Huang, Lee, Chen, Tsai (paper 003), Alg. 2",
-                  "Simultaneous reduction with noisy gradient steps in both phases"),
-        GEPMethod("dpsrs", dpsrs, "Chen, Huang, Lee, Chen, Tsai (paper 003), Alg. 3",
-                  "DPSR with truncation to s non-zeros after every step", sparse=True),
-        GEPMethod("sr_dp", sr_dp, "Chen et al. (paper 003), ablation SR+DP",
-                  "Gaussian noise on A and B, then simultaneous reduction"),
-        GEPMethod("dp_rayleigh_flow", dp_rayleigh_flow, "Hu, Xiang, Liu, Wang (AISTATS 2023)",
-                  "Rayleigh flow on an input-perturbed pair (reconstructed)"),
-        GEPMethod("dp_truncated_rayleigh_flow", dp_truncated_rayleigh_flow,
-                  "Hu, Xiang, Liu, Wang (AISTATS 2023)",
-                  "Truncated Rayleigh flow on an input-perturbed pair (reconstructed)", sparse=True),
-    )
-}
-
-_NONPRIVATE = ("sr",)
+#: The non-private references among the registry's GEP entries (``"sr"``).
+_NONPRIVATE: tuple[str, ...] = tuple(m.name for m in registry.methods(task="gep") if not m.private)
 
 
 def solve_pair(
@@ -81,16 +61,18 @@ def solve_pair(
                 raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
             return simultaneous_reduction(pair.A, pair.B, k, xi=xi)
         spec = GEP_METHODS[method]
+        solver = spec.solver
+        assert solver is not None, f"the registry's GEP entry {method!r} names no solver"
         if spec.sparse:
             if sparsity is None:
                 raise ValueError(f"The 'sparsity' parameter of {owner} is required for method={method!r} "
                                  "(s, the number of non-zeros per vector, in [1, n_features]).")
-            return spec.function(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+            return solver(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
         if sparsity is not None:
             raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods "
                              f"({', '.join(n for n, m in GEP_METHODS.items() if m.sparse)}). Got "
                              f"sparsity={sparsity!r} with method={method!r}.")
-        return spec.function(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+        return solver(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
 
 
 def _early_checks(method: str, epsilon: Any, delta: Any, xi: Any, owner: str) -> None:
