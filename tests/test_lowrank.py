@@ -22,6 +22,9 @@ from dpspectral.lowrank import (
 )
 from dpspectral.lowrank.factorization import frobenius_noise, frobenius_sketch, frobenius_sketches
 from dpspectral.privacy import epsilon_of
+from dpspectral.privacy.budget import Relation
+from dpspectral.privacy.noise import noise_source
+from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
 
 
 def _opt(A: np.ndarray, k: int) -> float:
@@ -230,12 +233,15 @@ def _audit_statistics(sigma: float, runs: int, seed: int) -> tuple[np.ndarray, n
     E[0, 0] = 1.0
     seeds = np.random.SeedSequence(seed).generate_state(2 * runs)
     out = []
+    # the sketch pair's noise, drawn through the release pipeline (nothing charged: no accountant)
+    plan = ReleasePlan("audit", Relation.PRIV2, (), (NoisyRelease("sketches", "gaussian", sigma, 1.0),))
     for j, A in enumerate((np.zeros((m, n)), E)):
         stats_ = []
         for s in seeds[j * runs : (j + 1) * runs]:
             rng = np.random.default_rng(int(s))
             Phi, S = frobenius_sketches(m, n, sizes, int(rng.integers(2**62)))
-            Y_c, Z = frobenius_sketch(A, Phi, S, sigma, rng)
+            with release(plan, None, noise_source(rng)) as releaser:
+                Y_c, Z = frobenius_sketch(A, Phi, S, releaser)
             shift = np.concatenate([(E @ Phi).ravel(), (S @ E).ravel()])
             stats_.append(np.concatenate([Y_c.ravel(), Z.ravel()]) @ shift / (np.linalg.norm(shift) * sigma))
         out.append(np.array(stats_))

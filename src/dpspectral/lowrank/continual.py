@@ -15,34 +15,46 @@ a node completes, its children are the nodes it replaces in the prefix; its exac
 them as ``(noisy child - child noise)``, the child noise being regenerated from its seed. Node noise is
 drawn from ``default_rng(SeedSequence([noise_seed, level, index]))``. The noise seed is secret: it is
 never shown, and a :class:`ContinualLRF` cannot be pickled or copied (its copy would carry the seed).
+With ``random_state="secure"`` the node noise cannot be regenerated: the exact node sums of the prefix
+are kept beside the noisy ones (twice the memory), and each node is released by the secure source.
+
+The whole tree is charged once, at initialisation (one :class:`~dpspectral.privacy.pipeline.ReleasePlan`
+whose release ``"sketches"`` is one node); each step draws its node's noise through a
+:class:`~dpspectral.privacy.pipeline.Releaser` of that charged plan, by its planned name and scale.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice
-from ..privacy.accounting import Accountant, certify_release
-from ..privacy.budget import Relation
-from ..privacy.pipeline import charge
+from ..constraints import Interval, validated
+from ..privacy.accounting import Accountant
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.noise import NoiseSource, SeededNoise, noise_source
+from ..privacy.pipeline import ReleasePlan, Releaser, release
 from ..results import LowRankResult
 from .factorization import (
+    PRIVATE_LRF_TABLE,
     SKETCH_NOTE,
     Calibration,
+    FrobeniusNoise,
     _budget,
     _relation,
     _result,
     _seed,
+    add_joint,
     check_matrix,
-    check_positive,
     check_rank,
     frobenius_noise,
+    frobenius_plan,
     frobenius_release,
     frobenius_sketches,
+    split_joint,
 )
 from .sketches import sketch_sizes
 from .streaming import _check_shape, _entry_kernel, _is_int, check_entries, read_only
@@ -50,19 +62,38 @@ from .streaming import _check_shape, _entry_kernel, _is_int, check_entries, read
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
 
 
+def _secure(source: NoiseSource) -> bool:
+    return source.name == "secure"
+
+
+def _check_noise_seed(noise_seed: Any, source: NoiseSource, owner: str) -> None:
+    """None or an int >= 0, for the seeded source only; the message never echoes the (secret) seed."""
+    if noise_seed is None:
+        return
+    if not _is_int(noise_seed) or noise_seed < 0:
+        raise ValueError(
+            f"The 'noise_seed' parameter of {owner} must be None or an int >= 0. Got a "
+            f"{type(noise_seed).__name__} instead."
+        )
+    if _secure(source):
+        raise ValueError(
+            f"The 'noise_seed' parameter of {owner} seeds reproducible node noise; with "
+            "random_state='secure' the node noise comes from OS entropy: give no noise_seed."
+        )
+
+
+@validated({"horizon": Interval(1, None, "left", integer=True)})
 def tree_levels(horizon: int) -> int:
     """``L = ceil(log2 T) + 1``: the number of dyadic nodes that contain a time step in [1, T]."""
-    if not _is_int(horizon) or horizon < 1:
-        raise ValueError(f"The 'horizon' parameter must be an int >= 1. Got {horizon!r} instead.")
     return (int(horizon) - 1).bit_length() + 1
 
 
+@validated({"tau": Interval(0, None, "left", integer=True)})
 def dyadic_nodes(tau: int) -> list[tuple[int, int]]:
     """The nodes ``(level, index)`` whose disjoint union is ``[1, tau]``, in time order (one per set bit)."""
-    if not _is_int(tau) or tau < 0:
-        raise ValueError(f"'tau' must be an int >= 0. Got {tau!r} instead.")
+    tau = int(tau)
     out, start = [], 0
-    for level in range(int(tau).bit_length() - 1, -1, -1):
+    for level in range(tau.bit_length() - 1, -1, -1):
         if tau >> level & 1:
             out.append((level, start >> level))
             start += 1 << level
@@ -96,10 +127,12 @@ class ContinualLRF:
         before the horizon is reached (see Privacy); a declared seed is the caller's responsibility.
     noise_seed : int, optional
         Seed of the node noises (drawn from ``random_state`` if None). **Secret**: whoever knows it can
-        remove the noise. Give it only to reproduce a run in a test; it is never shown.
+        remove the noise. Give it only to reproduce a run in a test; it is never shown. Not with
+        ``random_state="secure"``.
     accountant : Accountant, optional
         The whole continual release is recorded at initialisation, before any noise is drawn.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret. ``"secure"``: OS entropy and exact discrete Gaussian node noise.
 
     Attributes
     ----------
@@ -135,6 +168,8 @@ class ContinualLRF:
 
     mechanism = "continual_lrf"
 
+    @validated({**PRIVATE_LRF_TABLE, "horizon": Interval(1, None, "left", integer=True)},
+               owner="ContinualLRF")
     def __init__(
         self,
         shape: tuple[int, int],
@@ -158,8 +193,6 @@ class ContinualLRF:
         owner = type(self).__name__
         budget = _budget(epsilon, delta, owner)
         rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        check_choice(calibration, "calibration", ("tight", "paper"), owner)
-        b = check_positive(bound, "bound", owner)
         self.levels = tree_levels(horizon)
         self.horizon = int(horizon)
         m_user, n_user = _check_shape(shape, owner)
@@ -169,18 +202,40 @@ class ContinualLRF:
         self._inner_shape = (m, n)
         self.rank = check_rank(rank, m, n, owner)
         self.sizes = sketch_sizes(self.rank, alpha, m, m, t=t, v=v, owner=owner)
-        noise = frobenius_noise(
-            budget.epsilon,
-            budget.delta,
-            self.sizes,
-            bound=b,
-            calibration=calibration,
-            alpha=float(alpha),
-            sketch_failure_share=sketch_failure_share,
-            levels=self.levels,
-            owner=owner,
-            shape=(m, n),
-        )
+        noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
+                           sketch_failure_share=float(sketch_failure_share))
+        self._sketch_seed = _seed(sketch_seed, owner=owner)
+        source = noise_source(random_state)
+        _check_noise_seed(noise_seed, source, owner)
+        with release(self._release_plan, accountant, source) as releaser:  # the whole tree, charged once
+            # the node noises are drawn at each step: from the seed fixed here, or the secure source
+            seed = releaser.generator.integers(0, 2**63 - 1) if noise_seed is None and not _secure(source) \
+                else noise_seed
+        self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
+                                       notes=self._release_plan.notes, stacklevel=5)
+        self._noise_seed = None if seed is None else int(seed)
+        self._secure_source: NoiseSource | None = source if _secure(source) else None
+        self._exact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> exact (Y, Z^T), secure only
+        self.sigma = noise.sigma
+        self.sensitivity = noise.sensitivity
+        self.bound = float(bound)
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
+        self.time = 0
+        self._nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> (Y, Z^T), noisy
+
+    def _plan(self, budget: PrivacyBudget, rel: Relation, *, calibration: str, alpha: float, bound: float,
+              sketch_failure_share: float) -> FrobeniusNoise:
+        """The per-node noise for the joint sensitivity of the L levels, and the plan of the whole tree.
+
+        The plan's release ``"sketches"`` is one node, with the sensitivity of one node's share
+        ``Delta / sqrt(L)`` (a change enters L nodes: the secure source's rounding is accounted per node
+        for that share, so over the L nodes for the joint ``Delta``).
+        """
+        noise = frobenius_noise(budget.epsilon, budget.delta, self.sizes, bound=bound,
+                                calibration=calibration,  # type: ignore[arg-type]
+                                alpha=alpha, sketch_failure_share=sketch_failure_share, levels=self.levels,
+                                owner=type(self).__name__, shape=self._inner_shape)
         notes = (
             f"Binary tree over T = {self.horizon} steps: L = {self.levels} levels, per-node noise for "
             "joint sensitivity sqrt(L) Delta (event-level neighbours).",
@@ -190,35 +245,10 @@ class ContinualLRF:
             "the releases; the sketch seed is fresh OS entropy and is not shown before the horizon, unless "
             "the caller declared sketch_seed. " + SKETCH_NOTE,
         )
-        self.privacy = certify_release(
-            noise.events,
-            mechanism=self.mechanism,
-            budget=budget,
-            relation=rel,
-            calibration=calibration,
-            notes=notes,
-            stacklevel=3,
-        )
-        rng = as_generator(random_state)
-        self._sketch_seed = _seed(sketch_seed)
-        if noise_seed is None:  # secret: from the secret generator, never shown
-            self._noise_seed = int(rng.integers(0, 2**63 - 1))
-        else:
-            if not _is_int(noise_seed) or noise_seed < 0:
-                raise ValueError(
-                    f"The 'noise_seed' parameter of {owner} must be None or an int >= 0. Got a "
-                    f"{type(noise_seed).__name__} instead."
-                )
-            self._noise_seed = int(noise_seed)
-        with charge(accountant, [self.privacy.event], rel, self.mechanism):
-            pass  # the node noises are drawn at each step, from the seed fixed here
-        self.sigma = noise.sigma
-        self.sensitivity = noise.sensitivity
-        self.bound = b
-        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._sketch_seed)
-        self._ST = np.ascontiguousarray(self._S.T)
-        self.time = 0
-        self._nodes: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> (Y, Z^T), noisy
+        per_node = noise.sensitivity / math.sqrt(self.levels)
+        self._release_plan: ReleasePlan = frobenius_plan(self.mechanism, rel, noise, notes,
+                                                         per_release_sensitivity=per_node)
+        return noise
 
     # -- reading -------------------------------------------------------------------------------
     def _require_horizon(self, what: str) -> None:
@@ -251,15 +281,25 @@ class ContinualLRF:
         """The nodes ``(level, index)`` kept now: those of the prefix ``[1, time]``, in time order."""
         return dyadic_nodes(self.time)
 
-    def _node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """The noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` when transposed).
+    def _node_releaser(self, level: int, index: int) -> Releaser:
+        """The releaser of node (level, index) under the plan charged at initialisation.
 
-        Regenerated from the secret noise seed: internal (the exact node sums are recovered from it).
+        Seeded: its noise source is ``default_rng(SeedSequence([noise_seed, level, index]))``, so the
+        noise of a node can be regenerated (internal: the exact node sums are recovered from it). Secure:
+        the secure source (nothing can be regenerated; the exact sums are kept instead).
         """
-        m, n = self._inner_shape
+        if self._secure_source is not None:
+            return Releaser.of_charged_plan(self._release_plan, self._secure_source)
+        assert self._noise_seed is not None
         g = np.random.default_rng(np.random.SeedSequence([self._noise_seed, int(level), int(index)]))
-        N1 = g.normal(0.0, self.sigma, size=(m, self.sizes.t))
-        N2 = g.normal(0.0, self.sigma, size=(self.sizes.v, n))
+        return Releaser.of_charged_plan(self._release_plan, SeededNoise(g))
+
+    def _node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """The seeded noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` if m > n)."""
+        m, n = self._inner_shape
+        t, v = self.sizes.t, self.sizes.v
+        flat = self._node_releaser(level, index).gaussian("sketches", m * t + v * n)
+        N1, N2 = split_joint(flat, [(m, t), (v, n)])
         return N1, N2
 
     def current_sketches(self) -> tuple[np.ndarray, np.ndarray]:
@@ -289,13 +329,37 @@ class ContinualLRF:
         r, c, x = check_entries(rows, cols, values, self.shape, owner)
         if self.transposed:
             r, c = c, r
-        m, n = self._inner_shape
         tau = self.time + 1
         level = (tau & -tau).bit_length() - 1  # the node completed at tau: [tau - 2^level + 1, tau]
+        if self._secure_source is None:
+            Y, ZT = self._seeded_node(tau, level, r, c, x)
+            exact = None
+        else:
+            Y, ZT, exact = self._secure_node(tau, level, r, c, x)
+        if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
+            raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
+        for child in range(level):
+            del self._nodes[child]
+            self._exact.pop(child, None)
+        self._nodes[level] = (Y, ZT)
+        if exact is not None:
+            self._exact[level] = exact
+        self.time = tau
+
+    def _batch_sums(self, r: np.ndarray, c: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The exact sketches ``(E Phi, (S E)^T)`` of one step's batch E."""
+        m, n = self._inner_shape
         Y = np.zeros((m, self.sizes.t))
         ZT = np.zeros((n, self.sizes.v))
         if x.size:
             _entry_kernel(Y, ZT, self._Phi, self._ST, r, c, x)
+        return Y, ZT
+
+    def _seeded_node(self, tau: int, level: int, r: np.ndarray, c: np.ndarray,
+                     x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The noisy node completed at tau: its children's exact sums (noisy - regenerated noise), plus
+        the batch, plus its own noise (the draws and the arithmetic of earlier versions)."""
+        Y, ZT = self._batch_sums(r, c, x)
         for child in range(level):  # the prefix nodes it replaces: exact sums = noisy - own noise
             y, zt = self._nodes[child]
             N1, N2 = self._node_noise(child, ((tau - 1) >> child) - 1)
@@ -304,12 +368,18 @@ class ContinualLRF:
         N1, N2 = self._node_noise(level, (tau >> level) - 1)
         Y += N1
         ZT += N2.T
-        if not (np.isfinite(Y).all() and np.isfinite(ZT).all()):
-            raise ValueError(f"{owner}: the batch overflows float64 in the sketches. Nothing was applied.")
+        return Y, ZT
+
+    def _secure_node(self, tau: int, level: int, r: np.ndarray, c: np.ndarray,
+                     x: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """The node completed at tau, released by the secure source on its exact sum (kept beside it)."""
+        Y, ZT = self._batch_sums(r, c, x)
         for child in range(level):
-            del self._nodes[child]
-        self._nodes[level] = (Y, ZT)
-        self.time = tau
+            y, zt = self._exact[child]
+            Y += y
+            ZT += zt
+        noisy_Y, noisy_Z = add_joint(self._node_releaser(level, (tau >> level) - 1), "sketches", [Y, ZT.T])
+        return noisy_Y, np.ascontiguousarray(noisy_Z.T), (Y, ZT)
 
     # -- releases ------------------------------------------------------------------------------
     def release(self) -> LowRankResult:
@@ -355,6 +425,7 @@ class ContinualLRF:
         )
 
 
+@validated(PRIVATE_LRF_TABLE)
 def continual_lrf(
     A: Any,
     k: int,

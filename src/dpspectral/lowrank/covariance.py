@@ -15,25 +15,39 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice, check_mechanism_inputs
-from ..privacy.accounting import Accountant, certify_release
-from ..privacy.budget import Relation
-from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
-from ..privacy.pipeline import charge, not_finite_error, validate_rows
+from .._validation import check_mechanism_inputs
+from ..constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, validated
+from ..privacy.accounting import Accountant
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import ReleasePlan, not_finite_error, release, validate_rows
 from ..results import LowRankResult
 from .factorization import (
+    PRIVATE_LRF_TABLE,
     Calibration,
+    FrobeniusNoise,
     _seed,
     check_matrix,
     check_rank,
     frobenius_noise,
+    frobenius_plan,
     frobenius_release,
     frobenius_sketches,
+    split_joint,
 )
-from .sketches import sketch_sizes
+from .sketches import SketchSizes, sketch_sizes
 from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, PublishOnce, read_only
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
+
+#: The parameters of the covariance variant: those of every private factorization but ``bound`` (here
+#: derived from ``row_norm``), and the row bound.
+_TABLE: dict[str, Constraint | list[Constraint] | None] = {
+    **{name: c for name, c in PRIVATE_LRF_TABLE.items() if name != "bound"},
+    "row_norm": ROW_NORM,
+    "on_norm_violation": ON_NORM_VIOLATION,
+}
 
 
 class CovarianceLRF(PublishOnce):
@@ -71,8 +85,8 @@ class CovarianceLRF(PublishOnce):
         ``random_state``); not shown before the state is published.
     accountant : Accountant, optional
         Ledger; the release is recorded at initialisation, before any noise is drawn.
-    random_state : None, int, SeedSequence or Generator
-        Source of the noise only (secret).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Source of the noise only (secret). ``"secure"``: OS entropy and exact discrete Gaussian noise.
 
     Attributes
     ----------
@@ -103,6 +117,8 @@ class CovarianceLRF(PublishOnce):
     :attr:`Z`) publishes the current snapshot, and a publication after further inserts raises
     :class:`~dpspectral.lowrank.streaming.RepublicationError`. The number of rows inserted is not
     exposed (it is private under ``add_remove``; under ``replace_one`` it is public and reported).
+    With ``random_state="secure"`` a publication rounds the state to the secure noise's grid, as for
+    :class:`~dpspectral.lowrank.streaming.TurnstileLRF`.
     """
 
     _change_words = "had rows inserted"
@@ -110,6 +126,7 @@ class CovarianceLRF(PublishOnce):
 
     mechanism = "covariance_lrf"
 
+    @validated({**_TABLE, "n_features": Interval(1, None, "left", integer=True)}, owner="CovarianceLRF")
     def __init__(
         self,
         n_features: int,
@@ -140,44 +157,12 @@ class CovarianceLRF(PublishOnce):
             owner=owner,
             allowed_relations=(Relation.ADD_REMOVE, Relation.REPLACE_ONE),
         )
-        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
-            raise ValueError(
-                f"The 'n_features' parameter of {owner} must be an int >= 1. Got {n_features!r}."
-            )
         d = int(n_features)
         k = check_rank(rank, d, d, owner)
         sizes = sketch_sizes(k, alpha, d, d, t=t, v=v, owner=owner)
-        scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
-        b = scale * sensitivity_norm(C_r) ** 2
-        noise = frobenius_noise(
-            budget.epsilon,
-            budget.delta,
-            sizes,
-            bound=b,
-            calibration=calibration,
-            alpha=float(alpha),
-            sketch_failure_share=sketch_failure_share,
-            owner=owner,
-            shape=(d, d),
-        )
-        notes = (
-            f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
-            f"between {rel.value} neighbours.",
-            *noise.notes,
-            STREAM_NOTE,
-            ONE_SNAPSHOT_NOTE,
-        )
-        self.privacy = certify_release(
-            noise.events,
-            mechanism=self.mechanism,
-            budget=budget,
-            relation=rel,
-            calibration=calibration,
-            notes=notes,
-            stacklevel=3,
-        )
-        rng = as_generator(random_state)
-        self._sketch_seed = _seed(sketch_seed)
+        noise, b, plan = self._plan(budget, rel, C_r, d, sizes, calibration=calibration, alpha=float(alpha),
+                                    sketch_failure_share=float(sketch_failure_share))
+        self._sketch_seed = _seed(sketch_seed, owner=owner)
         self.n_features = d
         self.rank = k
         self.sizes = sizes
@@ -189,11 +174,34 @@ class CovarianceLRF(PublishOnce):
         self.sensitivity = noise.sensitivity
         self._Phi, self._S = frobenius_sketches(d, d, sizes, self._sketch_seed)
         self._ST = np.ascontiguousarray(self._S.T)
-        with charge(accountant, [self.privacy.event], rel, self.mechanism):
-            self._Y = rng.normal(0.0, noise.sigma, size=(d, sizes.t))  # N1
-            self._ZT = np.ascontiguousarray(rng.normal(0.0, noise.sigma, size=(sizes.v, d)).T)  # N2^T
+        with release(plan, accountant, noise_source(random_state)) as releaser:  # refused: nothing drawn
+            Y, Z = split_joint(releaser.gaussian("sketches", d * sizes.t + sizes.v * d),
+                               [(d, sizes.t), (sizes.v, d)])  # N1, then N2
+        self._Y, self._ZT = Y, np.ascontiguousarray(Z.T)
+        self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
+                                       notes=plan.notes, stacklevel=5)
+        self._use_grid(self.privacy.noise_source, noise.sigma)
         self._n_rows = 0
         self._publication = NONE
+
+    def _plan(self, budget: PrivacyBudget, rel: Relation, C_r: float, d: int, sizes: SketchSizes, *,
+              calibration: str, alpha: float,
+              sketch_failure_share: float) -> tuple[FrobeniusNoise, float, ReleasePlan]:
+        """The Priv2 noise for the covariance bound b of ``rel`` (class's Privacy section) and its plan."""
+        scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
+        b = scale * sensitivity_norm(C_r) ** 2
+        fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b,
+                              calibration=calibration,  # type: ignore[arg-type]
+                              alpha=alpha, sketch_failure_share=sketch_failure_share,
+                              owner=type(self).__name__, shape=(d, d))
+        notes = (
+            f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
+            f"between {rel.value} neighbours.",
+            *fro.notes,
+            STREAM_NOTE,
+            ONE_SNAPSHOT_NOTE,
+        )
+        return fro, b, frobenius_plan(self.mechanism, rel, fro, notes)
 
     @property
     def sketch_seed(self) -> int:
@@ -205,13 +213,13 @@ class CovarianceLRF(PublishOnce):
     def Y_c(self) -> np.ndarray:
         """``C Phi + N1`` (d x t), a read-only copy. Reading it publishes the snapshot."""
         self._publish("Y_c")
-        return read_only(self._Y.copy())
+        return read_only(self._snapshot(self._Y).copy())
 
     @property
     def Z(self) -> np.ndarray:
         """``S C + N2`` (v x d), a read-only copy. Reading it publishes the snapshot."""
         self._publish("Z")
-        return read_only(self._ZT.T.copy())
+        return read_only(self._snapshot(self._ZT).T.copy())
 
     def sketches(self) -> tuple[np.ndarray, np.ndarray]:
         """The sketches ``(Phi, S)``, read-only (once the state is published)."""
@@ -268,7 +276,7 @@ class CovarianceLRF(PublishOnce):
             ``sketch_seed`` and, under ``replace_one`` only, ``n_rows``.
         """
         self._publish("release")
-        U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
+        U, s, V = frobenius_release(self._snapshot(self._Y), self._snapshot(self._ZT).T, self._S, self.rank)
         diag: dict[str, Any] = {
             "t": self.sizes.t,
             "v": self.sizes.v,
@@ -289,6 +297,7 @@ class CovarianceLRF(PublishOnce):
         )
 
 
+@validated(_TABLE)
 def covariance_lrf(
     A: Any,
     k: int,
@@ -314,12 +323,15 @@ def covariance_lrf(
     (row-level, add/remove or replace-one, rows clipped to ``row_norm``). The whole matrix is validated
     (finite; with ``on_norm_violation="raise"``, every row within ``row_norm``) before the ledger is
     charged: a refusal costs nothing and its message names no row.
+
+    Privacy
+    -------
+    As :class:`CovarianceLRF`: rows clipped to ``row_norm``; one snapshot (the final state) released.
+    ``random_state="secure"`` draws the state's noise from the secure source.
     """
     owner = "covariance_lrf"
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    C_r = check_row_norm(row_norm, owner)
     M = check_matrix(A, owner)
-    validate_rows(M, row_norm=C_r, on_norm_violation=on_norm_violation, owner=owner)
+    validate_rows(M, row_norm=float(row_norm), on_norm_violation=on_norm_violation, owner=owner)
     state = CovarianceLRF(
         M.shape[1],
         k,

@@ -9,12 +9,21 @@ here, so their privacy and accuracy are those of the one-shot versions.
 
 Orientation: the algorithms are stated for ``m <= n``; for ``m > n`` they run on ``A^T`` and swap U
 and V (the relations are symmetric under transposition: ``(u v^T)^T = v u^T``, ``||E^T||_F = ||E||_F``).
+
+Every mechanism of the package reads validate -> plan -> release -> post-process: the parameters are
+checked by its constraint table (:data:`PRIVATE_LRF_TABLE`) and the matrix as a whole; the plan
+(:func:`frobenius_plan`, :func:`space_optimal_noise`) is built from public inputs only; the release
+(:func:`~dpspectral.privacy.pipeline.release`) charges it and hands out the noise, which is drawn only
+through the releaser (a sketch pair is one joint release, :func:`add_joint`); the public sketches come
+from their public seed, never from the noise source. ``random_state="secure"`` selects the exact
+discrete samplers (:mod:`dpspectral.privacy.noise`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,13 +31,27 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice
-from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
+from .._validation import check_choice
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    RANDOM_STATE,
+    SHARE,
+    Constraint,
+    Interval,
+    Types,
+    check_params,
+    validated,
+)
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.gaussian import analytic_noise_multiplier
-from ..privacy.pipeline import charge, not_finite_error, public_seed
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, not_finite_error, public_seed, release
 from ..results import LowRankResult
 from .sketches import (
+    ALPHA,
     SketchKind,
     SketchSizes,
     chi2_factor,
@@ -42,9 +65,13 @@ from .sketches import (
 )
 
 __all__ = [
+    "BOUND",
     "FrobeniusNoise",
+    "SKETCH_SEED",
+    "add_joint",
     "check_matrix",
     "frobenius_noise",
+    "frobenius_plan",
     "frobenius_release",
     "frobenius_sketch",
     "frobenius_sketches",
@@ -52,9 +79,28 @@ __all__ = [
     "private_frobenius_lrf",
     "private_space_optimal_lrf",
     "space_optimal_release",
+    "split_joint",
 ]
 
 Calibration = Literal["tight", "paper"]
+
+#: The public scale b of the Priv1/Priv2 relations (and any other positive bound).
+BOUND = Interval(0, None, "neither")
+#: A declared public sketch seed, or None (fresh OS entropy).
+SKETCH_SEED: list[Constraint] = [Types((type(None),), "None"), Interval(0, None, "left", integer=True)]
+
+#: The parameters every private factorization of this package takes (cross-parameter checks, k <= min(m,
+#: n) and t, v within the dimensions, stay in the functions).
+PRIVATE_LRF_TABLE: dict[str, Constraint | list[Constraint] | None] = {
+    "epsilon": EPSILON,
+    "delta": DELTA,
+    "calibration": CALIBRATION,
+    "alpha": ALPHA,
+    "bound": BOUND,
+    "sketch_failure_share": SHARE,
+    "sketch_seed": SKETCH_SEED,
+    "random_state": RANDOM_STATE,
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,6 +138,7 @@ def check_matrix(A: Any, owner: str) -> Any:
 
 
 def check_rank(k: Any, m: int, n: int, owner: str) -> int:
+    """The rank k, an int in [1, min(m, n)] (a bound that depends on the data's public shape)."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= int(k) <= min(m, n):
         raise ValueError(
             f"The 'k' parameter of {owner} must be an int in [1, min(m, n) = {min(m, n)}]. Got {k!r} instead."
@@ -100,26 +147,13 @@ def check_rank(k: Any, m: int, n: int, owner: str) -> int:
 
 
 def check_positive(value: Any, name: str, owner: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and float(value) > 0)
-    ):
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be a float in (0, inf). Got {value!r} instead."
-        )
-    return float(value)
-
-
-def _check_share(value: Any, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be a float in (0, 1). Got {value!r} instead."
-        )
+    """``value`` as a float in (0, inf) (a one-entry constraint table)."""
+    check_params({name: BOUND}, {name: value}, owner)
     return float(value)
 
 
 def _budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
+    check_params({"epsilon": EPSILON, "delta": DELTA}, {"epsilon": epsilon, "delta": delta}, owner)
     budget = PrivacyBudget(epsilon, delta)
     budget.require_delta(owner)
     return budget
@@ -135,20 +169,15 @@ def _relation(relation: Any, allowed: tuple[Relation, ...], owner: str) -> Relat
     return rel
 
 
-def _seed(sketch_seed: Any, name: str = "sketch_seed") -> int:
+def _seed(sketch_seed: Any, name: str = "sketch_seed", owner: str = "dpspectral") -> int:
     """The seed of a public sketch: the caller's declared public int, or fresh OS entropy.
 
     Never drawn from the secret ``random_state`` generator (:func:`~dpspectral.privacy.pipeline.public_seed`):
     a published seed drawn from it lets anyone recover that generator by search and subtract the noise.
     With ``sketch_seed=None`` a run is reproducible only when the seed is declared.
     """
-    if sketch_seed is None:
-        return public_seed()
-    if isinstance(sketch_seed, bool) or not isinstance(sketch_seed, numbers.Integral) or sketch_seed < 0:
-        raise ValueError(
-            f"The '{name}' parameter must be None or an int >= 0. Got {sketch_seed!r} instead."
-        )
-    return public_seed(int(sketch_seed))
+    check_params({name: SKETCH_SEED}, {name: sketch_seed}, owner)
+    return public_seed(None if sketch_seed is None else int(sketch_seed))
 
 
 #: The note every sketch-based release carries: the per-pair sketch bounds need data that do not
@@ -159,6 +188,34 @@ SKETCH_NOTE = (
     "sketch_seed (then the data must not have been chosen with knowledge of that seed). random_state "
     "seeds the secret noise only and must itself stay secret."
 )
+
+
+# ----------------------------------------------------------------------------------------------
+# joint releases: several sketches released as one Gaussian mechanism
+# ----------------------------------------------------------------------------------------------
+
+
+def add_joint(releaser: Releaser, name: str, parts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``parts`` released together as one vector (one Gaussian mechanism, one L2 sensitivity).
+
+    The planned noise of release ``name`` is added to the concatenation of the raveled parts, which is
+    then split back. With the seeded source the draws are those of one ``rng.normal`` per part, in
+    order (a Generator's normal draws do not depend on how the sizes are split); with the secure source
+    the rounding to the grid is accounted over all the coordinates of the joint release at once.
+    """
+    arrays = [np.asarray(p, dtype=np.float64) for p in parts]
+    noisy = np.asarray(releaser.add(name, np.concatenate([a.ravel() for a in arrays])))
+    return split_joint(noisy, [a.shape for a in arrays])
+
+
+def split_joint(flat: np.ndarray, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    """A flat vector cut into consecutive arrays of the given shapes (C order)."""
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(flat[start : start + size].reshape(shape))
+        start += size
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -186,6 +243,8 @@ class FrobeniusNoise:
         return self.sigma / self.sensitivity
 
 
+@validated({"calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
+            "bound": BOUND, "levels": Interval(1, None, "left", integer=True)})
 def frobenius_noise(
     epsilon: float,
     delta: float,
@@ -215,9 +274,11 @@ def frobenius_noise(
     ``calibration="tight"``: the analytic Gaussian multiplier for (epsilon, delta_g).
     ``calibration="paper"``: ``rho_1 = sqrt((1 + alpha) ln(1/delta)) / epsilon`` times b (spec §2, recalled),
     reported with what the accountant certifies for it under our sensitivity.
+
+    ``owner`` is kept for the callers' signatures; the parameters are checked by this function's
+    constraint table.
     """
-    share = _check_share(sketch_failure_share, "sketch_failure_share", owner)
-    delta_sketch = share * delta
+    delta_sketch = float(sketch_failure_share) * delta
     delta_s = delta_sketch / 2
     if shape is None:
         c_t, c_v = chi2_factor(sizes.t, delta_s), chi2_factor(sizes.v, delta_s)
@@ -267,13 +328,26 @@ def frobenius_sketches(m: int, n: int, sizes: SketchSizes, sketch_seed: int) -> 
     return np.ascontiguousarray(Phi), np.asarray(S)
 
 
-def frobenius_sketch(
-    B: Any, Phi: np.ndarray, S: np.ndarray, sigma: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """The released Priv2 sketches ``(Y_c, Z) = (B Phi + N1, S B + N2)``, noise i.i.d. ``N(0, sigma^2)``."""
-    m, n = B.shape
-    Y_c = _dense(B @ Phi) + rng.normal(0.0, sigma, size=(m, Phi.shape[1]))
-    Z = _dense((B.T @ S.T).T) + rng.normal(0.0, sigma, size=(S.shape[0], n))
+def frobenius_plan(label: str, relation: Relation, noise: FrobeniusNoise, notes: Sequence[str] = (),
+                   *, per_release_sensitivity: float | None = None) -> ReleasePlan:
+    """The release plan of the Priv2 sketch pair: one Gaussian release ``"sketches"`` of ``(Y_c, Z)``.
+
+    ``per_release_sensitivity`` (default: the pair's sensitivity) is the L2 sensitivity of one release
+    of the pair; the continual tree gives ``Delta / sqrt(L)`` (one node of the L that a change enters).
+    """
+    sens = noise.sensitivity if per_release_sensitivity is None else per_release_sensitivity
+    return ReleasePlan(label, relation, noise.events,
+                       (NoisyRelease("sketches", "gaussian", noise.sigma, sens),), notes=tuple(notes))
+
+
+def frobenius_sketch(B: Any, Phi: np.ndarray, S: np.ndarray, releaser: Releaser,
+                     name: str = "sketches") -> tuple[np.ndarray, np.ndarray]:
+    """The released Priv2 sketches ``(Y_c, Z) = (B Phi + N1, S B + N2)``, one joint release ``name``.
+
+    The noise (i.i.d. ``N(0, sigma^2)``, the planned scale) comes from ``releaser`` (inside its
+    release block); N1 is drawn before N2.
+    """
+    Y_c, Z = add_joint(releaser, name, [_dense(B @ Phi), _dense((B.T @ S.T).T)])
     return Y_c, Z
 
 
@@ -327,6 +401,90 @@ def _space_optimal_sketches(
     return Psi, S, T
 
 
+@dataclass(frozen=True)
+class SpaceOptimalNoise:
+    """The plan of Private-Space-Optimal-LRF: padding ``sigma_min``, noise of ``(Y_r, Z)``, events.
+
+    ``plan`` releases ``(Y_r, Z)`` jointly as ``"sketches"`` (tight calibration: one Gaussian of
+    sensitivity ``sensitivity``) or separately as ``"Y_r"`` and ``"Z"`` (paper calibration: each with
+    its own sensitivity); the input-perturbed ``Y_c`` is the BBDS event of ``plan.events`` (no additive
+    noise).
+    """
+
+    plan: ReleasePlan
+    sigma_min: float
+    sigma_y: float
+    sigma_z: float
+    sensitivity: float
+    epsilon_input: float
+
+
+def space_optimal_noise(owner: str, budget: PrivacyBudget, relation: Relation, sizes: SketchSizes,
+                        shape: tuple[int, int], *, bound: float, calibration: str, alpha: float,
+                        input_share: float, sketch_failure_share: float) -> SpaceOptimalNoise:
+    """The plan of Priv1 for the oriented shape ``(m, n)`` (m <= n), from public inputs only.
+
+    See :func:`private_space_optimal_lrf`'s Privacy section for the derivation of every quantity.
+    """
+    from ..privacy import bbds
+
+    m, n = shape
+    eps, dlt, b = budget.epsilon, budget.delta, bound
+    delta_sketch = sketch_failure_share * dlt
+    delta_part = (dlt - delta_sketch) / 2
+    delta_s = delta_sketch / 3
+    c_psi = embedding_factor(sizes.t, m, delta_s)
+    c_s, c_tt = embedding_factor(sizes.v, m, delta_s), embedding_factor(sizes.v, m + n, delta_s)
+    d1, d2 = b * math.sqrt(c_psi), b * math.sqrt(c_s * c_tt)
+    sens = math.hypot(d1, d2)
+    notes: list[str] = []
+    if calibration == "tight":
+        eps_c = input_share * eps
+        sigma_min = b * bbds.min_sigma_min(eps_c, delta_part, sizes.t)
+        sigma1 = sigma2 = analytic_noise_multiplier(eps - eps_c, delta_part) * sens
+        releases: tuple[NoisyRelease, ...] = (NoisyRelease("sketches", "gaussian", sigma1, sens),)
+    else:
+        sigma_min = b * bbds.paper_sigma_min(eps, dlt, sizes.t, alpha)
+        eps_c = _bbds_epsilon(sigma_min / b, delta_part, sizes.t)
+        sigma1 = math.sqrt((1 + alpha) * math.log(1 / dlt)) / eps * b
+        sigma2 = (1 + alpha) * math.sqrt(math.log(1 / dlt)) / eps * b
+        releases = (NoisyRelease("Y_r", "gaussian", sigma1, d1), NoisyRelease("Z", "gaussian", sigma2, d2))
+        notes.append(
+            "calibration='paper': sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta))/epsilon, rho_1, rho_2 "
+            "as "
+            "recalled in spec-lowrank.md §2; the input-perturbed sketch is accounted exactly (BBDS "
+            "accountant) and the Gaussian sketches under the Laurent-Massart sensitivities."
+        )
+    gauss = [dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases]
+    events = (bbds.bbds_event(eps_c, delta_part), *gauss, EpsilonDeltaDpEvent(0.0, delta_sketch))
+    plan = ReleasePlan(owner, relation, events, releases, notes=(*notes, SKETCH_NOTE))
+    return SpaceOptimalNoise(plan, sigma_min, sigma1, sigma2, sens, eps_c)
+
+
+def _space_optimal_sketch(B: Any, Psi: np.ndarray, S: np.ndarray, T: np.ndarray, so: SpaceOptimalNoise,
+                          releaser: Releaser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The released ``(Y_c, Y_r, Z)`` of Priv1 (inside the release block; draws in the old order).
+
+    ``Y_c = [B, sigma_min I] Omega`` with a secret ``Omega`` (input perturbation, from the secret
+    generator, used once and dropped); ``Y_r = Psi Â + N1`` and ``Z = S Â T^T + N2`` with the planned
+    noise.
+    """
+    m, n = B.shape
+    N = m + n
+    secret = np.random.default_rng(releaser.generator.integers(0, 2**63 - 1))  # Omega: secret, used once
+    Omega = secret.standard_normal((N, Psi.shape[0]))
+    Y_c = _dense(B @ Omega[:n]) + so.sigma_min * Omega[n:]
+    del Omega
+    Y_r = np.hstack([_dense((B.T @ Psi.T).T), so.sigma_min * Psi])
+    SB = _dense((B.T @ S.T).T)  # S A (v x n)
+    Z = SB @ T[:, :n].T + so.sigma_min * (S @ T[:, n:].T)
+    if len(so.plan.releases) == 1:  # tight: one Gaussian mechanism for the pair
+        Y_r, Z = add_joint(releaser, "sketches", [Y_r, Z])
+    else:
+        Y_r, Z = releaser.add("Y_r", Y_r), releaser.add("Z", Z)
+    return Y_c, Y_r, Z
+
+
 def _dense(M: Any) -> np.ndarray:
     return np.asarray(M.toarray() if sp.issparse(M) else M)
 
@@ -364,6 +522,7 @@ def _bbds_epsilon(sigma_min: float, delta: float, t: int) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
+@validated({"alpha": ALPHA, "random_state": RANDOM_STATE})
 def optimal_space_lrf(
     A: Any,
     k: int,
@@ -392,12 +551,17 @@ def optimal_space_lrf(
         Sketch sizes (override alpha's defaults).
     sketch : {"gaussian", "countsketch", "srht"}
         The kind of every sketch (any subspace embedding works without privacy).
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Draws the sketches (nothing is secret here; ``"secure"`` draws them from OS entropy).
 
     Returns
     -------
     LowRankResult
         ``privacy`` is None (nothing is protected).
+
+    Privacy
+    -------
+    None: a non-private reference (no relation, nothing charged, no noise).
     """
     owner = "optimal_space_lrf"
     A = check_matrix(A, owner)
@@ -406,7 +570,7 @@ def optimal_space_lrf(
     m, n = B.shape
     k = check_rank(k, m, n, owner)
     sizes = sketch_sizes(k, alpha, m, n, t=t, v=v, owner=owner)
-    rng = as_generator(random_state)
+    rng = noise_source(random_state).generator
     seed = int(rng.integers(0, 2**63 - 1))  # non-private: nothing is secret, the sketches come from rng
     Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
     Omega = embedding(sizes.t, n, rng, sketch).T
@@ -423,6 +587,7 @@ def optimal_space_lrf(
     return _result(U, s, V, transposed, None, diag)
 
 
+@validated(PRIVATE_LRF_TABLE)
 def private_frobenius_lrf(
     A: Any,
     k: int,
@@ -446,6 +611,49 @@ def private_frobenius_lrf(
     ``U = orth(Y_c)``, ``X = argmin_{rank<=k} ||Z - S U X||_F``, and the SVD of X gives the factors
     (post-processing). Expected error ``(1+alpha) ||A - [A]_k||_F + O(sqrt(k)(sqrt(m) + sqrt(n)) sigma)``.
 
+    Privacy
+    -------
+    Relation Priv2 (``||A - A'||_F <= b``; hence Priv1). For E = A - A': ``||E Phi||_F^2 <= c_t ||E||_F^2``
+    and ``||S E||_F^2 <= c_v ||E||_F^2``, each except with probability delta_s, for the data-independent
+    Gaussian sketches (Laurent–Massart; :func:`~dpspectral.lowrank.sketches.chi2_factor`). The pair
+    ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
+    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
+    composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
+    The per-pair bounds need a matrix that does not depend on the sketches: their seed is OS entropy
+    drawn after A is given (or declared by the caller), never drawn from ``random_state``. The whole
+    matrix is validated before the ledger is charged.
+    """
+    owner = "private_frobenius_lrf"
+    budget = _budget(epsilon, delta, owner)
+    rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+    B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
+    m, n = B.shape
+    k = check_rank(k, m, n, owner)
+    sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
+    fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(bound), calibration=calibration,
+                          alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
+                          shape=(m, n))
+    plan = frobenius_plan(owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
+    noise, seed = noise_source(random_state), _seed(sketch_seed, owner=owner)
+    with release(plan, accountant, noise) as releaser:
+        Phi, S = frobenius_sketches(m, n, sizes, seed)
+        Y_c, Z = frobenius_sketch(B, Phi, S, releaser)
+    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
+                             stacklevel=5)
+    U, s, V = frobenius_release(Y_c, Z, S, k)  # post-processing of the released sketches
+    diag = {
+        "t": sizes.t,
+        "v": sizes.v,
+        "sigma": fro.sigma,
+        "sensitivity": fro.sensitivity,
+        "noise_multiplier": fro.noise_multiplier,
+        "sketch_seed": seed,
+        "transposed": transposed,
+    }
+    return _result(U, s, V, transposed, report, diag)
+
+
+_PRIV2_PARAMS = """
     Parameters
     ----------
     A : array-like or sparse matrix of shape (m, n)
@@ -470,75 +678,20 @@ def private_frobenius_lrf(
         the data must not be chosen with knowledge of it.
     accountant : Accountant, optional
         Ledger spent before any noise is drawn.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
         Seeds the secret noise (and nothing published): keep it secret. A run is reproducible when
-        both ``random_state`` and ``sketch_seed`` are given.
+        both ``random_state`` and ``sketch_seed`` are given. ``"secure"``: OS entropy and exact
+        discrete Gaussian noise (:mod:`dpspectral.privacy.noise`), for deployment.
 
     Returns
     -------
     LowRankResult
         U (m, k), S (k,), V (n, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``sketch_seed``.
-
-    Privacy
-    -------
-    Relation Priv2 (``||A - A'||_F <= b``; hence Priv1). For E = A - A': ``||E Phi||_F^2 <= c_t ||E||_F^2``
-    and ``||S E||_F^2 <= c_v ||E||_F^2``, each except with probability delta_s, for the data-independent
-    Gaussian sketches (Laurent–Massart; :func:`~dpspectral.lowrank.sketches.chi2_factor`). The pair
-    ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
-    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
-    composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
-    The per-pair bounds need a matrix that does not depend on the sketches: their seed is OS entropy
-    drawn after A is given (or declared by the caller), never drawn from ``random_state``. The whole
-    matrix is validated before the ledger is charged.
-    """
-    owner = "private_frobenius_lrf"
-    budget = _budget(epsilon, delta, owner)
-    rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    b = check_positive(bound, "bound", owner)
-    A = check_matrix(A, owner)
-    B, transposed = _orient(A)
-    m, n = B.shape
-    k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
-    noise = frobenius_noise(
-        budget.epsilon,
-        budget.delta,
-        sizes,
-        bound=b,
-        calibration=calibration,
-        alpha=float(alpha),
-        sketch_failure_share=sketch_failure_share,
-        owner=owner,
-        shape=(m, n),
-    )
-    report = certify_release(
-        noise.events,
-        mechanism=owner,
-        budget=budget,
-        relation=rel,
-        calibration=calibration,
-        notes=(*noise.notes, SKETCH_NOTE),
-        stacklevel=3,
-    )
-    rng = as_generator(random_state)
-    seed = _seed(sketch_seed)
-    with charge(accountant, [report.event], rel, owner):
-        Phi, S = frobenius_sketches(m, n, sizes, seed)
-        Y_c, Z = frobenius_sketch(B, Phi, S, noise.sigma, rng)
-    U, s, V = frobenius_release(Y_c, Z, S, k)
-    diag = {
-        "t": sizes.t,
-        "v": sizes.v,
-        "sigma": noise.sigma,
-        "sensitivity": noise.sensitivity,
-        "noise_multiplier": noise.noise_multiplier,
-        "sketch_seed": seed,
-        "transposed": transposed,
-    }
-    return _result(U, s, V, transposed, report, diag)
+"""
+private_frobenius_lrf.__doc__ = (private_frobenius_lrf.__doc__ or "") + "\n" + _PRIV2_PARAMS
 
 
+@validated({**PRIVATE_LRF_TABLE, "input_share": SHARE})
 def private_space_optimal_lrf(
     A: Any,
     k: int,
@@ -565,21 +718,6 @@ def private_space_optimal_lrf(
     solve (:func:`space_optimal_release`) and the m x n answer. Error
     ``(1+alpha) ||A - [A]_k||_F + O(sigma_min sqrt(m) + sigma sqrt(k (m+n)))`` (spec §3).
 
-    Parameters
-    ----------
-    A, k, epsilon, delta, calibration, alpha, t, v, bound, sketch_failure_share, sketch_seed, accountant,
-    random_state
-        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
-    relation : {"priv1"}
-        Input perturbation is analysed for Priv1 only.
-    input_share : float in (0, 1)
-        Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
-
-    Returns
-    -------
-    LowRankResult
-        diagnostics ``t``, ``v``, ``sigma_min``, ``sigma``, ``sensitivity``, ``sketch_seed``.
-
     Privacy
     -------
     Relation Priv1 (``A' = A + b u v^T``, unit u, v). Three parts, composed by basic composition:
@@ -597,85 +735,53 @@ def private_space_optimal_lrf(
     the public ``sketch_seed`` (OS entropy unless declared); Omega and the noise from the secret
     ``random_state``.
     """
-    from ..privacy import bbds
-
     owner = "private_space_optimal_lrf"
     budget = _budget(epsilon, delta, owner)
     rel = _relation(relation, (Relation.PRIV1,), owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    b = check_positive(bound, "bound", owner)
-    share_in = _check_share(input_share, "input_share", owner)
-    share_s = _check_share(sketch_failure_share, "sketch_failure_share", owner)
-    A = check_matrix(A, owner)
-    B, transposed = _orient(A)
+    B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
     m, n = B.shape
-    N = m + n
     k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, N, t=t, v=v, owner=owner)
-    eps, dlt = budget.epsilon, budget.delta
-    delta_sketch = share_s * dlt
-    delta_part = (dlt - delta_sketch) / 2
-    delta_s = delta_sketch / 3
-    c_psi = embedding_factor(sizes.t, m, delta_s)
-    c_s, c_tt = embedding_factor(sizes.v, m, delta_s), embedding_factor(sizes.v, N, delta_s)
-    d1, d2 = b * math.sqrt(c_psi), b * math.sqrt(c_s * c_tt)
-    sens = math.hypot(d1, d2)
-    notes: list[str] = []
-    if calibration == "tight":
-        eps_c = share_in * eps
-        sigma_min = b * bbds.min_sigma_min(eps_c, delta_part, sizes.t)
-        sigma1 = sigma2 = analytic_noise_multiplier(eps - eps_c, delta_part) * sens
-        gauss: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(sigma1 / sens)]
-    else:
-        alpha_f = float(alpha)
-        sigma_min = b * bbds.paper_sigma_min(eps, dlt, sizes.t, alpha_f)
-        eps_c = _bbds_epsilon(sigma_min / b, delta_part, sizes.t)
-        sigma1 = math.sqrt((1 + alpha_f) * math.log(1 / dlt)) / eps * b
-        sigma2 = (1 + alpha_f) * math.sqrt(math.log(1 / dlt)) / eps * b
-        gauss = [dp_accounting.GaussianDpEvent(sigma1 / d1), dp_accounting.GaussianDpEvent(sigma2 / d2)]
-        notes.append(
-            "calibration='paper': sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta))/epsilon, rho_1, rho_2 "
-            "as "
-            "recalled in spec-lowrank.md §2; the input-perturbed sketch is accounted exactly (BBDS "
-            "accountant) and the Gaussian sketches under the Laurent-Massart sensitivities."
-        )
-    events = (bbds.bbds_event(eps_c, delta_part), *gauss, EpsilonDeltaDpEvent(0.0, delta_sketch))
-    report = certify_release(
-        events,
-        mechanism=owner,
-        budget=budget,
-        relation=rel,
-        calibration=calibration,
-        notes=(*notes, SKETCH_NOTE),
-        stacklevel=3,
-    )
-    rng = as_generator(random_state)
-    seed = _seed(sketch_seed)
-    with charge(accountant, [report.event], rel, owner):
-        Psi, S, T = _space_optimal_sketches(m, N, sizes, seed)
-        secret = np.random.default_rng(rng.integers(0, 2**63 - 1))  # Omega: secret, used once, never stored
-        Omega = secret.standard_normal((N, sizes.t))
-        Y_c = _dense(B @ Omega[:n]) + sigma_min * Omega[n:]
-        del Omega
-        Y_r = np.hstack([_dense((B.T @ Psi.T).T), sigma_min * Psi]) + rng.normal(
-            0.0, sigma1, size=(sizes.t, N)
-        )
-        SB = _dense((B.T @ S.T).T)  # S A (v x n)
-        Z = (
-            SB @ T[:, :n].T
-            + sigma_min * (S @ T[:, n:].T)
-            + rng.normal(0.0, sigma2, size=(S.shape[0], T.shape[0]))
-        )
-    U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)
+    sizes = sketch_sizes(k, alpha, m, m + n, t=t, v=v, owner=owner)
+    so = space_optimal_noise(owner, budget, rel, sizes, (m, n), bound=float(bound), calibration=calibration,
+                             alpha=float(alpha), input_share=float(input_share),
+                             sketch_failure_share=float(sketch_failure_share))
+    noise, seed = noise_source(random_state), _seed(sketch_seed, owner=owner)
+    with release(so.plan, accountant, noise) as releaser:
+        Psi, S, T = _space_optimal_sketches(m, m + n, sizes, seed)
+        Y_c, Y_r, Z = _space_optimal_sketch(B, Psi, S, T, so, releaser)
+    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=so.plan.notes,
+                             stacklevel=5)
+    U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)  # post-processing
     diag = {
         "t": sizes.t,
         "v": sizes.v,
-        "sigma_min": sigma_min,
-        "sigma": sigma1,
-        "sigma_z": sigma2,
-        "sensitivity": sens,
-        "epsilon_input": eps_c,
+        "sigma_min": so.sigma_min,
+        "sigma": so.sigma_y,
+        "sigma_z": so.sigma_z,
+        "sensitivity": so.sensitivity,
+        "epsilon_input": so.epsilon_input,
         "sketch_seed": seed,
         "transposed": transposed,
     }
     return _result(U, s, V, transposed, report, diag)
+
+
+_PRIV1_PARAMS = """
+    Parameters
+    ----------
+    A, k, epsilon, delta, calibration, alpha, t, v, bound, sketch_failure_share, sketch_seed, accountant,
+    random_state
+        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
+    relation : {"priv1"}
+        Input perturbation is analysed for Priv1 only.
+    input_share : float in (0, 1)
+        Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
+
+    Returns
+    -------
+    LowRankResult
+        diagnostics ``t``, ``v``, ``sigma_min``, ``sigma``, ``sensitivity``, ``sketch_seed``.
+"""
+private_space_optimal_lrf.__doc__ = (private_space_optimal_lrf.__doc__ or "") + "\n" + _PRIV1_PARAMS
+
+

@@ -17,7 +17,6 @@ so Upadhyay's comparison with it mixes notions (spec §9).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,14 +24,27 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice, check_share
-from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, certify_release
-from ..privacy.budget import PrivacyBudget, Relation, as_relation
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Constraint,
+    Interval,
+    Types,
+    validated,
+)
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
+from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy.pipeline import charge, validate_rows
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release, validate_rows
 from ..results import LowRankResult
-from .factorization import check_matrix, check_positive, check_rank
+from .factorization import BOUND, _budget, check_matrix, check_rank
 from .sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, sketch_matrix, svd_top_k
 
 __all__ = ["HardtRothNoise", "hardt_roth", "hardt_roth_noise"]
@@ -45,6 +57,35 @@ _OWNER = "hardt_roth"
 #: replace-one (any row replaced by any row within the bound). ``Relation.ROW_CHANGE`` once
 #: ``privacy/budget.py`` defines it; until then the report keeps ``replace_one`` and says so in words.
 ROW_CHANGE_RELATION: Relation | None = getattr(Relation, "ROW_CHANGE", None)
+
+_NONE = Types((type(None),), "None")
+
+#: The parameters of the noise plan (:func:`hardt_roth_noise`).
+_NOISE_TABLE: dict[str, Constraint | list[Constraint] | None] = {
+    "epsilon": EPSILON,
+    "delta": DELTA,
+    "ell": Interval(1, None, "left", integer=True),
+    "m": Interval(1, None, "left", integer=True),
+    "row_norm": ROW_NORM,
+    "prune": BOUND,
+    "calibration": CALIBRATION,
+    "stage_share": SHARE,
+    "sketch_failure_share": SHARE,
+}
+
+#: The parameters of :func:`hardt_roth` (``row_norm`` is checked only when used: without ``row_change``).
+_TABLE: dict[str, Constraint | list[Constraint] | None] = {
+    "epsilon": EPSILON,
+    "delta": DELTA,
+    "oversampling": [_NONE, Interval(0, None, "left", integer=True)],
+    "prune": BOUND,
+    "calibration": CALIBRATION,
+    "stage_share": SHARE,
+    "sketch_failure_share": SHARE,
+    "on_norm_violation": ON_NORM_VIOLATION,
+    "row_change": [_NONE, BOUND],
+    "random_state": RANDOM_STATE,
+}
 
 
 @dataclass(frozen=True)
@@ -66,7 +107,14 @@ class HardtRothNoise:
     events: tuple[dp_accounting.DpEvent, ...]
     notes: tuple[str, ...] = ()
 
+    def plan(self, label: str, relation: Relation, notes: tuple[str, ...]) -> ReleasePlan:
+        """The two releases: ``"range"`` (``Y``, sigma1, sensitivity1) and ``"projection"`` (``B``)."""
+        releases = (NoisyRelease("range", "gaussian", self.sigma1, self.sensitivity1),
+                    NoisyRelease("projection", "gaussian", self.sigma2, self.sensitivity2))
+        return ReleasePlan(label, relation, self.events, releases, notes=notes)
 
+
+@validated(_NOISE_TABLE)
 def hardt_roth_noise(
     epsilon: float,
     delta: float,
@@ -82,40 +130,13 @@ def hardt_roth_noise(
 ) -> HardtRothNoise:
     """Noise of the two stages for a target (epsilon, delta) under row-level (replace-one) neighbours.
 
-    Parameters
-    ----------
-    epsilon, delta : float
-        The target; delta in (0, 1).
-    ell : int
-        Sketch width ``k + p``.
-    m : int
-        Number of rows (public: the shape is the same for all neighbours).
-    row_norm : float
-        Public bound C on each row's norm; a replaced row moves by at most ``b = 2 C``.
-    prune : float
-        The pruning constant c: rows of Q are clipped to ``tau = min(1, c sqrt(ell / m))``.
-    calibration : {"tight", "paper"}
-        ``"tight"``: one analytic Gaussian multiplier for the whole (adaptive) composition at
-        ``delta - delta_sketch``, split exactly between the stages (Gaussian DP: shares of ``1/s^2``,
-        ``stage_share`` to stage 1). ``"paper"``: spec §9's classic formula per stage,
-        ``sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2)`` with the Laurent–Massart ``c_ell``
-        in stage 1 (each stage (epsilon/2, delta/2) when epsilon/2 < 1), reported with what the
-        accountant certifies.
-    stage_share : float in (0, 1)
-    sketch_failure_share : float in (0, 1)
-        Share of delta covering the stage-1 norm bound failing.
-
-    Returns
+    Privacy
     -------
-    HardtRothNoise
+    A plan only (nothing is drawn or charged); the derivation is :func:`hardt_roth`'s Privacy section.
     """
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    C = sensitivity_norm(check_row_norm(row_norm, owner))
-    c = check_positive(prune, "prune", owner)
-    w = check_share(stage_share, "stage_share", owner)
-    share_s = check_share(sketch_failure_share, "sketch_failure_share", owner)
+    budget = _budget(epsilon, delta, owner)
+    C = sensitivity_norm(float(row_norm))
+    c, w, share_s = float(prune), float(stage_share), float(sketch_failure_share)
     b = 2.0 * C
     tau = min(1.0, c * math.sqrt(ell / m))
     delta_s = share_s * budget.delta
@@ -152,20 +173,42 @@ def hardt_roth_noise(
     )
 
 
+_NOISE_PARAMS = """
+    Parameters
+    ----------
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    ell : int
+        Sketch width ``k + p``.
+    m : int
+        Number of rows (public: the shape is the same for all neighbours).
+    row_norm : float
+        Public bound C on each row's norm; a replaced row moves by at most ``b = 2 C``.
+    prune : float
+        The pruning constant c: rows of Q are clipped to ``tau = min(1, c sqrt(ell / m))``.
+    calibration : {"tight", "paper"}
+        ``"tight"``: one analytic Gaussian multiplier for the whole (adaptive) composition at
+        ``delta - delta_sketch``, split exactly between the stages (Gaussian DP: shares of ``1/s^2``,
+        ``stage_share`` to stage 1). ``"paper"``: spec §9's classic formula per stage,
+        ``sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2)`` with the Laurent–Massart ``c_ell``
+        in stage 1 (each stage (epsilon/2, delta/2) when epsilon/2 < 1), reported with what the
+        accountant certifies.
+    stage_share : float in (0, 1)
+    sketch_failure_share : float in (0, 1)
+        Share of delta covering the stage-1 norm bound failing.
+
+    Returns
+    -------
+    HardtRothNoise
+"""
+hardt_roth_noise.__doc__ = (hardt_roth_noise.__doc__ or "") + "\n" + _NOISE_PARAMS
+
+
 def _dense(M: Any) -> np.ndarray:
     return np.asarray(M.toarray() if sp.issparse(M) else M)
 
 
-def _check_oversampling(p: Any, k: int, owner: str) -> int:
-    if p is None:
-        return k
-    if isinstance(p, bool) or not isinstance(p, numbers.Integral) or p < 0:
-        raise ValueError(
-            f"The 'oversampling' parameter of {owner} must be None or an int >= 0. Got {p!r} instead."
-        )
-    return int(p)
-
-
+@validated(_TABLE)
 def hardt_roth(
     A: Any,
     k: int,
@@ -195,6 +238,58 @@ def hardt_roth(
     3. Projection: ``B = Q~^T A + N2`` (ell x n).
     4. Output: the rank-k SVD of ``Q B``: with ``B = U_B diag(s) V^T`` (top k), ``U = Q U_B``.
 
+    Privacy
+    -------
+    Relation: row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's Priv1 with
+    ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C`` (clipping is
+    per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one differing
+    row moves by at most b (neither stage below needs a bound on the rows themselves): a weaker
+    relation, ``row_change`` (two arbitrary rows are not protected), reported as such in the notes
+    (``Relation.ROW_CHANGE`` once it exists). Omega is secret (from ``random_state``, never released).
+    The whole matrix is validated before the ledger is charged.
+
+    * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
+      entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
+      probability delta_s (exact chi-square quantile :func:`chi2_quantile_factor`, at most the
+      Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
+      ``EpsilonDeltaDpEvent(0, delta_s)``.
+    * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
+      exactly, because every pruned row has norm <= tau.
+
+    Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
+    is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
+    sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
+    ``relation`` accepts only ``"replace_one"``.
+    """
+    owner = _OWNER
+    budget = _budget(epsilon, delta, owner)
+    rel = _check_relation(relation)
+    C = check_row_norm(row_norm, owner) if row_change is None else float(row_change) / 2.0  # b = 2 C
+    A = check_matrix(A, owner)
+    if row_change is None:  # the whole matrix, before anything is charged
+        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    m, n = A.shape
+    k = check_rank(k, m, n, owner)
+    ell = min(k + (k if oversampling is None else int(oversampling)), m, n)
+    hr = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=prune,
+                          calibration=calibration, stage_share=stage_share,
+                          sketch_failure_share=sketch_failure_share, owner=owner)
+    A_c, plan = _rows_and_plan(A, C, hr, rel, row_change is not None, on_norm_violation)
+    with release(plan, accountant, noise_source(random_state)) as releaser:
+        Q, over, B = _two_stages(A_c, ell, hr.tau, releaser)
+    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
+                             stacklevel=5)
+    U_B, s, V = svd_top_k(B, k)  # post-processing of the released B and Q
+    U, s, V = finish(Q @ U_B, s, V)
+    diag: dict[str, Any] = {
+        "ell": ell, "oversampling": ell - k, "tau": hr.tau, "sigma1": hr.sigma1, "sigma2": hr.sigma2,
+        "sensitivity1": hr.sensitivity1, "sensitivity2": hr.sensitivity2,
+        "rows_pruned": int(np.count_nonzero(over)),  # a function of the released Y
+    }
+    return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)
+
+
+_HR_PARAMS = """
     Parameters
     ----------
     A : array-like or sparse matrix of shape (m, n)
@@ -227,76 +322,37 @@ def hardt_roth(
         ``b = 2 row_norm`` for rows clipped to ``row_norm``.
     accountant : Accountant, optional
         Ledger (relation ``"replace_one"``) spent before any noise is drawn.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: draws Omega and the noise. ``"secure"``: OS entropy and exact discrete Gaussian noise.
 
     Returns
     -------
     LowRankResult
         U (m, k), S (k,), V (n, k); diagnostics ``ell``, ``oversampling``, ``tau``, ``sigma1``,
         ``sigma2``, ``sensitivity1``, ``sensitivity2``, ``rows_pruned`` (a function of the released Y).
+"""
+hardt_roth.__doc__ = (hardt_roth.__doc__ or "") + "\n" + _HR_PARAMS
 
-    Privacy
-    -------
-    Relation: row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's Priv1 with
-    ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C`` (clipping is
-    per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one differing
-    row moves by at most b (neither stage below needs a bound on the rows themselves): a weaker
-    relation, ``row_change`` (two arbitrary rows are not protected), reported as such in the notes
-    (``Relation.ROW_CHANGE`` once it exists). Omega is secret (from ``random_state``, never released).
-    The whole matrix is validated before the ledger is charged.
 
-    * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
-      entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
-      probability delta_s (exact chi-square quantile :func:`chi2_quantile_factor`, at most the
-      Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
-      ``EpsilonDeltaDpEvent(0, delta_s)``.
-    * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
-      exactly, because every pruned row has norm <= tau.
-
-    Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
-    is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
-    sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
-    ``relation`` accepts only ``"replace_one"``.
-    """
-    owner = _OWNER
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    rel = as_relation(relation, owner=owner)
+def _check_relation(relation: Any) -> Relation:
+    """Row-level neighbours only (a relation the method supports: its reason in the message)."""
+    rel = as_relation(relation, owner=_OWNER)
     if rel is not Relation.REPLACE_ONE:
         raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'replace_one' (row-level neighbours: one row "
+            f"The 'relation' parameter of {_OWNER} must be 'replace_one' (row-level neighbours: one row "
             f"changes). Got {rel.value!r} instead: Hardt-Roth is not Priv1/Priv2-private at this noise "
             "(stage 2's sensitivity under a general u is ||Q~^T u|| ~ 1, not the pruning level tau)."
         )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    if row_change is None:
-        C = check_row_norm(row_norm, owner)
-    else:  # the noise plan's b = 2 C
-        C = check_positive(row_change, "row_change", owner) / 2.0
-    A = check_matrix(A, owner)
-    if row_change is None:  # the whole matrix, before anything is charged
-        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    p = _check_oversampling(oversampling, k, owner)
-    ell = min(k + p, m, n)
-    noise = hardt_roth_noise(
-        budget.epsilon,
-        budget.delta,
-        ell,
-        m,
-        row_norm=C,
-        prune=prune,
-        calibration=calibration,
-        stage_share=stage_share,
-        sketch_failure_share=sketch_failure_share,
-        owner=owner,
-    )
-    notes = list(noise.notes)
+    return rel
+
+
+def _rows_and_plan(A: Any, C: float, hr: HardtRothNoise, rel: Relation, row_change: bool,
+                   on_norm_violation: NormViolation) -> tuple[Any, ReleasePlan]:
+    """The rows the stages read (clipped to C, or as given under ``row_change``) and the release plan."""
+    notes = list(hr.notes)
     rel_out: Relation = rel
-    if row_change is None:
-        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
+    if not row_change:
+        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)
     else:
         A_c = A
         rel_out = ROW_CHANGE_RELATION or rel
@@ -305,36 +361,23 @@ def hardt_roth(
             "rows are not clipped, so replacing a row by an arbitrary one is NOT protected."
         )
     notes.append("Omega is secret (drawn from random_state, never released): keep random_state secret.")
-    report = certify_release(
-        noise.events,
-        mechanism=owner,
-        budget=budget,
-        relation=rel_out,
-        calibration=calibration,
-        notes=notes,
-        stacklevel=3,
-    )
-    rng = as_generator(random_state)
-    with charge(accountant, [report.event], rel_out, owner):
-        Omega = sketch_matrix("gaussian", ell, n, rng).T  # n x ell, N(0, 1/ell); secret
-        Y = _dense(A_c @ Omega) + rng.normal(0.0, noise.sigma1, size=(m, ell))
-        Q = orth_columns(Y)
-        norms = np.linalg.norm(Q, axis=1)
-        over = norms > noise.tau
-        scale = np.ones(m)
-        scale[over] = noise.tau / norms[over]
-        Q_pruned = Q * scale[:, None]
-        B = _dense(A_c.T @ Q_pruned).T + rng.normal(0.0, noise.sigma2, size=(ell, n))
-    U_B, s, V = svd_top_k(B, k)
-    U, s, V = finish(Q @ U_B, s, V)
-    diag: dict[str, Any] = {
-        "ell": ell,
-        "oversampling": ell - k,
-        "tau": noise.tau,
-        "sigma1": noise.sigma1,
-        "sigma2": noise.sigma2,
-        "sensitivity1": noise.sensitivity1,
-        "sensitivity2": noise.sensitivity2,
-        "rows_pruned": int(np.count_nonzero(over)),
-    }
-    return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)
+    return A_c, hr.plan(_OWNER, rel_out, tuple(notes))
+
+
+def _two_stages(A_c: Any, ell: int, tau: float,
+                releaser: Releaser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inside the release block: stage 1 (``Y = A Omega + N1``, ``Q = orth(Y)``), pruning, stage 2.
+
+    Returns ``Q``, the mask of pruned rows (a function of the released Y) and ``B = Q~^T A + N2``.
+    """
+    m, n = A_c.shape
+    Omega = sketch_matrix("gaussian", ell, n, releaser.generator).T  # n x ell, N(0, 1/ell); secret
+    Y = releaser.add("range", _dense(A_c @ Omega))
+    Q = orth_columns(Y)
+    norms = np.linalg.norm(Q, axis=1)
+    over = norms > tau
+    scale = np.ones(m)
+    scale[over] = tau / norms[over]
+    Q_pruned = Q * scale[:, None]
+    B = releaser.add("projection", _dense(A_c.T @ Q_pruned).T)
+    return Q, over, B

@@ -16,14 +16,14 @@ independent of the data, so for every fixed neighbouring pair a Gaussian mechani
 sensitivity ``sqrt(c_d) ||E||_F`` is (epsilon, delta_g + delta_s)-DP: the sketch failure is an extra
 delta, recorded as an ``EpsilonDeltaDpEvent(0, delta_s)``. This is not a worst case over sketches: the
 sketch must not be chosen by an adversary (an untrusted server picking the seed in the local model);
-``sketch_seed`` is drawn from the caller's ``random_state`` unless given.
+``sketch_seed`` is fresh OS entropy unless the caller declares it
+(:func:`~dpspectral.privacy.pipeline.public_seed`), never drawn from the secret ``random_state``.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
+from ..constraints import Interval, check_params, validated
 from ..linalg import fix_signs
 
 __all__ = [
@@ -48,19 +49,21 @@ __all__ = [
 SketchKind = Literal["gaussian", "countsketch", "srht"]
 
 
+#: The parameters of the sketch factors: a sketch's number of rows and a failure probability.
+_FACTOR_TABLE = {"d": Interval(1, None, "left", integer=True), "delta_s": Interval(0, 1, "neither")}
+
+
+@validated(_FACTOR_TABLE)
 def chi2_factor(d: int, delta_s: float) -> float:
     """``c_d(delta_s)``: w.p. >= 1 - delta_s, ``||G E||_F^2 <= c_d ||E||_F^2`` for G d x p ~ N(0, 1/d).
 
     See the module docstring (Laurent–Massart). ``d`` is the number of rows of the sketch.
     """
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
-        raise ValueError(f"The 'd' parameter of chi2_factor must be an int >= 1. Got {d!r} instead.")
-    if not 0 < delta_s < 1:
-        raise ValueError(f"The 'delta_s' parameter of chi2_factor must be in (0, 1). Got {delta_s!r}.")
     x = math.log(1.0 / delta_s)
     return 1.0 + 2.0 * math.sqrt(x / d) + 2.0 * x / d
 
 
+@validated(_FACTOR_TABLE)
 @functools.lru_cache(maxsize=1024)
 def chi2_quantile_factor(d: int, delta_s: float) -> float:
     """``q_d(delta_s) = chi2.isf(delta_s, d) / d``: w.p. >= 1 - delta_s, ``||G x||^2 <= q_d ||x||^2``.
@@ -71,12 +74,6 @@ def chi2_quantile_factor(d: int, delta_s: float) -> float:
     :func:`chi2_factor` (which also covers matrices E of any rank) and is
     markedly smaller for small d (``d = 2``, ``delta_s = 3e-8``: 17.3 instead of 24.2).
     """
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
-        raise ValueError(f"The 'd' parameter of chi2_quantile_factor must be an int >= 1. Got {d!r} instead.")
-    if not 0 < delta_s < 1:
-        raise ValueError(
-            f"The 'delta_s' parameter of chi2_quantile_factor must be in (0, 1). Got {delta_s!r} instead."
-        )
     return float(stats.chi2.isf(delta_s, int(d))) / int(d)
 
 
@@ -88,20 +85,8 @@ class SketchSizes:
     v: int
 
 
-def _check_alpha(alpha: Any, owner: str) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
-        raise ValueError(
-            f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead."
-        )
-    return float(alpha)
-
-
-def _check_size(value: Any, name: str, low: int, high: int, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be an int in [{low}, {high}]. Got {value!r} instead."
-        )
-    return int(value)
+#: The accuracy target shared by every factorization (sets the default sketch sizes).
+ALPHA = Interval(0, 1, "neither")
 
 
 def sketch_sizes(
@@ -121,13 +106,15 @@ def sketch_sizes(
     of the paper. Defaults: ``t = ceil(k / alpha)`` and ``v = ceil(k / alpha^2)``, each at most the
     dimension it sketches (``t_max``, ``v_max``) and at least k (``v >= t``). Explicit ``t``/``v`` win.
     """
-    alpha = _check_alpha(alpha, owner)
-    t_val = min(math.ceil(k / alpha), t_max) if t is None else _check_size(t, "t", k, t_max, owner)
+    # the bounds of t and v depend on k and the dimensions: a table built for this call
+    table = {"alpha": ALPHA, "t": Interval(k, t_max, "both", integer=True),
+             "v": Interval(k, v_max, "both", integer=True)}
+    given = {name: value for name, value in (("t", t), ("v", v)) if value is not None}
+    check_params(table, {"alpha": alpha, **given}, owner)
+    alpha = float(alpha)
+    t_val = min(math.ceil(k / alpha), t_max) if t is None else int(t)
     t_val = max(t_val, min(k, t_max))
-    if v is None:
-        v_val = max(min(math.ceil(k / alpha**2), v_max), min(t_val, v_max))
-    else:
-        v_val = _check_size(v, "v", k, v_max, owner)
+    v_val = max(min(math.ceil(k / alpha**2), v_max), min(t_val, v_max)) if v is None else int(v)
     return SketchSizes(t=int(t_val), v=int(v_val))
 
 

@@ -46,12 +46,14 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice
+from ..constraints import validated
 from ..privacy.accounting import Accountant, PrivacyReport, certify_release
-from ..privacy.budget import Relation
-from ..privacy.pipeline import charge, not_finite_error
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.noise import grid, noise_source
+from ..privacy.pipeline import ReleasePlan, not_finite_error, release
 from ..results import LowRankResult
 from .factorization import (
+    PRIVATE_LRF_TABLE,
     SKETCH_NOTE,
     Calibration,
     FrobeniusNoise,
@@ -60,11 +62,12 @@ from .factorization import (
     _result,
     _seed,
     check_matrix,
-    check_positive,
     check_rank,
     frobenius_noise,
+    frobenius_plan,
     frobenius_release,
     frobenius_sketches,
+    split_joint,
 )
 from .sketches import SketchSizes, sketch_sizes
 
@@ -158,6 +161,25 @@ class PublishOnce:
         """New data reached the state: a published snapshot becomes stale."""
         if self._publication == CURRENT:
             self._publication = STALE
+
+    #: The secure source's grid of the state's noise (None: seeded source). See :meth:`_snapshot`.
+    _grid: float | None = None
+
+    def _use_grid(self, noise_name: str, sigma: float) -> None:
+        """Record the grid of the secure source's noise of scale ``sigma`` (nothing for the seeded one)."""
+        if noise_name == "secure":
+            self._grid = grid(sigma)
+
+    def _snapshot(self, a: np.ndarray) -> np.ndarray:
+        """What is published of a state array.
+
+        Seeded source: the array itself. Secure source: the array rounded to the noise's grid. The noise
+        was drawn on the grid at initialisation and the data were added to it afterwards in floating
+        point, so the low-order bits of the raw state carry the data modulo the grid; rounding at
+        publication gives ``noise + round(statistic)``, the secure mechanism's output (the rounding of
+        the statistic is covered by the secure source's widening of the noise).
+        """
+        return a if self._grid is None else np.rint(a / self._grid) * self._grid
 
     def _require_published(self, what: str) -> None:
         if self._publication == NONE:
@@ -350,13 +372,20 @@ class TurnstileConfig:
 
 
 def state_checksum(
-    config_json: str, status: str, publication: str, arrays: Mapping[str, np.ndarray]
+    config_json: str, status: str, publication: str, arrays: Mapping[str, np.ndarray],
+    noise: str = "seeded",
 ) -> str:
-    """sha256 over the format version, the configuration JSON, the status flags and the arrays' bytes."""
+    """sha256 over the format version, the configuration JSON, the status flags and the arrays' bytes.
+
+    ``noise`` is the noise source of the state (public: it is in the privacy report); a state drawn by
+    the secure source hashes it too (a seeded state's checksum is the one of earlier versions).
+    """
     h = hashlib.sha256()
     h.update(f"dpspectral-sketch-state/{STATE_FORMAT_VERSION}\n".encode())
     h.update(config_json.encode("utf-8") + b"\n")
     h.update(f"{status}/{publication}\n".encode())
+    if noise != "seeded":
+        h.update(f"noise/{noise}\n".encode())
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{a.dtype.str}:{a.shape}\n".encode())
@@ -424,6 +453,8 @@ def verified_state(
 ) -> tuple[dict[str, Any], str, str]:
     """Check the format version and the checksum of a read state; return (config, status, publication).
 
+    The noise source (:func:`state_noise_source`) is covered by the checksum.
+
     ``status`` is ``"published"`` (a released snapshot) or ``"secret"`` (a checkpoint); ``publication``
     says whether a snapshot of the state was published (``"none"``, ``"current"``, ``"stale"``).
     """
@@ -443,7 +474,8 @@ def verified_state(
         checksum = str(data["checksum"][()])
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
-    want = state_checksum(config_json, status, publication, {k: data[k] for k in array_names})
+    want = state_checksum(config_json, status, publication, {k: data[k] for k in array_names},
+                          state_noise_source(path, data))
     if want != checksum:
         raise StateFileError(f"{path}: checksum mismatch: the file is corrupt (or was edited).")
     try:
@@ -455,6 +487,16 @@ def verified_state(
     ):
         raise StateFileError(f"{path}: unknown state status {status!r} / {publication!r}.")
     return config, status, publication
+
+
+def state_noise_source(path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> str:
+    """The noise source a state file records (``"seeded"`` when it has no ``noise_source`` member)."""
+    if "noise_source" not in data:
+        return "seeded"
+    name = str(data["noise_source"][()])
+    if name not in ("seeded", "secure"):
+        raise StateFileError(f"{path}: unknown noise source {name!r}.")
+    return name
 
 
 # ----------------------------------------------------------------------------------------------
@@ -499,8 +541,9 @@ class TurnstileLRF(PublishOnce):
     accountant : Accountant, optional
         Ledger; the release is recorded there at initialisation, before any noise is drawn. A refusal
         (:class:`~dpspectral.privacy.budget.BudgetExceededError`) creates no state.
-    random_state : None, int, SeedSequence or Generator
-        Source of the noise only (secret: keep it secret).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Source of the noise only (secret: keep it secret). ``"secure"``: OS entropy and exact discrete
+        Gaussian noise (:mod:`dpspectral.privacy.noise`); the file of such a state records it.
 
     Attributes
     ----------
@@ -539,10 +582,16 @@ class TurnstileLRF(PublishOnce):
     kept in secret checkpoints and published files, so :meth:`load` keeps it. A secret checkpoint
     (``save(path)``) is a copy of the noise: publish from at most one copy of a state (two copies
     continued and published separately are two snapshots that this object cannot see).
+
+    *Secure source.* With ``random_state="secure"`` the noise is drawn exactly on a fine grid at
+    initialisation (:mod:`dpspectral.privacy.noise`); the updates are added afterwards in floating
+    point, so every publication rounds the state to that grid (``PublishOnce._snapshot``): what is
+    published is the noise plus the rounded sketches, as the secure mechanism releases them.
     """
 
     mechanism = "turnstile_lrf"
 
+    @validated(PRIVATE_LRF_TABLE, owner="TurnstileLRF")
     def __init__(
         self,
         shape: tuple[int, int],
@@ -562,36 +611,45 @@ class TurnstileLRF(PublishOnce):
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
+        config = self._configure(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                                 calibration=calibration, alpha=alpha, t=t, v=v, bound=bound,
+                                 sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed)
+        noise, budget, plan = self._plan(config, owner)
+        m, n = sorted(config.shape)
+        source = noise_source(random_state)
+        with release(plan, accountant, source) as releaser:  # refused before anything is drawn
+            Y, Z = split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
+                               [(m, config.t), (config.v, n)])  # N1, then N2
+        report = releaser.report(mechanism=self.mechanism, budget=budget, calibration=config.calibration,
+                                 notes=plan.notes, stacklevel=5)
+        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
+
+    @staticmethod
+    def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
+                   calibration: str, alpha: float, t: Any, v: Any, bound: float,
+                   sketch_failure_share: float, sketch_seed: Any) -> TurnstileConfig:
+        """Validate the public inputs (cross-parameter checks: shape, rank, sketch sizes) into a config."""
+        owner = TurnstileLRF.__name__
         budget = _budget(epsilon, delta, owner)
         rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        check_choice(calibration, "calibration", ("tight", "paper"), owner)
-        b = check_positive(bound, "bound", owner)
         m_user, n_user = _check_shape(shape, owner)
-        transposed = m_user > n_user
-        m, n = (n_user, m_user) if transposed else (m_user, n_user)
+        m, n = sorted((m_user, n_user))
         k = check_rank(rank, m, n, owner)
         sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
-        seed = _seed(sketch_seed)
-        config = TurnstileConfig(
+        return TurnstileConfig(
             shape=(m_user, n_user),
             rank=k,
             t=sizes.t,
             v=sizes.v,
-            sketch_seed=seed,
+            sketch_seed=_seed(sketch_seed, owner=owner),
             epsilon=budget.epsilon,
             delta=budget.delta,
             relation=rel.value,
             calibration=calibration,
-            bound=b,
+            bound=float(bound),
             alpha=float(alpha),
             sketch_failure_share=float(sketch_failure_share),
         )
-        noise, report = self._plan(config, owner)
-        rng = as_generator(random_state)
-        with charge(accountant, [report.event], rel, self.mechanism):
-            Y = rng.normal(0.0, noise.sigma, size=(m, sizes.t))  # N1
-            Z = rng.normal(0.0, noise.sigma, size=(sizes.v, n))  # N2
-        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
 
     # -- construction shared by __init__ and load ------------------------------------------------
     def _build(
@@ -622,10 +680,11 @@ class TurnstileLRF(PublishOnce):
         self._sketch_max = _max_abs(Phi, S)
         self._mag = _max_abs(self._Y, self._ZT)
         self._publication = publication
+        self._use_grid(report.noise_source, noise.sigma)
 
     @staticmethod
-    def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyReport]:
-        """The noise plan and privacy report of a configuration (no spending, no noise)."""
+    def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyBudget, ReleasePlan]:
+        """The noise, budget and release plan of a configuration (no spending, no noise)."""
         m, n = sorted(config.shape)
         budget = _budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
@@ -641,16 +700,9 @@ class TurnstileLRF(PublishOnce):
             owner=owner,
             shape=(m, n),
         )
-        report = certify_release(
-            noise.events,
-            mechanism=TurnstileLRF.mechanism,
-            budget=budget,
-            relation=rel,
-            calibration=config.calibration,
-            notes=(*noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE),
-            stacklevel=4,
-        )
-        return noise, report
+        plan = frobenius_plan(TurnstileLRF.mechanism, rel, noise,
+                              notes=(*noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE))
+        return noise, budget, plan
 
     # -- reading -------------------------------------------------------------------------------
     @property
@@ -669,13 +721,13 @@ class TurnstileLRF(PublishOnce):
     def Y_c(self) -> np.ndarray:
         """``A Phi + N1`` (read-only copy; m x t, or n x t of ``A^T``). Reading it publishes the snapshot."""
         self._publish("Y_c")
-        return read_only(self._Y.copy())
+        return read_only(self._snapshot(self._Y).copy())
 
     @property
     def Z(self) -> np.ndarray:
         """``S A + N2`` (read-only copy; v x n, or v x m of ``A^T``). Reading it publishes the snapshot."""
         self._publish("Z")
-        return read_only(self._ZT.T.copy())
+        return read_only(self._snapshot(self._ZT).T.copy())
 
     def sketches(self) -> tuple[np.ndarray, np.ndarray]:
         """The sketches ``(Phi, S)`` of the (possibly transposed) state, read-only (once published)."""
@@ -765,7 +817,7 @@ class TurnstileLRF(PublishOnce):
             public; no count of updates).
         """
         self._publish("release")
-        U, s, V = frobenius_release(self._Y, self._ZT.T, self._S, self.rank)
+        U, s, V = frobenius_release(self._snapshot(self._Y), self._snapshot(self._ZT).T, self._S, self.rank)
         diag = {
             "t": self.sizes.t,
             "v": self.sizes.v,
@@ -778,7 +830,9 @@ class TurnstileLRF(PublishOnce):
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
     # -- persistence ---------------------------------------------------------------------------
-    def _arrays(self) -> dict[str, np.ndarray]:
+    def _arrays(self, publish: bool = False) -> dict[str, np.ndarray]:
+        if publish:  # the published snapshot (rounded to the secure grid, see PublishOnce._snapshot)
+            return {"Y_c": self._snapshot(self._Y), "Z": self._snapshot(self._ZT).T}
         return {"Y_c": self._Y, "Z": self._ZT.T}
 
     def save(self, path: str | os.PathLike[str], *, publish: bool = False) -> Path:
@@ -806,10 +860,13 @@ class TurnstileLRF(PublishOnce):
         if publish:
             self._publish("save")
         status = PUBLISHED if publish else SECRET
-        arrays = self._arrays()
+        arrays = self._arrays(publish)
         config_json = self._config.to_json()
-        checksum = state_checksum(config_json, status, self._publication, arrays)
+        source = self.privacy.noise_source
+        checksum = state_checksum(config_json, status, self._publication, arrays, source)
         extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
+        if source != "seeded":  # a seeded file is the one of earlier versions
+            extra["noise_source"] = np.array(source)
         return write_state_file(
             path,
             {
@@ -834,7 +891,7 @@ class TurnstileLRF(PublishOnce):
 
         The publication flag is kept: a state loaded from a published file (or from a checkpoint of a
         published state) may publish that snapshot again but not one after further updates. Loading
-        recomputes the privacy report from the configuration.
+        recomputes the privacy report from the configuration (and the noise source the file records).
 
         Parameters
         ----------
@@ -873,15 +930,20 @@ class TurnstileLRF(PublishOnce):
             )
         try:
             check_rank(config.rank, m, n, owner)
-            noise, report = cls._plan(config, owner)
+            noise, budget, plan = cls._plan(config, owner)
         except ValueError as exc:
             raise StateFileError(f"{path}: invalid configuration ({exc}).") from exc
+        # the file already holds the noisy state: the report of its plan, nothing charged or drawn
+        report = certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
+                                 calibration=config.calibration, notes=plan.notes, stacklevel=3,
+                                 noise_source=state_noise_source(path, data))
         state = cls.__new__(cls)
         state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state
 
 
 def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
+    """A pair of ints >= 1 (a pair, not a plain range: checked here rather than by a constraint table)."""
     try:
         m, n = shape
     except (TypeError, ValueError):
@@ -891,6 +953,7 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     return int(m), int(n)
 
 
+@validated(PRIVATE_LRF_TABLE)
 def turnstile_lrf(
     A: Any,
     k: int,

@@ -56,12 +56,18 @@ __all__ = [
     "SeededNoise",
     "discrete_gaussian",
     "discrete_laplace",
+    "grid",
     "noise_source",
 ]
 
 #: The secure grid is ``2**(floor(log2 scale) - GRID_BITS)``: the noise is at least ``2**GRID_BITS``
 #: grid steps wide, so the discrete distribution is indistinguishable in utility from the continuous one.
 GRID_BITS = 30
+
+
+def grid(scale: float) -> float:
+    """The secure source's grid for a noise of this scale: ``2**(floor(log2 scale) - GRID_BITS)``."""
+    return math.ldexp(1.0, math.floor(math.log2(scale)) - GRID_BITS)
 
 
 class NoiseSource:
@@ -196,10 +202,6 @@ class SecureNoise(NoiseSource):
         self.generator = np.random.default_rng(secrets.randbits(128))
 
     @staticmethod
-    def _grid(scale: float) -> float:
-        return math.ldexp(1.0, math.floor(math.log2(scale)) - GRID_BITS)
-
-    @staticmethod
     def _require(sensitivity: float | None, scale: float) -> float:
         if sensitivity is None or not sensitivity > 0 or not math.isfinite(scale) or not scale > 0:
             raise ValueError(
@@ -212,14 +214,14 @@ class SecureNoise(NoiseSource):
         delta = self._require(sensitivity, scale)
         values = np.asarray(statistic, dtype=np.float64)
         m = max(values.size, 1)
-        grid = self._grid(scale)
-        spread = grid * (math.sqrt(m) if kind == "gaussian" else m)
-        widened = Fraction(scale * (delta + spread) / delta) / Fraction(grid)
+        step = grid(scale)
+        spread = step * (math.sqrt(m) if kind == "gaussian" else m)
+        widened = Fraction(scale * (delta + spread) / delta) / Fraction(step)
         draw = discrete_gaussian if kind == "gaussian" else discrete_laplace
-        steps = np.rint(values / grid)
+        steps = np.rint(values / step)
         noise = np.fromiter((draw(widened, self.bits) for _ in range(values.size)), dtype=np.float64,
                             count=values.size).reshape(values.shape)
-        out = (steps + noise) * grid
+        out = (steps + noise) * step
         return float(out) if np.ndim(statistic) == 0 else out
 
     def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:

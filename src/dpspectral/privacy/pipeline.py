@@ -328,6 +328,16 @@ class Releaser:
             raise RuntimeError(f"{self.plan.label}: noise drawn after its release block ended.")
         return self.plan[name]
 
+    @classmethod
+    def of_charged_plan(cls, plan: ReleasePlan, noise: Any) -> Releaser:
+        """A releaser for a plan already charged by :func:`release` (continual release).
+
+        For a mechanism that charges the releases of its whole horizon once, at creation, and draws
+        each step's noise later (the binary tree of ``ContinualLRF``): only a plan that went through
+        :func:`release` may be passed here; the draws stay limited to its planned releases.
+        """
+        return cls(plan, noise)
+
     @property
     def generator(self) -> np.random.Generator:
         """The secret generator, for randomness other than additive noise (sampling, shuffles)."""
