@@ -22,6 +22,7 @@ import functools
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ __all__ = [
     "Options",
     "Types",
     "check_params",
+    "renamed",
     "validated",
 ]
 
@@ -203,6 +205,34 @@ def validated(table: Table, owner: str | None = None) -> Callable[[F], F]:
 
         checked.parameter_constraints = dict(table)  # type: ignore[attr-defined]
         return checked  # type: ignore[return-value]
+
+    return wrap
+
+
+def renamed(old_to_new: Mapping[str, str], since: str = "0.2.0") -> Callable[[F], F]:
+    """Accept the old (paper-notation) keyword names of a renamed parameter, with a FutureWarning.
+
+    ``@renamed({"t": "sketch_rows"})`` lets ``f(..., t=5)`` keep working as ``f(..., sketch_rows=5)``
+    and says so; passing both names is an error. Apply it outside :func:`validated` (above it).
+    """
+
+    def wrap(func: F) -> F:
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(
+                            f"{func.__name__}() got both '{old}' and its new name '{new}'; pass '{new}'."
+                        )
+                    warnings.warn(
+                        f"The '{old}' parameter of {func.__name__} was renamed '{new}' in {since}; the "
+                        "old name will be removed in a later version.", FutureWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        call.renamed_parameters = dict(old_to_new)  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
 
     return wrap
 
