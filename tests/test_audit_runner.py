@@ -27,7 +27,6 @@ from scipy import stats
 
 import dpspectral.registry as registry
 from dpspectral import analyze_gauss
-from dpspectral.audit import threshold_epsilon_bounds, threshold_epsilon_lower_bound
 from dpspectral.audit_runner import (
     QUICK,
     AuditPlan,
@@ -37,6 +36,7 @@ from dpspectral.audit_runner import (
 )
 from dpspectral.cli import main
 from dpspectral.privacy import analytic_noise_multiplier, gaussian_epsilon
+from dpspectral.privacy.audit import threshold_epsilon_bounds, threshold_epsilon_lower_bound
 
 EPS_TIGHT = 0.5
 DELTA_TIGHT = float(stats.norm.cdf(0.0) - math.exp(EPS_TIGHT) * stats.norm.cdf(-1.0))  # ~0.2384
@@ -315,3 +315,23 @@ def test_quick_audit_of_the_whole_registry():
     wishart = [r for r in report.rows if r.method == "wishart"]
     assert {r.verdict for r in wishart} == {"uncertified"}
     assert max(r.epsilon_lower_bound or 0.0 for r in wishart) > 1.0  # found not DP even in the quick run
+
+
+def test_audit_settings_name_registered_methods_and_their_options():
+    # The audit's own tuning only: every entry is a registered method, and every setting is one of the
+    # method's options (read from the registry) or a setting of the audit's pair.
+    from dpspectral.audit_runner import _PAIR_SETTINGS, AUDIT_SETTINGS
+
+    for name, settings in AUDIT_SETTINGS.items():
+        method = registry.get_method(name)
+        assert method.private and method.task in ("pca", "lowrank", "gep")
+        for key in settings:
+            assert key in method.options or key in _PAIR_SETTINGS, (name, key)
+
+
+def test_audit_statistics_alias_is_the_moved_module():
+    import dpspectral.audit as alias
+    import dpspectral.privacy.audit as moved
+
+    assert alias.threshold_epsilon_lower_bound is moved.threshold_epsilon_lower_bound
+    assert set(alias.__all__) == set(moved.__all__)

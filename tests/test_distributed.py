@@ -1,7 +1,7 @@
 """DPdisPCA (paper 004): site release, aggregation, engines (in-process and Dask), faults, privacy.
 
 Statistical tests: the privacy audits below are hypothesis tests with a false-positive rate of
-alpha = 1e-3 each (see ``dpspectral.audit``); they are seeded, so their outcome is deterministic.
+alpha = 1e-3 each (see ``dpspectral.privacy.audit``); they are seeded, so their outcome is deterministic.
 Dask tests start ``LocalCluster(processes=True, n_workers=2, threads_per_worker=1)`` and close it.
 """
 
@@ -20,7 +20,6 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from dpspectral.audit import covariance_pair, gaussian_audit
 from dpspectral.distributed import (
     DaskEngine,
     DistributedDPPCA,
@@ -52,6 +51,7 @@ from dpspectral.privacy import (
     epsilon_of,
 )
 from dpspectral.privacy.accounting import ParallelDpEvent
+from dpspectral.privacy.audit import covariance_pair, gaussian_audit
 
 # Test helpers run on Dask workers: ship them by value (the workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

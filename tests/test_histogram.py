@@ -2,7 +2,7 @@
 
 Statistical tests are seeded (deterministic outcome); each states its false-positive rate (FPR): the
 probability that a correct implementation fails it for a fresh seed. Privacy audits use the
-Clopper-Pearson threshold test of :mod:`dpspectral.audit` (FPR alpha = 1e-3 per bound) and are each
+Clopper-Pearson threshold test of :mod:`dpspectral.privacy.audit` (FPR alpha = 1e-3 per bound) and are each
 paired with a deliberately broken mechanism that the same audit must flag (power).
 """
 
@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpspectral.audit import threshold_epsilon_lower_bound
 from dpspectral.privacy import EpsilonDeltaDpEvent, ParallelDpEvent, epsilon_of
 from dpspectral.privacy import histogram as hist
 from dpspectral.privacy.accounting import MAX_PARALLEL_EXPANSIONS
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy.budget import Relation
 from dpspectral.privacy.histogram import (
     histogram_shift,
     laplace_histogram_event,
@@ -29,6 +30,8 @@ from dpspectral.privacy.histogram import (
     stable_histogram_mode,
     stable_threshold,
 )
+from dpspectral.privacy.noise import SecureNoise, SeededNoise
+from dpspectral.privacy.pipeline import ReleasePlan, release
 
 ALPHA = 1e-3  # false-positive rate of every audit bound and of every two-sample test below
 
@@ -186,8 +189,62 @@ def test_stable_histogram_mode_on_concentrated_data():
 @pytest.mark.parametrize("kw", [{"epsilon": 0.0, "delta": 1e-6}, {"epsilon": 1.0, "delta": 0.0},
                                 {"epsilon": 1.0, "delta": 1.0}, {"epsilon": -1.0, "delta": 0.1}])
 def test_stable_histogram_bad_budget(kw):
-    with pytest.raises(ValueError, match="epsilon > 0 and delta"):
+    with pytest.raises(ValueError, match="The .(epsilon|delta). parameter of stable_histogram must be"):
         stable_histogram([1, 2], random_state=np.random.default_rng(0), **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# noise sources: a Generator, a NoiseSource or a Releaser; the secure source
+
+
+def test_generator_and_seeded_source_draw_the_same():
+    bins = np.r_[np.full(30, 2), np.arange(-50, 50)]
+    for seed in range(5):
+        a = laplace_histogram_mode(bins, -100, 100, scale=2.0, random_state=np.random.default_rng(seed))
+        b = laplace_histogram_mode(bins, -100, 100, scale=2.0,
+                                   random_state=SeededNoise(np.random.default_rng(seed)))
+        assert a == b
+        kw = {"epsilon": 1.0, "delta": 1e-6}
+        assert stable_histogram(bins, random_state=np.random.default_rng(seed), **kw) == stable_histogram(
+            bins, random_state=SeededNoise(np.random.default_rng(seed)), **kw)
+
+
+def test_secure_laplace_mode_and_stable_histogram():
+    # 200 values in bin 7 among 201 bins at scale 2: the true mode loses only if a noise difference
+    # exceeds ~190 = 95 scales (probability < 201 exp(-90) per run: FPR ~ 0 over the runs below).
+    bins = np.r_[np.full(200, 7), np.arange(-100, 101, 10)]
+    shift = histogram_shift("replace_one")
+    values = set()
+    for _ in range(5):
+        j, v = laplace_histogram_mode(bins, -100, 100, scale=shift, sensitivity=shift,
+                                      random_state=SecureNoise())
+        assert j == 7 and abs(v - 201) < 60
+        values.add(v)
+    assert len(values) == 5  # fresh OS entropy every run
+    kept = stable_histogram(bins, epsilon=1.0, delta=1e-6, random_state=SecureNoise())
+    assert set(kept) == {7} and abs(kept[7] - 201) < 60  # the 1-count bins pass w.p. delta/4 each
+
+
+def test_secure_laplace_mode_refusals():
+    with pytest.raises(ValueError, match="needs each release's sensitivity"):
+        laplace_histogram_mode(np.zeros(3, np.int64), 0, 3, scale=1.0, random_state=SecureNoise())
+    with pytest.raises(ValueError, match="at most 65536"):
+        laplace_histogram_mode(np.zeros(3, np.int64), 0, 10**6, scale=1.0, sensitivity=1.0,
+                               random_state=SecureNoise())
+    with pytest.raises(ValueError, match="'scale' parameter of laplace_histogram_mode"):
+        laplace_histogram_mode(np.zeros(3, np.int64), 0, 3, scale=-1.0, random_state=np.random.default_rng())
+    with pytest.raises(TypeError, match="'random_state' parameter of stable_histogram"):
+        stable_histogram([1], epsilon=1.0, delta=1e-6, random_state=0)
+
+
+def test_histogram_through_a_releaser():
+    plan = ReleasePlan("hist", Relation.REPLACE_ONE, (laplace_histogram_event(2.0, "replace_one"),))
+    with release(plan, None, SeededNoise(np.random.default_rng(0))) as releaser:
+        inside = laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=releaser)
+    fresh = np.random.default_rng(0)
+    assert inside == laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=fresh)
+    with pytest.raises(RuntimeError, match="after its release block ended"):
+        laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=releaser)
 
 
 def _membership(bins: np.ndarray, target: int, n_runs: int, seed: int, **kw) -> np.ndarray:

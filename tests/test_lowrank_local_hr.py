@@ -14,7 +14,9 @@ from scipy import stats
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
 from dpspectral.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
 from dpspectral.local.lowrank import (
+    LocalLrfNoise,
     LocalLrfReport,
+    _protocol_plan,
     _simulate_reports,
     local_lrf_aggregate,
     local_lrf_noise,
@@ -27,6 +29,8 @@ from dpspectral.lowrank.sketches import chi2_factor, chi2_quantile_factor
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of, gaussian_epsilon
 from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
 from dpspectral.privacy.clipping import sensitivity_norm
+from dpspectral.privacy.noise import SeededNoise
+from dpspectral.privacy.pipeline import release
 
 ALPHA = 1e-3  # false-positive rate of every audit bound (see dpspectral.audit)
 HUGE = dict(epsilon=1e12, delta=0.5)  # zero-noise limit: noise multiplier ~7e-7
@@ -211,6 +215,15 @@ def test_aggregate_validates_its_input():
     assert local_lrf_aggregate(good, setup, 1).U.shape == (4, 1)
 
 
+def _simulate(A, setup, sigma_y, sigma_z, rng, simulate_sum):
+    """The users' reports as the server receives them, through the protocol's release plan."""
+    noise = LocalLrfNoise(sigma_y=sigma_y, sigma_z=sigma_z, sensitivity_y=1.0, sensitivity_z=1.0,
+                          sketch_delta=0.0, events=())
+    plan = _protocol_plan(Relation.LOCAL, noise, m=setup.m, simulate_sum=simulate_sum, notes=[])
+    with release(plan, None, SeededNoise(rng)) as releaser:
+        return _simulate_reports(A, setup, releaser, simulate_sum)
+
+
 def test_simulate_sum_draws_the_same_law():
     # The server's Z minus S A T^T is the sum of the m users' noises: i.i.d. N(0, m sigma_z^2) in both
     # modes (chi-square tests of the variance, two-sided rate 1e-6; F-test between the modes, 1e-6);
@@ -225,7 +238,7 @@ def test_simulate_sum_draws_the_same_law():
         rng = np.random.default_rng(10 + int(mode))
         EZ, EY = [], []
         for _ in range(reps):
-            Y_c, Z = _simulate_reports(A, setup, sigma_y, sigma_z, rng, mode)
+            Y_c, Z = _simulate(A, setup, sigma_y, sigma_z, rng, mode)
             EZ.append(Z - clean_Z)
             EY.append(Y_c - A @ setup.Phi)
         for E, var in ((np.array(EZ), m * sigma_z**2), (np.array(EY), sigma_y**2)):

@@ -40,13 +40,15 @@ import pytest
 from _pinned import bw_epsilon, bw_multiplier, fda_b_worst_pair, fda_by_hand
 from scipy import stats
 
-import dpspectral.gep.rayleigh as rayleigh
 import dpspectral.gep.reduction as reduction
 import dpspectral.pca.oja as oja
+import dpspectral.privacy.gaussian as gaussian_module
 from dpspectral.gep.rayleigh import dp_rayleigh_flow
 from dpspectral.gep.reduction import dpsr, dpsrs
 from dpspectral.gep.scatter import fda_pair
 from dpspectral.privacy.histogram import laplace_histogram_mode
+from dpspectral.privacy.noise import SeededNoise
+from dpspectral.privacy.pipeline import Releaser
 
 FPR = 1e-6
 P_MIN = 1e-4
@@ -77,19 +79,21 @@ def _inside(value: float, interval: tuple[float, float]) -> bool:
     return interval[0] <= value <= interval[1]
 
 
-class _LaplaceRecorder:
-    """A Generator stand-in: records every Laplace draw (minus its location), passes the rest on."""
+class _LaplaceRecorder(SeededNoise):
+    """A seeded noise source that records every Laplace draw (the noise alone) and adds it as the
+    seeded source would: the same draws from the same generator, so the run is unchanged. Wraps a
+    Generator, a seeded NoiseSource or a Releaser (whatever the histogram learners are handed)."""
 
-    def __init__(self, rng: np.random.Generator, sink: list) -> None:
-        self._rng, self._sink = rng, sink
+    def __init__(self, source, sink: list) -> None:
+        if isinstance(source, Releaser):
+            source = source.generator
+        super().__init__(source if isinstance(source, np.random.Generator) else source.generator)
+        self._sink = sink
 
-    def laplace(self, loc=0.0, scale=1.0, size=None):
-        out = self._rng.laplace(loc, scale, size=size)
-        self._sink.append(np.ravel(np.asarray(out) - loc))
-        return out
-
-    def __getattr__(self, name):
-        return getattr(self._rng, name)
+    def add_laplace(self, statistic, scale, sensitivity=None):
+        noise = super().add_laplace(np.zeros(np.shape(statistic)), scale, sensitivity)
+        self._sink.append(np.ravel(noise))
+        return statistic + noise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,9 +199,9 @@ def _instrument_dp_pca(monkeypatch) -> dict:
         rec["lam"] = real_top(G, **kw)
         return rec["lam"]
 
-    def lhm(bins, low, high, *, scale, random_state):
+    def lhm(bins, low, high, *, scale, random_state, sensitivity=None):
         draws: list = []
-        idx, noisy = real_lhm(bins, low, high, scale=scale,
+        idx, noisy = real_lhm(bins, low, high, scale=scale, sensitivity=sensitivity,
                               random_state=_LaplaceRecorder(random_state, draws))
         ids, counts = np.unique(np.asarray(bins), return_counts=True)
         drawn = np.concatenate(draws) if draws else np.empty(0)
@@ -535,15 +539,14 @@ def _instrument_dpsr(monkeypatch) -> list:
             current["calls"].append((np.array(V), np.array(out)))
         return out
 
-    def phase(M, V, *, n_iter, eta, std, rng, sparsity, desc, show_progress):
+    def phase(M, V, **kw):  # the noise reaches the phase through the release pipeline (a keyword)
         calls: list = []
         current["calls"] = calls
         try:
-            result = real_phase(M, V, n_iter=n_iter, eta=eta, std=std, rng=rng, sparsity=sparsity,
-                                desc=desc, show_progress=show_progress)
+            result = real_phase(M, V, **kw)
         finally:
             current["calls"] = None
-        phases.append({"V0": np.array(V), "eta": eta, "m": n_iter, "calls": calls})
+        phases.append({"V0": np.array(V), "eta": kw["eta"], "m": kw["n_iter"], "calls": calls})
         return result
 
     monkeypatch.setattr(reduction, "orthonormalize_fast", orth)
@@ -642,14 +645,14 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
     A, B = fda_by_hand(X, y, [0, 1], C)
     pair = fda_pair(X, y, row_norm=C, classes=[0, 1])
     drawn: list = []
-    real_sg = rayleigh.symmetric_gaussian
+    real_sg = gaussian_module.symmetric_gaussian  # the seeded noise source draws symmetric noise with it
 
     def sg(dim, sigma, rng, *args, **kw):
         E = real_sg(dim, sigma, rng, *args, **kw)
         drawn.append(np.array(E))
         return E
 
-    monkeypatch.setattr(rayleigh, "symmetric_gaussian", sg)
+    monkeypatch.setattr(gaussian_module, "symmetric_gaussian", sg)
     iu = np.triu_indices(d)
     za, zb = [], []
     for seed in range(300):

@@ -3,7 +3,7 @@
 For each method of :func:`dpspectral.registry.methods` and each neighbouring relation it supports, the
 audit runs the mechanism many times on the two data sets of a worst-case neighbouring pair, picks a
 scalar statistic and a threshold on a separate *pilot* set of runs, and turns the *audit* runs into a
-lower confidence bound on epsilon with :func:`dpspectral.audit.threshold_epsilon_lower_bound`
+lower confidence bound on epsilon with :func:`dpspectral.privacy.audit.threshold_epsilon_lower_bound`
 (Clopper-Pearson, black box). The bound is compared with the method's claim:
 
 * ``OK``: a certified method whose bound does not exceed its claimed epsilon;
@@ -16,7 +16,7 @@ lower confidence bound on epsilon with :func:`dpspectral.audit.threshold_epsilon
 Neighbouring pairs (``C`` = ``row_norm`` = 1, ``b`` = the Priv bound = 1):
 
 * PCA, replace-one and local: ``n - 1`` zero rows and a last row ``C e_1`` versus ``C e_2`` in ``d = 2``
-  (:func:`dpspectral.audit.covariance_pair`, the maximal ``||x x^T - y y^T||_F = sqrt(2) C^2``);
+  (:func:`dpspectral.privacy.audit.covariance_pair`, the maximal ``||x x^T - y y^T||_F = sqrt(2) C^2``);
   add/remove: the row ``C e_1`` present or absent. The row comes last, so that a single-pass method
   adds as little noise after it as possible.
 * Low-rank methods on ``A`` (2 x 3) itself (linear sketches): rows ``(c e_1, c e_1)`` versus
@@ -43,7 +43,7 @@ test only, so its Clopper-Pearson bound keeps its level.
 
 Confidence: the whole audit has family-wise false-positive rate ``alpha`` (default 0.01), split evenly
 (Bonferroni) over the (method, relation) rows audited in one invocation; inside a row the level is
-split by :func:`~dpspectral.audit.threshold_epsilon_lower_bound` over its two proportions and two
+split by :func:`~dpspectral.privacy.audit.threshold_epsilon_lower_bound` over its two proportions and two
 directions. Every run has its own seed from one ``SeedSequence``, so an audit is deterministic.
 """
 
@@ -59,7 +59,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .audit import (
+from .privacy.audit import (
     clopper_pearson,
     covariance_pair,
     released_matrix_statistic,
@@ -118,12 +118,22 @@ AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
 }
 _PAIR_SETTINGS = ("n_rows", "n_isotropic")
 
+#: The registry's tasks (:data:`dpspectral.registry.TASKS`) the audit has pairs and statistics for; the
+#: distributed entries are registered under "pca" (DPdisPCA runs on the PCA pairs as one site).
 _KNOWN_TASKS = ("pca", "lowrank", "gep")
 
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """Run counts of an audit: ``n_pilot`` and ``n_runs`` runs on *each* data set of a pair."""
+    """Run counts of an audit: ``n_pilot`` and ``n_runs`` runs on *each* data set of a pair.
+
+    Not a release plan: the audit itself releases nothing and charges no ledger. Every run calls a
+    registered method, which plans, charges (no accountant here) and draws its noise through the
+    release pipeline like any other call (:mod:`dpspectral.privacy.pipeline`), seeded with the run's
+    own seed so that the audit is reproducible. What the audit knows of a method (its task, relations,
+    options, calibrations, whether it needs delta and is certified) is read from the registry
+    (:mod:`dpspectral.registry`); :data:`AUDIT_SETTINGS` holds only the audit's own tuning.
+    """
 
     n_pilot: int
     n_runs: int
@@ -185,11 +195,12 @@ class ThresholdAudit:
 
     @property
     def event(self) -> str:
+        """The tested event, e.g. ``"alignment > 0.3"``."""
         return f"{self.statistic} {'>' if self.sign > 0 else '<'} {self.sign * self.threshold:.4g}"
 
 
 def max_detectable_epsilon(n_runs: int, delta: float, alpha: float) -> float:
-    """The bound of :func:`~dpspectral.audit.threshold_epsilon_lower_bound` on perfectly separated runs.
+    """The bound of :func:`~dpspectral.privacy.audit.threshold_epsilon_lower_bound` on separated runs.
 
     No audit with ``n_runs`` runs per data set at level ``alpha`` can certify more than this.
     """
@@ -199,7 +210,7 @@ def max_detectable_epsilon(n_runs: int, delta: float, alpha: float) -> float:
 
 
 def _seeds(seed: np.random.SeedSequence, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct seeds for ``n_runs`` runs on each data set (as :func:`dpspectral.audit.run_pair`)."""
+    """Distinct seeds for ``n_runs`` runs on each data set (as :func:`dpspectral.privacy.audit.run_pair`)."""
     s = seed.generate_state(2 * n_runs)
     return s[:n_runs], s[n_runs:]
 
@@ -246,6 +257,39 @@ def _empirical_epsilon(p0: float, p1: float, delta: float) -> float:
         if hi - delta > 0:
             best = max(best, math.inf if lo == 0 else math.log((hi - delta) / lo))
     return best
+
+
+def _choose_event(p0: np.ndarray, p1: np.ndarray, *, n_runs: int, delta: float,
+                  alpha: float) -> tuple[float, int, int, float]:
+    """``(projected bound, statistic, sign, threshold)`` of the event the pilot runs favour.
+
+    Every statistic (column) in both directions, at thresholds between the pooled pilot values: the
+    smoothed pilot frequencies of ``{sign T > t}``, projected to ``n_runs`` runs, give the bound it would
+    reach; the plug-in epsilon breaks ties among events whose projected bound is 0.
+    """
+    n_pilot = p0.shape[0]
+    best: tuple[float, float, int, int, float] | None = None
+    for j in range(p0.shape[1]):
+        a, b = p0[:, j], p1[:, j]
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            continue
+        for sign in (1, -1):
+            sa, sb = np.sort(sign * a), np.sort(sign * b)
+            ts = _candidate_thresholds(sa, sb)
+            if ts.size == 0:
+                continue
+            q0 = (n_pilot - np.searchsorted(sa, ts, side="right") + 0.5) / (n_pilot + 1)
+            q1 = (n_pilot - np.searchsorted(sb, ts, side="right") + 0.5) / (n_pilot + 1)
+            bounds = threshold_epsilon_bounds(np.rint(q0 * n_runs), np.rint(q1 * n_runs), n_runs, n_runs,
+                                              delta, alpha)
+            plug_in = _plug_in_epsilon(q0, q1, delta)
+            i = int(np.lexsort((-plug_in, -bounds))[0])
+            key = (float(bounds[i]), float(plug_in[i]), j, sign, float(ts[i]))
+            if best is None or key[:2] > best[:2]:
+                best = key
+    if best is None:  # no finite statistic: any fixed event is still a valid test
+        best = (0.0, 0.0, 0, 1, 0.0)
+    return best[0], best[2], best[3], best[4]
 
 
 def threshold_audit(
@@ -297,31 +341,7 @@ def threshold_audit(
     p0, p1 = p0.reshape(n_pilot, -1), p1.reshape(n_pilot, -1)
     if p0.shape[1] != len(names):
         raise ValueError(f"sample returned {p0.shape[1]} statistics for {len(names)} names.")
-    # (projected bound, plug-in epsilon of the smoothed pilot frequencies, statistic, sign, threshold);
-    # the plug-in value breaks ties among events whose projected bound is 0
-    best: tuple[float, float, int, int, float] | None = None
-    for j in range(len(names)):
-        a, b = p0[:, j], p1[:, j]
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-            continue
-        for sign in (1, -1):
-            sa, sb = np.sort(sign * a), np.sort(sign * b)
-            ts = _candidate_thresholds(sa, sb)
-            if ts.size == 0:
-                continue
-            # smoothed pilot frequencies of {T > t}, projected to the audit's run count
-            q0 = (n_pilot - np.searchsorted(sa, ts, side="right") + 0.5) / (n_pilot + 1)
-            q1 = (n_pilot - np.searchsorted(sb, ts, side="right") + 0.5) / (n_pilot + 1)
-            bounds = threshold_epsilon_bounds(np.rint(q0 * n_runs), np.rint(q1 * n_runs), n_runs, n_runs,
-                                              delta, alpha)
-            plug_in = _plug_in_epsilon(q0, q1, delta)
-            i = int(np.lexsort((-plug_in, -bounds))[0])
-            key = (float(bounds[i]), float(plug_in[i]), j, sign, float(ts[i]))
-            if best is None or key[:2] > best[:2]:
-                best = key
-    if best is None:  # no finite statistic: any fixed event is still a valid test
-        best = (0.0, 0.0, 0, 1, 0.0)
-    pilot_bound, _, j, sign, threshold = best
+    pilot_bound, j, sign, threshold = _choose_event(p0, p1, n_runs=n_runs, delta=delta, alpha=alpha)
     a0, a1 = _sample_both(sample, audit_ss, n_runs, n_jobs)
     t0 = sign * a0.reshape(n_runs, -1)[:, j]
     t1 = sign * a1.reshape(n_runs, -1)[:, j]
@@ -370,6 +390,7 @@ class AuditCase:
 
     @property
     def label(self) -> str:
+        """``"method/relation"``."""
         return f"{self.method.name}/{self.relation.value}"
 
     def run(self, side: int, seed: int) -> Any:
@@ -658,6 +679,7 @@ class AuditRow:
 
     @property
     def audited(self) -> bool:
+        """Whether the row was audited (OK, VIOLATION or uncertified), not skipped."""
         return self.verdict in ("OK", "VIOLATION", "uncertified")
 
     def cell(self) -> str:
@@ -726,6 +748,7 @@ class AuditReport:
         return [r for r in self.rows if r.verdict == "VIOLATION"]
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (non-finite floats as strings)."""
         return {
             "quick": self.quick,
             "n_pilot": self.plan.n_pilot,

@@ -4,6 +4,10 @@
   :func:`local_pca`: the paper's baselines; ``variant="full"``: sites send their noisy ``A_hat_s``.
 * :class:`DistributedDPPCA`: the scikit-learn style estimator (Dask by default).
 * :mod:`.site`, :mod:`.aggregator`: the two sides of the protocol; :mod:`.engines`: where sites run.
+* Through the release pipeline: every site's releases are a
+  :class:`~dpspectral.privacy.pipeline.ReleasePlan` built from public inputs
+  (:func:`site_release_plan`); the run is charged once, before dispatch; each site draws its noise
+  through its plan from its own source (``random_state="secure"``: each site's OS entropy).
 
 See ``docs/algorithms/distributed.md`` for the sensitivity derivation, calibration and fault model.
 """
@@ -23,7 +27,7 @@ from .protocol import (
     pooled_pca,
     spawn_site_seeds,
 )
-from .site import SitePayload, SitePlan, plan_site_release, site_step
+from .site import SitePayload, SitePlan, plan_site_release, site_release_plan, site_step
 
 __all__ = [
     "Aggregate",
@@ -43,6 +47,7 @@ __all__ = [
     "local_pca",
     "plan_site_release",
     "pooled_pca",
+    "site_release_plan",
     "site_step",
     "site_weights",
     "spawn_site_seeds",

@@ -75,6 +75,11 @@ def site_weights(payloads: Sequence[SitePayload], weighting: Any, owner: str = "
         The contributing sites.
     weighting : {"equal", "size"} or array-like of shape (n_sites,)
         See the module docstring. An array is indexed by the payloads' ``site``.
+
+    Privacy
+    -------
+    Post-processing: the weights read only released values and public facts (``N_s`` under replace-one,
+    the released noisy counts otherwise, or public weights chosen without the data).
     """
     if not payloads:
         raise ValueError(f"{owner}: no site contributed; nothing to aggregate.")
@@ -118,6 +123,10 @@ def aggregate(payloads: Sequence[SitePayload], k: int, *, weighting: Any = "equa
 
     The payloads are combined in order of their site index, so the result does not depend on the order
     in which they arrived.
+
+    Privacy
+    -------
+    Post-processing of the sites' releases (module docstring): no cost, no noise drawn here.
     """
     ordered = sorted(payloads, key=lambda p: p.site)
     w = site_weights(ordered, weighting, owner)

@@ -1,7 +1,8 @@
 """Engines: where the site steps of a distributed protocol run, and how their faults are observed.
 
 An engine takes the sites' data handles, one public :class:`~dpspectral.distributed.site.SitePlan`, one
-``SeedSequence`` per site and a step function (:func:`~dpspectral.distributed.site.site_step`), runs the
+seed per site (a ``SeedSequence``, or ``"secure"``: the site draws from its own OS entropy) and a step
+function (:func:`~dpspectral.distributed.site.site_step`), runs the
 step once per site, and returns one :class:`SiteOutcome` per site: the payload when the site answered in
 time, or why it did not. Engines never raise because of a site's fault; the protocol decides what to do.
 
@@ -41,15 +42,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-
 from .._progress import progress
-from .site import SitePayload, SitePlan, failure_reason
+from .site import SitePayload, SitePlan, SiteSeed, failure_reason
 
 __all__ = ["DaskEngine", "Engine", "InProcessEngine", "SiteOutcome", "SiteStatus", "StepFunction"]
 
 SiteStatus = Literal["ok", "failed", "timeout", "lost"]
-StepFunction = Callable[[Any, SitePlan, np.random.SeedSequence, int], SitePayload]
+StepFunction = Callable[[Any, SitePlan, SiteSeed, int], SitePayload]
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ class Engine(abc.ABC):
         sites: Sequence[Any],
         step: StepFunction,
         plan: SitePlan,
-        seeds: Sequence[np.random.SeedSequence],
+        seeds: Sequence[SiteSeed],
         *,
         timeout: float | None = None,
         show_progress: bool | None = None,
@@ -117,7 +116,7 @@ class InProcessEngine(Engine):
         sites: Sequence[Any],
         step: StepFunction,
         plan: SitePlan,
-        seeds: Sequence[np.random.SeedSequence],
+        seeds: Sequence[SiteSeed],
         *,
         timeout: float | None = None,
         show_progress: bool | None = None,
@@ -151,7 +150,7 @@ def _materialise(site: Any) -> Any:
     return site
 
 
-def _run_site_on_worker(step: StepFunction, data: Any, plan: SitePlan, seed: np.random.SeedSequence,
+def _run_site_on_worker(step: StepFunction, data: Any, plan: SitePlan, seed: SiteSeed,
                         site: int) -> tuple[SitePayload, str | None]:
     """The task a Dask worker runs for one site: the step, and the worker's address."""
     payload = step(data, plan, seed, site)
@@ -224,7 +223,7 @@ class DaskEngine(Engine):
         sites: Sequence[Any],
         step: StepFunction,
         plan: SitePlan,
-        seeds: Sequence[np.random.SeedSequence],
+        seeds: Sequence[SiteSeed],
         *,
         timeout: float | None = None,
         show_progress: bool | None = None,
@@ -233,7 +232,7 @@ class DaskEngine(Engine):
             return self._run(client, sites, step, plan, seeds, timeout)
 
     def _run(self, client: Any, sites: Sequence[Any], step: StepFunction, plan: SitePlan,
-             seeds: Sequence[np.random.SeedSequence], timeout: float | None) -> list[SiteOutcome]:
+             seeds: Sequence[SiteSeed], timeout: float | None) -> list[SiteOutcome]:
         client.wait_for_workers(1, timeout=self.connect_timeout)
         workers = sorted(client.scheduler_info()["workers"])
         token = uuid.uuid4().hex[:12]

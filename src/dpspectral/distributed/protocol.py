@@ -16,25 +16,38 @@ Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. 
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice, check_mechanism_inputs, check_n_components
+from .._validation import as_generator, check_mechanism_inputs, check_n_components
+from ..constraints import (
+    CALIBRATION,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Options,
+    Types,
+    check_choice,
+    check_params,
+)
 from ..moments import is_dask_array
-from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, certify_release
-from ..privacy.budget import Relation
-from ..privacy.clipping import NormViolation, sensitivity_norm
-from ..privacy.pipeline import charge, validate_rows
+from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, compose
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.clipping import NormViolation
+from ..privacy.noise import NoiseSource
+from ..privacy.pipeline import ReleasePlan, Releaser, release, validate_rows
 from ..results import SubspaceResult
-from .aggregator import aggregate
+from .aggregator import Aggregate, aggregate
 from .engines import DaskEngine, Engine, InProcessEngine, SiteOutcome, is_dask_collection, is_dask_future
-from .site import SitePlan, Spectrum, Variant, check_spectrum, check_variant, plan_site_release, site_step
+from .site import SECURE, SitePayload, SitePlan, SiteSeed, Spectrum, Variant, site_release_plan, site_step
 
 __all__ = [
     "DistributedResult",
@@ -92,6 +105,7 @@ class SiteReport:
 
     @property
     def contributed(self) -> bool:
+        """Whether the site's release entered ``A_c``."""
         return self.status == "ok"
 
 
@@ -125,12 +139,19 @@ class DistributedResult(SubspaceResult):
 # inputs
 
 
-def spawn_site_seeds(random_state: Any, n_sites: int) -> list[np.random.SeedSequence]:
+def _is_secure(random_state: Any) -> bool:
+    return isinstance(random_state, str) and random_state == SECURE
+
+
+def spawn_site_seeds(random_state: Any, n_sites: int) -> list[SiteSeed]:
     """One independent ``SeedSequence`` per site, from ``SeedSequence(random_state).spawn(n_sites)``.
 
     ``random_state``: None (fresh entropy), an int, a ``SeedSequence`` (spawned: a second call gives new
-    children) or a ``Generator`` (64 bits of entropy drawn from it).
+    children) or a ``Generator`` (64 bits of entropy drawn from it); ``"secure"``: every site gets
+    ``"secure"`` and draws from its own OS entropy with exact samplers (nothing to reproduce).
     """
+    if _is_secure(random_state):
+        return [SECURE] * n_sites
     if isinstance(random_state, np.random.SeedSequence):
         root = random_state
     elif isinstance(random_state, np.random.Generator | np.random.RandomState):
@@ -139,7 +160,7 @@ def spawn_site_seeds(random_state: Any, n_sites: int) -> list[np.random.SeedSequ
     else:
         as_generator(random_state)  # validation: None or a non-negative int
         root = np.random.SeedSequence(None if random_state is None else int(random_state))
-    return root.spawn(n_sites)
+    return list(root.spawn(n_sites))
 
 
 def _is_dask_array(X: Any) -> bool:
@@ -177,11 +198,9 @@ def _split_rows(X: Any, n_sites: int, owner: str, *, empty_ok: bool) -> list[Any
     """Contiguous near-equal row blocks. Under add/remove (``empty_ok``: n private) some may be empty,
     so the check reads only n_sites, and the message does not quote n."""
     n = X.shape[0]
-    bad = isinstance(n_sites, bool) or not isinstance(n_sites, numbers.Integral) or n_sites < 1
-    if bad or (not empty_ok and n_sites > n):
-        upper = "inf)" if empty_ok else f"n_samples={n}]"
-        raise ValueError(f"The 'n_sites' parameter of {owner} must be an int in [1, {upper}. Got "
-                         f"{n_sites!r} instead.")
+    upper = None if empty_ok else n
+    check_params({"n_sites": Interval(1, upper, "both" if upper is not None else "left", integer=True)},
+                 {"n_sites": n_sites}, owner)
     bounds = np.linspace(0, X.shape[0], int(n_sites) + 1).round().astype(int)
     return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
@@ -195,6 +214,67 @@ class _Sites:
     handles: list[Any]
     n_features: int | None
     sizes: list[int | None] = field(default_factory=list)
+
+
+def _is_remote(data: Any) -> bool:
+    """Data held by Dask (a future or a collection): checked at its site, not here."""
+    return is_dask_future(data) or is_dask_collection(data)
+
+
+def _same_features(d: int | None, d_s: int, s: int, owner: str,
+                   others: str = "the earlier sites have") -> int:
+    if d is not None and d_s != d:
+        raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, {others} {d}.")
+    return d_s
+
+
+def _dask_array_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
+    """A Dask array whose row blocks are the sites (checked at their sites)."""
+    if n_sites is not None:
+        raise ValueError(f"The 'n_sites' parameter of {owner} must be None for a Dask array: its row "
+                         "blocks are the sites (rechunk the rows to change them).")
+    if sites.ndim != 2:
+        raise ValueError(f"The 'sites' parameter of {owner} must be a 2-D Dask array. Got shape "
+                         f"{sites.shape} instead.")
+    X = sites.rechunk({1: -1}) if sites.numblocks[1] > 1 else sites
+    blocks = list(X.to_delayed()[:, 0])
+    sizes = [None if math.isnan(c) else int(c) for c in X.chunks[0]]
+    return _Sites(blocks, int(X.shape[1]), sizes)
+
+
+def _list_sites(sites: Sequence[Any], owner: str, *, allow_empty: bool,
+                check_values: Callable[[Any], None]) -> _Sites:
+    """One entry per site: in-memory arrays (structure first, then values), row blocks, Dask handles."""
+    if len(sites) == 0:
+        raise ValueError(f"The 'sites' parameter of {owner} must hold at least one site. Got an empty "
+                         f"{type(sites).__name__}.")
+    handles: list[Any] = []
+    d: int | None = None
+    sizes: list[int | None] = []
+    for s, X in enumerate(sites):
+        if isinstance(X, _RowBlocks):
+            d = _same_features(d, int(X[0].shape[1]), s, owner)
+            n_s = sum(int(b.shape[0]) for b in X)
+            if n_s == 0 and not allow_empty:
+                raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
+            check_values(list(X))
+            handles.append(X)
+            sizes.append(n_s)
+        elif _is_remote(X):
+            handles.append(X)
+            shape = X.shape if _is_dask_array(X) else None  # a Delayed answers every attribute
+            if shape is not None and len(shape) == 2 and not math.isnan(shape[1]):
+                d = _same_features(d, int(shape[1]), s, owner, "site 0 has")
+            sizes.append(None)
+        else:
+            data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=allow_empty)
+            d = _same_features(d, d_s, s, owner)
+            handles.append(data)
+            sizes.append(n_s)
+    for data in handles:  # values last, after every site's structure (the texts name no site)
+        if not isinstance(data, _RowBlocks) and not _is_remote(data):
+            check_values(data)
+    return _Sites(handles, d, sizes)
 
 
 def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation | None = None,
@@ -216,62 +296,12 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
             validate_rows(data, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
 
     if _is_dask_array(sites):
-        if n_sites is not None:
-            raise ValueError(f"The 'n_sites' parameter of {owner} must be None for a Dask array: its row "
-                             "blocks are the sites (rechunk the rows to change them).")
-        if sites.ndim != 2:
-            raise ValueError(f"The 'sites' parameter of {owner} must be a 2-D Dask array. Got shape "
-                             f"{sites.shape} instead.")
-        X = sites.rechunk({1: -1}) if sites.numblocks[1] > 1 else sites
-        blocks = list(X.to_delayed()[:, 0])
-        sizes = [None if math.isnan(c) else int(c) for c in X.chunks[0]]
-        return _Sites(blocks, int(X.shape[1]), sizes)
+        return _dask_array_sites(sites, n_sites, owner)
     if isinstance(sites, (list, tuple)):
         if n_sites is not None:
             raise ValueError(f"The 'n_sites' parameter of {owner} must be None when 'sites' is a list of "
                              "sites.")
-        if len(sites) == 0:
-            raise ValueError(f"The 'sites' parameter of {owner} must hold at least one site. Got an empty "
-                             f"{type(sites).__name__}.")
-        handles: list[Any] = []
-        d: int | None = None
-        sizes = []
-        for s, X in enumerate(sites):
-            if isinstance(X, _RowBlocks):
-                d_s = int(X[0].shape[1])
-                if d is not None and d_s != d:
-                    raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
-                                     f"earlier sites have {d}.")
-                d = d_s
-                n_s = sum(int(b.shape[0]) for b in X)
-                if n_s == 0 and not allow_empty:
-                    raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
-                check_values(list(X))
-                handles.append(X)
-                sizes.append(n_s)
-                continue
-            if is_dask_future(X) or is_dask_collection(X):
-                handles.append(X)
-                shape = X.shape if _is_dask_array(X) else None  # a Delayed answers every attribute
-                if shape is not None and len(shape) == 2 and not math.isnan(shape[1]):
-                    d_s = int(shape[1])
-                    if d is not None and d_s != d:
-                        raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, "
-                                         f"site 0 has {d}.")
-                    d = d_s
-                sizes.append(None)
-                continue
-            data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=allow_empty)
-            if d is not None and d_s != d:
-                raise ValueError(f"The 'sites' parameter of {owner}: site {s} has {d_s} features, the "
-                                 f"earlier sites have {d}.")
-            d = d_s
-            handles.append(data)
-            sizes.append(n_s)
-        for data in handles:  # values last, after every site's structure (the texts name no site)
-            if not isinstance(data, _RowBlocks) and not is_dask_future(data) and not is_dask_collection(data):
-                check_values(data)
-        return _Sites(handles, d, sizes)
+        return _list_sites(sites, owner, allow_empty=allow_empty, check_values=check_values)
     if hasattr(sites, "shape") or hasattr(sites, "__array__"):
         data, n, d = _check_local_site(sites, 0, owner, empty_ok=allow_empty or n_sites is not None)
         parts = [data] if n_sites is None else _split_rows(data, n_sites, owner, empty_ok=allow_empty)
@@ -284,28 +314,37 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
                     f"{type(sites).__name__} instead.")
 
 
-def _check_rank(value: Any, k: int, d: int | None, owner: str) -> int:
-    if value is None:
-        return 2 * k if d is None else min(2 * k, d)
-    upper = "n_features" if d is None else f"n_features={d}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1 or (
-            d is not None and int(value) > d):
-        raise ValueError(f"The 'intermediate_rank' parameter of {owner} must be None or an int in [1, "
-                         f"{upper}]. Got {value!r} instead.")
-    return int(value)
+#: The protocol's own parameters (the privacy parameters are checked by ``check_mechanism_inputs``);
+#: the bounds that depend on the sites (``k``, ``intermediate_rank``, ``min_sites``, ``weighting``)
+#: are checked once the number of sites and features is known.
+PARAMETER_CONSTRAINTS: dict[str, Any] = {
+    "variant": Options(("proxy", "full")),
+    "spectrum": Options(("svd", "eigh")),
+    "on_site_failure": Options(("warn", "raise")),
+    "site_timeout": [NONE, Interval(0, None, "neither")],
+    "release_count": Types((bool, np.bool_), "a bool"),
+    "random_state": RANDOM_STATE,
+}
 
 
-def _check_timeout(value: Any, owner: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-            math.isfinite(float(value)) and float(value) > 0):
-        raise ValueError(f"The 'site_timeout' parameter of {owner} must be None or a float in (0, inf) "
-                         f"(seconds). Got {value!r} instead.")
-    return float(value)
+def _check_sized(k: Any, intermediate_rank: Any, min_sites: Any, d: int | None, S: int,
+                 owner: str) -> tuple[int, int]:
+    """``k`` (in [1, D]), ``intermediate_rank`` (None or in [1, D]; default ``min(2 K, D)``) and
+    ``min_sites`` (in [1, S]), once D (when known) and the number of sites S are."""
+    if d is not None:
+        k = check_n_components(k, d, owner, name="k")
+    rank = Interval(1, d, "both" if d is not None else "left", integer=True)
+    check_params({"k": Interval(1, None, "left", integer=True), "intermediate_rank": [NONE, rank],
+                  "min_sites": Interval(1, S, "both", integer=True)},
+                 {"k": k, "intermediate_rank": intermediate_rank, "min_sites": min_sites}, owner)
+    k = int(k)
+    if intermediate_rank is None:
+        return k, 2 * k if d is None else min(2 * k, d)
+    return k, int(intermediate_rank)
 
 
 def _check_weighting(value: Any, n_sites: int, owner: str) -> Any:
+    """``"equal"``, ``"size"``, or one finite non-negative public weight per site with a positive sum."""
     if isinstance(value, str):
         return check_choice(value, "weighting", ("equal", "size"), owner)
     try:
@@ -330,8 +369,170 @@ def _as_engine(engine: Any, owner: str) -> Engine:
                      f"Got {engine!r} instead.")
 
 
+class _NoiseAtSites(NoiseSource):
+    """The aggregator's noise source: it draws nothing. Each site draws its own release's noise from its
+    own source (:func:`~dpspectral.distributed.site.site_noise`); the name goes in the privacy report."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @staticmethod
+    def _refuse() -> RuntimeError:
+        return RuntimeError("DPdisPCA: the aggregator draws no noise; each site draws its own release's.")
+
+    @property
+    def generator(self) -> np.random.Generator:  # type: ignore[override]
+        raise self._refuse()
+
+    def add_gaussian(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse()
+
+    def add_laplace(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse()
+
+    def add_symmetric_gaussian(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise self._refuse()
+
+    def gaussian(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise self._refuse()
+
+
 # ---------------------------------------------------------------------------------------------------
-# the protocol
+# the protocol: validate -> plan -> release (the sites, then the aggregator) -> post-process
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The public inputs of one run, validated (nothing charged, nothing released yet)."""
+
+    owner: str
+    mechanism: str
+    budget: PrivacyBudget
+    relation: Relation
+    row_norm: float
+    calibration: str
+    variant: Variant
+    spectrum: Spectrum
+    sites: _Sites
+    k: int
+    rank: int
+    weights: Any
+    timeout: float | None
+    min_sites: int
+    on_site_failure: OnSiteFailure
+    release_count: bool
+    on_norm_violation: NormViolation
+
+
+def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism: str) -> _Inputs:
+    """Every public parameter, then every in-memory site (whole: values included), before the charge."""
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=params["epsilon"], delta=params["delta"], row_norm=params["row_norm"],
+        relation=params["relation"], calibration=params["calibration"],
+        on_norm_violation=params["on_norm_violation"], owner=owner,
+        allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
+    )
+    check_params(PARAMETER_CONSTRAINTS, params, owner)
+    parsed = _as_sites(sites, params["n_sites"], owner, relation=rel, row_norm=C,
+                       on_norm_violation=params["on_norm_violation"])
+    S = len(parsed.handles)
+    k, rank = _check_sized(k, params["intermediate_rank"], params["min_sites"], parsed.n_features, S, owner)
+    weights = _check_weighting(params["weighting"], S, owner)
+    timeout = params["site_timeout"]
+    return _Inputs(
+        owner=owner, mechanism=mechanism, budget=budget, relation=rel, row_norm=C,
+        calibration=params["calibration"], variant=params["variant"], spectrum=params["spectrum"],
+        sites=parsed, k=k, rank=rank, weights=weights, timeout=None if timeout is None else float(timeout),
+        min_sites=int(params["min_sites"]), on_site_failure=params["on_site_failure"],
+        release_count=bool(params["release_count"]), on_norm_violation=params["on_norm_violation"],
+    )
+
+
+def _plan(run: _Inputs) -> tuple[SitePlan, ReleasePlan]:
+    """Every site's plan and the run's: one site's events, composed in parallel over the sites.
+
+    Every site releases the same event on its own rows (disjoint): parallel composition. The branches
+    are identical, so one branch stands for all of them (the worst branch is the guarantee).
+    """
+    rel = run.relation
+    # Under add/remove, N_s is private: normalising (equal or explicit weights) needs a noisy count.
+    size_weights = isinstance(run.weights, str) and run.weights == "size"
+    count = run.release_count or (not rel.n_is_public and not size_weights)
+    site_plan = site_release_plan(budget=run.budget, relation=rel, calibration=run.calibration,
+                                  row_norm=run.row_norm, release_count=count)
+    plan = SitePlan(variant=run.variant, rank=run.rank, spectrum=run.spectrum, relation=rel,
+                    calibration=run.calibration, row_norm=run.row_norm,
+                    on_norm_violation=run.on_norm_violation, n_features=run.sites.n_features,
+                    release=site_plan)
+    events = (ParallelDpEvent([compose(site_plan.events)]),)
+    return plan, ReleasePlan(run.mechanism, rel, events, notes=site_plan.notes)
+
+
+def _release(run: _Inputs, plan: SitePlan, run_plan: ReleasePlan, *, engine: Engine, seeds: list[Any],
+             accountant: Accountant | None, noise: NoiseSource, show_progress: bool | None,
+             stacklevel: int) -> tuple[list[SiteOutcome], list[SitePayload], Aggregate, Releaser]:
+    """Charge the run, have every site release (each with its own noise), aggregate.
+
+    Charged before any site is asked to release (refused: nothing runs). A failure after the charge (too
+    few sites answered) is a failed release: it stays charged, marked failed in the ledger.
+    """
+    owner = run.owner
+    with release(run_plan, accountant, noise) as releaser:
+        outcomes = engine.run(run.sites.handles, site_step, plan, seeds, timeout=run.timeout,
+                              show_progress=show_progress)
+        payloads = _handle_faults(outcomes, owner, run.on_site_failure, stacklevel + 1)
+        if len(payloads) < run.min_sites:
+            reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes
+                                if o.status != "ok")
+            raise SiteFailureError(f"{owner}: only {len(payloads)} of {len(outcomes)} sites answered, fewer "
+                                   f"than min_sites={run.min_sites}; nothing was released by the aggregator. "
+                                   f"{reasons}")
+        dims = {p.n_features for p in payloads}
+        if len(dims) > 1:
+            raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of "
+                             f"features ({sorted(dims)}).")
+        check_n_components(run.k, dims.pop(), owner, name="k")
+        agg = aggregate(payloads, run.k, weighting=run.weights, spectrum=run.spectrum, owner=owner)
+    return outcomes, payloads, agg, releaser
+
+
+def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads: list[SitePayload],
+            agg: Aggregate, report: Any, engine_name: str) -> DistributedResult:
+    """The result: the aggregator's release on the pooled scatter's scale, and public facts per site."""
+    rel = run.relation
+    # Scale: A_c ~ X^T X / N' when normalised; the result's values are on the scatter's scale.
+    n_public = [p.n_samples for p in payloads]
+    n_total: float | None
+    if rel.n_is_public and all(n is not None for n in n_public):
+        n_total = float(sum(n for n in n_public if n is not None))
+    elif plan.count_std is not None:
+        n_total = float(sum(max(p.noisy_count or 0.0, 1.0) for p in payloads))
+    else:
+        n_total = None
+    scale = (n_total or 1.0) if agg.normalised else 1.0
+    site_reports = tuple(
+        SiteReport(site=o.site, status=o.status, bytes_sent=o.payload.nbytes if o.payload is not None else 0,
+                   n_samples=(o.payload.n_samples if o.payload is not None else run.sites.sizes[o.site]
+                              if rel.n_is_public else None),
+                   worker=o.worker, error=o.error)
+        for o in outcomes)
+    diagnostics: dict[str, Any] = {
+        "variant": run.variant,
+        "engine": engine_name,
+        "n_sites": len(outcomes),
+        "n_contributing": len(payloads),
+        "intermediate_rank": run.rank if run.variant == "proxy" else None,
+        "spectrum": run.spectrum,
+        "weights": agg.weights,
+        "noise_std": plan.scatter_std,  # on the scatter S_s; on A_s = S_s / N_s it is noise_std / N_s
+        "count_noise_std": plan.count_std,
+        "sensitivity": plan.release_plan["scatter"].sensitivity,
+        "bytes_sent": {r.site: r.bytes_sent for r in site_reports},
+        "bytes_total": sum(r.bytes_sent for r in site_reports),
+    }
+    return DistributedResult(components=agg.components, values=agg.values * scale, total=agg.trace * scale,
+                             mean=None, n_samples=n_total, privacy=report, diagnostics=diagnostics,
+                             sites=site_reports)
 
 
 def _run_protocol(
@@ -362,108 +563,24 @@ def _run_protocol(
     stacklevel: int,
     owner: str | None = None,
 ) -> DistributedResult:
+    """Validate -> plan -> release (sites, aggregator) -> post-process: the body of every entry point."""
     owner = owner or mechanism
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner,
-        allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-    )
-    variant = check_variant(variant, owner)
-    spectrum = check_spectrum(spectrum, owner)
-    check_choice(on_site_failure, "on_site_failure", ("warn", "raise"), owner)
-    timeout = _check_timeout(site_timeout, owner)
-    # validate, then charge: every in-memory site is checked whole here, before the ledger is charged
-    parsed = _as_sites(sites, n_sites, owner, relation=rel, row_norm=C, on_norm_violation=on_norm_violation)
-    S = len(parsed.handles)
-    d = parsed.n_features
-    if d is not None:
-        k = check_n_components(k, d, owner, name="k")
-    elif isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"The 'k' parameter of {owner} must be an int >= 1. Got {k!r} instead.")
-    k = int(k)
-    R = _check_rank(intermediate_rank, k, d, owner)
-    weights = _check_weighting(weighting, S, owner)
-    if isinstance(min_sites, bool) or not isinstance(min_sites, numbers.Integral) or not 1 <= min_sites <= S:
-        raise ValueError(f"The 'min_sites' parameter of {owner} must be an int in [1, n_sites={S}]. Got "
-                         f"{min_sites!r} instead.")
-    if not isinstance(release_count, (bool, np.bool_)):
-        raise TypeError(f"The 'release_count' parameter of {owner} must be a bool. Got {release_count!r}.")
-    # Under add/remove, N_s is private: normalising (equal or explicit weights) needs a noisy count.
-    size_weights = isinstance(weights, str) and weights == "size"
-    count = bool(release_count) or (not rel.n_is_public and not size_weights)
-    scatter_std, count_std, site_event, notes = plan_site_release(
-        budget=budget, relation=rel, calibration=calibration, row_norm=C, release_count=count)
-    plan = SitePlan(variant=variant, rank=R, spectrum=spectrum, relation=rel, calibration=calibration,
-                    row_norm=C, scatter_std=scatter_std, count_std=count_std,
-                    on_norm_violation=on_norm_violation, n_features=d)
-    # Every site releases the same event on its own rows (disjoint): parallel composition. The branches
-    # are identical, so one branch stands for all of them (the worst branch is the guarantee).
-    event = ParallelDpEvent([site_event])
+    params = dict(epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+                  intermediate_rank=intermediate_rank, n_sites=n_sites, variant=variant, weighting=weighting,
+                  spectrum=spectrum, site_timeout=site_timeout, min_sites=min_sites,
+                  on_site_failure=on_site_failure, release_count=release_count, random_state=random_state,
+                  on_norm_violation=on_norm_violation)
+    run = _validate(sites, k, params, owner, mechanism)
+    plan, run_plan = _plan(run)
     eng = _as_engine(engine, owner)
-    seeds = spawn_site_seeds(random_state, S)
-    # Charged before any site is asked to release (refused: nothing runs). A failure after the charge
-    # (too few sites answered) is a failed release: it stays charged, marked failed in the ledger.
-    with charge(accountant, [event], rel, mechanism):
-        outcomes = eng.run(parsed.handles, site_step, plan, seeds, timeout=timeout,
-                           show_progress=show_progress)
-        payloads = _handle_faults(outcomes, owner, on_site_failure, stacklevel + 1)
-        if len(payloads) < min_sites:
-            reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes
-                                if o.status != "ok")
-            raise SiteFailureError(f"{owner}: only {len(payloads)} of {S} sites answered, fewer than "
-                                   f"min_sites={min_sites}; nothing was released by the aggregator. "
-                                   f"{reasons}")
-        dims = {p.n_features for p in payloads}
-        if len(dims) > 1:
-            raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of "
-                             f"features ({sorted(dims)}).")
-        d = dims.pop()
-        check_n_components(k, d, owner, name="k")
-        agg = aggregate(payloads, k, weighting=weights, spectrum=spectrum, owner=owner)
-
-    # Scale: A_c ~ X^T X / N' when normalised; the result's values are on the scatter's scale.
-    n_public = [p.n_samples for p in payloads]
-    n_total: float | None
-    if rel.n_is_public and all(n is not None for n in n_public):
-        n_total = float(sum(n for n in n_public if n is not None))
-    elif count_std is not None:
-        n_total = float(sum(max(p.noisy_count or 0.0, 1.0) for p in payloads))
-    else:
-        n_total = None
-    scale = (n_total or 1.0) if agg.normalised else 1.0
-    report = certify_release([event], mechanism=mechanism, budget=budget, relation=rel,
-                             calibration=calibration, accounting=accounting, notes=notes,
-                             stacklevel=stacklevel + 1)
-    site_reports = tuple(
-        SiteReport(site=o.site, status=o.status, bytes_sent=o.payload.nbytes if o.payload is not None else 0,
-                   n_samples=(o.payload.n_samples if o.payload is not None else parsed.sizes[o.site]
-                              if rel.n_is_public else None),
-                   worker=o.worker, error=o.error)
-        for o in outcomes)
-    diagnostics: dict[str, Any] = {
-        "variant": variant,
-        "engine": eng.name,
-        "n_sites": S,
-        "n_contributing": len(payloads),
-        "intermediate_rank": R if variant == "proxy" else None,
-        "spectrum": spectrum,
-        "weights": agg.weights,
-        "noise_std": scatter_std,  # on the scatter S_s; on A_s = S_s / N_s it is noise_std / N_s
-        "count_noise_std": count_std,
-        "sensitivity": (math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0) * sensitivity_norm(C) ** 2,
-        "bytes_sent": {r.site: r.bytes_sent for r in site_reports},
-        "bytes_total": sum(r.bytes_sent for r in site_reports),
-    }
-    return DistributedResult(
-        components=agg.components,
-        values=agg.values * scale,
-        total=agg.trace * scale,
-        mean=None,
-        n_samples=n_total,
-        privacy=report,
-        diagnostics=diagnostics,
-        sites=site_reports,
-    )
+    seeds = spawn_site_seeds(random_state, len(run.sites.handles))
+    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    outcomes, payloads, agg, releaser = _release(
+        run, plan, run_plan, engine=eng, seeds=seeds, accountant=accountant, noise=noise,
+        show_progress=show_progress, stacklevel=stacklevel)
+    report = releaser.report(mechanism=mechanism, budget=run.budget, calibration=calibration,
+                             accounting=accounting, notes=run_plan.notes, stacklevel=stacklevel + 1)
+    return _result(run, plan, outcomes, payloads, agg, report, eng.name)
 
 
 def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure: OnSiteFailure,
@@ -504,10 +621,13 @@ _PRIVACY_DOC = """
     of a failed site is its status and a data-independent reason (the kind of problem, or a generic
     text); no site timing is reported. Under add/remove a site with no rows releases its noise on a zero
     scatter like any other (its row count is private); under replace-one an empty site is refused.
-    Validate, then charge: in-memory sites are validated whole (finite, and no row over C with
-    ``on_norm_violation="raise"``) before the ledger is charged, with messages that name no row, count
-    or site; data held by Dask is checked at its site. A run that fails after the charge stays charged
-    and is marked failed in the ledger.
+    Validate, then plan, then charge: in-memory sites are validated whole (finite, and no row over C
+    with ``on_norm_violation="raise"``) before the ledger is charged, with messages that name no row,
+    count or site; data held by Dask is checked at its site. Every site's releases are planned from
+    public inputs (:func:`~dpspectral.distributed.site.site_release_plan`) and the run's parallel event
+    is charged once, before any site is dispatched; each site then draws its noise through that plan
+    from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
+    A run that fails after the charge stays charged and is marked failed in the ledger.
 """
 
 _PARAMS_DOC = """
@@ -556,9 +676,11 @@ _PARAMS_DOC = """
         one); ignored under replace-one, where N_s is public.
     accountant : Accountant, optional
         Ledger to spend against; a run that would exceed it is refused before any site releases.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
         Site s draws its noise from child s of ``SeedSequence(random_state).spawn(S)``, so the result does
-        not depend on the engine or the order in which sites finish.
+        not depend on the engine or the order in which sites finish. ``"secure"``: every site draws from
+        its own OS entropy with exact discrete samplers (:class:`~dpspectral.privacy.noise.SecureNoise`;
+        not reproducible); the report's ``noise_source`` says which.
     on_norm_violation : {"clip", "raise"}
     accounting : {"auto", "gaussian", "pld", "rdp"}
     show_progress : bool or None
@@ -686,9 +808,7 @@ def local_pca(
     owner = "dpdispca_local"
     if not isinstance(sites, (list, tuple)):
         sites = [sites]
-    if isinstance(site, bool) or not isinstance(site, numbers.Integral) or not 0 <= site < len(sites):
-        raise ValueError(f"The 'site' parameter of {owner} must be an int in [0, {len(sites) - 1}]. Got "
-                         f"{site!r} instead.")
+    check_params({"site": Interval(0, len(sites) - 1, "both", integer=True)}, {"site": site}, owner)
     return _run_protocol(
         [sites[int(site)]], k, mechanism=owner, variant="full", epsilon=epsilon, delta=delta,
         row_norm=row_norm, relation=relation, calibration=calibration, intermediate_rank=None, n_sites=None,
@@ -700,5 +820,16 @@ def local_pca(
 
 for _f in (dpdispca,):
     _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC + _PARAMS_DOC
+# The tables, stated once (checked inside: check_mechanism_inputs for the privacy parameters, then
+# PARAMETER_CONSTRAINTS; the bounds that depend on the sites once they are read). Attached without a
+# wrapper, so that the warnings' stacklevel still points at the caller.
+_PRIVACY_CONSTRAINTS: dict[str, Any] = {
+    "epsilon": EPSILON, "delta": Interval(0, 1, "neither"), "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+}
+dpdispca.parameter_constraints = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS}  # type: ignore[attr-defined]
+for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
+    _f.parameter_constraints = {  # type: ignore[attr-defined]
+        **_PRIVACY_CONSTRAINTS, "spectrum": PARAMETER_CONSTRAINTS["spectrum"]}
 for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
     _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC

@@ -12,6 +12,12 @@ function of that noisy matrix:
 Everything here is a plain function of (data, public plan, seed), so the same code runs in-process, on a
 Dask worker, or anywhere else; :func:`site_step` is the unit of work the engines ship to the sites.
 
+The pipeline, site by site: the aggregator builds every site's
+:class:`~dpspectral.privacy.pipeline.ReleasePlan` from public inputs (:func:`site_release_plan`, wrapped
+in the :class:`SitePlan` it ships) and charges the run before any site runs; the site validates its rows,
+then draws its noise only through that plan (:func:`release_second_moment`) from its own noise source
+(:func:`site_noise`: its child ``SeedSequence``, or ``"secure"``: its own OS entropy), then reduces.
+
 Privacy
 -------
 Relation: replace-one (the paper's; ``N_s`` is then public) or add/remove, per site. The released vector
@@ -32,6 +38,7 @@ reported to the aggregator as its kind only (:func:`failure_reason`), and no tim
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,16 +48,19 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from ..constraints import check_choice
 from ..linalg import fix_signs
 from ..moments import accumulate
 from ..pca.covariance import _plan as _covariance_plan
 from ..privacy.accounting import compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
-from ..privacy.gaussian import classic_noise_multiplier, symmetric_gaussian
-from ..privacy.pipeline import NonPrivateDataError, validate_rows
+from ..privacy.gaussian import classic_noise_multiplier
+from ..privacy.noise import NoiseSource, SeededNoise, noise_source
+from ..privacy.pipeline import NoisyRelease, NonPrivateDataError, ReleasePlan, release, validate_rows
 
 __all__ = [
+    "SECURE",
     "SiteInputError",
     "SitePayload",
     "SitePlan",
@@ -60,6 +70,8 @@ __all__ = [
     "failure_reason",
     "pack_upper",
     "plan_site_release",
+    "site_noise",
+    "site_release_plan",
     "proxy_from_eigh",
     "proxy_from_matrix",
     "release_second_moment",
@@ -71,11 +83,27 @@ __all__ = [
 
 Variant = Literal["proxy", "full"]
 Spectrum = Literal["svd", "eigh"]
+#: What a site draws its noise from: its child ``SeedSequence``, or ``"secure"`` (its own OS entropy).
+SiteSeed = np.random.SeedSequence | str
+
+
+#: The label of one site's release plan (the site's plan is not charged at the site: see SitePlan).
+SITE_LABEL = "dpdispca site"
+#: The seed a site receives for ``random_state="secure"``: it draws from its own OS entropy.
+SECURE = "secure"
 
 
 @dataclass(frozen=True)
 class SitePlan:
     """The public settings of every site's release, fixed by the aggregator before any site runs.
+
+    It wraps the site's :class:`~dpspectral.privacy.pipeline.ReleasePlan` (``release``: the noisy
+    scatter, and the noisy count when one is released), built from public inputs by
+    :func:`site_release_plan`; a site draws its noise only through that plan
+    (:func:`release_second_moment`). ``scatter_std`` and ``count_std`` are read from it. Code that
+    states the noise scales instead (``SitePlan(..., scatter_std=s, count_std=c)`` without
+    ``release``, as the reproductions do) gets the plan of those scales, with the sensitivities of the
+    module docstring.
 
     Attributes
     ----------
@@ -100,6 +128,10 @@ class SitePlan:
     on_norm_violation : {"clip", "raise"}
     n_features : int or None
         The expected D (checked at the site), when the aggregator knows it in advance.
+    release : ReleasePlan
+        The site's releases ("scatter", and "count" when planned) and their events. The events are
+        not charged at the site: the aggregator charges the run's parallel composition of them before
+        any site is asked to release.
     """
 
     variant: Variant
@@ -108,10 +140,36 @@ class SitePlan:
     relation: Relation
     calibration: str
     row_norm: float
-    scatter_std: float
-    count_std: float | None
+    scatter_std: float | None = None
+    count_std: float | None = None
     on_norm_violation: NormViolation = "clip"
     n_features: int | None = None
+    release: ReleasePlan | None = None
+
+    def __post_init__(self) -> None:
+        plan = self.release
+        if plan is None:
+            if self.scatter_std is None:
+                raise ValueError("A SitePlan needs its release plan (site_release_plan) or its noise "
+                                 "scales (scatter_std, count_std).")
+            plan = _plan_from_scales(self.relation, self.row_norm, self.scatter_std, self.count_std)
+            object.__setattr__(self, "release", plan)
+            return
+        if plan.relation is not self.relation:
+            raise ValueError(f"A SitePlan's release plan is for {plan.relation.value}, not "
+                             f"{self.relation.value}.")
+        stds = (plan["scatter"].scale, _count_std(plan))
+        given = (self.scatter_std, self.count_std)
+        if any(g is not None and g != s for g, s in zip(given, stds, strict=True)):
+            raise ValueError("A SitePlan's noise scales must be those of its release plan.")
+        object.__setattr__(self, "scatter_std", stds[0])
+        object.__setattr__(self, "count_std", stds[1])
+
+    @property
+    def release_plan(self) -> ReleasePlan:
+        """The site's :class:`~dpspectral.privacy.pipeline.ReleasePlan` (``release``, never None)."""
+        assert self.release is not None
+        return self.release
 
     @property
     def normalised(self) -> bool:
@@ -178,15 +236,49 @@ def unpack_upper(v: np.ndarray, d: int) -> np.ndarray:
     return M + np.triu(M, 1).T
 
 
-def plan_site_release(
+def _count_std(plan: ReleasePlan) -> float | None:
+    return next((r.scale for r in plan.releases if r.name == "count"), None)
+
+
+def _plan_from_scales(relation: Relation, row_norm: float, scatter_std: float,
+                      count_std: float | None) -> ReleasePlan:
+    """The site plan of given noise scales: the sensitivities of the module docstring, the events
+    ``GaussianDpEvent(std / sensitivity)`` (count: sensitivity 1)."""
+    C = sensitivity_norm(row_norm)
+    sensitivity = (math.sqrt(2.0) if relation is Relation.REPLACE_ONE else 1.0) * C**2
+    releases = [NoisyRelease("scatter", "gaussian", float(scatter_std), sensitivity)]
+    if count_std is not None:
+        releases.append(NoisyRelease("count", "gaussian", float(count_std), 1.0))
+    events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
+    return ReleasePlan(SITE_LABEL, relation, events, tuple(releases))
+
+
+def _paper_site_plan(budget: PrivacyBudget, row_norm: float) -> ReleasePlan:
+    """Imtiaz and Sarwate's noise under replace-one: the classic formula on the spectral sensitivity."""
+    C = sensitivity_norm(row_norm)
+    s_paper = classic_noise_multiplier(budget.epsilon, budget.delta)
+    scatter_std = s_paper * C**2  # the paper's Delta = sqrt(2 ln(1.25/delta)) / (N_s eps), times N_s C^2
+    frobenius = math.sqrt(2.0) * C**2
+    note = (
+        "DPdisPCA with the paper's noise: sqrt(2 ln(1.25/delta))/epsilon times the spectral-norm bound "
+        "1/N_s on ||A_s - A'_s|| (Imtiaz and Sarwate 2018). The Gaussian mechanism needs the L2 "
+        "(Frobenius) sensitivity sqrt(2) C^2 / N_s of the released upper triangle, so the noise is "
+        "sqrt(2) too small for the classic formula; certified only where the accountant agrees."
+    )
+    return ReleasePlan(SITE_LABEL, Relation.REPLACE_ONE,
+                       (dp_accounting.GaussianDpEvent(scatter_std / frobenius),),
+                       (NoisyRelease("scatter", "gaussian", scatter_std, frobenius),), notes=(note,))
+
+
+def site_release_plan(
     *,
     budget: PrivacyBudget,
     relation: Relation,
     calibration: str,
     row_norm: float,
     release_count: bool,
-) -> tuple[float, float | None, dp_accounting.DpEvent, list[str]]:
-    """Noise of one site's release: ``(scatter_std, count_std, event, notes)``.
+) -> ReleasePlan:
+    """The releases of one site (``"scatter"``, and ``"count"`` when one is released), from public inputs.
 
     ``calibration="tight"`` is the library's Analyze Gauss plan (:mod:`dpspectral.pca.covariance`):
     the analytic Gaussian mechanism for the Frobenius sensitivity, with the budget split exactly with the
@@ -197,29 +289,53 @@ def plan_site_release(
 
     The noise does not depend on N_s: the standard deviation on ``A_s = S_s / N_s`` is
     ``scatter_std / N_s``, which is how the paper writes it.
+
+    Privacy
+    -------
+    Each release declares its L2 sensitivity under ``relation``: the scatter ``sqrt(2) C^2``
+    (replace-one) or ``C^2`` (add/remove), the count 1 (module docstring). The events are one site's;
+    the protocol charges their parallel composition over the sites (a row is in one site only).
     """
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
-        C = sensitivity_norm(row_norm)
-        s_paper = classic_noise_multiplier(budget.epsilon, budget.delta)
-        scatter_std = s_paper * C**2  # the paper's Delta = sqrt(2 ln(1.25/delta)) / (N_s eps), times N_s C^2
-        frobenius = math.sqrt(2.0) * C**2
-        notes = [
-            "DPdisPCA with the paper's noise: sqrt(2 ln(1.25/delta))/epsilon times the spectral-norm bound "
-            "1/N_s on ||A_s - A'_s|| (Imtiaz and Sarwate 2018). The Gaussian mechanism needs the L2 "
-            "(Frobenius) sensitivity sqrt(2) C^2 / N_s of the released upper triangle, so the noise is "
-            "sqrt(2) too small for the classic formula; certified only where the accountant agrees."
-        ]
-        return scatter_std, None, dp_accounting.GaussianDpEvent(scatter_std / frobenius), notes
+        return _paper_site_plan(budget, row_norm)
     plan = _covariance_plan(
         "analyze_gauss", budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
         n=None, d=None, private_mean=False, release_count=release_count, mean_share=0.1,
     )
-    count_std = next((r.scale for r in plan.releases if r.name == "count"), None)
-    return plan["scatter"].scale, count_std, compose(plan.events), list(plan.notes)
+    return dataclasses.replace(plan, label=SITE_LABEL)
+
+
+def plan_site_release(
+    *,
+    budget: PrivacyBudget,
+    relation: Relation,
+    calibration: str,
+    row_norm: float,
+    release_count: bool,
+) -> tuple[float, float | None, dp_accounting.DpEvent, list[str]]:
+    """:func:`site_release_plan` as ``(scatter_std, count_std, event, notes)`` (its one composed event).
+
+    Privacy
+    -------
+    That of :func:`site_release_plan`, whose plan this reads.
+    """
+    plan = site_release_plan(budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
+                             release_count=release_count)
+    return plan["scatter"].scale, _count_std(plan), compose(plan.events), list(plan.notes)
+
+
+def site_noise(seed: Any) -> NoiseSource:
+    """The noise source of one site, created where the site runs.
+
+    ``seed`` is the site's child ``SeedSequence`` (:class:`~dpspectral.privacy.noise.SeededNoise`, so the
+    result does not depend on the engine) or :data:`SECURE` (:class:`~dpspectral.privacy.noise.SecureNoise`:
+    the site's own OS entropy and exact samplers). A :class:`NoiseSource` passes through.
+    """
+    return noise_source(seed)
 
 
 def release_second_moment(
-    scatter: np.ndarray, n: int, plan: SitePlan, rng: np.random.Generator
+    scatter: np.ndarray, n: int, plan: SitePlan, noise: np.random.Generator | NoiseSource
 ) -> tuple[np.ndarray, float | None]:
     """The site's one release: ``A_hat_s`` (and the noisy count under add/remove when planned).
 
@@ -227,12 +343,22 @@ def release_second_moment(
     ``(A_hat_s, noisy_count)`` where ``A_hat_s = (S_s + E) / N_s`` under replace-one (N_s public),
     ``(S_s + E) / max(noisy_count, 1)`` under add/remove with a count, and ``S_s + E`` otherwise. The
     noise ``E`` is drawn first, then the count, so the stream of random numbers is fixed by the seed.
+    ``noise``: the site's :class:`NoiseSource` (:func:`site_noise`), or a NumPy generator (seeded).
+
+    Privacy
+    -------
+    The noise is drawn only through the site's plan (``plan.release``), inside
+    :func:`~dpspectral.privacy.pipeline.release` with no ledger: the aggregator charged the run's
+    parallel composition before dispatching the sites (a standalone call charges nothing). Symmetric
+    Gaussian noise on the upper triangle of ``S_s`` (sensitivity in the module docstring) and Gaussian
+    noise on the count (sensitivity 1); the division is post-processing.
     """
-    d = scatter.shape[0]
-    S_hat = scatter + symmetric_gaussian(d, plan.scatter_std, rng)
-    noisy_count = None
-    if plan.count_std is not None:
-        noisy_count = float(n) + float(rng.normal(0.0, plan.count_std))
+    source = noise if isinstance(noise, NoiseSource) else SeededNoise(noise)
+    with release(plan.release_plan, None, source) as releaser:
+        S_hat = releaser.add_symmetric("scatter", np.asarray(scatter, dtype=np.float64))
+        noisy_count = None
+        if plan.count_std is not None:
+            noisy_count = float(releaser.add("count", float(n)))
     if plan.relation.n_is_public:
         S_hat /= float(n)
     elif noisy_count is not None:
@@ -355,7 +481,7 @@ def _site_scatter(data: Any, plan: SitePlan, owner: str) -> tuple[np.ndarray, in
     return moments.second, moments.n, moments.d
 
 
-def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int) -> SitePayload:
+def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePayload:
     """Everything one site does, where its data lives: validate, clip, ``X^T X``, release, reduce.
 
     Parameters
@@ -366,8 +492,9 @@ def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int
         like any other site.
     plan : SitePlan
         Public settings, the same for every site.
-    seed : numpy SeedSequence
-        This site's own stream (a child of the run's ``SeedSequence``).
+    seed : numpy SeedSequence or "secure"
+        This site's own stream (a child of the run's ``SeedSequence``), or :data:`SECURE`: the site
+        draws from its own OS entropy with exact samplers (:func:`site_noise`).
     site : int
         The site's index (for messages and the payload).
 
@@ -386,7 +513,8 @@ def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int
     Privacy
     -------
     One Gaussian release of the upper triangle of the clipped scatter (see the module docstring), plus a
-    noisy count under add/remove when planned. How many rows were clipped is never returned, and what
+    noisy count under add/remove when planned, drawn through the plan (:func:`release_second_moment`;
+    the aggregator charged the run before dispatch). How many rows were clipped is never returned, and what
     a failure sends the aggregator is the kind of problem only (:func:`failure_reason`).
     """
     owner = f"DPdisPCA site {site}"
@@ -394,8 +522,7 @@ def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int
         scatter, n, d = _site_scatter(data, plan, owner)
         if plan.variant == "proxy" and plan.rank > d:
             raise SiteInputError(f"{owner}: intermediate_rank={plan.rank} exceeds the {d} features.")
-        rng = np.random.default_rng(seed)
-        A_hat, noisy_count = release_second_moment(scatter, n, plan, rng)
+        A_hat, noisy_count = release_second_moment(scatter, n, plan, site_noise(seed))
         if plan.variant == "full":
             matrix = pack_upper(A_hat)
         else:
@@ -412,14 +539,10 @@ def site_step(data: Any, plan: SitePlan, seed: np.random.SeedSequence, site: int
 
 
 def check_spectrum(value: Any, owner: str) -> Spectrum:
-    if value not in ("svd", "eigh"):
-        raise ValueError(f"The 'spectrum' parameter of {owner} must be one of 'svd', 'eigh'. Got {value!r} "
-                         "instead.")
-    return value  # type: ignore[no-any-return]
+    """``value`` must be ``"svd"`` or ``"eigh"`` (a one-entry constraint table)."""
+    return check_choice(value, "spectrum", ("svd", "eigh"), owner)  # type: ignore[return-value]
 
 
 def check_variant(value: Any, owner: str) -> Variant:
-    if value not in ("proxy", "full"):
-        raise ValueError(f"The 'variant' parameter of {owner} must be one of 'proxy', 'full'. Got {value!r} "
-                         "instead.")
-    return value  # type: ignore[no-any-return]
+    """``value`` must be ``"proxy"`` or ``"full"`` (a one-entry constraint table)."""
+    return check_choice(value, "variant", ("proxy", "full"), owner)  # type: ignore[return-value]

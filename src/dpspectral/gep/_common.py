@@ -1,34 +1,47 @@
-"""Shared steps of the GEP solvers: parameter checks, truncation, released-B normalisation."""
+"""Shared steps of the GEP solvers: the parameter table and checks, truncation, released-B normalisation."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
-import numbers
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.linalg import lapack
 
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    RANDOM_STATE,
+    Interval,
+    InvalidParameterError,
+    check_params,
+)
 from ..linalg import orthonormalize
 from ..privacy.budget import PrivacyBudget
 from .scatter import ScatterPair
 
 __all__ = [
+    "POSITIVE",
+    "SOLVER_TABLE",
     "called_as",
     "check_budget",
     "check_int",
     "check_pair",
     "check_positive",
+    "check_solver_params",
     "check_xi",
     "message_owner",
     "normalize_released",
     "orthonormalize_fast",
     "random_orthonormal",
     "truncate_columns",
+    "with_constraints",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("dpspectral_gep_caller", default=None)
@@ -72,48 +85,71 @@ def check_pair(pair: Any, owner: str) -> ScatterPair:
     return pair
 
 
+#: A strictly positive finite float (step sizes, constants).
+POSITIVE = Interval(0, None, "neither")
+#: The public parameters every private GEP solver takes, checked from this table (the bounds that
+#: depend on the pair's dimension, ``k <= d`` and ``sparsity <= d``, are checked by :func:`check_int`
+#: next to the reason; ``xi`` by :func:`check_xi`, whose message says why it must be positive).
+SOLVER_TABLE: dict[str, Any] = {
+    "epsilon": EPSILON,
+    "delta": DELTA,
+    "calibration": CALIBRATION,
+    "random_state": RANDOM_STATE,
+}
+
+
+def with_constraints(table: Mapping[str, Any]) -> Callable[[F], F]:
+    """Attach a public function's constraint table as ``function.parameter_constraints``.
+
+    The GEP solvers check their table themselves (:func:`check_params` with :func:`message_owner`), so
+    that a message names the entry point the user called (``private_fda``, ``DPFisherDiscriminant``),
+    which :func:`~dpspectral.constraints.validated` (a fixed name) cannot do.
+    """
+
+    def attach(func: F) -> F:
+        func.parameter_constraints = dict(table)  # type: ignore[attr-defined]
+        return func
+
+    return attach
+
+
 def check_int(value: Any, name: str, low: int, high: int | None, owner: str) -> int:
-    hi = "inf" if high is None else str(high)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"The '{name}' parameter of {owner} must be an int in [{low}, {hi}]. Got "
-                        f"{value!r} instead.")
-    if not low <= int(value) <= (math.inf if high is None else high):
-        raise ValueError(f"The '{name}' parameter of {owner} must be an int in [{low}, {hi}]. Got "
-                         f"{value!r} instead.")
+    """``value`` as an int in ``[low, high]`` (``high=None``: no upper bound), a one-entry table."""
+    check_params({name: Interval(low, high, "both" if high is not None else "left", integer=True)},
+                 {name: value}, owner)
     return int(value)
 
 
 def check_positive(value: Any, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(float(value)) and float(value) > 0
-    ):
-        raise ValueError(f"The '{name}' parameter of {owner} must be a float in (0, inf). Got "
-                         f"{value!r} instead.")
+    """``value`` as a float in (0, inf), a one-entry table."""
+    check_params({name: POSITIVE}, {name: value}, owner)
     return float(value)
 
 
 def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float:
     """The regularisation ratio xi: > 0 for the private solvers (the sensitivity has 1/xi)."""
-    ok = not isinstance(xi, bool) and isinstance(xi, numbers.Real) and math.isfinite(float(xi))
-    if not ok or not (float(xi) >= 0 if allow_zero else float(xi) > 0):
+    if not Interval(0, None, "left" if allow_zero else "neither").accepts(xi):
         interval = "[0, inf)" if allow_zero else "(0, inf)"
         reason = "" if allow_zero else (
             " (the private solvers need xi > 0: the sensitivity of the reduced matrix grows like 1/xi)"
         )
-        raise ValueError(f"The 'xi' parameter of {owner} must be a float in {interval}{reason}. Got "
-                         f"{xi!r} instead.")
+        raise InvalidParameterError(f"The 'xi' parameter of {owner} must be a float in {interval}{reason}. "
+                                    f"Got {xi!r} instead.")
     return float(xi)
 
 
+def check_solver_params(table: Mapping[str, Any], values: Mapping[str, Any], owner: str) -> PrivacyBudget:
+    """Check ``values`` against a solver's ``table``; the target (epsilon, delta), delta > 0."""
+    check_params(table, values, owner)
+    budget = PrivacyBudget(float(values["epsilon"]), float(values["delta"]))
+    budget.require_delta(owner)
+    return budget
+
+
 def check_budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"The '{name}' parameter of {owner} must be a float. Got {value!r} "
-                             "instead.")
-    try:
-        budget = PrivacyBudget(float(epsilon), float(delta))
-    except ValueError as err:
-        raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
+    """The target (epsilon, delta) from the shared table entries; delta > 0 (Gaussian mechanisms)."""
+    check_params({"epsilon": EPSILON, "delta": DELTA}, {"epsilon": epsilon, "delta": delta}, owner)
+    budget = PrivacyBudget(float(epsilon), float(delta))
     budget.require_delta(owner)
     return budget
 

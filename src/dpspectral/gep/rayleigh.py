@@ -36,6 +36,7 @@ it, with room to spare).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -43,32 +44,45 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from .._validation import as_generator, check_choice
+from ..constraints import SHARE, Interval, Options, check_params
 from ..linalg import fix_signs
-from ..privacy.accounting import Accountant, certify_release
-from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier, symmetric_gaussian
-from ..privacy.pipeline import charge
+from ..privacy.accounting import Accountant
+from ..privacy.budget import PrivacyBudget
+from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
+    POSITIVE,
+    SOLVER_TABLE,
     called_as,
-    check_budget,
     check_int,
     check_pair,
-    check_positive,
+    check_solver_params,
     check_xi,
     message_owner,
     normalize_released,
     random_orthonormal,
     truncate_columns,
+    with_constraints,
 )
 from .reduction import simultaneous_reduction
 from .result import GEPResult
 from .scatter import ScatterPair
 
-__all__ = ["dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "rho_from_epsilon_delta"]
+__all__ = ["FLOW_TABLE", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "rho_from_epsilon_delta"]
 
 Calibration = Literal["tight", "paper"]
 
 NONPRIVATE_INIT = "nonprivate_optimum"
+
+#: The parameters of the two flows (``k`` and ``sparsity`` within ``d``, ``xi > 0`` and the shape of an
+#: ``init`` array are checked next to their reasons).
+FLOW_TABLE: dict[str, Any] = {
+    **SOLVER_TABLE,
+    "n_iter": Interval(1, None, "left", integer=True),
+    "eta": POSITIVE,
+    "a_share": SHARE,
+}
 
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -90,6 +104,7 @@ def _b_orthonormalize(V: np.ndarray, Bh: np.ndarray) -> np.ndarray:
     return V / np.where(norms > 0, norms, 1.0)
 
 
+@with_constraints(FLOW_TABLE)
 def dp_rayleigh_flow(
     pair: ScatterPair,
     k: int,
@@ -131,7 +146,9 @@ def dp_rayleigh_flow(
     calibration : {"tight", "paper"}
         See the module docstring.
     accountant : Accountant, optional
-    random_state : None, int, SeedSequence or Generator
+        Spent before any noise is drawn; refused if over its ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and a random start (``"secure"``: OS entropy and exact samplers).
     show_progress : bool or None
 
     Returns
@@ -151,6 +168,7 @@ def dp_rayleigh_flow(
                  random_state=random_state, show_progress=show_progress)
 
 
+@with_constraints(FLOW_TABLE)
 def dp_truncated_rayleigh_flow(
     pair: ScatterPair,
     k: int,
@@ -186,55 +204,78 @@ def dp_truncated_rayleigh_flow(
                  accountant=accountant, random_state=random_state, show_progress=show_progress)
 
 
-def _flow(
-    owner: str,
-    pair: ScatterPair,
-    k: int,
-    sparsity: int | None,
-    *,
-    epsilon: float,
-    delta: float,
-    xi: float,
-    n_iter: int,
-    eta: float,
-    init: str | np.ndarray,
-    a_share: float,
-    calibration: str,
-    accountant: Accountant | None,
-    random_state: Any,
-    show_progress: bool | None,
-) -> GEPResult:
-    """The flows (``owner``, the mechanism's name): validate, plan, charge, release, post-process."""
-    mechanism, owner = owner, message_owner(owner)
+def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
+          show_progress: bool | None, **params: Any) -> GEPResult:
+    """The flows (``mechanism``): validate -> plan -> release (A^, B^) -> the flow (post-processing)."""
+    owner = message_owner(mechanism)
+    pair, inputs = _flow_inputs(owner, pair, k, sparsity, params)
+    plan, (s_a, s_b) = _flow_plan(mechanism, pair, inputs, params["calibration"], params["a_share"])
+    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
+        A_hat = releaser.add_symmetric("A", pair.A)
+        B_raw = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
+        # post-processing: B^ = max(B_raw, 0) + xi I (positive definite)
+        lam, Phi = scipy.linalg.eigh(B_raw, check_finite=False)
+        B_hat = (Phi * (np.maximum(lam, 0.0) + inputs.xi)) @ Phi.T
+        B_hat = (B_hat + B_hat.T) / 2.0
+        V = _flow_start(owner, pair, inputs, releaser)
+        vectors, values = _rayleigh_flow(A_hat, B_hat, V, inputs, mechanism, show_progress)
+    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
+                             notes=plan.notes, stacklevel=5)
+    return GEPResult(
+        vectors=vectors, values=values, privacy=report, method=mechanism,
+        diagnostics={"noise_std_A": plan["A"].scale,
+                     "noise_std_B": 0.0 if pair.b_is_public else plan["B"].scale,
+                     "noise_multiplier_A": s_a, "noise_multiplier_B": s_b, "n_iter": inputs.m,
+                     "eta": inputs.eta, "xi": inputs.xi,
+                     "init": "array" if inputs.V0 is not None else params["init"], "sparsity": sparsity},
+    )
+
+
+@dataclass(frozen=True)
+class _FlowInputs:
+    """The checked public inputs of one flow."""
+
+    budget: PrivacyBudget
+    k: int
+    sparsity: int | None
+    m: int
+    eta: float
+    xi: float
+    V0: np.ndarray | None
+    nonprivate_init: bool
+
+
+def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
+                 params: dict[str, Any]) -> tuple[ScatterPair, _FlowInputs]:
+    """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
     pair = check_pair(pair, owner)
-    budget = check_budget(epsilon, delta, owner)
-    xi = check_xi(xi, owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
+    budget = check_solver_params(FLOW_TABLE, params, owner)
+    xi = check_xi(params["xi"], owner)
     d = pair.n_features
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
         sparsity = check_int(sparsity, "sparsity", 1, d, owner)
-    m = check_int(n_iter, "n_iter", 1, None, owner)
-    eta = check_positive(eta, "eta", owner)
-    if isinstance(a_share, bool) or not isinstance(a_share, (int, float)) or not 0 < a_share < 1:
-        raise ValueError(f"The 'a_share' parameter of {owner} must be a float in (0, 1). Got "
-                         f"{a_share!r} instead.")
-    nonprivate_init = isinstance(init, str) and init == NONPRIVATE_INIT
+    init = params["init"]
     V0: np.ndarray | None = None
     if isinstance(init, str):
-        check_choice(init, "init", ("random", NONPRIVATE_INIT), owner)
+        check_params({"init": Options(("random", NONPRIVATE_INIT))}, {"init": init}, owner)
     else:
         V0 = np.asarray(init, dtype=np.float64)
         if V0.shape != (d, k) or not np.isfinite(V0).all() or np.any(np.linalg.norm(V0, axis=0) == 0):
             raise ValueError(f"The 'init' parameter of {owner} must be 'random', "
                              f"'{NONPRIVATE_INIT}' or a finite array of shape (d, k) = ({d}, {k}) with "
                              f"non-zero columns. Got {type(init).__name__} of shape {V0.shape}.")
-    sens = pair.sensitivity
-    rel = sens.relation
-    rng = as_generator(random_state)
-    notes = list(pair.notes)
-    public_b = pair.b_is_public
+    return pair, _FlowInputs(budget=budget, k=k, sparsity=sparsity, m=int(params["n_iter"]),
+                             eta=float(params["eta"]), xi=xi, V0=V0,
+                             nonprivate_init=isinstance(init, str) and init == NONPRIVATE_INIT)
 
+
+def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibration: str,
+               a_share: float) -> tuple[ReleasePlan, tuple[float, float]]:
+    """The releases A^ (and B^ unless public), from public inputs, and their multipliers."""
+    sens, budget = pair.sensitivity, inputs.budget
+    public_b = pair.b_is_public
+    notes = list(pair.notes)
     if calibration == "tight":
         p = analytic_noise_multiplier(budget.epsilon, budget.delta)
         if public_b:
@@ -249,60 +290,53 @@ def _flow(
         s_b = math.inf if public_b else 1.0 / math.sqrt(2.0 * rho_b)
         notes.append("calibration='paper': Hu et al.'s zCDP Gaussian mechanism, std = Delta_F / "
                      "sqrt(2 rho_X), rho from (epsilon, delta) by Lemma 9 of Chen et al.")
-    if sparsity is not None:
+    if inputs.sparsity is not None:
         notes.append("Truncated flow RECONSTRUCTED as input perturbation plus truncation (Hu et al.'s "
                      "per-iteration privatisation not verified).")
+    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
     events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
     if not public_b:
+        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
         events.append(dp_accounting.GaussianDpEvent(s_b))
-    if nonprivate_init:
+    if inputs.nonprivate_init:
         events.append(dp_accounting.NonPrivateDpEvent())
         notes.append("init='nonprivate_optimum': started from the exact (non-private) generalized "
                      "eigenvectors, as in Chen et al.'s comparison. NOT differentially private.")
-    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
-        std_a = s_a * sens.a_frobenius
-        A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
-        std_b = 0.0
-        if public_b:
-            B_raw = pair.B
-        else:
-            std_b = s_b * sens.b_frobenius
-            B_raw = pair.B + symmetric_gaussian(d, std_b, rng)
-        # post-processing: B^ = max(B_raw, 0) + xi I (positive definite)
-        lam, Phi = scipy.linalg.eigh(B_raw, check_finite=False)
-        B_hat = (Phi * (np.maximum(lam, 0.0) + xi)) @ Phi.T
-        B_hat = (B_hat + B_hat.T) / 2.0
+    plan = ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes))
+    return plan, (s_a, s_b)
 
-        if nonprivate_init:
-            with called_as(owner):
-                V = simultaneous_reduction(pair.A, pair.B, k, xi=xi).vectors
-        elif V0 is not None:
-            V = V0.copy()
-        else:
-            V = random_orthonormal(d, k, rng)
+
+def _flow_start(owner: str, pair: ScatterPair, inputs: _FlowInputs, releaser: Releaser) -> np.ndarray:
+    """The starting vectors (truncated when sparse, unit columns), inside the charged block."""
+    if inputs.nonprivate_init:
+        with called_as(owner):
+            V = simultaneous_reduction(pair.A, pair.B, inputs.k, xi=inputs.xi).vectors
+    elif inputs.V0 is not None:
+        V = inputs.V0.copy()
+    else:
+        V = random_orthonormal(pair.n_features, inputs.k, releaser.generator)
+    if inputs.sparsity is not None:
+        V = truncate_columns(V, inputs.sparsity)
+    return V / np.linalg.norm(V, axis=0)
+
+
+def _rayleigh_flow(A_hat: np.ndarray, B_hat: np.ndarray, V: np.ndarray, inputs: _FlowInputs, desc: str,
+                   show_progress: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    """The (truncated) Rayleigh flow on the released pair: ``(vectors, values)`` (post-processing)."""
+    tiny = np.finfo(float).tiny
+    eta, sparsity, m = inputs.eta, inputs.sparsity, inputs.m
+    for _ in progress(range(m), total=m, desc=desc, enabled=show_progress, min_total=50):
+        AV = A_hat @ V
+        BV = B_hat @ V
+        r = np.einsum("ij,ij->j", V, AV) / np.einsum("ij,ij->j", V, BV)
+        r = np.where(np.abs(r) > tiny, r, tiny)
+        V = V + (eta / r) * (AV - r * BV)
+        V = _b_orthonormalize(V, B_hat)
         if sparsity is not None:
             V = truncate_columns(V, sparsity)
-        V = V / np.linalg.norm(V, axis=0)
-        tiny = np.finfo(float).tiny
-        for _ in progress(range(m), total=m, desc=mechanism, enabled=show_progress, min_total=50):
-            AV = A_hat @ V
-            BV = B_hat @ V
-            r = np.einsum("ij,ij->j", V, AV) / np.einsum("ij,ij->j", V, BV)
-            r = np.where(np.abs(r) > tiny, r, tiny)
-            V = V + (eta / r) * (AV - r * BV)
-            V = _b_orthonormalize(V, B_hat)
-            if sparsity is not None:
-                V = truncate_columns(V, sparsity)
-                norms = np.linalg.norm(V, axis=0)
-                V = V / np.where(norms > 0, norms, 1.0)
-        values = np.einsum("ij,ij->j", V, A_hat @ V) / np.einsum("ij,ij->j", V, B_hat @ V)
-        order = np.argsort(values)[::-1]
-        vectors = fix_signs(normalize_released(V[:, order], None, None, xi, B_hat=B_hat))
-    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=4)
-    return GEPResult(
-        vectors=vectors, values=values[order], privacy=report, method=mechanism,
-        diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
-                     "noise_multiplier_B": s_b, "n_iter": m, "eta": eta, "xi": xi,
-                     "init": "array" if V0 is not None else init, "sparsity": sparsity},
-    )
+            norms = np.linalg.norm(V, axis=0)
+            V = V / np.where(norms > 0, norms, 1.0)
+    values = np.einsum("ij,ij->j", V, A_hat @ V) / np.einsum("ij,ij->j", V, B_hat @ V)
+    order = np.argsort(values)[::-1]
+    vectors = fix_signs(normalize_released(V[:, order], None, None, inputs.xi, B_hat=B_hat))
+    return vectors, values[order]

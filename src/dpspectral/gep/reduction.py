@@ -42,8 +42,11 @@ requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensi
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -51,33 +54,35 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from .._validation import as_generator, check_choice
+from ..constraints import SHARE, Constraint, Interval, Options
 from ..linalg import fix_signs, orthonormalize, top_k_eigh
-from ..privacy.accounting import Accountant, certify_release
-from ..privacy.gaussian import (
-    analytic_noise_multiplier,
-    classic_noise_multiplier,
-    split_noise_multiplier,
-    symmetric_gaussian,
-)
-from ..privacy.pipeline import charge
+from ..privacy.accounting import Accountant
+from ..privacy.budget import PrivacyBudget
+from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
-    check_budget,
+    POSITIVE,
+    SOLVER_TABLE,
     check_int,
     check_pair,
     check_positive,
+    check_solver_params,
     check_xi,
     message_owner,
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
     truncate_columns,
+    with_constraints,
 )
 from .result import GEPResult
 from .scatter import ScatterPair
 
 __all__ = [
     "DEFAULT_BUDGET_SHARES",
+    "DPSR_TABLE",
+    "SR_DP_TABLE",
     "dpsr",
     "dpsrs",
     "paper_noise_scales",
@@ -174,7 +179,34 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
 # SR+DP (the paper's ablation): Gaussian noise on A and B, then SR
 # ------------------------------------------------------------------------------------------------
 
+#: The parameters of :func:`sr_dp` (k <= d and xi > 0 are checked next to their reasons).
+SR_DP_TABLE: dict[str, Any] = {**SOLVER_TABLE, "a_share": SHARE}
 
+
+def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_share: float) -> ReleasePlan:
+    """The releases of SR+DP from public inputs: A (and B unless public), their multipliers and notes."""
+    sens = pair.sensitivity
+    notes: list[str] = list(pair.notes)
+    public_b = pair.b_is_public
+    if calibration == "tight":
+        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        s_a, s_b = (p, math.inf) if public_b else tuple(split_noise_multiplier(p, [a_share, 1 - a_share]))
+    else:
+        if public_b:
+            s_a, s_b = classic_noise_multiplier(budget.epsilon, budget.delta), math.inf
+        else:
+            s_a = s_b = classic_noise_multiplier(budget.epsilon / 2, budget.delta / 2)
+        notes.append("SR+DP calibration='paper' is RECONSTRUCTED (the paper states no formula): the "
+                     "classic Gaussian mechanism at (epsilon/2, delta/2) for each of A and B.")
+    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
+    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
+    if not public_b:
+        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
+        events.append(dp_accounting.GaussianDpEvent(s_b))
+    return ReleasePlan("sr_dp", sens.relation, tuple(events), tuple(releases), tuple(notes))
+
+
+@with_constraints(SR_DP_TABLE)
 def sr_dp(
     pair: ScatterPair,
     k: int,
@@ -208,7 +240,8 @@ def sr_dp(
         the accountant.
     accountant : Accountant, optional
         Spent before any noise is drawn; refused if over its ceiling.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise (``"secure"``: OS entropy and exact samplers).
 
     Returns
     -------
@@ -223,55 +256,43 @@ def sr_dp(
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing.
     """
-    mechanism = "sr_dp"
-    owner = message_owner(mechanism)
+    mechanism, owner = "sr_dp", message_owner("sr_dp")
     pair = check_pair(pair, owner)
-    budget = check_budget(epsilon, delta, owner)
+    budget = check_solver_params(SR_DP_TABLE, dict(epsilon=epsilon, delta=delta, a_share=a_share,
+                                                   calibration=calibration, random_state=random_state),
+                                 owner)
     xi = check_xi(xi, owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    d = pair.n_features
-    k = check_int(k, "k", 1, d, owner)
-    if isinstance(a_share, bool) or not isinstance(a_share, (int, float)) or not 0 < a_share < 1:
-        raise ValueError(f"The 'a_share' parameter of {owner} must be a float in (0, 1). Got "
-                         f"{a_share!r} instead.")
-    sens = pair.sensitivity
-    rel = sens.relation
-    rng = as_generator(random_state)
-    notes: list[str] = list(pair.notes)
-    public_b = pair.b_is_public
-    if calibration == "tight":
-        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
-        s_a, s_b = (p, math.inf) if public_b else tuple(split_noise_multiplier(p, [a_share, 1 - a_share]))
-    else:
-        if public_b:
-            s_a, s_b = classic_noise_multiplier(budget.epsilon, budget.delta), math.inf
-        else:
-            s_a = s_b = classic_noise_multiplier(budget.epsilon / 2, budget.delta / 2)
-        notes.append("SR+DP calibration='paper' is RECONSTRUCTED (the paper states no formula): the "
-                     "classic Gaussian mechanism at (epsilon/2, delta/2) for each of A and B.")
-    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
-    if not public_b:
-        events.append(dp_accounting.GaussianDpEvent(s_b))
-    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
-        std_a = s_a * sens.a_frobenius
-        A_hat = pair.A + symmetric_gaussian(d, std_a, rng)
-        if public_b:
-            B_hat, std_b = pair.B, 0.0
-        else:
-            std_b = s_b * sens.b_frobenius
-            B_hat = pair.B + symmetric_gaussian(d, std_b, rng)
-        # post-processing of the two releases
-        Phit, lam = regularized_reduction(B_hat, xi, clamp=True)
-        At = Phit.T @ A_hat @ Phit
-        values, U = top_k_eigh((At + At.T) / 2.0, k)
-        vectors = fix_signs(Phit @ U)
-    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=3)
+    k = check_int(k, "k", 1, pair.n_features, owner)
+    plan = _sr_dp_plan(pair, budget, calibration, a_share)
+    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
+        A_hat = releaser.add_symmetric("A", pair.A)
+        B_hat = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
+        vectors, values, Phit = _reduce(A_hat, B_hat, xi, k)  # post-processing of the releases
+    report = releaser.report(mechanism=mechanism, budget=budget, calibration=calibration, notes=plan.notes,
+                             stacklevel=4)
+    std_b = 0.0 if pair.b_is_public else plan["B"].scale
+    s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
     return GEPResult(
         vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
-        diagnostics={"noise_std_A": std_a, "noise_std_B": std_b, "noise_multiplier_A": s_a,
-                     "noise_multiplier_B": s_b, "xi": xi},
+        diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
+                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi},
     )
+
+
+def _multiplier(plan: ReleasePlan, index: int = 0) -> float:
+    """The Gaussian multiplier of the plan's ``index``-th event (as charged)."""
+    event = plan.events[index]
+    assert isinstance(event, dp_accounting.GaussianDpEvent)
+    return float(event.noise_multiplier)
+
+
+def _reduce(A_hat: np.ndarray, B_hat: np.ndarray, xi: float, k: int) -> tuple[np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
+    """Simultaneous reduction of a released pair: ``(vectors, values, Phi~)`` (post-processing)."""
+    Phit, _ = regularized_reduction(B_hat, xi, clamp=True)
+    At = Phit.T @ A_hat @ Phit
+    values, U = top_k_eigh((At + At.T) / 2.0, k)
+    return fix_signs(Phit @ U), values, Phit
 
 
 # ------------------------------------------------------------------------------------------------
@@ -293,6 +314,11 @@ def paper_noise_scales(
     ``"theorem12"``: ``sigma_1 = 2 (C1/n) c sqrt(m) / eps``, ``sigma_2 = 2 (C2/n) c sqrt(m) / (eps xi)``,
     ``c = sqrt(2 ln(1.25 m / delta))``. ``"algorithm2"``: ``c sqrt(m)`` replaced by
     ``sqrt(m ln(1.25 / delta))`` (as printed in Algorithm 2; smaller noise).
+
+    Privacy
+    -------
+    None by itself: a public formula (no data). :func:`dpsr` with ``calibration="paper"`` uses it and
+    lets the accountant certify what it gives.
     """
     m = n_iter
     if formula == "theorem12":
@@ -303,17 +329,64 @@ def paper_noise_scales(
             2.0 * gradient_sensitivity_a * factor / (epsilon * xi))
 
 
-def _check_shares(shares: Any, owner: str) -> tuple[float, float, float]:
-    message = (f"The 'budget_shares' parameter of {owner} must be three floats (phase 1, Lambda_B, "
-               f"phase 2), the phases > 0, Lambda_B >= 0, summing to 1. Got {shares!r} instead.")
-    try:
-        w = tuple(float(x) for x in shares)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if len(w) != 3 or w[0] <= 0 or w[2] <= 0 or w[1] < 0 or not math.isclose(sum(w), 1.0,
-                                                                            rel_tol=1e-9):
-        raise ValueError(message)
-    return w[0], w[1], w[2]
+class BudgetShares(Constraint):
+    """DPSR's ``budget_shares``: three floats, the two phases > 0, the Lambda_B release >= 0, sum 1."""
+
+    description = ("three floats (phase 1, Lambda_B, phase 2), the phases > 0, Lambda_B >= 0, summing "
+                   "to 1")
+
+    def accepts(self, value: Any) -> bool:
+        """True for three numbers with the phases > 0, Lambda_B >= 0 and a sum of 1."""
+        try:
+            w = tuple(float(x) for x in value)
+        except (TypeError, ValueError):
+            return False
+        return len(w) == 3 and w[0] > 0 and w[2] > 0 and w[1] >= 0 and math.isclose(sum(w), 1.0,
+                                                                                    rel_tol=1e-9)
+
+
+#: The parameters of :func:`dpsr` and :func:`dpsrs` (the bounds that depend on the pair, ``k``,
+#: ``sparsity`` and ``basis_size`` within ``d``, the shape of ``init`` and ``xi > 0`` are checked
+#: next to their reasons).
+DPSR_TABLE: dict[str, Any] = {
+    **SOLVER_TABLE,
+    "n_iter": Interval(1, None, "left", integer=True),
+    "eta_b": POSITIVE,
+    "eta_a": POSITIVE,
+    "budget_shares": BudgetShares(),
+    "paper_formula": Options(("theorem12", "algorithm2")),
+}
+
+
+@dataclass(frozen=True)
+class _DpsrInputs:
+    """The checked public inputs of one DPSR/DPSRS run."""
+
+    budget: PrivacyBudget
+    k: int
+    k1: int
+    sparsity: int | None
+    m: int
+    xi: float
+    eta_b: float
+    eta_a: float
+    shares: tuple[float, float, float]
+    V0: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _DpsrScales:
+    """The plan's multipliers and sensitivities (public), and the reduction of a public B."""
+
+    s1: float
+    s_lam: float
+    s2: float
+    delta1: float
+    delta_lam: float
+    delta2_base: float
+    release_lam: bool
+    adaptive_phase2: bool
+    public: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _noisy_phase(
@@ -322,22 +395,23 @@ def _noisy_phase(
     *,
     n_iter: int,
     eta: float,
-    std: float,
-    rng: np.random.Generator,
+    release: Callable[[np.ndarray], np.ndarray] | None,
     sparsity: int | None,
     desc: str,
     show_progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """m steps ``V <- Orth(V + eta (2 M V + Z))`` (and Truncate + Orth when sparse).
 
-    Returns the last iterate, the one before it, and the last released gradient.
+    ``release`` returns a gradient plus its planned noise (the release; :meth:`Releaser.add`), None
+    when the phase has no noise. Returns the last iterate, the one before it, and the last released
+    gradient.
     """
     prev = V
     G = np.zeros_like(V)
     for _ in progress(range(n_iter), total=n_iter, desc=desc, enabled=show_progress, min_total=50):
         G = 2.0 * (M @ V)
-        if std > 0:
-            G += rng.normal(0.0, std, size=V.shape)  # the release
+        if release is not None:
+            G = release(G)  # the release
         prev = V
         V = orthonormalize_fast(V + eta * G)
         if sparsity is not None and sparsity < V.shape[0]:
@@ -345,6 +419,7 @@ def _noisy_phase(
     return V, prev, G
 
 
+@with_constraints(DPSR_TABLE)
 def dpsr(
     pair: ScatterPair,
     k: int,
@@ -371,43 +446,6 @@ def dpsr(
     ``V <- QR(V + eta_b (2 B V + Z))``; then ``Lambda^_B`` (released, see the module docstring),
     ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps) on
     ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
-
-    Parameters
-    ----------
-    pair : ScatterPair
-        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
-    k : int
-        Number of generalized eigenvectors, in [1, d].
-    epsilon, delta : float
-        Target (epsilon, delta); delta in (0, 1).
-    xi : float
-        Regularisation ratio > 0 (the paper uses 0.01); the phase-2 sensitivity grows like 1/xi.
-    n_iter : int
-        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
-    eta_b, eta_a : float
-        Step sizes of the two phases (the paper searches {1/4, 1/2, 1}).
-    basis_size : int or None
-        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
-        reduction needs (spec §B.8).
-    budget_shares : three floats
-        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
-        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
-        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
-    calibration : {"tight", "paper"}
-        See the module docstring.
-    paper_formula : {"theorem12", "algorithm2"}
-        Which of the paper's two printed noise scales ``"paper"`` uses.
-    paper_constants : (C1, C2) or None
-        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
-        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
-        accountant certifies for other readings of the paper.
-    init : ndarray of shape (d, k1), optional
-        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
-        random orthonormal one from ``random_state``.
-    accountant : Accountant, optional
-        The run is refused before any noise is drawn if it would exceed the ceiling.
-    random_state : None, int, SeedSequence or Generator
-    show_progress : bool or None
 
     Returns
     -------
@@ -436,6 +474,7 @@ def dpsr(
                  show_progress=show_progress)
 
 
+@with_constraints(DPSR_TABLE)
 def dpsrs(
     pair: ScatterPair,
     k: int,
@@ -487,168 +526,242 @@ def dpsrs(
                  show_progress=show_progress)
 
 
-def _dpsr(
-    owner: str,
-    pair: ScatterPair,
-    k: int,
-    sparsity: int | None,
-    *,
-    epsilon: float,
-    delta: float,
-    xi: float,
-    n_iter: int,
-    eta_b: float,
-    eta_a: float,
-    basis_size: int | None,
-    budget_shares: Sequence[float],
-    calibration: str,
-    paper_formula: str,
-    paper_constants: tuple[float, float] | None,
-    init: np.ndarray | None,
-    accountant: Accountant | None,
-    random_state: Any,
-    show_progress: bool | None,
-) -> GEPResult:
-    """DPSR/DPSRS (``owner``, the mechanism's name): validate, plan, charge, release, post-process."""
-    mechanism, owner = owner, message_owner(owner)
+def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
+          show_progress: bool | None, **params: Any) -> GEPResult:
+    """DPSR/DPSRS (``mechanism``): validate -> plan -> release (both phases) -> post-process."""
+    owner = message_owner(mechanism)
+    pair, inputs = _dpsr_inputs(owner, pair, k, sparsity, params)
+    plan, scales = _dpsr_plan(mechanism, pair, inputs, params, owner)
+    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
+        out = _dpsr_release(mechanism, pair, inputs, scales, releaser, show_progress)
+    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
+                             notes=plan.notes, stacklevel=5)
+    return GEPResult(vectors=out["vectors"], values=out["values"], privacy=report, method=mechanism,
+                     whitening=out["Phit"], diagnostics=_dpsr_diagnostics(plan, inputs, scales, out))
+
+
+def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
+                 params: dict[str, Any]) -> tuple[ScatterPair, _DpsrInputs]:
+    """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
     pair = check_pair(pair, owner)
-    budget = check_budget(epsilon, delta, owner)
-    xi = check_xi(xi, owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(paper_formula, "paper_formula", ("theorem12", "algorithm2"), owner)
+    budget = check_solver_params(DPSR_TABLE, params, owner)
+    xi = check_xi(params["xi"], owner)
     d = pair.n_features
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
         sparsity = check_int(sparsity, "sparsity", 1, d, owner)
-    m = check_int(n_iter, "n_iter", 1, None, owner)
-    eta_b = check_positive(eta_b, "eta_b", owner)
-    eta_a = check_positive(eta_a, "eta_a", owner)
+    basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
-    w1, w_lam, w2 = _check_shares(budget_shares, owner)
-    public_b = pair.b_is_public
     V0 = None
-    if init is not None and not public_b:
-        V0 = np.asarray(init, dtype=np.float64)
+    if params["init"] is not None and not pair.b_is_public:
+        V0 = np.asarray(params["init"], dtype=np.float64)
         if V0.shape != (d, k1) or not np.isfinite(V0).all():
             raise ValueError(f"The 'init' parameter of {owner} must be a finite array of shape "
                              f"(d, basis_size) = ({d}, {k1}). Got shape {V0.shape}.")
-    sens = pair.sensitivity
-    rel = sens.relation
-    rng = as_generator(random_state)
-    notes = list(pair.notes)
+    w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
+    return pair, _DpsrInputs(
+        budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
+        xi=xi, eta_b=float(params["eta_b"]), eta_a=float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0)
 
-    # ---- plan every release before drawing any noise ------------------------------------------
-    delta1 = sens.gradient_b(k1)           # phase-1 gradient sensitivity
-    delta_lam = sens.diagonal_b(k1)        # Lambda_B release
-    delta2_base = sens.gradient_a(k)       # phase-2 gradient sensitivity for ||Phi~||_2 = 1
-    release_lam = w_lam > 0
-    if calibration == "tight":
-        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
-        if public_b:
-            s1 = s_lam = math.inf
-            s2 = p * math.sqrt(m)
-        else:
-            shares = [w1, w_lam, w2] if release_lam else [w1 / (w1 + w2), w2 / (w1 + w2)]
-            split = split_noise_multiplier(p, shares)
-            s1 = split[0] * math.sqrt(m)
-            s_lam = split[1] if release_lam else math.inf
-            s2 = split[-1] * math.sqrt(m)
+
+def _dpsr_plan(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
+               owner: str) -> tuple[ReleasePlan, _DpsrScales]:
+    """Every release of the run, from public inputs: phase 1's m gradients, Lambda_B, phase 2's m.
+
+    Phase 2's sensitivity ``2 ||Phi~||_2^2 ||dA||`` depends on the released ``Phi~``: the plan
+    declares its worst case ``||Phi~||_2^2 <= 1/xi`` and the tight calibration draws at the planned
+    multiplier times the released bound (:meth:`~dpspectral.privacy.pipeline.Releaser.adapted`). A public B
+    gives ``Phi~`` exactly, before any release.
+    """
+    sens, m, xi = pair.sensitivity, inputs.m, inputs.xi
+    public_b = pair.b_is_public
+    delta1 = sens.gradient_b(inputs.k1)         # phase-1 gradient sensitivity
+    delta_lam = sens.diagonal_b(inputs.k1)      # Lambda_B release
+    delta2_base = sens.gradient_a(inputs.k)     # phase-2 gradient sensitivity for ||Phi~||_2 = 1
+    release_lam = inputs.shares[1] > 0
+    notes = list(pair.notes)
+    if params["calibration"] == "tight":
+        s1, s_lam, s2 = _tight_multipliers(inputs, public_b, release_lam)
         sigma2_fixed = None
     else:
-        g1, g2 = delta1, delta2_base
-        if paper_constants is not None:
-            if pair.n_samples is None:
-                raise ValueError(f"The 'paper_constants' parameter of {owner} needs a pair with a known "
-                                 "n_samples (the paper's constants are divided by n).")
-            C1, C2 = (check_positive(c, "paper_constants", owner) for c in paper_constants)
-            scale = (pair.row_norm or 1.0) ** 2 / pair.n_samples
-            g1, g2 = C1 * scale, C2 * scale
-            notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
-                         f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
-                         f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
-        sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, m, xi, g1, g2, paper_formula)  # type: ignore[arg-type]
-        s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
-        s_lam = s1 if (release_lam and not public_b) else math.inf
-        # sigma_2 is the paper's fixed scale; the true sensitivity is at most delta2_base / xi
-        s2 = sigma2 / (delta2_base / xi) if delta2_base > 0 else math.inf
-        sigma2_fixed = sigma2
-        source = "Theorem 12" if paper_formula == "theorem12" else "Algorithm 2"
-        note = f"calibration='paper': Chen et al.'s {source} noise scales"
-        if release_lam and not public_b:
-            note += "; Lambda_B (un-noised in the paper) released at phase 1's per-step multiplier"
-        notes.append(note + ".")
+        s1, s_lam, s2, sigma2_fixed = _paper_multipliers(pair, inputs, params, delta1, delta2_base,
+                                                         release_lam, notes, owner)
     if not release_lam and not public_b:
         notes.append("Lambda_B read off the last released phase-1 gradient (post-processing, no extra "
                      "budget) instead of the paper's un-noised diag(V^T B V).")
+    public = regularized_reduction(pair.B, xi, clamp=False) if public_b else None
+    if sigma2_fixed is not None:
+        phase2 = NoisyRelease("phase2", "gaussian", sigma2_fixed, delta2_base / xi)
+    elif public is not None:
+        phi_norm2 = float(1.0 / np.min(public[1] + xi))
+        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base * phi_norm2, delta2_base * phi_norm2)
+    else:  # the worst case ||Phi~||_2^2 <= 1/xi; drawn at the released bound (same multiplier)
+        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base / xi, delta2_base / xi)
+    releases: list[NoisyRelease] = []
     events: list[dp_accounting.DpEvent] = []
     if not public_b:
+        releases.append(NoisyRelease("phase1", "gaussian", s1 * delta1, delta1))
         events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s1), m))
         if release_lam:
+            releases.append(NoisyRelease("lambda", "gaussian", s_lam * delta_lam, delta_lam))
             events.append(dp_accounting.GaussianDpEvent(s_lam))
+    releases.append(phase2)
     events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s2), m))
-    with charge(accountant, events, rel, mechanism):  # refused before any noise is drawn
-        vectors, values, basis, lam, Phit, std1, std_lam, std2, phi_norm2, k1 = _dpsr_release(
-            mechanism, pair, k, sparsity, public_b=public_b, V0=V0, k1=k1, m=m, xi=xi, eta_b=eta_b,
-            eta_a=eta_a, s1=s1, s_lam=s_lam, s2=s2, delta1=delta1, delta_lam=delta_lam,
-            delta2_base=delta2_base, sigma2_fixed=sigma2_fixed, release_lam=release_lam, rng=rng,
-            show_progress=show_progress)
-    report = certify_release(events, mechanism=mechanism, budget=budget, relation=rel,
-                             calibration=calibration, notes=notes, stacklevel=4)
-    diagnostics: dict[str, Any] = {
-        "n_iter": m, "basis_size": k1, "xi": xi, "eta_b": eta_b, "eta_a": eta_a,
-        "noise_std_phase1": std1, "noise_std_lambda": std_lam, "noise_std_phase2": std2,
-        "noise_multiplier_phase1": s1, "noise_multiplier_lambda": s_lam,
-        "noise_multiplier_phase2": s2, "sensitivity_phase1": delta1, "sensitivity_lambda": delta_lam,
-        "sensitivity_phase2": delta2_base * phi_norm2, "whitening_norm2": phi_norm2,
-        "lambda_b": lam, "sparsity": sparsity, }
-    return GEPResult(vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
-                     diagnostics=diagnostics)
+    scales = _DpsrScales(s1=s1, s_lam=s_lam, s2=s2, delta1=delta1, delta_lam=delta_lam,
+                         delta2_base=delta2_base, release_lam=release_lam,
+                         adaptive_phase2=sigma2_fixed is None and public is None, public=public)
+    return ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes)), scales
 
 
-def _dpsr_release(
-    owner: str, pair: ScatterPair, k: int, sparsity: int | None, *, public_b: bool,
-    V0: np.ndarray | None, k1: int, m: int, xi: float, eta_b: float, eta_a: float, s1: float,
-    s_lam: float, s2: float, delta1: float, delta_lam: float, delta2_base: float,
-    sigma2_fixed: float | None, release_lam: bool, rng: np.random.Generator, show_progress: bool | None,
-) -> tuple[Any, ...]:
-    """The releases of DPSR/DPSRS (run inside the charge) and their post-processing."""
-    d = pair.n_features
-    # ---- phase 1: the eigenbasis of B ------------------------------------------------------------
-    std1 = std_lam = 0.0
+def _tight_multipliers(inputs: _DpsrInputs, public_b: bool, release_lam: bool) -> tuple[float, float, float]:
+    """One Gaussian-DP budget split exactly by ``budget_shares`` (``sqrt(m)`` per step of a phase)."""
+    p = analytic_noise_multiplier(inputs.budget.epsilon, inputs.budget.delta)
+    m = inputs.m
     if public_b:
-        Phit, lam_full = regularized_reduction(pair.B, xi, clamp=False)
-        basis, lam = Phit * np.sqrt(lam_full + xi), lam_full
-        k1 = d
-    else:
-        start = random_orthonormal(d, k1, rng) if V0 is None else orthonormalize(V0)
-        std1 = s1 * delta1
-        basis, prev, G = _noisy_phase(pair.B, start, n_iter=m, eta=eta_b, std=std1, rng=rng,
-                                      sparsity=sparsity, desc=f"{owner} phase 1",
-                                      show_progress=show_progress)
-        if release_lam:
-            std_lam = s_lam * delta_lam
-            lam = np.einsum("ij,ij->j", basis, pair.B @ basis)
-            lam = lam + rng.normal(0.0, std_lam, size=lam.shape)  # the release
-        else:
-            lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
-        lam = np.maximum(lam, 0.0)
-        Phit = basis / np.sqrt(lam + xi)
-    phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
+        return math.inf, math.inf, p * math.sqrt(m)
+    w1, w_lam, w2 = inputs.shares
+    shares = [w1, w_lam, w2] if release_lam else [w1 / (w1 + w2), w2 / (w1 + w2)]
+    split = split_noise_multiplier(p, shares)
+    return split[0] * math.sqrt(m), split[1] if release_lam else math.inf, split[-1] * math.sqrt(m)
 
-    # ---- phase 2: the top-k eigenvectors of A~ = Phi~^T A Phi~ ------------------------------------
+
+def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any], delta1: float,
+                       delta2_base: float, release_lam: bool, notes: list[str],
+                       owner: str) -> tuple[float, float, float, float]:
+    """Chen et al.'s noise scales (Theorem 12 or Algorithm 2) and the multipliers they give."""
+    public_b, xi = pair.b_is_public, inputs.xi
+    g1, g2 = delta1, delta2_base
+    if params["paper_constants"] is not None:
+        if pair.n_samples is None:
+            raise ValueError(f"The 'paper_constants' parameter of {owner} needs a pair with a known "
+                             "n_samples (the paper's constants are divided by n).")
+        C1, C2 = (check_positive(c, "paper_constants", owner) for c in params["paper_constants"])
+        unit = (pair.row_norm or 1.0) ** 2 / pair.n_samples
+        g1, g2 = C1 * unit, C2 * unit
+        notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
+                     f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
+                     f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
+    budget, formula = inputs.budget, params["paper_formula"]
+    sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, inputs.m, xi, g1, g2, formula)
+    s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
+    s_lam = s1 if (release_lam and not public_b) else math.inf
+    # sigma_2 is the paper's fixed scale; the true sensitivity is at most delta2_base / xi
+    s2 = sigma2 / (delta2_base / xi) if delta2_base > 0 else math.inf
+    source = "Theorem 12" if formula == "theorem12" else "Algorithm 2"
+    note = f"calibration='paper': Chen et al.'s {source} noise scales"
+    if release_lam and not public_b:
+        note += "; Lambda_B (un-noised in the paper) released at phase 1's per-step multiplier"
+    notes.append(note + ".")
+    return s1, s_lam, s2, sigma2
+
+
+def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+                  releaser: Releaser, show_progress: bool | None) -> dict[str, Any]:
+    """The releases of DPSR/DPSRS (inside the charged block) and their post-processing."""
+    xi, k1 = inputs.xi, inputs.k1
+    if scales.public is not None:  # B public: its exact reduction, no release
+        Phit, lam = scales.public
+        basis = Phit * np.sqrt(lam + xi)
+    else:
+        basis, lam, Phit = _phase_one(mechanism, pair, inputs, scales, releaser, show_progress)
+    phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
     At = Phit.T @ pair.A @ Phit
     At = (At + At.T) / 2.0
-    std2 = sigma2_fixed if sigma2_fixed is not None else s2 * delta2_base * phi_norm2
-    start2 = random_orthonormal(k1, k, rng)
-    s_phase2 = None if sparsity is None else min(sparsity, k1)
-    V2, prev2, G2 = _noisy_phase(At, start2, n_iter=m, eta=eta_a, std=std2, rng=rng,
-                                 sparsity=s_phase2, desc=f"{owner} phase 2",
-                                 show_progress=show_progress)
+    std2 = releaser.plan["phase2"].scale
+    start2 = random_orthonormal(k1, inputs.k, releaser.generator)
+    s_phase2 = None if inputs.sparsity is None else min(inputs.sparsity, k1)
+    with contextlib.ExitStack() as stack:
+        phase2 = releaser
+        if scales.adaptive_phase2:  # drawn at the planned multiplier times the released bound
+            std2 = scales.s2 * scales.delta2_base * phi_norm2
+            if std2 > 0:
+                phase2 = stack.enter_context(releaser.adapted(
+                    "phase2", scale=std2, sensitivity=scales.delta2_base * phi_norm2))
+        V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=inputs.eta_a,
+                                     release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,
+                                     sparsity=s_phase2, desc=f"{mechanism} phase 2",
+                                     show_progress=show_progress)
     values = np.einsum("ij,ij->j", prev2, G2) / 2.0  # post-processing of the last release
     order = np.argsort(values)[::-1]
-    values = values[order]
     vectors = Phit @ V2[:, order]
-    if sparsity is not None:
-        vectors = normalize_released(truncate_columns(vectors, sparsity), basis, lam, xi)
-    vectors = fix_signs(vectors)
-    return vectors, values, basis, lam, Phit, std1, std_lam, std2, phi_norm2, k1
+    if inputs.sparsity is not None:
+        vectors = normalize_released(truncate_columns(vectors, inputs.sparsity), basis, lam, xi)
+    return {"vectors": fix_signs(vectors), "values": values[order], "lam": lam, "Phit": Phit,
+            "std2": std2, "phi_norm2": phi_norm2}
+
+
+def _phase_one(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+               releaser: Releaser, show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Phase 1 (B's eigenbasis by m noisy gradients), then the released ``Lambda_B`` and ``Phi~``."""
+    d, k1 = pair.n_features, inputs.k1
+    start = random_orthonormal(d, k1, releaser.generator) if inputs.V0 is None else orthonormalize(inputs.V0)
+    noisy = releaser.plan["phase1"].scale > 0
+    basis, prev, G = _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
+                                  release=functools.partial(releaser.add, "phase1") if noisy else None,
+                                  sparsity=inputs.sparsity, desc=f"{mechanism} phase 1",
+                                  show_progress=show_progress)
+    if scales.release_lam:
+        lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))  # the release
+    else:
+        lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
+    lam = np.maximum(lam, 0.0)
+    return basis, lam, basis / np.sqrt(lam + inputs.xi)
+
+
+def _dpsr_diagnostics(plan: ReleasePlan, inputs: _DpsrInputs, scales: _DpsrScales,
+                      out: dict[str, Any]) -> dict[str, Any]:
+    """Public facts of the run: the plan's scales and multipliers, and released quantities."""
+    released = {r.name: r.scale for r in plan.releases}
+    return {
+        "n_iter": inputs.m, "basis_size": inputs.k1, "xi": inputs.xi, "eta_b": inputs.eta_b,
+        "eta_a": inputs.eta_a, "noise_std_phase1": released.get("phase1", 0.0),
+        "noise_std_lambda": released.get("lambda", 0.0), "noise_std_phase2": out["std2"],
+        "noise_multiplier_phase1": scales.s1, "noise_multiplier_lambda": scales.s_lam,
+        "noise_multiplier_phase2": scales.s2, "sensitivity_phase1": scales.delta1,
+        "sensitivity_lambda": scales.delta_lam,
+        "sensitivity_phase2": scales.delta2_base * out["phi_norm2"], "whitening_norm2": out["phi_norm2"],
+        "lambda_b": out["lam"], "sparsity": inputs.sparsity,
+    }
+
+
+_DPSR_PARAMETERS = """
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    xi : float
+        Regularisation ratio > 0 (the paper uses 0.01); the phase-2 sensitivity grows like 1/xi.
+    n_iter : int
+        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
+    eta_b, eta_a : float
+        Step sizes of the two phases (the paper searches {1/4, 1/2, 1}).
+    basis_size : int or None
+        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
+        reduction needs (spec §B.8).
+    budget_shares : three floats
+        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
+        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
+        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
+    calibration : {"tight", "paper"}
+        See the module docstring.
+    paper_formula : {"theorem12", "algorithm2"}
+        Which of the paper's two printed noise scales ``"paper"`` uses.
+    paper_constants : (C1, C2) or None
+        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
+        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
+        accountant certifies for other readings of the paper.
+    init : ndarray of shape (d, k1), optional
+        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
+        random orthonormal one from ``random_state``.
+    accountant : Accountant, optional
+        The run is refused before any noise is drawn if it would exceed the ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
+    show_progress : bool or None
+"""
+
+dpsr.__doc__ = (dpsr.__doc__ or "").rstrip() + "\n" + _DPSR_PARAMETERS

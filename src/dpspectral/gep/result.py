@@ -45,6 +45,7 @@ class GEPResult:
 
     @property
     def n_components(self) -> int:
+        """k, the number of vectors."""
         return int(self.vectors.shape[1])
 
     def transform(self, X: Any) -> np.ndarray:

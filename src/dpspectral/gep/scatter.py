@@ -68,13 +68,14 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_choice
+from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Types, check_params
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
 from ..privacy.pipeline import as_numeric_2d, validate_rows
 
 __all__ = [
+    "PAIR_TABLE",
     "PairSensitivity",
     "ScatterPair",
     "fda_pair",
@@ -82,9 +83,14 @@ __all__ = [
     "pca_pair",
     "pca_sensitivity",
     "symmetric_definite_pair",
+    "USER_PAIR_TABLE",
 ]
 
 PairKind = Literal["pca", "fda", "user"]
+
+#: The parameters of :func:`fda_pair` and :func:`pca_pair` (``row_norm`` is checked first by
+#: :func:`~dpspectral.privacy.clipping.check_row_norm`, whose message says why it is required).
+PAIR_TABLE: dict[str, Any] = {"row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION}
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,7 @@ class ScatterPair:
 
     @property
     def n_features(self) -> int:
+        """d, the dimension of A and B (public)."""
         return int(self.A.shape[0])
 
     @property
@@ -386,7 +393,7 @@ def build_fda_pair(X: Any, y: Any, *, row_norm: float, classes: Any, on_norm_vio
                    owner: str) -> ScatterPair:
     """:func:`fda_pair`, with the messages naming ``owner`` (what the user called)."""
     C = check_row_norm(row_norm, owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    check_params(PAIR_TABLE, {"row_norm": C, "on_norm_violation": on_norm_violation}, owner)
     X = _check_rows(X, owner, C, on_norm_violation)
     n, d = X.shape
     idx, cls = _labels(y, n, classes, owner)
@@ -441,7 +448,7 @@ def pca_pair(X: Any, *, row_norm: float, on_norm_violation: NormViolation = "cli
 def build_pca_pair(X: Any, *, row_norm: float, on_norm_violation: Any, owner: str) -> ScatterPair:
     """:func:`pca_pair`, with the messages naming ``owner`` (what the user called)."""
     C = check_row_norm(row_norm, owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+    check_params(PAIR_TABLE, {"row_norm": C, "on_norm_violation": on_norm_violation}, owner)
     X = _check_rows(X, owner, C, on_norm_violation)
     n, d = X.shape
     Xc = _clip(X, C)
@@ -451,6 +458,14 @@ def build_pca_pair(X: Any, *, row_norm: float, on_norm_violation: Any, owner: st
     T = moments.second - np.outer(moments.sum, moments.sum) / n
     return ScatterPair(A=_symmetrize(T / n), B=np.eye(d), sensitivity=pca_sensitivity(n, C), kind="pca",
                        n_samples=n, row_norm=C)
+
+
+#: The parameters of :func:`symmetric_definite_pair` (A and B are data: checked in the function).
+USER_PAIR_TABLE: dict[str, Any] = {
+    "sensitivity": Types((PairSensitivity,), "a PairSensitivity"),
+    "xi": Interval(0, None, "left"),
+    "n_samples": [NONE, Interval(1, None, "left", integer=True)],
+}
 
 
 def symmetric_definite_pair(
@@ -505,12 +520,7 @@ def symmetric_definite_pair(
 def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, xi: float, n_samples: int | None,
                     check_definite: bool, owner: str) -> ScatterPair:
     """:func:`symmetric_definite_pair`, with the messages naming ``owner`` (what the user called)."""
-    if not isinstance(sensitivity, PairSensitivity):
-        raise TypeError(f"The 'sensitivity' parameter of {owner} must be a PairSensitivity. Got "
-                        f"{type(sensitivity).__name__} instead.")
-    if isinstance(xi, bool) or not isinstance(xi, numbers.Real) or not (math.isfinite(xi) and xi >= 0):
-        raise ValueError(f"The 'xi' parameter of {owner} must be a float in [0, inf). Got {xi!r} "
-                         "instead.")
+    check_params(USER_PAIR_TABLE, {"sensitivity": sensitivity, "xi": xi, "n_samples": n_samples}, owner)
     mats = []
     for name, M in (("A", A), ("B", B)):
         M = np.asarray(M)
@@ -540,9 +550,10 @@ def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, xi: float, 
                 f"(xi={float(xi):g}) must be positive definite. (Its eigenvalues are not reported: they "
                 "are facts about the private data.)"
             )
-    if n_samples is not None and (isinstance(n_samples, bool) or not isinstance(
-            n_samples, numbers.Integral) or n_samples < 1):
-        raise ValueError(f"The 'n_samples' parameter of {owner} must be None or an int >= 1. Got "
-                         f"{n_samples!r}.")
     return ScatterPair(A=A_, B=B_, sensitivity=sensitivity, kind="user",
                        n_samples=None if n_samples is None else int(n_samples))
+
+
+for _function, _table in ((fda_pair, PAIR_TABLE), (pca_pair, PAIR_TABLE),
+                          (symmetric_definite_pair, USER_PAIR_TABLE)):
+    _function.parameter_constraints = dict(_table)  # type: ignore[union-attr]

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -57,9 +56,23 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_choice, check_share
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Options,
+    Types,
+    check_params,
+    validated,
+)
 from ..linalg import fix_signs
-from ..lowrank.factorization import check_matrix, check_positive, check_rank
+from ..lowrank.factorization import check_matrix, check_rank
 from ..lowrank.sketches import (
     chi2_quantile_factor,
     orth_columns,
@@ -68,11 +81,20 @@ from ..lowrank.sketches import (
     sketch_sizes,
     svd_top_k,
 )
-from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport, certify_release
+from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
-from ..privacy.pipeline import charge, not_finite_error, public_seed, validate_rows
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    not_finite_error,
+    public_seed,
+    release,
+    validate_rows,
+)
 from ..results import LowRankResult
 
 __all__ = [
@@ -152,22 +174,55 @@ class LocalLrfSetup:
         return FLOAT_BYTES * self.communication_floats
 
 
-def _check_int(value: Any, name: str, low: int, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ValueError(f"The '{name}' parameter of {owner} must be an int >= {low}. Got {value!r} instead.")
-    return int(value)
+#: A count (m, n, t, v): an int >= 1.
+COUNT = Interval(1, None, "left", integer=True)
+#: A declared public seed, or None (fresh OS entropy, :func:`~dpspectral.privacy.pipeline.public_seed`).
+SEED = [NONE, Interval(0, None, "left", integer=True)]
+#: The accuracy parameter alpha of the sketch sizes and the paper's formulas.
+ALPHA = Interval(0, 1, "neither")
+SKETCH_SENSITIVITY = Options(("per_pair", "drawn"))
+SETUP = Types((LocalLrfSetup,), "a LocalLrfSetup (see local_lrf_setup)")
+
+#: The parameters of :func:`local_lrf_setup` (k <= min(m, n) and t, v within it are checked next to it).
+SETUP_TABLE: dict[str, Any] = {"m": COUNT, "n": COUNT, "seed": SEED}
+#: The parameters of :func:`local_lrf_noise`.
+NOISE_TABLE: dict[str, Any] = {
+    "epsilon": EPSILON, "delta": DELTA, "t": COUNT, "v": COUNT, "row_norm": ROW_NORM,
+    "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
+}
+#: The parameters of :func:`local_lrf_noise_drawn`.
+NOISE_DRAWN_TABLE: dict[str, Any] = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM,
+    "column": [NONE, Interval(0, None, "left", integer=True)],
+}
+#: The parameters of :func:`local_lrf_report` (``i`` in [0, m) and the row's length are checked next to
+#: the setup they depend on).
+REPORT_TABLE: dict[str, Any] = {
+    "setup": SETUP, "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "rng": RANDOM_STATE,
+    "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
+    "on_norm_violation": ON_NORM_VIOLATION, "sketch_sensitivity": SKETCH_SENSITIVITY,
+}
+#: The parameters of :func:`private_local_lrf` (``row_norm`` is checked only without ``row_change``,
+#: which replaces it; the relation must be local; k, t and v within the matrix's shape).
+LRF_TABLE: dict[str, Any] = {
+    "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION, "alpha": ALPHA,
+    "simulate_sum": Types((bool, np.bool_), "a bool"), "sketch_seed": SEED, "sketch_failure_share": SHARE,
+    "on_norm_violation": ON_NORM_VIOLATION, "row_change": [NONE, Interval(0, None, "neither")],
+    "random_state": RANDOM_STATE, "sketch_sensitivity": SKETCH_SENSITIVITY,
+}
 
 
-def _check_seed(seed: Any, owner: str, name: str = "seed") -> int | None:
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be None or an int >= 0. Got {seed!r} instead."
-        )
-    return int(seed)
+def _budget(table: dict[str, Any], values: dict[str, Any], owner: str) -> PrivacyBudget:
+    """Check ``values`` against ``table``; the per-user target (epsilon, delta), delta > 0."""
+    if "row_norm" in values:
+        check_row_norm(values["row_norm"], owner)  # its message says why a public bound is required
+    check_params(table, values, owner)
+    budget = PrivacyBudget(values["epsilon"], values["delta"])
+    budget.require_delta(owner)
+    return budget
 
 
+@validated(SETUP_TABLE)
 def local_lrf_setup(
     m: int,
     n: int,
@@ -201,12 +256,16 @@ def local_lrf_setup(
         Read-only sketches ``Phi = G1^T`` (G1 t x n), ``S`` (v x m), ``T`` (v x n), drawn in that order
         by ``sketch_matrix("gaussian", ...)`` from ``numpy.random.default_rng(seed)``
         (:func:`sketches_from_seed`; every user regenerates them from the seed).
+
+    Privacy
+    -------
+    Nothing private: the setup is public (it depends on m, n, k and the public seed only). The seed
+    is never drawn from a secret generator.
     """
     owner = "local_lrf_setup"
-    m = _check_int(m, "m", 1, owner)
-    n = _check_int(n, "n", 1, owner)
+    m, n = int(m), int(n)
     k = check_rank(k, m, n, owner)
-    seed_val = public_seed(_check_seed(seed, owner))
+    seed_val = public_seed(seed)
     cap = min(m, n)
     sizes = sketch_sizes(k, alpha, cap, cap, t=t, v=v, owner=owner)
     Phi, S, T = sketches_from_seed(m, n, sizes.t, sizes.v, seed_val)
@@ -231,19 +290,24 @@ def sketches_from_seed(
     return Phi, S, T
 
 
+#: The fields of a setup a user checks before regenerating its sketches.
+_SETUP_FIELDS: dict[str, Any] = {
+    "setup.m": COUNT, "setup.n": COUNT, "setup.t": COUNT, "setup.v": COUNT,
+    "setup.seed": Interval(0, None, "left", integer=True),
+}
+
+
 def verified_sketches(setup: LocalLrfSetup, owner: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The user's side: regenerate the sketches from ``setup.seed`` and refuse a setup that differs.
 
     The server's matrices are never trusted: the calibration holds for Gaussian sketches drawn from the
     seed, not for matrices an untrusted server chose. Returns the regenerated ``(Phi, S, T)``.
     """
-    for name, value in (("m", setup.m), ("n", setup.n), ("t", setup.t), ("v", setup.v)):
-        _check_int(value, f"setup.{name}", 1, owner)
+    fields = {f"setup.{name}": getattr(setup, name) for name in ("m", "n", "t", "v", "seed")}
+    check_params(_SETUP_FIELDS, fields, owner)
     if setup.t > min(setup.m, setup.n) or setup.v > min(setup.m, setup.n):
         raise ValueError(f"{owner}: the setup's sketch sizes t={setup.t}, v={setup.v} exceed min(m, n).")
-    seed = _check_seed(setup.seed, owner, "setup.seed")
-    assert seed is not None
-    Phi, S, T = sketches_from_seed(setup.m, setup.n, setup.t, setup.v, seed)
+    Phi, S, T = sketches_from_seed(setup.m, setup.n, setup.t, setup.v, int(setup.seed))
     for name, mine in (("Phi", Phi), ("S", S), ("T", T)):
         theirs = np.asarray(getattr(setup, name))
         if theirs.shape != mine.shape or not np.array_equal(theirs, mine):
@@ -333,10 +397,15 @@ def local_lrf_noise_drawn(
     column of S, so every user's noise is the same). Sound for any sketch, adversarial ones included:
     the user computes it from the sketches it regenerated from the public seed. Only the tight
     calibration exists in this mode.
+
+    Privacy
+    -------
+    A plan, nothing released: the noise of one report for the local relation (any two rows of norm
+    <= C), from the public sketches and (epsilon, delta); :func:`local_lrf_report` draws it.
     """
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    b = 2.0 * sensitivity_norm(check_row_norm(row_norm, owner))
+    budget = _budget(NOISE_DRAWN_TABLE, dict(epsilon=epsilon, delta=delta, row_norm=row_norm, column=column),
+                     owner)
+    b = 2.0 * sensitivity_norm(float(row_norm))
     Phi, S, T = verified_sketches(setup, owner)
     joint, part_y, part_z = drawn_sensitivity(Phi, S, T, bound=b, column=column)
     s = analytic_noise_multiplier(budget.epsilon, budget.delta)
@@ -394,17 +463,18 @@ def local_lrf_noise(
     Returns
     -------
     LocalLrfNoise
+
+    Privacy
+    -------
+    A plan, nothing released (see :func:`local_lrf_report` for the guarantee it gives).
     """
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    t = _check_int(t, "t", 1, owner)
-    v = _check_int(v, "v", 1, owner)
-    b = 2.0 * sensitivity_norm(check_row_norm(row_norm, owner))
-    delta_sketch = check_share(sketch_failure_share, "sketch_failure_share", owner) * budget.delta
+    budget = _budget(NOISE_TABLE, dict(epsilon=epsilon, delta=delta, t=t, v=v, row_norm=row_norm,
+                                       calibration=calibration, alpha=alpha,
+                                       sketch_failure_share=sketch_failure_share), owner)
+    b = 2.0 * sensitivity_norm(float(row_norm))
+    delta_sketch = float(sketch_failure_share) * budget.delta
     delta_s = delta_sketch / 3.0
-    d_y = b * math.sqrt(chi2_quantile_factor(t, delta_s))
-    d_z = b * chi2_quantile_factor(v, delta_s)
+    d_y, d_z = b * math.sqrt(chi2_quantile_factor(int(t), delta_s)), b * chi2_quantile_factor(int(v), delta_s)
     notes: list[str] = []
     events: tuple[dp_accounting.DpEvent, ...]
     if calibration == "tight":
@@ -412,10 +482,6 @@ def local_lrf_noise(
         sigma_y = sigma_z = s * math.hypot(d_y, d_z)
         events = (dp_accounting.GaussianDpEvent(s), EpsilonDeltaDpEvent(0.0, delta_sketch))
     else:
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
-            raise ValueError(
-                f"The 'alpha' parameter of {owner} must be a float in (0, 1). Got {alpha!r} instead."
-            )
         a, log_inv = float(alpha), math.log(1.0 / budget.delta)
         sigma_y = b * math.sqrt((1.0 + a) * log_inv) / budget.epsilon
         sigma_z = b * (1.0 + a) * math.sqrt(log_inv) / budget.epsilon
@@ -459,6 +525,7 @@ def _noise_plan(
     epsilon: float, delta: float, setup: LocalLrfSetup, *, row_norm: float, calibration: Calibration,
     alpha: float, sketch_failure_share: float, sketch_sensitivity: str, column: int | None, owner: str,
 ) -> LocalLrfNoise:
+    """The noise of one report for ``sketch_sensitivity`` (public inputs only)."""
     if sketch_sensitivity == "drawn":
         if calibration != "tight":
             raise ValueError(
@@ -472,13 +539,17 @@ def _noise_plan(
     )
 
 
-def _check_setup(setup: Any, owner: str) -> LocalLrfSetup:
-    if not isinstance(setup, LocalLrfSetup):
-        raise TypeError(
-            f"The 'setup' parameter of {owner} must be a LocalLrfSetup (see local_lrf_setup). "
-            f"Got {type(setup).__name__} instead."
-        )
-    return setup
+def _report_plan(owner: str, noise: LocalLrfNoise) -> ReleasePlan:
+    """One user's report, from public inputs: one Gaussian release of the pair ``(y_i, Z_i)`` when the
+    calibration is one Gaussian mechanism (``sigma_y == sigma_z``, tight or drawn), else two (the
+    paper's ``y_i`` and ``Z_i`` scales, each with its own event and sensitivity)."""
+    releases: tuple[NoisyRelease, ...]
+    if len([e for e in noise.events if isinstance(e, dp_accounting.GaussianDpEvent)]) == 1:
+        releases = (NoisyRelease("report", "gaussian", noise.sigma_y, noise.sensitivity),)
+    else:
+        releases = (NoisyRelease("y", "gaussian", noise.sigma_y, noise.sensitivity_y),
+                    NoisyRelease("Z", "gaussian", noise.sigma_z, noise.sensitivity_z))
+    return ReleasePlan(owner, Relation.LOCAL, noise.events, releases, noise.notes)
 
 
 def local_lrf_report(
@@ -512,8 +583,8 @@ def local_lrf_report(
     row_norm : float
         Public bound C; a row above it is scaled down to norm C (or rejected with
         ``on_norm_violation="raise"``).
-    rng : None, int, SeedSequence or Generator
-        The user's own randomness.
+    rng : None, int, SeedSequence, Generator or "secure"
+        The user's own secret randomness (``"secure"``: OS entropy and exact samplers).
     calibration, alpha, sketch_failure_share
         See :func:`local_lrf_noise`.
     on_norm_violation : {"clip", "raise"}
@@ -538,36 +609,43 @@ def local_lrf_report(
     server's matrices.
     """
     owner = "local_lrf_report"
-    setup = _check_setup(setup, owner)
+    check_params({"setup": SETUP}, {"setup": setup}, owner)  # first: the other checks read it
     Phi, S, T = verified_sketches(setup, owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    check_choice(sketch_sensitivity, "sketch_sensitivity", ("per_pair", "drawn"), owner)
-    C = check_row_norm(row_norm, owner)
-    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < setup.m:
-        raise ValueError(
-            f"The 'i' parameter of {owner} must be an int in [0, m={setup.m}). Got {i!r} instead."
-        )
+    _budget(REPORT_TABLE, dict(setup=setup, epsilon=epsilon, delta=delta, row_norm=row_norm, rng=rng,
+                               calibration=calibration, alpha=alpha, on_norm_violation=on_norm_violation,
+                               sketch_failure_share=sketch_failure_share,
+                               sketch_sensitivity=sketch_sensitivity), owner)
+    C = float(row_norm)
+    check_params({"i": Interval(0, setup.m, "left", integer=True)}, {"i": i}, owner)  # S[:, i] exists
+    arr = _user_row(row, setup.n, owner)
+    plan = _report_plan(owner, _noise_plan(
+        epsilon, delta, setup, row_norm=C, calibration=calibration, alpha=alpha, owner=owner,
+        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=int(i)))
+    a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
+    a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
+    clean_y, clean_Z = a @ Phi, np.outer(S[:, int(i)], T @ a)
+    with release(plan, None, noise_source(rng)) as releaser:  # the user's own noise, nothing charged
+        if len(plan.releases) == 1:  # one Gaussian on the pair: y then Z, row by row
+            noisy = releaser.add("report", np.concatenate([clean_y, clean_Z.ravel()]))
+            y, Z = noisy[: setup.t], noisy[setup.t:].reshape(setup.v, setup.v)
+        else:
+            y, Z = releaser.add("y", clean_y), releaser.add("Z", clean_Z)
+    return LocalLrfReport(i=int(i), y=y, Z=Z)
+
+
+def _user_row(row: Any, n: int, owner: str) -> np.ndarray:
+    """The user's row: numeric, of length n, finite (the messages quote no value)."""
     arr = np.asarray(row)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"The 'row' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
-    if arr.shape != (setup.n,):
+    if arr.shape != (n,):
         raise ValueError(
-            f"The 'row' parameter of {owner} must be a 1-D array of length n={setup.n} (one row). Got shape "
+            f"The 'row' parameter of {owner} must be a 1-D array of length n={n} (one row). Got shape "
             f"{arr.shape} instead."
         )
     if not np.isfinite(arr).all():
         raise not_finite_error(owner)
-    noise = _noise_plan(
-        epsilon, delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
-        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=int(i),
-        owner=owner,
-    )
-    a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
-    a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
-    gen = as_generator(rng)
-    y = a @ Phi + noise.sigma_y * gen.standard_normal(setup.t)
-    Z = np.outer(S[:, int(i)], T @ a) + noise.sigma_z * gen.standard_normal((setup.v, setup.v))
-    return LocalLrfReport(i=int(i), y=y, Z=Z)
+    return arr
 
 
 # ----------------------------------------------------------------------------------------------
@@ -620,7 +698,7 @@ def local_lrf_aggregate(
     Post-processing of the reports and the public sketches.
     """
     owner = "local_lrf_aggregate"
-    setup = _check_setup(setup, owner)
+    check_params({"setup": SETUP}, {"setup": setup}, owner)
     k = check_rank(k, setup.m, setup.n, owner)
     Y_c = np.zeros((setup.m, setup.t))
     Z = np.zeros((setup.v, setup.v))
@@ -668,33 +746,44 @@ def _dense(M: Any) -> np.ndarray:
     return np.asarray(M.toarray() if sp.issparse(M) else M)
 
 
-def _simulate_reports(
-    A_c: Any,
-    setup: LocalLrfSetup,
-    sigma_y: float,
-    sigma_z: float,
-    rng: np.random.Generator,
-    simulate_sum: bool,
-) -> tuple[np.ndarray, np.ndarray]:
+def _simulate_reports(A_c: Any, setup: LocalLrfSetup, releaser: Releaser,
+                      simulate_sum: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(Y_c, Z)`` as the server receives them from the users holding the (clipped) rows of ``A_c``.
 
-    ``Y_c = A Phi + N1`` (m x t, every user's own noise row). ``Z = S A T^T + sum_i G_i``
-    (``sum_i S[:, i] (T a_i)^T = S A T^T``); ``simulate_sum=False`` draws every user's ``G_i`` (in
-    blocks of users) and adds them up; ``simulate_sum=True`` draws the sum directly as one v x v matrix
-    of i.i.d. ``N(0, m sigma_z^2)`` entries, which has exactly the same law (a sum of m independent
-    ``N(0, sigma_z^2)`` variables is ``N(0, m sigma_z^2)``, entry by entry, independently).
+    Inside the charged block. ``Y_c = A Phi + N1`` (m x t: every user's own ``y`` noise row, release
+    ``"y"``). ``Z = sum_i (S[:, i] (T a_i)^T + G_i)``: ``simulate_sum=False`` releases every user's
+    ``Z_i`` (release ``"Z"``, in blocks of users) and adds them up; ``simulate_sum=True`` releases the
+    sum ``S A T^T`` once with v x v i.i.d. ``N(0, m sigma_z^2)`` noise (release ``"Z_sum"``), which has
+    exactly the same law (a sum of m independent ``N(0, sigma_z^2)`` variables is ``N(0, m sigma_z^2)``,
+    entry by entry, independently).
     """
-    m, t, v = setup.m, setup.t, setup.v
-    Y_c = _dense(A_c @ setup.Phi) + sigma_y * rng.standard_normal((m, t))
-    Z = setup.S @ _dense(A_c @ setup.T.T)
+    m, v = setup.m, setup.v
+    Y_c = releaser.add("y", _dense(A_c @ setup.Phi))
+    TA = _dense(A_c @ setup.T.T)  # row i: T a_i
     if simulate_sum:
-        Z += (sigma_z * math.sqrt(m)) * rng.standard_normal((v, v))
-    else:
-        step = max(1, _NOISE_BLOCK_ELEMENTS // (v * v))
-        for first in range(0, m, step):
-            count = min(step, m - first)
-            Z += sigma_z * rng.standard_normal((count, v, v)).sum(axis=0)
+        return Y_c, releaser.add("Z_sum", setup.S @ TA)
+    Z = np.zeros((v, v))
+    step = max(1, _NOISE_BLOCK_ELEMENTS // (v * v))
+    for first in range(0, m, step):
+        users = slice(first, min(first + step, m))
+        clean = setup.S[:, users].T[:, :, None] * TA[users, None, :]  # S[:, i] (T a_i)^T, user by user
+        Z += releaser.add("Z", clean).sum(axis=0)
     return Y_c, Z
+
+
+def _protocol_plan(relation: Relation, noise: LocalLrfNoise, *, m: int, simulate_sum: bool,
+                   notes: list[str]) -> ReleasePlan:
+    """The protocol's releases from public inputs: every user's ``y_i`` and ``Z_i`` (or their sum).
+
+    Each part is released with its own sensitivity (``sensitivity_y``, ``sensitivity_z``; for the secure
+    source, which widens each part for its rounding to the grid); the events are one user's report.
+    """
+    releases = [NoisyRelease("y", "gaussian", noise.sigma_y, noise.sensitivity_y)]
+    if simulate_sum:
+        releases.append(NoisyRelease("Z_sum", "gaussian", noise.sigma_z * math.sqrt(m), noise.sensitivity_z))
+    else:
+        releases.append(NoisyRelease("Z", "gaussian", noise.sigma_z, noise.sensitivity_z))
+    return ReleasePlan(_OWNER, relation, noise.events, tuple(releases), tuple(notes))
 
 
 def private_local_lrf(
@@ -725,6 +814,124 @@ def private_local_lrf(
     ``||A - U^ U^^T A||_F <= (1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``. The users are
     simulated vectorised (no Python loop over users), with the same laws as the per-user reports.
 
+    Privacy
+    -------
+    Relation: local (non-interactive). For any two rows a, a' of norm <= C (``||a - a'|| <= 2 C``),
+    user i's report ``(a^T Phi + g_i, S[:, i] (T a)^T + G_i)`` is one Gaussian mechanism of per-pair
+    L2 sensitivity ``2 C sqrt(q_t + q_v^2)``: ``||(a - a')^T Phi|| <= sqrt(q_t) ||a - a'||`` and
+    ``||S[:, i] (T (a - a'))^T||_F = ||S[:, i]|| ||T (a - a')|| <= q_v ||a - a'||``, each chi-square bound
+    failing with probability delta_s over the public sketches (``EpsilonDeltaDpEvent(0, 3 delta_s)``).
+    The report records one user's events (every user runs the same mechanism on their own row); the
+    server's sum and solve are post-processing. ``calibration="tight"`` uses the analytic multiplier for
+    ``(epsilon, delta - 3 delta_s)``; ``"paper"`` uses rho_1, rho_2 of spec §2 and reports (and warns
+    about) what the accountant certifies. The seed must come from a trusted or committed coin: the
+    guarantee is per pair over random sketches, not over adversarial ones.
+
+    With ``row_change=b`` the guarantee is for a bounded change of one user's row (``||a - a'|| <= b``,
+    rows not clipped), not for any two rows: its relation is ``local_row_change``
+    (``Relation.LOCAL_ROW_CHANGE`` where defined; until then the report says so in its notes). Every
+    user's noise comes from the release pipeline's source (``random_state="secure"``: each part of a
+    report rounded to the secure grid and widened for it with its own sensitivity).
+    """
+    owner = _OWNER
+    budget, C = _lrf_inputs(owner, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+                            calibration=calibration, alpha=alpha, simulate_sum=simulate_sum,
+                            sketch_seed=sketch_seed, sketch_failure_share=sketch_failure_share,
+                            on_norm_violation=on_norm_violation, row_change=row_change,
+                            random_state=random_state, sketch_sensitivity=sketch_sensitivity)
+    A = check_matrix(A, owner)
+    if row_change is None:  # the whole matrix, before anything is charged
+        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    m, n = A.shape
+    k = check_rank(k, m, n, owner)
+    seed = public_seed(sketch_seed)  # public randomness: never from random_state
+    setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
+    noise = _noise_plan(
+        budget.epsilon, budget.delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
+        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=None,
+        owner=owner,
+    )
+    relation_out = Relation.LOCAL if row_change is None else (ROW_CHANGE_RELATION or Relation.LOCAL)
+    plan = _protocol_plan(relation_out, noise, m=m, simulate_sum=bool(simulate_sum),
+                          notes=_protocol_notes(noise, C, row_change, sketch_sensitivity))
+    A_c = A if row_change is not None else clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True,
+                                                     owner=owner)[0]
+    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
+        Y_c, Z = _simulate_reports(A_c, setup, releaser, bool(simulate_sum))
+    U_hat, s = _solve(Y_c, Z, setup.S, k)  # the server: post-processing
+    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
+                             stacklevel=4)
+    return LowRankResult(U=U_hat, S=s, V=None, privacy=report,
+                         diagnostics=_protocol_diagnostics(setup, noise, seed, bool(simulate_sum)))
+
+
+def _lrf_inputs(owner: str, *, row_norm: Any, relation: Any, row_change: Any, calibration: str,
+                sketch_sensitivity: str, **values: Any) -> tuple[PrivacyBudget, float]:
+    """The public inputs of :func:`private_local_lrf`: the budget and the distance ``2 C`` of the plan."""
+    values.update(calibration=calibration, sketch_sensitivity=sketch_sensitivity, row_change=row_change)
+    check_params(LRF_TABLE, values, owner)
+    budget = PrivacyBudget(values["epsilon"], values["delta"])
+    budget.require_delta(owner)
+    rel = as_relation(relation, owner=owner)
+    if rel is not Relation.LOCAL:
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be 'local' (a local-model protocol). Got "
+            f"{rel.value!r} instead."
+        )
+    if sketch_sensitivity == "drawn" and calibration != "tight":
+        raise ValueError(
+            f"{owner}: sketch_sensitivity='drawn' has the tight calibration only. Got "
+            f"calibration={calibration!r} instead."
+        )
+    if row_change is None:
+        return budget, check_row_norm(row_norm, owner)
+    return budget, float(row_change) / 2.0  # the noise plan's distance is 2 C
+
+
+def _protocol_notes(noise: LocalLrfNoise, C: float, row_change: float | None,
+                    sketch_sensitivity: str) -> list[str]:
+    """The report's notes: what each user's report hides, and the sketch assumption."""
+    if row_change is None:
+        hidden = "any two rows of norm <= row_norm"
+    else:
+        hidden = f"any change of the row by a vector of norm <= {2 * C:g}; rows not clipped"
+    notes = [
+        *noise.notes,
+        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row "
+        f"({hidden}); the recorded events are one user's release."
+        + (
+            " The per-pair sketch bounds assume the public seed was not chosen adversarially (it is fresh OS "
+            "entropy unless declared) and that the rows do not depend on it."
+            if sketch_sensitivity == "per_pair"
+            else " Every user is calibrated to the largest column norm of S (the same noise for all)."
+        ),
+    ]
+    if row_change is not None:
+        notes.append(ROW_CHANGE_NOTE)
+    return notes
+
+
+def _protocol_diagnostics(setup: LocalLrfSetup, noise: LocalLrfNoise, seed: int,
+                          simulate_sum: bool) -> dict[str, Any]:
+    """Public facts of the run (the plan's scales, the public setup)."""
+    return {
+        "t": setup.t,
+        "v": setup.v,
+        "sigma_y": noise.sigma_y,
+        "sigma_z": noise.sigma_z,
+        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(setup.m),
+        "sensitivity": noise.sensitivity,
+        "sensitivity_y": noise.sensitivity_y,
+        "sensitivity_z": noise.sensitivity_z,
+        "noise_multiplier": noise.noise_multiplier,
+        "sketch_seed": seed,
+        "communication_floats_per_user": setup.communication_floats,
+        "communication_bytes_per_user": setup.communication_bytes,
+        "simulate_sum": simulate_sum,
+    }
+
+
+_LRF_PARAMETERS = """
     Parameters
     ----------
     A : array-like or sparse matrix of shape (m, n)
@@ -760,8 +967,9 @@ def private_local_lrf(
         clipped and ``row_norm`` is ignored (the sensitivities depend only on ``a - a'``); Upadhyay's unit
         change is ``row_change=1``. Default ``b = 2 row_norm``. This is a different relation
         (``local_row_change``: see Privacy).
-    random_state : None, int, SeedSequence or Generator
-        Seeds the users' secret noise only: keep it secret.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Seeds the users' secret noise only: keep it secret (``"secure"``: OS entropy and exact samplers).
+        The public sketches always come from ``sketch_seed``, never from it.
     accountant : Accountant, optional
         Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
         validated (a refusal costs nothing).
@@ -779,107 +987,10 @@ def private_local_lrf(
         ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
         ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
         float), ``simulate_sum``.
+"""
 
-    Privacy
-    -------
-    Relation: local (non-interactive). For any two rows a, a' of norm <= C (``||a - a'|| <= 2 C``),
-    user i's report ``(a^T Phi + g_i, S[:, i] (T a)^T + G_i)`` is one Gaussian mechanism of per-pair
-    L2 sensitivity ``2 C sqrt(q_t + q_v^2)``: ``||(a - a')^T Phi|| <= sqrt(q_t) ||a - a'||`` and
-    ``||S[:, i] (T (a - a'))^T||_F = ||S[:, i]|| ||T (a - a')|| <= q_v ||a - a'||``, each chi-square bound
-    failing with probability delta_s over the public sketches (``EpsilonDeltaDpEvent(0, 3 delta_s)``).
-    The report records one user's events (every user runs the same mechanism on their own row); the
-    server's sum and solve are post-processing. ``calibration="tight"`` uses the analytic multiplier for
-    ``(epsilon, delta - 3 delta_s)``; ``"paper"`` uses rho_1, rho_2 of spec §2 and reports (and warns
-    about) what the accountant certifies. The seed must come from a trusted or committed coin: the
-    guarantee is per pair over random sketches, not over adversarial ones.
-
-    With ``row_change=b`` the guarantee is for a bounded change of one user's row (``||a - a'|| <= b``,
-    rows not clipped), not for any two rows: its relation is ``local_row_change``
-    (``Relation.LOCAL_ROW_CHANGE`` where defined; until then the report says so in its notes).
-    """
-    owner = _OWNER
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    rel = as_relation(relation, owner=owner)
-    if rel is not Relation.LOCAL:
-        raise ValueError(
-            f"The 'relation' parameter of {owner} must be 'local' (a local-model protocol). Got "
-            f"{rel.value!r} instead."
-        )
-    check_choice(calibration, "calibration", ("tight", "paper"), owner)
-    check_choice(on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-    check_choice(sketch_sensitivity, "sketch_sensitivity", ("per_pair", "drawn"), owner)
-    if sketch_sensitivity == "drawn" and calibration != "tight":
-        raise ValueError(
-            f"{owner}: sketch_sensitivity='drawn' has the tight calibration only. Got "
-            f"calibration={calibration!r} instead."
-        )
-    if not isinstance(simulate_sum, (bool, np.bool_)):
-        raise TypeError(
-            f"The 'simulate_sum' parameter of {owner} must be a bool. Got {simulate_sum!r} instead."
-        )
-    if row_change is None:
-        C = check_row_norm(row_norm, owner)
-    else:  # the noise plan's distance is 2 C
-        C = check_positive(row_change, "row_change", owner) / 2.0
-    A = check_matrix(A, owner)
-    if row_change is None:  # the whole matrix, before anything is charged
-        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    rng = as_generator(random_state)
-    seed = public_seed(_check_seed(sketch_seed, owner, "sketch_seed"))
-    setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
-    noise = _noise_plan(
-        budget.epsilon, budget.delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
-        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=None,
-        owner=owner,
-    )
-    if row_change is None:
-        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=owner)
-        hidden = "any two rows of norm <= row_norm"
-        rel_out: Relation = rel
-    else:
-        A_c, hidden = A, f"any change of the row by a vector of norm <= {2 * C:g}; rows not clipped"
-        rel_out = ROW_CHANGE_RELATION or rel
-    notes = [
-        *noise.notes,
-        "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own row "
-        f"({hidden}); the recorded events are one user's release."
-        + (
-            " The per-pair sketch bounds assume the public seed was not chosen adversarially (it is fresh OS "
-            "entropy unless declared) and that the rows do not depend on it."
-            if sketch_sensitivity == "per_pair"
-            else " Every user is calibrated to the largest column norm of S (the same noise for all)."
-        ),
-    ]
-    if row_change is not None:
-        notes.append(ROW_CHANGE_NOTE)
-    report = certify_release(
-        noise.events,
-        mechanism=owner,
-        budget=budget,
-        relation=rel_out,
-        calibration=calibration,
-        notes=notes,
-        stacklevel=3,
-    )
-    with charge(accountant, [report.event], rel_out, owner):
-        Y_c, Z = _simulate_reports(A_c, setup, noise.sigma_y, noise.sigma_z, rng, bool(simulate_sum))
-    U_hat, s = _solve(Y_c, Z, setup.S, k)
-    diag: dict[str, Any] = {
-        "t": setup.t,
-        "v": setup.v,
-        "sigma_y": noise.sigma_y,
-        "sigma_z": noise.sigma_z,
-        "aggregate_noise_std_z": noise.sigma_z * math.sqrt(m),
-        "sensitivity": noise.sensitivity,
-        "sensitivity_y": noise.sensitivity_y,
-        "sensitivity_z": noise.sensitivity_z,
-        "noise_multiplier": noise.noise_multiplier,
-        "sketch_seed": seed,
-        "communication_floats_per_user": setup.communication_floats,
-        "communication_bytes_per_user": setup.communication_bytes,
-        "simulate_sum": bool(simulate_sum),
-    }
-    return LowRankResult(U=U_hat, S=s, V=None, privacy=report, diagnostics=diag)
+private_local_lrf.__doc__ = (private_local_lrf.__doc__ or "").rstrip() + "\n" + _LRF_PARAMETERS
+for _function, _table in ((local_lrf_noise, NOISE_TABLE), (local_lrf_noise_drawn, NOISE_DRAWN_TABLE),
+                          (local_lrf_report, REPORT_TABLE), (local_lrf_aggregate, {"setup": SETUP})):
+    _function.parameter_constraints = dict(_table)  # type: ignore[union-attr]
+private_local_lrf.parameter_constraints = dict(LRF_TABLE)  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
 """Compiled inner loops of the row-by-row Oja updates (numba; the loop is sequential by nature).
 
-The noise is drawn by the caller from its NumPy generator and passed in, so results depend only on
-the generator, never on the compiler.
+The noise is drawn by the caller through the release pipeline (the planned release ``"step"`` of
+:func:`~dpspectral.pca.oja.private_oja`, from its noise source, seeded or secure) and passed in, so
+results depend only on the noise source, never on the compiler.
 """
 
 from __future__ import annotations

@@ -20,14 +20,23 @@ steps or minibatches, so a data-dependent row order (sorted by label or time) ca
 argument. A one-shot stream cannot be permuted: its order is *assumed* independent of the data (the
 privacy report says so in its notes).
 
-Validate, then charge, then release. An in-memory input is validated whole (numeric, 2-D, finite
-and, with ``on_norm_violation="raise"``, every row within the bound) before the ledger is charged
-(:func:`~dpspectral.privacy.pipeline.validate_rows`). A stream arrives after the charge: every row
-read is checked the same way (whether or not it ends up in a step), and a bad block is a *failed
-release*: it stays charged and the ledger marks it failed (:func:`~dpspectral.privacy.pipeline.
-charge`). Error messages name the kind of problem, never a row, a value or a count. The paper splits
-(epsilon, delta) in half between Algorithms 4 and 5 (basic composition); on disjoint rows each can
-have the whole budget, which halves the noise (``calibration="tight"``, the default).
+Validate, plan, release, post-process. The parameters are checked against each function's constraint
+table (:func:`~dpspectral.constraints.validated`). An in-memory input is validated whole (numeric,
+2-D, finite and, with ``on_norm_violation="raise"``, every row within the bound) before the ledger is
+charged (:func:`~dpspectral.privacy.pipeline.validate_rows`). The releases of a run (their noise
+kinds, scales and sensitivities) and its accounting events form a
+:class:`~dpspectral.privacy.pipeline.ReleasePlan` built from public inputs only; the run then happens
+inside :func:`~dpspectral.privacy.pipeline.release`, which charges the plan and then hands out the
+noise: the Oja steps' and the means' Gaussian noise by release name, the histograms' Laplace noise
+through the histogram learners, which draw from the releaser at the plan's scales. Every draw comes
+from the one noise source (``random_state="secure"``: OS entropy and exact discrete samplers), and
+the initial iterate and the row permutation from its secret generator, in the order of before (so
+seeded results are unchanged). A stream arrives after
+the charge: every row read is checked the same way (whether or not it ends up in a step), and a bad
+block is a *failed release*: it stays charged and the ledger marks it failed. Error messages name the
+kind of problem, never a row, a value or a count. The paper splits (epsilon, delta) in half between
+Algorithms 4 and 5 (basic composition); on disjoint rows each can have the whole budget, which halves
+the noise (``calibration="tight"``, the default).
 
 Rank k. ``rank_method="block"``: Oja on a d x k iterate with orthonormalisation after every step
 (modified Gram-Schmidt per row for Oja / Private Oja, QR per minibatch for DP-PCA); the gradient is the
@@ -53,7 +62,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._progress import progress
-from .._validation import as_generator, check_choice, check_mechanism_inputs, check_share
+from .._validation import check_mechanism_inputs
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Options,
+    validated,
+)
 from ..linalg import fix_signs, orthonormalize
 from ..moments import _iter_blocks, _page_releaser
 from ..privacy.accounting import (
@@ -63,18 +85,27 @@ from ..privacy.accounting import (
     PrivacyReport,
     SampledGaussianAccountant,
     calibrate,
-    certify_release,
 )
-from ..privacy.budget import Relation
+from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.histogram import (
+    MAX_SECURE_BINS,
+    histogram_shift,
     laplace_histogram_event,
     laplace_histogram_mode,
     stable_histogram_event,
     stable_histogram_mode,
 )
-from ..privacy.pipeline import charge, not_finite_error, validate_rows
+from ..privacy.noise import SeededNoise, noise_source
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    not_finite_error,
+    release,
+    validate_rows,
+)
 from ..results import SubspaceResult
 
 __all__ = [
@@ -94,6 +125,35 @@ _CHUNK = 4096  # rows per compiled call / noise draw in the row-by-row algorithm
 _MEMMAP_BLOCK_ELEMENTS = 1 << 20  # values per block read from a memmap (8 MB of float64)
 _OCTAVES = 64  # eigenvalue bins cover [2^-64, 1] x the largest possible eigenvalue (then underflow)
 
+# The names of the planned releases (the releaser hands out noise by these names only).
+_STEP = "step"  # Private Oja: the noise of one step, per unit learning rate
+_EIGENVALUE_HISTOGRAM = "eigenvalue_histogram"  # DP-PCA, Algorithm 4: Laplace noise on the bins
+_COORDINATE_HISTOGRAMS = "coordinate_histograms"  # DP-PCA, Algorithm 5: Laplace noise on the bins
+_MEAN = "mean"  # DP-PCA, Algorithm 5: the mean's Gaussian noise, per unit of its sensitivity
+
+# Constraint tables (the messages are generated from them); cross-parameter checks (k <= d, k <= n,
+# batch_size <= n, a minimum batch) stay in the functions, next to their reasons.
+_POSITIVE = Interval(0, None, "neither")
+_COUNT = Interval(1, None, "left", integer=True)
+_COMMON_PARAMETERS: dict[str, Any] = {
+    "c1": _POSITIVE, "c2": _POSITIVE, "rank_method": Options(("block", "deflation")),
+    "n_samples": [NONE, _COUNT], "random_state": RANDOM_STATE,
+}
+_PRIVATE_PARAMETERS: dict[str, Any] = {
+    **_COMMON_PARAMETERS, "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION,
+}
+_OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
+_PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
+    **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE],
+    "amplification": Options(("none", "shuffle")),
+}
+_DP_PCA_PARAMETERS: dict[str, Any] = {
+    **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
+    "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE, "K": _POSITIVE,
+    "a": _POSITIVE, "failure_probability": SHARE, "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
+}
+
 
 class AnalysisRangeWarning(UserWarning):
     """The parameters are outside the range a paper's utility analysis covers (privacy still holds)."""
@@ -101,19 +161,6 @@ class AnalysisRangeWarning(UserWarning):
 
 # ---------------------------------------------------------------------------------------------
 # input handling
-
-
-def _check_positive(value: Any, name: str, owner: str, *, integer: bool = False,
-                    allow_none: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    if ok and integer:
-        ok = float(value) == int(value)
-    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
-        kind = "an int >= 1" if integer else "a float in (0, inf)"
-        raise ValueError(f"The '{name}' parameter of {owner} must be {kind}. Got {value!r} instead.")
-    return int(value) if integer else float(value)
 
 
 def _n_rows(X: Any, n_samples: int | None, owner: str) -> int | None:
@@ -124,7 +171,7 @@ def _n_rows(X: Any, n_samples: int | None, owner: str) -> int | None:
         return int(shape[0])
     if isinstance(X, (list, tuple)) and X and np.ndim(X[0]) == 1:
         return len(X)
-    return None if n_samples is None else _check_positive(n_samples, "n_samples", owner, integer=True)
+    return None if n_samples is None else int(n_samples)  # checked by the constraint table
 
 
 def _as_source(X: Any) -> Any:
@@ -272,10 +319,6 @@ class _Rows:
         return np.asarray(out)
 
 
-def _rate(c1: Any, c2: Any, owner: str) -> tuple[float, float]:
-    return (_check_positive(c1, "c1", owner), _check_positive(c2, "c2", owner))
-
-
 def _etas(c1: float, c2: float, t0: int, m: int) -> np.ndarray:
     """``eta_t = c1 / (c2 + t)`` for t = t0 + 1, ..., t0 + m."""
     return c1 / (c2 + np.arange(t0 + 1, t0 + m + 1, dtype=np.float64))
@@ -305,24 +348,68 @@ def _parts(n: int | None, k: int, rank_method: str, owner: str) -> list[int | No
     return [base] * (k - 1) + [None]  # the last part takes the rest
 
 
-def _non_private_report(mechanism: str, notes: tuple[str, ...]) -> PrivacyReport:
+@dataclass
+class _Source:
+    """The rows a run reads and the public facts about them (sizes and options, never values)."""
+
+    data: Any  # the validated in-memory input, or the stream
+    rows: _Rows | None  # a stream's reader (opened to learn d); None for an in-memory input
+    n: int | None
+    in_memory: bool
+    d: int
+    k: int
+    parts: list[int | None]
+    row_norm: float
+    mode: NormViolation
+    owner: str
+    block_progress: bool | None
+
+    def reader(self, generator: np.random.Generator) -> _Rows:
+        """The rows in the order the run uses them: an in-memory input is read in a uniformly random
+        order drawn now from the secret ``generator`` (a stream in its arrival order)."""
+        if not self.in_memory:
+            assert self.rows is not None
+            return self.rows
+        assert self.n is not None
+        return _Rows(self.data, self.row_norm, self.mode, self.owner, show_progress=self.block_progress,
+                     order=generator.permutation(self.n))
+
+
+def _open_source(src: Any, n: int | None, in_memory: bool, k: Any, rank_method: str, C: float,
+                 mode: NormViolation, owner: str, block_progress: bool | None) -> _Source:
+    """The number of features (a stream's first block is read for it) and the checks that need it."""
+    rows = None if in_memory else _Rows(src, C, mode, owner, show_progress=block_progress)
+    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
+    k = _check_k(k, d, n, owner)
+    return _Source(src, rows, n, in_memory, d, k, _parts(n, k, rank_method, owner), C, mode, owner,
+                   block_progress)
+
+
+def _non_private_report(mechanism: str, notes: tuple[str, ...], source_name: str) -> PrivacyReport:
     return PrivacyReport(
         mechanism=mechanism, relation=Relation.REPLACE_ONE, epsilon=math.inf, delta=0.0,
         requested_epsilon=math.inf, requested_delta=0.0, certified=False, calibration="none",
-        events=(dp_accounting.NonPrivateDpEvent(),), notes=notes,
+        events=(dp_accounting.NonPrivateDpEvent(),), notes=notes, noise_source=source_name,
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # row-by-row Oja (non-private and private)
 
+_StepNoise = Callable[[tuple[int, int, int]], np.ndarray]
 
-def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], c1: float, c2: float,
-              beta: float, noise_std: float, rng: np.random.Generator, owner: str,
-              show_progress: bool | None, n: int | None) -> tuple[np.ndarray, int]:
-    """Row-by-row (Private) Oja over all rows; returns (W, rows used). ``noise_std`` per unit eta."""
+
+def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], rates: tuple[float, float],
+              beta: float, step_noise: _StepNoise | None, owner: str, show_progress: bool | None,
+              n: int | None) -> tuple[np.ndarray, int]:
+    """Row-by-row (Private) Oja over all rows; returns (W, rows used).
+
+    ``rates``: (c1, c2) of ``eta_t = c1 / (c2 + t)``. ``step_noise(shape)``: the noise of ``shape[0]``
+    consecutive steps, per unit eta (drawn by the releaser; None: non-private).
+    """
     from ._oja_kernels import oja_rows
 
+    c1, c2 = rates
     d, k = W.shape
     deflation = len(parts) > 1
     found = np.empty((d, 0))
@@ -331,7 +418,6 @@ def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], c1: float, c2
     bar_it = iter(bar) if n is not None else None
     t_all = 0
     comps = []
-    noise_buf: np.ndarray | None = None
     for j, size in enumerate(parts):
         w = (W[:, j : j + 1].copy() if deflation else W)
         if deflation:
@@ -346,13 +432,7 @@ def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], c1: float, c2
                 break
             mb = X.shape[0]
             etas = _etas(c1, c2, t, mb)
-            if noise_std > 0:  # drawn into a reused buffer: the same values as a fresh draw
-                if noise_buf is None or noise_buf.shape[1:] != (d, w.shape[1]):
-                    noise_buf = np.empty((_CHUNK, d, w.shape[1]))
-                Z = rng.standard_normal(out=noise_buf[:mb])
-                Z *= noise_std
-            else:
-                Z = np.empty((0, d, w.shape[1]))
+            Z = step_noise((mb, d, w.shape[1])) if step_noise is not None else np.empty((0, d, w.shape[1]))
             w = oja_rows(np.ascontiguousarray(w), X, etas, Z, beta, np.ascontiguousarray(found))
             t += mb
             if bar_it is not None:  # advance the bar by mb rows at C speed (a Python loop cost 20%)
@@ -370,6 +450,7 @@ def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], c1: float, c2
     return W, t_all
 
 
+@validated(_OJA_PARAMETERS)
 def oja(
     X: Any,
     k: int = 1,
@@ -386,25 +467,27 @@ def oja(
 
     NOT private: a reference for the private versions. ``eta_t = c1 / (c2 + t)``. Rows are used as
     given unless ``row_norm`` is set (then clipped to it, as the private versions do). One pass,
-    memory O(d k). ``X``: array, memmap, sparse matrix or an iterable of row blocks.
+    memory O(d k). ``X``: array, memmap, sparse matrix or an iterable of row blocks. ``random_state``
+    draws the initial iterate (``"secure"``: from OS entropy).
 
-    Returns a :class:`SubspaceResult` whose privacy report says ``certified=False`` (non-private).
+    Privacy
+    -------
+    None: the output is a function of the data without noise. The returned :class:`SubspaceResult`'s
+    privacy report says ``certified=False`` (a ``NonPrivateDpEvent``); nothing is charged.
     """
     owner = "oja"
-    c1, c2 = _rate(c1, c2, owner)
-    check_choice(rank_method, "rank_method", ("block", "deflation"), owner)
-    C = math.inf if row_norm is None else _check_positive(row_norm, "row_norm", owner)
+    C = math.inf if row_norm is None else float(row_norm)
     n = _n_rows(X, n_samples, owner)
     rows = _Rows(X, C, "clip", owner)
     d = rows.peek_features()
     k = _check_k(k, d, n, owner)
-    rng = as_generator(random_state)
-    W = orthonormalize(rng.standard_normal((d, k)), "qr")
-    W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), c1, c2, 0.0, 0.0, rng, owner,
-                        show_progress, n)
-    report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",))
+    noise = noise_source(random_state)
+    W = orthonormalize(noise.generator.standard_normal((d, k)), "qr")
+    W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), (float(c1), float(c2)), 0.0, None,
+                        owner, show_progress, n)
+    report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",), noise.name)
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-                          diagnostics={"c1": c1, "c2": c2, "rank_method": rank_method})
+                          diagnostics={"c1": float(c1), "c2": float(c2), "rank_method": rank_method})
 
 
 def _check_k(k: Any, d: int, n: int | None, owner: str) -> int:
@@ -522,6 +605,7 @@ def shuffle_amplified_epsilon(noise_multiplier: float, n: int, delta: float,
     return math.inf, delta
 
 
+@validated(_PRIVATE_OJA_PARAMETERS)
 def private_oja(
     X: Any,
     k: int = 1,
@@ -556,7 +640,8 @@ def private_oja(
     Relation: replace-one. The row at step t enters only that step, whose update before noise moves
     by at most ``2 eta_t beta`` when the row is replaced (both gradients have norm <= beta after
     clipping); the noise std ``2 eta_t beta alpha`` makes alpha the noise multiplier of a
-    ``GaussianDpEvent(alpha)``. Steps are assigned to rows by a data-independent permutation (drawn
+    ``GaussianDpEvent(alpha)`` (the plan's release ``"step"``: std ``2 beta alpha`` and sensitivity
+    ``2 beta`` per unit eta). Steps are assigned to rows by a data-independent permutation (drawn
     here for in-memory data; assumed for a stream, whose order must not depend on the data), so by
     parallel composition the run is as private as one step: ``amplification="none"`` (default) takes
     alpha from the exact Gaussian curve for (epsilon, delta) (the paper's "alpha = O(log(n/delta) /
@@ -566,63 +651,77 @@ def private_oja(
     the numerical bound of their reference implementation; reported as an ``EpsilonDeltaDpEvent``); it
     needs ``eps0 <= ln(n / (16 ln(8 / delta)))`` per step, so it helps only for small epsilon and
     large n. The permutation is secret: it is never output, and ``random_state`` is a secret.
+    ``random_state="secure"`` draws the step noise with exact discrete Gaussian samplers from OS
+    entropy (slow: pure Python, per coordinate of every step) and the permutation from an OS-seeded
+    generator; the report's ``noise_source`` says which source was used.
     """
     owner = "private_oja"
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
+    noise = noise_source(random_state)
+    beta = sensitivity_norm(C) ** 2 if gradient_clip is None else float(gradient_clip)
+    source = _private_oja_source(X, k, C, calibration=calibration, n_samples=n_samples,
+                                 on_norm_violation=on_norm_violation, rank_method=rank_method,
+                                 amplification=amplification)
+    plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification)
+    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
+        return list(plan.events)  # type: ignore[return-value]
+    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+        W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
+        rows = source.reader(releaser.generator)
+        W, used = _run_rows(rows, W, source.parts, (float(c1), float(c2)), beta,
+                            lambda shape: releaser.gaussian(_STEP, shape), owner, show_progress, source.n)
+        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                 notes=plan.notes, stacklevel=5)
+    return SubspaceResult(
+        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+        diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": float(c1), "c2": float(c2),
+                     "rank_method": rank_method, "amplification": amplification},
+    )
+
+
+def _private_oja_source(X: Any, k: Any, C: float, *, calibration: str, n_samples: int | None,
+                        on_norm_violation: NormViolation, rank_method: str,
+                        amplification: str) -> _Source:
+    """The checks :func:`private_oja` makes before its plan, and its data (an in-memory input
+    validated whole; a stream's first block read for the number of features)."""
+    owner = "private_oja"
     if calibration != "tight":
         raise ValueError(
             f"The 'calibration' parameter of {owner} must be 'tight': the paper's noise multiplier "
             "C log(n/delta) / (epsilon sqrt(n)) leaves the constant C unspecified."
         )
-    c1, c2 = _rate(c1, c2, owner)
-    check_choice(rank_method, "rank_method", ("block", "deflation"), owner)
-    check_choice(amplification, "amplification", ("none", "shuffle"), owner)
-    Cs = sensitivity_norm(C)
-    beta = Cs**2 if gradient_clip is None else _check_positive(gradient_clip, "gradient_clip", owner)
     src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
-    rows = None if in_memory else _Rows(src, C, on_norm_violation, owner)
-    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
-    k = _check_k(k, d, n, owner)
-    parts = _parts(n, k, rank_method, owner)
-    notes = [_order_note(in_memory, "each row in exactly one step (parallel composition)")]
+    if amplification == "shuffle" and not in_memory:
+        raise ValueError(
+            f"{owner}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
+            "matrix, Dask array or list of blocks), which the library shuffles with the secret "
+            "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
+        )
+    return _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, None)
+
+
+def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, source: _Source,
+                      amplification: str) -> tuple[ReleasePlan, float]:
+    """The plan of :func:`private_oja` (one Gaussian release per step) and its noise multiplier."""
+    notes = [_order_note(source.in_memory, "each row in exactly one step (parallel composition)")]
+    events: tuple[dp_accounting.DpEvent, ...]
     if amplification == "none":
         alpha = analytic_noise_multiplier(budget.epsilon, budget.delta)
-        events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(alpha)]
+        events = (dp_accounting.GaussianDpEvent(alpha),)
     else:
-        if not in_memory:
-            raise ValueError(
-                f"{owner}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
-                "matrix, Dask array or list of blocks), which the library shuffles with the secret "
-                "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
-            )
-        assert n is not None
-        alpha = _calibrate_shuffle(n, budget.epsilon, budget.delta)
-        eps_amp, _ = shuffle_amplified_epsilon(alpha, n, budget.delta, start=budget.epsilon)
-        events = [EpsilonDeltaDpEvent(eps_amp, budget.delta * (1 - 1e-9))]
+        assert source.n is not None
+        alpha = _calibrate_shuffle(source.n, budget.epsilon, budget.delta)
+        eps_amp, _ = shuffle_amplified_epsilon(alpha, source.n, budget.delta, start=budget.epsilon)
+        events = (EpsilonDeltaDpEvent(eps_amp, budget.delta * (1 - 1e-9)),)
         notes.append("Amplification by shuffling (Feldman-McMillan-Talwar 2021, numerical bound): the "
                      "rows were shuffled here, uniformly, with the secret generator; the order is "
                      "never output.")
-    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return events  # type: ignore[return-value]
-    with charge(accountant, events, rel, owner):  # a bad block of a stream now is a failed release
-        rng = as_generator(random_state)
-        W = orthonormalize(rng.standard_normal((d, k)), "qr")
-        if in_memory:
-            assert n is not None
-            rows = _Rows(src, C, on_norm_violation, owner, order=rng.permutation(n))
-        noise_std = 2.0 * beta * alpha
-        assert rows is not None
-        W, used = _run_rows(rows, W, parts, c1, c2, beta, noise_std, rng, owner, show_progress, n)
-        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                                 calibration=calibration, notes=notes, stacklevel=3)
-    return SubspaceResult(
-        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-        diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": c1, "c2": c2,
-                     "rank_method": rank_method, "amplification": amplification},
-    )
+    # per unit eta: the step's noise std 2 beta alpha over its sensitivity 2 beta (replace-one)
+    step = NoisyRelease(_STEP, "gaussian", 2.0 * beta * alpha, 2.0 * beta)
+    return ReleasePlan("private_oja", relation, events, (step,), tuple(notes)), alpha
 
 
 def _order_note(in_memory: bool, what: str) -> str:
@@ -716,6 +815,39 @@ def _gradients(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     return (X[:, None, :] * P[:, :, None]).reshape(X.shape[0], -1) if W.shape[1] > 1 else X * P
 
 
+def _eigenvalue_release(epsilon: float) -> NoisyRelease:
+    """Algorithm 4's histogram noise: Laplace(shift / epsilon) per bin, L1 shift 2 (replace-one)."""
+    shift = histogram_shift(Relation.REPLACE_ONE)
+    return NoisyRelease(_EIGENVALUE_HISTOGRAM, "laplace", shift / epsilon, shift)
+
+
+def _coordinate_release(histogram: str, hist_scale: float | None,
+                        hist_budget: tuple[float, float] | None) -> NoisyRelease:
+    """Algorithm 5's histogram noise (every coordinate's histogram), L1 shift 2 (replace-one)."""
+    shift = histogram_shift(Relation.REPLACE_ONE)
+    if histogram == "laplace":
+        if hist_scale is None:
+            raise ValueError("private_mean: histogram='laplace' needs hist_scale.")
+        return NoisyRelease(_COORDINATE_HISTOGRAMS, "laplace", float(hist_scale), shift)
+    if hist_budget is None:
+        raise ValueError("private_mean: histogram='stable' needs hist_budget = (epsilon_h, delta_h).")
+    return NoisyRelease(_COORDINATE_HISTOGRAMS, "laplace", shift / hist_budget[0], shift)
+
+
+def _mean_release(noise_std_per_sensitivity: float) -> NoisyRelease:
+    """Algorithm 5's mean noise per unit sensitivity (a step scales it by its ``Delta``, a function of
+    public values and of the released eigenvalue; the multiplier is what the event records)."""
+    return NoisyRelease(_MEAN, "gaussian", float(noise_std_per_sensitivity), 1.0)
+
+
+def _check_planned(releaser: Releaser, *releases: NoisyRelease) -> None:
+    """The scales a building block was called with must be those of the caller's charged plan."""
+    for wanted in releases:
+        if releaser.plan[wanted.name] != wanted:
+            raise RuntimeError(f"{releaser.plan.label}: release {wanted.name!r} asked as {wanted}, planned "
+                               f"as {releaser.plan[wanted.name]}.")
+
+
 def private_top_eigenvalue(
     G: np.ndarray,
     *,
@@ -724,7 +856,8 @@ def private_top_eigenvalue(
     bound: float,
     n_groups: int,
     histogram: Histogram = "laplace",
-    random_state: np.random.Generator,
+    random_state: Any = None,
+    releaser: Releaser | None = None,
 ) -> float | None:
     """Algorithm 4: a private estimate of the top eigenvalue of the covariance of the rows of G.
 
@@ -734,11 +867,31 @@ def private_top_eigenvalue(
     returned as its lower edge. ``bound`` is a public upper bound on any group's eigenvalue (for rows
     of norm <= c, ``2 c^2``). None (the paper's ⊥) when the underflow bin wins or nothing passes.
 
-    Privacy: replace-one; one row changes one pair, so one group's eigenvalue: a histogram of
-    L1 shift 2. ``"laplace"``: Laplace(2 / epsilon) on every one of the ``4 * 64 + 1`` bins (pure
-    epsilon-DP). ``"stable"``: the thresholded histogram, (epsilon, delta)-DP.
+    Noise: standalone, from ``random_state`` (a seed, a Generator advanced as is, or ``"secure"``)
+    through a one-release plan that charges nothing; inside a mechanism's charged release, from its
+    ``releaser``, whose plan holds the release ``"eigenvalue_histogram"`` at this scale.
+
+    Privacy
+    -------
+    Replace-one; one row changes one pair, so one group's eigenvalue: a histogram of L1 shift 2.
+    ``"laplace"``: Laplace(2 / epsilon) on every one of the ``4 * 64 + 2`` bins (the underflow bin
+    included; pure epsilon-DP).
+    ``"stable"``: the thresholded histogram, (epsilon, delta)-DP.
     """
-    rng = random_state
+    if releaser is not None:
+        _check_planned(releaser, _eigenvalue_release(epsilon))
+        return _top_eigenvalue(G, epsilon, delta, bound, n_groups, histogram, releaser)
+    event = (laplace_histogram_event(2.0 / epsilon, Relation.REPLACE_ONE) if histogram == "laplace"
+             else stable_histogram_event(epsilon, delta))
+    plan = ReleasePlan("private_top_eigenvalue", Relation.REPLACE_ONE, (event,),
+                       (_eigenvalue_release(epsilon),))
+    with release(plan, None, noise_source(random_state)) as own:
+        return _top_eigenvalue(G, epsilon, delta, bound, n_groups, histogram, own)
+
+
+def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n_groups: int,
+                    histogram: str, releaser: Releaser) -> float | None:
+    """The computation of :func:`private_top_eigenvalue`, drawing from a charged ``releaser``."""
     b = G.shape[0]
     pairs = b // 2
     s = pairs // n_groups
@@ -759,9 +912,11 @@ def private_top_eigenvalue(
     ell = np.where(np.isfinite(ell), np.maximum(ell, low), low).astype(np.int64)
     ell = np.minimum(ell, 0)
     if histogram == "laplace":
-        mode, _ = laplace_histogram_mode(ell, low, 0, scale=2.0 / epsilon, random_state=rng)
-    else:
-        found = stable_histogram_mode(ell, epsilon=epsilon, delta=delta, random_state=rng)
+        spec = releaser.plan[_EIGENVALUE_HISTOGRAM]  # Laplace(2 / epsilon), L1 shift 2
+        mode, _ = laplace_histogram_mode(ell, low, 0, scale=spec.scale, sensitivity=spec.sensitivity,
+                                         random_state=releaser)
+    else:  # the same scale, drawn by stable_histogram from the releaser's noise source
+        found = stable_histogram_mode(ell, epsilon=epsilon, delta=delta, random_state=releaser)
         if found is None:
             return None
         mode = found
@@ -780,7 +935,8 @@ def private_mean(
     noise_std_per_sensitivity: float,
     half_width_mult: float = 3.0,
     histogram: Histogram = "laplace",
-    random_state: np.random.Generator,
+    random_state: Any = None,
+    releaser: Releaser | None = None,
 ) -> tuple[np.ndarray | None, dict[str, float]]:
     """Algorithm 5: private mean of the rows of G (shape b x p), coordinate-wise.
 
@@ -791,11 +947,36 @@ def private_mean(
     diameter of the box over b: the most a replaced row moves the mean). Returns (None, ...) when a
     coordinate's histogram suppresses everything (stable histograms only).
 
-    Privacy: replace-one; one row moves one value in each of the p coordinate histograms (L1 shift 2
+    Noise: standalone, from ``random_state`` (a seed, a Generator advanced as is, or ``"secure"``)
+    through a plan that charges nothing; inside a mechanism's charged release, from its ``releaser``,
+    whose plan holds the releases ``"coordinate_histograms"`` and ``"mean"`` (per unit sensitivity).
+
+    Privacy
+    -------
+    Replace-one; one row moves one value in each of the p coordinate histograms (L1 shift 2
     each) and the truncated mean by at most ``Delta``. Laplace histograms with scale ``hist_scale``
     (pure), or stable ones with ``hist_budget = (epsilon_h, delta_h)`` each.
     """
-    rng = random_state
+    hist = _coordinate_release(histogram, hist_scale, hist_budget)
+    mean = _mean_release(noise_std_per_sensitivity)
+    if releaser is not None:
+        _check_planned(releaser, hist, mean)
+        return _truncated_mean(G, radius, bound, hist_budget, half_width_mult, histogram, releaser)
+    p = G.shape[1]
+    hist_event = (laplace_histogram_event(hist.scale, Relation.REPLACE_ONE) if histogram == "laplace"
+                  else EpsilonDeltaDpEvent(*hist_budget))  # type: ignore[misc]
+    event = dp_accounting.ComposedDpEvent([dp_accounting.SelfComposedDpEvent(hist_event, p),
+                                           dp_accounting.GaussianDpEvent(noise_std_per_sensitivity)])
+    plan = ReleasePlan("private_mean", Relation.REPLACE_ONE, (event,), (hist, mean))
+    with release(plan, None, noise_source(random_state)) as own:
+        return _truncated_mean(G, radius, bound, hist_budget, half_width_mult, histogram, own)
+
+
+def _truncated_mean(G: np.ndarray, radius: float, bound: float,
+                    hist_budget: tuple[float, float] | None, half_width_mult: float, histogram: str,
+                    releaser: Releaser) -> tuple[np.ndarray | None, dict[str, float]]:
+    """The computation of :func:`private_mean`, drawing from a charged ``releaser``."""
+    spec = releaser.plan[_COORDINATE_HISTOGRAMS]
     b, p = G.shape
     r = float(radius)
     # The bins of coordinate j as the contiguous row ellT[j] (the values of floor((G + r) / 2r)),
@@ -804,16 +985,16 @@ def private_mean(
     ellT = np.empty((p, b), dtype=np.int64)
     for a in range(0, b, 128):
         ellT[:, a : a + 128] = np.floor((G[a : a + 128] + r) / (2.0 * r)).T
-    top = int(math.ceil((bound + r) / (2.0 * r)))
+    top = _coordinate_top(bound, r)
     centres = np.empty(p)
     for j in range(p):
         if histogram == "laplace":
-            assert hist_scale is not None
-            mode, _ = laplace_histogram_mode(ellT[j], -top, top, scale=hist_scale, random_state=rng)
+            mode, _ = laplace_histogram_mode(ellT[j], -top, top, scale=spec.scale,
+                                             sensitivity=spec.sensitivity, random_state=releaser)
         else:
             assert hist_budget is not None
             found = stable_histogram_mode(ellT[j], epsilon=hist_budget[0], delta=hist_budget[1],
-                                          random_state=rng)
+                                          random_state=releaser)
             if found is None:
                 return None, {}
             mode = found
@@ -822,8 +1003,25 @@ def private_mean(
     low, high = centres - h, centres + h
     clipped = np.clip(G, low, high)
     sens = 2.0 * h * math.sqrt(p) / b
-    mean = clipped.mean(axis=0) + rng.standard_normal(p) * noise_std_per_sensitivity * sens
+    mean = clipped.mean(axis=0) + releaser.gaussian(_MEAN, p) * sens
     return mean, {"sensitivity": sens, "radius": r}
+
+
+def _coordinate_top(bound: float, radius: float) -> int:
+    """Algorithm 5's bins are ``[-top, top]``: width ``2 r``, covering ``|g| <= bound``."""
+    return int(math.ceil((bound + radius) / (2.0 * radius)))
+
+
+def _beyond_secure_range(config: _DpPcaConfig, radius: float, releaser: Releaser) -> bool:
+    """Whether Algorithm 5's Laplace histograms are beyond what a non-seeded source serves.
+
+    Such a source noises every bin of the public range one by one, at most ``MAX_SECURE_BINS``
+    (:func:`~dpspectral.privacy.histogram.laplace_histogram_mode`); the range is a function of the
+    released Lambda_t and public bounds, so skipping the step then is post-processing.
+    """
+    if config.histogram != "laplace" or isinstance(releaser.noise, SeededNoise):
+        return False
+    return 2 * _coordinate_top(config.grad_bound, radius) + 1 > MAX_SECURE_BINS
 
 
 @functools.lru_cache(maxsize=256)
@@ -864,6 +1062,38 @@ class _StepLog:
     eigenvalues: list[float] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _DpPcaConfig:
+    """The public numbers of one DP-PCA run (sizes, calibration, learning rate), fixed before the data
+    are read beyond their shape. Paper symbols: B (batch), b = B / 2, T steps, p = d k coordinates,
+    zeta (failure probability per estimate), K and a (Assumption A.4), h (``half_width_mult``)."""
+
+    B: int
+    b: int
+    T: int | None
+    p: int
+    zeta: float
+    groups: int
+    histogram: Histogram
+    b_eps: float  # each branch's (epsilon, delta): the whole budget (tight) or half (paper)
+    b_delta: float
+    eig_bound: float
+    grad_bound: float
+    lap_m: float | None  # Laplace multiplier of each coordinate histogram (laplace histograms)
+    stable_b: tuple[float, float] | None  # (epsilon, delta) of each coordinate histogram (stable)
+    s_gauss: float  # the mean's noise multiplier
+    K: float
+    a: float
+    half_width_mult: float
+    c1: float
+    c2: float
+
+    @property
+    def hist_scale(self) -> float | None:
+        return None if self.lap_m is None else 2.0 * self.lap_m  # multiplier = scale / L1 shift 2
+
+
+@validated(_DP_PCA_PARAMETERS)
 def dp_pca(
     X: Any,
     k: int = 1,
@@ -925,54 +1155,100 @@ def dp_pca(
     where it exceeds the request).
     Diagnostics: ``skipped_steps`` counts the steps whose released histogram output was the
     underflow bin or empty (the paper's ⊥): a function of released values only.
+    ``random_state="secure"``: exact discrete Laplace / Gaussian draws from OS entropy, the Laplace
+    histograms' on every bin (a step whose Algorithm 5 range exceeds 65536 bins is skipped: a function
+    of released values); the report's ``noise_source`` says which source was used.
     """
+    budget, rel, source, config = _dp_pca_setup(
+        X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, on_norm_violation=on_norm_violation, n_samples=n_samples,
+        rank_method=rank_method, batch_size=batch_size, batch_constant=batch_constant,
+        histogram=histogram, failure_probability=failure_probability, n_groups=n_groups,
+        histogram_share=histogram_share, half_width_mult=half_width_mult, K=K, a=a, c1=c1, c2=c2)
+    noise = noise_source(random_state)
+    plan = _dp_pca_plan(config, rel, source.in_memory, calibration, seeded=isinstance(noise, SeededNoise))
+    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
+        return list(plan.events)  # type: ignore[return-value]
+    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+        W, log, used = _dp_pca_run(source, config, releaser, show_progress)
+    report = releaser.report(mechanism="dp_pca", budget=budget, calibration=calibration,
+                             notes=plan.notes, stacklevel=5)
+    return _dp_pca_result(W, log, used, report, config, rank_method, histogram)
+
+
+def _dp_pca_setup(X: Any, k: Any, *, epsilon: float, delta: float, row_norm: float,
+                  relation: Relation | str, calibration: str, on_norm_violation: NormViolation,
+                  n_samples: int | None, rank_method: str, batch_size: int | None,
+                  batch_constant: float, **sizing: Any,
+                  ) -> tuple[PrivacyBudget, Relation, _Source, _DpPcaConfig]:
+    """Validate the inputs (an in-memory input whole, before any charge), size the minibatches and
+    calibrate: everything :func:`dp_pca` needs before its plan, from public inputs only."""
     owner = "dp_pca"
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
-    c1, c2 = _rate(c1, c2, owner)
-    check_choice(rank_method, "rank_method", ("block", "deflation"), owner)
-    check_choice(histogram, "histogram", ("laplace", "stable"), owner)
-    half_width_mult = _check_positive(half_width_mult, "half_width_mult", owner)
-    K = _check_positive(K, "K", owner)
-    a = _check_positive(a, "a", owner)
-    zeta_total = check_share(failure_probability, "failure_probability", owner)
-    share = check_share(histogram_share, "histogram_share", owner)
     src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
+    B = _batch_size(n, batch_size, batch_constant, owner)
+    source = _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, False)
+    if len(source.parts) > 1 and n is not None and n // source.k < B:
+        raise ValueError(f"{owner}: rank_method='deflation' gives each of the k={source.k} components "
+                         f"n/k = {n // source.k} rows, fewer than one minibatch (B = {B}).")
+    _warn_outside_analysis(budget, n, owner)
+    config = _dp_pca_config(source, budget, B, rank_method=rank_method, calibration=calibration,
+                            **sizing)
+    return budget, rel, source, config
+
+
+def _dp_pca_result(W: np.ndarray, log: _StepLog, used: int, report: PrivacyReport,
+                   config: _DpPcaConfig, rank_method: str, histogram: str) -> SubspaceResult:
+    """Post-processing: canonical signs, and diagnostics that are public or released values."""
+    diagnostics = {"batch_size": config.B, "n_steps": log.steps, "skipped_steps": log.skipped,
+                   "n_groups": config.groups, "mean_noise_multiplier": config.s_gauss, "c1": config.c1,
+                   "c2": config.c2, "rank_method": rank_method, "histogram": histogram}
+    return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+                          diagnostics=diagnostics)
+
+
+def _batch_size(n: int | None, batch_size: int | None, batch_constant: float, owner: str) -> int:
+    """The minibatch size B (``batch_constant * n / ln(n)^2`` unless given), at most n."""
     if n is None and batch_size is None:
         raise ValueError(f"{owner}: a stream needs batch_size or n_samples (to set B = c n / ln(n)^2).")
     if batch_size is None:
         assert n is not None
-        bc = _check_positive(batch_constant, "batch_constant", owner)
-        B = max(4, int(bc * n / math.log(max(n, 3)) ** 2))
+        B = max(4, int(float(batch_constant) * n / math.log(max(n, 3)) ** 2))
     else:
-        B = _check_positive(batch_size, "batch_size", owner, integer=True)
+        B = int(batch_size)
     if n is not None and B > n:
         raise ValueError(f"The 'batch_size' parameter of {owner} ({B}) is larger than the number of "
                          f"rows ({n}).")
-    rows = None if in_memory else _Rows(src, C, on_norm_violation, owner, show_progress=False)
-    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
-    k = _check_k(k, d, n, owner)
-    parts = _parts(n, k, rank_method, owner)
-    if len(parts) > 1 and n is not None and n // k < B:
-        raise ValueError(f"{owner}: rank_method='deflation' gives each of the k={k} components n/k = "
-                         f"{n // k} rows, fewer than one minibatch (B = {B}).")
-    T = None if n is None else n // B
-    zeta = zeta_total / (2 * max(1, T or 1))
+    return B
+
+
+def _warn_outside_analysis(budget: PrivacyBudget, n: int | None, owner: str) -> None:
+    """AnalysisRangeWarning where Theorem 5.1's utility bound does not apply (privacy still holds)."""
     if budget.epsilon >= 0.9:
         warnings.warn(
             f"{owner}: the utility analysis (Theorem 5.1) is stated for epsilon in (0, 0.9); at "
             f"epsilon={budget.epsilon:g} the privacy guarantee still holds (certified by the "
-            "accountant) but the error bound is not covered.", AnalysisRangeWarning, stacklevel=2)
+            "accountant) but the error bound is not covered.", AnalysisRangeWarning, stacklevel=5)
     if n is not None and budget.delta > 1.0 / n:
         warnings.warn(f"{owner}: Theorem 5.1 assumes delta <= 1/n = {1.0 / n:.3g}; got delta="
                       f"{budget.delta:g} (privacy holds, the analysis does not).", AnalysisRangeWarning,
-                      stacklevel=2)
+                      stacklevel=5)
+
+
+def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int, *, rank_method: str,
+                   calibration: str, histogram: Histogram, failure_probability: float,
+                   n_groups: int | None, histogram_share: float, half_width_mult: float, K: float,
+                   a: float, c1: float, c2: float) -> _DpPcaConfig:
+    """Steps, groups and noise multipliers of a DP-PCA run, from public inputs only."""
+    n, owner = source.n, source.owner
+    T = None if n is None else n // B
+    zeta = float(failure_probability) / (2 * max(1, T or 1))
     b_eps, b_delta = (budget.epsilon, budget.delta) if calibration == "tight" else (
         budget.epsilon / 2, budget.delta / 2)
-    groups = n_groups or _group_count(b_eps, b_delta, zeta, histogram)
-    groups = _check_positive(groups, "n_groups", owner, integer=True)
+    groups = int(n_groups) if n_groups is not None else _group_count(b_eps, b_delta, zeta, histogram)
     if B < 4 * groups:
         raise ValueError(
             f"The 'batch_size' of {owner} is {B}, below the minimum {4 * groups} for the private "
@@ -980,107 +1256,75 @@ def dp_pca(
             "Use more rows, a larger batch_size / batch_constant, or fewer n_groups."
         )
     b = B // 2
-    p = d * (1 if rank_method == "deflation" else k)
-    Cs = sensitivity_norm(C)
-    grad_bound = Cs**2
-    eig_bound = 2.0 * grad_bound**2
-    lap4 = 2.0 / b_eps  # Algorithm 4's Laplace scale (L1 shift 2)
-    event4 = (laplace_histogram_event(lap4, rel) if histogram == "laplace"
-              else stable_histogram_event(b_eps, b_delta))
-    lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, share, histogram)
-    hist5 = (dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(lap_m), p)
-             if lap_m is not None else
-             dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(*stable_b), p))  # type: ignore[misc]
-    hist_scale = None if lap_m is None else 2.0 * lap_m  # multiplier = scale / L1 shift 2
-    notes = [f"Minibatch B = {B} rows.",
-             _order_note(in_memory, "each row in exactly one sub-release (parallel composition)")]
-    paper_std_factor = None
+    p = source.d * (1 if rank_method == "deflation" else source.k)
+    grad_bound = sensitivity_norm(source.row_norm) ** 2
+    lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(histogram_share), histogram)
+    K, a, h = float(K), float(a), float(half_width_mult)
     if calibration == "paper":
-        # beta_t = 8 K sqrt(2 Lambda) log^a(B p / zeta) sqrt(2 p log(2.5/delta)) / (eps B), with the
-        # paper's (eps/2, delta/2) for Algorithm 5; recorded as a multiplier of our sensitivity below
-        paper_std_factor = (8 * K * math.log(B * p / zeta) ** a
-                            * math.sqrt(2 * p * math.log(2.5 / budget.delta)) / (budget.epsilon * B))
+        s_gauss = _paper_mean_multiplier(budget, B, b, p, zeta, K, a, h)
+    return _DpPcaConfig(B=B, b=b, T=T, p=p, zeta=zeta, groups=groups, histogram=histogram,
+                        b_eps=b_eps, b_delta=b_delta, eig_bound=2.0 * grad_bound**2,
+                        grad_bound=grad_bound, lap_m=lap_m, stable_b=stable_b, s_gauss=s_gauss, K=K,
+                        a=a, half_width_mult=h, c1=float(c1), c2=float(c2))
+
+
+def _paper_mean_multiplier(budget: PrivacyBudget, B: int, b: int, p: int, zeta: float, K: float,
+                           a: float, half_width_mult: float) -> float:
+    """The paper's noise as a multiplier of our mean's sensitivity (independent of Lambda_t).
+
+    ``beta_t = 8 K sqrt(2 Lambda) log^a(B p / zeta) sqrt(2 p log(2.5/delta)) / (eps B)`` with the
+    paper's (eps/2, delta/2) for Algorithm 5; our truncated mean's sensitivity for the same Lambda is
+    ``2 h r sqrt(p) / b`` with ``r = K sqrt(2 Lambda) log^a(b p / zeta)``: the ratio drops Lambda.
+    """
+    paper_std_factor = (8 * K * math.log(B * p / zeta) ** a
+                        * math.sqrt(2 * p * math.log(2.5 / budget.delta)) / (budget.epsilon * B))
+    r_unit = K * math.log(b * p / zeta) ** a
+    delta_unit = 2 * half_width_mult * r_unit * math.sqrt(p) / b
+    return paper_std_factor / delta_unit
+
+
+def _dp_pca_plan(config: _DpPcaConfig, relation: Relation, in_memory: bool, calibration: str, *,
+                 seeded: bool) -> ReleasePlan:
+    """The two parallel branches' events and the three noisy releases of a DP-PCA run."""
+    if config.histogram == "laplace":
+        assert config.lap_m is not None
+        event4 = laplace_histogram_event(2.0 / config.b_eps, relation)  # Laplace scale 2 / eps4
+        hist5 = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(config.lap_m), config.p)
+    else:
+        assert config.stable_b is not None
+        event4 = stable_histogram_event(config.b_eps, config.b_delta)
+        hist5 = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(*config.stable_b), config.p)
+    event5 = dp_accounting.ComposedDpEvent([hist5, dp_accounting.GaussianDpEvent(config.s_gauss)])
+    notes = [f"Minibatch B = {config.B} rows.",
+             _order_note(in_memory, "each row in exactly one sub-release (parallel composition)")]
+    if calibration == "paper":
         notes.append("paper noise beta_t verbatim for the mean; it leaves no budget for the coordinate "
                      "histograms (spec §A.4).")
-        # sensitivity of our truncated mean for the same Lambda: 2 h r sqrt(p) / b with
-        # r = K sqrt(2 Lambda) log^a: the multiplier is beta_t / Delta, independent of Lambda
-        r_unit = K * math.log(b * p / zeta) ** a
-        delta_unit = 2 * half_width_mult * r_unit * math.sqrt(p) / b
-        s_gauss = paper_std_factor / delta_unit
-    event5 = dp_accounting.ComposedDpEvent([hist5, dp_accounting.GaussianDpEvent(s_gauss)])
-    events: list[dp_accounting.DpEvent] = [ParallelDpEvent([event4, event5])]
-    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return events  # type: ignore[return-value]
-    with charge(accountant, events, rel, owner):  # a bad block of a stream now is a failed release
-        W, log, used = _dp_pca_run(
-            src, rows, n, in_memory, C, on_norm_violation, owner, d, k, parts, B, b, T, p, zeta,
-            groups, histogram, b_eps, b_delta, eig_bound, grad_bound, K, a, hist_scale, stable_b,
-            s_gauss, half_width_mult, c1, c2, show_progress, random_state)
-        report = certify_release(events, mechanism=owner, budget=budget, relation=rel,
-                                 calibration=calibration, notes=notes, stacklevel=3)
-    return SubspaceResult(
-        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-        diagnostics={
-            "batch_size": B, "n_steps": log.steps, "skipped_steps": log.skipped, "n_groups": groups,
-            "mean_noise_multiplier": s_gauss, "c1": c1, "c2": c2, "rank_method": rank_method,
-            "histogram": histogram, },
-    )
+    if not seeded and config.histogram == "laplace":
+        notes.append(f"Secure noise: every bin of a Laplace histogram is noised; a step whose Algorithm 5 "
+                     f"range (from the released Lambda_t) exceeds {MAX_SECURE_BINS} bins is skipped.")
+    releases = (_eigenvalue_release(config.b_eps),
+                _coordinate_release(config.histogram, config.hist_scale, config.stable_b),
+                _mean_release(config.s_gauss))
+    return ReleasePlan("dp_pca", relation, (ParallelDpEvent([event4, event5]),), releases, tuple(notes))
 
 
-def _dp_pca_run(src: Any, rows: _Rows | None, n: int | None, in_memory: bool, C: float,
-                on_norm_violation: NormViolation, owner: str, d: int, k: int,
-                parts: list[int | None], B: int, b: int, T: int | None, p: int, zeta: float,
-                groups: int, histogram: Histogram, b_eps: float, b_delta: float, eig_bound: float,
-                grad_bound: float, K: float, a: float, hist_scale: float | None,
-                stable_b: tuple[float, float] | None, s_gauss: float, half_width_mult: float,
-                c1: float, c2: float, show_progress: bool | None, random_state: Any,
-                ) -> tuple[np.ndarray, _StepLog, int]:
-    """The release of :func:`dp_pca` (after the charge): the minibatch loop."""
-    rng = as_generator(random_state)
-    W = orthonormalize(rng.standard_normal((d, k)), "qr")
-    if in_memory:
-        assert n is not None
-        rows = _Rows(src, C, on_norm_violation, owner, show_progress=False, order=rng.permutation(n))
-    assert rows is not None
+def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
+                show_progress: bool | None) -> tuple[np.ndarray, _StepLog, int]:
+    """The release of :func:`dp_pca` (after the charge): initial iterate, permutation, minibatches."""
+    W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
+    rows = source.reader(releaser.generator)
     log = _StepLog()
-    deflation = len(parts) > 1
-    found = np.empty((d, 0))
+    deflation = len(source.parts) > 1
+    found = np.empty((source.d, 0))
     comps = []
-    bar = progress(range(T or 0), total=T, desc=owner, enabled=show_progress, min_total=50)
+    bar = progress(range(config.T or 0), total=config.T, desc=source.owner, enabled=show_progress,
+                   min_total=50)
     bar_it = iter(bar)
-    for j, size in enumerate(parts):
+    for j, size in enumerate(source.parts):
         w = _orth(_deflate(W[:, j : j + 1].copy(), found)) if deflation else W
-        t = 0
-        while size is None or (t + 1) * B <= size:
-            batch = rows.take(B)
-            if batch.shape[0] < B:
-                break
-            t += 1
-            next(bar_it, None)
-            log.steps += 1
-            G1 = _gradients(batch[:b], w)
-            G2 = _gradients(batch[b : 2 * b], w)
-            lam = private_top_eigenvalue(G1, epsilon=b_eps, delta=b_delta, bound=eig_bound,
-                                         n_groups=groups, histogram=histogram, random_state=rng)
-            if lam is None:
-                log.skipped += 1
-                continue
-            log.eigenvalues.append(lam)
-            r = K * math.sqrt(2.0 * lam) * math.log(b * p / zeta) ** a
-            g, info = private_mean(G2, radius=r, bound=grad_bound, hist_scale=hist_scale,
-                                   hist_budget=stable_b, noise_std_per_sensitivity=s_gauss,
-                                   half_width_mult=half_width_mult, histogram=histogram,
-                                   random_state=rng)
-            if g is None:
-                log.skipped += 1
-                continue
-            eta = c1 / (c2 + t)
-            w = _orth(_deflate(w + eta * g.reshape(w.shape[1], d).T, found))
+        w = _dp_pca_part(rows, w, size, found, config, releaser, log, bar_it)
         if deflation:
-            if size is not None:
-                leftover = size - t * B  # rows of this part that fill no batch: skip them
-                if leftover > 0:
-                    rows.take(leftover)
             comps.append(w)
             found = np.hstack([found, w])
         else:
@@ -1088,5 +1332,51 @@ def _dp_pca_run(src: Any, rows: _Rows | None, n: int | None, in_memory: bool, C:
     if deflation:
         W = np.hstack(comps)
     if log.steps == 0:  # a stream shorter than one minibatch (n is public under replace-one)
-        raise ValueError(f"{owner}: no complete minibatch of {B} rows in the data.")
+        raise ValueError(f"{source.owner}: no complete minibatch of {config.B} rows in the data.")
     return W, log, rows.row
+
+
+def _dp_pca_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray,
+                 config: _DpPcaConfig, releaser: Releaser, log: _StepLog,
+                 bar_it: Iterator[Any]) -> np.ndarray:
+    """The minibatch steps over one part of the rows (all of them for block updates)."""
+    B = config.B
+    t = 0
+    while size is None or (t + 1) * B <= size:
+        batch = rows.take(B)
+        if batch.shape[0] < B:
+            break
+        t += 1
+        next(bar_it, None)
+        log.steps += 1
+        w = _dp_pca_step(batch, w, t, found, config, releaser, log)
+    if size is not None and size - t * B > 0:  # deflation: rows of this part that fill no batch
+        rows.take(size - t * B)
+    return w
+
+
+def _dp_pca_step(batch: np.ndarray, w: np.ndarray, t: int, found: np.ndarray, config: _DpPcaConfig,
+                 releaser: Releaser, log: _StepLog) -> np.ndarray:
+    """One step: private eigenvalue (first half), private mean gradient (second half), update."""
+    b = config.b
+    G1 = _gradients(batch[:b], w)
+    G2 = _gradients(batch[b : 2 * b], w)
+    lam = private_top_eigenvalue(G1, epsilon=config.b_eps, delta=config.b_delta, bound=config.eig_bound,
+                                 n_groups=config.groups, histogram=config.histogram, releaser=releaser)
+    if lam is None:
+        log.skipped += 1
+        return w
+    log.eigenvalues.append(lam)
+    r = config.K * math.sqrt(2.0 * lam) * math.log(b * config.p / config.zeta) ** config.a
+    if _beyond_secure_range(config, r, releaser):  # a skipped step, as for a failed estimate
+        log.skipped += 1
+        return w
+    g, _ = private_mean(G2, radius=r, bound=config.grad_bound, hist_scale=config.hist_scale,
+                        hist_budget=config.stable_b, noise_std_per_sensitivity=config.s_gauss,
+                        half_width_mult=config.half_width_mult, histogram=config.histogram,
+                        releaser=releaser)
+    if g is None:
+        log.skipped += 1
+        return w
+    eta = config.c1 / (config.c2 + t)
+    return _orth(_deflate(w + eta * g.reshape(w.shape[1], -1).T, found))

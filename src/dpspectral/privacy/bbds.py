@@ -125,6 +125,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
+from ..constraints import Constraint, Interval, validated
 from .accounting import EpsilonDeltaDpEvent
 
 __all__ = [
@@ -142,46 +143,23 @@ _SAFETY = 1e-7  # min_sigma_min certifies delta * (1 - _SAFETY), a margin for qu
 
 
 # ----------------------------------------------------------------------------------------------
-# validation
+# parameters (constraint tables: dpspectral.constraints)
 # ----------------------------------------------------------------------------------------------
 
 
-def _check_real(
-    value: Any,
-    name: str,
-    owner: str,
-    low: float,
-    high: float,
-    *,
-    closed_low: bool = False,
-    closed_high: bool = False,
-) -> float:
-    """A real number (not a bool) in the interval from ``low`` to ``high``; NaN is refused."""
-    x = math.nan
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        x = float(value)
-    above = x >= low if closed_low else x > low
-    below = x <= high if closed_high else x < high
-    if not (above and below):
-        interval = f"{'[' if closed_low else '('}{low:g}, {high:g}{']' if closed_high else ')'}"
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be a float in {interval}. Got {value!r} instead."
-        )
-    return x
+class _PlusInfinity(Constraint):
+    """``inf`` itself (an epsilon of ``inf``: no guarantee)."""
+
+    description = "inf"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == math.inf
 
 
-def _check_positive(value: Any, name: str, owner: str) -> float:
-    return _check_real(value, name, owner, 0.0, math.inf)
-
-
-def _check_unit(value: Any, name: str, owner: str) -> float:
-    return _check_real(value, name, owner, 0.0, 1.0)
-
-
-def _check_t(value: Any, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
-        raise ValueError(f"The 't' parameter of {owner} must be an int >= 1. Got {value!r} instead.")
-    return int(value)
+_POSITIVE = Interval(0, None, "neither")
+_UNIT = Interval(0, 1, "neither")
+_COLUMNS = Interval(1, None, "left", integer=True)
+_NON_NEGATIVE = Interval(0, None, "left")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -240,6 +218,7 @@ def _covariance_delta(epsilon: float, mu_outer: float, mu_inner: float, t: int) 
     return float(min(1.0, max(0.0, value) + abs(err) + _TAIL))
 
 
+@validated({"epsilon": _NON_NEGATIVE, "t": _COLUMNS})
 def covariance_delta(epsilon: float, mu: Sequence[float], t: int) -> float:
     """Hockey-stick divergence between ``t`` i.i.d. draws of ``N(0, I)`` and of ``N(0, diag(mu))``.
 
@@ -261,8 +240,6 @@ def covariance_delta(epsilon: float, mu: Sequence[float], t: int) -> float:
         An upper bound up to rounding (quadrature error estimate added).
     """
     owner = "covariance_delta"
-    eps = _check_real(epsilon, "epsilon", owner, 0.0, math.inf, closed_low=True)
-    tt = _check_t(t, owner)
     values = list(mu) if isinstance(mu, (Sequence, np.ndarray)) else None
     if (
         values is None
@@ -278,16 +255,16 @@ def covariance_delta(epsilon: float, mu: Sequence[float], t: int) -> float:
     m = sorted((float(v) for v in values), reverse=True)
     if len(m) == 1:
         m.append(1.0)
-    return _covariance_delta(eps, m[0], m[1], tt)
+    return _covariance_delta(float(epsilon), m[0], m[1], int(t))
 
 
+@validated({"sigma_min": _POSITIVE})
 def worst_case_eigenvalues(sigma_min: float) -> tuple[float, float]:
     """The supremum / infimum ``(mu_+, mu_-)`` of the whitened eigenvalues over Priv1 neighbours.
 
     ``mu_± = exp(±2 asinh(1 / (2 sigma_min)))`` (see the module docstring); ``mu_+ mu_- = 1``.
     """
-    s = _check_positive(sigma_min, "sigma_min", "worst_case_eigenvalues")
-    x = 2.0 * math.asinh(0.5 / s)
+    x = 2.0 * math.asinh(0.5 / float(sigma_min))
     return math.exp(x), math.exp(-x)
 
 
@@ -300,6 +277,7 @@ def _bbds_delta(epsilon: float, sigma_min: float, t: int) -> float:
     )
 
 
+@validated({"epsilon": _POSITIVE, "sigma_min": _POSITIVE, "t": _COLUMNS})
 def bbds_delta(epsilon: float, sigma_min: float, t: int) -> float:
     """The exact worst-case delta(epsilon) of releasing ``t`` columns of ``[A, sigma_min I] Omega``.
 
@@ -331,11 +309,7 @@ def bbds_delta(epsilon: float, sigma_min: float, t: int) -> float:
     once) are in the module docstring. The spec's table maximises over infeasible ``(s, r, theta)``
     and is 1.6-1.9 times more conservative in ``sigma_min``.
     """
-    owner = "bbds_delta"
-    eps = _check_positive(epsilon, "epsilon", owner)
-    s = _check_positive(sigma_min, "sigma_min", owner)
-    tt = _check_t(t, owner)
-    return _bbds_delta(eps, s, tt)
+    return _bbds_delta(float(epsilon), float(sigma_min), int(t))
 
 
 def _spec_relaxed_delta(epsilon: float, sigma_min: float, t: int, n_theta: int = 33) -> float:
@@ -393,6 +367,7 @@ def _min_sigma_min(epsilon: float, delta: float, t: int) -> float:
     return math.exp(hi)
 
 
+@validated({"epsilon": _POSITIVE, "delta": _UNIT, "t": _COLUMNS})
 def min_sigma_min(epsilon: float, delta: float, t: int) -> float:
     """The smallest ``sigma_min`` for which the input-perturbed sketch is (epsilon, delta)-DP.
 
@@ -422,13 +397,10 @@ def min_sigma_min(epsilon: float, delta: float, t: int) -> float:
     **Privacy**: see the module docstring (exact worst case over Priv1 neighbours; ``Phi = I``;
     ``Omega`` secret and used once). Takes a few tens of milliseconds for t <= 200.
     """
-    owner = "min_sigma_min"
-    eps = _check_positive(epsilon, "epsilon", owner)
-    dlt = _check_unit(delta, "delta", owner)
-    tt = _check_t(t, owner)
-    return _min_sigma_min(eps, dlt, tt)
+    return _min_sigma_min(float(epsilon), float(delta), int(t))
 
 
+@validated({"epsilon": _POSITIVE, "delta": _UNIT, "t": _COLUMNS, "alpha": _UNIT})
 def paper_sigma_min(epsilon: float, delta: float, t: int, alpha: float) -> float:
     """The paper's padding ``sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta)) / epsilon``.
 
@@ -450,16 +422,13 @@ def paper_sigma_min(epsilon: float, delta: float, t: int, alpha: float) -> float
         larger than :func:`min_sigma_min` (e.g. 3,354 vs 17.2 at epsilon = 1, delta = 1e-6,
         t = 10, alpha = 0.25), so safe but noisy; what it certifies is given by :func:`bbds_delta`.
     """
-    owner = "paper_sigma_min"
-    eps = _check_positive(epsilon, "epsilon", owner)
-    dlt = _check_unit(delta, "delta", owner)
-    tt = _check_t(t, owner)
-    a = _check_unit(alpha, "alpha", owner)
+    eps, dlt, tt, a = float(epsilon), float(delta), int(t), float(alpha)
     kappa = (1.0 + a) / (1.0 - a)
     log_inv = math.log(1.0 / dlt)
     return 16.0 * log_inv * math.sqrt(tt * kappa * log_inv) / eps
 
 
+@validated({"epsilon": [_NON_NEGATIVE, _PlusInfinity()], "delta": Interval(0, 1, "left")})
 def bbds_event(epsilon: float, delta: float) -> EpsilonDeltaDpEvent:
     """The release of the input-perturbed sketch as an ``EpsilonDeltaDpEvent(epsilon, delta)``.
 
@@ -476,7 +445,4 @@ def bbds_event(epsilon: float, delta: float) -> EpsilonDeltaDpEvent:
     EpsilonDeltaDpEvent
         Composed with the other releases by basic composition (see :mod:`.accounting`).
     """
-    owner = "bbds_event"
-    eps = _check_real(epsilon, "epsilon", owner, 0.0, math.inf, closed_low=True, closed_high=True)
-    dlt = _check_real(delta, "delta", owner, 0.0, 1.0, closed_low=True)
-    return EpsilonDeltaDpEvent(eps, dlt)
+    return EpsilonDeltaDpEvent(float(epsilon), float(delta))

@@ -21,6 +21,19 @@ the other passes the threshold: with threshold ``1 + shift * ln(2 / delta) / eps
 passes with probability ``delta / 4`` (``P(Lap(b) > b ln(2/delta)) = delta / 4``); there are at most
 two such bins (replace-one; one under add/remove), so the failure probability is at most ``delta / 2``,
 within delta.
+
+Noise source
+------------
+Both take ``random_state``: a NumPy generator (seeded, exactly the draws of before), a
+:class:`~dpspectral.privacy.noise.NoiseSource`, or the :class:`~dpspectral.privacy.pipeline.Releaser` of
+the caller's release block (its noise source; drawing after the block ends is refused). With
+:class:`~dpspectral.privacy.noise.SecureNoise` every bin's noise is an exact discrete Laplace draw,
+one bin at a time, so its (grid-widened) scale is the same for every bin and does not depend on how many
+bins are occupied. :func:`laplace_histogram_mode` then enumerates *every* bin of the public range (the
+O(1) maximum over the empty bins is a floating-point inverse CDF, which the secure source does not
+offer): the range is limited to :data:`MAX_SECURE_BINS` bins (a public fact), and its rare exact ties
+(about ``2^-30`` per pair of bins) are broken uniformly at random. The secure source needs the L1
+sensitivity of the counts (:func:`histogram_shift`).
 """
 
 from __future__ import annotations
@@ -31,10 +44,14 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
+from ..constraints import EPSILON, NONE, Interval, check_params
 from .accounting import EpsilonDeltaDpEvent
 from .budget import Relation, as_relation
+from .noise import NoiseSource, SeededNoise
+from .pipeline import Releaser
 
 __all__ = [
+    "MAX_SECURE_BINS",
     "histogram_shift",
     "laplace_histogram_event",
     "laplace_histogram_mode",
@@ -77,13 +94,48 @@ def _counts(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids, counts
 
 
+#: The largest public range :func:`laplace_histogram_mode` enumerates with a secure noise source.
+MAX_SECURE_BINS = 1 << 16
+
+_MODE_CONSTRAINTS: dict[str, Any] = {
+    "low": Interval(None, None, integer=True),
+    "high": Interval(None, None, integer=True),
+    "scale": Interval(0, None, "neither"),
+    "sensitivity": [Interval(0, None, "neither"), NONE],
+}
+_STABLE_CONSTRAINTS: dict[str, Any] = {"epsilon": EPSILON, "delta": Interval(0, 1, "neither")}
+
+
+def _noise_of(random_state: Any, owner: str) -> NoiseSource:
+    """The noise source behind ``random_state`` (a Generator is wrapped: the same draws as before)."""
+    if isinstance(random_state, Releaser):
+        random_state.generator  # noqa: B018 - refuses a draw after the release block ended
+        return random_state.noise  # type: ignore[no-any-return]
+    if isinstance(random_state, NoiseSource):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return SeededNoise(random_state)
+    raise TypeError(f"The 'random_state' parameter of {owner} must be a numpy Generator, a NoiseSource or "
+                    f"a Releaser. Got {random_state!r} instead.")
+
+
+def _noisy_counts(noise: NoiseSource, counts: np.ndarray, scale: float,
+                  sensitivity: float | None) -> np.ndarray:
+    """``counts + Lap(scale)`` per bin: one vector draw (seeded), or one exact draw per bin (any other
+    source: a per-bin grid widening that does not depend on the number of bins)."""
+    if isinstance(noise, SeededNoise):
+        return np.asarray(noise.add_laplace(counts, scale, sensitivity))
+    return np.array([noise.add_laplace(float(c), scale, sensitivity) for c in counts], dtype=float)
+
+
 def laplace_histogram_mode(
     bins: Any,
     low: int,
     high: int,
     *,
     scale: float,
-    random_state: np.random.Generator,
+    random_state: Any,
+    sensitivity: float | None = None,
 ) -> tuple[int, float]:
     """Index of the heaviest bin of a Laplace-noised histogram over ``[low, high]``.
 
@@ -95,18 +147,41 @@ def laplace_histogram_mode(
         The bin range (inclusive); the noise covers every bin in it.
     scale : float
         Laplace scale, ``L1 shift / epsilon`` for epsilon-DP (see :func:`histogram_shift`).
-    random_state : numpy Generator
+    random_state : numpy Generator, NoiseSource or Releaser
+        Where the noise comes from (module docstring: Noise source).
+    sensitivity : float, optional
+        The L1 sensitivity of the counts (:func:`histogram_shift`); required by the secure source.
 
     Returns
     -------
     (index, noisy_count) of the winning bin.
+
+    Privacy
+    -------
+    Report-noisy-max over every bin of the public range: ``Lap(scale)`` on each count, so pure
+    ``epsilon = sensitivity / scale`` (:func:`laplace_histogram_event`). Only the winner (and its noisy
+    count) is returned. The error for a bin outside the range names the public range only.
     """
-    rng = random_state
+    owner = "laplace_histogram_mode"
+    check_params(_MODE_CONSTRAINTS, {"low": low, "high": high, "scale": scale, "sensitivity": sensitivity},
+                 owner)
+    if high < low:
+        raise ValueError(f"{owner}: the range [{low}, {high}] is empty (low must be <= high).")
+    noise = _noise_of(random_state, owner)
     ids, counts = _counts(bins)
     if ids.size and (ids[0] < low or ids[-1] > high):
         # the public range only: the offending values are private
         raise ValueError(f"bin indices must lie in the public range [{low}, {high}]; some do not.")
-    noisy = counts + rng.laplace(0.0, scale, size=counts.size)
+    if isinstance(noise, SeededNoise):
+        return _mode_over_occupied(ids, counts, low, high, scale, sensitivity, noise)
+    return _mode_over_every_bin(ids, counts, low, high, scale, sensitivity, noise)
+
+
+def _mode_over_occupied(ids: np.ndarray, counts: np.ndarray, low: int, high: int, scale: float,
+                        sensitivity: float | None, noise: NoiseSource) -> tuple[int, float]:
+    """Noise on the occupied bins, and the O(1) maximum of the empty bins' noise (module docstring)."""
+    rng = noise.generator
+    noisy = _noisy_counts(noise, counts, scale, sensitivity)
     best = int(np.argmax(noisy)) if noisy.size else -1
     best_value = float(noisy[best]) if noisy.size else -math.inf
     n_empty = (high - low + 1) - ids.size
@@ -121,6 +196,24 @@ def laplace_histogram_mode(
     return int(ids[best]), best_value
 
 
+def _mode_over_every_bin(ids: np.ndarray, counts: np.ndarray, low: int, high: int, scale: float,
+                         sensitivity: float | None, noise: NoiseSource) -> tuple[int, float]:
+    """Exact noise on every bin of the range (a source without the O(1) maximum), ties uniform."""
+    width = high - low + 1
+    if width > MAX_SECURE_BINS:
+        raise ValueError(
+            f"laplace_histogram_mode: with a {type(noise).__name__} source every bin of the public range is "
+            f"noised one by one, and the range [{low}, {high}] has {width} bins (at most {MAX_SECURE_BINS}); "
+            "narrow the range or use the seeded source."
+        )
+    full = np.zeros(width)
+    full[ids - low] = counts
+    noisy = _noisy_counts(noise, full, scale, sensitivity)
+    top = np.flatnonzero(noisy == noisy.max())
+    j = int(top[0]) if top.size == 1 else int(noise.generator.choice(top))
+    return low + j, float(noisy[j])
+
+
 def stable_threshold(epsilon: float, delta: float, relation: Relation | str) -> float:
     """The count a noisy bin must reach to be kept."""
     return 1.0 + histogram_shift(relation) * math.log(2.0 / delta) / epsilon
@@ -132,27 +225,40 @@ def stable_histogram(
     epsilon: float,
     delta: float,
     relation: Relation | str = Relation.REPLACE_ONE,
-    random_state: np.random.Generator,
+    random_state: Any,
 ) -> dict[int, float]:
     """Stability-based histogram: ``{bin: noisy count}`` of the non-empty bins that pass the threshold.
 
     ``Lap(shift / epsilon)`` on each non-empty bin; bins below ``1 + shift ln(2/delta) / epsilon`` are
-    reported as 0 (left out). (epsilon, delta)-DP for the stated relation (module docstring).
+    reported as 0 (left out). ``random_state``: a numpy Generator, a NoiseSource or a Releaser.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP for the stated relation (module docstring): the L1 shift of the counts is
+    :func:`histogram_shift`, and a bin occupied on one side only passes the threshold with probability
+    at most ``delta / 4`` (the secure source's per-bin grid widening, below ``2^-29`` relative, stays
+    within the ``delta / 2`` left unused).
     """
-    if not (epsilon > 0 and 0 < delta < 1):
-        raise ValueError(f"stable_histogram needs epsilon > 0 and delta in (0, 1); got {epsilon}, {delta}.")
+    owner = "stable_histogram"
+    check_params(_STABLE_CONSTRAINTS, {"epsilon": epsilon, "delta": delta}, owner)
+    noise = _noise_of(random_state, owner)
     ids, counts = _counts(bins)
-    scale = histogram_shift(relation) / epsilon
-    noisy = counts + random_state.laplace(0.0, scale, size=counts.size)
+    shift = histogram_shift(relation)
+    noisy = _noisy_counts(noise, counts, shift / epsilon, shift)
     keep = noisy >= stable_threshold(epsilon, delta, relation)
     return {int(i): float(c) for i, c in zip(ids[keep], noisy[keep], strict=True)}
 
 
 def stable_histogram_mode(
     bins: Any, *, epsilon: float, delta: float, relation: Relation | str = Relation.REPLACE_ONE,
-    random_state: np.random.Generator,
+    random_state: Any,
 ) -> int | None:
-    """The heaviest bin kept by :func:`stable_histogram`, or None when every bin was suppressed."""
+    """The heaviest bin kept by :func:`stable_histogram`, or None when every bin was suppressed.
+
+    Privacy
+    -------
+    That of :func:`stable_histogram` (the mode is post-processing of its release).
+    """
     kept = stable_histogram(bins, epsilon=epsilon, delta=delta, relation=relation,
                             random_state=random_state)
     if not kept:

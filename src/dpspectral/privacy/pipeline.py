@@ -369,6 +369,34 @@ class Releaser:
         spec = self._spec(name)
         return self.noise.gaussian(spec.scale, size, spec.sensitivity)
 
+    @contextlib.contextmanager
+    def adapted(self, name: str, *, scale: float, sensitivity: float) -> Iterator[Releaser]:
+        """Release ``name`` at a sensitivity learnt from an earlier release of the same run.
+
+        The plan declared ``name`` at its worst-case sensitivity, with the multiplier ``scale /
+        sensitivity`` its event records; an earlier release of the run can give a smaller bound (DPSR's
+        phase 2: ``2 ||Phi~||_2^2 ||dA||`` with ``Phi~`` released, at most ``2 ||dA|| / xi``). Inside the
+        charged block this yields a releaser for ``name`` at that sensitivity and the *same*
+        multiplier: the charge and the events are unchanged (nothing is charged again), only the noise
+        scale follows the sensitivity. A larger sensitivity or another multiplier is refused. (For a
+        later release whose *cost* depends on an earlier one, use :class:`StagedRelease`.)
+        """
+        planned = self._spec(name)
+        if planned.sensitivity is None or not 0 < sensitivity <= planned.sensitivity * (1 + 1e-12) or (
+                abs(scale / sensitivity - planned.scale / planned.sensitivity)
+                > 1e-9 * planned.scale / planned.sensitivity):
+            raise ValueError(
+                f"{self.plan.label}: release {name!r} can be adapted only to a smaller sensitivity at "
+                "the planned noise multiplier (the events charged record that multiplier)."
+            )
+        spec = NoisyRelease(name, planned.kind, scale, sensitivity)
+        sub = Releaser(ReleasePlan(self.plan.label, self.plan.relation, self.plan.events, (spec,)),
+                       self.noise)
+        try:
+            yield sub
+        finally:
+            sub._open = False
+
     def report(self, *, mechanism: str, budget: Any, calibration: str, events: Any = None,
                **kwargs: Any) -> Any:
         """The privacy report of this release (:func:`certify_release`), naming the noise source."""
