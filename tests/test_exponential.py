@@ -18,7 +18,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpspectral import DPPCA, Accountant, BudgetExceededError
-from dpspectral.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.pca import (
     BinghamSampler,
     BinghamSamplerError,

@@ -12,7 +12,7 @@ import scipy.linalg
 import scipy.optimize
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.gep import (
     DPFisherDiscriminant,
     PairSensitivity,

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
-from dpspectral.audit import (
+from dpspectral.privacy.audit import (
     gaussian_audit,
     run_pair,
     threshold_epsilon_lower_bound,

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
-from dpspectral.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
+from dpspectral.privacy.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
 from dpspectral.local.lowrank import (
     LocalLrfNoise,
     LocalLrfReport,

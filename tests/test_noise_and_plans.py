@@ -249,3 +249,16 @@ def test_analyze_gauss_secure_end_to_end() -> None:
     assert not np.allclose(a.components, b.components)
     seeded = analyze_gauss(X, 2, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
     assert seeded.privacy.noise_source == "seeded"
+
+
+def test_secure_release_without_sensitivity_is_refused_before_the_charge() -> None:
+    acc = Accountant()
+    plan = ReleasePlan("paper", Relation.ADD_REMOVE, (dp_accounting.GaussianDpEvent(1.0),),
+                       (NoisyRelease("sum", "gaussian", 1.0, None),))
+    with pytest.raises(ValueError, match="Nothing was charged"), release(plan, acc, noise_source("secure")):
+        raise AssertionError("the block must not run")
+    assert not acc.entries
+    # a release of sensitivity 0 does not depend on the data: released as it is
+    zero = ReleasePlan("zero", Relation.ADD_REMOVE, (), (NoisyRelease("sum", "gaussian", 0.0, 0.0),))
+    with release(zero, acc, noise_source("secure")) as releaser:
+        assert np.array_equal(releaser.add("sum", np.arange(3.0)), np.arange(3.0))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.audit import gaussian_audit
+from dpspectral.privacy.audit import gaussian_audit
 from dpspectral.datasets import spiked_covariance
 from dpspectral.metrics import max_sin_theta
 from dpspectral.pca.oja import (

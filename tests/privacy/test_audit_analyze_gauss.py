@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpspectral import analyze_gauss
-from dpspectral.audit import (
+from dpspectral.privacy.audit import (
     covariance_pair,
     gaussian_audit,
     released_matrix_statistic,

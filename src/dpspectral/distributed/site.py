@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from ..constraints import check_choice
 from ..linalg import fix_signs
 from ..moments import accumulate
-from ..pca.covariance import _plan as _covariance_plan
+from ..pca.covariance import covariance_plan
 from ..privacy.accounting import compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
@@ -298,7 +298,7 @@ def site_release_plan(
     """
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         return _paper_site_plan(budget, row_norm)
-    plan = _covariance_plan(
+    plan = covariance_plan(
         "analyze_gauss", budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
         n=None, d=None, private_mean=False, release_count=release_count, mean_share=0.1,
     )

@@ -44,7 +44,7 @@ from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
 
-__all__ = ["COUNT_SHARE", "analyze_gauss", "mod_sulq", "wishart"]
+__all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
 Calibration = Literal["tight", "paper"]
 Centering = None | str | np.ndarray
@@ -71,7 +71,7 @@ def _mod_sulq_beta(n: int, d: int, epsilon: float, delta: float) -> float:
     ) + 1.0 / (n * math.sqrt(epsilon))
 
 
-def _plan(
+def covariance_plan(
     kind: _NoiseKind,
     *,
     budget: PrivacyBudget,
@@ -229,7 +229,7 @@ def _covariance_pca(
     n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
 
     def make_plan(n: int | None, d: int | None) -> ReleasePlan:
-        return _plan(
+        return covariance_plan(
             kind, budget=budget, relation=rel, calibration=calibration, row_norm=C, n=n, d=d,
             private_mean=private_mean, release_count=release_count, mean_share=mean_share,
         )

@@ -203,7 +203,8 @@ class SecureNoise(NoiseSource):
 
     @staticmethod
     def _require(sensitivity: float | None, scale: float) -> float:
-        if sensitivity is None or not sensitivity > 0 or not math.isfinite(scale) or not scale > 0:
+        if sensitivity is None or not sensitivity >= 0 or (
+                sensitivity > 0 and (not math.isfinite(scale) or not scale > 0)):
             raise ValueError(
                 "The secure noise source needs each release's sensitivity and a positive finite noise "
                 "scale (to widen the noise for the rounding to its grid); this release declared none."
@@ -212,6 +213,8 @@ class SecureNoise(NoiseSource):
 
     def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str) -> Any:
         delta = self._require(sensitivity, scale)
+        if delta == 0:  # the statistic does not depend on the data: released as it is, no noise needed
+            return statistic
         values = np.asarray(statistic, dtype=np.float64)
         m = max(values.size, 1)
         step = grid(scale)

@@ -31,6 +31,7 @@ validated the same way, whether or not the method uses it.
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 import secrets
 from collections.abc import Iterator, Sequence
@@ -421,6 +422,18 @@ def precheck(accountant: Any, events: Sequence[dp_accounting.DpEvent], relation:
         accountant.check(compose(events), relation)
 
 
+def _check_secure_plan(plan: ReleasePlan) -> None:
+    """The secure source needs every release's sensitivity and a positive scale: refuse before the charge."""
+    for r in plan.releases:
+        if r.sensitivity is None or not math.isfinite(r.sensitivity) or r.sensitivity < 0 or (
+                r.sensitivity > 0 and not (math.isfinite(r.scale) and r.scale > 0)):
+            raise ValueError(
+                f"{plan.label}: random_state='secure' needs each release's sensitivity and a positive "
+                f"finite noise scale; release {r.name!r} has sensitivity {r.sensitivity!r} and scale "
+                f"{r.scale!r} (an uncertified paper calibration declares none). Nothing was charged."
+            )
+
+
 @contextlib.contextmanager
 def release(plan: ReleasePlan, accountant: Any, noise: Any) -> Iterator[Releaser]:
     """Charge ``plan`` to ``accountant``, then hand the mechanism its noise (a :class:`Releaser`).
@@ -429,6 +442,8 @@ def release(plan: ReleasePlan, accountant: Any, noise: Any) -> Iterator[Releaser
     refused before anything is drawn (:func:`charge`); the noise exists only inside the block; an
     exception inside marks the ledger entry as a failed release (it stays charged).
     """
+    if getattr(noise, "name", "") == "secure":
+        _check_secure_plan(plan)
     releaser = Releaser(plan, noise)
     try:
         with charge(accountant, plan.events, plan.relation, plan.label):
