@@ -44,7 +44,7 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from ..constraints import SHARE, Interval, Options, check_params
+from ..constraints import EPSILON, SHARE, Interval, Options, check_params
 from ..linalg import fix_signs
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget
@@ -87,6 +87,8 @@ FLOW_TABLE: dict[str, Any] = {
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     """The zCDP ``rho`` that Lemma 9 of Chen et al. (Bun and Steinke 2016) turns into (epsilon, delta)."""
+    check_params({"epsilon": EPSILON, "delta": Interval(0, 1, "neither")},
+                 {"epsilon": epsilon, "delta": delta}, "rho_from_epsilon_delta")
     L = math.log(1.0 / delta)
     return (math.sqrt(epsilon + L) - math.sqrt(L)) ** 2
 

@@ -54,7 +54,7 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from ..constraints import SHARE, Constraint, Interval, Options
+from ..constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params
 from ..linalg import fix_signs, orthonormalize, top_k_eigh
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget
@@ -320,6 +320,8 @@ def paper_noise_scales(
     None by itself: a public formula (no data). :func:`dpsr` with ``calibration="paper"`` uses it and
     lets the accountant certify what it gives.
     """
+    check_params({"epsilon": EPSILON, "delta": Interval(0, 1, "neither")},
+                 {"epsilon": epsilon, "delta": delta}, "paper_noise_scales")
     m = n_iter
     if formula == "theorem12":
         factor = math.sqrt(2.0 * math.log(1.25 * m / delta)) * math.sqrt(m)

@@ -404,6 +404,12 @@ class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
     epsilon: float
     delta: float
 
+    def __attrs_post_init__(self) -> None:
+        from ..constraints import Interval, check_params
+
+        check_params({"epsilon": Interval(0, None, "left"), "delta": Interval(0, 1, "both")},
+                     {"epsilon": self.epsilon, "delta": self.delta}, "EpsilonDeltaDpEvent")
+
 
 MAX_PARALLEL_EXPANSIONS = 256
 
@@ -561,6 +567,9 @@ def calibrate(
     ``dp_accounting.calibrate_dp_mechanism``, which guarantees that the returned ``p`` meets the target
     (the epsilon gap is never positive).
     """
+    from ..constraints import DELTA, EPSILON, check_params
+
+    check_params({"epsilon": EPSILON, "delta": DELTA}, {"epsilon": epsilon, "delta": delta}, "calibrate")
     rel = as_relation(relation)
     probe = make_event(1.0)
     if isinstance(probe, dpe.NonPrivateDpEvent):

@@ -30,6 +30,9 @@ def classic_noise_multiplier(epsilon: float, delta: float) -> float:
     The classic formula certifies (epsilon, delta)-DP only for ``epsilon < 1``; for larger epsilon it
     may or may not, and :func:`gaussian_epsilon` tells what it does certify.
     """
+    from ..constraints import EPSILON, check_params
+
+    check_params({"epsilon": EPSILON}, {"epsilon": epsilon}, "classic_noise_multiplier")
     if not (0 < delta < 1):
         raise ValueError(f"The 'delta' parameter must be in (0, 1). Got {delta!r} instead.")
     return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
