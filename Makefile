@@ -6,18 +6,19 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test test-slow mutation mutation-ci mutation-mechanisms install install-dev lint bench clean
+.PHONY: run test test-slow mutation mutation-ci mutation-mechanisms install install-dev lint bench bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# `make run` needs the 'reproduce' extra (matplotlib, markdown-it-py): the demo writes plots and a report.
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e ".[reproduce]"
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(PY)
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet -e ".[dev,reproduce]"
 	touch $@ $(STAMP)
 
 install: $(STAMP)
@@ -55,6 +56,10 @@ lint: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) benchmarks/bench_covariance.py
+
+## make bench-peers: the quick peer benchmark against diffprivlib and OpenDP (a script, not a subcommand)
+bench-peers: $(DEV_STAMP)
+	$(PY) benchmarks/bench_peers.py --quick --out reports/bench-quick
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache

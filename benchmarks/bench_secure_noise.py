@@ -38,7 +38,8 @@ def _sin_theta(V: np.ndarray, U: np.ndarray) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dims", type=int, nargs="+", default=[20, 50, 100, 200])
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)

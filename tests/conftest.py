@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: ../shared/data next to the checkout (this project's layout; CI clones the repository beside shared/).
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# The reproductions find their data sets in scikit-learn's convention (--data, else $DPSPECTRAL_DATA,
+# else ~/dpspectral_data; dpspectral.datasets.get_data_home). The tests point DPSPECTRAL_DATA at the
+# shared folder when it exists, for this process and the subprocesses it starts; a test that needs
+# another location sets or deletes the variable with monkeypatch.
+if SHARED_DATA.is_dir():
+    os.environ.setdefault("DPSPECTRAL_DATA", str(SHARED_DATA))
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import pytest
 
 from dpspectral import methods
 from dpspectral.cli import COMMANDS, main
-from dpspectral.experiments import report
-from dpspectral.experiments.demo import NON_PRIVATE, run_demo
+from dpspectral_reproduce import report
+from dpspectral_reproduce.demo import NON_PRIVATE, run_demo
 
 FIT = ["--epsilon", "1.0", "--delta", "1e-6", "--row-norm", "1.0", "--seed", "0"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -234,6 +234,64 @@ def test_no_command_and_help(capsys):
     out = capsys.readouterr().out
     for cmd in COMMANDS:
         assert cmd.name in out
+
+
+PAPERS = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018", "chen2025")
+
+
+def test_every_help_text_names_all_five_papers(capsys):
+    from dpspectral.cli import REPRODUCE_PAPERS
+    from dpspectral_reproduce._registry import PAPERS as REGISTERED
+
+    assert tuple(REPRODUCE_PAPERS.split(", ")) == REGISTERED == PAPERS
+    for argv in (["--help"], ["reproduce", "--help"]):
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        assert all(paper in text for paper in PAPERS), (argv, text)
+    assert "all" in text.split()  # reproduce --help lists `all` with the papers
+
+
+# Options that belong to one paper (or to `all`) only: (option and a value, the papers that take it).
+_OWN_OPTIONS = {
+    "--tables": ("upadhyay2018",),
+    "--data-file": ("chen2025",),
+    "--label-column": ("chen2025",),
+    "--clf-rows": ("chen2025",),
+    "--table-repeats": ("chen2025",),
+    "--jobs": ("chen2025", "all"),
+    "--index-only": ("all",),
+    "--k": ("shang2021", "liu2022"),
+    "--n-rows": ("shang2021", "liu2022", "chen2025"),
+    "--data": ("shang2021", "liu2022", "imtiaz2018", "chen2025", "all"),
+}
+
+
+@pytest.mark.parametrize("paper", [*PAPERS, "all"])
+def test_reproduce_paper_help_shows_only_its_own_options(paper, capsys):
+    assert main(["reproduce", paper, "--help"]) == 0
+    text = capsys.readouterr().out
+    for option in ("--quick", "--out", "--repeats", "--seed", "--no-progress"):  # the common ones
+        assert option in text
+    for option, takers in _OWN_OPTIONS.items():
+        shown = option in text.split() or f"[{option}" in text
+        assert shown == (paper in takers), (paper, option)
+
+
+def test_reproduce_refuses_another_papers_option_naming_its_paper(tmp_path, capsys):
+    assert main(["reproduce", "imtiaz2018", "--tables", "3", "--out", str(tmp_path)]) == 2
+    assert "--tables applies to upadhyay2018 only, not to imtiaz2018" in capsys.readouterr().err
+    assert main(["reproduce", "upadhyay2018", "--data", "x", "--out", str(tmp_path)]) == 2
+    assert "not used by upadhyay2018" in capsys.readouterr().err
+    assert main(["reproduce", "shang2021", "--jobs", "2", "--out", str(tmp_path)]) == 2
+    assert "--jobs applies to chen2025, all only" in capsys.readouterr().err
+    assert main(["reproduce"]) == 2
+    assert "PAPER" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_bench_is_a_script_not_a_subcommand(capsys):
+    assert main(["bench", "--quick"]) == 2
+    assert "invalid choice: 'bench'" in capsys.readouterr().err
 
 
 def test_installed_entry_point_help():

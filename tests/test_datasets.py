@@ -538,6 +538,36 @@ def test_data_home_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         ds.load_csv(3)  # type: ignore[arg-type]
 
 
+def test_get_data_home_follows_scikit_learns_convention(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The argument, else $DPSPECTRAL_DATA, else ~/dpspectral_data; never the working directory."""
+    monkeypatch.delenv(ds.DATA_HOME_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dpspectral_data").mkdir()  # in the working directory: never used
+    assert ds.get_data_home() == tmp_path / "user" / "dpspectral_data"
+    assert ds.find_data_home() is None  # the per-user default is absent: no error, nothing created
+    assert not (tmp_path / "user").exists()
+    where = ds.data_home_sources()  # what the errors of the reproductions say
+    assert "DPSPECTRAL_DATA (unset)" in where and "~/dpspectral_data" in where and "--data DIR" in where
+    (tmp_path / "user" / "dpspectral_data").mkdir(parents=True)
+    assert ds.find_data_home() == tmp_path / "user" / "dpspectral_data"
+
+    monkeypatch.setenv(ds.DATA_HOME_ENV, str(tmp_path / "env"))
+    assert ds.get_data_home() == tmp_path / "env"
+    with pytest.raises(FileNotFoundError, match=r"does not exist.*DPSPECTRAL_DATA=.*env.*--data DIR"):
+        ds.find_data_home()  # named explicitly but absent: an error saying where it looked
+    (tmp_path / "env").mkdir()
+    assert ds.find_data_home() == tmp_path / "env"
+
+    assert ds.get_data_home("~/elsewhere") == tmp_path / "user" / "elsewhere"  # the argument wins
+    with pytest.raises(FileNotFoundError, match="the folder given"):
+        ds.find_data_home(tmp_path / "nope")
+    assert ds.find_data_home(tmp_path / "env") == tmp_path / "env"
+    with pytest.raises(TypeError, match="'data_home'"):
+        ds.get_data_home(3)  # type: ignore[arg-type]
+
+
 # ------------------------------------------------------------------------------------------------
 # Preprocessing
 # ------------------------------------------------------------------------------------------------

@@ -217,5 +217,5 @@ def test_readme_documentation_links_exist():
 
 def test_architecture_doc_names_existing_modules():
     text = (ROOT / "docs" / "architecture.md").read_text()
-    for path in re.findall(r"`(src/dpspectral/[\w/]+\.py)`", text):
+    for path in re.findall(r"`(src/dpspectral(?:_reproduce)?/[\w/]+\.py)`", text):
         assert (ROOT / path).exists(), path

@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import minimize
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.audit import clopper_pearson, threshold_epsilon_lower_bound
+from dpspectral.privacy.audit import clopper_pearson, threshold_epsilon_lower_bound
 from dpspectral.lowrank import (
     chi2_factor,
     optimal_space_lrf,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -17,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from dpspectral.cli import _load_peer_bench, main
+# The peer benchmark is a script of the checkout (benchmarks/bench_peers.py), not a subcommand.
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from peers import bench, runner  # noqa: E402
 
-bench = _load_peer_bench()
-runner = sys.modules["dpspectral_peer_bench.runner"]
+main = bench.main
 MARK = runner.RESULT_MARKER
 
 CANNED = {
@@ -220,7 +221,7 @@ def _only_default_method(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _runs(out: Path) -> list[dict[str, Any]]:
-    from dpspectral.experiments.report import read_runs
+    from dpspectral_reproduce.report import read_runs
 
     return read_runs(out / "runs.csv")
 
@@ -235,7 +236,6 @@ def test_bench_records_unavailable_peers(monkeypatch, tmp_path, capsys):
     out = tmp_path / "b"
     rc = main(
         [
-            "bench",
             "--quick",
             "--datasets",
             "digits",
@@ -295,7 +295,7 @@ def test_bench_with_a_fake_peer_that_stalls_then_skips_larger_epsilons(monkeypat
 
 def test_bench_quick_without_peers(tmp_path, capsys):
     out = tmp_path / "quick"
-    rc = main(["bench", "--quick", "--peers", "none", "--epsilons", "1", "--out", str(out)])
+    rc = main(["--quick", "--peers", "none", "--epsilons", "1", "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
     rows = _runs(out)
     assert {r["dataset"] for r in rows} == {"digits", "synthetic"}
@@ -323,16 +323,22 @@ def test_bench_quick_without_peers(tmp_path, capsys):
 
 
 def test_bench_bad_options_exit_2(tmp_path, capsys):
-    assert main(["bench", "--peers", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["--peers", "nope", "--out", str(tmp_path)]) == 2
     assert "--peers: unknown nope" in capsys.readouterr().err
-    assert main(["bench", "--epsilons", "0,1", "--out", str(tmp_path)]) == 2
+    assert main(["--epsilons", "0,1", "--out", str(tmp_path)]) == 2
     assert "--epsilons" in capsys.readouterr().err
 
 
-def test_bench_without_checkout_is_a_one_line_error(monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv("DPSPECTRAL_BENCHMARKS", str(tmp_path))
-    monkeypatch.delitem(sys.modules, "dpspectral_peer_bench", raising=False)
-    assert main(["bench", "--quick", "--peers", "none"]) == 2
-    assert "source checkout" in capsys.readouterr().err
-    monkeypatch.undo()
-    assert os.environ.get("DPSPECTRAL_BENCHMARKS") != str(tmp_path)
+def test_the_script_runs_from_any_folder(tmp_path):
+    """``python benchmarks/bench_peers.py`` is the documented entry point; it needs no installed copy of
+    benchmarks/ and no particular working directory."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_peers.py"), "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: bench_peers.py" in proc.stdout and "diffprivlib" in proc.stdout
+    bad = subprocess.run([sys.executable, str(BENCHMARKS / "bench_peers.py"), "--peers", "nope",
+                          "--out", str(tmp_path / "o")], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert bad.returncode == 2 and "--peers: unknown nope" in bad.stderr

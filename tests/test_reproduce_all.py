@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from dpspectral import cli
-from dpspectral.experiments import reproduce_all
-from dpspectral.experiments.reproduce_all import (
+from dpspectral_reproduce import reproduce_all
+from dpspectral_reproduce._registry import CLIError
+from dpspectral_reproduce.reproduce_all import (
     EXPERIMENTS,
     build_index,
     certification,
@@ -267,9 +268,10 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[reproduce_all.A
     root = tmp_path_factory.mktemp("quick") / "all"
     buffer = io.StringIO()
     # run where no data folder is found (imtiaz2018 --quick would otherwise read MNIST and a9a from
-    # ../shared/data: about a minute); the real-data path is tested in tests/test_reproduce_imtiaz2018.py
+    # $DPSPECTRAL_DATA: about a minute); the real-data path is tested in tests/test_reproduce_imtiaz2018.py
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buffer):
         mp.delenv("DPSPECTRAL_DATA", raising=False)
+        mp.setenv("HOME", str(root.parent))  # no ~/dpspectral_data
         mp.chdir(root.parent)
         result = run_all(root, quick=True, show_progress=False, experiments=FAST)
     return result, buffer.getvalue()
@@ -311,9 +313,9 @@ def _bad_input(*args: object, **kwargs: object) -> None:
 
 def test_failed_runner_is_recorded_and_the_rest_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from dpspectral.experiments import liu2022, shang2021
+    from dpspectral_reproduce import liu2022, shang2021
 
-    monkeypatch.setattr(liu2022, "run_liu2022", _boom)  # an exception escaping dpspectral.cli.main
+    monkeypatch.setattr(liu2022, "run_liu2022", _boom)  # an exception escaping the runner
     monkeypatch.setattr(shang2021, "run_shang2021", _bad_input)  # a user error: exit status 2
     monkeypatch.setattr(reproduce_all, "EXPERIMENTS", ("liu2022", "shang2021", "imtiaz2018"))
     root = tmp_path / "all"
@@ -345,18 +347,18 @@ def test_cli_index_only(fake_root: Path, tmp_path: Path, capsys: pytest.CaptureF
                               datasets=None, n_rows=None, epsilons=None, k=None, seed=0, no_progress=True)
     assert reproduce_all.cli_run(args, fake_root) == 0
     assert f"wrote {fake_root / 'index.html'}" in capsys.readouterr().out
-    with pytest.raises(cli.CLIError, match="--quick"):
+    with pytest.raises(CLIError, match="--quick"):
         reproduce_all.cli_run(argparse.Namespace(**{**vars(args), "quick": True}), fake_root)
-    with pytest.raises(cli.CLIError, match="nothing to index"):
+    with pytest.raises(CLIError, match="nothing to index"):
         reproduce_all.cli_run(args, tmp_path / "absent")
 
 
 def test_argv_passes_flags_to_the_experiments_that_take_them() -> None:
-    argv = reproduce_all._argv("upadhyay2018", Path("o"), quick=True, data_dir="d", seed=3, repeats=2,
+    argv = reproduce_all._argv("upadhyay2018", Path("o"), quick=True, data_home="d", seed=3, repeats=2,
                                show_progress=False, jobs=4)
     assert argv == ["reproduce", "upadhyay2018", "--out", "o", "--seed", "3", "--quick", "--repeats", "2",
                     "--no-progress"]  # simulated inputs: no --data; no --jobs
-    argv = reproduce_all._argv("chen2025", Path("o"), quick=False, data_dir="d", seed=0, repeats=None,
+    argv = reproduce_all._argv("chen2025", Path("o"), quick=False, data_home="d", seed=0, repeats=None,
                                show_progress=True, jobs=4)
     assert argv == ["reproduce", "chen2025", "--out", "o", "--seed", "0", "--data", "d", "--jobs", "4"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpspectral.cli import main
-from dpspectral.experiments import chen2025
+from dpspectral_reproduce import chen2025
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # as conftest's
 

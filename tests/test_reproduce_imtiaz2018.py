@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpspectral.experiments import imtiaz2018
+from dpspectral_reproduce import imtiaz2018
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -21,7 +21,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_quick_reproduction(tmp_path: Path, shared_data: Path) -> None:
     out = tmp_path / "imtiaz"
-    result = imtiaz2018.run_imtiaz2018(out, data_dir=shared_data, quick=True, datasets=("synthetic", "a9a"),
+    result = imtiaz2018.run_imtiaz2018(out, data_home=shared_data, quick=True, datasets=("synthetic", "a9a"),
                                        show_progress=False, seed=0)
     assert result.datasets == ("synthetic", "a9a") and result.skipped["mnist"] == "not requested"
     for name in ("runs.csv", "summary.csv", "report.md"):
@@ -117,7 +117,7 @@ def test_cli_rejects_options_of_other_experiments(tmp_path: Path) -> None:
 def test_quick_mode_uses_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 25: `reproduce imtiaz2018 --quick` skipped MNIST / a9a ("no data folder") although the
     # default folder existed. Now quick mode resolves the folder like the full run: $DPSPECTRAL_DATA,
-    # else ../shared/data relative to the working directory (never the working directory itself).
+    # else ~/dpspectral_data (issue 19; never the working directory itself).
     class Stop(Exception):
         pass
 
@@ -136,10 +136,11 @@ def test_quick_mode_uses_the_default_data_folder(tmp_path: Path, monkeypatch: py
     assert seen == [home]
 
     monkeypatch.delenv("DPSPECTRAL_DATA")
-    shared = tmp_path / "shared" / "data"
-    shared.mkdir(parents=True)
+    user = tmp_path / "user"
+    (user / "dpspectral_data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
     (tmp_path / "checkout" / "data").mkdir(parents=True)  # a data/ in the working directory is ignored
     monkeypatch.chdir(tmp_path / "checkout")
     with pytest.raises(Stop):
         imtiaz2018.run_imtiaz2018(tmp_path / "o2", quick=True, show_progress=False)
-    assert Path(str(seen[-1])).resolve() == shared.resolve()
+    assert seen[-1] == user / "dpspectral_data"

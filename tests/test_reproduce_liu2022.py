@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpspectral import cli
-from dpspectral.experiments import liu2022
+from dpspectral_reproduce import liu2022
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COLUMNS = {"part", "dataset", "d", "k", "n", "sigma", "epsilon", "delta", "repeat", "method", "algorithm",
@@ -25,8 +25,10 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_cli_reproduce_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)  # no ../shared/data here and no DPSPECTRAL_DATA: the real data are skipped
+    # no --data, no DPSPECTRAL_DATA and no ~/dpspectral_data: the real data are skipped
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DPSPECTRAL_DATA", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     out = tmp_path / "tmp"
     status = cli.main(["reproduce", "liu2022", "--quick", "--out", str(out), "--no-progress"])
     assert status == 0
@@ -118,36 +120,42 @@ def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_quick_mode_reads_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # issue 25: `reproduce liu2022 --quick` promised real data but skipped them ("skipped in --quick
-    # mode without --data") although ../shared/data existed. Quick mode now resolves the folder as the
-    # full run does: --data, else $DPSPECTRAL_DATA, else ../shared/data relative to the working
-    # directory; never the working directory itself.
+    # issue 25: `reproduce liu2022 --quick` promised real data but skipped them although a data folder
+    # existed. Quick mode resolves the folder as the full run does, in scikit-learn's convention
+    # (issue 19): --data, else $DPSPECTRAL_DATA, else ~/dpspectral_data; never the working directory.
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("DPSPECTRAL_DATA", str(home))
     assert liu2022._resolve_data(None, True, liu2022.DATASETS) == (home, "")
+    (tmp_path / "x").mkdir()
     assert liu2022._resolve_data(tmp_path / "x", True, liu2022.DATASETS) == (tmp_path / "x", "")
 
     monkeypatch.delenv("DPSPECTRAL_DATA")
-    shared = tmp_path / "shared" / "data"
-    shared.mkdir(parents=True)
+    user = tmp_path / "user"
+    (user / "dpspectral_data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
     (tmp_path / "checkout" / "a9a").mkdir(parents=True)  # data in the working directory are not read
     monkeypatch.chdir(tmp_path / "checkout")
     found, note = liu2022._resolve_data(None, True, liu2022.DATASETS)
-    assert found is not None and found.resolve() == shared.resolve() and note == ""
+    assert found == user / "dpspectral_data" and note == ""
 
-    monkeypatch.chdir(tmp_path)  # ../shared/data does not exist from here
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/dpspectral_data: skipped, with a note saying how
     found, note = liu2022._resolve_data(None, True, liu2022.DATASETS)
-    assert found is None and "DPSPECTRAL_DATA" in note
+    assert found is None and "DPSPECTRAL_DATA" in note and "~/dpspectral_data" in note and "--data" in note
 
 
 def test_data_home_that_does_not_exist_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DPSPECTRAL_DATA", str(tmp_path / "nope"))
-    with pytest.raises(ValueError, match="DPSPECTRAL_DATA"):
+    with pytest.raises(FileNotFoundError, match="does not exist.*DPSPECTRAL_DATA="):
         liu2022._resolve_data(None, True, liu2022.DATASETS)
+    monkeypatch.delenv("DPSPECTRAL_DATA")
+    with pytest.raises(FileNotFoundError, match="the folder given"):
+        liu2022._resolve_data(tmp_path / "also-nope", True, liu2022.DATASETS)
 
 
 def test_help_states_the_default_data_folder(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["reproduce", "--help"]) == 0
+    assert cli.main(["reproduce", "liu2022", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "$DPSPECTRAL_DATA" in text and "../shared/data" in text and "never the working directory" in text
+    assert "$DPSPECTRAL_DATA" in text and "~/dpspectral_data" in text
+    assert "never the working directory" in text
+    assert "../shared/data" not in text

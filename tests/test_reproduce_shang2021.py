@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dpspectral import cli
-from dpspectral.experiments import shang2021
+from dpspectral_reproduce import shang2021
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COLUMNS = {"dataset", "n", "k", "epsilon", "repeat", "method", "algorithm", "calibration",
@@ -52,7 +52,7 @@ def _check_outputs(out: Path, datasets: tuple[str, ...], epsilons: tuple[float, 
 
 def test_quick_run_end_to_end(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "rep"
-    result = shang2021.run_shang2021(out, data_dir=shared_data, quick=True, n_rows=300,
+    result = shang2021.run_shang2021(out, data_home=shared_data, quick=True, n_rows=300,
                                      epsilons=(1.0,), ks=(1,), datasets=("a9a",), show_progress=False)
     _check_outputs(out, ("a9a",), (1.0,))
     assert result.files["report"].exists()
@@ -68,11 +68,10 @@ def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_reproduce_quick(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    # the default --data is ../shared/data relative to the working directory: run from the checkout's
-    # root (whatever its folder is called: conftest finds shared/ beside it), DPSPECTRAL_DATA unset
-    monkeypatch.delenv("DPSPECTRAL_DATA", raising=False)
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    assert (Path.cwd().parent / "shared" / "data").resolve() == shared_data.resolve()
+    # without --data the folder is $DPSPECTRAL_DATA (else ~/dpspectral_data), whatever the working
+    # directory: run from an empty folder
+    monkeypatch.setenv("DPSPECTRAL_DATA", str(shared_data))
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "tmp"
     status = cli.main(["reproduce", "shang2021", "--quick", "--out", str(out), "--n-rows", "240",
                        "--epsilons", "2", "--k", "1", "--datasets", "mnist",
@@ -81,3 +80,16 @@ def test_cli_reproduce_quick(shared_data: Path, tmp_path: Path, monkeypatch: pyt
     printed = capsys.readouterr().out
     assert "NOT certified" in printed and "finished in" in printed
     _check_outputs(out, ("mnist",), (2.0,))
+
+
+def test_no_data_folder_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("DPSPECTRAL_DATA", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/dpspectral_data
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a9a").mkdir()  # a folder in the working directory is never read
+    status = cli.main(["reproduce", "shang2021", "--quick", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert status == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "No data folder found" in err and "~/dpspectral_data" in err
+    assert "--data DIR" in err and "DPSPECTRAL_DATA" in err

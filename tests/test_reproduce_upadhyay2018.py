@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from dpspectral import cli
-from dpspectral.experiments import upadhyay2018 as u18
-from dpspectral.experiments.upadhyay2018_tables import fit_uniform_width, get_table
+from dpspectral_reproduce import upadhyay2018 as u18
+from dpspectral_reproduce.upadhyay2018_tables import fit_uniform_width, get_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COLUMNS = {"table", "row", "distribution", "m", "n", "k", "alpha", "repeat", "method", "label",

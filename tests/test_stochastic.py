@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, UncertifiedPrivacyWarning, dp_spca, dp_vrpca
-from dpspectral.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.datasets import load_libsvm, spiked_covariance
 from dpspectral.metrics import projection_distance
 from dpspectral.privacy import epsilon_of

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpspectral.experiments import upadhyay2018_tables as up
-from dpspectral.experiments.upadhyay2018_tables import PaperTable
+from dpspectral_reproduce import upadhyay2018_tables as up
+from dpspectral_reproduce.upadhyay2018_tables import PaperTable
 
 PAPER_TEXT = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "002_61bfc8c9ceda528a.txt"
 ROW_COUNTS = {3: 31, 4: 24, 5: 16, 6: 20, 7: 20, 8: 24, 9: 16, 10: 20, 11: 23}

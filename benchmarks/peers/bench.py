@@ -1,4 +1,4 @@
-"""The peer benchmark (``dpspectral bench``): dpspectral's private PCA against IBM diffprivlib and OpenDP.
+"""The peer benchmark (``benchmarks/bench_peers.py``): dpspectral's private PCA vs diffprivlib and OpenDP.
 
 What runs
 ---------
@@ -165,8 +165,10 @@ class Entry:
 
 
 def _default_data_dir() -> Path:
-    env = os.environ.get("DPSPECTRAL_DATA")
-    return Path(env) if env else ROOT.parent / "shared" / "data"
+    """``$DPSPECTRAL_DATA``, else ``~/dpspectral_data`` (:func:`dpspectral.datasets.get_data_home`)."""
+    from dpspectral.datasets import get_data_home
+
+    return get_data_home()
 
 
 def _unit_rows(X: np.ndarray) -> np.ndarray:
@@ -548,7 +550,7 @@ _METRICS = (
 
 
 def _summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    from dpspectral.experiments.report import summarize
+    from dpspectral_reproduce.report import summarize
 
     out = summarize(runs, ("dataset", "method", "epsilon"), _METRICS, keep=("kind", "notion"))
     for row in out:
@@ -579,21 +581,9 @@ def _sd(row: dict[str, Any], metric: str) -> float:
     return 0.0 if v is None or not math.isfinite(v) else float(v)
 
 
-def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Evaluate the three targets of issue 8 on the summary.
-
-    * utility: at every (data set, epsilon, peer entry) where the peer finished, dpspectral's default
-      method's mean captured energy >= the peer's mean minus the larger of the two standard deviations
-      (i.e. not worse beyond the run-to-run spread);
-    * speed: median fit time of every peer entry >= 10 x dpspectral's on ``synthetic`` (a timed-out
-      peer counts as >= the timeout);
-    * wall time: dpspectral's median fit time (all epsilons) <= 1.2 x scikit-learn PCA's, per data set.
-    """
-    ours = next(
-        (r["method"] for r in summary if r["kind"] == "dpspectral" and DEFAULT_METHOD in r["method"]), None
-    )
-    peers = sorted({r["method"] for r in summary if r["kind"] == "peer"})
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+def _utility_targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]], ours: str | None,
+                     peers: Sequence[str], datasets: Sequence[str]) -> list[dict[str, Any]]:
+    """Utility target: ours not worse than each peer beyond the run-to-run spread."""
     util: list[dict[str, Any]] = []
     for ds in datasets:
         for eps in cfg.epsilons:
@@ -622,7 +612,12 @@ def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, A
                         "verdict": verdict,
                     }
                 )
-    # Not a target: dpspectral's best pure-epsilon method against each peer (pure against pure).
+    return util
+
+
+def _pure_comparison(cfg: BenchConfig, summary: Sequence[dict[str, Any]], ours: str | None,
+                     peers: Sequence[str], datasets: Sequence[str]) -> list[dict[str, Any]]:
+    """Not a target: dpspectral's best pure-epsilon method against each peer (pure against pure)."""
     own_pure = sorted({r["method"] for r in summary if r["kind"] == "dpspectral" and r["notion"] == "pure"})
     pure: list[dict[str, Any]] = []
     for ds in datasets:
@@ -652,6 +647,12 @@ def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, A
                         "verdict": verdict,
                     }
                 )
+    return pure
+
+
+def _speed_targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]], ours: str | None,
+                   peers: Sequence[str], datasets: Sequence[str]) -> list[dict[str, Any]]:
+    """Speed target on ``synthetic``: every peer at least 10 x slower than ours."""
     speed: list[dict[str, Any]] = []
     if "synthetic" in datasets and ours:
         for eps in cfg.epsilons:
@@ -681,6 +682,12 @@ def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, A
                         "peer_runs": c["statuses"],
                     }
                 )
+    return speed
+
+
+def _wall_targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]], ours: str | None,
+                  peers: Sequence[str], datasets: Sequence[str]) -> list[dict[str, Any]]:
+    """Wall-time target: ours within 1.2 x scikit-learn PCA per data set (cold and warm)."""
     wall: list[dict[str, Any]] = []
     for ds in datasets:
         if not ours:
@@ -701,7 +708,27 @@ def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, A
                 }
             )
         wall.append(row)
-    return {"ours": ours, "utility": util, "pure": pure, "speed": speed, "wall": wall}
+    return wall
+
+
+def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Evaluate the three targets of issue 8 on the summary.
+
+    * utility: at every (data set, epsilon, peer entry) where the peer finished, dpspectral's default
+      method's mean captured energy >= the peer's mean minus the larger of the two standard deviations
+      (i.e. not worse beyond the run-to-run spread);
+    * speed: median fit time of every peer entry >= 10 x dpspectral's on ``synthetic`` (a timed-out
+      peer counts as >= the timeout);
+    * wall time: dpspectral's median fit time (all epsilons) <= 1.2 x scikit-learn PCA's, per data set.
+    """
+    ours = next(
+        (r["method"] for r in summary if r["kind"] == "dpspectral" and DEFAULT_METHOD in r["method"]), None
+    )
+    peers = sorted({r["method"] for r in summary if r["kind"] == "peer"})
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+    args = (cfg, summary, ours, peers, datasets)
+    return {"ours": ours, "utility": _utility_targets(*args), "pure": _pure_comparison(*args),
+            "speed": _speed_targets(*args), "wall": _wall_targets(*args)}
 
 
 def _median_fit(summary: Sequence[dict[str, Any]], ds: str, method: str, col: str = "fit_s") -> float:
@@ -745,7 +772,7 @@ def machine() -> dict[str, Any]:
 
 
 def _fmt(mean: Any, sd: Any = None, digits: int = 3) -> str:
-    from dpspectral.experiments.report import format_mean_sd
+    from dpspectral_reproduce.report import format_mean_sd
 
     return format_mean_sd(mean, sd, digits=digits)
 
@@ -760,7 +787,7 @@ def _write_outputs(
     seconds: float,
     machine_info: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    from dpspectral.experiments.report import write_json, write_runs
+    from dpspectral_reproduce.report import write_json, write_runs
 
     out = cfg.out
     m = machine_info if machine_info is not None else machine()
@@ -800,7 +827,7 @@ def rewrite_outputs(out: str | Path) -> dict[str, Path]:
 
     For changes to the report after a long run; the runs themselves are not repeated.
     """
-    from dpspectral.experiments.report import read_runs
+    from dpspectral_reproduce.report import read_runs
 
     out = Path(out)
     saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
@@ -851,8 +878,9 @@ def rewrite_outputs(out: str | Path) -> dict[str, Path]:
     )
 
 
-def _plots(cfg: BenchConfig, runs: list[dict[str, Any]], summary: list[dict[str, Any]]) -> dict[str, Path]:
-    from dpspectral.experiments.report import _new_figure, plot_metrics_vs_epsilon
+def _utility_plots(cfg: BenchConfig, runs: list[dict[str, Any]]) -> dict[str, Path]:
+    """One figure per data set: captured energy, projection distance (and accuracy) against epsilon."""
+    from dpspectral_reproduce.report import plot_metrics_vs_epsilon
 
     files: dict[str, Path] = {}
     for ds in dict.fromkeys(r["dataset"] for r in runs):
@@ -890,66 +918,73 @@ def _plots(cfg: BenchConfig, runs: list[dict[str, Any]], summary: list[dict[str,
             dpi=90,
             panel_size=(4.6, 3.6),
         )
-    # time bars: median fit time per method and data set (all epsilons); timeouts drawn at the limit
-    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    methods = [m for m in dict.fromkeys(r["method"] for r in summary) if m != EXACT]
-    if datasets and methods:
-        fig = _new_figure((max(6.0, 2.4 * len(datasets) + 2), 4.6))
-        ax = fig.add_subplot(1, 1, 1)
-        width = 0.8 / len(methods)
-        for j, m in enumerate(methods):
-            labelled = False
-            for i, ds in enumerate(datasets):
-                t = _median_fit(summary, ds, m)
-                cells = [r for r in summary if r["dataset"] == ds and r["method"] == m]
-                stalled = any("timeout" in r["statuses"] for r in cells)
-                x = i - 0.4 + (j + 0.5) * width
-                if math.isfinite(t):
-                    ax.bar(x, t, width, color=f"C{j % 10}", label=None if labelled else m)
-                    labelled = True
-                if stalled:
-                    ax.bar(
-                        x,
-                        cfg.timeout,
-                        width,
-                        color="none",
-                        edgecolor=f"C{j % 10}",
-                        hatch="//",
-                        label=None if labelled else m,
-                    )
-                    labelled = True
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(datasets)), datasets)
-        ax.set_ylabel("median fit time (s, log scale)")
-        ax.set_title(f"fit wall time; hatched = timed out at {cfg.timeout:g} s")
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        handles, labels = ax.get_legend_handles_labels()
-        uniq = dict(zip(labels, handles, strict=True))
-        fig.legend(
-            list(uniq.values()),
-            list(uniq),
-            loc="outside lower center",
-            ncols=3,
-            fontsize="small",
-            frameon=False,
-        )
-        files["time"] = cfg.out / "time.png"
-        fig.savefig(files["time"], dpi=90)
     return files
 
 
-def _report(
-    cfg: BenchConfig,
-    summary: list[dict[str, Any]],
-    targets: dict[str, Any],
-    envs: dict[str, PeerEnv],
-    data_notes: dict[str, str],
-    seconds: float,
-    files: dict[str, Path],
-    m: dict[str, Any],
-) -> str:
-    from dpspectral.experiments.report import markdown_table
+def _time_plot(cfg: BenchConfig, summary: list[dict[str, Any]]) -> Path | None:
+    """Median fit time per method and data set (all epsilons); timeouts drawn hatched at the limit."""
+    from dpspectral_reproduce.report import _new_figure
 
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary))
+    methods = [m for m in dict.fromkeys(r["method"] for r in summary) if m != EXACT]
+    if not (datasets and methods):
+        return None
+    fig = _new_figure((max(6.0, 2.4 * len(datasets) + 2), 4.6))
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        labelled = False
+        for i, ds in enumerate(datasets):
+            t = _median_fit(summary, ds, m)
+            cells = [r for r in summary if r["dataset"] == ds and r["method"] == m]
+            stalled = any("timeout" in r["statuses"] for r in cells)
+            x = i - 0.4 + (j + 0.5) * width
+            if math.isfinite(t):
+                ax.bar(x, t, width, color=f"C{j % 10}", label=None if labelled else m)
+                labelled = True
+            if stalled:
+                ax.bar(
+                    x,
+                    cfg.timeout,
+                    width,
+                    color="none",
+                    edgecolor=f"C{j % 10}",
+                    hatch="//",
+                    label=None if labelled else m,
+                )
+                labelled = True
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(datasets)), datasets)
+    ax.set_ylabel("median fit time (s, log scale)")
+    ax.set_title(f"fit wall time; hatched = timed out at {cfg.timeout:g} s")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles, strict=True))
+    fig.legend(
+        list(uniq.values()),
+        list(uniq),
+        loc="outside lower center",
+        ncols=3,
+        fontsize="small",
+        frameon=False,
+    )
+    path = cfg.out / "time.png"
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def _plots(cfg: BenchConfig, runs: list[dict[str, Any]], summary: list[dict[str, Any]]) -> dict[str, Path]:
+    """The utility figures per data set and the fit-time bars."""
+    files = _utility_plots(cfg, runs)
+    time_png = _time_plot(cfg, summary)
+    if time_png is not None:
+        files["time"] = time_png
+    return files
+
+
+def _report_intro(cfg: BenchConfig, envs: dict[str, PeerEnv], data_notes: dict[str, str], seconds: float,
+                  m: dict[str, Any]) -> list[str]:
+    """The report's title, machine, peers, privacy notions and data."""
     lines = [
         f"# Peer benchmark ({'quick' if cfg.quick else 'full'})",
         "",
@@ -992,6 +1027,14 @@ def _report(
         "",
     ]
     lines += [f"* {k}: {v}" for k, v in data_notes.items()]
+    return lines
+
+
+def _report_results(summary: list[dict[str, Any]]) -> list[str]:
+    """One table of results per data set."""
+    from dpspectral_reproduce.report import markdown_table
+
+    lines: list[str] = []
     lines += ["", "## Results (mean ± sd over repeats; fit = median seconds; peak = worker's VmHWM)", ""]
     for ds in dict.fromkeys(r["dataset"] for r in summary):
         rows = [r for r in summary if r["dataset"] == ds]
@@ -1039,6 +1082,57 @@ def _report(
                 },
             ),
         ]
+    return lines
+
+
+def _report_wall(targets: dict[str, Any]) -> list[str]:
+    """The wall-time target (cold and warm fits against scikit-learn PCA)."""
+    from dpspectral_reproduce.report import markdown_table
+
+    lines: list[str] = []
+    lines += [
+        "### Wall time: dpspectral's default ≤ 1.2x non-private scikit-learn PCA",
+        "",
+        "Cold: the first fit in a fresh process (as every contender is timed); warm: a second fit in the "
+        "same process (no lazy imports, dpspectral's calibration cached). Medians over epsilons of the "
+        "per-epsilon medians.",
+        "",
+    ]
+    lines.append(
+        markdown_table(
+            targets["wall"],
+            (
+                "dataset",
+                "ours_fit_s",
+                "sklearn_fit_s",
+                "ratio",
+                "verdict",
+                "ours_fit_s_warm",
+                "sklearn_fit_s_warm",
+                "ratio_warm",
+                "verdict_warm",
+            ),
+            headers=(
+                "data set",
+                "ours cold (s)",
+                "scikit-learn cold (s)",
+                "ratio",
+                "verdict",
+                "ours warm (s)",
+                "scikit-learn warm (s)",
+                "ratio",
+                "verdict",
+            ),
+        )
+    )
+    return lines
+
+
+def _report_targets(targets: dict[str, Any]) -> list[str]:
+    """The targets: utility, pure against pure, speed, wall time."""
+    from dpspectral_reproduce.report import markdown_table
+
+    lines: list[str] = []
     lines += ["## Targets", "", "### Utility: dpspectral's default ≥ each peer (captured energy)", ""]
     if targets["utility"]:
         lines.append(
@@ -1082,47 +1176,30 @@ def _report(
         )
     else:
         lines.append("No peer ran on the synthetic data.\n")
-    lines += [
-        "### Wall time: dpspectral's default ≤ 1.2x non-private scikit-learn PCA",
-        "",
-        "Cold: the first fit in a fresh process (as every contender is timed); warm: a second fit in the "
-        "same process (no lazy imports, dpspectral's calibration cached). Medians over epsilons of the "
-        "per-epsilon medians.",
-        "",
-    ]
-    lines.append(
-        markdown_table(
-            targets["wall"],
-            (
-                "dataset",
-                "ours_fit_s",
-                "sklearn_fit_s",
-                "ratio",
-                "verdict",
-                "ours_fit_s_warm",
-                "sklearn_fit_s_warm",
-                "ratio_warm",
-                "verdict_warm",
-            ),
-            headers=(
-                "data set",
-                "ours cold (s)",
-                "scikit-learn cold (s)",
-                "ratio",
-                "verdict",
-                "ours warm (s)",
-                "scikit-learn warm (s)",
-                "ratio",
-                "verdict",
-            ),
-        )
-    )
+    lines += _report_wall(targets)
+    return lines
+
+
+def _report(
+    cfg: BenchConfig,
+    summary: list[dict[str, Any]],
+    targets: dict[str, Any],
+    envs: dict[str, PeerEnv],
+    data_notes: dict[str, str],
+    seconds: float,
+    files: dict[str, Path],
+    m: dict[str, Any],
+) -> str:
+    """``report.md``: set-up, results per data set, targets, files."""
+    lines = _report_intro(cfg, envs, data_notes, seconds, m)
+    lines += _report_results(summary)
+    lines += _report_targets(targets)
     lines += ["## Files", ""] + [f"* `{p.name}`" for p in files.values()] + [""]
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
-# command line (the options are declared by `dpspectral bench` in dpspectral/cli.py)
+# command line (the options: build_parser below; the script: benchmarks/bench_peers.py)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -1173,7 +1250,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         variants=variants,
         peer_dir=Path(args.peer_dir) if args.peer_dir else default_peer_dir(),
         install_timeout=float(args.install_timeout),
-        data_dir=Path(args.data) if args.data else _default_data_dir(),
+        data_dir=Path(args.data).expanduser() if args.data else _default_data_dir(),
         synthetic_shape=(2_000, 50) if quick else (20_000, 100),
         seed=int(args.seed),
         quick=quick,
@@ -1207,3 +1284,75 @@ def print_summary(result: dict[str, Any], out: Callable[[str], None] = print) ->
     for p in result["files"].values():
         out(f"wrote {p}")
     out(f"finished in {result['seconds']:.1f} s")
+
+
+# ----------------------------------------------------------------------------------------------
+# command line (benchmarks/bench_peers.py)
+# ----------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of ``python benchmarks/bench_peers.py``."""
+    p = argparse.ArgumentParser(
+        prog="bench_peers.py",
+        description="Peer benchmark: dpspectral's default DPPCA (and its pure-epsilon methods) against IBM "
+                    "diffprivlib and OpenDP, each peer in its own virtual environment and every fit in a "
+                    "subprocess with a timeout, on MNIST, a9a, digits and a decaying-spectrum set at "
+                    "epsilon 0.1-2, k = 10; non-private scikit-learn PCA as the ceiling. Writes runs.csv, "
+                    "summary.csv, config.json, report.md and plots.")
+    p.add_argument("--quick", action="store_true",
+                   help="digits + a 2,000 x 50 synthetic set, 1 repeat, epsilons 0.1 and 1, 30 s per peer "
+                        "run, shipped peers only")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output folder (default: reports/bench, or reports/bench-quick)")
+    p.add_argument("--peers", default=None,
+                   help="comma-separated peers (diffprivlib,opendp) or 'none' (default: both)")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated: shipped, corrected (the peers' Bingham sampler with its acceptance "
+                        "test corrected) (default: both; --quick: shipped)")
+    p.add_argument("--peer-dir", metavar="DIR", default=None,
+                   help="folder of the peers' virtual environments (default: ~/.cache/dpspectral/peers)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds per peer run (the whole worker process, start-up included) before it is "
+                        "killed (default: 300; --quick: 30)")
+    p.add_argument("--install-timeout", type=float, default=900.0,
+                   help="seconds allowed for one peer's pip install (default: 900)")
+    p.add_argument("--datasets", default=None, help="comma-separated subset of mnist,a9a,digits,synthetic")
+    p.add_argument("--epsilons", default=None, help="comma-separated epsilons (default: 0.1,0.5,1,2)")
+    p.add_argument("--repeats", type=_positive_int, default=None, help="repeats (default: 3; --quick: 1)")
+    p.add_argument("--data", metavar="DIR", default=None,
+                   help="folder with mnist/ and a9a/ (default: $DPSPECTRAL_DATA, else ~/dpspectral_data)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    p.add_argument("--no-skip-after-timeout", action="store_true",
+                   help="keep running a method at larger epsilons after it timed out")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the peer benchmark; returns the exit status (2 and one line on stderr for a bad option)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    try:
+        cfg = config_from_args(args)
+        print(f"peer benchmark ({'quick' if cfg.quick else 'full'}): data sets {', '.join(cfg.datasets)}; "
+              f"epsilons {', '.join(f'{e:g}' for e in cfg.epsilons)}; {cfg.repeats} repeat(s); "
+              f"peers {', '.join(cfg.peers) or 'none'}; output {cfg.out}")
+        result = run_benchmark(cfg)
+    except (ValueError, TypeError, OSError, ImportError) as err:
+        print(f"bench_peers.py: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print_summary(result, print)
+    return 0

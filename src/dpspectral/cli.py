@@ -14,11 +14,16 @@ Subcommands
                private generalized eigenproblems, FDA + classifiers, Tables 2-3; ``all``: every one of
                them and one HTML index).
 ``audit``      privacy audit of registry methods: a lower confidence bound on epsilon next to the claim.
-``bench``      peer benchmark against IBM diffprivlib and OpenDP (each in its own virtual environment).
 
-Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand (the papers'
-``reproduce``, ``bench``, ``audit``) is added by writing its ``configure`` / ``run`` pair and listing
-it there -- the parser, the help and the error handling pick it up.
+Every subcommand is one :class:`Command` in :data:`COMMANDS`; a new subcommand is added by writing its
+``configure`` / ``run`` pair and listing it there -- the parser, the help and the error handling pick
+it up.
+
+Layers: ``demo`` and ``reproduce`` live in the separate package :mod:`dpspectral_reproduce` (the
+``reproduce`` extra: matplotlib, markdown-it-py), imported here only inside the functions that build and
+run those two subcommands; ``import dpspectral`` (or ``dpspectral.cli``) loads none of it, and
+:mod:`dpspectral_reproduce` never imports this module. The peer benchmark is the script
+``benchmarks/bench_peers.py`` of the source checkout, not a subcommand.
 
 Errors made by the user (a missing file, a bad epsilon, an unknown method, a budget that would be
 exceeded) end the command with exit status 2 and a one-line message on stderr, never a traceback;
@@ -34,7 +39,6 @@ import json
 import shutil
 import sys
 import textwrap
-import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,7 +48,7 @@ from typing import Any, TextIO
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["COMMANDS", "CLIError", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "REPRODUCE_PAPERS", "CLIError", "Command", "build_parser", "main"]
 
 PROG = "dpspectral"
 EXIT_USAGE = 2
@@ -338,7 +342,7 @@ def _configure_methods(p: argparse.ArgumentParser) -> None:
 
 
 def _run_methods(args: argparse.Namespace) -> int:
-    from .experiments.report import text_table
+    from dpspectral_reproduce.report import text_table  # stdlib + NumPy only
 
     rows = _method_rows()
     if args.json:
@@ -436,9 +440,10 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
 
 
 def _run_fit(args: argparse.Namespace) -> int:
+    from dpspectral_reproduce.report import write_json  # stdlib + NumPy only
+
     from . import __version__
     from .estimators import DPPCA
-    from .experiments.report import write_json
 
     method, relation, calibration = _check_fit_args(args)
     out = Path(args.out)
@@ -600,262 +605,36 @@ def _guess_is_libsvm(path: str) -> bool:
 
 
 def _configure_demo(p: argparse.ArgumentParser) -> None:
-    from .experiments.demo import DEFAULT_EPSILONS, DEFAULT_ROW_NORM
+    from dpspectral_reproduce.commands import configure_demo  # argparse only: no matplotlib
 
-    p.add_argument("--out", metavar="DIR", default="reports/demo",
-                   help="output folder (default: reports/demo)")
-    p.add_argument("--repeats", type=_positive_int, default=None,
-                   help="independent fits per method and epsilon (default: 5; 2 with --quick)")
-    p.add_argument("--quick", action="store_true", help="a fast run for checks: 2 repeats unless --repeats")
-    p.add_argument("--epsilons", type=float, nargs="+", metavar="EPS", default=list(DEFAULT_EPSILONS),
-                   help="privacy parameters (default: %(default)s)")
-    p.add_argument("--delta", type=float, default=1e-6, help="privacy parameter delta (default: 1e-6)")
-    p.add_argument("--k", type=_positive_int, default=10, help="number of components (default: 10)")
-    p.add_argument("--row-norm", type=float, default=DEFAULT_ROW_NORM,
-                   help="public row-norm bound for pixels scaled to [0, 1] (default: %(default)s, a public "
-                        "choice, not derived from the data)")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="seed of the split and the noise (default: 0)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    configure_demo(p)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from .experiments.demo import run_demo
+    from dpspectral_reproduce.commands import run_demo_command  # checks the 'reproduce' extra
 
-    repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
-    t0 = time.perf_counter()
-    result = run_demo(args.out, repeats=repeats, epsilons=args.epsilons, delta=args.delta, k=args.k,
-                      row_norm=args.row_norm, seed=args.seed, show_progress=not args.no_progress)
-    cfg = result.config
-    n_train = result.runs[0]["n_train"]
-    _out(f"dpspectral demo: DP PCA on scikit-learn digits ({n_train} training rows, d = 64), k = {cfg.k}, "
-         f"delta = {cfg.delta:g}, public row_norm = {cfg.row_norm:g}, {cfg.repeats} repeat(s)")
-    _out("metrics: mean ± sd over repeats; energy and distance are against the exact (non-private) top-k "
-         "eigenvectors of the training second-moment matrix (evaluation only, not released)")
-    _out()
-    _out(result.table().rstrip())
-    _out()
-    _out("privacy:")
-    for name in cfg.methods:
-        statements = [p for p in result.privacy if p["method"] == name]
-        eps = ", ".join(f"{p['requested_epsilon']:g}" for p in statements)
-        ok = all(p["certified"] for p in statements)
-        first = statements[0]
-        status = "certified for every epsilon" if ok else "NOT certified for some epsilon"
-        _out(f"  {name}: ({{{eps}}}, {first['delta']:g})-DP under {first['relation']} neighbours, "
-             f"calibration={first['calibration']}, {status}")
-    _out()
-    for key in ("report", "runs", "summary", "plot", "config"):
-        if key in result.files:
-            _out(f"wrote {result.files[key]}")
-    _out(f"finished in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return run_demo_command(args)
 
 
 # ----------------------------------------------------------------------------------------------
-# reproduce
+# reproduce (the papers; one sub-parser per paper, built by dpspectral_reproduce.papers)
 # ----------------------------------------------------------------------------------------------
 
-#: Experiments of ``dpspectral reproduce NAME``; later papers add theirs here.
-REPRODUCE_EXPERIMENTS: tuple[str, ...] = ("shang2021", "liu2022", "upadhyay2018", "imtiaz2018", "chen2025",
-                                          "all")
+#: The papers of ``dpspectral reproduce`` (also named by the help texts; a test checks that they match
+#: :data:`dpspectral_reproduce._registry.PAPERS`).
+REPRODUCE_PAPERS = "shang2021, liu2022, upadhyay2018, imtiaz2018, chen2025"
 
 
 def _configure_reproduce(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiment", choices=REPRODUCE_EXPERIMENTS,
-                   help="which paper's experiments to run ('all': every one, then one HTML index; the "
-                        "full runs of all take over half an hour, with --quick a few minutes)")
-    p.add_argument("--quick", action="store_true",
-                   help="a fast run: 2,000-row subsamples, a smaller grid, 1 repeat unless --repeats "
-                        "(liu2022: small synthetic n; upadhyay2018: a few rows per table, smallest "
-                        "dimensions); the real data are read as in a full run (see --data)")
-    p.add_argument("--data", metavar="DIR", default=None,
-                   help="folder with the data sets (a9a/, mnist/, ...). Default, with --quick too: the "
-                        "folder named by $DPSPECTRAL_DATA, else ../shared/data relative to the working "
-                        "directory, if it exists; never the working directory itself. Without one, liu2022 "
-                        "and imtiaz2018 skip the real data (with a note) and shang2021 stops")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="output folder (default: reports/EXPERIMENT)")
-    p.add_argument("--repeats", type=_positive_int, default=None,
-                   help="repeats per setting (default: 3; 1 with --quick)")
-    p.add_argument("--n-rows", type=_positive_int, default=None, metavar="N",
-                   help="random subsample of N rows of every data set (default: all; 2000 with --quick)")
-    p.add_argument("--epsilons", type=float, nargs="+", metavar="EPS", default=None,
-                   help="override the epsilon grid (liu2022: of the Gaussian and real-data parts; "
-                        "upadhyay2018: one epsilon for every private run, default 1)")
-    p.add_argument("--k", type=_positive_int, nargs="+", default=None,
-                   help="override the list of k (liu2022: of the real-data part)")
-    p.add_argument("--datasets", nargs="+", choices=("a9a", "mnist", "synthetic", "rt-iot2022"),
-                   default=None,
-                   help="data sets (default: a9a mnist; imtiaz2018: synthetic mnist a9a; chen2025: mnist a9a "
-                        "rt-iot2022, which only chen2025 reads)")
-    p.add_argument("--data-file", action="append", metavar="PATH[:FORMAT]", default=None,
-                   help="chen2025 only: add a labelled data set by path (LIBSVM, IDX, CSV, NPY, Parquet; "
-                        "FORMAT overrides the guess from the name); repeatable; split 80/20, stratified, "
-                        "seeded")
-    p.add_argument("--label-column", metavar="COL", default=None,
-                   help="chen2025 only: the label column (name or position) of CSV / Parquet --data-file "
-                        "sets")
-    p.add_argument("--clf-rows", type=_positive_int, default=None, metavar="N",
-                   help="chen2025 only: classifier training rows, a seeded subsample of the fit rows "
-                        "(default: 5000; 600 with --quick)")
-    p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
-                   help="chen2025 only: worker processes for the grid (default: 1)")
-    p.add_argument("--table-repeats", type=_positive_int, default=None, metavar="R",
-                   help="chen2025 only: repeats at epsilon = 1 for Tables 2-3 (default: 10; 2 with --quick)")
-    p.add_argument("--index-only", action="store_true",
-                   help="all only: write DIR/index.html over the experiment folders already in --out, "
-                        "running nothing (e.g. --out docs/reproductions)")
-    p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
-                   help="upadhyay2018 only: which Appendix J tables to run (3-11; default all)")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="seed (default: 0)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    from dpspectral_reproduce.commands import configure_reproduce  # argparse only: no matplotlib
+
+    configure_reproduce(p)
 
 
 def _run_reproduce(args: argparse.Namespace) -> int:
-    from .experiments import shang2021
+    from dpspectral_reproduce.commands import run_reproduce  # checks the 'reproduce' extra
 
-    out = args.out or f"reports/{args.experiment}"
-    kwargs: dict[str, Any] = {}
-    if args.datasets:
-        kwargs["datasets"] = tuple(args.datasets)
-    if args.epsilons is not None and any(not (e > 0 and np.isfinite(e)) for e in args.epsilons):
-        raise CLIError(f"--epsilons must be positive and finite. Got {args.epsilons}.")
-    if args.index_only and args.experiment != "all":
-        raise CLIError(f"--index-only applies to 'all' only, not to {args.experiment}.")
-    if args.experiment not in ("chen2025", "all"):
-        chen_flags = (("--data-file", args.data_file), ("--label-column", args.label_column),
-                      ("--clf-rows", args.clf_rows), ("--jobs", args.jobs),
-                      ("--table-repeats", args.table_repeats))
-        chen_only = [flag for flag, value in chen_flags if value is not None]
-        if chen_only:
-            raise CLIError(f"{', '.join(chen_only)}: chen2025 only, not used by {args.experiment}.")
-        if args.datasets and "rt-iot2022" in args.datasets:
-            raise CLIError(f"--datasets rt-iot2022 applies to chen2025 only, not to {args.experiment}.")
-    if args.experiment == "all":
-        from .experiments import reproduce_all
-
-        return reproduce_all.cli_run(args, out)
-    if args.experiment == "chen2025":
-        from .experiments import chen2025
-
-        return chen2025.cli_run(args, out)
-    if args.experiment == "upadhyay2018":
-        return _run_reproduce_upadhyay2018(args, out)
-    if args.experiment == "imtiaz2018":
-        if args.tables is not None:
-            raise CLIError("--tables applies to upadhyay2018 only, not to imtiaz2018.")
-        from .experiments import imtiaz2018
-
-        return imtiaz2018.cli_run(args, out)
-    if args.datasets and "synthetic" in args.datasets:
-        raise CLIError(f"--datasets synthetic applies to imtiaz2018 only, not to {args.experiment}.")
-    if args.tables is not None:
-        raise CLIError(f"--tables applies to upadhyay2018 only, not to {args.experiment}.")
-    if args.experiment == "liu2022":
-        return _run_reproduce_liu2022(args, out, kwargs)
-    result = shang2021.run_shang2021(
-        out, data_dir=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
-        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
-    _out(f"dpspectral reproduce {args.experiment}: Shang et al. (UAI 2021), Figure 1 and Table 3")
-    _out("Figure 1, aligned ||V - V*||_F^2 (mean ± sd) / certified:")
-    for row in result.summary:
-        if row["method"] == shang2021.NON_PRIVATE:
-            continue
-        ceps = row["certified_epsilon_mean"]
-        status = "certified" if row["certified"] else f"NOT certified (eps {ceps:.3g})"
-        _out(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:26s} "
-             f"{row['aligned_distance_mean']:.4f} ± {row['aligned_distance_sd']:.4f}  {status}")
-    _out("Table 3, linear-SVM accuracy % at eps = 0.1, k = 10 (mean ± sd):")
-    for row in result.table3:
-        _out(f"  {row['dataset']:5s} {row['method']:26s} "
-             f"{row['accuracy_mean']:.2f} ± {row['accuracy_sd']:.2f}")
-    for key in ("report", "runs", "summary", "table3"):
-        _out(f"wrote {result.files[key]}")
-    _out(f"finished in {result.seconds:.1f} s")
-    return 0
-
-
-def _run_reproduce_liu2022(args: argparse.Namespace, out: str, kwargs: dict[str, Any]) -> int:
-    from .experiments import liu2022
-
-    result = liu2022.run_liu2022(
-        out, data_dir=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
-        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
-    _out(f"dpspectral reproduce {args.experiment}: Liu, Kong, Jain, Oh (NeurIPS 2022), DP-PCA "
-         "(the paper has no experiments besides Figure 1; see report.md)")
-    S = result.summary
-    _out("(a) spiked Gaussian, sin(w, v1) at the largest n (mean over repeats):")
-    for d in sorted({r["d"] for r in S if r["part"] == "gaussian"}):
-        n_max = max(r["n"] for r in S if r["part"] == "gaussian" and r["d"] == d)
-        for row in S:
-            if row["part"] == "gaussian" and row["d"] == d and row["n"] == n_max:
-                _out(f"  d={d:<3d} n={n_max:<9,d} eps={row['epsilon']:<4g} {row['method']:28s} "
-                     f"{_liu_cell(row, 'sin_theta')}")
-    _out(f"(b) Example 4.1 (d = {liu2022.EX41_D}, eps = {liu2022.EX41_EPSILON:g}), sin(w, v):")
-    for row in S:
-        if row["part"] == "example41":
-            _out(f"  n={row['n']:<9,d} sigma={row['sigma']:<6g} {row['method']:28s} "
-                 f"{_liu_cell(row, 'sin_theta')}")
-    _out("(c) Figure 1: range / |mean gradient| = "
-         + ", ".join(f"{b.kind} {b.range / b.mean_norm:.3g}" for b in result.figure1))
-    if result.real_data:
-        _out("(d) real data, captured-variance ratio:")
-        for row in S:
-            if row["part"] == "real":
-                _out(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:28s} "
-                     f"{_liu_cell(row, 'captured_variance_ratio')}")
-    else:
-        _out(f"(d) real data: {result.real_note}")
-    for key in ("report", "runs", "summary"):
-        _out(f"wrote {result.files[key]}")
-    _out(f"finished in {result.seconds:.1f} s")
-    return 0
-
-
-def _run_reproduce_upadhyay2018(args: argparse.Namespace, out: str) -> int:
-    from .experiments import upadhyay2018
-
-    unused = [flag for flag, value in (("--data", args.data), ("--n-rows", args.n_rows), ("--k", args.k),
-                                       ("--datasets", args.datasets)) if value is not None]
-    if unused:
-        raise CLIError(f"{', '.join(unused)}: not used by upadhyay2018, whose inputs are the paper's "
-                       "simulated matrices (Appendix J), with the printed dimensions and k.")
-    if args.epsilons is not None and len(args.epsilons) != 1:
-        raise CLIError(f"upadhyay2018 takes one epsilon (--epsilons EPS). Got {args.epsilons}.")
-    epsilon = 1.0 if args.epsilons is None else float(args.epsilons[0])
-    try:
-        result = upadhyay2018.run_upadhyay2018(
-            out, quick=args.quick, repeats=args.repeats, epsilon=epsilon, seed=args.seed,
-            show_progress=not args.no_progress, tables=args.tables)
-    except ValueError as exc:
-        if "Appendix J has Tables" in str(exc):
-            raise CLIError(f"--tables: {exc}") from None
-        raise
-    _out(f"dpspectral reproduce {args.experiment}: Upadhyay (NeurIPS 2018), low-rank factorization, "
-         f"Appendix J ({'quick' if result.quick else 'full'}, {result.repeats} repeat(s), "
-         f"epsilon = {epsilon:g}, delta = 1/m)")
-    for t, lines in result.headlines.items():
-        _out(f"Table {t}:")
-        for line in lines:
-            _out(f"  {line}")
-    certified = [r for r in result.runs if r["certified"] is not None]
-    n_ok = sum(1 for r in certified if r["certified"])
-    failed = sorted({str(r["label"]) for r in certified if not r["certified"]})
-    _out(f"privacy: {n_ok} of {len(certified)} private runs certified at the requested epsilon"
-         + (f"; not certified: {', '.join(failed)} (see report.md)" if failed else ""))
-    files = [result.files["report"], result.files["runs"], result.files["summary"], result.files["tables"]]
-    files += [p for key, p in result.files.items() if key.startswith(("table", "plot")) and key != "tables"]
-    for path in files:
-        _out(f"wrote {path}")
-    _out(f"finished in {result.seconds:.1f} s")
-    return 0
-
-
-def _liu_cell(row: dict[str, Any], metric: str) -> str:
-    if not row.get(f"{metric}_n"):
-        return str(row.get("status") or "—")
-    sd = row[f"{metric}_sd"]
-    return f"{row[f'{metric}_mean']:.4f}" + ("" if not np.isfinite(sd) else f" ± {sd:.4f}")
+    return run_reproduce(args)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -935,74 +714,6 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# bench (the peer benchmark; its code lives in the source checkout's benchmarks/peers/)
-# ----------------------------------------------------------------------------------------------
-
-
-def _configure_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true",
-                   help="digits + a 2,000 x 50 synthetic set, 1 repeat, epsilons 0.1 and 1, 30 s per peer "
-                        "run, shipped peers only")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="output folder (default: reports/bench, or reports/bench-quick)")
-    p.add_argument("--peers", default=None,
-                   help="comma-separated peers (diffprivlib,opendp) or 'none' (default: both)")
-    p.add_argument("--variants", default=None,
-                   help="comma-separated: shipped, corrected (the peers' Bingham sampler with its acceptance "
-                        "test corrected) (default: both; --quick: shipped)")
-    p.add_argument("--peer-dir", metavar="DIR", default=None,
-                   help="folder of the peers' virtual environments (default: ~/.cache/dpspectral/peers)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds per peer run (the whole worker process, start-up included) before it is "
-                        "killed (default: 300; --quick: 30)")
-    p.add_argument("--install-timeout", type=float, default=900.0,
-                   help="seconds allowed for one peer's pip install (default: 900)")
-    p.add_argument("--datasets", default=None, help="comma-separated subset of mnist,a9a,digits,synthetic")
-    p.add_argument("--epsilons", default=None, help="comma-separated epsilons (default: 0.1,0.5,1,2)")
-    p.add_argument("--repeats", type=_positive_int, default=None, help="repeats (default: 3; --quick: 1)")
-    p.add_argument("--data", metavar="DIR", default=None,
-                   help="folder with mnist/ and a9a/ (default: $DPSPECTRAL_DATA or ../shared/data)")
-    p.add_argument("--seed", type=_nonneg_int, default=0, help="base seed (default: 0)")
-    p.add_argument("--no-skip-after-timeout", action="store_true",
-                   help="keep running a method at larger epsilons after it timed out")
-
-
-def _load_peer_bench() -> Any:
-    """Import ``benchmarks/peers/bench.py`` of the source checkout (not part of the installed package)."""
-    import importlib
-    import importlib.util
-    import os
-
-    env = os.environ.get("DPSPECTRAL_BENCHMARKS")
-    folder = Path(env) if env else Path(__file__).resolve().parents[2] / "benchmarks"
-    init = folder / "peers" / "__init__.py"
-    if not init.exists():
-        raise CLIError(f"`dpspectral bench` needs the source checkout's benchmarks/peers/ (not found at "
-                       f"{folder}); run it from a clone of the repository or set DPSPECTRAL_BENCHMARKS to "
-                       "its benchmarks/ folder.")
-    name = "dpspectral_peer_bench"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, init,
-                                                      submodule_search_locations=[str(init.parent)])
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return importlib.import_module(f"{name}.bench")
-
-
-def _run_bench(args: argparse.Namespace) -> int:
-    bench = _load_peer_bench()
-    cfg = bench.config_from_args(args)
-    _out(f"dpspectral bench ({'quick' if cfg.quick else 'full'}): data sets {', '.join(cfg.datasets)}; "
-         f"epsilons {', '.join(f'{e:g}' for e in cfg.epsilons)}; {cfg.repeats} repeat(s); "
-         f"peers {', '.join(cfg.peers) or 'none'}; output {cfg.out}")
-    result = bench.run_benchmark(cfg)
-    bench.print_summary(result, _out)
-    return 0
-
-
-# ----------------------------------------------------------------------------------------------
 # the command table and the entry point
 # ----------------------------------------------------------------------------------------------
 
@@ -1050,30 +761,28 @@ COMMANDS: tuple[Command, ...] = (
         description="Private PCA on scikit-learn's bundled digits for every certified central method over "
                     "a grid of epsilons: captured energy, distance to the exact subspace, downstream "
                     "accuracy and fit time; prints a table and writes runs.csv, summary.csv, config.json, "
-                    "report.md and utility_vs_epsilon.png. Needs no files and no network.",
+                    "report.md and utility_vs_epsilon.png. Needs no files and no network; needs the "
+                    "'reproduce' extra (pip install 'dpspectral[reproduce]').",
         configure=_configure_demo,
         run=_run_demo,
     ),
     Command(
         name="reproduce",
-        help="reproduce a paper's experiments (shang2021, liu2022, upadhyay2018)",
-        description="Re-run a paper's experiments on the local data sets and write a report: "
-                    "shang2021 = Shang et al. (UAI 2021) Figure 1 (subspace error vs epsilon on a9a and "
-                    "MNIST) and Table 3 (linear-SVM accuracy at epsilon = 0.1, k = 10). Writes runs.csv, "
-                    "summary.csv, table3.csv, one PNG per data set and metric, and report.md. "
-                    "liu2022 = Liu, Kong, Jain, Oh (NeurIPS 2022) DP-PCA: error against n on Gaussian data, "
-                    "Example 4.1 against the noise level, Figure 1 (gradient range vs mean) and top-1 / "
-                    "top-10 on MNIST and a9a; writes runs.csv, summary.csv, figure1.csv, algorithm4.csv, "
-                    "PNGs and report.md. "
-                    "upadhyay2018 = Upadhyay (NeurIPS 2018) low-rank factorization, Appendix J Tables 3-11 "
-                    "(private and local LRF vs Hardt-Roth and the expected-error formulas, non-private "
-                    "Optimal-Space-LRF) on simulated matrices at epsilon = 1, delta = 1/m; writes runs.csv, "
-                    "summary.csv, tables.csv, tableN.md, tableN.png and report.md.",
+        help=f"reproduce a paper's experiments ({REPRODUCE_PAPERS}, or all)",
+        description=f"Re-run a paper's experiments on the local data sets and write a report: one of the "
+                    f"papers {REPRODUCE_PAPERS}, or all of them and one HTML index (the full runs of all "
+                    "take over half an hour, with --quick a few minutes). Data sets are read from --data "
+                    "DIR, else $DPSPECTRAL_DATA, else ~/dpspectral_data. Run `dpspectral reproduce PAPER "
+                    "--help` for that paper's options. Needs the 'reproduce' extra "
+                    "(pip install 'dpspectral[reproduce]').",
         configure=_configure_reproduce,
         run=_run_reproduce,
-        epilog="examples:\n  dpspectral reproduce shang2021 --quick --data ../shared/data --out reports/q\n"
+        epilog="examples:\n  dpspectral reproduce shang2021 --quick --data ~/dpspectral_data --out q\n"
                "  dpspectral reproduce liu2022 --quick --out reports/liu-q\n"
-               "  dpspectral reproduce upadhyay2018 --quick --out reports/upadhyay-q",
+               "  dpspectral reproduce upadhyay2018 --quick --out reports/upadhyay-q\n"
+               "  dpspectral reproduce imtiaz2018 --quick --out reports/imtiaz-q\n"
+               "  dpspectral reproduce chen2025 --quick --out reports/chen-q\n"
+               "  dpspectral reproduce all --quick --out reports/all",
     ),
     Command(
         name="audit",
@@ -1090,20 +799,6 @@ COMMANDS: tuple[Command, ...] = (
         run=_run_audit,
         epilog="examples:\n  dpspectral audit --quick\n  dpspectral audit analyze_gauss wishart --runs 2000\n"
                "  dpspectral audit --out reports/audit --jobs 2",
-    ),
-    Command(
-        name="bench",
-        help="benchmark private PCA against diffprivlib and OpenDP (peer venvs)",
-        description="Peer benchmark: dpspectral's default DPPCA (and its pure-epsilon methods) against IBM "
-                    "diffprivlib and OpenDP, each peer in its own virtual environment and every fit in a "
-                    "subprocess with a timeout, on MNIST, a9a, digits and a decaying-spectrum set at epsilon "
-                    "0.1-2, k = 10; non-private scikit-learn PCA as the ceiling. Writes runs.csv, "
-                    "summary.csv, config.json, report.md and plots. Needs the source checkout "
-                    "(benchmarks/peers/).",
-        configure=_configure_bench,
-        run=_run_bench,
-        epilog="examples:\n  dpspectral bench --quick --out reports/bench-quick\n"
-               "  dpspectral bench --quick --peers none\n  dpspectral bench --out reports/bench",
     ),
 )
 
@@ -1136,7 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description=_wrap(
             "Differentially private spectral methods: PCA, low-rank factorization and generalized "
-                    "eigenproblems with explicit, certified privacy guarantees."
+            "eigenproblems with explicit, certified privacy guarantees. `dpspectral reproduce PAPER` re-runs "
+            f"the experiments of the papers {REPRODUCE_PAPERS}."
         ),
         epilog=f"Run `{PROG} COMMAND --help` for the options of a command.",
         formatter_class=_HelpFormatter,

@@ -19,6 +19,10 @@ A relative path that does not exist as given is also looked up under the folder 
 environment variable ``DPSPECTRAL_DATA`` (see :func:`data_home`). The library never reads data from
 anywhere else.
 
+The papers' reproductions (``dpspectral reproduce``) find their data sets in scikit-learn's
+convention, :func:`get_data_home`: the ``data_home`` argument (``--data DIR``), else
+``$DPSPECTRAL_DATA``, else ``~/dpspectral_data``; never the working directory.
+
 Privacy
 -------
 Loading is not a release. The only data-dependent map that may precede a private release is the
@@ -60,6 +64,9 @@ __all__ = [
     "DatasetFormatError",
     "clip_rows",
     "data_home",
+    "data_home_sources",
+    "find_data_home",
+    "get_data_home",
     "decaying_spectrum",
     "gaussian_data",
     "guess_format",
@@ -82,6 +89,8 @@ Format = Literal["libsvm", "idx", "csv", "npy", "parquet"]
 
 #: Environment variable naming the folder where relative data paths are also looked up.
 DATA_HOME_ENV = "DPSPECTRAL_DATA"
+#: The per-user data folder when neither a ``data_home`` argument nor ``$DPSPECTRAL_DATA`` is given.
+DEFAULT_DATA_HOME = "~/dpspectral_data"
 
 _FORMATS: tuple[str, ...] = ("libsvm", "idx", "csv", "npy", "parquet")
 _IDX_IMAGES_MAGIC = 2051  # 0x00000803: unsigned byte, 3 dimensions
@@ -128,6 +137,77 @@ def data_home() -> Path | None:
             f"The environment variable {DATA_HOME_ENV} must name an existing folder. Got {value!r} instead."
         )
     return path
+
+
+
+def get_data_home(data_home: PathLike | None = None) -> Path:
+    """The folder of dpspectral's data sets, in scikit-learn's convention (``get_data_home``).
+
+    In order: the ``data_home`` argument (``--data DIR`` on the command line), else the environment
+    variable ``DPSPECTRAL_DATA``, else ``~/dpspectral_data``. Never the current directory. Nothing is
+    created or checked here: a reader checks that the folder exists (:func:`find_data_home`), a writer
+    creates it when it writes.
+
+    Parameters
+    ----------
+    data_home : str or os.PathLike, optional
+        An explicit folder (``~`` expanded).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (it may not exist).
+    """
+    if data_home is not None and not isinstance(data_home, (str, os.PathLike)):
+        raise TypeError(
+            f"The 'data_home' parameter must be a str or os.PathLike folder. Got {data_home!r} instead."
+        )
+    if data_home is None or str(data_home) == "":
+        data_home = os.environ.get(DATA_HOME_ENV) or DEFAULT_DATA_HOME
+    return Path(data_home).expanduser()
+
+
+def data_home_sources(data_home: PathLike | None = None) -> str:
+    """Where :func:`get_data_home` looked and how to change it, in words (for error messages)."""
+    if data_home is not None and str(data_home) != "":
+        where = f"the folder given ({str(Path(data_home).expanduser())!r})"
+    elif os.environ.get(DATA_HOME_ENV):
+        where = f"{DATA_HOME_ENV}={os.environ[DATA_HOME_ENV]!r}"
+    else:
+        where = f"{DATA_HOME_ENV} (unset) and the per-user default {DEFAULT_DATA_HOME}"
+    return (f"looked in {where}; pass --data DIR (data_home= in Python) or set the environment variable "
+            f"{DATA_HOME_ENV} to the folder holding the data sets")
+
+
+def find_data_home(data_home: PathLike | None = None) -> Path | None:
+    """:func:`get_data_home` if it is an existing folder; None if the per-user default is absent.
+
+    Parameters
+    ----------
+    data_home : str or os.PathLike, optional
+        An explicit folder.
+
+    Returns
+    -------
+    pathlib.Path or None
+        None only when neither ``data_home`` nor ``$DPSPECTRAL_DATA`` is given and
+        ``~/dpspectral_data`` does not exist (a caller may then skip its real data).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a folder named explicitly (the argument or ``$DPSPECTRAL_DATA``) does not exist; the message
+        says where it looked and how to set the location.
+    """
+    path = get_data_home(data_home)
+    if path.is_dir():
+        return path
+    explicit = (data_home is not None and str(data_home) != "") or bool(os.environ.get(DATA_HOME_ENV))
+    if explicit:
+        raise FileNotFoundError(
+            f"The data folder {str(path)!r} does not exist: {data_home_sources(data_home)}."
+        )
+    return None
 
 
 def resolve_path(path: Any, name: str = "path") -> Path:

@@ -96,7 +96,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validation import as_generator
+from dpspectral._validation import as_generator
 
 __all__ = [
     "TABLES",

@@ -41,6 +41,7 @@ reads the non-private data and is not a release.
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 import warnings
@@ -51,13 +52,14 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import progress
-from ..metrics import aligned_distance, downstream_accuracy, projection_distance
-from ..registry import get_method
+from dpspectral._progress import progress
+from dpspectral.metrics import aligned_distance, downstream_accuracy, projection_distance
+from dpspectral.registry import get_method
+
 from . import report
 
-__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "data_dir_candidates",
-           "default_data_dir", "find_data_dir", "run_shang2021"]
+__all__ = ["DATASETS", "METHODS", "PAPER_TABLE3", "Shang2021Result", "default_data_dir",
+           "find_data_dir", "run_shang2021"]
 
 DATASETS = ("a9a", "mnist")
 DELTA = 1e-3
@@ -96,37 +98,38 @@ PAPER_TABLE3: dict[str, dict[str, str]] = {
 }
 
 
-def data_dir_candidates() -> list[Path]:
-    """The folders tried, in order, when no data folder is given.
+#: What a data folder holds, for error messages (each reproduction reads some of these).
+DATA_CONTENTS = "a9a/a9a.gz, mnist/train-images-idx3-ubyte.gz, rt-iot2022/RT_IOT2022.csv.gz"
 
-    1. ``$DPSPECTRAL_DATA`` (:func:`dpspectral.datasets.data_home`; an error if set to a missing folder);
-    2. ``../shared/data`` relative to the current directory (the layout of this project: the
-       checkout and ``shared/`` side by side).
 
-    The working directory itself is never searched: a file that happens to sit there is not read.
+def find_data_dir(data_home: str | Path | None = None) -> Path | None:
+    """The data folder of every reproduction, or None when no location is set and the default is absent.
+
+    :func:`dpspectral.datasets.get_data_home`: ``data_home`` (``--data DIR``), else
+    ``$DPSPECTRAL_DATA``, else ``~/dpspectral_data``. The working directory is never searched.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``data_home`` or ``$DPSPECTRAL_DATA`` names a folder that does not exist (the message says
+        where it looked, how to set the location and what the folder holds).
     """
-    from ..datasets import data_home
+    from dpspectral.datasets import find_data_home
 
-    home = data_home()
-    return [p for p in (home, Path.cwd().parent / "shared" / "data") if p is not None]
-
-
-def find_data_dir() -> Path | None:
-    """The first existing folder of :func:`data_dir_candidates`, or None."""
-    for path in data_dir_candidates():
-        if path.is_dir():
-            return path
-    return None
+    try:
+        return find_data_home(data_home)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{err} It holds the data sets: {DATA_CONTENTS}.") from None
 
 
-def default_data_dir() -> Path:
-    """:func:`find_data_dir`, or FileNotFoundError naming the places tried."""
-    path = find_data_dir()
+def default_data_dir(data_home: str | Path | None = None) -> Path:
+    """:func:`find_data_dir`, or FileNotFoundError saying where it looked and how to set it."""
+    from dpspectral.datasets import data_home_sources
+
+    path = find_data_dir(data_home)
     if path is None:
-        tried = ", ".join(str(p) for p in data_dir_candidates())
         raise FileNotFoundError(
-            f"No data folder given and none found (tried $DPSPECTRAL_DATA and {tried}): pass --data DIR "
-            "(a folder holding a9a/a9a.gz and mnist/train-images-idx3-ubyte.gz) or set DPSPECTRAL_DATA."
+            f"No data folder found ({data_home_sources(data_home)}; it holds the data sets: {DATA_CONTENTS})."
         )
     return path
 
@@ -138,7 +141,7 @@ def _normalize_rows(X: np.ndarray) -> np.ndarray:
 
 def load_dataset(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     """Load a data set and divide every row by its own norm (a per-row, DP-safe map)."""
-    from ..datasets import load_idx, load_libsvm
+    from dpspectral.datasets import load_idx, load_libsvm
 
     if name == "a9a":
         path = data_dir / "a9a" / "a9a.gz"
@@ -189,7 +192,7 @@ class Shang2021Result:
 def run_shang2021(
     out: str | Path = "reports/shang2021",
     *,
-    data_dir: str | Path | None = None,
+    data_home: str | Path | None = None,
     quick: bool = False,
     repeats: int | None = None,
     n_rows: int | None = None,
@@ -205,20 +208,13 @@ def run_shang2021(
     ``ks`` override the grids (defaults: the paper's, or the quick ones).
     """
     t0 = time.perf_counter()
-    data = Path(data_dir) if data_dir is not None else default_data_dir()
+    data = default_data_dir(data_home)
     out = Path(out)
     repeats = repeats if repeats is not None else (1 if quick else 3)
     n_rows = n_rows if n_rows is not None else (QUICK_ROWS if quick else None)
     epsilons = tuple(float(e) for e in (epsilons or (QUICK_EPSILONS if quick else EPSILONS)))
     ks = tuple(int(k) for k in (ks or (QUICK_KS if quick else KS)))
-    rng = np.random.default_rng(seed)
-    loaded = {}
-    for name in datasets:
-        X, y = load_dataset(name, data)
-        if n_rows is not None and n_rows < X.shape[0]:
-            idx = np.sort(rng.choice(X.shape[0], n_rows, replace=False))
-            X, y = X[idx], y[idx]
-        loaded[name] = (X, y)
+    loaded = _load_all(datasets, data, n_rows, np.random.default_rng(seed))
 
     jobs = [(ds, k, e, r, m) for ds in datasets for k in ks for e in epsilons for r in range(repeats)
             for m in METHODS]
@@ -226,6 +222,43 @@ def run_shang2021(
     table_jobs = [(ds, r, m) for ds in datasets for r in range(repeats) for m in table_methods]
     bar = iter(progress(range(len(jobs) + len(table_jobs)), total=len(jobs) + len(table_jobs),
                         desc="shang2021", enabled=show_progress))
+    runs = _figure1_runs(loaded, jobs, datasets=datasets, ks=ks, epsilons=epsilons, repeats=repeats,
+                         seed=seed, bar=bar)
+    acc_runs: list[dict[str, Any]] = []
+    for ds, r, method in table_jobs:
+        next(bar, None)
+        acc_runs.append(_table3_run(loaded, ds, r, method, seed))
+    next(bar, None)
+
+    summary, table3, files = _write_tables(Path(out), runs, acc_runs)
+    plots = _write_plots(out, runs, datasets, ks, files)
+    seconds = time.perf_counter() - t0
+    result = Shang2021Result(runs=runs, summary=summary, table3=table3, files=files, seconds=seconds)
+    text = _report(result, datasets=datasets, ks=ks, epsilons=epsilons, repeats=repeats, n_rows=n_rows,
+                   plots=plots, quick=quick)
+    files["report"] = out / "report.md"
+    files["report"].write_text(text, encoding="utf-8")
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _load_all(datasets: Sequence[str], data: Path, n_rows: int | None,
+              rng: np.random.Generator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every data set, row-normalised, subsampled to ``n_rows`` rows (in order, with ``rng``)."""
+    loaded = {}
+    for name in datasets:
+        X, y = load_dataset(name, data)
+        if n_rows is not None and n_rows < X.shape[0]:
+            idx = np.sort(rng.choice(X.shape[0], n_rows, replace=False))
+            X, y = X[idx], y[idx]
+        loaded[name] = (X, y)
+    return loaded
+
+
+def _figure1_runs(loaded: Mapping[str, tuple[np.ndarray, np.ndarray]], jobs: Sequence[tuple[Any, ...]], *,
+                  datasets: Sequence[str], ks: Sequence[int], epsilons: Sequence[float], repeats: int,
+                  seed: int, bar: Any) -> list[dict[str, Any]]:
+    """Figure 1: the non-private rows, then one row per (data set, k, epsilon, repeat, method)."""
     runs: list[dict[str, Any]] = []
     V_star = {(ds, k): _top_k(loaded[ds][0], k) for ds in datasets for k in ks}
     for ds in datasets:
@@ -250,30 +283,35 @@ def run_shang2021(
                      "certified": bool(res.privacy.certified),
                      "certified_epsilon": float(res.privacy.epsilon),
                      "seconds": time.perf_counter() - t})
+    return runs
 
-    # Table 3: half computes the subspace, 10% of the rest trains, the remainder tests.
-    acc_runs: list[dict[str, Any]] = []
-    for ds, r, (method_label, table_name, cal_t) in table_jobs:
-        next(bar, None)
-        X, y = loaded[ds]
-        perm = np.random.default_rng([seed, r, 7]).permutation(X.shape[0])
-        half = X.shape[0] // 2
-        sub, rest = perm[:half], perm[half:]
-        n_train = max(2, int(round(0.1 * rest.size)))
-        tr, te = rest[:n_train], rest[n_train:]
-        k = min(TABLE_K, X.shape[1])
-        if table_name is None or cal_t is None:
-            V, label, certified, ceps = _top_k(X[sub], k), NON_PRIVATE, False, math.inf
-        else:
-            label = str(method_label)
-            res = _fit(table_name, cal_t, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
-            V, certified, ceps = res.components, bool(res.privacy.certified), float(res.privacy.epsilon)
-        acc = downstream_accuracy(X[tr] @ V, y[tr], X[te] @ V, y[te], classifier="linear_svm")
-        acc_runs.append({"dataset": ds, "repeat": r, "method": label, "epsilon": TABLE_EPSILON, "k": k,
-                         "n_subspace": sub.size, "n_train": tr.size, "n_test": te.size,
-                         "accuracy": 100.0 * acc, "certified": certified, "certified_epsilon": ceps})
-    next(bar, None)
 
+def _table3_run(loaded: Mapping[str, tuple[np.ndarray, np.ndarray]], ds: str, r: int,
+                method: tuple[str | None, str | None, str | None], seed: int) -> dict[str, Any]:
+    """Table 3, one run: half computes the subspace, 10% of the rest trains, the remainder tests."""
+    method_label, table_name, cal_t = method
+    X, y = loaded[ds]
+    perm = np.random.default_rng([seed, r, 7]).permutation(X.shape[0])
+    half = X.shape[0] // 2
+    sub, rest = perm[:half], perm[half:]
+    n_train = max(2, int(round(0.1 * rest.size)))
+    tr, te = rest[:n_train], rest[n_train:]
+    k = min(TABLE_K, X.shape[1])
+    if table_name is None or cal_t is None:
+        V, label, certified, ceps = _top_k(X[sub], k), NON_PRIVATE, False, math.inf
+    else:
+        label = str(method_label)
+        res = _fit(table_name, cal_t, X[sub], k, TABLE_EPSILON, seed * 100003 + r * 101 + 999)
+        V, certified, ceps = res.components, bool(res.privacy.certified), float(res.privacy.epsilon)
+    acc = downstream_accuracy(X[tr] @ V, y[tr], X[te] @ V, y[te], classifier="linear_svm")
+    return {"dataset": ds, "repeat": r, "method": label, "epsilon": TABLE_EPSILON, "k": k,
+            "n_subspace": sub.size, "n_train": tr.size, "n_test": te.size,
+            "accuracy": 100.0 * acc, "certified": certified, "certified_epsilon": ceps}
+
+
+def _write_tables(out: Path, runs: list[dict[str, Any]], acc_runs: list[dict[str, Any]]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Path]]:
+    """runs.csv, summary.csv, table3_runs.csv and table3.csv: (summary, table3, files)."""
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     files["runs"] = report.write_runs(runs, out / "runs.csv")
@@ -288,7 +326,12 @@ def run_shang2021(
     table3 = report.summarize(acc_runs, ("dataset", "method"), ("accuracy", "certified_epsilon"),
                               keep=("certified", "n_subspace", "n_train", "n_test"))
     files["table3"] = report.write_runs(table3, out / "table3.csv")
+    return summary, table3, files
 
+
+def _write_plots(out: Path, runs: list[dict[str, Any]], datasets: Sequence[str], ks: Sequence[int],
+                 files: dict[str, Path]) -> list[tuple[str, str, Path]]:
+    """One PNG per data set and metric (added to ``files``): (data set, metric, path) of each."""
     plots: list[tuple[str, str, Path]] = []
     for ds in datasets:
         for metric, ylabel in (("aligned_distance", "aligned ||V - V*||_F^2 (paper's metric)"),
@@ -298,15 +341,7 @@ def run_shang2021(
             fig.savefig(path, dpi=110)
             files[f"{ds}_{metric}"] = path
             plots.append((ds, metric, path))
-
-    seconds = time.perf_counter() - t0
-    result = Shang2021Result(runs=runs, summary=summary, table3=table3, files=files, seconds=seconds)
-    text = _report(result, datasets=datasets, ks=ks, epsilons=epsilons, repeats=repeats, n_rows=n_rows,
-                   plots=plots, quick=quick)
-    files["report"] = out / "report.md"
-    files["report"].write_text(text, encoding="utf-8")
-    result.seconds = time.perf_counter() - t0
-    return result
+    return plots
 
 
 def _plot(runs: list[dict[str, Any]], ds: str, ks: Sequence[int], metric: str, ylabel: str) -> Any:
@@ -325,9 +360,50 @@ def _fmt_eps(row: Mapping[str, Any]) -> str:
     return f"{row['certified_epsilon_mean']:.4g}"
 
 
+def _certification_table(result: Shang2021Result, epsilons: Sequence[float]) -> str:
+    """Certified or not, per method and requested epsilon (over data sets, k and repeats)."""
+    cert_rows = []
+    for label, _, cal in METHODS:
+        for e in epsilons:
+            members = [r for r in result.runs if r["method"] == label and r["epsilon"] == e]
+            if not members:
+                continue
+            ok = all(r["certified"] for r in members)
+            worst = max(r["certified_epsilon"] for r in members)
+            cert_rows.append({"method": label, "calibration": cal, "epsilon": e,
+                              "status": "certified" if ok else "NOT certified",
+                              "certified_epsilon": f"{worst:.4g}"})
+    return report.markdown_table(cert_rows,
+                                 ["method", "calibration", "epsilon", "status", "certified_epsilon"],
+                                 headers=["method", "calibration", "requested ε", "status",
+                                          "certified ε (at δ = 1e-3)"]).rstrip()
+
+
+def _table3_markdown(result: Shang2021Result, datasets: Sequence[str]) -> str:
+    """Table 3: our accuracy beside the paper's, and whether each private method was certified."""
+    t3 = []
+    for label in (NON_PRIVATE, *(m[0] for m in METHODS)):
+        row: dict[str, Any] = {"method": label}
+        for ds in datasets:
+            match = [r for r in result.table3 if r["dataset"] == ds and r["method"] == label]
+            if match:
+                m = match[0]
+                row[f"{ds}_ours"] = report.format_mean_sd(m["accuracy_mean"], m["accuracy_sd"], digits=4)
+                ceps = f"NO (ε = {m['certified_epsilon_mean']:.3g})"
+                row[f"{ds}_cert"] = "—" if label == NON_PRIVATE else ("yes" if m["certified"] else ceps)
+            row[f"{ds}_paper"] = PAPER_TABLE3.get(label, {}).get(ds, "—")
+        t3.append(row)
+    cols, heads = ["method"], ["method"]
+    for ds in datasets:
+        cols += [f"{ds}_ours", f"{ds}_paper", f"{ds}_cert"]
+        heads += [f"{ds} (ours)", f"{ds} (paper)", f"{ds} certified"]
+    return report.markdown_table(t3, cols, headers=heads).rstrip()
+
+
 def _report(result: Shang2021Result, *, datasets: Sequence[str], ks: Sequence[int],
             epsilons: Sequence[float], repeats: int, n_rows: int | None,
             plots: list[tuple[str, str, Path]], quick: bool) -> str:
+    """``report.md``: deviations, Figure 1, the certification table, Table 3."""
     lines = [
         "# Shang et al. (UAI 2021): DP-SPCA / DP-VRPCA — Figure 1 and Table 3",
         "",
@@ -382,21 +458,7 @@ def _report(result: Shang2021Result, *, datasets: Sequence[str], ks: Sequence[in
               "Over all data sets, k and repeats (the certified epsilon is the largest the accountant "
               "gives over those runs; for the paper calibrations it is the epsilon the published noise "
               "actually buys).", ""]
-    cert_rows = []
-    for label, _, cal in METHODS:
-        for e in epsilons:
-            members = [r for r in result.runs if r["method"] == label and r["epsilon"] == e]
-            if not members:
-                continue
-            ok = all(r["certified"] for r in members)
-            worst = max(r["certified_epsilon"] for r in members)
-            cert_rows.append({"method": label, "calibration": cal, "epsilon": e,
-                              "status": "certified" if ok else "NOT certified",
-                              "certified_epsilon": f"{worst:.4g}"})
-    lines += [report.markdown_table(cert_rows, ["method", "calibration", "epsilon", "status",
-                                                "certified_epsilon"],
-                                    headers=["method", "calibration", "requested ε", "status",
-                                             "certified ε (at δ = 1e-3)"]).rstrip(), ""]
+    lines += [_certification_table(result, epsilons), ""]
 
     lines += ["## Table 3: linear-SVM accuracy (%), epsilon = 0.1, k = 10", "",
               "Protocol: per repeat the rows are shuffled; half computes the subspace, 10% of the other "
@@ -406,26 +468,39 @@ def _report(result: Shang2021Result, *, datasets: Sequence[str], ks: Sequence[in
               "non-private MNIST 99.29% for 10 classes in 10 dimensions with a linear SVM looks "
               "implausible to us, which may point to a different task). Real-sim (k = 300) is not "
               "available offline.", ""]
-    t3 = []
-    for label in (NON_PRIVATE, *(m[0] for m in METHODS)):
-        row: dict[str, Any] = {"method": label}
-        for ds in datasets:
-            match = [r for r in result.table3 if r["dataset"] == ds and r["method"] == label]
-            if match:
-                m = match[0]
-                row[f"{ds}_ours"] = report.format_mean_sd(m["accuracy_mean"], m["accuracy_sd"], digits=4)
-                ceps = f"NO (ε = {m['certified_epsilon_mean']:.3g})"
-                row[f"{ds}_cert"] = "—" if label == NON_PRIVATE else ("yes" if m["certified"] else ceps)
-            row[f"{ds}_paper"] = PAPER_TABLE3.get(label, {}).get(ds, "—")
-        t3.append(row)
-    cols, heads = ["method"], ["method"]
-    for ds in datasets:
-        cols += [f"{ds}_ours", f"{ds}_paper", f"{ds}_cert"]
-        heads += [f"{ds} (ours)", f"{ds} (paper)", f"{ds} certified"]
-    lines += [report.markdown_table(t3, cols, headers=heads).rstrip(), ""]
+    lines += [_table3_markdown(result, datasets), ""]
     n_info = ", ".join(f"{r['dataset']}: {r['n_subspace']} / {r['n_train']} / {r['n_test']}"
                        for r in result.table3 if r["method"] == NON_PRIVATE)
     lines += [f"Rows (subspace / train / test): {n_info}.", ""]
     lines += ["Files: `runs.csv` (every Figure-1 run), `summary.csv`, `table3_runs.csv`, `table3.csv`, "
               "the PNGs above.", ""]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# command line
+
+
+def cli_run(args: argparse.Namespace, out: str | Path) -> int:
+    """``dpspectral reproduce shang2021``: run, print a summary, return the exit status."""
+    kwargs: dict[str, Any] = {"datasets": tuple(args.datasets)} if args.datasets else {}
+    result = run_shang2021(
+        out, data_home=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
+        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
+    print(f"dpspectral reproduce {args.experiment}: Shang et al. (UAI 2021), Figure 1 and Table 3")
+    print("Figure 1, aligned ||V - V*||_F^2 (mean ± sd) / certified:")
+    for row in result.summary:
+        if row["method"] == NON_PRIVATE:
+            continue
+        ceps = row["certified_epsilon_mean"]
+        status = "certified" if row["certified"] else f"NOT certified (eps {ceps:.3g})"
+        print(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:26s} "
+              f"{row['aligned_distance_mean']:.4f} ± {row['aligned_distance_sd']:.4f}  {status}")
+    print("Table 3, linear-SVM accuracy % at eps = 0.1, k = 10 (mean ± sd):")
+    for row in result.table3:
+        print(f"  {row['dataset']:5s} {row['method']:26s} "
+              f"{row['accuracy_mean']:.2f} ± {row['accuracy_sd']:.2f}")
+    for key in ("report", "runs", "summary", "table3"):
+        print(f"wrote {result.files[key]}")
+    print(f"finished in {result.seconds:.1f} s")
+    return 0

@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._registry import PAPERS, CLIError
+
 __all__ = [
     "CSV_PREVIEW_ROWS",
     "EXPERIMENTS",
@@ -84,14 +86,8 @@ FULL_RUN_WARNING = ("dpspectral reproduce all: the full runs of every paper take
                     "a few minutes.")
 
 
-def _experiments() -> tuple[str, ...]:
-    from ..cli import REPRODUCE_EXPERIMENTS
-
-    return tuple(e for e in REPRODUCE_EXPERIMENTS if e != "all")
-
-
 #: Every paper's experiment, in the order run and shown (``dpspectral reproduce`` minus ``all``).
-EXPERIMENTS: tuple[str, ...] = _experiments()
+EXPERIMENTS: tuple[str, ...] = PAPERS
 
 
 @dataclass
@@ -231,15 +227,15 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
     return "\n".join(shown[-lines:])
 
 
-def _argv(name: str, folder: Path, *, quick: bool, data_dir: str | Path | None, seed: int,
+def _argv(name: str, folder: Path, *, quick: bool, data_home: str | Path | None, seed: int,
           repeats: int | None, show_progress: bool, jobs: int | None = None) -> list[str]:
     argv = ["reproduce", name, "--out", str(folder), "--seed", str(seed)]
     if quick:
         argv.append("--quick")
     if repeats is not None:
         argv += ["--repeats", str(repeats)]
-    if data_dir is not None and name not in _NO_DATA:
-        argv += ["--data", str(data_dir)]
+    if data_home is not None and name not in _NO_DATA:
+        argv += ["--data", str(data_home)]
     if jobs is not None and name in _TAKES_JOBS:
         argv += ["--jobs", str(jobs)]
     if not show_progress:
@@ -249,7 +245,7 @@ def _argv(name: str, folder: Path, *, quick: bool, data_dir: str | Path | None, 
 
 def _run_one(name: str, argv: list[str]) -> ExperimentEntry:
     """Run ``dpspectral ARGV`` in this process, keeping its exit status, wall time and output."""
-    from .. import cli
+    from . import papers
 
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     entry = ExperimentEntry(name=name, folder=name, status="failed",
@@ -258,10 +254,10 @@ def _run_one(name: str, argv: list[str]) -> ExperimentEntry:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                entry.exit_status = int(cli.main(argv))
+                entry.exit_status = int(papers.main(argv[1:]))  # argv[0] is 'reproduce'
             except Exception as exc:  # a runner's bug must not stop the others
                 traceback.print_exc()
-                entry.error = f"{type(exc).__name__}: {cli._one_line(exc)}"
+                entry.error = f"{type(exc).__name__}: {papers.one_line(exc)}"
     finally:
         entry.seconds = time.perf_counter() - t0
         entry.stdout_tail = _tail(out.copy.getvalue())
@@ -275,13 +271,14 @@ def _run_one(name: str, argv: list[str]) -> ExperimentEntry:
     return entry
 
 
-def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None = None, seed: int = 0,
+def run_all(out: str | Path, *, quick: bool = False, data_home: str | Path | None = None, seed: int = 0,
             repeats: int | None = None, show_progress: bool = True,
             experiments: Sequence[str] | None = None, jobs: int | None = None) -> AllResult:
     """Run every paper's reproduction into ``out/NAME/`` and write ``out/index.html``.
 
     Each experiment runs as ``dpspectral reproduce NAME --out OUT/NAME`` (in this process, through
-    :func:`dpspectral.cli.main`, so it takes exactly the flags of the single-paper command). One that
+    :func:`dpspectral_reproduce.papers.main`, so it takes exactly the flags of the single-paper command). One
+    that
     fails -- an exception or a non-zero exit status -- is recorded and the next one runs.
 
     Parameters
@@ -290,8 +287,9 @@ def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None
         Output folder (created). Existing experiment folders in it are written over.
     quick : bool, default=False
         ``--quick`` for every experiment.
-    data_dir : str or Path, optional
-        ``--data`` for the experiments that read data sets (default: each one's own default).
+    data_home : str or Path, optional
+        ``--data`` for the experiments that read data sets (default: ``$DPSPECTRAL_DATA``, else
+        ``~/dpspectral_data``, as each one finds it).
     seed : int, default=0
     repeats : int, optional
         ``--repeats`` for every experiment (default: each one's own).
@@ -321,7 +319,7 @@ def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None
     entries: list[ExperimentEntry] = []
     try:
         for i, name in enumerate(names, 1):
-            argv = _argv(name, root / name, quick=quick, data_dir=data_dir, seed=seed, repeats=repeats,
+            argv = _argv(name, root / name, quick=quick, data_home=data_home, seed=seed, repeats=repeats,
                          show_progress=show_progress, jobs=jobs)
             print(f"[{i}/{len(names)}] {name}: dpspectral {' '.join(argv)}", flush=True)
             entry = _run_one(name, argv)
@@ -336,7 +334,7 @@ def run_all(out: str | Path, *, quick: bool = False, data_dir: str | Path | None
         entries += [ExperimentEntry(name=n, folder=n, status="not run", error="interrupted before it ran")
                     for n in names if n not in done]
         record = {"command": "dpspectral reproduce all", "quick": quick, "seed": seed, "repeats": repeats,
-                  "data_dir": None if data_dir is None else str(data_dir),
+                  "data_dir": None if data_home is None else str(data_home),
                   "seconds": time.perf_counter() - t0, "experiments": [asdict(e) for e in entries]}
         (root / RUNS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         index = write_index(root, entries, title_note="quick runs" if quick else "full runs")
@@ -705,7 +703,7 @@ def write_index(root: str | Path, experiments: Iterable[ExperimentEntry], *, tit
     Path
         ``root / "index.html"``.
     """
-    from .. import __version__
+    from dpspectral import __version__
 
     root = Path(root)
     entries = list(experiments)
@@ -774,8 +772,6 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
 
     Returns 0 when every experiment succeeded, 1 otherwise (the failed ones are named on stderr).
     """
-    from ..cli import CLIError
-
     used = [flag for attr, flag in _PER_PAPER_FLAGS if getattr(args, attr, None) is not None]
     if used:
         raise CLIError(f"{', '.join(used)}: not used by `reproduce all`, which runs each paper with its own "
@@ -800,7 +796,7 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
         raise CLIError(f"--out {str(root)!r} exists and is not a folder.")
     if not getattr(args, "quick", False):
         print(FULL_RUN_WARNING, file=sys.stderr, flush=True)
-    result = run_all(root, quick=bool(getattr(args, "quick", False)), data_dir=getattr(args, "data", None),
+    result = run_all(root, quick=bool(getattr(args, "quick", False)), data_home=getattr(args, "data", None),
                      seed=int(getattr(args, "seed", 0) or 0), repeats=getattr(args, "repeats", None),
                      show_progress=not getattr(args, "no_progress", False), jobs=getattr(args, "jobs", None))
     print(f"dpspectral reproduce all: {len(result.entries)} experiments in {result.seconds:.1f} s")

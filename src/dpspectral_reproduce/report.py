@@ -396,6 +396,55 @@ def _references_for(reference: float | Mapping[str, float] | None, default_label
     return {default_label: float(reference)}
 
 
+def _plot_groups(ax: Any, rows: Sequence[Row], metric: str, *, group: str, x: str, logx: bool,
+                 dodge: float) -> set[float]:
+    """One error-bar line per group (mean ± 1 sd of ``metric`` at each finite ``x``); the x values drawn."""
+    markers = "osD^vP*X"
+    groups = group_rows(rows, (group,))
+    all_x: set[float] = set()
+    for i, (key, members) in enumerate(groups.items()):
+        by_x: dict[float, list[Row]] = {}
+        for row in members:
+            xv = row.get(x)
+            if isinstance(xv, numbers.Real) and not isinstance(xv, bool) and math.isfinite(float(xv)):
+                by_x.setdefault(float(xv), []).append(row)
+        if not by_x:
+            continue
+        xs = sorted(by_x)
+        all_x.update(xs)
+        means, sds = [], []
+        for xv in xs:
+            vals = _finite_values(by_x[xv], metric)
+            means.append(float(vals.mean()) if vals.size else math.nan)
+            sds.append(float(vals.std(ddof=1)) if vals.size > 1 else 0.0)
+        # Offset the groups slightly along x so that their error bars do not hide each other.
+        shift = (i - (len(groups) - 1) / 2) * dodge
+        xs_plot = [xv * math.exp(shift) if logx else xv + shift * (max(xs) - min(xs) or 1.0) for xv in xs]
+        ax.errorbar(xs_plot, means, yerr=sds, marker=markers[i % len(markers)], capsize=3, linewidth=1.5,
+                    markersize=5, label=str(key[0]))
+    return all_x
+
+
+def _style_axes(ax: Any, all_x: set[float], *, logx: bool, xlabel: str, ylabel: str, title: str | None,
+                legend: bool) -> None:
+    """Scale, ticks at the grid values, labels, grid and legend of a panel."""
+    if logx:
+        ax.set_xscale("log")
+    if 0 < len(all_x) <= 12:  # label the grid values themselves (0.1, 0.5, 1, 2), not powers of ten
+        from matplotlib.ticker import NullFormatter
+
+        ticks = sorted(all_x)
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if legend:
+        ax.legend(loc="best", fontsize="small")
+
+
 def plot_metric_vs_epsilon(
     rows: Sequence[Row],
     metric: str,
@@ -453,46 +502,11 @@ def plot_metric_vs_epsilon(
     if ax is None:
         fig = _new_figure(figsize)
         ax = fig.add_subplot(1, 1, 1)
-    markers = "osD^vP*X"
-    groups = group_rows(rows, (group,))
-    all_x: set[float] = set()
-    for i, (key, members) in enumerate(groups.items()):
-        by_x: dict[float, list[Row]] = {}
-        for row in members:
-            xv = row.get(x)
-            if isinstance(xv, numbers.Real) and not isinstance(xv, bool) and math.isfinite(float(xv)):
-                by_x.setdefault(float(xv), []).append(row)
-        if not by_x:
-            continue
-        xs = sorted(by_x)
-        all_x.update(xs)
-        means, sds = [], []
-        for xv in xs:
-            vals = _finite_values(by_x[xv], metric)
-            means.append(float(vals.mean()) if vals.size else math.nan)
-            sds.append(float(vals.std(ddof=1)) if vals.size > 1 else 0.0)
-        # Offset the groups slightly along x so that their error bars do not hide each other.
-        shift = (i - (len(groups) - 1) / 2) * dodge
-        xs_plot = [xv * math.exp(shift) if logx else xv + shift * (max(xs) - min(xs) or 1.0) for xv in xs]
-        ax.errorbar(xs_plot, means, yerr=sds, marker=markers[i % len(markers)], capsize=3, linewidth=1.5,
-                    markersize=5, label=str(key[0]))
+    all_x = _plot_groups(ax, rows, metric, group=group, x=x, logx=logx, dodge=dodge)
     for j, (label, value) in enumerate(_references_for(reference, "non-private").items()):
         ax.axhline(value, linestyle="--", color=f"C{7 + j}" if j < 3 else "k", linewidth=1.2, label=label)
-    if logx:
-        ax.set_xscale("log")
-    if 0 < len(all_x) <= 12:  # label the grid values themselves (0.1, 0.5, 1, 2), not powers of ten
-        from matplotlib.ticker import NullFormatter
-
-        ticks = sorted(all_x)
-        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel if ylabel is not None else metric)
-    if title:
-        ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    if legend:
-        ax.legend(loc="best", fontsize="small")
+    _style_axes(ax, all_x, logx=logx, xlabel=xlabel, ylabel=ylabel if ylabel is not None else metric,
+                title=title, legend=legend)
     if fig is not None:
         if path is not None:
             p = Path(path)

@@ -47,14 +47,16 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import progress
-from ..estimators import DPPCA
-from ..linalg import top_k_eigh
-from ..metrics import captured_energy, downstream_accuracy, projection_distance
-from ..privacy.budget import PrivacyBudget, UncertifiedPrivacyWarning
-from ..privacy.clipping import check_row_norm, clip_rows
-from ..registry import Method, get_method, methods
+from dpspectral._progress import progress
+from dpspectral.estimators import DPPCA
+from dpspectral.linalg import top_k_eigh
+from dpspectral.metrics import captured_energy, downstream_accuracy, projection_distance
+from dpspectral.privacy.budget import PrivacyBudget, UncertifiedPrivacyWarning
+from dpspectral.privacy.clipping import check_row_norm, clip_rows
+from dpspectral.registry import Method, get_method, methods
+
 from . import report
+from ._registry import DEFAULT_EPSILONS, DEFAULT_ROW_NORM
 
 __all__ = [
     "DEFAULT_EPSILONS",
@@ -65,15 +67,6 @@ __all__ = [
     "load_demo_data",
     "run_demo",
 ]
-
-#: The epsilon grid of the demo.
-DEFAULT_EPSILONS: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)
-
-#: Public bound on the Euclidean norm of a digits row after scaling pixels to [0, 1]. Chosen a priori,
-#: not from the data: a handwritten digit at 8 x 8 resolution is assumed to light up at most about
-#: 36 of the 64 cells at full intensity, so ``sqrt(36) = 6`` (the largest possible norm of a
-#: [0, 1]^64 vector, 8, would add noise for images that do not exist). Rows above it are clipped.
-DEFAULT_ROW_NORM: float = 6.0
 
 #: Number of grey levels of the digits pixels (values 0..16): the public scale factor.
 PIXEL_MAX: float = 16.0
@@ -351,6 +344,63 @@ def run_demo(
                          show_progress=show_progress)
 
 
+def _fit_one(method: Method, index: tuple[int, int, int], eps: float, cfg: DemoConfig,
+             split: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], V_star: np.ndarray
+             ) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """One private fit: (its run row, its privacy statement, whether the classifier warned).
+
+    ``index`` = (method, epsilon, repeat) positions, which seed the fit.
+    """
+    X_train, X_test, y_train, y_test = split
+    mi, ei, r = index
+    run_seed = int(np.random.SeedSequence([cfg.seed, mi, ei, r]).generate_state(1)[0])
+    est = DPPCA(
+        cfg.k, epsilon=eps, delta=cfg.delta, row_norm=cfg.row_norm, method=method.name,
+        relation=method.relations[0].value, calibration=method.default_calibration,
+        random_state=run_seed,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedPrivacyWarning)  # recorded in the report
+        t0 = time.perf_counter()
+        est.fit(X_train)
+        fit_seconds = time.perf_counter() - t0
+    V = est.components_.T
+    acc, warned = _accuracy(est.transform(X_train), y_train, est.transform(X_test), y_test, cfg.seed)
+    rep = est.privacy_
+    row = {
+        "method": method.name,
+        "family": method.family,
+        "relation": rep.relation.value,
+        "calibration": rep.calibration,
+        "epsilon": eps,
+        "delta": cfg.delta,
+        "certified_epsilon": rep.epsilon,
+        "certified": rep.certified,
+        "repeat": r,
+        "run_seed": run_seed,
+        "k": cfg.k,
+        "row_norm": cfg.row_norm,
+        "n_train": X_train.shape[0],
+        "captured_energy": captured_energy(V, X=X_train),
+        "projection_distance": projection_distance(V, V_star),
+        "accuracy": acc,
+        "fit_seconds": fit_seconds,
+    }
+    statement = {
+        "method": method.name,
+        "paper": method.paper,
+        "relation": rep.relation.value,
+        "calibration": rep.calibration,
+        "requested_epsilon": rep.requested_epsilon,
+        "epsilon": rep.epsilon,
+        "delta": rep.delta,
+        "certified": rep.certified,
+        "noise_std": est.result_.diagnostics.get("noise_std"),
+        "statement": str(rep),
+    }
+    return row, statement, warned
+
+
 def _run_demo(
     out_dir: str | Path | None,
     *,
@@ -378,6 +428,7 @@ def _run_demo(
     ref_seconds = time.perf_counter() - t0
     ref_acc, ref_warn = _accuracy(X_train @ V_star, y_train, X_test @ V_star, y_test, cfg.seed)
     n_warn = int(ref_warn)
+    split = (X_train, X_test, y_train, y_test)
 
     tasks = [
         (mi, m, ei, eps, r)
@@ -389,52 +440,10 @@ def _run_demo(
     privacy: dict[tuple[str, float], dict[str, Any]] = {}
     for mi, method, ei, eps, r in progress(tasks, total=len(tasks), desc="dpspectral demo",
                                            enabled=show_progress):
-        run_seed = int(np.random.SeedSequence([cfg.seed, mi, ei, r]).generate_state(1)[0])
-        est = DPPCA(
-            cfg.k, epsilon=eps, delta=cfg.delta, row_norm=cfg.row_norm, method=method.name,
-            relation=method.relations[0].value, calibration=method.default_calibration,
-            random_state=run_seed,
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UncertifiedPrivacyWarning)  # recorded in the report
-            t0 = time.perf_counter()
-            est.fit(X_train)
-            fit_seconds = time.perf_counter() - t0
-        V = est.components_.T
-        acc, warned = _accuracy(est.transform(X_train), y_train, est.transform(X_test), y_test, cfg.seed)
+        row, statement, warned = _fit_one(method, (mi, ei, r), eps, cfg, split, V_star)
         n_warn += int(warned)
-        rep = est.privacy_
-        runs.append({
-            "method": method.name,
-            "family": method.family,
-            "relation": rep.relation.value,
-            "calibration": rep.calibration,
-            "epsilon": eps,
-            "delta": cfg.delta,
-            "certified_epsilon": rep.epsilon,
-            "certified": rep.certified,
-            "repeat": r,
-            "run_seed": run_seed,
-            "k": cfg.k,
-            "row_norm": cfg.row_norm,
-            "n_train": n_train,
-            "captured_energy": captured_energy(V, X=X_train),
-            "projection_distance": projection_distance(V, V_star),
-            "accuracy": acc,
-            "fit_seconds": fit_seconds,
-        })
-        privacy.setdefault((method.name, eps), {
-            "method": method.name,
-            "paper": method.paper,
-            "relation": rep.relation.value,
-            "calibration": rep.calibration,
-            "requested_epsilon": rep.requested_epsilon,
-            "epsilon": rep.epsilon,
-            "delta": rep.delta,
-            "certified": rep.certified,
-            "noise_std": est.result_.diagnostics.get("noise_std"),
-            "statement": str(rep),
-        })
+        runs.append(row)
+        privacy.setdefault((method.name, eps), statement)
     runs.append({
         "method": NON_PRIVATE,
         "family": "exact",
@@ -474,7 +483,7 @@ def _versions() -> dict[str, str]:
     import matplotlib
     import sklearn
 
-    from .. import __version__
+    from dpspectral import __version__
 
     return {"dpspectral": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__,
             "matplotlib": matplotlib.__version__, "python": platform.python_version()}
@@ -518,20 +527,9 @@ def _write_outputs(result: DemoResult, out: Path, *, n_train: int, n_test: int, 
     return files
 
 
-def _report_markdown(result: DemoResult, *, n_train: int, n_test: int, d: int) -> str:
+def _notes_markdown(result: DemoResult) -> str:
+    """The report's notes (MOD-SULQ vs Analyze Gauss, classifier warnings, uncertified runs)."""
     cfg = result.config
-    eps_list = ", ".join(f"{e:g}" for e in cfg.epsilons)
-    privacy_table = report.markdown_table(
-        result.privacy,
-        ("method", "relation", "calibration", "requested_epsilon", "epsilon", "delta", "certified",
-         "statement"),
-        headers=("method", "neighbouring relation", "calibration", "requested ε", "certified ε", "δ",
-                 "certified", "privacy statement"),
-        formatters={"statement": lambda r: f"`{r['statement']}`"},
-    )
-    papers = "\n".join(
-        f"- `{name}` — {get_method(name).paper}: {get_method(name).summary}." for name in cfg.methods
-    )
     notes = []
     if "mod_sulq" in cfg.methods and "analyze_gauss" in cfg.methods:
         notes.append(
@@ -551,7 +549,16 @@ def _report_markdown(result: DemoResult, *, n_train: int, n_test: int, d: int) -
                                                  for p in uncertified)
             + " — the accountant does not certify the requested budget (see the table above)."
         )
-    notes_md = "".join(f"- {n}\n" for n in notes) or "- None.\n"
+    return "".join(f"- {n}\n" for n in notes) or "- None.\n"
+
+
+def _what_was_run(result: DemoResult, *, n_train: int, n_test: int, d: int) -> str:
+    """The report's title and its "What was run" section (data, preprocessing, fits, reference)."""
+    cfg = result.config
+    eps_list = ", ".join(f"{e:g}" for e in cfg.epsilons)
+    papers = "\n".join(
+        f"- `{name}` — {get_method(name).paper}: {get_method(name).summary}." for name in cfg.methods
+    )
     default_methods = tuple(m.name for m in methods(model="central", certified=True, task="pca"))
     method_source = (
         " (every certified central method of the registry)" if cfg.methods == default_methods else ""
@@ -581,7 +588,22 @@ Generated by `dpspectral demo` (dpspectral {_versions()['dpspectral']}).
 - **Non-private reference:** the exact top-{cfg.k} eigenvectors `V*` of the same matrix
   `A = X_trainᵀ X_train` (the utility ceiling).
 
-## Privacy
+"""
+
+
+def _report_markdown(result: DemoResult, *, n_train: int, n_test: int, d: int) -> str:
+    """``report.md`` of the demo: what was run, privacy, metrics, results, notes."""
+    cfg = result.config
+    privacy_table = report.markdown_table(
+        result.privacy,
+        ("method", "relation", "calibration", "requested_epsilon", "epsilon", "delta", "certified",
+         "statement"),
+        headers=("method", "neighbouring relation", "calibration", "requested ε", "certified ε", "δ",
+                 "certified", "privacy statement"),
+        formatters={"statement": lambda r: f"`{r['statement']}`"},
+    )
+    notes_md = _notes_markdown(result)
+    return _what_was_run(result, n_train=n_train, n_test=n_test, d=d) + f"""## Privacy
 
 Each private fit below is an (ε, δ)-DP release of the training rows under the stated neighbouring
 relation, certified by the library's accountant (`certified` = the accountant confirms the

@@ -68,10 +68,10 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import progress
-from ..datasets import load_idx, load_libsvm, normalize_rows_nonprivate
-from ..distributed import SitePayload, aggregate, dpdispca
-from ..distributed.site import (
+from dpspectral._progress import progress
+from dpspectral.datasets import load_idx, load_libsvm, normalize_rows_nonprivate
+from dpspectral.distributed import SitePayload, aggregate, dpdispca
+from dpspectral.distributed.site import (
     SitePlan,
     Spectrum,
     plan_site_release,
@@ -79,10 +79,11 @@ from ..distributed.site import (
     site_eigh,
     top_k_of_eigh,
 )
-from ..distributed.site import proxy_from_eigh as _proxy
-from ..moments import accumulate
-from ..privacy.accounting import ParallelDpEvent, epsilon_of
-from ..privacy.budget import PrivacyBudget, Relation
+from dpspectral.distributed.site import proxy_from_eigh as _proxy
+from dpspectral.moments import accumulate
+from dpspectral.privacy.accounting import ParallelDpEvent, epsilon_of
+from dpspectral.privacy.budget import PrivacyBudget, Relation
+
 from . import report
 
 __all__ = [
@@ -263,7 +264,7 @@ def engine_check(X: np.ndarray, *, k: int, n_sites: int, n_per_site: int, epsilo
     out: dict[str, Any] = {"q_fast_path": q_fast, "q_inprocess": draw.q(res.components),
                            "inprocess_identical": draw.q(res.components) == q_fast, "dask": None}
     if dask:
-        from ..distributed import DaskEngine
+        from dpspectral.distributed import DaskEngine
 
         res_d = dpdispca(draw.sites, k, engine=DaskEngine(n_workers=2), **kw)
         out["dask"] = bool(np.array_equal(res_d.components, res.components))
@@ -290,16 +291,10 @@ class Imtiaz2018Result:
     grids: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
-def _default_data_dir() -> Path | None:
-    from .shang2021 import find_data_dir  # $DPSPECTRAL_DATA, else ../shared/data
-
-    return find_data_dir()
-
-
 def run_imtiaz2018(
     out: str | Path = "reports/imtiaz2018",
     *,
-    data_dir: str | Path | None = None,
+    data_home: str | Path | None = None,
     quick: bool = False,
     repeats: int | None = None,
     seed: int = 0,
@@ -316,10 +311,10 @@ def run_imtiaz2018(
     ----------
     out : str or Path
         Output folder.
-    data_dir : str or Path, optional
-        Folder with ``mnist/`` and ``a9a/``; default ``$DPSPECTRAL_DATA``, else ``../shared/data``
-        relative to the working directory, when it exists (quick mode too:
-        :func:`~.shang2021.find_data_dir`); without one the real data sets are skipped with a note.
+    data_home : str or Path, optional
+        Folder with ``mnist/`` and ``a9a/``; default ``$DPSPECTRAL_DATA``, else ``~/dpspectral_data``
+        when it exists (quick mode too: :func:`~.shang2021.find_data_dir`); without one the real data
+        sets are skipped with a note. A folder named explicitly that does not exist is an error.
     quick : bool
         Small grids (the ``QUICK_*`` constants) and 2 repeats.
     repeats : int, optional
@@ -342,41 +337,28 @@ def run_imtiaz2018(
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=blas_threads, user_api="blas"):
-        return _run(out, data_dir=data_dir, quick=quick, repeats=repeats, seed=seed,
+        return _run(out, data_home=data_home, quick=quick, repeats=repeats, seed=seed,
                     show_progress=show_progress, datasets=datasets, epsilons=epsilons, sweeps=sweeps,
                     dask_check=dask_check)
 
 
-def _run(
-    out: str | Path,
-    *,
-    data_dir: str | Path | None,
-    quick: bool,
-    repeats: int | None,
-    seed: int,
-    show_progress: bool,
-    datasets: Sequence[str] | None,
-    epsilons: Sequence[float] | None,
-    sweeps: Sequence[str],
-    dask_check: bool | None,
-) -> Imtiaz2018Result:
-    t0 = time.perf_counter()
-    out = Path(out)
-    repeats = int(repeats if repeats is not None else (QUICK_REPEATS if quick else REPEATS))
-    if repeats < 1:
-        raise ValueError(f"The 'repeats' parameter of run_imtiaz2018 must be >= 1. Got {repeats!r}.")
-    for sw in sweeps:
-        if sw not in SWEEPS:
-            raise ValueError(f"Unknown sweep {sw!r}; choose from {', '.join(SWEEPS)}.")
-    grids: dict[str, tuple[float, ...]] = {
+def _grids(quick: bool, epsilons: Sequence[float] | None) -> dict[str, tuple[float, ...]]:
+    """The values of every sweep (the paper's, or the quick ones)."""
+    return {
         "epsilon": tuple(float(e) for e in (epsilons or (QUICK_EPSILONS if quick else EPSILONS))),
         "n_s": tuple(float(v) for v in (QUICK_NS_GRID if quick else NS_GRID)),
         "sites": tuple(float(v) for v in (QUICK_S_GRID if quick else S_GRID)),
         "r_over_k": tuple(float(v) for v in (QUICK_R_OVER_K if quick else R_OVER_K)),
         "delta": tuple(float(v) for v in (QUICK_DELTAS if quick else DELTAS)),
     }
-    if data_dir is None:
-        data_dir = _default_data_dir()
+
+
+def _load_datasets(data_home: str | Path | None, datasets: Sequence[str] | None, seed: int
+                   ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The data sets that can be loaded, and why each other one is not run."""
+    from .shang2021 import find_data_dir  # data_home, else $DPSPECTRAL_DATA, else ~/dpspectral_data
+
+    data_dir = find_data_dir(data_home)
     if datasets is not None:
         names = tuple(datasets)
     else:
@@ -395,98 +377,125 @@ def _run(
     for name in DATASETS:
         if name not in names and name not in skipped:
             skipped[name] = "not requested" if datasets is not None else "skipped (no data folder)"
+    return loaded, skipped
 
-    def settings_of(name: str) -> dict[str, Any]:
-        k, ns, S, label = SPECS[name]
-        n_pool, d = loaded[name].shape
-        ns_grid = tuple(int(v) for v in grids["n_s"] if S * v <= n_pool)
-        s_grid = tuple(int(v) for v in grids["sites"] if (S * ns) % int(v) == 0)
-        ranks = tuple(sorted({max(1, min(d, round(r * k))) for r in grids["r_over_k"]}))
-        return {"k": k, "n_per_site": ns, "n_sites": S, "label": label, "rows": n_pool, "d": d,
-                "ns_grid": ns_grid, "s_grid": s_grid, "ranks": ranks, "r_default": min(2 * k, d)}
 
-    settings = {name: settings_of(name) for name in loaded}
-    cal_eps = [("tight", e) for e in grids["epsilon"]] + [("paper", e) for e in grids["epsilon"]]
-    per_repeat = {"epsilon": lambda st: len(cal_eps), "n_s": lambda st: len(st["ns_grid"]),
-                  "sites": lambda st: len(st["s_grid"]), "r_over_k": lambda st: 1,
-                  "delta": lambda st: len(grids["delta"])}
-    n_rounds = sum(repeats * sum(per_repeat[sw](st) for sw in sweeps) for st in settings.values())
-    bar = iter(progress(range(n_rounds), total=n_rounds, desc="imtiaz2018", enabled=show_progress))
-    runs: list[dict[str, Any]] = []
+def _settings_of(name: str, X: np.ndarray, grids: Mapping[str, tuple[float, ...]]) -> dict[str, Any]:
+    """The paper's setting of a data set (K, N_s, S) and the sweep values that fit its rows."""
+    k, ns, S, label = SPECS[name]
+    n_pool, d = X.shape
+    ns_grid = tuple(int(v) for v in grids["n_s"] if S * v <= n_pool)
+    s_grid = tuple(int(v) for v in grids["sites"] if (S * ns) % int(v) == 0)
+    ranks = tuple(sorted({max(1, min(d, round(r * k))) for r in grids["r_over_k"]}))
+    return {"k": k, "n_per_site": ns, "n_sites": S, "label": label, "rows": n_pool, "d": d,
+            "ns_grid": ns_grid, "s_grid": s_grid, "ranks": ranks, "r_default": min(2 * k, d)}
 
-    def record(name: str, sweep: str, cal: str, x: float, rep: int, eps: float, delta: float, S: int, ns: int,
-               qs: Mapping[tuple[str, int | None], float]) -> None:
-        k = settings[name]["k"]
+
+@dataclass
+class _Sweeper:
+    """Runs the sweeps of one reproduction and collects their rows (one per method and setting)."""
+
+    settings: dict[str, dict[str, Any]]
+    grids: dict[str, tuple[float, ...]]
+    sweeps: Sequence[str]
+    seed: int
+    bar: Any
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def cal_eps(self) -> list[tuple[str, float]]:
+        """(calibration, epsilon) of the epsilon sweep: the sound noise, then the paper's."""
+        return [("tight", e) for e in self.grids["epsilon"]] + [("paper", e) for e in self.grids["epsilon"]]
+
+    def record(self, name: str, sweep: str, cal: str, x: float, rep: int, eps: float, delta: float, S: int,
+               ns: int, qs: Mapping[tuple[str, int | None], float]) -> None:
+        """One row per (method, rank) of a round."""
+        k = self.settings[name]["k"]
         for (method, R), q in qs.items():
             row = {"dataset": name, "sweep": sweep, "calibration": cal, "method": method, "x": x,
                    "epsilon": eps, "delta": delta, "n_sites": S, "n_per_site": ns, "rank": R, "repeat": rep,
                    "q_ratio": round(q, 6)}
             if sweep != "r_over_k":
-                runs.append(row)
+                self.runs.append(row)
             elif R is not None:
-                runs.append({**row, "x": R / k})
+                self.runs.append({**row, "x": R / k})
             else:  # rank-free methods: the same value at every R/K, for the plot
-                runs.extend({**row, "x": RR / k} for RR in settings[name]["ranks"])
+                self.runs.extend({**row, "x": RR / k} for RR in self.settings[name]["ranks"])
 
-    for di, name in enumerate(loaded):
-        X = loaded[name]
-        st = settings[name]
+    def repeat(self, di: int, name: str, X: np.ndarray, rep: int) -> None:
+        """Every requested sweep of one data set, for one repeat."""
+        st, seed = self.settings[name], self.seed
         k, ns0, S0, R0 = st["k"], st["n_per_site"], st["n_sites"], st["r_default"]
-        for rep in range(repeats):
-            base = _Draw.make(X, S0, ns0, k, np.random.default_rng(_seed(seed, di, 0, rep)))
-            if "epsilon" in sweeps:
-                for j, (cal, e) in enumerate(cal_eps):
-                    next(bar, None)
-                    qs = _round(base, epsilon=e, delta=DELTA, calibration=cal, ranks=(R0,),
-                                seed=_seed(seed, di, 1, rep, j))
-                    record(name, "epsilon", cal, e, rep, e, DELTA, S0, ns0, qs)
-            if "delta" in sweeps:
-                for j, dl in enumerate(grids["delta"]):
-                    next(bar, None)
-                    qs = _round(base, epsilon=DELTA_SWEEP_EPSILON, delta=dl, calibration="tight", ranks=(R0,),
-                                seed=_seed(seed, di, 2, rep, j))
-                    record(name, "delta", "tight", dl, rep, DELTA_SWEEP_EPSILON, dl, S0, ns0, qs)
-            if "r_over_k" in sweeps:
-                next(bar, None)
-                qs = _round(base, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=st["ranks"],
-                            seed=_seed(seed, di, 3, rep))
-                record(name, "r_over_k", "tight", math.nan, rep, SWEEP_EPSILON, DELTA, S0, ns0, qs)
-            if "n_s" in sweeps:
-                for j, ns in enumerate(st["ns_grid"]):
-                    next(bar, None)
-                    draw = _Draw.make(X, S0, ns, k, np.random.default_rng(_seed(seed, di, 4, rep, j)))
-                    qs = _round(draw, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=(R0,),
-                                seed=_seed(seed, di, 5, rep, j))
-                    record(name, "n_s", "tight", ns, rep, SWEEP_EPSILON, DELTA, S0, ns, qs)
-            if "sites" in sweeps:
-                rows = base.sites  # N = S0 ns0 rows, re-split into S sites
-                pooled_rows = np.vstack(rows)
-                for j, S in enumerate(st["s_grid"]):
-                    next(bar, None)
-                    draw = _Draw.make(pooled_rows, S, pooled_rows.shape[0] // S, k,
-                                      np.random.default_rng(_seed(seed, di, 6, rep, j)))  # a random split
-                    qs = _round(draw, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=(R0,),
-                                seed=_seed(seed, di, 7, rep, j))
-                    n_s = pooled_rows.shape[0] // S
-                    record(name, "sites", "tight", S, rep, SWEEP_EPSILON, DELTA, S, n_s, qs)
-    next(bar, None)
+        base = _Draw.make(X, S0, ns0, k, np.random.default_rng(_seed(seed, di, 0, rep)))
+        if "epsilon" in self.sweeps:
+            for j, (cal, e) in enumerate(self.cal_eps):
+                next(self.bar, None)
+                qs = _round(base, epsilon=e, delta=DELTA, calibration=cal, ranks=(R0,),
+                            seed=_seed(seed, di, 1, rep, j))
+                self.record(name, "epsilon", cal, e, rep, e, DELTA, S0, ns0, qs)
+        if "delta" in self.sweeps:
+            for j, dl in enumerate(self.grids["delta"]):
+                next(self.bar, None)
+                qs = _round(base, epsilon=DELTA_SWEEP_EPSILON, delta=dl, calibration="tight", ranks=(R0,),
+                            seed=_seed(seed, di, 2, rep, j))
+                self.record(name, "delta", "tight", dl, rep, DELTA_SWEEP_EPSILON, dl, S0, ns0, qs)
+        if "r_over_k" in self.sweeps:
+            next(self.bar, None)
+            qs = _round(base, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=st["ranks"],
+                        seed=_seed(seed, di, 3, rep))
+            self.record(name, "r_over_k", "tight", math.nan, rep, SWEEP_EPSILON, DELTA, S0, ns0, qs)
+        if "n_s" in self.sweeps:
+            for j, ns in enumerate(st["ns_grid"]):
+                next(self.bar, None)
+                draw = _Draw.make(X, S0, ns, k, np.random.default_rng(_seed(seed, di, 4, rep, j)))
+                qs = _round(draw, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=(R0,),
+                            seed=_seed(seed, di, 5, rep, j))
+                self.record(name, "n_s", "tight", ns, rep, SWEEP_EPSILON, DELTA, S0, ns, qs)
+        if "sites" in self.sweeps:
+            self._sites(di, name, base, rep)
 
+    def _sites(self, di: int, name: str, base: _Draw, rep: int) -> None:
+        st, seed = self.settings[name], self.seed
+        k, R0 = st["k"], st["r_default"]
+        pooled_rows = np.vstack(base.sites)  # N = S0 ns0 rows, re-split into S sites
+        for j, S in enumerate(st["s_grid"]):
+            next(self.bar, None)
+            draw = _Draw.make(pooled_rows, S, pooled_rows.shape[0] // S, k,
+                              np.random.default_rng(_seed(seed, di, 6, rep, j)))  # a random split
+            qs = _round(draw, epsilon=SWEEP_EPSILON, delta=DELTA, calibration="tight", ranks=(R0,),
+                        seed=_seed(seed, di, 7, rep, j))
+            n_s = pooled_rows.shape[0] // S
+            self.record(name, "sites", "tight", S, rep, SWEEP_EPSILON, DELTA, S, n_s, qs)
+
+
+def _certified_epsilons(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, float, float], float]:
+    """The accountant's epsilon of every (calibration, epsilon, delta) that ran."""
     certified = {}
     for cal in ("tight", "paper"):
         for e, dl in {(r["epsilon"], r["delta"]) for r in runs if r["calibration"] == cal}:
             _, _, event, _ = plan_site_release(budget=PrivacyBudget(e, dl), relation=Relation.REPLACE_ONE,
                                                calibration=cal, row_norm=1.0, release_count=False)
             certified[(cal, e, dl)] = epsilon_of(ParallelDpEvent([event]), dl, relation=Relation.REPLACE_ONE)
+    return certified
 
-    checks: dict[str, Any] = {}
+
+def _engine_checks(loaded: Mapping[str, np.ndarray], settings: Mapping[str, dict[str, Any]], *, quick: bool,
+                   dask_check: bool | None, seed: int) -> dict[str, Any]:
+    """The in-process (and, in full runs, Dask) engine check on the first data set."""
     first = next(iter(loaded), None)
-    if first is not None:
-        st = settings[first]
-        use_dask = (not quick) if dask_check is None else bool(dask_check)
-        checks = engine_check(loaded[first], k=st["k"], n_sites=st["n_sites"], n_per_site=st["n_per_site"],
-                              dask=use_dask, seed=seed)
-        checks["dataset"] = first
+    if first is None:
+        return {}
+    st = settings[first]
+    use_dask = (not quick) if dask_check is None else bool(dask_check)
+    checks = engine_check(loaded[first], k=st["k"], n_sites=st["n_sites"], n_per_site=st["n_per_site"],
+                          dask=use_dask, seed=seed)
+    checks["dataset"] = first
+    return checks
 
+
+def _write_tables(out: Path, runs: list[dict[str, Any]], certified: Mapping[tuple[str, float, float], float]
+                  ) -> tuple[list[dict[str, Any]], dict[str, Path]]:
+    """runs.csv and summary.csv (with the certified epsilon of every setting)."""
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     files["runs"] = report.write_runs(runs, out / "runs.csv", columns=_RUN_COLUMNS)
@@ -497,18 +506,67 @@ def _run(
         row["certified_epsilon"] = ceps
         row["certified"] = None if ceps is None else bool(ceps <= row["epsilon"] * (1 + 1e-9))
     files["summary"] = report.write_runs(summary, out / "summary.csv")
+    return summary, files
+
+
+def _write_figures(result: Imtiaz2018Result, out: Path, sweeps: Sequence[str]) -> None:
+    """Figure 1 (the tight sweeps), Figure 2 (delta) and the epsilon sweep with the paper's noise."""
+    if not result.datasets:
+        return
+    files = result.files
+    fig1 = [s for s in ("epsilon", "n_s", "sites", "r_over_k") if s in sweeps]
+    if fig1:
+        files["figure1"] = _plot_sweeps(result, fig1, "tight", out / "figure1.png")
+    if "delta" in sweeps:
+        files["figure2"] = _plot_sweeps(result, ["delta"], "tight", out / "figure2.png")
+    if "epsilon" in sweeps:
+        files["figure_paper_noise"] = _plot_sweeps(result, ["epsilon"], "paper",
+                                                   out / "figure_paper_noise.png")
+
+
+def _run(
+    out: str | Path,
+    *,
+    data_home: str | Path | None,
+    quick: bool,
+    repeats: int | None,
+    seed: int,
+    show_progress: bool,
+    datasets: Sequence[str] | None,
+    epsilons: Sequence[float] | None,
+    sweeps: Sequence[str],
+    dask_check: bool | None,
+) -> Imtiaz2018Result:
+    """:func:`run_imtiaz2018` under its BLAS limit: load -> sweep -> certify -> write."""
+    t0 = time.perf_counter()
+    out = Path(out)
+    repeats = int(repeats if repeats is not None else (QUICK_REPEATS if quick else REPEATS))
+    if repeats < 1:
+        raise ValueError(f"The 'repeats' parameter of run_imtiaz2018 must be >= 1. Got {repeats!r}.")
+    for sw in sweeps:
+        if sw not in SWEEPS:
+            raise ValueError(f"Unknown sweep {sw!r}; choose from {', '.join(SWEEPS)}.")
+    grids = _grids(quick, epsilons)
+    loaded, skipped = _load_datasets(data_home, datasets, seed)
+    settings = {name: _settings_of(name, X, grids) for name, X in loaded.items()}
+    sweeper = _Sweeper(settings, grids, sweeps, seed, bar=None)
+    per_repeat = {"epsilon": lambda st: len(sweeper.cal_eps), "n_s": lambda st: len(st["ns_grid"]),
+                  "sites": lambda st: len(st["s_grid"]), "r_over_k": lambda st: 1,
+                  "delta": lambda st: len(grids["delta"])}
+    n_rounds = sum(repeats * sum(per_repeat[sw](st) for sw in sweeps) for st in settings.values())
+    sweeper.bar = iter(progress(range(n_rounds), total=n_rounds, desc="imtiaz2018", enabled=show_progress))
+    for di, name in enumerate(loaded):
+        for rep in range(repeats):
+            sweeper.repeat(di, name, loaded[name], rep)
+    next(sweeper.bar, None)
+    runs = sweeper.runs
+    certified = _certified_epsilons(runs)
+    checks = _engine_checks(loaded, settings, quick=quick, dask_check=dask_check, seed=seed)
+    summary, files = _write_tables(out, runs, certified)
     result = Imtiaz2018Result(runs=runs, summary=summary, files=files, datasets=tuple(loaded),
                               skipped=skipped, settings=settings, certified=certified, checks=checks,
                               grids=grids)
-    if loaded:
-        fig1 = [s for s in ("epsilon", "n_s", "sites", "r_over_k") if s in sweeps]
-        if fig1:
-            files["figure1"] = _plot_sweeps(result, fig1, "tight", out / "figure1.png")
-        if "delta" in sweeps:
-            files["figure2"] = _plot_sweeps(result, ["delta"], "tight", out / "figure2.png")
-        if "epsilon" in sweeps:
-            files["figure_paper_noise"] = _plot_sweeps(result, ["epsilon"], "paper",
-                                                       out / "figure_paper_noise.png")
+    _write_figures(result, out, sweeps)
     result.seconds = time.perf_counter() - t0
     files["report"] = out / "report.md"
     files["report"].write_text(_report(result, repeats=repeats, quick=quick, sweeps=sweeps), encoding="utf-8")
@@ -639,7 +697,8 @@ def _fmt(values: Sequence[float]) -> str:
     return "{" + ", ".join(f"{v:g}" for v in values) + "}"
 
 
-def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequence[str]) -> str:
+def _report_settings(result: Imtiaz2018Result, *, repeats: int, quick: bool) -> list[str]:
+    """The report's title, settings and notes."""
     g = result.grids
     lines = [
         "# Reproduction: Imtiaz & Sarwate (ICASSP 2018), differentially private distributed PCA",
@@ -681,6 +740,12 @@ def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequ
         "sample second moment throughout.",
         "",
     ]
+    return lines
+
+
+def _report_figures(result: Imtiaz2018Result, sweeps: Sequence[str]) -> list[str]:
+    """Skipped data sets, the figures, the claims and the sweep tables per data set."""
+    lines: list[str] = []
     for name, why in result.skipped.items():
         lines += [f"* {name}: {why}"]
     if result.skipped:
@@ -701,6 +766,12 @@ def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequ
             if sweep == "epsilon":
                 lines += ["**ε with the paper's noise** (✗: the accountant does not certify the requested ε)",
                           "", _sweep_table(result, name, "epsilon", "paper").rstrip(), ""]
+    return lines
+
+
+def _report_closing(result: Imtiaz2018Result) -> list[str]:
+    """Communication per site, the engine check and the privacy of the runs."""
+    lines: list[str] = []
     comm = []
     for st in result.settings.values():
         d, R = st["d"], st["r_default"]
@@ -734,6 +805,14 @@ def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequ
               "requested ε exactly.", "",
               "Files: `runs.csv` (every run), `summary.csv` (mean, sd, certified ε per setting), the PNGs.",
               ""]
+    return lines
+
+
+def _report(result: Imtiaz2018Result, *, repeats: int, quick: bool, sweeps: Sequence[str]) -> str:
+    """``report.md``: settings, figures and tables, communication, engine check, privacy."""
+    lines = _report_settings(result, repeats=repeats, quick=quick)
+    lines += _report_figures(result, sweeps)
+    lines += _report_closing(result)
     return "\n".join(lines)
 
 
@@ -746,7 +825,7 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     datasets = getattr(args, "datasets", None)
     datasets = tuple(dict.fromkeys(datasets)) if datasets else None
     result = run_imtiaz2018(
-        out, data_dir=getattr(args, "data", None), quick=bool(getattr(args, "quick", False)),
+        out, data_home=getattr(args, "data", None), quick=bool(getattr(args, "quick", False)),
         repeats=getattr(args, "repeats", None), seed=int(getattr(args, "seed", 0) or 0),
         show_progress=not getattr(args, "no_progress", False), datasets=datasets,
         epsilons=getattr(args, "epsilons", None),

@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import progress
+from dpspectral._progress import progress
+
 from . import report
 
 __all__ = [
@@ -220,7 +221,7 @@ def load_chen_dataset(name: str, data_dir: str | Path, *, seed: int = 0) -> Prep
     RT-IoT2022: ``Attack_type`` labels, ``proto`` and ``service`` one-hot encoded, the index column
     dropped, a seeded stratified 80/20 split.
     """
-    from ..datasets import load, load_idx, load_libsvm
+    from dpspectral.datasets import load, load_idx, load_libsvm
 
     root = Path(data_dir)
     notes: list[str] = []
@@ -277,11 +278,11 @@ def load_data_file(spec: str, *, label_column: str | None = None, seed: int = 0)
     encoded from the data (not private: a reproduction's preprocessing, said in the report) and unnamed
     (index) columns dropped. LIBSVM and IDX files carry their labels.
     """
-    from ..datasets import load
+    from dpspectral.datasets import load
 
     path, fmt = _parse_data_file(spec)
     kwargs: dict[str, Any] = {}
-    from ..datasets import guess_format
+    from dpspectral.datasets import guess_format
 
     fmt_eff = fmt or guess_format(Path(path))
     if fmt_eff in ("csv", "parquet"):
@@ -490,8 +491,8 @@ def _blas_limit() -> Any:
 
 def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float, seed: Any,
          k: int = K) -> Any:
-    from ..gep import solve_pair
-    from ..privacy.accounting import UncertifiedPrivacyWarning
+    from dpspectral.gep import solve_pair
+    from dpspectral.privacy.accounting import UncertifiedPrivacyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
@@ -542,7 +543,7 @@ class _Context:
 
 def _prepare_context(data: PreparedData, di: int, *, seed: int, n_rows: int | None, clf_rows: int,
                      quick: bool) -> _Context:
-    from ..gep import fda_pair
+    from dpspectral.gep import fda_pair
 
     rng = np.random.default_rng([seed, di])
     fit_idx = _subsample(data.y_train, n_rows, rng, min_per_class=5)
@@ -607,7 +608,7 @@ def _job(ctx: _Context, eps_index: int, seed: int, part: str, vi: int, v: Varian
 
 def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool | None,
                  n_jobs: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
-    from ..gep import solve_pair
+    from dpspectral.gep import solve_pair
 
     rows: list[dict[str, Any]] = []
     # non-private references: SR (same xi) and scikit-learn's LDA
@@ -654,10 +655,27 @@ def _select_xi(rows: Sequence[Mapping[str, Any]], xi_grid: Sequence[float], tabl
     return max(means, key=lambda x: means[x]) if means else None
 
 
+def _resolve_data(data_home: str | Path | None, datasets: Sequence[str] | None,
+                  data_files: Sequence[str]) -> tuple[Path | None, tuple[str, ...]]:
+    """The data folder (:func:`~.shang2021.find_data_dir`) and the built-in data sets to run."""
+    from dpspectral.datasets import data_home_sources
+
+    from .shang2021 import find_data_dir
+
+    data_dir = find_data_dir(data_home) if (data_home is not None or datasets or not data_files) else None
+    if datasets is None:
+        datasets = () if data_dir is None or (data_files and data_home is None) else DATASETS
+    datasets = tuple(dict.fromkeys(datasets))
+    if datasets and data_dir is None:
+        raise FileNotFoundError(f"The data sets {', '.join(datasets)} need a data folder, and none was found "
+                                f"({data_home_sources(data_home)}).")
+    return data_dir, datasets
+
+
 def run_chen2025(
     out: str | Path,
     *,
-    data_dir: str | Path | None = None,
+    data_home: str | Path | None = None,
     datasets: Sequence[str] | None = None,
     data_files: Sequence[str] = (),
     label_column: str | None = None,
@@ -677,10 +695,12 @@ def run_chen2025(
     ----------
     out : str or Path
         Output folder (created).
-    data_dir : str or Path, optional
-        Folder holding ``mnist/``, ``a9a/``, ``rt-iot2022/`` (needed for the built-in data sets).
+    data_home : str or Path, optional
+        Folder holding ``mnist/``, ``a9a/``, ``rt-iot2022/`` (needed for the built-in data sets);
+        default ``$DPSPECTRAL_DATA``, else ``~/dpspectral_data`` (:func:`~.shang2021.find_data_dir`).
     datasets : sequence of str, optional
-        Built-in data sets (default: all three when ``data_dir`` is given, none otherwise).
+        Built-in data sets (default: all three when a data folder is found, except when only
+        ``data_files`` are given without ``data_home``; none otherwise).
     data_files : sequence of str
         More data sets, ``PATH[:FORMAT]``.
     label_column : str, optional
@@ -709,28 +729,45 @@ def run_chen2025(
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if datasets is None:
-        datasets = DATASETS if data_dir is not None else ()
-    datasets = tuple(dict.fromkeys(datasets))
-    if datasets and data_dir is None:
-        raise ValueError(f"The data sets {', '.join(datasets)} need --data DIR (no ../shared/data found).")
+    data_dir, datasets = _resolve_data(data_home, datasets, data_files)
     if not datasets and not data_files:
         raise ValueError("No data set to run: give --data DIR (with mnist/, a9a/, rt-iot2022/) or "
                          "--data-file PATH[:FORMAT].")
+    grid = _make_grid(quick, repeats, table_repeats, epsilons)
+    n_rows = n_rows if n_rows is not None else (QUICK_N_ROWS if quick else None)
+    clf_rows = clf_rows if clf_rows is not None else (QUICK_CLF_ROWS if quick else CLF_ROWS)
+
+    # ---- load everything first (bad inputs fail before any long work)
+    prepared = _load_prepared(datasets, data_dir, data_files, label_column=label_column, seed=seed)
+    runs, settings, references, xi_choice = _run_prepared(
+        prepared, grid, seed=seed, n_rows=n_rows, clf_rows=clf_rows, quick=quick,
+        show_progress=show_progress, n_jobs=n_jobs)
+    config = {"quick": quick, "repeats": grid.repeats, "table_repeats": grid.table_repeats,
+              "n_rows": n_rows, "clf_rows": clf_rows, "epsilons": list(grid.epsilons),
+              "table_epsilon": grid.table_epsilon, "xi_grid": list(grid.xi_grid), "seed": seed, "k": K,
+              "n_iter": N_ITER, "xi": XI, "n_jobs": n_jobs,
+              "datasets": [p.name for p in prepared]}
+    return _finish(out, runs, settings, references, xi_choice, config, time.perf_counter() - t0)
+
+
+def _make_grid(quick: bool, repeats: int | None, table_repeats: int | None,
+               epsilons: Sequence[float] | None) -> _Grid:
+    """The epsilon grid (largest first), the table's epsilon, the xi grid and the repeats."""
     repeats = repeats if repeats is not None else (1 if quick else REPEATS)
     if table_repeats is None:
         table_repeats = 2 if quick else TABLE_REPEATS
     table_repeats = max(repeats, table_repeats)
-    n_rows = n_rows if n_rows is not None else (QUICK_N_ROWS if quick else None)
-    clf_rows = clf_rows if clf_rows is not None else (QUICK_CLF_ROWS if quick else CLF_ROWS)
     eps_grid = tuple(sorted({float(e) for e in (epsilons or (QUICK_EPSILONS if quick else EPSILONS))},
                             reverse=True))
     if any(not (e > 0 and math.isfinite(e)) for e in eps_grid):
         raise ValueError(f"--epsilons must be positive and finite. Got {list(eps_grid)}.")
     table_eps = TABLE_EPSILON if any(math.isclose(e, TABLE_EPSILON) for e in eps_grid) else eps_grid[0]
-    xi_grid = QUICK_XI_GRID if quick else XI_GRID
+    return _Grid(eps_grid, table_eps, QUICK_XI_GRID if quick else XI_GRID, repeats, table_repeats)
 
-    # ---- load everything first (bad inputs fail before any long work)
+
+def _load_prepared(datasets: Sequence[str], data_dir: Path | None, data_files: Sequence[str], *,
+                   label_column: str | None, seed: int) -> list[PreparedData]:
+    """Every data set of the run, loaded and split (built-in ones from ``data_dir``, then by path)."""
     prepared: list[PreparedData] = []
     for name in datasets:
         prepared.append(load_chen_dataset(name, data_dir, seed=seed))  # type: ignore[arg-type]
@@ -739,12 +776,18 @@ def run_chen2025(
     names = [p.name for p in prepared]
     if len(set(names)) != len(names):
         raise ValueError(f"Two data sets share a name: {names}.")
+    return prepared
 
+
+def _run_prepared(prepared: Sequence[PreparedData], grid: _Grid, *, seed: int, n_rows: int | None,
+                  clf_rows: int, quick: bool, show_progress: bool | None, n_jobs: int
+                  ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]],
+                             dict[str, dict[str, dict[str, float]]], dict[str, float]]:
+    """Run the grid on every data set: (runs, settings, references, xi choice per data set)."""
     runs: list[dict[str, Any]] = []
     settings: dict[str, dict[str, Any]] = {}
     references: dict[str, dict[str, dict[str, float]]] = {}
     xi_choice: dict[str, float] = {}
-    grid = _Grid(eps_grid, table_eps, xi_grid, repeats, table_repeats)
     with _blas_limit():
         for di, data in enumerate(prepared):
             ctx = _prepare_context(data, di, seed=seed, n_rows=n_rows, clf_rows=clf_rows, quick=quick)
@@ -752,15 +795,10 @@ def run_chen2025(
             rows, refs = _run_dataset(ctx, grid, seed=seed, show_progress=show_progress, n_jobs=n_jobs)
             runs += rows
             references[data.name] = refs
-            choice = _select_xi(rows, xi_grid, table_eps)
+            choice = _select_xi(rows, grid.xi_grid, grid.table_epsilon)
             if choice is not None:
                 xi_choice[data.name] = choice
-
-    config = {"quick": quick, "repeats": repeats, "table_repeats": table_repeats, "n_rows": n_rows,
-              "clf_rows": clf_rows, "epsilons": list(eps_grid), "table_epsilon": table_eps,
-              "xi_grid": list(xi_grid), "seed": seed, "k": K, "n_iter": N_ITER, "xi": XI, "n_jobs": n_jobs,
-              "datasets": [p.name for p in prepared]}
-    return _finish(out, runs, settings, references, xi_choice, config, time.perf_counter() - t0)
+    return runs, settings, references, xi_choice
 
 
 def _finish(out: Path, runs: list[dict[str, Any]], settings: dict[str, dict[str, Any]],
@@ -964,9 +1002,9 @@ def _eps_label(e: float) -> str:
     return "1" if e == 1 else (f"2^{int(round(lg))}" if lg.is_integer() else f"{e:g}")
 
 
-def _report(res: Chen2025Result) -> str:
+def _report_intro(res: Chen2025Result) -> list[str]:
+    """The report's title, settings and notes on the method."""
     cfg = res.config
-    R = res.runs
     te = cfg["table_epsilon"]
     lines = [
         "# Reproduction: Chen, Huang, Lee, Chen, Tsai (2025), private generalized eigenproblems (DPSR)",
@@ -1024,6 +1062,15 @@ def _report(res: Chen2025Result) -> str:
     for s in res.settings.values():
         if s["notes"]:
             lines.append(f"* {s['label']}: {'; '.join(s['notes'])}.")
+    return lines
+
+
+def _report_privacy(res: Chen2025Result) -> list[str]:
+    """Section: whether every run was certified, per method."""
+    cfg = res.config
+    R = res.runs
+    te = cfg["table_epsilon"]
+    lines: list[str] = []
     lines += ["", "## Privacy of the runs", ""]
     cert_rows = []
     for method in METHOD_ORDER:
@@ -1044,6 +1091,14 @@ def _report(res: Chen2025Result) -> str:
               "formula certifies a smaller ε than requested (its noise is larger than needed); DPRF started "
               "at the non-private optimum is not private at any ε.", ""]
 
+    return lines
+
+
+def _report_table2(res: Chen2025Result) -> list[str]:
+    """Section: Table 2 (DPSR vs DPRF at the table's epsilon) and the references."""
+    cfg = res.config
+    te = cfg["table_epsilon"]
+    lines: list[str] = []
     # ---- Table 2
     lines += [f"## Table 2: DPSR vs DPRF at ε = {te:g} (%, mean ± sd over {cfg['table_repeats']} repeats; "
               "paper in brackets)", "",
@@ -1080,6 +1135,14 @@ def _report(res: Chen2025Result) -> str:
                                     headers=["data set", f"SR (ξ = {XI:g}) accuracy", "LDA accuracy",
                                              "SR macro F1"]).rstrip(), ""]
 
+    return lines
+
+
+def _report_table3(res: Chen2025Result) -> list[str]:
+    """Section: Table 3 (Wilcoxon signed-rank tests)."""
+    cfg = res.config
+    te = cfg["table_epsilon"]
+    lines: list[str] = []
     # ---- Table 3
     lines += [f"## Table 3: Wilcoxon signed-rank tests, DPSR vs DPRF (accuracy, ε = {te:g})", "",
               f"Two-sided p-values over the {cfg['table_repeats']} repeats paired by seed (the smallest "
@@ -1105,6 +1168,14 @@ def _report(res: Chen2025Result) -> str:
                                              "pooled over ε: Δ, p"]
                                     ).rstrip(), ""]
 
+    return lines
+
+
+def _report_sweep(res: Chen2025Result) -> list[str]:
+    """Section: accuracy against epsilon per data set and classifier."""
+    cfg = res.config
+    R = res.runs
+    lines: list[str] = []
     # ---- sweep tables
     lines += ["## Accuracy vs ε (Figures 1-4: DPSR vs DPRF, and the SR+DP ablation)", ""]
     for ds, s in res.settings.items():
@@ -1127,6 +1198,15 @@ def _report(res: Chen2025Result) -> str:
                       report.markdown_table(rows, ["eps", DPSR, SRDP, DPRF, DPRF_NP],
                                             headers=["ε", DPSR, SRDP, DPRF, DPRF_NP + " ✗"]).rstrip(), ""]
 
+    return lines
+
+
+def _report_xi(res: Chen2025Result) -> list[str]:
+    """Section: the xi grid search (empty when it was not run)."""
+    cfg = res.config
+    R = res.runs
+    te = cfg["table_epsilon"]
+    lines: list[str] = []
     # ---- xi
     if res.xi_choice:
         lines += [f"## ξ grid search (DPSR at ε = {te:g}, linear SVM accuracy %)", "",
@@ -1161,6 +1241,12 @@ def _report(res: Chen2025Result) -> str:
                   "which can outweigh the bias it adds (change from the smallest to the largest ξ: "
                   + "; ".join(trends) + ").", ""]
 
+    return lines
+
+
+def _report_closing(res: Chen2025Result) -> list[str]:
+    """Sections: the paper's claims, where we do worse, the files."""
+    lines: list[str] = []
     lines += ["## Against the paper's claims", "", *_claims(res), ""]
     lines += ["## Where we do worse than the paper (and why)", "", *_worse(res), "",
               "* **Why DPSR is far below the paper's 85-90% on MNIST at ε = 1.** With noise that our "
@@ -1185,6 +1271,15 @@ def _report(res: Chen2025Result) -> str:
               "`summary.csv` (mean / sd / count per setting), `table2.csv`, `table3.csv`, `config.json`, "
               "`accuracy_f1_<data>.png` (accuracy and macro F1 vs ε per classifier, log2 ε axis, SR and LDA "
               "as dashed lines), `xi_grid.png`.", ""]
+    return lines
+
+
+def _report(res: Chen2025Result) -> str:
+    """``report.md``: one section per step, each written by its own function."""
+    lines: list[str] = []
+    for section in (_report_intro, _report_privacy, _report_table2, _report_table3, _report_sweep,
+                    _report_xi, _report_closing):
+        lines += section(res)
     return "\n".join(lines)
 
 
@@ -1266,25 +1361,13 @@ def _worse(res: Chen2025Result) -> list[str]:
 
 def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     """``dpspectral reproduce chen2025``: run, print a summary, return the exit status."""
-    unused = [flag for flag, value in (("--k", getattr(args, "k", None)),
-                                       ("--tables", getattr(args, "tables", None))) if value is not None]
-    if unused:
-        raise ValueError(f"{', '.join(unused)}: not used by chen2025 (k = {K}, the paper's FDA dimension).")
+    # Options of other papers (--k: chen2025 fits k = K, the paper's FDA dimension) are refused by its
+    # sub-parser (dpspectral_reproduce.papers).
     datasets = getattr(args, "datasets", None)
-    if datasets and "synthetic" in datasets:
-        raise ValueError("--datasets synthetic applies to imtiaz2018 only, not to chen2025.")
     data_files = tuple(getattr(args, "data_file", None) or ())
-    data_dir = getattr(args, "data", None)
-    if data_dir is None and (datasets or not data_files):
-        from .shang2021 import find_data_dir  # $DPSPECTRAL_DATA, else ../shared/data (as every reproduction)
-
-        data_dir = find_data_dir()
-    if data_dir is not None and not Path(data_dir).is_dir():
-        raise ValueError(f"--data {data_dir}: no such folder.")
-    if datasets is None and data_files and getattr(args, "data", None) is None:
-        datasets = ()
     result = run_chen2025(
-        out, data_dir=data_dir, datasets=tuple(datasets) if datasets is not None else None,
+        out, data_home=getattr(args, "data", None),
+        datasets=tuple(datasets) if datasets is not None else None,
         data_files=data_files, label_column=getattr(args, "label_column", None),
         quick=bool(getattr(args, "quick", False)), repeats=getattr(args, "repeats", None),
         table_repeats=getattr(args, "table_repeats", None), n_rows=getattr(args, "n_rows", None),

@@ -17,7 +17,7 @@ b. **Example 4.1** (signal/noise separation): ``x_i = s_i + n_i`` with ``s_i = +
 c. **Figure 1**: a minibatch of 400 gradients ``A_i w = x_i (x_i^T w)`` and their mean, for 2-d Gaussian
    data (the range exceeds the mean) and Example 4.1 data (the range is much smaller than the mean).
 d. **Real data** (not in the paper): top-1 and top-10 on MNIST and a9a (rows divided by their own norm,
-   as in :mod:`~dpspectral.experiments.shang2021`), captured-variance ratio and the sine between the
+   as in :mod:`~dpspectral_reproduce.shang2021`), captured-variance ratio and the sine between the
    exact top eigenvector and the estimated subspace, for the streaming methods and the fast certified
    central baselines (Analyze Gauss, MOD-SULQ, noisy power).
 
@@ -54,6 +54,7 @@ release.
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 import warnings
@@ -64,12 +65,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._progress import progress
-from ..datasets import gaussian_data, random_orthonormal
-from ..linalg import top_k_eigh
-from ..metrics import captured_energy, max_sin_theta
-from ..pca.oja import AnalysisRangeWarning, oja
-from ..registry import get_method
+from dpspectral._progress import progress
+from dpspectral.datasets import gaussian_data, random_orthonormal
+from dpspectral.linalg import top_k_eigh
+from dpspectral.metrics import captured_energy, max_sin_theta
+from dpspectral.pca.oja import AnalysisRangeWarning, oja
+from dpspectral.registry import get_method
+
 from . import report
 from .shang2021 import find_data_dir, load_dataset
 
@@ -303,7 +305,7 @@ def algorithm4_reliability(kind: str, *, n: int, d: int, epsilon: float,
     covariance (from 100,000 gradients). Returns the fractions of estimates outside ``[l/2, 2l]``,
     outside ``[l/1000, 1000 l]`` and failed (None), and the median ratio estimate / truth.
     """
-    from ..pca.oja import minimum_batch_size, private_top_eigenvalue
+    from dpspectral.pca.oja import minimum_batch_size, private_top_eigenvalue
 
     rng = np.random.default_rng(random_state)
     B = max(4, int(n / math.log(max(n, 3)) ** 2))
@@ -427,55 +429,23 @@ class Liu2022Result:
     real_random: dict[tuple[str, int], float] = field(default_factory=dict)
 
 
-def _resolve_data(data_dir: str | Path | None, quick: bool,
+def _resolve_data(data_home: str | Path | None, quick: bool,
                   datasets: Sequence[str]) -> tuple[Path | None, str]:
-    """The data folder: ``data_dir``, else :func:`~.shang2021.find_data_dir` (quick or not)."""
+    """The data folder: :func:`~.shang2021.find_data_dir` of ``data_home`` (quick or not)."""
     if not datasets:
         return None, "no real data sets requested"
-    if data_dir is not None:
-        return Path(data_dir), ""
-    found = find_data_dir()
+    found = find_data_dir(data_home)
     if found is None:
-        return None, "skipped: no --data given, DPSPECTRAL_DATA unset and ../shared/data not found"
+        from dpspectral.datasets import DEFAULT_DATA_HOME
+
+        return None, (f"skipped: no --data given, DPSPECTRAL_DATA unset and {DEFAULT_DATA_HOME} not found "
+                      "(set DPSPECTRAL_DATA or pass --data DIR)")
     return found, ""
 
 
-def run_liu2022(
-    out: str | Path = "reports/liu2022",
-    *,
-    data_dir: str | Path | None = None,
-    quick: bool = False,
-    repeats: int | None = None,
-    n_rows: int | None = None,
-    epsilons: Sequence[float] | None = None,
-    ks: Sequence[int] | None = None,
-    datasets: Sequence[str] = DATASETS,
-    gaussian_grid: Mapping[int, Sequence[int]] | None = None,
-    ex41_n: int | None = None,
-    ex41_sigmas: Sequence[float] | None = None,
-    seed: int = 0,
-    show_progress: bool = True,
-) -> Liu2022Result:
-    """Run parts (a)-(d) and write runs.csv, summary.csv, figure1.csv, the PNGs and report.md.
-
-    ``epsilons`` overrides the epsilon grids of parts (a) and (d) (Example 4.1 always uses
-    ``EX41_EPSILON``); ``ks``, ``datasets`` and ``n_rows`` (a random subsample; 2,000 with ``quick``)
-    apply to the real data. Real data are read from ``data_dir``; without it from ``$DPSPECTRAL_DATA``
-    or ``../shared/data`` relative to the working directory (:func:`~.shang2021.find_data_dir`),
-    in quick mode too, and skipped (with a note) when none exists.
-    """
-    t0 = time.perf_counter()
-    out = Path(out)
-    repeats = repeats if repeats is not None else (1 if quick else 3)
-    grid = {int(d): tuple(int(n) for n in ns)
-            for d, ns in (gaussian_grid or (QUICK_GAUSS_GRID if quick else GAUSS_GRID)).items()}
-    eps_grid = tuple(float(e) for e in (epsilons or EPSILONS))
-    real_eps = tuple(float(e) for e in (epsilons or (QUICK_REAL_EPSILONS if quick else REAL_EPSILONS)))
-    ks = tuple(int(k) for k in (ks or REAL_KS))
-    ex_n = int(ex41_n or (QUICK_EX41_N if quick else EX41_N))
-    sigmas = tuple(float(s) for s in (ex41_sigmas or (QUICK_EX41_SIGMAS if quick else EX41_SIGMAS)))
-    n_rows = n_rows if n_rows is not None else (QUICK_ROWS if quick else None)
-    data, real_note = _resolve_data(data_dir, quick, datasets)
+def _load_real(data: Path | None, datasets: Sequence[str], n_rows: int | None, seed: int
+               ) -> dict[str, np.ndarray]:
+    """The real data sets (row-normalised), each subsampled to ``n_rows`` rows."""
     loaded: dict[str, np.ndarray] = {}
     if data is not None:
         rng = np.random.default_rng(_seed(seed, 4))
@@ -484,16 +454,13 @@ def run_liu2022(
             if n_rows is not None and n_rows < X.shape[0]:
                 X = X[np.sort(rng.choice(X.shape[0], n_rows, replace=False))]
             loaded[name] = X
-    real_names = tuple(loaded)
+    return loaded
 
-    n_fits = (sum(len(ns) for ns in grid.values()) * repeats * (len(NON_PRIVATE) + len(eps_grid)
-                                                               * len(GAUSSIAN_METHODS))
-              + len(sigmas) * repeats * (len(NON_PRIVATE) + len(GAUSSIAN_METHODS))
-              + len(real_names) * len(ks) * repeats * (len(NON_PRIVATE) + len(real_eps) * len(REAL_METHODS)))
-    bar = iter(progress(range(n_fits), total=n_fits, desc="liu2022", enabled=show_progress))
+
+def _part_a(grid: Mapping[int, Sequence[int]], eps_grid: Sequence[float], repeats: int, seed: int,
+            bar: Any) -> list[dict[str, Any]]:
+    """(a) error against n on spiked Gaussian data."""
     runs: list[dict[str, Any]] = []
-
-    # (a) error against n on spiked Gaussian data
     for d, ns in grid.items():
         for n in ns:
             for r in range(repeats):
@@ -508,8 +475,12 @@ def run_liu2022(
                         row["sin_theta"] = None if fit.components is None else _sin_top(fit.components, v1)
                         runs.append(row)
                 del X
+    return runs
 
-    # (b) Example 4.1 against sigma
+
+def _part_b(sigmas: Sequence[float], ex_n: int, repeats: int, seed: int, bar: Any) -> list[dict[str, Any]]:
+    """(b) Example 4.1 against sigma."""
+    runs: list[dict[str, Any]] = []
     for si, sigma in enumerate(sigmas):
         for r in range(repeats):
             X, v, gap = example41_rows(ex_n, EX41_D, sigma, random_state=_seed(seed, 3, si, r))
@@ -521,19 +492,15 @@ def run_liu2022(
                 row = _row(base, label, EX41_EPSILON, fit)
                 row["sin_theta"] = None if fit.components is None else _sin_top(fit.components, v)
                 runs.append(row)
+    return runs
 
-    # (c) Figure 1
-    figure1 = [figure1_gradients("gaussian", random_state=_seed(seed, 6)),
-               figure1_gradients("example41", random_state=_seed(seed, 7))]
 
-    # diagnostic: Algorithm 4 on the minibatch DP-PCA uses at n = ALG4_N
-    algorithm4 = [algorithm4_reliability(kind, n=ALG4_N, d=EX41_D, epsilon=EX41_EPSILON, histogram=hist,
-                                         at=at, trials=25 if quick else 200, random_state=_seed(seed, 10, i))
-                  for i, (kind, hist, at) in enumerate(_ALG4_SETTINGS)]
-
-    # (d) real data
+def _part_d(loaded: Mapping[str, np.ndarray], ks: Sequence[int], real_eps: Sequence[float], repeats: int,
+            seed: int, bar: Any) -> tuple[list[dict[str, Any]], dict[tuple[str, int], float]]:
+    """(d) real data: the runs, and the captured-variance ratio of a random subspace per (data, k)."""
+    runs: list[dict[str, Any]] = []
     real_random: dict[tuple[str, int], float] = {}
-    for name in real_names:
+    for name in loaded:
         X_all = loaded[name]
         n, d = X_all.shape
         vals, U = np.linalg.eigh(X_all.T @ X_all)
@@ -559,8 +526,12 @@ def run_liu2022(
                             row["sin_theta"] = _sin_top(W, U[:, 0])
                             row["max_sin_theta"] = max_sin_theta(W, V_star)
                         runs.append(row)
-    next(bar, None)
+    return runs, real_random
 
+
+def _write_tables(out: Path, runs: list[dict[str, Any]], figure1: Sequence[Any],
+                  algorithm4: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Path]]:
+    """runs.csv, summary.csv, figure1.csv (+ its PNG) and algorithm4.csv: (summary, files)."""
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     columns = ["part", "dataset", "d", "k", "n", "sigma", "epsilon", "delta", "repeat", "method",
@@ -579,6 +550,71 @@ def run_liu2022(
          for b in figure1], out / "figure1.csv")
     files["figure1"] = _plot_figure1(figure1, out / "figure1.png")
     files["algorithm4"] = report.write_runs(algorithm4, out / "algorithm4.csv")
+    return summary, files
+
+
+def run_liu2022(
+    out: str | Path = "reports/liu2022",
+    *,
+    data_home: str | Path | None = None,
+    quick: bool = False,
+    repeats: int | None = None,
+    n_rows: int | None = None,
+    epsilons: Sequence[float] | None = None,
+    ks: Sequence[int] | None = None,
+    datasets: Sequence[str] = DATASETS,
+    gaussian_grid: Mapping[int, Sequence[int]] | None = None,
+    ex41_n: int | None = None,
+    ex41_sigmas: Sequence[float] | None = None,
+    seed: int = 0,
+    show_progress: bool = True,
+) -> Liu2022Result:
+    """Run parts (a)-(d) and write runs.csv, summary.csv, figure1.csv, the PNGs and report.md.
+
+    ``epsilons`` overrides the epsilon grids of parts (a) and (d) (Example 4.1 always uses
+    ``EX41_EPSILON``); ``ks``, ``datasets`` and ``n_rows`` (a random subsample; 2,000 with ``quick``)
+    apply to the real data. Real data are read from ``data_home``; without it from ``$DPSPECTRAL_DATA``,
+    else ``~/dpspectral_data`` (:func:`~.shang2021.find_data_dir`), in quick mode too, and skipped
+    (with a note) when none is set and the default does not exist.
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    repeats = repeats if repeats is not None else (1 if quick else 3)
+    grid = {int(d): tuple(int(n) for n in ns)
+            for d, ns in (gaussian_grid or (QUICK_GAUSS_GRID if quick else GAUSS_GRID)).items()}
+    eps_grid = tuple(float(e) for e in (epsilons or EPSILONS))
+    real_eps = tuple(float(e) for e in (epsilons or (QUICK_REAL_EPSILONS if quick else REAL_EPSILONS)))
+    ks = tuple(int(k) for k in (ks or REAL_KS))
+    ex_n = int(ex41_n or (QUICK_EX41_N if quick else EX41_N))
+    sigmas = tuple(float(s) for s in (ex41_sigmas or (QUICK_EX41_SIGMAS if quick else EX41_SIGMAS)))
+    n_rows = n_rows if n_rows is not None else (QUICK_ROWS if quick else None)
+    data, real_note = _resolve_data(data_home, quick, datasets)
+    loaded = _load_real(data, datasets, n_rows, seed)
+    real_names = tuple(loaded)
+
+    n_fits = (sum(len(ns) for ns in grid.values()) * repeats * (len(NON_PRIVATE) + len(eps_grid)
+                                                               * len(GAUSSIAN_METHODS))
+              + len(sigmas) * repeats * (len(NON_PRIVATE) + len(GAUSSIAN_METHODS))
+              + len(real_names) * len(ks) * repeats * (len(NON_PRIVATE) + len(real_eps) * len(REAL_METHODS)))
+    bar = iter(progress(range(n_fits), total=n_fits, desc="liu2022", enabled=show_progress))
+
+    runs = _part_a(grid, eps_grid, repeats, seed, bar)
+    runs += _part_b(sigmas, ex_n, repeats, seed, bar)
+
+    # (c) Figure 1
+    figure1 = [figure1_gradients("gaussian", random_state=_seed(seed, 6)),
+               figure1_gradients("example41", random_state=_seed(seed, 7))]
+
+    # diagnostic: Algorithm 4 on the minibatch DP-PCA uses at n = ALG4_N
+    algorithm4 = [algorithm4_reliability(kind, n=ALG4_N, d=EX41_D, epsilon=EX41_EPSILON, histogram=hist,
+                                         at=at, trials=25 if quick else 200, random_state=_seed(seed, 10, i))
+                  for i, (kind, hist, at) in enumerate(_ALG4_SETTINGS)]
+
+    real_runs, real_random = _part_d(loaded, ks, real_eps, repeats, seed, bar)
+    runs += real_runs
+    next(bar, None)
+
+    summary, files = _write_tables(out, runs, figure1, algorithm4)
     if grid:
         files["gaussian"] = _plot_gaussian(runs, grid, eps_grid, out / "gaussian_sin_vs_n.png")
     if sigmas:
@@ -1072,3 +1108,55 @@ def _report(result: Liu2022Result, *, grid: Mapping[int, Sequence[int]], eps_gri
     lines += ["Files: `runs.csv` (every run), `summary.csv` (mean, sd per setting), `figure1.csv`, "
               "`algorithm4.csv`, and the PNGs above.", ""]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# command line
+
+
+def _cli_cell(row: dict[str, Any], metric: str) -> str:
+    if not row.get(f"{metric}_n"):
+        return str(row.get("status") or "—")
+    sd = row[f"{metric}_sd"]
+    return f"{row[f'{metric}_mean']:.4f}" + ("" if not np.isfinite(sd) else f" ± {sd:.4f}")
+
+
+def _print_summary(result: Liu2022Result) -> None:
+    S = result.summary
+    print("(a) spiked Gaussian, sin(w, v1) at the largest n (mean over repeats):")
+    for d in sorted({r["d"] for r in S if r["part"] == "gaussian"}):
+        n_max = max(r["n"] for r in S if r["part"] == "gaussian" and r["d"] == d)
+        for row in S:
+            if row["part"] == "gaussian" and row["d"] == d and row["n"] == n_max:
+                print(f"  d={d:<3d} n={n_max:<9,d} eps={row['epsilon']:<4g} {row['method']:28s} "
+                      f"{_cli_cell(row, 'sin_theta')}")
+    print(f"(b) Example 4.1 (d = {EX41_D}, eps = {EX41_EPSILON:g}), sin(w, v):")
+    for row in S:
+        if row["part"] == "example41":
+            print(f"  n={row['n']:<9,d} sigma={row['sigma']:<6g} {row['method']:28s} "
+                  f"{_cli_cell(row, 'sin_theta')}")
+    print("(c) Figure 1: range / |mean gradient| = "
+          + ", ".join(f"{b.kind} {b.range / b.mean_norm:.3g}" for b in result.figure1))
+    if result.real_data:
+        print("(d) real data, captured-variance ratio:")
+        for row in S:
+            if row["part"] == "real":
+                print(f"  {row['dataset']:5s} k={row['k']:<2d} eps={row['epsilon']:<4g} {row['method']:28s} "
+                      f"{_cli_cell(row, 'captured_variance_ratio')}")
+    else:
+        print(f"(d) real data: {result.real_note}")
+
+
+def cli_run(args: argparse.Namespace, out: str | Path) -> int:
+    """``dpspectral reproduce liu2022``: run, print a summary, return the exit status."""
+    kwargs: dict[str, Any] = {"datasets": tuple(args.datasets)} if args.datasets else {}
+    result = run_liu2022(
+        out, data_home=args.data, quick=args.quick, repeats=args.repeats, n_rows=args.n_rows,
+        epsilons=args.epsilons, ks=args.k, seed=args.seed, show_progress=not args.no_progress, **kwargs)
+    print(f"dpspectral reproduce {args.experiment}: Liu, Kong, Jain, Oh (NeurIPS 2022), DP-PCA "
+          "(the paper has no experiments besides Figure 1; see report.md)")
+    _print_summary(result)
+    for key in ("report", "runs", "summary"):
+        print(f"wrote {result.files[key]}")
+    print(f"finished in {result.seconds:.1f} s")
+    return 0

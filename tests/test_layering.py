@@ -1,0 +1,131 @@
+"""The library stands on its own (issue 19): layers import one way, CLI -> reproductions -> library.
+
+* ``import dpspectral`` loads neither matplotlib, markdown-it-py nor :mod:`dpspectral_reproduce`;
+* no module of ``src/dpspectral`` imports :mod:`dpspectral_reproduce`, except ``cli.py`` inside its
+  functions (lazily, when it builds or runs ``demo`` and ``reproduce``);
+* no module of ``src/dpspectral_reproduce`` imports :mod:`dpspectral.cli`;
+* the modules the CLI imports to build its parsers load no plotting library.
+
+Each check has a negative control on a synthetic module, so a walker that found nothing would fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HEAVY = ("matplotlib", "markdown_it", "dpspectral_reproduce")
+
+
+def _loaded_after(code: str) -> list[str]:
+    """Top-level packages of ``HEAVY`` in sys.modules after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    return [m for m in json.loads(out.strip().splitlines()[-1]) if m in HEAVY]
+
+
+def test_import_dpspectral_loads_no_plotting_and_no_reproductions() -> None:
+    assert _loaded_after("import dpspectral") == []
+    # also every public submodule the estimators and the registry pull in
+    modules = "dpspectral, dpspectral.estimators, dpspectral.registry, dpspectral.datasets"
+    assert _loaded_after(f"import {modules}") == []
+
+
+def test_cli_parser_loads_no_plotting() -> None:
+    """Building every parser (``dpspectral --help``) reads only the argparse side of the reproductions."""
+    loaded = _loaded_after("from dpspectral.cli import build_parser\nbuild_parser()")
+    assert "matplotlib" not in loaded and "markdown_it" not in loaded
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """Negative control: the probe reports a plotting library when one is loaded."""
+    assert "matplotlib" in _loaded_after("import matplotlib")
+
+
+def _imports(tree: ast.AST) -> list[tuple[str, bool]]:
+    """Every imported module of ``tree`` (absolute names) with whether the import is inside a function."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, inside) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.append((child.module, inside))
+                found.extend((f"{child.module}.{alias.name}", inside) for alias in child.names)
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
+def _violations(root: Path, package: str) -> list[str]:
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        for name, in_function in _imports(ast.parse(path.read_text("utf-8"))):
+            if package == "dpspectral" and name.split(".")[0] == "dpspectral_reproduce":
+                if not (rel == "dpspectral/cli.py" and in_function):
+                    bad.append(f"{rel} imports {name}" + ("" if in_function else " at module level"))
+            if package == "dpspectral_reproduce" and name.split(".")[:2] == ["dpspectral", "cli"]:
+                bad.append(f"{rel} imports {name}")
+    return bad
+
+
+def test_the_library_does_not_import_the_reproductions() -> None:
+    assert _violations(SRC / "dpspectral", "dpspectral") == []
+
+
+def test_the_reproductions_do_not_import_the_cli() -> None:
+    assert _violations(SRC / "dpspectral_reproduce", "dpspectral_reproduce") == []
+    # relative imports stay inside the package (no ``from .. import``)
+    for path in (SRC / "dpspectral_reproduce").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level <= 1, f"{path.name} climbs out of dpspectral_reproduce"
+
+
+def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
+    """Negative control: a module-level import of the reproductions, and one of the CLI, are reported."""
+    lib = tmp_path / "dpspectral"
+    lib.mkdir()
+    (lib / "estimators.py").write_text("def f():\n    from dpspectral_reproduce import demo\n")
+    (lib / "cli.py").write_text("import dpspectral_reproduce.papers\n"
+                                "def g():\n    from dpspectral_reproduce.commands import run_reproduce\n")
+    assert _violations(lib, "dpspectral") == [
+        "dpspectral/cli.py imports dpspectral_reproduce.papers at module level",
+        "dpspectral/estimators.py imports dpspectral_reproduce",
+        "dpspectral/estimators.py imports dpspectral_reproduce.demo",
+    ]
+    rep = tmp_path / "dpspectral_reproduce"
+    rep.mkdir()
+    (rep / "x.py").write_text("def h():\n    from dpspectral.cli import main\n")
+    assert _violations(rep, "dpspectral_reproduce") == [
+        "dpspectral_reproduce/x.py imports dpspectral.cli",
+        "dpspectral_reproduce/x.py imports dpspectral.cli.main",
+    ]
+
+
+@pytest.mark.parametrize("command", ["demo", "reproduce"])
+def test_a_missing_extra_is_a_one_line_error_naming_the_install(command: str, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from dpspectral.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    argv = ["demo", "--quick"] if command == "demo" else ["reproduce", "upadhyay2018", "--quick"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"dpspectral {command}: error:" in err and "pip install 'dpspectral[reproduce]'" in err
+    assert "matplotlib" in err
