@@ -18,7 +18,6 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpspectral import DPPCA, Accountant, BudgetExceededError
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.pca import (
     BinghamSampler,
     BinghamSamplerError,
@@ -27,6 +26,7 @@ from dpspectral.pca import (
     sample_bingham,
 )
 from dpspectral.privacy import epsilon_of
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 
 P_MIN = 1e-3  # p-value threshold of the goodness-of-fit tests (false-positive rate per test)
 ALPHA = 1e-3  # level of the audits' Clopper-Pearson bounds

@@ -12,7 +12,6 @@ import scipy.linalg
 import scipy.optimize
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.gep import (
     DPFisherDiscriminant,
     PairSensitivity,
@@ -33,6 +32,7 @@ from dpspectral.gep import (
     symmetric_definite_pair,
 )
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 
 DELTA = 1e-5
 HUGE = 1e14  # epsilon for zero-noise limits (noise multiplier 7e-8 at delta = 0.5)

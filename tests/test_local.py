@@ -11,11 +11,6 @@ import pytest
 from scipy import stats
 
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
-from dpspectral.privacy.audit import (
-    gaussian_audit,
-    run_pair,
-    threshold_epsilon_lower_bound,
-)
 from dpspectral.datasets import spiked_covariance
 from dpspectral.local import local_gaussian, local_gaussian_aggregate, local_gaussian_report
 from dpspectral.privacy import (
@@ -23,6 +18,11 @@ from dpspectral.privacy import (
     classic_noise_multiplier,
     epsilon_of,
     gaussian_epsilon,
+)
+from dpspectral.privacy.audit import (
+    gaussian_audit,
+    run_pair,
+    threshold_epsilon_lower_bound,
 )
 from dpspectral.privacy.clipping import sensitivity_norm
 

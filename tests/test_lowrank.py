@@ -10,7 +10,6 @@ import pytest
 from scipy.optimize import minimize
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.privacy.audit import clopper_pearson, threshold_epsilon_lower_bound
 from dpspectral.lowrank import (
     chi2_factor,
     optimal_space_lrf,
@@ -22,6 +21,7 @@ from dpspectral.lowrank import (
 )
 from dpspectral.lowrank.factorization import frobenius_noise, frobenius_sketch, frobenius_sketches
 from dpspectral.privacy import epsilon_of
+from dpspectral.privacy.audit import clopper_pearson, threshold_epsilon_lower_bound
 from dpspectral.privacy.budget import Relation
 from dpspectral.privacy.noise import noise_source
 from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release

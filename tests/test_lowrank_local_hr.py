@@ -12,7 +12,6 @@ import scipy.sparse as sp
 from scipy import stats
 
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
-from dpspectral.privacy.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
 from dpspectral.local.lowrank import (
     LocalLrfNoise,
     LocalLrfReport,
@@ -28,6 +27,7 @@ from dpspectral.lowrank.hardt_roth import hardt_roth, hardt_roth_noise
 from dpspectral.lowrank.sketches import chi2_factor, chi2_quantile_factor
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of, gaussian_epsilon
 from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
+from dpspectral.privacy.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
 from dpspectral.privacy.clipping import sensitivity_norm
 from dpspectral.privacy.noise import SeededNoise
 from dpspectral.privacy.pipeline import release

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.privacy.audit import gaussian_audit
 from dpspectral.datasets import spiked_covariance
 from dpspectral.metrics import max_sin_theta
 from dpspectral.pca.oja import (
@@ -30,6 +29,7 @@ from dpspectral.pca.oja import (
 )
 from dpspectral.privacy import ParallelDpEvent, analytic_noise_multiplier, epsilon_of, gaussian_epsilon
 from dpspectral.privacy.accounting import compose
+from dpspectral.privacy.audit import gaussian_audit
 
 DELTA = 1e-6
 HUGE = 1e6  # an epsilon at which the noise is negligible

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _neighbours import observe
-from test_nothing_charged import CLASSES, ESTIMATORS, K, N, N_SITES, _call, _clean
+from test_nothing_charged import CLASSES, ESTIMATORS, N_SITES, K, N, _call, _clean
 
 from dpspectral import methods
 

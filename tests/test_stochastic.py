@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, UncertifiedPrivacyWarning, dp_spca, dp_vrpca
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 from dpspectral.datasets import load_libsvm, spiked_covariance
 from dpspectral.metrics import projection_distance
 from dpspectral.privacy import epsilon_of
+from dpspectral.privacy.audit import threshold_epsilon_lower_bound
 
 DELTA = 1e-3
 

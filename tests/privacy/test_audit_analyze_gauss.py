@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpspectral import analyze_gauss
+from dpspectral.privacy import analytic_noise_multiplier, gaussian_epsilon
 from dpspectral.privacy.audit import (
     covariance_pair,
     gaussian_audit,
@@ -19,7 +20,6 @@ from dpspectral.privacy.audit import (
     run_pair,
     threshold_epsilon_lower_bound,
 )
-from dpspectral.privacy import analytic_noise_multiplier, gaussian_epsilon
 
 ALPHA = 1e-3
 DELTA = 1e-6
