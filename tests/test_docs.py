@@ -17,6 +17,13 @@ def test_readme_method_table_matches_registry():
     assert m.group(1).strip() == methods_markdown().strip()
 
 
+def test_readme_choice_table_matches_registry():
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- methods-choice:start -->\n(.*?)\n<!-- methods-choice:end -->", text, re.S)
+    assert m, "README lost its generated table for choosing a method"
+    assert m.group(1).strip() == methods_markdown(detailed=True).strip()
+
+
 _NUMBER = r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?"  # "249." too: NumPy prints whole floats so
 
 
