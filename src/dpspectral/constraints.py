@@ -34,6 +34,7 @@ __all__ = [
     "DELTA",
     "EPSILON",
     "InvalidParameterError",
+    "NONE",
     "ON_NORM_VIOLATION",
     "RANDOM_STATE",
     "ROW_NORM",

@@ -30,6 +30,19 @@ import dp_accounting
 import numpy as np
 
 from .._validation import check_mechanism_inputs, check_n_components, check_share
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Options,
+    Types,
+    validated,
+)
 from ..linalg import top_k_eigh
 from ..moments import accumulate, n_features_of, needs_two_passes_ok
 from ..privacy.accounting import Accountant, AccountingMethod
@@ -404,6 +417,17 @@ _COMMON_DOC = """
 """
 
 
+#: The parameters of the three covariance mechanisms (constraints.py); relation, centring and k are
+#: checked in the mechanism (they depend on the method and on the data's shape).
+COVARIANCE_PARAMETERS = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "mean_share": SHARE, "release_count": Types((bool,), "a bool"), "random_state": RANDOM_STATE,
+    "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
+    "show_progress": [NONE, Types((bool,), "a bool")],
+}
+
+
+@validated(COVARIANCE_PARAMETERS)
 def analyze_gauss(
     X: Any,
     k: int,
@@ -447,6 +471,7 @@ def analyze_gauss(
     )
 
 
+@validated(COVARIANCE_PARAMETERS)
 def mod_sulq(
     X: Any,
     k: int,
@@ -490,6 +515,7 @@ def mod_sulq(
     )
 
 
+@validated(COVARIANCE_PARAMETERS)
 def wishart(
     X: Any,
     k: int,
