@@ -88,13 +88,14 @@ def test_chi2_factor_is_a_valid_tail_bound():
 
 
 def test_sketch_sizes_defaults_and_caps():
-    assert sketch_sizes(10, 0.25, 100, 1000) == sketch_sizes(10, 0.25, 100, 1000, t=40, v=160)
+    assert sketch_sizes(10, 0.25, 100, 1000) == sketch_sizes(10, 0.25, 100, 1000, subspace_sketch_size=40,
+                                                          affine_sketch_size=160)
     small = sketch_sizes(10, 0.1, 50, 60)
     assert small.t == 50 and small.v == 60
     with pytest.raises(ValueError, match="alpha"):
         sketch_sizes(10, 1.5, 100, 100)
-    with pytest.raises(ValueError, match="'t'"):
-        sketch_sizes(10, 0.25, 100, 100, t=5)
+    with pytest.raises(ValueError, match="'subspace_sketch_size'"):
+        sketch_sizes(10, 0.25, 100, 100, subspace_sketch_size=5)
 
 
 def _uniform(m: int, n: int, seed: int) -> np.ndarray:
@@ -219,7 +220,7 @@ def test_bad_input():
 
 
 _AUDIT_M, _AUDIT_N = 30, 30
-_AUDIT_SIZES = sketch_sizes(1, 0.5, 30, 30, t=20, v=30)
+_AUDIT_SIZES = sketch_sizes(1, 0.5, 30, 30, subspace_sketch_size=20, affine_sketch_size=30)
 
 
 def _audit_statistics(sigma: float, runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,7 +265,7 @@ def test_priv2_sketch_audit(noise_factor, flagged):
 
 def test_priv2_sensitivity_bound_is_tight_in_the_mean():
     # E ||E Phi||^2 + ||S E||^2 = 2 ||E||_F^2: the calibrated Delta^2 = c_t + c_v exceeds it
-    sizes = sketch_sizes(1, 0.5, 50, 50, t=20, v=30)
+    sizes = sketch_sizes(1, 0.5, 50, 50, subspace_sketch_size=20, affine_sketch_size=30)
     noise = frobenius_noise(1.0, 1e-6, sizes)
     assert noise.sensitivity**2 > 2.0
     assert noise.sensitivity == pytest.approx(math.sqrt(chi2_factor(20, 5e-8) + chi2_factor(30, 5e-8)))

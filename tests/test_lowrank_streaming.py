@@ -230,7 +230,7 @@ def test_huge_but_safe_values_take_the_checked_path():
     (dict(shape=(20, 30), rank=2, delta=0.0), "delta"),
     (dict(shape=(20, 30), rank=2, relation="add_remove"), "relation"),
     (dict(shape=(20, 30), rank=2, bound=-1.0), "bound"),
-    (dict(shape=(20, 30), rank=2, t=25), "'t' parameter"),
+    (dict(shape=(20, 30), rank=2, subspace_sketch_size=25), "'subspace_sketch_size' parameter"),
 ])
 def test_bad_configuration(kwargs, match):
     args = {**KW, **kwargs}

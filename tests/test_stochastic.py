@@ -108,7 +108,7 @@ def test_one_step_audit():
     ({"n_steps": 2.5}, "'n_steps'"),
     ({"sampling_rate": 0.0}, "'sampling_rate'"),
     ({"sampling_rate": 1.5}, "'sampling_rate'"),
-    ({"mu": 1.0}, "'mu'"),
+    ({"rdp_epsilon_share": 1.0}, "'rdp_epsilon_share'"),
     ({"relation": "add_remove"}, "'relation'"),
     ({"delta": 0.0}, "'delta'"),
 ])

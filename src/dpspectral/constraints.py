@@ -218,16 +218,19 @@ def renamed(old_to_new: Mapping[str, str], since: str = "0.2.0") -> Callable[[F]
     """
 
     def wrap(func: F) -> F:
+        # a class's __init__ is named by its class ("TurnstileLRF"), a function by its name
+        owner = func.__qualname__.removesuffix(".__init__")
+
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
             for old, new in old_to_new.items():
                 if old in kwargs:
                     if new in kwargs:
                         raise TypeError(
-                            f"{func.__name__}() got both '{old}' and its new name '{new}'; pass '{new}'."
+                            f"{owner}() got both '{old}' and its new name '{new}'; pass '{new}'."
                         )
                     warnings.warn(
-                        f"The '{old}' parameter of {func.__name__} was renamed '{new}' in {since}; the "
+                        f"The '{old}' parameter of {owner} was renamed '{new}' in {since}; the "
                         "old name will be removed in a later version.", FutureWarning, stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
             return func(*args, **kwargs)

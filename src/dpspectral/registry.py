@@ -229,7 +229,8 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
-_LRF_OPTIONS = frozenset({"alpha", "t", "v", "bound", "sketch_failure_share", "sketch_seed"})
+_SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
+_LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketch_seed"}
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 _GEP_COMMON = frozenset({"xi", "classes", "on_norm_violation"})
@@ -280,8 +281,8 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.stochastic", "dp_spca"),
         summary="Noisy Poisson-sampled stochastic power steps with polar retraction",
-        options=_STOCHASTIC_OPTIONS | {"mu"}, passes="n_steps Poisson samples (random row access)",
-        memory="O(dk)",
+        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share"},
+        passes="n_steps Poisson samples (random row access)", memory="O(dk)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
     ),
     Method(
@@ -397,8 +398,8 @@ _LOWRANK: tuple[Method, ...] = (
         model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
         function=_ref("lowrank.covariance", "covariance_lrf"),
         summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
-        options=frozenset({"row_norm", "on_norm_violation", "alpha", "t", "v", "sketch_failure_share",
-                           "sketch_seed", "batch_rows"}),
+        options=_SKETCH_SIZES | {"row_norm", "on_norm_violation", "alpha", "sketch_failure_share",
+                                 "sketch_seed", "batch_rows"},
         task="lowrank", passes="1 (rows inserted once)", memory="O((t + v) n)",
         regime="Row-level privacy for the covariance A^T A of rows streamed once",
     ),
@@ -430,7 +431,7 @@ _LOWRANK: tuple[Method, ...] = (
         certified=False, calibrations=("none",),
         function=_ref("lowrank.factorization", "optimal_space_lrf"),
         summary="Non-private reference: three sketches and the closed-form rank-k solve",
-        needs_delta=False, options=frozenset({"alpha", "t", "v", "sketch"}), task="lowrank",
+        needs_delta=False, options=_SKETCH_SIZES | {"alpha", "sketch"}, task="lowrank",
         private=False, memory="O((m + n) k / alpha)",
         regime="Never on private data: the non-private reference the private methods are measured against",
     ),

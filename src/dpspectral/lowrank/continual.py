@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..constraints import Interval, validated
+from ..constraints import Interval, renamed, validated
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.noise import NoiseSource, SeededNoise, noise_source
@@ -56,7 +56,7 @@ from .factorization import (
     frobenius_sketches,
     split_joint,
 )
-from .sketches import sketch_sizes
+from .sketches import PAPER_SIZE_NAMES, sketch_sizes
 from .streaming import _check_shape, _entry_kernel, _is_int, check_entries, read_only
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
@@ -117,7 +117,13 @@ class ContinualLRF:
     relation : {"priv2", "priv1"}
     calibration : {"tight", "paper"}
     alpha : float in (0, 1)
-    t, v : int, optional
+        Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
+    subspace_sketch_size : int, optional
+        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
+        works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
+        ``v`` still works, with a FutureWarning.
     bound : float
         Public scale b: neighbouring streams differ in the batch of one time step, by a matrix of Frobenius
         norm at most b.
@@ -168,6 +174,7 @@ class ContinualLRF:
 
     mechanism = "continual_lrf"
 
+    @renamed(PAPER_SIZE_NAMES)
     @validated({**PRIVATE_LRF_TABLE, "horizon": Interval(1, None, "left", integer=True)},
                owner="ContinualLRF")
     def __init__(
@@ -181,8 +188,8 @@ class ContinualLRF:
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        t: int | None = None,
-        v: int | None = None,
+        subspace_sketch_size: int | None = None,
+        affine_sketch_size: int | None = None,
         bound: float = 1.0,
         sketch_failure_share: float = 0.1,
         sketch_seed: int | None = None,
@@ -201,7 +208,8 @@ class ContinualLRF:
         m, n = (n_user, m_user) if self.transposed else (m_user, n_user)
         self._inner_shape = (m, n)
         self.rank = check_rank(rank, m, n, owner)
-        self.sizes = sketch_sizes(self.rank, alpha, m, m, t=t, v=v, owner=owner)
+        self.sizes = sketch_sizes(self.rank, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
+                                  affine_sketch_size=affine_sketch_size, owner=owner)
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
                            sketch_failure_share=float(sketch_failure_share))
         self._sketch_seed = _seed(sketch_seed, owner=owner)
@@ -212,7 +220,7 @@ class ContinualLRF:
             seed = releaser.generator.integers(0, 2**63 - 1) if noise_seed is None and not _secure(source) \
                 else noise_seed
         self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
-                                       notes=self._release_plan.notes, stacklevel=5)
+                                       notes=self._release_plan.notes, stacklevel=6)
         self._noise_seed = None if seed is None else int(seed)
         self._secure_source: NoiseSource | None = source if _secure(source) else None
         self._exact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> exact (Y, Z^T), secure only
@@ -425,6 +433,7 @@ class ContinualLRF:
         )
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated(PRIVATE_LRF_TABLE)
 def continual_lrf(
     A: Any,
@@ -435,8 +444,8 @@ def continual_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     bound: float = 1.0,
     sketch_failure_share: float = 0.1,
     sketch_seed: int | None = None,
@@ -472,8 +481,8 @@ def continual_lrf(
         relation=relation,
         calibration=calibration,
         alpha=alpha,
-        t=t,
-        v=v,
+        subspace_sketch_size=subspace_sketch_size,
+        affine_sketch_size=affine_sketch_size,
         bound=bound,
         sketch_failure_share=sketch_failure_share,
         sketch_seed=sketch_seed,

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_mechanism_inputs
-from ..constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, validated
+from ..constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, renamed, validated
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
@@ -36,7 +36,7 @@ from .factorization import (
     frobenius_sketches,
     split_joint,
 )
-from .sketches import SketchSizes, sketch_sizes
+from .sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
 from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, PublishOnce, read_only
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
@@ -76,8 +76,12 @@ class CovarianceLRF(PublishOnce):
         As in :func:`~dpspectral.lowrank.factorization.frobenius_noise`.
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by d.
-    t, v : int, optional
-        Explicit sketch sizes.
+    subspace_sketch_size : int, optional
+        t in the paper: columns of the sketch ``Y_c = C Phi`` (Phi: d x t), at most d. The old name
+        ``t`` still works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: rows of the sketch ``Z = S C`` (S: v x d) of the rank-k solve, at most d. The old name
+        ``v`` still works, with a FutureWarning.
     sketch_failure_share : float in (0, 1)
         Share of delta for the sketches' norm bounds failing.
     sketch_seed : int, optional
@@ -126,6 +130,7 @@ class CovarianceLRF(PublishOnce):
 
     mechanism = "covariance_lrf"
 
+    @renamed(PAPER_SIZE_NAMES)
     @validated({**_TABLE, "n_features": Interval(1, None, "left", integer=True)}, owner="CovarianceLRF")
     def __init__(
         self,
@@ -139,8 +144,8 @@ class CovarianceLRF(PublishOnce):
         on_norm_violation: NormViolation = "clip",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        t: int | None = None,
-        v: int | None = None,
+        subspace_sketch_size: int | None = None,
+        affine_sketch_size: int | None = None,
         sketch_failure_share: float = 0.1,
         sketch_seed: int | None = None,
         accountant: Accountant | None = None,
@@ -159,7 +164,8 @@ class CovarianceLRF(PublishOnce):
         )
         d = int(n_features)
         k = check_rank(rank, d, d, owner)
-        sizes = sketch_sizes(k, alpha, d, d, t=t, v=v, owner=owner)
+        sizes = sketch_sizes(k, alpha, d, d, subspace_sketch_size=subspace_sketch_size,
+                             affine_sketch_size=affine_sketch_size, owner=owner)
         noise, b, plan = self._plan(budget, rel, C_r, d, sizes, calibration=calibration, alpha=float(alpha),
                                     sketch_failure_share=float(sketch_failure_share))
         self._sketch_seed = _seed(sketch_seed, owner=owner)
@@ -179,7 +185,7 @@ class CovarianceLRF(PublishOnce):
                                [(d, sizes.t), (sizes.v, d)])  # N1, then N2
         self._Y, self._ZT = Y, np.ascontiguousarray(Z.T)
         self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
-                                       notes=plan.notes, stacklevel=5)
+                                       notes=plan.notes, stacklevel=6)
         self._use_grid(self.privacy.noise_source, noise.sigma)
         self._n_rows = 0
         self._publication = NONE
@@ -297,6 +303,7 @@ class CovarianceLRF(PublishOnce):
         )
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated(_TABLE)
 def covariance_lrf(
     A: Any,
@@ -309,8 +316,8 @@ def covariance_lrf(
     on_norm_violation: NormViolation = "clip",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     sketch_failure_share: float = 0.1,
     sketch_seed: int | None = None,
     batch_rows: int = 10_000,
@@ -342,8 +349,8 @@ def covariance_lrf(
         on_norm_violation=on_norm_violation,
         calibration=calibration,
         alpha=alpha,
-        t=t,
-        v=v,
+        subspace_sketch_size=subspace_sketch_size,
+        affine_sketch_size=affine_sketch_size,
         sketch_failure_share=sketch_failure_share,
         sketch_seed=sketch_seed,
         accountant=accountant,

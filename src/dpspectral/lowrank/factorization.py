@@ -42,6 +42,7 @@ from ..constraints import (
     Interval,
     Types,
     check_params,
+    renamed,
     validated,
 )
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
@@ -52,6 +53,7 @@ from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, not_finite_e
 from ..results import LowRankResult
 from .sketches import (
     ALPHA,
+    PAPER_SIZE_NAMES,
     SketchKind,
     SketchSizes,
     chi2_factor,
@@ -90,7 +92,7 @@ BOUND = Interval(0, None, "neither")
 SKETCH_SEED: list[Constraint] = [Types((type(None),), "None"), Interval(0, None, "left", integer=True)]
 
 #: The parameters every private factorization of this package takes (cross-parameter checks, k <= min(m,
-#: n) and t, v within the dimensions, stay in the functions).
+#: n) and the sketch sizes within the dimensions, stay in the functions).
 PRIVATE_LRF_TABLE: dict[str, Constraint | list[Constraint] | None] = {
     "epsilon": EPSILON,
     "delta": DELTA,
@@ -522,14 +524,15 @@ def _bbds_epsilon(sigma_min: float, delta: float, t: int) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated({"alpha": ALPHA, "random_state": RANDOM_STATE})
 def optimal_space_lrf(
     A: Any,
     k: int,
     *,
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     sketch: SketchKind = "gaussian",
     random_state: Any = None,
 ) -> LowRankResult:
@@ -547,8 +550,12 @@ def optimal_space_lrf(
         Rank, in [1, min(m, n)].
     alpha : float in (0, 1)
         Multiplicative error target; sets the default sketch sizes.
-    t, v : int, optional
-        Sketch sizes (override alpha's defaults).
+    subspace_sketch_size : int, optional
+        t in the paper: columns of ``Y_c = A Omega``, rows of ``Y_r = Psi A`` (default ``ceil(k/alpha)``,
+        capped by n). Overrides alpha's default; the old name ``t`` still works (FutureWarning).
+    affine_sketch_size : int, optional
+        v in the paper: rows of the affine sketches S, T of the rank-k solve (default
+        ``ceil(k/alpha^2)``, capped). Overrides alpha's default; the old name ``v`` still works.
     sketch : {"gaussian", "countsketch", "srht"}
         The kind of every sketch (any subspace embedding works without privacy).
     random_state : None, int, SeedSequence, Generator or "secure"
@@ -569,7 +576,8 @@ def optimal_space_lrf(
     B, transposed = _orient(A)
     m, n = B.shape
     k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, n, t=t, v=v, owner=owner)
+    sizes = sketch_sizes(k, alpha, m, n, subspace_sketch_size=subspace_sketch_size,
+                         affine_sketch_size=affine_sketch_size, owner=owner)
     rng = noise_source(random_state).generator
     seed = int(rng.integers(0, 2**63 - 1))  # non-private: nothing is secret, the sketches come from rng
     Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
@@ -587,6 +595,7 @@ def optimal_space_lrf(
     return _result(U, s, V, transposed, None, diag)
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated(PRIVATE_LRF_TABLE)
 def private_frobenius_lrf(
     A: Any,
@@ -597,8 +606,8 @@ def private_frobenius_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     bound: float = 1.0,
     sketch_failure_share: float = 0.1,
     sketch_seed: int | None = None,
@@ -629,7 +638,8 @@ def private_frobenius_lrf(
     B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
     m, n = B.shape
     k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
+    sizes = sketch_sizes(k, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
+                         affine_sketch_size=affine_sketch_size, owner=owner)
     fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(bound), calibration=calibration,
                           alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
                           shape=(m, n))
@@ -639,7 +649,7 @@ def private_frobenius_lrf(
         Phi, S = frobenius_sketches(m, n, sizes, seed)
         Y_c, Z = frobenius_sketch(B, Phi, S, releaser)
     report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=5)
+                             stacklevel=6)
     U, s, V = frobenius_release(Y_c, Z, S, k)  # post-processing of the released sketches
     diag = {
         "t": sizes.t,
@@ -667,7 +677,12 @@ _PRIV2_PARAMS = """
     calibration : {"tight", "paper"}
     alpha : float in (0, 1)
         Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped).
-    t, v : int, optional
+    subspace_sketch_size : int, optional
+        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
+        works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
+        ``v`` still works, with a FutureWarning.
     bound : float
         Public scale b of the relation: neighbours differ by ``||A - A'||_F <= b`` (default 1, the paper's).
     sketch_failure_share : float in (0, 1)
@@ -691,6 +706,7 @@ _PRIV2_PARAMS = """
 private_frobenius_lrf.__doc__ = (private_frobenius_lrf.__doc__ or "") + "\n" + _PRIV2_PARAMS
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE})
 def private_space_optimal_lrf(
     A: Any,
@@ -701,8 +717,8 @@ def private_space_optimal_lrf(
     relation: Relation | str = "priv1",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
     sketch_failure_share: float = 0.1,
@@ -741,7 +757,8 @@ def private_space_optimal_lrf(
     B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
     m, n = B.shape
     k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, m + n, t=t, v=v, owner=owner)
+    sizes = sketch_sizes(k, alpha, m, m + n, subspace_sketch_size=subspace_sketch_size,
+                         affine_sketch_size=affine_sketch_size, owner=owner)
     so = space_optimal_noise(owner, budget, rel, sizes, (m, n), bound=float(bound), calibration=calibration,
                              alpha=float(alpha), input_share=float(input_share),
                              sketch_failure_share=float(sketch_failure_share))
@@ -750,7 +767,7 @@ def private_space_optimal_lrf(
         Psi, S, T = _space_optimal_sketches(m, m + n, sizes, seed)
         Y_c, Y_r, Z = _space_optimal_sketch(B, Psi, S, T, so, releaser)
     report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=so.plan.notes,
-                             stacklevel=5)
+                             stacklevel=6)
     U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n)  # post-processing
     diag = {
         "t": sizes.t,
@@ -769,9 +786,13 @@ def private_space_optimal_lrf(
 _PRIV1_PARAMS = """
     Parameters
     ----------
-    A, k, epsilon, delta, calibration, alpha, t, v, bound, sketch_failure_share, sketch_seed, accountant,
+    A, k, epsilon, delta, calibration, alpha, bound, sketch_failure_share, sketch_seed, accountant,
     random_state
         As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
+    subspace_sketch_size : int, optional
+        t in the paper: columns of ``Y_c = Â Omega``, rows of ``Y_r = Psi Â`` (old name ``t``).
+    affine_sketch_size : int, optional
+        v in the paper: rows of S and T, ``Z = S Â T^T`` is v x v (old name ``v``).
     relation : {"priv1"}
         Input perturbation is analysed for Priv1 only.
     input_share : float in (0, 1)

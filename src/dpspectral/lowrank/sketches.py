@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
-from ..constraints import Interval, check_params, validated
+from ..constraints import Interval, check_params, renamed, validated
 from ..linalg import fix_signs
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 SketchKind = Literal["gaussian", "countsketch", "srht"]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: The parameters of the sketch factors: a sketch's number of rows and a failure probability.
@@ -79,37 +81,92 @@ def chi2_quantile_factor(d: int, delta_s: float) -> float:
 
 @dataclass(frozen=True)
 class SketchSizes:
-    """Sketch sizes of one factorization: ``t`` (column / row sketches), ``v`` (affine sketches)."""
+    """Sketch sizes of one factorization, under the paper's symbols (spec §2).
+
+    ``t`` is the ``subspace_sketch_size`` (the column / row sketches Phi, Psi: subspace embeddings) and
+    ``v`` the ``affine_sketch_size`` (the sketches S, T of the rank-k solve: affine embeddings). The
+    fields keep the paper's symbols: every factorization, the local protocol and the turnstile state
+    files read them; the descriptive names are read-only aliases.
+    """
 
     t: int
     v: int
+
+    @property
+    def subspace_sketch_size(self) -> int:
+        """``t``: the number of columns of ``A Phi`` (rows of ``Psi A``)."""
+        return self.t
+
+    @property
+    def affine_sketch_size(self) -> int:
+        """``v``: the number of rows of the affine sketches ``S`` (and ``T``)."""
+        return self.v
 
 
 #: The accuracy target shared by every factorization (sets the default sketch sizes).
 ALPHA = Interval(0, 1, "neither")
 
+#: The descriptive names of the two sketch sizes, and the paper's symbols they replace (still accepted,
+#: with a FutureWarning, by every public function and class of this package).
+SIZE_NAMES = ("subspace_sketch_size", "affine_sketch_size")
+PAPER_SIZE_NAMES = {"t": "subspace_sketch_size", "v": "affine_sketch_size"}
+_PAPER_MAX_NAMES = {"t_max": "max_subspace_sketch_size", "v_max": "max_affine_sketch_size"}
 
+
+def _accept_paper_names(func: F) -> F:
+    """The paper's ``t``, ``v``, ``t_max``, ``v_max`` still work: from a user, with a FutureWarning
+    (:func:`~dpspectral.constraints.renamed`); from a mechanism forwarding its own not yet renamed
+    ``t``/``v`` (it passes ``owner``), silently, with messages that name ``'t'``/``'v'`` (the
+    parameters its users passed; the mechanism warns about its own names itself).
+    """
+    warned = renamed({**PAPER_SIZE_NAMES, **_PAPER_MAX_NAMES})(func)
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "owner" in kwargs and kwargs.keys() & PAPER_SIZE_NAMES.keys():
+            kwargs.setdefault("parameter_names", ("t", "v"))
+            for old, new in PAPER_SIZE_NAMES.items():
+                if old in kwargs:
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+        return warned(*args, **kwargs)
+
+    call.renamed_parameters = warned.renamed_parameters  # type: ignore[attr-defined]
+    return call  # type: ignore[return-value]
+
+
+@_accept_paper_names
 def sketch_sizes(
     k: int,
     alpha: float,
-    t_max: int,
-    v_max: int,
+    max_subspace_sketch_size: int,
+    max_affine_sketch_size: int,
     *,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     owner: str = "sketch_sizes",
+    parameter_names: tuple[str, str] = SIZE_NAMES,
 ) -> SketchSizes:
     """Practical sketch sizes from (k, alpha) (spec §2, R-derive), capped by the dimensions.
 
-    The theory asks for ``t = O(eta/alpha log(k/delta))`` and ``v = O(eta/alpha^2 log(k/delta))`` with
+    ``subspace_sketch_size`` (t in the paper) is the size of the column / row sketches (Phi, Psi:
+    subspace embeddings for the generalised regression, Lemma 14); ``affine_sketch_size`` (v in the
+    paper) the size of the sketches S, T of the rank-k solve (affine embeddings, Lemma 15). The theory
+    asks for ``t = O(eta/alpha log(k/delta))`` and ``v = O(eta/alpha^2 log(k/delta))`` with
     ``eta = max(k, 1/alpha)``; with unknown constants these exceed the dimensions of every experiment
     of the paper. Defaults: ``t = ceil(k / alpha)`` and ``v = ceil(k / alpha^2)``, each at most the
-    dimension it sketches (``t_max``, ``v_max``) and at least k (``v >= t``). Explicit ``t``/``v`` win.
+    dimension it sketches (``max_subspace_sketch_size``, ``max_affine_sketch_size``; ``t_max``,
+    ``v_max`` before) and at least k (``v >= t``). Explicit sizes win. ``owner`` and
+    ``parameter_names`` (the caller's names for the two sizes) word the error messages. The paper's
+    names ``t``, ``v``, ``t_max``, ``v_max`` still work, with a FutureWarning.
     """
+    t, v = subspace_sketch_size, affine_sketch_size
+    t_max, v_max = max_subspace_sketch_size, max_affine_sketch_size
+    t_name, v_name = parameter_names
     # the bounds of t and v depend on k and the dimensions: a table built for this call
-    table = {"alpha": ALPHA, "t": Interval(k, t_max, "both", integer=True),
-             "v": Interval(k, v_max, "both", integer=True)}
-    given = {name: value for name, value in (("t", t), ("v", v)) if value is not None}
+    table = {"alpha": ALPHA, t_name: Interval(k, t_max, "both", integer=True),
+             v_name: Interval(k, v_max, "both", integer=True)}
+    given = {name: value for name, value in ((t_name, t), (v_name, v)) if value is not None}
     check_params(table, {"alpha": alpha, **given}, owner)
     alpha = float(alpha)
     t_val = min(math.ceil(k / alpha), t_max) if t is None else int(t)

@@ -46,7 +46,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from ..constraints import validated
+from ..constraints import renamed, validated
 from ..privacy.accounting import Accountant, PrivacyReport, certify_release
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.noise import grid, noise_source
@@ -69,7 +69,7 @@ from .factorization import (
     frobenius_sketches,
     split_joint,
 )
-from .sketches import SketchSizes, sketch_sizes
+from .sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
 
 __all__ = [
     "STATE_FORMAT_VERSION",
@@ -529,8 +529,12 @@ class TurnstileLRF(PublishOnce):
         As in :func:`~dpspectral.lowrank.factorization.frobenius_noise`.
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
-    t, v : int, optional
-        Explicit sketch sizes.
+    subspace_sketch_size : int, optional
+        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
+        works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
+        ``v`` still works, with a FutureWarning.
     bound : float
         Public scale b of the relation: neighbouring matrices differ by ``||A - A'||_F <= b``.
     sketch_failure_share : float in (0, 1)
@@ -591,6 +595,7 @@ class TurnstileLRF(PublishOnce):
 
     mechanism = "turnstile_lrf"
 
+    @renamed(PAPER_SIZE_NAMES)
     @validated(PRIVATE_LRF_TABLE, owner="TurnstileLRF")
     def __init__(
         self,
@@ -602,8 +607,8 @@ class TurnstileLRF(PublishOnce):
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        t: int | None = None,
-        v: int | None = None,
+        subspace_sketch_size: int | None = None,
+        affine_sketch_size: int | None = None,
         bound: float = 1.0,
         sketch_failure_share: float = 0.1,
         sketch_seed: int | None = None,
@@ -612,7 +617,9 @@ class TurnstileLRF(PublishOnce):
     ) -> None:
         owner = type(self).__name__
         config = self._configure(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
-                                 calibration=calibration, alpha=alpha, t=t, v=v, bound=bound,
+                                 calibration=calibration, alpha=alpha,
+                                 subspace_sketch_size=subspace_sketch_size,
+                                 affine_sketch_size=affine_sketch_size, bound=bound,
                                  sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
@@ -621,12 +628,13 @@ class TurnstileLRF(PublishOnce):
             Y, Z = split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
                                [(m, config.t), (config.v, n)])  # N1, then N2
         report = releaser.report(mechanism=self.mechanism, budget=budget, calibration=config.calibration,
-                                 notes=plan.notes, stacklevel=5)
+                                 notes=plan.notes, stacklevel=6)
         self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
 
     @staticmethod
     def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
-                   calibration: str, alpha: float, t: Any, v: Any, bound: float,
+                   calibration: str, alpha: float, subspace_sketch_size: Any,
+                   affine_sketch_size: Any, bound: float,
                    sketch_failure_share: float, sketch_seed: Any) -> TurnstileConfig:
         """Validate the public inputs (cross-parameter checks: shape, rank, sketch sizes) into a config."""
         owner = TurnstileLRF.__name__
@@ -635,7 +643,8 @@ class TurnstileLRF(PublishOnce):
         m_user, n_user = _check_shape(shape, owner)
         m, n = sorted((m_user, n_user))
         k = check_rank(rank, m, n, owner)
-        sizes = sketch_sizes(k, alpha, m, m, t=t, v=v, owner=owner)
+        sizes = sketch_sizes(k, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
+                             affine_sketch_size=affine_sketch_size, owner=owner)
         return TurnstileConfig(
             shape=(m_user, n_user),
             rank=k,
@@ -953,6 +962,7 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     return int(m), int(n)
 
 
+@renamed(PAPER_SIZE_NAMES)
 @validated(PRIVATE_LRF_TABLE)
 def turnstile_lrf(
     A: Any,
@@ -963,8 +973,8 @@ def turnstile_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     bound: float = 1.0,
     sketch_failure_share: float = 0.1,
     sketch_seed: int | None = None,
@@ -993,8 +1003,8 @@ def turnstile_lrf(
         relation=relation,
         calibration=calibration,
         alpha=alpha,
-        t=t,
-        v=v,
+        subspace_sketch_size=subspace_sketch_size,
+        affine_sketch_size=affine_sketch_size,
         bound=bound,
         sketch_failure_share=sketch_failure_share,
         sketch_seed=sketch_seed,

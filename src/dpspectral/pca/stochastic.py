@@ -55,6 +55,7 @@ from ..constraints import (
     SHARE,
     Interval,
     Table,
+    renamed,
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
@@ -88,7 +89,7 @@ _COMMON_PARAMS: Table = {
 }
 #: The parameters of :func:`dp_spca` and :func:`dp_vrpca`. ``k <= min(n_features, n_samples)``, the
 #: relation and the accountant (``accounting``, with its reason) are checked inline.
-_SPCA_PARAMS: Table = {**_COMMON_PARAMS, "mu": SHARE}
+_SPCA_PARAMS: Table = {**_COMMON_PARAMS, "rdp_epsilon_share": SHARE}
 _VRPCA_PARAMS: Table = {**_COMMON_PARAMS, "n_epochs": _COUNT, "full_gradient_share": SHARE}
 
 
@@ -227,6 +228,7 @@ _PRIVACY_DOC = """
 """
 
 
+@renamed({"mu": "rdp_epsilon_share"})
 @validated(_SPCA_PARAMS)
 def dp_spca(
     X: Any,
@@ -240,7 +242,7 @@ def dp_spca(
     n_steps: int | None = None,
     learning_rate: float | None = None,
     sampling_rate: float | None = None,
-    mu: float = 0.5,
+    rdp_epsilon_share: float = 0.5,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -251,9 +253,12 @@ def dp_spca(
 
     ``V_t = polar(V_{t-1} + (eta / (q n)) (sum_{i in S_t} 2 x_i x_i^T V_{t-1} + Z_t))``, ``S_t`` a
     Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults are the paper's experimental
-    settings: ``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``q = 1 / n``, ``mu = 1/2`` (used by the
-    paper's formula only). With these, the iterate moves little from its random start (spec §C.3.7):
-    tune ``learning_rate`` and ``n_steps`` (public parameters) for utility.
+    settings: ``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``q = 1 / n`` (``sampling_rate``),
+    ``rdp_epsilon_share = 1/2``. With these, the iterate moves little from its random start (spec
+    §C.3.7): tune ``learning_rate`` and ``n_steps`` (public parameters) for utility.
+    ``rdp_epsilon_share`` (mu in the paper; the old name ``mu`` still works, with a FutureWarning) is
+    used by ``calibration="paper"`` only: the share ``mu`` of epsilon its formula gives the Rényi-DP
+    bound of the T steps, the rest ``(1 - mu) epsilon`` paying for the conversion to (epsilon, delta).
 
     Privacy
     -------
@@ -274,15 +279,15 @@ def dp_spca(
     eta = 1.0 / (2 * n) if learning_rate is None else float(learning_rate)
     q = 1.0 / n if sampling_rate is None else float(sampling_rate)
     noise = noise_source(random_state)
-    plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(mu), calibration=calibration,
-                         accounting=accounting)
+    plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(rdp_epsilon_share),
+                         calibration=calibration, accounting=accounting)
     with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
         sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
         V = _spca_steps(X, k, sampler, releaser, n_steps=T, scale=eta / (q * n),
                         show_progress=show_progress, owner=owner)
-        # frames: certify_release, report, dp_spca, the constraint check, the caller
+        # frames: certify_release, report, dp_spca, the constraint check, the renaming, the caller
         report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                 accounting=accounting, notes=plan.notes, stacklevel=5)
+                                 accounting=accounting, notes=plan.notes, stacklevel=6)
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale, "sampling_rate": q,
