@@ -82,6 +82,21 @@ def test_required_privacy_parameters():
         params = {**KW, missing: None}
         with pytest.raises(ValueError, match=f"'{missing}'.*required"):
             DPPCA(1, **params).fit(X)
+    # the message says why there is no default (a public parameter, never read from the data)
+    with pytest.raises(ValueError, match="The 'epsilon' parameter of DPPCA is required \\(a public privacy "
+                                         "parameter\\). Got None instead."):
+        DPPCA(1, **{**KW, "epsilon": None}).fit(X)
+    with pytest.raises(ValueError, match="'row_norm' parameter of DPPCA is required.*without looking"):
+        DPPCA(1, **{**KW, "row_norm": None}).fit(X)
+
+
+def test_secure_noise_source(lowrank_data):
+    # random_state="secure": OS entropy, exact discrete samplers; the report says so, runs differ
+    a = DPPCA(2, random_state="secure", **KW).fit(lowrank_data)
+    b = DPPCA(2, random_state="secure", **KW).fit(lowrank_data)
+    assert a.privacy_.noise_source == "secure" and a.privacy_.certified
+    assert not np.array_equal(a.components_, b.components_)
+    assert DPPCA(2, random_state=0, **KW).fit(lowrank_data).privacy_.noise_source == "seeded"
 
 
 @pytest.mark.parametrize("params,err,match", [
@@ -97,6 +112,15 @@ def test_required_privacy_parameters():
     ({"method": "mod_sulq", "relation": "add_remove"}, ValueError, "'relation'.*mod_sulq"),
     ({"method": "wishart"}, ValueError, "'calibration'.*'paper'"),
     ({"accountant": "mine"}, TypeError, "'accountant'"),
+    # the parameter table (issue 19 item 2): every parameter checked before the data are read
+    ({"n_components": 1.5}, TypeError, "'n_components' parameter of DPPCA must be an int in \\[1, inf\\)"),
+    ({"copy": "yes"}, TypeError, "'copy' parameter of DPPCA must be a bool"),
+    ({"mean_share": 1.5}, ValueError, "'mean_share' parameter of DPPCA must be a float in \\(0, 1\\)"),
+    ({"random_state": "urandom"}, ValueError, "'random_state' parameter of DPPCA.*'secure'"),
+    ({"method_params": ["x"]}, TypeError, "'method_params' parameter of DPPCA must be a dict or None"),
+    ({"on_norm_violation": "ignore"}, ValueError, "'on_norm_violation'.*'clip', 'raise'"),
+    ({"method": "private_frobenius_lrf"}, ValueError, "PCA method.*use DPLowRank"),
+    ({"method": "noisy_power", "centering": "private"}, ValueError, "'centering'.*must be None.*noisy_power"),
 ])
 def test_bad_parameters(params, err, match):
     acc = Accountant(10.0, 1e-3)

@@ -98,6 +98,14 @@ def test_clone_shares_the_accountant():
     ({"n_components": 6}, None, "'n_components'"),
     ({"n_iter": 0}, None, "'n_iter'"),
     ({"calibration": "loose"}, None, "'calibration'"),
+    # the parameter table (issue 19 item 2)
+    ({"n_components": 0}, None, "'n_components' parameter of DPFisherDiscriminant must be an int"),
+    ({"n_iter": 2.5}, None, "'n_iter' parameter of DPFisherDiscriminant must be an int in \\[1, inf\\)"),
+    ({"accountant": "mine"}, None, "'accountant' parameter of DPFisherDiscriminant must be a dpspectral"),
+    ({"method_params": 3}, None, "'method_params'.*must be a dict or None"),
+    ({"random_state": -1}, None, "'random_state'"),
+    ({"on_norm_violation": "drop"}, None, "'on_norm_violation'"),
+    ({"delta": None}, None, "The 'delta' parameter of DPFisherDiscriminant is required \\(a public"),
 ])
 def test_bad_input(params, y_kind, match):
     X, y = _data(n=200)
@@ -108,3 +116,15 @@ def test_bad_input(params, y_kind, match):
     with pytest.raises(ValueError, match=match):
         DPFisherDiscriminant(**kwargs).fit(X, y)
     assert acc.entries == ()
+
+
+def test_secure_noise_source():
+    X, y = _data(n=500)
+    a = DPFisherDiscriminant(2, epsilon=1.0, delta=1e-6, row_norm=1.5, random_state="secure").fit(X, y)
+    b = DPFisherDiscriminant(2, epsilon=1.0, delta=1e-6, row_norm=1.5, random_state="secure").fit(X, y)
+    assert a.privacy_.noise_source == "secure" and a.privacy_.certified
+    assert not np.array_equal(a.scalings_, b.scalings_)
+    # the non-private reference draws nothing; its report gives the source asked for
+    with pytest.warns(UncertifiedPrivacyWarning):
+        ref = DPFisherDiscriminant(2, row_norm=1.5, method="sr", random_state="secure").fit(X, y)
+    assert ref.privacy_.noise_source == "secure" and not ref.privacy_.certified

@@ -24,6 +24,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import dpspectral
 import dpspectral.distributed.estimator as distributed_estimator
 from dpspectral import DPPCA, DistributedDPPCA, DPFisherDiscriminant, DPLowRank
+from dpspectral.constraints import Constraint, InvalidParameterError
 
 #: {estimator class name: {check name: reason}}; empty: every check passes for every estimator.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {}
@@ -82,3 +83,81 @@ def test_distributed_fit_transform_on_sites_and_on_one_array():
     # under add/remove an empty site is a neighbour like any other: fitted, never refused for that
     empty = DistributedDPPCA(2, row_norm=1.0, engine="inprocess", relation="add_remove", **_PRIVACY)
     assert empty.fit_transform(np.zeros((0, 6))).shape == (0, 2)
+
+
+# --- The parameter tables (issue 19 item 2) ------------------------------------------------------------
+
+ESTIMATOR_CLASSES = [DPPCA, DPLowRank, DPFisherDiscriminant, DistributedDPPCA]
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=lambda c: c.__name__)
+def test_parameter_table_covers_the_constructor(cls):
+    """The table names only ``__init__`` parameters; every other one is listed with where it is checked."""
+    init = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    table = cls._parameter_constraints
+    elsewhere = cls._parameters_checked_elsewhere
+    assert set(table) <= init, f"{cls.__name__}: table entries that are not parameters"
+    assert set(elsewhere) <= init
+    assert not set(table) & set(elsewhere), "a parameter is either in the table or checked elsewhere"
+    assert set(table) | set(elsewhere) == init, f"{cls.__name__}: parameters checked nowhere"
+    assert all(reason.strip() for reason in elsewhere.values())
+    assert set(cls._required_parameters) <= set(table)
+    for entry in table.values():
+        entries = entry if isinstance(entry, list) else [entry]
+        assert entries and all(isinstance(c, Constraint) for c in entries)
+    # the method names come from the registry
+    assert set(table["method"].values) == {m.name for m in dpspectral.methods(task=cls._task)}
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=lambda c: c.__name__)
+def test_parameter_table_refuses_a_bad_value_before_anything_is_charged(cls):
+    """Each estimator's table is what ``fit`` checks: a wrong type of each kind is refused, named."""
+    X = np.random.default_rng(0).normal(size=(40, 4)) / 4
+    y = np.arange(40) % 2
+    acc = dpspectral.Accountant()
+    base = dict(epsilon=1.0, delta=1e-5, random_state=0, accountant=acc)
+    if cls is not DPLowRank:
+        base["row_norm"] = 1.0
+    if cls is DistributedDPPCA:
+        base["engine"] = "inprocess"
+    for name, bad in [("random_state", "urandom"), ("calibration", "loose"), ("method_params", [1]),
+                      ("on_norm_violation", "ignore"), ("epsilon", float("nan"))]:
+        if name not in cls._parameter_constraints:
+            continue
+        est = cls(1, **{**base, name: bad})
+        with pytest.raises(InvalidParameterError, match=f"The '{name}' parameter of {cls.__name__} must be"):
+            est.fit(X, y) if cls is DPFisherDiscriminant else est.fit(X)
+    assert acc.entries == ()
+
+
+def _tiny_fit(cls):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4)) / 4
+    if cls is DPFisherDiscriminant:
+        y = np.arange(120) % 3
+        return DPFisherDiscriminant(1, epsilon=1.0, delta=1e-5, row_norm=1.0, n_iter=3,
+                                    random_state="secure").fit(X, y)
+    if cls is DistributedDPPCA:
+        return DistributedDPPCA(1, epsilon=1.0, delta=1e-5, row_norm=1.0, engine="inprocess",
+                                random_state="secure").fit([X[:60], X[60:]])
+    if cls is DPLowRank:
+        return DPLowRank(1, epsilon=1.0, delta=1e-5, random_state="secure").fit(X)
+    return DPPCA(1, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state="secure").fit(X)
+
+
+@pytest.mark.parametrize("cls", ESTIMATOR_CLASSES, ids=lambda c: c.__name__)
+def test_secure_noise_through_every_estimator(cls):
+    """``random_state="secure"`` reaches the method: the report says so, and two fits differ (the OS
+    entropy is not a seed; equal outputs have probability 0 for continuous-valued released factors)."""
+    a, b = _tiny_fit(cls), _tiny_fit(cls)
+    assert a.privacy_.noise_source == "secure" and a.privacy_.certified
+    assert b.privacy_.noise_source == "secure"
+    fitted = "U_" if cls is DPLowRank else "components_"
+    assert not np.array_equal(getattr(a, fitted), getattr(b, fitted))
+    assert np.isfinite(getattr(a, fitted)).all()
+    assert '"secure"' in cls.__doc__
+
+
+def test_seeded_fits_say_seeded():
+    est = DPPCA(1, row_norm=1.0, **_PRIVACY).fit(np.random.default_rng(0).normal(size=(50, 3)) / 4)
+    assert est.privacy_.noise_source == "seeded"

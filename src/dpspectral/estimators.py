@@ -1,9 +1,16 @@
-"""scikit-learn estimators over the registry."""
+"""scikit-learn estimators over the registry.
+
+Every estimator states its parameters once, in a class attribute ``_parameter_constraints`` (a table of
+:mod:`dpspectral.constraints` entries), checked by :meth:`_DPEstimator._check_parameter_table` at the
+start of ``fit`` (scikit-learn checks parameters at fit time, never in ``__init__``). The checks that
+relate several parameters (a relation the chosen method supports, ``n_components <= n_features``, an
+option only some methods take) stay in each estimator's ``_validate_params_dp``, next to their reason.
+"""
 
 from __future__ import annotations
 
-import numbers
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,13 +18,123 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_choice, check_n_components
+from .constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Options,
+    Types,
+    check_params,
+)
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
-from .privacy.budget import PrivacyBudget, as_relation
-from .privacy.clipping import check_row_norm
+from .privacy.budget import PrivacyBudget, Relation, as_relation
 from .registry import ESTIMATORS, Method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
+
+#: Shared table entries of the estimators (the privacy entries come from :mod:`dpspectral.constraints`).
+ACCOUNTANT = [Types((Accountant,), "a dpspectral.Accountant"), NONE]
+METHOD_PARAMS = [Types((dict,), "a dict"), NONE]
+#: A relation's name (aliases such as ``"add-remove"`` admitted) or a Relation; its value is parsed, and
+#: checked against the chosen method's relations, by :func:`supported_relation`.
+RELATION = [Types((str, Relation), "a str or Relation"), NONE]
+N_COMPONENTS = [Interval(1, None, "left", integer=True), NONE]
+BOOL = Types((bool, np.bool_), "a bool")
+
+#: Why a required public parameter has no default (said when it is None).
+_REQUIRED_WHY = {
+    "epsilon": "a public privacy parameter",
+    "delta": "a public privacy parameter",
+    "row_norm": "a public bound on the Euclidean norm of each row, chosen without looking at the data",
+}
+
+
+def method_names(task: str) -> Options:
+    """The registry's names of ``task`` (``methods(task=...)``) as a table entry."""
+    return Options(tuple(m.name for m in methods(task=task)))
+
+
+def require(values: Mapping[str, Any], names: Iterable[str], owner: str, *,
+            method: str | None = None) -> None:
+    """Each public parameter of ``names`` is given (the data never supply a privacy parameter).
+
+    Raises ``ValueError("The 'epsilon' parameter of DPPCA is required (...). Got None instead.")``;
+    ``method`` names the method that needs it when only some methods do.
+    """
+    for name in names:
+        if values.get(name) is None:
+            needed_by = "" if method is None else f" for method={method!r}"
+            raise ValueError(f"The '{name}' parameter of {owner} is required{needed_by} "
+                             f"({_REQUIRED_WHY[name]}). Got None instead.")
+
+
+def supported_relation(method: Method, relation: Any, owner: str) -> Relation:
+    """``relation`` parsed (None: the method's default, its first listed relation), one ``method`` protects.
+
+    A method's privacy proof holds only for its listed relations: another one is refused, naming them.
+    """
+    parsed = method.relations[0] if relation is None else as_relation(relation, owner=owner)
+    if parsed not in method.relations:
+        allowed = ", ".join(repr(r.value) for r in method.relations)
+        raise ValueError(
+            f"The 'relation' parameter of {owner} must be one of {allowed} for "
+            f"method={method.name!r}. Got {relation!r} instead."
+        )
+    return parsed
+
+
+def check_task(name: Any, task: str, owner: str) -> None:
+    """A registered method of another task is refused with the estimator that runs it.
+
+    (The table's ``Options`` would refuse it too; this message says where the method belongs.)
+    """
+    if not isinstance(name, str):
+        return
+    try:
+        method = get_method(name, owner=owner)
+    except ValueError:
+        return  # not registered: the table's message lists the names
+    if task not in method.tasks:
+        kind = {"pca": "PCA", "lowrank": "low-rank"}.get(task, task)
+        raise ValueError(
+            f"The 'method' parameter of {owner} must be a {kind} method; {method.name!r} is a "
+            f"{method.task} method (use {ESTIMATORS[method.task]}). {kind[0].upper() + kind[1:]} methods: "
+            + ", ".join(repr(m.name) for m in methods(task=task)) + "."
+        )
+
+
+class _DPEstimator(BaseEstimator):
+    """The parameter table of a dpspectral estimator, checked at the start of ``fit``.
+
+    A subclass sets ``_parameter_constraints`` (``{parameter: constraint or [constraints]}``, only
+    ``__init__`` parameters), ``_required_parameters`` (public privacy parameters that every method
+    needs: None is refused with "is required"), ``_parameters_checked_elsewhere`` (``{parameter:
+    where and why}`` for the ``__init__`` parameters not in the table) and ``_task`` (the registry task
+    whose methods it runs). A test holds every estimator to this.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, Any]] = {}
+    _required_parameters: ClassVar[tuple[str, ...]] = ()
+    _parameters_checked_elsewhere: ClassVar[dict[str, str]] = {}
+    _task: ClassVar[str] = ""
+
+    def _check_parameter_table(self) -> dict[str, Any]:
+        """Check every parameter against the table (before any data is read); the values checked."""
+        cls = type(self)
+        owner = cls.__name__
+        values = self.get_params(deep=False)
+        require(values, cls._required_parameters, owner)
+        if cls._task in ("pca", "lowrank"):  # estimators with a sibling for the other task
+            check_task(values.get("method"), cls._task, owner)
+        check_params(cls._parameter_constraints, values, owner)
+        return values
 
 
 def _is_array_like_for_sklearn(X: Any) -> bool:
@@ -29,7 +146,7 @@ def _is_array_like_for_sklearn(X: Any) -> bool:
     )
 
 
-class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     """Differentially private principal component analysis.
 
     A scikit-learn transformer whose ``fit`` runs one registered private algorithm
@@ -69,7 +186,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         charged to it; the cross-validation scores and the choice of the best model are computed
         from the private data outside the ledger and are not private. For an accounted choice use
         :func:`dpspectral.model_selection.select_subspace` (or ``private_select``).
-    random_state : None, int, SeedSequence or Generator, default=None
+    random_state : None, int, SeedSequence, Generator or "secure", default=None
+        Seeds the noise (keep a seed secret: it determines the noise). ``"secure"`` draws the noise from
+        OS entropy with exact discrete samplers (:mod:`dpspectral.privacy.noise`; not reproducible);
+        ``privacy_.noise_source`` says which source was used.
     copy : bool, default=True
         The caller's array is never modified; with ``copy=False`` only row blocks are copied.
     on_norm_violation : {"clip", "raise"}, default="clip"
@@ -146,21 +266,33 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
 
-    def _validate_params_dp(self) -> tuple[Any, ...]:
-        """The public parameters, checked before any data is read: (budget, row_norm, entry, relation)."""
+    _task = "pca"
+    _required_parameters = ("epsilon", "delta", "row_norm")
+    _parameter_constraints = {
+        "n_components": N_COMPONENTS,
+        "epsilon": EPSILON,
+        "delta": DELTA,
+        "row_norm": ROW_NORM,
+        "method": method_names("pca"),
+        "relation": RELATION,
+        "calibration": CALIBRATION,
+        "mean_share": SHARE,
+        "accountant": ACCOUNTANT,
+        "random_state": RANDOM_STATE,
+        "copy": BOOL,
+        "on_norm_violation": ON_NORM_VIOLATION,
+        "method_params": METHOD_PARAMS,
+    }
+    _parameters_checked_elsewhere = {
+        "centering": "None, 'private' or a public centre of length n_features: checked by the method, "
+                     "once n_features is known (and refused here for a method that does not centre)",
+    }
+
+    def _validate_params_dp(self) -> tuple[PrivacyBudget, float, Method, Relation]:
+        """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
         owner = type(self).__name__
-        budget = self._budget(owner)
-        row_norm = check_row_norm(self.row_norm, owner)
-        method = self._method_entry(owner)
-        relation = (
-            method.relations[0] if self.relation is None else as_relation(self.relation, owner=owner)
-        )
-        if relation not in method.relations:
-            allowed = ", ".join(repr(r.value) for r in method.relations)
-            raise ValueError(
-                f"The 'relation' parameter of {owner} must be one of {allowed} for "
-                f"method={method.name!r}. Got {self.relation!r} instead."
-            )
+        method = get_method(self.method, owner=owner)
+        relation = supported_relation(method, self.relation, owner)
         if (not method.certified and self.calibration == "tight"
                 and "tight" not in method.calibrations):
             raise ValueError(
@@ -170,53 +302,19 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 "calibration='paper' to run it as such (the result says certified=False, epsilon=inf)."
             )
         check_choice(self.calibration, "calibration", method.calibrations, owner)
-        check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
+        budget = PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
         if method.needs_delta:
             budget.require_delta(owner)
         else:
             # Pure epsilon-DP methods (and the non-private baseline) have no delta: it is not
             # passed on, and the privacy report says delta = 0 (what the method guarantees).
             budget = PrivacyBudget(budget.epsilon, 0.0)
-        if self.accountant is not None and not isinstance(self.accountant, Accountant):
-            raise TypeError(
-                f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
-                f"Got {type(self.accountant).__name__} instead."
-            )
-        if self.method_params is not None and not isinstance(self.method_params, dict):
-            raise TypeError(
-                f"The 'method_params' parameter of {owner} must be a dict or None. "
-                f"Got {self.method_params!r} instead."
-            )
-        return budget, row_norm, method, relation
-
-    def _budget(self, owner: str) -> PrivacyBudget:
-        """epsilon and delta given, real, and a valid budget (delta is required later, by the method)."""
-        for name in ("epsilon", "delta"):
-            value = getattr(self, name)
-            if value is None:
-                raise ValueError(
-                    f"The '{name}' parameter of {owner} is required (a public privacy parameter). "
-                    "Got None instead."
-                )
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(
-                    f"The '{name}' parameter of {owner} must be a float. Got {value!r} instead."
-                )
-        try:
-            return PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
-        except ValueError as err:
-            raise ValueError(str(err).replace("parameter must", f"parameter of {owner} must")) from None
-
-    def _method_entry(self, owner: str) -> Method:
-        """The registry entry of ``method``, which must be one DPPCA runs (``"pca"`` among its tasks)."""
-        method = get_method(self.method, owner=owner)
-        if "pca" not in method.tasks:
+        if "centering" not in method.options and self.centering is not None:
             raise ValueError(
-                f"The 'method' parameter of {owner} must be a PCA method; {method.name!r} is a "
-                f"{method.task} method (use {ESTIMATORS[method.task]}). PCA methods: "
-                + ", ".join(repr(m.name) for m in methods(task="pca")) + "."
+                f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
+                f"which does not centre the data. Got {self.centering!r} instead."
             )
-        return method
+        return budget, float(self.row_norm), method, relation  # type: ignore[arg-type]
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
         """Fit the private principal subspace.
@@ -233,6 +331,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self
         """
         owner = type(self).__name__
+        self._check_parameter_table()
         budget, row_norm, method, relation = self._validate_params_dp()
         if _is_array_like_for_sklearn(X):
             X = validate_data(
@@ -254,11 +353,6 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         options: dict[str, Any] = {}
         if "centering" in method.options:
             options.update(centering=self.centering, mean_share=self.mean_share)
-        elif self.centering is not None:
-            raise ValueError(
-                f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
-                f"which does not centre the data. Got {self.centering!r} instead."
-            )
         if "release_count" in method.options:
             options["release_count"] = True
         result = method.function(
@@ -332,7 +426,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-class DPLowRank(BaseEstimator):
+class DPLowRank(_DPEstimator):
     """Differentially private rank-k factorization ``A ~ U diag(S) V^T`` of one private matrix.
 
     The whole matrix A (m x n) is the data set; the neighbouring relation is Upadhyay's Priv1
@@ -359,9 +453,11 @@ class DPLowRank(BaseEstimator):
     accountant : Accountant or None
         Shared ledger (by reference across ``clone``); a fit is refused before any noise is drawn
         when it would exceed its ceiling.
-    random_state : None, int, SeedSequence or Generator
-        Seeds the secret noise only: keep it secret. The public sketches come from OS entropy unless
-        a public ``sketch_seed`` is declared in ``method_params`` (a fit is reproducible only then).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Seeds the secret noise only: keep it secret. ``"secure"`` draws the noise from OS entropy with
+        exact discrete samplers (not reproducible; ``privacy_.noise_source == "secure"``). The public
+        sketches come from OS entropy unless a public ``sketch_seed`` is declared in ``method_params``
+        (a fit is reproducible only then, and never with ``"secure"``).
     method_params : dict or None
         Extra keyword arguments of the method (``t``, ``v``, ``bound``, ``sketch_seed``, ...).
 
@@ -414,47 +510,39 @@ class DPLowRank(BaseEstimator):
         self.random_state = random_state
         self.method_params = method_params
 
+    _task = "lowrank"
+    _parameter_constraints = {
+        "rank": Interval(1, None, "left", integer=True),  # k <= min(m, n): the method's, once A is read
+        "epsilon": [EPSILON, NONE],  # required by the private methods only (see _privacy_kwargs)
+        "delta": [DELTA, NONE],
+        "relation": RELATION,
+        "method": method_names("lowrank"),
+        "calibration": CALIBRATION,
+        "alpha": Interval(0, 1, "neither"),
+        "row_norm": [ROW_NORM, NONE],  # required by the row-level and local methods only
+        "accountant": ACCOUNTANT,
+        "random_state": RANDOM_STATE,
+        "method_params": METHOD_PARAMS,
+    }
+
     def _validate_params_dp(self) -> tuple[Method, dict[str, Any]]:
-        """The registry entry of ``method`` and its keyword arguments, checked before any data is read."""
+        """The checks that relate parameters (after the table): the entry and its keyword arguments."""
         owner = type(self).__name__
         method = get_method(self.method, owner=owner)
-        if "lowrank" not in method.tasks:
-            raise ValueError(
-                f"The 'method' parameter of {owner} must be a low-rank method; {method.name!r} is a "
-                f"{method.task} method (use {ESTIMATORS[method.task]}). Low-rank methods: "
-                + ", ".join(repr(m.name) for m in methods(task="lowrank")) + "."
-            )
-        if self.method_params is not None and not isinstance(self.method_params, dict):
-            raise TypeError(f"The 'method_params' parameter of {owner} must be a dict or None. "
-                            f"Got {self.method_params!r} instead.")
-        if self.accountant is not None and not isinstance(self.accountant, Accountant):
-            raise TypeError(f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or None. "
-                            f"Got {type(self.accountant).__name__} instead.")
         kwargs: dict[str, Any] = {"random_state": self.random_state}
         if "alpha" in method.options:
             kwargs["alpha"] = self.alpha
-        if "row_norm" in method.options:
-            if self.row_norm is None:
-                raise ValueError(f"The 'row_norm' parameter of {owner} is required for "
-                                 f"method={method.name!r} "
-                                 "(a public bound on each row's norm). Got None instead.")
-            kwargs["row_norm"] = check_row_norm(self.row_norm, owner)
+        if "row_norm" in method.options:  # neighbours differ in one row: a public bound on its norm
+            require({"row_norm": self.row_norm}, ("row_norm",), owner, method=method.name)
+            kwargs["row_norm"] = float(self.row_norm)  # type: ignore[arg-type]
         if method.private:
             kwargs.update(self._privacy_kwargs(method, owner))
         return method, kwargs
 
     def _privacy_kwargs(self, method: Method, owner: str) -> dict[str, Any]:
         """epsilon, delta, relation, calibration, accountant of a private method, checked."""
-        for name in ("epsilon", "delta"):
-            if getattr(self, name) is None:
-                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
-                                 "parameter). Got None instead.")
-        relation = (method.relations[0] if self.relation is None
-                    else as_relation(self.relation, owner=owner))
-        if relation not in method.relations:
-            allowed = ", ".join(repr(r.value) for r in method.relations)
-            raise ValueError(f"The 'relation' parameter of {owner} must be one of {allowed} for "
-                             f"method={method.name!r}. Got {self.relation!r} instead.")
+        require({"epsilon": self.epsilon, "delta": self.delta}, ("epsilon", "delta"), owner)
+        relation = supported_relation(method, self.relation, owner)
         check_choice(self.calibration, "calibration", method.calibrations, owner)
         return dict(epsilon=self.epsilon, delta=self.delta, relation=relation,
                     calibration=self.calibration, accountant=self.accountant)
@@ -481,6 +569,7 @@ class DPLowRank(BaseEstimator):
         That of the chosen method, for its relation (Priv1, Priv2, row-level or local); nothing is
         read from ``A`` before the method has validated it and charged the ledger.
         """
+        self._check_parameter_table()
         method, kwargs = self._validate_params_dp()
         if _is_array_like_for_sklearn(A):
             A = validate_data(

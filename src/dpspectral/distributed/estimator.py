@@ -5,13 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_choice
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Options,
+    Types,
+)
+from ..estimators import ACCOUNTANT, BOOL, N_COMPONENTS, _DPEstimator, method_names
 from ..privacy.accounting import Accountant
 from ..privacy.budget import Relation
-from ..registry import Method, get_method, methods
+from ..registry import Method, get_method
 from .engines import DaskEngine, Engine, InProcessEngine, _materialise, is_dask_collection, is_dask_future
 from .protocol import DistributedResult, _as_sites, _is_dask_array, _run_protocol
 
@@ -27,7 +39,7 @@ def _is_row_list(sites: Any) -> bool:
             and all(isinstance(row, (list, tuple)) and all(np.isscalar(v) for v in row) for row in sites))
 
 
-class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     """Differentially private PCA of data held by several sites (DPdisPCA, Imtiaz and Sarwate 2018).
 
     ``fit(sites)`` runs every site's private step where its data lives (a Dask worker by default) and
@@ -82,9 +94,10 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         Under add/remove: every site also releases a noisy row count.
     accountant : Accountant or None, default=None
         Shared ledger, spent before any site releases.
-    random_state : None, int, SeedSequence or Generator, default=None
+    random_state : None, int, SeedSequence, Generator or "secure", default=None
         Site seeds are ``SeedSequence(random_state).spawn(S)``: the in-process and Dask engines give the
-        same result.
+        same result. ``"secure"``: every site draws its noise from its own OS entropy with exact discrete
+        samplers (not reproducible; ``privacy_.noise_source == "secure"``).
     on_norm_violation : {"clip", "raise"}, default="clip"
 
     Attributes
@@ -169,29 +182,48 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.random_state = random_state
         self.on_norm_violation = on_norm_violation
 
+    _task = "distributed"
+    _required_parameters = ("epsilon", "delta", "row_norm")
+    _parameter_constraints = {
+        "n_components": N_COMPONENTS,  # <= n_features: the protocol's, once the sites are read
+        "epsilon": EPSILON,
+        "delta": DELTA,  # > 0 (Gaussian mechanism): the protocol's check, with its reason
+        "row_norm": ROW_NORM,
+        "intermediate_rank": N_COMPONENTS,  # <= n_features: the protocol's
+        "method": method_names("distributed"),
+        "engine": [Options(("dask", "inprocess")), Types((Engine,), "an Engine")],
+        "scheduler_address": [Types((str,), "a str"), NONE],
+        "site_timeout": [Interval(0, None, "neither"), NONE],
+        "n_workers": [Interval(1, None, "left", integer=True), NONE],
+        "variant": Options(("proxy", "full")),
+        "spectrum": Options(("eigh", "svd")),
+        # the relations DPdisPCA protects ("replace_one", "add_remove") are checked by the protocol
+        "relation": Types((str, Relation), "a str or Relation"),
+        "calibration": CALIBRATION,
+        "min_sites": Interval(1, None, "left", integer=True),  # <= the number of sites: the protocol's
+        "on_site_failure": Options(("warn", "raise")),
+        "release_count": BOOL,
+        "accountant": ACCOUNTANT,
+        "random_state": RANDOM_STATE,
+        "on_norm_violation": ON_NORM_VIOLATION,
+    }
+    _parameters_checked_elsewhere = {
+        "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "
+                     "sites: checked by the protocol once the sites are known",
+    }
+
     def _engine(self) -> Engine:
-        owner = type(self).__name__
+        """The engine named by ``engine`` (checked by the table)."""
         if isinstance(self.engine, Engine):
             return self.engine
         if self.engine == "inprocess":
             return InProcessEngine()
-        if self.engine == "dask":
-            if self.scheduler_address is not None and not isinstance(self.scheduler_address, str):
-                raise TypeError(f"The 'scheduler_address' parameter of {owner} must be a str or None. Got "
-                                f"{self.scheduler_address!r} instead.")
-            return DaskEngine(scheduler_address=self.scheduler_address, n_workers=self.n_workers)
-        raise ValueError(f"The 'engine' parameter of {owner} must be 'dask', 'inprocess' or an Engine. Got "
-                         f"{self.engine!r} instead.")
+        return DaskEngine(scheduler_address=self.scheduler_address, n_workers=self.n_workers)
 
     def _validate_params_dp(self) -> Method:
-        """The registry entry of ``method``; the required public privacy parameters are given."""
-        owner = type(self).__name__
-        check_choice(self.method, "method", tuple(m.name for m in methods(task="distributed")), owner)
-        for name in ("epsilon", "delta", "row_norm"):
-            if getattr(self, name) is None:
-                raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
-                                 "parameter). Got None instead.")
-        return get_method(self.method, owner=owner)
+        """The registry entry of ``method`` (the table has checked every parameter; the checks that need
+        the sites, such as ``n_components <= n_features``, are the protocol's)."""
+        return get_method(self.method, owner=type(self).__name__)
 
     def _validate_single_site(self, sites: Any) -> Any:
         """One in-memory 2-D array (a single site): scikit-learn's structural checks, ``n_features_in_``.
@@ -246,6 +278,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         for its own rows under ``relation``; the sites' rows are disjoint, so the aggregate has the same
         guarantee (parallel composition). The ledger is charged once, before any site releases.
         """
+        self._check_parameter_table()
         entry = self._validate_params_dp()
         sites = self._validate_single_site(sites)
         result = self._release(entry, sites, self._k(sites))

@@ -9,15 +9,24 @@ from typing import Any
 import dp_accounting
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_choice
+from ..constraints import (
+    CALIBRATION,
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+)
+from ..estimators import ACCOUNTANT, METHOD_PARAMS, N_COMPONENTS, _DPEstimator, method_names, require
 from ..privacy.accounting import Accountant, PrivacyReport
-from ..privacy.budget import Relation, UncertifiedPrivacyWarning
-from ..privacy.clipping import check_row_norm
+from ..privacy.budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning
 from ..registry import Method, get_method, methods
-from ._common import check_budget, check_int, check_xi
+from ._common import check_int, check_xi
 from .result import GEPResult
 from .scatter import ScatterPair, build_fda_pair, check_classes
 from .solve import solve_pair
@@ -25,13 +34,7 @@ from .solve import solve_pair
 __all__ = ["DPFisherDiscriminant"]
 
 
-def _entry(name: Any, owner: str) -> Method:
-    """The registry's ``task="gep"`` entry called ``name`` (the error lists the GEP names only)."""
-    check_choice(name, "method", tuple(m.name for m in methods(task="gep")), owner)
-    return get_method(name, owner=owner)
-
-
-class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     """Differentially private Fisher discriminant analysis (dimension reduction).
 
     ``fit(X, y)`` builds the between-class and within-class scatter matrices of the clipped rows
@@ -77,7 +80,9 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
     accountant : Accountant or None, default=None
         Shared ledger with a ceiling, shared by reference across ``clone``; a fit is refused before any
         noise is drawn when it would exceed it.
-    random_state : None, int, SeedSequence or Generator, default=None
+    random_state : None, int, SeedSequence, Generator or "secure", default=None
+        Seeds the noise (keep a seed secret). ``"secure"`` draws the noise from OS entropy with exact
+        discrete samplers (not reproducible); ``privacy_.noise_source`` says which source was used.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
         Extra options of the solver (e.g. ``eta_b``, ``eta_a``, ``basis_size``, ``budget_shares`` for
@@ -152,30 +157,37 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
 
+    _task = "gep"
+    _required_parameters = ("row_norm",)
+    _parameter_constraints = {
+        "n_components": N_COMPONENTS,  # <= min(n_classes - 1, n_features): _n_components
+        "epsilon": [EPSILON, NONE],  # required by the private solvers only (not by "sr")
+        "delta": [DELTA, NONE],
+        "row_norm": ROW_NORM,
+        "method": method_names("gep"),
+        "xi": Interval(0, None, "left"),  # > 0 for the private solvers: check_xi, with the reason
+        "calibration": CALIBRATION,
+        "n_iter": Interval(1, None, "left", integer=True),
+        "sparsity": [Interval(1, None, "left", integer=True), NONE],  # <= n_features: the solver's
+        "accountant": ACCOUNTANT,
+        "random_state": RANDOM_STATE,
+        "on_norm_violation": ON_NORM_VIOLATION,
+        "method_params": METHOD_PARAMS,
+    }
+    _parameters_checked_elsewhere = {
+        "classes": "a public list of at least 2 labels or None: check_classes at fit, before the data "
+                   "are read (the labels are compared with y's)",
+    }
+
     def _validate_params_dp(self) -> Method:
-        """Check the public parameters (before any data is read); the registry entry of ``method``."""
+        """The checks that relate parameters (after the table); the registry entry of ``method``."""
         owner = type(self).__name__
-        entry = _entry(self.method, owner)
+        entry = get_method(self.method, owner=owner)
         if entry.private:
-            for name in ("epsilon", "delta"):
-                if getattr(self, name) is None:
-                    raise ValueError(f"The '{name}' parameter of {owner} is required (a public privacy "
-                                     "parameter). Got None instead.")
-            check_budget(self.epsilon, self.delta, owner)
-        check_row_norm(self.row_norm, owner)
+            require({"epsilon": self.epsilon, "delta": self.delta}, ("epsilon", "delta"), owner)
+            PrivacyBudget(float(self.epsilon), float(self.delta)).require_delta(owner)  # type: ignore[arg-type]
         check_xi(self.xi, owner, allow_zero=not entry.private)
-        check_choice(self.calibration, "calibration", ("tight", "paper"), owner)
-        check_choice(self.on_norm_violation, "on_norm_violation", ("clip", "raise"), owner)
-        check_int(self.n_iter, "n_iter", 1, None, owner)
         self._check_sparsity(entry, owner)
-        if self.n_components is not None:
-            check_int(self.n_components, "n_components", 1, None, owner)
-        if self.accountant is not None and not isinstance(self.accountant, Accountant):
-            raise TypeError(f"The 'accountant' parameter of {owner} must be a dpspectral.Accountant or "
-                            f"None. Got {type(self.accountant).__name__} instead.")
-        if self.method_params is not None and not isinstance(self.method_params, dict):
-            raise TypeError(f"The 'method_params' parameter of {owner} must be a dict or None. Got "
-                            f"{self.method_params!r} instead.")
         return entry
 
     def _check_sparsity(self, entry: Method, owner: str) -> None:
@@ -188,8 +200,6 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
             names = " and ".join(repr(m.name) for m in methods(task="gep") if m.private and m.sparse)
             raise ValueError(f"The 'sparsity' parameter of {owner} must be None for method="
                              f"{self.method!r} (it applies to {names}). Got {self.sparsity!r} instead.")
-        if self.sparsity is not None:
-            check_int(self.sparsity, "sparsity", 1, None, owner)
 
     def fit(self, X: Any, y: Any = None) -> DPFisherDiscriminant:
         """Fit the private discriminant directions.
@@ -215,6 +225,7 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
         ledger; ``method="sr"`` releases nothing private (``privacy_.certified`` is False).
         """
         owner = type(self).__name__
+        self._check_parameter_table()
         entry = self._validate_params_dp()
         public = None if self.classes is None else check_classes(self.classes, owner)
         if public is not None:  # public parameters first, before any data is read
@@ -263,6 +274,8 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Ba
             requested_delta=float(self.delta) if self.delta is not None else math.nan,
             certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
             notes=(message, *pair.notes),
+            # nothing is drawn; the report states the source asked for (as the private solvers do)
+            noise_source="secure" if isinstance(self.random_state, str) else "seeded",  # str: "secure"
         )
         return result, privacy
 

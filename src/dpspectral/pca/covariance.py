@@ -39,6 +39,7 @@ from ..constraints import (
     RANDOM_STATE,
     ROW_NORM,
     SHARE,
+    Constraint,
     Options,
     Types,
     validated,
@@ -419,7 +420,7 @@ _COMMON_DOC = """
 
 #: The parameters of the three covariance mechanisms (constraints.py); relation, centring and k are
 #: checked in the mechanism (they depend on the method and on the data's shape).
-COVARIANCE_PARAMETERS = {
+COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "mean_share": SHARE, "release_count": Types((bool,), "a bool"), "random_state": RANDOM_STATE,
     "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
