@@ -39,14 +39,17 @@ the global NumPy state).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
+import inspect
 import io
+import itertools
 import math
 import numbers
 import os
 import struct
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -54,7 +57,8 @@ from typing import IO, Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_generator, check_choice
+from ._validation import as_generator
+from .constraints import NONE, Interval, Options, Types, check_params, validated
 from .linalg import orthonormalize
 from .privacy.clipping import clip_rows, row_norms
 
@@ -265,29 +269,11 @@ def _numeric_labels(y: np.ndarray) -> np.ndarray:
     return y
 
 
-def _check_positive_int(value: Any, name: str, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"The '{name}' parameter of {owner} must be an int in [1, inf). Got {value!r} instead."
-        )
-    if value < 1:
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be an int in [1, inf). Got {value!r} instead."
-        )
-    return int(value)
-
-
-def _check_nonneg_real(value: Any, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"The '{name}' parameter of {owner} must be a float in [0, inf). Got {value!r} instead."
-        )
-    x = float(value)
-    if not (math.isfinite(x) and x >= 0):
-        raise ValueError(
-            f"The '{name}' parameter of {owner} must be a float in [0, inf). Got {value!r} instead."
-        )
-    return x
+#: Constraint tables entries shared by the loaders and the generators (see :mod:`dpspectral.constraints`).
+_POSITIVE_INT = Interval(1, None, "left", integer=True)
+_NONNEGATIVE = Interval(0, None, "left")
+#: The parameters CSV and Parquet loading share: how text columns are treated.
+_TABLE_PARAMETERS = {"categorical": Options(_CATEGORICAL), "max_categories": _POSITIVE_INT}
 
 
 def _one_hot_from_data(
@@ -486,14 +472,6 @@ def _parse_float_column(cells: Sequence[str], na: frozenset[str]) -> np.ndarray 
     return out
 
 
-def _check_header(value: Any, owner: str) -> None:
-    if not (value is None or isinstance(value, bool)):
-        raise ValueError(
-            f"The 'header' parameter of {owner} must be None (the default: a header is expected), True "
-            f"or False. Got {value!r} instead."
-        )
-
-
 def _resolve_column(spec: Any, name: str, n_cols: int, names: Sequence[str] | None, source: str) -> int:
     """Column position from an int (negative counts from the end) or a header name."""
     if isinstance(spec, bool) or not isinstance(spec, (numbers.Integral, str)):
@@ -541,11 +519,71 @@ def _as_column_specs(value: Any, name: str) -> list[Any]:
     return list(value)
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Which columns of a file become the labels and the features, decided from public inputs only.
+
+    ``names`` are the header's or the schema's column names (None for a CSV file without a header);
+    ``declared`` maps the position of a categorical feature column to its declared categories.
+    """
+
+    names: Sequence[str] | None
+    label: int | None
+    features: list[int]
+    declared: dict[int, tuple[str, ...]]
+
+    @property
+    def used(self) -> list[int]:
+        """The positions read from the file, the features' and the label's, in file order."""
+        return sorted([*self.features, *([self.label] if self.label is not None else [])])
+
+    def name(self, j: int) -> str:
+        """The name of column ``j``: the header's, or ``x<j>`` without a header."""
+        return self.names[j] if self.names is not None else f"x{j}"
+
+
+def _resolve_label(label_column: Any, n_cols: int, names: Sequence[str] | None, source: str) -> int | None:
+    """The label column's position, or None when there is no label column."""
+    if label_column is None:
+        return None
+    return _resolve_column(label_column, "label_column", n_cols, names, source)
+
+
+def _labels_and_features(
+    layout: _Layout,
+    columns: Mapping[int, np.ndarray | list[str]],
+    n: int,
+    max_categories: int,
+    source: str,
+    strip_labels: bool,
+) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    """``(X, y, feature names)`` from the columns read: y as numbers or str, X assembled.
+
+    Text labels are kept as str (whitespace stripped when ``strip_labels``); numeric labels are int64
+    when all are integers, float64 otherwise.
+    """
+    y: np.ndarray | None = None
+    if layout.label is not None:
+        col = columns[layout.label]
+        if isinstance(col, np.ndarray):
+            y = _numeric_labels(col)
+        else:
+            y = np.array([v.strip() for v in col] if strip_labels else col, dtype=str)
+    X, feature_names = _assemble(
+        [(layout.name(j), columns[j], layout.declared.get(j)) for j in layout.features],
+        n,
+        max_categories,
+        source,
+    )
+    return X, y, feature_names
+
+
 # --------------------------------------------------------------------------------------------------
 # LIBSVM
 # --------------------------------------------------------------------------------------------------
 
 
+@validated({"n_features": [NONE, _POSITIVE_INT], "dense": None})
 def load_libsvm(
     path: PathLike, *, n_features: int | None = None, dense: bool = True
 ) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
@@ -574,7 +612,7 @@ def load_libsvm(
 
     p = resolve_path(path)
     if n_features is not None:
-        n_features = _check_positive_int(n_features, "n_features", "load_libsvm")
+        n_features = int(n_features)
     try:
         X, y = load_svmlight_file(str(p), n_features=n_features, dtype=np.float64)
     except ValueError as exc:
@@ -669,6 +707,13 @@ def load_idx(
 # CSV
 # --------------------------------------------------------------------------------------------------
 
+#: :func:`load_csv`'s parameters that are a plain option or range (the structured ones are checked in
+#: :func:`_read_csv`).
+_CSV_PARAMETERS = {
+    "header": Types((type(None), bool), "None (the default: a header is expected), True or False"),
+    **_TABLE_PARAMETERS,
+}
+
 
 def _data_rows(reader: Iterator[list[str]], skip_header: bool) -> Iterator[list[str]]:
     """Non-blank records, without the header record."""
@@ -691,110 +736,30 @@ def _ragged(source: str, n_cols: int) -> DatasetFormatError:
     )
 
 
-def _collect_text_columns(
-    path: Path,
-    cols: Sequence[int],
-    n_cols: int,
-    has_header: bool,
-    delimiter: str,
-    encoding: str,
-    source: str,
-) -> dict[int, list[str]]:
-    """The raw cells of the columns ``cols`` (one pass, row length checked)."""
-    out: dict[int, list[str]] = {j: [] for j in cols}
-    appenders = [(j, out[j].append) for j in cols]
-    with _open_text(path, encoding) as f:
-        for row in _data_rows(csv.reader(f, delimiter=delimiter), has_header):
-            if len(row) != n_cols:
-                raise _ragged(source, n_cols)
-            for j, append in appenders:
-                append(row[j])
-    return out
+@dataclass(frozen=True)
+class _CsvFile:
+    """How a CSV file is read (path, syntax, declared header) and its width: public facts only."""
+
+    path: Path
+    source: str
+    delimiter: str
+    encoding: str
+    has_header: bool
+    n_cols: int
+    #: Physical lines up to the end of the header record (0 without a header): NumPy's ``skiprows``.
+    header_lines: int
+
+    def records(self) -> Generator[list[str], None, None]:
+        """The data records (non-blank, header skipped), each checked to have ``n_cols`` fields."""
+        with _open_text(self.path, self.encoding) as f:
+            for row in _data_rows(csv.reader(f, delimiter=self.delimiter), self.has_header):
+                if len(row) != self.n_cols:
+                    raise _ragged(self.source, self.n_cols)
+                yield row
 
 
-def _read_columns_slow(
-    path: Path,
-    cols: Sequence[int],
-    n_cols: int,
-    has_header: bool,
-    delimiter: str,
-    encoding: str,
-    na: frozenset[str],
-    source: str,
-    text_cols: Collection[int] = (),
-    numeric_only: Collection[int] = (),
-    names: Sequence[str] | None = None,
-) -> dict[int, np.ndarray | list[str]]:
-    """Every column parsed chunk by chunk: numeric (``na`` cells -> NaN) or text.
-
-    Columns in ``text_cols`` are kept as text. A column in ``numeric_only`` with a non-numeric cell
-    raises :func:`_not_numeric_error` (no value, no row). Other columns are numeric while they parse
-    and text from the first cell that does not.
-    """
-    parts: dict[int, list[Any]] = {j: [] for j in cols}
-    text: set[int] = set(text_cols)
-    late_text: set[int] = set()  # turned out text after some chunks were stored as numbers
-    with _open_text(path, encoding) as f:
-        rows = _data_rows(csv.reader(f, delimiter=delimiter), has_header)
-        while True:
-            chunk: list[list[str]] = []
-            for row in rows:
-                if len(row) != n_cols:
-                    raise _ragged(source, n_cols)
-                chunk.append(row)
-                if len(chunk) == _CSV_CHUNK_ROWS:
-                    break
-            if not chunk:
-                break
-            for j in cols:
-                cells = [row[j] for row in chunk]
-                if j not in text:
-                    values = _parse_float_column(cells, na)
-                    if values is not None:
-                        parts[j].append(values)
-                        continue
-                    if j in numeric_only:
-                        raise _not_numeric_error(j, names, source)
-                    text.add(j)
-                    if parts[j]:
-                        late_text.add(j)
-                parts[j].append(cells)
-            if len(chunk) < _CSV_CHUNK_ROWS:
-                break
-    out: dict[int, np.ndarray | list[str]] = {}
-    if late_text:
-        out.update(
-            _collect_text_columns(path, sorted(late_text), n_cols, has_header, delimiter, encoding, source)
-        )
-    for j in cols:
-        if j in late_text:
-            continue
-        if j in text:
-            out[j] = [c for part in parts[j] for c in part]
-        else:
-            out[j] = np.concatenate(parts[j]) if parts[j] else np.empty(0)
-    return out
-
-
-def _read_csv(
-    path: PathLike,
-    *,
-    label_column: ColumnSpec | None,
-    header: bool | None,
-    drop_columns: ColumnSpec | Collection[ColumnSpec],
-    categories: Mapping[ColumnSpec, Sequence[str]] | None,
-    categorical: str,
-    delimiter: str,
-    na_values: Collection[str],
-    max_categories: int,
-    encoding: str,
-) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
-    owner = "load_csv"
-    p = resolve_path(path)
-    source = repr(str(p))
-    _check_header(header, owner)
-    check_choice(categorical, "categorical", _CATEGORICAL, owner)
-    declared_specs = _check_categories(categories, owner)
+def _check_csv_syntax(delimiter: Any, na_values: Any, owner: str) -> frozenset[str]:
+    """The missing-value markers (stripped), after checking the delimiter and ``na_values``."""
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ValueError(
             f"The 'delimiter' parameter of {owner} must be a one-character str. Got {delimiter!r} instead."
@@ -803,14 +768,19 @@ def _read_csv(
         raise TypeError(
             f"The 'na_values' parameter of {owner} must be a collection of str. Got {na_values!r} instead."
         )
-    max_categories = _check_positive_int(max_categories, "max_categories", owner)
-    na = frozenset(v.strip() for v in na_values)
+    return frozenset(v.strip() for v in na_values)
 
-    # The first records: the header (when declared), the width and a sample for the fast path. Whether
-    # the first record is a header is the caller's declaration (header=None: yes), never inferred.
+
+def _read_csv_head(
+    path: Path, source: str, has_header: bool, delimiter: str, encoding: str
+) -> tuple[_CsvFile, list[str] | None, list[list[str]]]:
+    """The first records: the file's width, its header names (when declared) and a data sample.
+
+    Whether the first record is a header is the caller's declaration (``has_header``), never inferred.
+    """
     sample: list[list[str]] = []
     header_lines = 0
-    with _open_text(p, encoding) as f:
+    with _open_text(path, encoding) as f:
         reader = csv.reader(f, delimiter=delimiter)
         for row in reader:
             if not row:
@@ -822,31 +792,46 @@ def _read_csv(
                 break
     if not sample:
         raise DatasetFormatError(f"The CSV file {source} holds no records.")
-    has_header = header is not False
     n_cols = len(sample[0])
-    names: list[str] | None = [c.strip() for c in sample[0]] if has_header else None
+    names = [c.strip() for c in sample[0]] if has_header else None
     data_sample = sample[1:] if has_header else sample
     if not data_sample:
         raise DatasetFormatError(f"The CSV file {source} holds a header row but no data rows.")
     for row in data_sample:
         if len(row) != n_cols:
             raise _ragged(source, n_cols)
+    skip = header_lines if has_header else 0
+    return _CsvFile(path, source, delimiter, encoding, has_header, n_cols, skip), names, data_sample
 
-    if header is None and names is not None:
-        # The default declares a header; a first record that looks like data is refused rather than
-        # turned into column names (which are saved, printed and listed in messages as public). Checked
-        # before any column is looked up by name, whose errors list the names.
-        all_declared = {c for cats in declared_specs.values() for c in cats}
-        if any(_is_number(c) or c in all_declared for c in names):
-            raise ValueError(
-                f"The first record of {source} is read as a header of column names (the default), but "
-                "a field of it is a number or a declared category, so it looks like data. Pass "
-                "header=False (--no-header) if the file has no header, or header=True (--header) to "
-                "use that record as column names anyway."
-            )
-    label = (
-        None if label_column is None else _resolve_column(label_column, "label_column", n_cols, names, source)
-    )
+
+def _refuse_data_like_header(
+    names: Sequence[str], declared_specs: Mapping[ColumnSpec, tuple[str, ...]], source: str
+) -> None:
+    """The default (``header=None``) declares a header; refuse a first record that looks like data.
+
+    Such a record is refused rather than turned into column names (which are saved, printed and listed
+    in messages as public). Called before any column is looked up by name, whose errors list the names.
+    """
+    all_declared = {c for cats in declared_specs.values() for c in cats}
+    if any(_is_number(c) or c in all_declared for c in names):
+        raise ValueError(
+            f"The first record of {source} is read as a header of column names (the default), but "
+            "a field of it is a number or a declared category, so it looks like data. Pass "
+            "header=False (--no-header) if the file has no header, or header=True (--header) to "
+            "use that record as column names anyway."
+        )
+
+
+def _csv_layout(
+    file: _CsvFile,
+    names: Sequence[str] | None,
+    label_column: ColumnSpec | None,
+    drop_columns: Any,
+    declared_specs: Mapping[ColumnSpec, tuple[str, ...]],
+) -> _Layout:
+    """The label, the feature columns (all but the label and the dropped ones) and their categories."""
+    source, n_cols = file.source, file.n_cols
+    label = _resolve_label(label_column, n_cols, names, source)
     drop = {
         _resolve_column(c, "drop_columns", n_cols, names, source)
         for c in _as_column_specs(drop_columns, "drop_columns")
@@ -863,73 +848,182 @@ def _read_csv(
             f"and drop_columns={drop_columns!r}."
         )
     declared = _resolve_categories(declared_specs, n_cols, names, source, label, drop)
-    used = sorted([*features, *([label] if label is not None else [])])
-    col_name = [names[j] if names is not None else f"x{j}" for j in range(n_cols)]
-    strict = categorical != "from_data"
+    return _Layout(names, label, features, declared)
+
+
+def _check_sample(
+    layout: _Layout, data_sample: Sequence[list[str]], na: frozenset[str], strict: bool, source: str
+) -> tuple[dict[int, bool], list[int]]:
+    """Which undeclared columns the sample finds numeric, and the feature columns that must be.
+
+    With ``strict`` (not ``categorical="from_data"``) an undeclared feature column must be numeric:
+    a text cell in the sample is refused here, by column only.
+    """
     sample_numeric = {
         j: _parse_float_column([row[j] for row in data_sample], na) is not None
-        for j in used
-        if j not in declared
+        for j in layout.used
+        if j not in layout.declared
     }
-    numeric_only = [j for j in features if j not in declared] if strict else []
+    numeric_only = [j for j in layout.features if j not in layout.declared] if strict else []
     for j in numeric_only:
         if not sample_numeric[j]:
-            raise _not_numeric_error(j, names, source)
+            raise _not_numeric_error(j, layout.names, source)
+    return sample_numeric, numeric_only
 
-    # Fast path: NumPy's C parser for the numeric columns, the csv module for the text ones.
-    # Any surprise (a text or missing cell after the sample, ragged rows) falls back to the
-    # chunked csv parser, which handles them (and refuses a non-numeric cell in a numeric column).
-    columns: dict[int, np.ndarray | list[str]] | None
+
+def _collect_text_columns(file: _CsvFile, cols: Sequence[int]) -> dict[int, list[str]]:
+    """The raw cells of the columns ``cols`` (one pass, row length checked)."""
+    out: dict[int, list[str]] = {j: [] for j in cols}
+    appenders = [(j, out[j].append) for j in cols]
+    for row in file.records():
+        for j, append in appenders:
+            append(row[j])
+    return out
+
+
+def _read_csv_fast(
+    file: _CsvFile, numeric: Sequence[int], text: Sequence[int]
+) -> dict[int, np.ndarray | list[str]] | None:
+    """NumPy's C parser for the ``numeric`` columns, the csv module for the ``text`` ones.
+
+    None on any surprise (a text or missing cell after the sample, ragged rows seen by NumPy): the
+    caller then falls back to the chunked parser, which handles them. A ragged record found by the
+    csv module is an error here already.
+    """
+    columns: dict[int, np.ndarray | list[str]] = {}
     try:
-        num = [j for j in used if j not in declared and sample_numeric[j]]
-        txt = [j for j in used if j in declared or not sample_numeric[j]]
-        columns = {}
-        n_num: int | None = None
-        if num:
-            with _open_text(p, encoding) as f:
+        n_numeric: int | None = None
+        if numeric:
+            with _open_text(file.path, file.encoding) as f:
                 A = np.loadtxt(
                     f,
-                    delimiter=delimiter,
-                    skiprows=header_lines if has_header else 0,
-                    usecols=num,
+                    delimiter=file.delimiter,
+                    skiprows=file.header_lines,
+                    usecols=numeric,
                     comments=None,
                     quotechar='"',
                     dtype=np.float64,
                     ndmin=2,
                 )
-            n_num = A.shape[0]
-            columns.update({j: A[:, i] for i, j in enumerate(num)})
-        if txt:
-            texts = _collect_text_columns(p, txt, n_cols, has_header, delimiter, encoding, source)
-            if n_num is not None and len(texts[txt[0]]) != n_num:
-                columns = None
-            else:
-                columns.update(texts)
-    except ValueError as exc:
-        if isinstance(exc, DatasetFormatError):
-            raise
-        columns = None
+            n_numeric = A.shape[0]
+            columns.update({j: A[:, i] for i, j in enumerate(numeric)})
+        if text:
+            texts = _collect_text_columns(file, text)
+            if n_numeric is not None and len(texts[text[0]]) != n_numeric:
+                return None
+            columns.update(texts)
+    except DatasetFormatError:
+        raise
+    except ValueError:
+        return None
+    return columns
+
+
+def _read_columns_slow(
+    file: _CsvFile,
+    cols: Sequence[int],
+    na: frozenset[str],
+    text_cols: Collection[int] = (),
+    numeric_only: Collection[int] = (),
+    names: Sequence[str] | None = None,
+) -> dict[int, np.ndarray | list[str]]:
+    """Every column parsed chunk by chunk: numeric (``na`` cells -> NaN) or text.
+
+    Columns in ``text_cols`` are kept as text. A column in ``numeric_only`` with a non-numeric cell
+    raises :func:`_not_numeric_error` (no value, no row). Other columns are numeric while they parse
+    and text from the first cell that does not.
+    """
+    parts: dict[int, list[Any]] = {j: [] for j in cols}
+    text: set[int] = set(text_cols)
+    late_text: set[int] = set()  # turned out text after some chunks were stored as numbers
+    with contextlib.closing(file.records()) as rows:
+        while chunk := list(itertools.islice(rows, _CSV_CHUNK_ROWS)):
+            for j in cols:
+                cells = [row[j] for row in chunk]
+                if j not in text:
+                    values = _parse_float_column(cells, na)
+                    if values is not None:
+                        parts[j].append(values)
+                        continue
+                    if j in numeric_only:
+                        raise _not_numeric_error(j, names, file.source)
+                    text.add(j)
+                    if parts[j]:
+                        late_text.add(j)
+                parts[j].append(cells)
+            if len(chunk) < _CSV_CHUNK_ROWS:
+                break
+    out: dict[int, np.ndarray | list[str]] = {}
+    if late_text:
+        out.update(_collect_text_columns(file, sorted(late_text)))
+    for j in cols:
+        if j in late_text:
+            continue
+        if j in text:
+            out[j] = [c for part in parts[j] for c in part]
+        else:
+            out[j] = np.concatenate(parts[j]) if parts[j] else np.empty(0)
+    return out
+
+
+def _read_csv_columns(
+    file: _CsvFile,
+    layout: _Layout,
+    sample_numeric: Mapping[int, bool],
+    numeric_only: Collection[int],
+    na: frozenset[str],
+) -> dict[int, np.ndarray | list[str]]:
+    """The used columns: the fast path when the sample held no surprise, else the chunked parser.
+
+    The chunked parser refuses a non-numeric cell in a column that must be numeric (``numeric_only``).
+    """
+    used = layout.used
+    numeric = [j for j in used if j not in layout.declared and sample_numeric[j]]
+    text = [j for j in used if j in layout.declared or not sample_numeric[j]]
+    columns = _read_csv_fast(file, numeric, text)
     if columns is None:
         columns = _read_columns_slow(
-            p, used, n_cols, has_header, delimiter, encoding, na, source,
-            text_cols=declared, numeric_only=numeric_only, names=names,
+            file, used, na, text_cols=layout.declared, numeric_only=numeric_only, names=layout.names
         )
+    return columns
 
-    n = len(columns[used[0]])
-    y: np.ndarray | None = None
-    if label is not None:
-        col = columns[label]
-        y = (
-            _numeric_labels(col)
-            if isinstance(col, np.ndarray)
-            else np.array([v.strip() for v in col], dtype=str)
-        )
-    X, feature_names = _assemble(
-        [(col_name[j], columns[j], declared.get(j)) for j in features], n, max_categories, source
+
+def _read_csv(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None,
+    header: bool | None,
+    drop_columns: ColumnSpec | Collection[ColumnSpec],
+    categories: Mapping[ColumnSpec, Sequence[str]] | None,
+    categorical: str,
+    delimiter: str,
+    na_values: Collection[str],
+    max_categories: int,
+    encoding: str,
+) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    """``(X, y, feature names)`` of a CSV file: header -> columns -> categories -> assemble.
+
+    The parameters are :func:`load_csv`'s, already checked against its table; the structured ones
+    (``categories``, ``delimiter``, ``na_values``) are checked here, before the file is opened.
+    """
+    owner = "load_csv"
+    p = resolve_path(path)
+    source = repr(str(p))
+    declared_specs = _check_categories(categories, owner)
+    na = _check_csv_syntax(delimiter, na_values, owner)
+    file, names, data_sample = _read_csv_head(p, source, header is not False, delimiter, encoding)
+    if header is None and names is not None:
+        _refuse_data_like_header(names, declared_specs, source)
+    layout = _csv_layout(file, names, label_column, drop_columns, declared_specs)
+    sample_numeric, numeric_only = _check_sample(
+        layout, data_sample, na, strict=categorical != "from_data", source=source
     )
-    return X, y, feature_names
+    columns = _read_csv_columns(file, layout, sample_numeric, numeric_only, na)
+    n = len(columns[layout.used[0]])
+    return _labels_and_features(layout, columns, n, max_categories, source, strip_labels=True)
 
 
+@validated(_CSV_PARAMETERS)
 def load_csv(
     path: PathLike,
     *,
@@ -1012,18 +1106,7 @@ def load_csv(
     Use :func:`load` to also get the produced feature names (including the indicator columns').
     Loading is not a release; the privacy of what is computed from X is the algorithm's.
     """
-    X, y, _ = _read_csv(
-        path,
-        label_column=label_column,
-        header=header,
-        drop_columns=drop_columns,
-        categories=categories,
-        categorical=categorical,
-        delimiter=delimiter,
-        na_values=na_values,
-        max_categories=max_categories,
-        encoding=encoding,
-    )
+    X, y, _ = _read_csv(**locals())  # every parameter as given: the reader takes the same ones
     return X, y
 
 
@@ -1047,6 +1130,7 @@ def _as_feature_matrix(A: np.ndarray, what: str, convert: bool) -> np.ndarray:
     return np.asarray(A, dtype=np.float64)
 
 
+@validated({"mmap_mode": [NONE, Options(("r", "r+", "c"))]})
 def load_npy(
     path: PathLike,
     *,
@@ -1081,13 +1165,11 @@ def load_npy(
     p = resolve_path(path)
     inner = _strip_gz(p.name).lower()
     is_npz = inner.endswith(".npz")
-    if mmap_mode is not None:
-        check_choice(mmap_mode, "mmap_mode", ("r", "r+", "c"), owner)
-        if is_npz or _is_gzip(p):
-            raise ValueError(
-                f"The 'mmap_mode' parameter of {owner} works only for an uncompressed .npy file. "
-                f"Got mmap_mode={mmap_mode!r} for {str(p)!r}."
-            )
+    if mmap_mode is not None and (is_npz or _is_gzip(p)):
+        raise ValueError(
+            f"The 'mmap_mode' parameter of {owner} works only for an uncompressed .npy file. "
+            f"Got mmap_mode={mmap_mode!r} for {str(p)!r}."
+        )
     if not is_npz:
         for pname, pval in (("key", key), ("label_key", label_key)):
             if pval is not None:
@@ -1142,16 +1224,8 @@ def load_npy(
 # --------------------------------------------------------------------------------------------------
 
 
-def _read_parquet(
-    path: PathLike,
-    *,
-    label_column: ColumnSpec | None,
-    columns: Sequence[ColumnSpec] | None,
-    categories: Mapping[ColumnSpec, Sequence[str]] | None,
-    categorical: str,
-    max_categories: int,
-) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
-    owner = "load_parquet"
+def _import_pyarrow() -> tuple[Any, Any, Any]:
+    """``pyarrow``, ``pyarrow.compute`` and ``pyarrow.parquet`` (an optional dependency)."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -1160,21 +1234,19 @@ def _read_parquet(
         raise ImportError(
             "load_parquet needs the optional dependency pyarrow: pip install 'dpspectral[parquet]'"
         ) from exc
-    check_choice(categorical, "categorical", _CATEGORICAL, owner)
-    declared_specs = _check_categories(categories, owner)
-    max_categories = _check_positive_int(max_categories, "max_categories", owner)
-    p = resolve_path(path)
-    source = repr(str(p))
-    payload: Any = p
-    if _is_gzip(p):
-        with _open_binary(p) as f:
-            payload = pa.BufferReader(f.read())
-    pfile = pq.ParquetFile(payload)
-    names = list(pfile.schema_arrow.names)
+    return pa, pc, pq
+
+
+def _parquet_layout(
+    names: Sequence[str],
+    label_column: ColumnSpec | None,
+    columns: Sequence[ColumnSpec] | None,
+    declared_specs: Mapping[ColumnSpec, tuple[str, ...]],
+    source: str,
+) -> _Layout:
+    """The label, the feature columns (``columns``, or all but the label) and their categories."""
     n_cols = len(names)
-    label = (
-        None if label_column is None else _resolve_column(label_column, "label_column", n_cols, names, source)
-    )
+    label = _resolve_label(label_column, n_cols, names, source)
     if columns is None:
         features = [j for j in range(n_cols) if j != label]
     else:
@@ -1189,52 +1261,81 @@ def _read_parquet(
     declared = _resolve_categories(
         declared_specs, n_cols, names, source, label, [j for j in range(n_cols) if j not in features]
     )
-    wanted = sorted(set(features) | ({label} if label is not None else set()))
-    for j in wanted:  # the Arrow schema is public: a type mismatch is refused before any value is read
-        t = pfile.schema_arrow.field(names[j]).type
+    return _Layout(names, label, features, declared)
+
+
+def _check_arrow_schema(schema: Any, layout: _Layout, categorical: str, source: str, pa: Any) -> None:
+    """Refuse a type mismatch from the Arrow schema (public), before any value is read.
+
+    A declared column must be a string column; an undeclared string feature column is refused unless
+    ``categorical="from_data"``.
+    """
+    names = layout.names
+    assert names is not None  # a Parquet schema names every column
+    for j in layout.used:
+        t = schema.field(names[j]).type
         if pa.types.is_dictionary(t):
             t = t.value_type
         is_text = pa.types.is_string(t) or pa.types.is_large_string(t)
-        if j in declared and not is_text:
+        if j in layout.declared and not is_text:
             raise TypeError(
                 f"The 'categories' parameter declares the {_column_label(j, names)} of {source}, whose "
                 f"Arrow type is {t}; categories apply to string columns."
             )
-        if is_text and j != label and j not in declared and categorical != "from_data":
+        if is_text and j != layout.label and j not in layout.declared and categorical != "from_data":
             raise _not_numeric_error(j, names, source, why="it is a string column")
-    table = pfile.read(columns=[names[j] for j in wanted])
-    n = table.num_rows
 
-    def convert(j: int) -> np.ndarray | list[str]:
-        col = table.column(names[j])
+
+def _arrow_column(table: Any, name: str, source: str, pa: Any, pc: Any) -> np.ndarray | list[str]:
+    """A column of an Arrow table as float64 (numbers, booleans; nulls -> NaN) or str (nulls -> "")."""
+    col = table.column(name)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
         t = col.type
-        if pa.types.is_dictionary(t):
-            col = col.cast(t.value_type)
-            t = col.type
-        if (
-            pa.types.is_integer(t)
-            or pa.types.is_floating(t)
-            or pa.types.is_boolean(t)
-            or (pa.types.is_decimal(t))
-        ):
-            return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            return ["" if v is None else v for v in col.to_pylist()]
-        raise TypeError(
-            f"Column {names[j]!r} of {source} has the Arrow type {t}, which is neither numeric "
-            "nor a string; drop it (columns=...)."
-        )
-
-    y: np.ndarray | None = None
-    if label is not None:
-        lab = convert(label)
-        y = _numeric_labels(lab) if isinstance(lab, np.ndarray) else np.array(lab, dtype=str)
-    X, feature_names = _assemble(
-        [(names[j], convert(j), declared.get(j)) for j in features], n, max_categories, source
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t):
+        return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return ["" if v is None else v for v in col.to_pylist()]
+    raise TypeError(
+        f"Column {name!r} of {source} has the Arrow type {t}, which is neither numeric "
+        "nor a string; drop it (columns=...)."
     )
-    return X, y, feature_names
 
 
+def _read_parquet(
+    path: PathLike,
+    *,
+    label_column: ColumnSpec | None,
+    columns: Sequence[ColumnSpec] | None,
+    categories: Mapping[ColumnSpec, Sequence[str]] | None,
+    categorical: str,
+    max_categories: int,
+) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+    """``(X, y, feature names)`` of a Parquet file: schema -> columns -> categories -> assemble.
+
+    The parameters are :func:`load_parquet`'s, already checked against its table; ``categories`` is
+    checked here. Types are checked on the schema before any value is read.
+    """
+    pa, pc, pq = _import_pyarrow()
+    declared_specs = _check_categories(categories, "load_parquet")
+    p = resolve_path(path)
+    source = repr(str(p))
+    payload: Any = p
+    if _is_gzip(p):
+        with _open_binary(p) as f:
+            payload = pa.BufferReader(f.read())
+    pfile = pq.ParquetFile(payload)
+    names = list(pfile.schema_arrow.names)
+    layout = _parquet_layout(names, label_column, columns, declared_specs, source)
+    _check_arrow_schema(pfile.schema_arrow, layout, categorical, source, pa)
+    table = pfile.read(columns=[names[j] for j in layout.used])
+    order = ([layout.label] if layout.label is not None else []) + layout.features  # label first
+    read = {j: _arrow_column(table, names[j], source, pa, pc) for j in order}
+    return _labels_and_features(layout, read, table.num_rows, max_categories, source, strip_labels=False)
+
+
+@validated(_TABLE_PARAMETERS)
 def load_parquet(
     path: PathLike,
     *,
@@ -1278,14 +1379,7 @@ def load_parquet(
     ImportError
         When pyarrow is not installed.
     """
-    X, y, _ = _read_parquet(
-        path,
-        label_column=label_column,
-        columns=columns,
-        categories=categories,
-        categorical=categorical,
-        max_categories=max_categories,
-    )
+    X, y, _ = _read_parquet(**locals())  # every parameter as given: the reader takes the same ones
     return X, y
 
 
@@ -1353,6 +1447,28 @@ def _dataset_name(path: Path) -> str:
     return inner
 
 
+def _read_table(path: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, Any, tuple[str, ...]]:
+    """CSV or Parquet through :func:`load`: the loader's options, its defaults and its table, checked.
+
+    The public loader's signature is the one list of options and defaults; its constraint table checks
+    them as if the loader itself were called.
+    """
+    loader: Callable[..., Any]
+    reader: Callable[..., tuple[Any, Any, tuple[str, ...]]]
+    table: Mapping[str, Any]
+    if fmt == "csv":
+        loader, reader, table = load_csv, _read_csv, _CSV_PARAMETERS
+    else:
+        loader, reader, table = load_parquet, _read_parquet, _TABLE_PARAMETERS
+    parameters = inspect.signature(loader).parameters
+    given = {name: options.pop(name, p.default) for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
+    if options:
+        raise TypeError(f"load(format={fmt!r}) got unexpected keyword arguments {sorted(options)}.")
+    check_params(table, given, loader.__name__)
+    return reader(path, **given)
+
+
+@validated({"format": [NONE, Options(_FORMATS)]})
 def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Dataset:
     """Load a data file with the loader for its format.
 
@@ -1377,48 +1493,20 @@ def load(path: PathLike, *, format: Format | None = None, **kwargs: Any) -> Data
         ``X, y``.
     """
     p = resolve_path(path)
-    if format is None:
-        fmt = guess_format(p)
-    else:
-        fmt = check_choice(format, "format", _FORMATS, "load")
+    fmt = guess_format(p) if format is None else format
     names: tuple[str, ...] | None = None
-    if fmt == "csv":
-        X, y, names = _read_csv(
-            p,
-            label_column=kwargs.pop("label_column", None),
-            header=kwargs.pop("header", None),
-            drop_columns=kwargs.pop("drop_columns", ()),
-            categories=kwargs.pop("categories", None),
-            categorical=kwargs.pop("categorical", "declared"),
-            delimiter=kwargs.pop("delimiter", ","),
-            na_values=kwargs.pop("na_values", _DEFAULT_NA_VALUES),
-            max_categories=kwargs.pop("max_categories", 1000),
-            encoding=kwargs.pop("encoding", "utf-8"),
-        )
-    elif fmt == "parquet":
-        X, y, names = _read_parquet(
-            p,
-            label_column=kwargs.pop("label_column", None),
-            columns=kwargs.pop("columns", None),
-            categories=kwargs.pop("categories", None),
-            categorical=kwargs.pop("categorical", "declared"),
-            max_categories=kwargs.pop("max_categories", 1000),
-        )
+    if fmt in ("csv", "parquet"):
+        X, y, names = _read_table(p, fmt, kwargs)
     elif fmt == "npy":
         X, y = load_npy(p, **kwargs)
-        kwargs = {}
     elif fmt == "idx":
         labels = kwargs.pop("labels_path", None)
         if labels is None and "images-idx3" in p.name:
             sibling = p.with_name(p.name.replace("images-idx3", "labels-idx1"))
             labels = sibling if sibling.is_file() else None
         X, y = load_idx(p, labels, **kwargs)
-        kwargs = {}
     else:
         X, y = load_libsvm(p, **kwargs)
-        kwargs = {}
-    if kwargs:
-        raise TypeError(f"load(format={fmt!r}) got unexpected keyword arguments {sorted(kwargs)}.")
     return Dataset(X=X, y=y, feature_names=names, name=_dataset_name(p), source=str(p))
 
 
@@ -1472,6 +1560,14 @@ def normalize_rows_nonprivate(X: np.ndarray | sp.spmatrix | sp.sparray) -> Any:
 # --------------------------------------------------------------------------------------------------
 
 
+def _check_at_most(d: int, k: int, owner: str) -> tuple[int, int]:
+    """``(d, k)`` after checking ``k <= d`` (a relation between two parameters, so not in the tables)."""
+    if k > d:
+        raise ValueError(f"The 'k' parameter of {owner} must be an int in [1, d={d}]. Got {k!r} instead.")
+    return d, k
+
+
+@validated({"d": _POSITIVE_INT, "k": _POSITIVE_INT})
 def random_orthonormal(d: int, k: int, *, random_state: Any = None) -> np.ndarray:
     """A uniformly (Haar) distributed d x k matrix with orthonormal columns.
 
@@ -1487,17 +1583,13 @@ def random_orthonormal(d: int, k: int, *, random_state: Any = None) -> np.ndarra
     V : ndarray of shape (d, k)
         ``V.T @ V == I_k`` up to rounding.
     """
-    d = _check_positive_int(d, "d", "random_orthonormal")
-    k = _check_positive_int(k, "k", "random_orthonormal")
-    if k > d:
-        raise ValueError(
-            f"The 'k' parameter of random_orthonormal must be an int in [1, d={d}]. Got {k!r} instead."
-        )
+    d, k = _check_at_most(int(d), int(k), "random_orthonormal")
     rng = as_generator(random_state)
     # QR of a Gaussian matrix with R's diagonal made positive is Haar distributed.
     return orthonormalize(rng.standard_normal((d, k)), "qr")
 
 
+@validated({"n": _POSITIVE_INT, "d": _POSITIVE_INT, "noise": _NONNEGATIVE})
 def gaussian_data(
     n: int,
     d: int,
@@ -1531,8 +1623,7 @@ def gaussian_data(
         The basis used (the one given, or the one drawn).
     """
     owner = "gaussian_data"
-    n = _check_positive_int(n, "n", owner)
-    d = _check_positive_int(d, "d", owner)
+    n, d = int(n), int(d)
     lam = np.asarray(eigenvalues, dtype=np.float64)
     if lam.ndim != 1 or not 1 <= lam.size <= d:
         raise ValueError(
@@ -1543,7 +1634,7 @@ def gaussian_data(
         raise ValueError(
             f"The 'eigenvalues' parameter of {owner} must hold finite values >= 0. Got {lam!r} instead."
         )
-    noise = _check_nonneg_real(noise, "noise", owner)
+    noise = float(noise)
     rng = as_generator(random_state)
     if basis is None:
         V = random_orthonormal(d, lam.size, random_state=rng)
@@ -1563,6 +1654,7 @@ def gaussian_data(
     return X, V
 
 
+@validated({"n": _POSITIVE_INT, "d": _POSITIVE_INT, "k": _POSITIVE_INT, "noise": _NONNEGATIVE})
 def spiked_covariance(
     n: int,
     d: int,
@@ -1599,10 +1691,7 @@ def spiked_covariance(
         The true orthonormal basis (Haar-random).
     """
     owner = "spiked_covariance"
-    d = _check_positive_int(d, "d", owner)
-    k = _check_positive_int(k, "k", owner)
-    if k > d:
-        raise ValueError(f"The 'k' parameter of {owner} must be an int in [1, d={d}]. Got {k!r} instead.")
+    d, k = _check_at_most(int(d), int(k), owner)
     spikes = (
         np.broadcast_to(np.asarray(spike, dtype=np.float64), (k,))
         if np.ndim(spike) == 0
@@ -1616,6 +1705,7 @@ def spiked_covariance(
     return gaussian_data(n, d, eigenvalues=spikes, noise=noise, random_state=random_state)
 
 
+@validated({"n": _POSITIVE_INT, "d": _POSITIVE_INT, "decay": _NONNEGATIVE})
 def decaying_spectrum(
     n: int, d: int, *, decay: float = 0.5, random_state: Any = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1642,9 +1732,7 @@ def decaying_spectrum(
     eigenvalues : ndarray of shape (d,)
         The population covariance eigenvalues ``j^(-2 decay)``, descending.
     """
-    owner = "decaying_spectrum"
-    d = _check_positive_int(d, "d", owner)
-    decay = _check_nonneg_real(decay, "decay", owner)
+    d, decay = int(d), float(decay)
     eigenvalues = np.arange(1, d + 1, dtype=np.float64) ** (-2.0 * decay)
     X, V = gaussian_data(n, d, eigenvalues=eigenvalues, random_state=random_state)
     return X, V, eigenvalues
