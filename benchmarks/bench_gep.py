@@ -144,7 +144,7 @@ def bench_utility(args: argparse.Namespace) -> list[dict[str, Any]]:
     record({"bench": "utility", "method": "sklearn_lda", "epsilon": None, "private": False,
             "svm_accuracy": _svm_accuracy(lda.transform(X), y, lda.transform(Xt), yt),
             "lda_own_accuracy": float(lda.score(Xt, yt))})
-    sr = solve_pair(pair, 10, method="sr", xi=0.01)
+    sr = solve_pair(pair, 10, method="sr", regularization=0.01)
     record({"bench": "utility", "method": "sr", "epsilon": None, "private": False,
             "svm_accuracy": _svm_accuracy(X @ sr.vectors, y, Xt @ sr.vectors, yt)})
     methods: list[tuple[str, str, dict[str, Any], bool]] = [
@@ -160,8 +160,8 @@ def bench_utility(args: argparse.Namespace) -> list[dict[str, Any]]:
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    res = solve_pair(pair, 10, method=method, epsilon=eps, delta=delta, xi=0.01,
-                                     random_state=1000 * r + 7, **extra)
+                    res = solve_pair(pair, 10, method=method, epsilon=eps, delta=delta,
+                                     regularization=0.01, random_state=1000 * r + 7, **extra)
                 secs.append(time.perf_counter() - t)
                 accs.append(_svm_accuracy(X @ res.vectors, y, Xt @ res.vectors, yt))
             record({"bench": "utility", "method": label, "epsilon": eps, "delta": delta,

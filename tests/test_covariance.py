@@ -206,7 +206,10 @@ def test_private_centering(relation, rng):
     r = analyze_gauss(X, 2, epsilon=2.0, delta=1e-6, row_norm=1.0, relation=relation,
                       centering="private", random_state=0)
     assert np.linalg.norm(r.mean - X.mean(0)) < 0.01
-    assert len(r.privacy.events) == (2 if relation == "replace_one" else 3)
+    # mean, norm histogram (adaptive clip), scatter; and the count under add/remove
+    assert len(r.privacy.events) == (3 if relation == "replace_one" else 4)
+    # the centred rows have norm about 0.1 sqrt(5) = 0.22: the released clip is far below row_norm = 1
+    assert 0.15 < r.diagnostics["centred_clip"] < 0.5
     assert r.privacy.epsilon == pytest.approx(2.0, rel=1e-6) and r.privacy.certified
     if relation == "add_remove":
         # A released noisy count: not n itself, and within 5.3 declared standard deviations of it
@@ -225,7 +228,7 @@ def test_private_centering_with_raise_checks_raw_rows_and_clips_centred_ones(rng
     acc = Accountant(10.0, 1e-3)
     r = analyze_gauss(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, centering="private",
                       on_norm_violation="raise", accountant=acc, random_state=0)
-    assert len(acc.entries) == 1 and not acc.failures
+    assert len(acc.entries) == 3 and not acc.failures  # the three stages of adaptive clipping
     assert r.components.shape == (2, 1)
     with pytest.raises(ValueError, match="re-iterable"):
         analyze_gauss(iter([X]), 2, centering="private", **KW)
@@ -330,5 +333,13 @@ def test_failure_after_the_charge_stays_charged(lowrank_data):
 
     acc = Accountant(10.0, 1e-3)
     with pytest.raises(ValueError, match="NaN or infinity"):
-        analyze_gauss(source, 2, centering="private", accountant=acc, random_state=0, **KW)
+        analyze_gauss(source, 2, centering="private", accountant=acc, random_state=0,
+                      adaptive_clip=False, **KW)
     assert len(acc.entries) == 1 and len(acc.failures) == 1
+    # with adaptive clipping the second read is the norm histogram's (stage 2): the mean stays
+    # released and charged, the histogram's entry is marked failed, the scatter is never charged
+    reads.clear()
+    acc = Accountant(10.0, 1e-3)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        analyze_gauss(source, 2, centering="private", accountant=acc, random_state=0, **KW)
+    assert [e.status for e in acc.entries] == ["released", "failed: NonPrivateDataError"]

@@ -52,7 +52,7 @@ def test_private_centering_and_add_remove(rng):
     std = est.result_.diagnostics["count_noise_std"]
     assert est.n_samples_ != 20000 and abs(est.n_samples_ - 20000) < 5.3 * std
     assert est.privacy_.relation is Relation.ADD_REMOVE
-    assert len(est.privacy_.events) == 3 and est.privacy_.certified
+    assert len(est.privacy_.events) == 4 and est.privacy_.certified  # mean, count, histogram, scatter
     assert est.privacy_.epsilon <= 2.0
 
 

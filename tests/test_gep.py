@@ -81,7 +81,7 @@ def _aligned(U: np.ndarray, V: np.ndarray) -> np.ndarray:
 def test_sr_equals_scipy_eigh(seed, d, k, xi):
     rng = np.random.default_rng(seed)
     A, B = _random_pair(rng, d)
-    res = simultaneous_reduction(A, B, k, xi=xi)
+    res = simultaneous_reduction(A, B, k, regularization=xi)
     w, V = scipy.linalg.eigh(A, B + xi * np.eye(d))
     kk = d if k is None else k
     w, V = w[::-1][:kk], V[:, ::-1][:, :kk]
@@ -96,9 +96,9 @@ def test_sr_rejects_a_non_definite_b():
     A, _ = _random_pair(rng, 4)
     B = np.diag([1.0, 0.5, 0.0, -0.2])
     with pytest.raises(ValueError, match="not positive definite after regularisation") as err:
-        simultaneous_reduction(A, B, 2, xi=0.1)
+        simultaneous_reduction(A, B, 2, regularization=0.1)
     assert "-0.2" not in str(err.value)  # issue 23 item 4: no eigenvalue of the private B
-    assert simultaneous_reduction(A, B, 2, xi=0.3).vectors.shape == (4, 2)
+    assert simultaneous_reduction(A, B, 2, regularization=0.3).vectors.shape == (4, 2)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,13 +232,13 @@ def _user_pair(seed: int, d: int = 6):
     rng = np.random.default_rng(seed)
     A, B = _random_pair(rng, d, psd_a=True)
     sens = PairSensitivity(1e-3, 1e-3, 1e-3, 1e-3)
-    return A, B, symmetric_definite_pair(A, B, sensitivity=sens, xi=0.01)
+    return A, B, symmetric_definite_pair(A, B, sensitivity=sens, regularization=0.01)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_zero_noise_dpsr_converges_to_sr(seed):
     A, B, pair = _user_pair(seed)
-    ref = simultaneous_reduction(A, B, 3, xi=0.01)
+    ref = simultaneous_reduction(A, B, 3, regularization=0.01)
     res = dpsr(pair, 3, epsilon=HUGE, delta=0.5, n_iter=400, eta_b=10.0, eta_a=10.0, random_state=0)
     assert res.privacy.certified
     np.testing.assert_allclose(res.values, ref.values, rtol=1e-5)
@@ -246,14 +246,14 @@ def test_zero_noise_dpsr_converges_to_sr(seed):
     # on a data pair (FDA) too, with the default settings apart from the number of steps
     X, y = _fda_data(np.random.default_rng(seed))
     fpair = fda_pair(X, y, row_norm=1.0)
-    ref = simultaneous_reduction(fpair.A, fpair.B, 2, xi=0.01)
+    ref = simultaneous_reduction(fpair.A, fpair.B, 2, regularization=0.01)
     res = dpsr(fpair, 2, epsilon=HUGE, delta=0.5, n_iter=600, eta_b=50.0, eta_a=50.0, random_state=1)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-4 * np.abs(ref.vectors).max())
 
 
 def test_zero_noise_limits_of_the_other_solvers():
     A, B, pair = _user_pair(2)
-    ref = simultaneous_reduction(A, B, 2, xi=0.01)
+    ref = simultaneous_reduction(A, B, 2, regularization=0.01)
     res = sr_dp(pair, 2, epsilon=HUGE, delta=0.5, random_state=0)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-6)
     # the flow from a random start finds the top generalized eigenvector (k = 1)
@@ -466,10 +466,13 @@ def test_bad_labels():
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda p, a: dpsr(p, 2, epsilon=1.0, delta=DELTA, accountant=a, xi=0.0), "'xi'.*\\(0, inf\\)"),
-    (lambda p, a: dpsr(p, 2, epsilon=1.0, delta=DELTA, accountant=a, xi=-0.1), "'xi'"),
-    (lambda p, a: sr_dp(p, 2, epsilon=1.0, delta=DELTA, accountant=a, xi=0), "'xi'"),
-    (lambda p, a: dp_rayleigh_flow(p, 2, epsilon=1.0, delta=DELTA, accountant=a, xi=float("nan")), "'xi'"),
+    (lambda p, a: dpsr(p, 2, epsilon=1.0, delta=DELTA, accountant=a, regularization=0.0),
+     "'regularization'.*\\(0, inf\\)"),
+    (lambda p, a: dpsr(p, 2, epsilon=1.0, delta=DELTA, accountant=a, regularization=-0.1),
+     "'regularization'"),
+    (lambda p, a: sr_dp(p, 2, epsilon=1.0, delta=DELTA, accountant=a, regularization=0), "'regularization'"),
+    (lambda p, a: dp_rayleigh_flow(p, 2, epsilon=1.0, delta=DELTA, accountant=a, regularization=float("nan")),
+     "'regularization'"),
     (lambda p, a: dpsrs(p, 2, 0, epsilon=1.0, delta=DELTA, accountant=a), "'sparsity'.*\\[1, 6\\]"),
     (lambda p, a: dpsrs(p, 2, 7, epsilon=1.0, delta=DELTA, accountant=a), "'sparsity'.*\\[1, 6\\]"),
     (lambda p, a: dp_truncated_rayleigh_flow(p, 1, 9, epsilon=1.0, delta=DELTA, accountant=a), "'sparsity'"),
@@ -502,14 +505,15 @@ def test_user_pair_checks():
     B_bad = np.diag([1.0, 1.0, 0.0, -0.5])
     acc = Accountant(10.0, DELTA)
     with pytest.raises(ValueError, match="of private_gep is not positive definite after") as err:
-        private_gep(A, B_bad, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, xi=0.01, accountant=acc)
+        private_gep(A, B_bad, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, regularization=0.01,
+                    accountant=acc)
     assert "0.5" not in str(err.value) and acc.entries == ()  # issue 23 item 4: no eigenvalue of B
     with pytest.raises(ValueError, match="'A'.*must be symmetric") as err:
         private_gep(A + np.triu(np.full((4, 4), 0.123456), 1), B, 2, epsilon=1.0, delta=DELTA,
                     sensitivity=sens)
     assert "0.123" not in str(err.value)  # no entry of the private matrices
-    with pytest.raises(ValueError, match="'xi'"):
-        private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, xi=0.0)
+    with pytest.raises(ValueError, match="'regularization'"):
+        private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, regularization=0.0)
     with pytest.raises(ValueError, match="'sparsity'"):
         private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, method="dpsrs", sparsity=5)
     with pytest.raises(ValueError, match="'sparsity'.*required"):
@@ -536,3 +540,23 @@ def test_private_fda_end_to_end_beats_chance():
 
     assert separation(res.vectors) > 0.5 * separation(ref.vectors)
     assert res.privacy.certified and ref.privacy is None
+
+
+def test_registry_callable_takes_regularization_and_the_old_xi_with_a_warning():
+    # the registry's GEP callables (fda_method) forward ``regularization`` (xi in paper 003); the old
+    # keyword warns, names the callable, and gives the same directions for a fixed seed
+    from dpspectral.gep import fda_method
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-0.5, 0.5, size=(30, 4))
+    y = np.arange(30) % 3
+    fit = fda_method("dpsr")
+    kw = dict(epsilon=1.0, delta=1e-6, row_norm=1.0, n_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = fit(X, y, 2, regularization=0.05, **kw)
+    with pytest.warns(FutureWarning, match="'xi' parameter of fda_dpsr was renamed 'regularization'"):
+        old = fit(X, y, 2, xi=0.05, **kw)
+    np.testing.assert_array_equal(old.vectors, new.vectors)
+    with pytest.raises(TypeError, match="both"):
+        fit(X, y, 2, xi=0.05, regularization=0.05, **kw)

@@ -67,7 +67,8 @@ def test_nonprivate_reference_is_the_simultaneous_reduction_of_the_unclipped_pai
     r = get_method("sr")(X, y, 2)
     clipped = get_method("sr")(X, y, 2, row_norm=1.0)
     assert not np.allclose(np.abs(clipped.vectors), np.abs(r.vectors), rtol=1e-3)
-    ref = simultaneous_reduction(*(lambda p: (p.A, p.B))(fda_pair(X, y, row_norm=3.0)), 2, xi=0.01)
+    ref = simultaneous_reduction(*(lambda p: (p.A, p.B))(fda_pair(X, y, row_norm=3.0)), 2,
+                                 regularization=0.01)
     assert r.privacy is None
     np.testing.assert_allclose(np.abs(r.vectors), np.abs(ref.vectors), rtol=1e-8, atol=1e-10)
 

@@ -126,7 +126,7 @@ def test_aggregate_validates_its_input():
         local_gaussian_aggregate(np.zeros((4, 6)), 3, 4)
     with pytest.raises(ValueError, match="'reports'.*NaN"):
         local_gaussian_aggregate(np.full((4, 6), np.nan), 3, 1)
-    with pytest.raises(ValueError, match="'d'"):
+    with pytest.raises(ValueError, match="'n_features'"):
         local_gaussian_aggregate(np.zeros((4, 6)), 0, 1)
 
 
@@ -293,12 +293,12 @@ def test_parameters_are_declared_in_a_constraint_table() -> None:
     assert {"epsilon", "delta", "row_norm", "calibration", "random_state", "simulate_sum"} <= set(
         local_gaussian.parameter_constraints)
     assert "simulate_sum" not in local_gaussian_report.parameter_constraints
-    assert set(local_gaussian_aggregate.parameter_constraints) == {"d"}
+    assert set(local_gaussian_aggregate.parameter_constraints) == {"n_features"}
     acc = Accountant(10.0, 1e-3, relation="local")
     with pytest.raises(ValueError, match=r"The 'epsilon' parameter of local_gaussian must be a float in "
                                          r"\(0, inf\)\. Got -1\.0 instead\."):
         local_gaussian(np.full((5, 3), 0.1), 1, **{**KW, "epsilon": -1.0}, accountant=acc)
-    with pytest.raises(ValueError, match=r"The 'd' parameter of local_gaussian_aggregate must be an int "
-                                         r"in \[1, inf\)\. Got 0 instead\."):
+    with pytest.raises(ValueError, match=r"The 'n_features' parameter of local_gaussian_aggregate must be an "
+                                         r"int in \[1, inf\)\. Got 0 instead\."):
         local_gaussian_aggregate(np.zeros((2, 1)), 0, 1)
     assert acc.entries == ()

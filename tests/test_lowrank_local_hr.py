@@ -69,14 +69,14 @@ def test_setup_is_seeded_public_and_read_only():
     with pytest.raises(ValueError, match="read-only"):
         a.S[0, 0] = 1.0
     # N(0, 1/rows) entries: variance test of all the entries at once (two-sided rate 1e-6)
-    big = local_lrf_setup(400, 300, 10, t=100, v=200, seed=3)
+    big = local_lrf_setup(400, 300, 10, subspace_sketch_size=100, affine_sketch_size=200, seed=3)
     for M, rows in ((big.Phi.T, 100), (big.S, 200), (big.T, 200)):
         lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], M.size)
         assert lo <= float(np.sum(M**2)) * rows <= hi
     with pytest.raises(ValueError, match="'k'"):
         local_lrf_setup(5, 3, 4)
-    with pytest.raises(ValueError, match="'t'"):
-        local_lrf_setup(50, 30, 3, t=31)
+    with pytest.raises(ValueError, match="'subspace_sketch_size'"):
+        local_lrf_setup(50, 30, 3, subspace_sketch_size=31)
     with pytest.raises(ValueError, match="'seed'"):
         local_lrf_setup(50, 30, 3, seed=-1)
 
@@ -106,7 +106,7 @@ def test_sensitivities_and_chi_square_factors():
 def test_report_shapes_communication_and_noise_law():
     # chi-square test of the noise variance of y and Z (two-sided rates 1e-6), mean test of the
     # clean part (4e-8 per entry), on a row above row_norm that the user clips; seeded.
-    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     x = np.arange(1.0, 7.0)
     before = x.copy()
     c = x * 1.5 / np.linalg.norm(x)
@@ -135,7 +135,7 @@ def test_report_shapes_communication_and_noise_law():
 
 
 def test_report_validation():
-    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     kw = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
     ok = np.full(6, 0.1)
     with pytest.raises(ValueError, match="'row'.*length n=6"):
@@ -146,7 +146,7 @@ def test_report_validation():
         local_lrf_report(np.r_[np.nan, ok[1:]], 0, setup, **kw)
     with pytest.raises(TypeError, match="'row'.*numeric"):
         local_lrf_report(np.array(["a"] * 6), 0, setup, **kw)
-    with pytest.raises(ValueError, match="'i'"):
+    with pytest.raises(ValueError, match="'user_index'"):
         local_lrf_report(ok, 8, setup, **kw)
     with pytest.raises(TypeError, match="'setup'"):
         local_lrf_report(ok, 0, None, **kw)
@@ -196,7 +196,7 @@ def test_reports_then_aggregate_is_the_protocol():
 
 
 def test_aggregate_validates_its_input():
-    setup = local_lrf_setup(4, 3, 1, t=2, v=2, seed=0)
+    setup = local_lrf_setup(4, 3, 1, subspace_sketch_size=2, affine_sketch_size=2, seed=0)
     good = [LocalLrfReport(i, np.zeros(2), np.zeros((2, 2))) for i in range(4)]
     with pytest.raises(ValueError, match="1 are missing"):
         local_lrf_aggregate(good[:3], setup, 1)
@@ -229,7 +229,7 @@ def test_simulate_sum_draws_the_same_law():
     # modes (chi-square tests of the variance, two-sided rate 1e-6; F-test between the modes, 1e-6);
     # Y_c's noise is N(0, sigma_y^2) per entry.
     m, n, reps = 50, 6, 150
-    setup = local_lrf_setup(m, n, 2, t=3, v=5, seed=4)
+    setup = local_lrf_setup(m, n, 2, subspace_sketch_size=3, affine_sketch_size=5, seed=4)
     A = low_rank(m, n, 2, seed=4)
     clean_Z = setup.S @ A @ setup.T.T
     sigma_y, sigma_z = 0.7, 0.3
@@ -270,7 +270,7 @@ def test_privacy_report_events_and_communication():
     assert d["communication_bytes_per_user"] == 8 * (8 + 20**2)
     # independent of n: twice the features, same communication
     wide = private_local_lrf(np.hstack([A, A]) / math.sqrt(2), 2, epsilon=0.8, delta=1e-5, row_norm=2.0,
-                             random_state=0, v=20)
+                             random_state=0, affine_sketch_size=20)
     assert wide.diagnostics["communication_floats_per_user"] == d["communication_floats_per_user"]
 
 
@@ -316,7 +316,7 @@ _OK = np.full((6, 4), 0.2)
     (_OK, 1, {"relation": "replace_one"}, ValueError, "'relation'.*'local'"),
     (_OK, 1, {"calibration": "loose"}, ValueError, "'calibration'"),
     (_OK, 1, {"simulate_sum": "yes"}, TypeError, "'simulate_sum'"),
-    (_OK, 1, {"t": 5}, ValueError, "'t'"),
+    (_OK, 1, {"subspace_sketch_size": 5}, ValueError, "'subspace_sketch_size'"),
     (_OK, 1, {"row_norm": 0.0}, ValueError, "'row_norm'"),
     (_OK, 1, {"sketch_seed": -3}, ValueError, "'sketch_seed'"),
 ])
@@ -350,7 +350,7 @@ def test_local_caller_data_untouched_and_seeded(simulate_sum):
 # (the guarantee given the sketches, valid for this pair because its realised sensitivity is within
 # the bound, asserted below). Every bound has false-positive rate ALPHA = 1e-3.
 AUDIT_DELTA, AUDIT_RUNS, AUDIT_USER = 1e-6, 3000, 0
-_SETUP = local_lrf_setup(20, 20, 1, t=20, v=20, seed=2018)
+_SETUP = local_lrf_setup(20, 20, 1, subspace_sketch_size=20, affine_sketch_size=20, seed=2018)
 
 
 def _worst_pair():
@@ -525,3 +525,14 @@ def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
     assert unit.diagnostics["sigma1"] < a.diagnostics["sigma1"] / C
     with pytest.raises(ValueError, match="row_change"):
         hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=0.0)
+
+
+def test_noise_plan_old_size_names_warn_and_give_the_same_plan():
+    # local_lrf_noise is public in dpspectral.local.lowrank only (not in the package's __all__, which
+    # tests/test_parameter_names.py enumerates): its paper names t, v still work, with a FutureWarning
+    new = local_lrf_noise(1.0, 1e-6, subspace_sketch_size=3, affine_sketch_size=4, row_norm=1.5)
+    with pytest.warns(FutureWarning, match="'t' parameter of local_lrf_noise was renamed 'subspace_sketch"):
+        old = local_lrf_noise(1.0, 1e-6, t=3, v=4, row_norm=1.5)
+    assert old == new
+    with pytest.raises(TypeError, match="both"):
+        local_lrf_noise(1.0, 1e-6, t=3, affine_sketch_size=4, subspace_sketch_size=3, row_norm=1.5)

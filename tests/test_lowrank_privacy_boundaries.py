@@ -254,7 +254,7 @@ def test_noise_is_a_function_of_random_state_only(monkeypatch):
 
 
 def test_user_regenerates_the_sketches_and_refuses_altered_ones():
-    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     row = np.full(6, 0.1)
     kw = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
     good = local_lrf_report(row, 0, setup, rng=1, **kw)
@@ -263,13 +263,14 @@ def test_user_regenerates_the_sketches_and_refuses_altered_ones():
         local_lrf_report(row, 0, scaled, rng=1, **kw)
     with pytest.raises(ValueError, match="does not match"):
         local_lrf_report(row, 0, dataclasses.replace(setup, seed=6), rng=1, **kw)
-    again = local_lrf_report(row, 0, local_lrf_setup(8, 6, 2, t=3, v=4, seed=5), rng=1, **kw)
+    fresh = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
+    again = local_lrf_report(row, 0, fresh, rng=1, **kw)
     assert np.array_equal(good.as_vector(), again.as_vector())
 
 
 def test_drawn_sensitivity_is_the_exact_worst_case():
     """Derived independently: the change of user i's clean report is (E^T Phi, S_i (T E)^T)."""
-    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     joint, part_y, part_z = drawn_sensitivity(setup.Phi, setup.S, setup.T, bound=2.0, column=3)
     s = float(np.linalg.norm(setup.S[:, 3]))
 
@@ -285,7 +286,7 @@ def test_drawn_sensitivity_is_the_exact_worst_case():
 
 
 def test_drawn_calibration_spends_no_sketch_delta_and_draws_that_noise():
-    setup = local_lrf_setup(8, 6, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(8, 6, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     nz = local_lrf_noise_drawn(1.0, 1e-6, setup, row_norm=1.0, column=3)
     mult = _analytic_gaussian(1.0, 1e-6)  # all of delta goes to the Gaussian
     assert nz.sketch_delta == 0.0 and len(nz.events) == 1

@@ -23,7 +23,14 @@ import numpy as np
 import pytest
 
 import dpspectral
-from dpspectral import registry
+from dpspectral import gep, registry
+from dpspectral.local import (
+    local_gaussian_aggregate,
+    local_gaussian_report,
+    local_lrf_report,
+    local_lrf_setup,
+    private_local_lrf,
+)
 from dpspectral.lowrank import (
     ContinualLRF,
     CovarianceLRF,
@@ -37,6 +44,7 @@ from dpspectral.lowrank import (
     turnstile_lrf,
 )
 from dpspectral.pca import dp_spca
+from dpspectral.pca.oja import dp_pca, private_mean, private_top_eigenvalue, shuffle_amplified_epsilon
 
 #: Single-letter names that are conventions of the whole library: the data ``X`` and labels ``y``
 #: (scikit-learn's), the matrix ``A`` (the second matrix ``B`` of a pair) and the rank ``k`` (the papers').
@@ -73,18 +81,14 @@ KEPT: dict[tuple[str, str], str] = {
     **{(f, p): _SHAPE for f in ("gaussian_data", "spiked_covariance", "decaying_spectrum") for p in "nd"},
 }
 
-#: (callable, parameter) -> the descriptive name it should take, in files another change edits now
-#: (dpspectral/local/): remove an entry with the rename (the test below fails on a stale entry).
-PENDING: dict[tuple[str, str], str] = {
-    ("local_lrf_setup", "m"): "n_users",
-    ("local_lrf_setup", "n"): "n_features",
-    ("local_lrf_setup", "t"): "subspace_sketch_size",
-    ("local_lrf_setup", "v"): "affine_sketch_size",
-    ("local_lrf_report", "i"): "user_index",
-    ("private_local_lrf", "t"): "subspace_sketch_size",
-    ("private_local_lrf", "v"): "affine_sketch_size",
-    ("local_gaussian_aggregate", "d"): "n_features",
-}
+#: (callable, parameter) -> the descriptive name it should take, in files another change edits now:
+#: remove an entry with the rename (the test below fails on a stale entry). Empty: every rename is done.
+PENDING: dict[tuple[str, str], str] = {}
+
+
+#: Public modules whose functions no package ``__all__`` re-exports: the registry (``dpspectral.methods``)
+#: names them (``dp_pca`` and its private building blocks).
+_REGISTRY_ONLY_MODULES = ("dpspectral.pca.oja",)
 
 
 def _public_modules() -> list[Any]:
@@ -92,6 +96,7 @@ def _public_modules() -> list[Any]:
     names += [m.name for m in pkgutil.walk_packages(dpspectral.__path__, "dpspectral.")
               if m.ispkg and not any(part.startswith("_") for part in m.name.split("."))]
     names += ["dpspectral.metrics", "dpspectral.datasets"]
+    names += list(_REGISTRY_ONLY_MODULES)
     return [importlib.import_module(name) for name in names]
 
 
@@ -193,6 +198,97 @@ def _spca(**share: Any) -> tuple[np.ndarray, ...]:
     return (res.components, np.array([res.privacy.epsilon]))
 
 
+def _local_setup(**names: Any) -> tuple[np.ndarray, ...]:
+    setup = local_lrf_setup(k=2, seed=5, **names)
+    return setup.Phi, setup.S, setup.T, np.array([setup.m, setup.n, setup.t, setup.v])
+
+
+_LOCAL_SETUP = local_lrf_setup(*_ROWS.shape, 2, **_SIZES_NEW, seed=5)
+
+
+def _local_report(**index: Any) -> tuple[np.ndarray, ...]:
+    report = local_lrf_report(_ROWS[3], setup=_LOCAL_SETUP, epsilon=1.0, delta=1e-6, row_norm=1.0, rng=0,
+                              **index)
+    return report.y, report.Z, np.array([report.i])
+
+
+def _local_gaussian(**n_features: Any) -> tuple[np.ndarray, ...]:
+    reports = np.stack([local_gaussian_report(row, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=i)
+                        for i, row in enumerate(_ROWS)])
+    return local_gaussian_aggregate(reports, k=2, **n_features)
+
+
+def _dp_pca(**tail: Any) -> tuple[np.ndarray, ...]:
+    X = np.random.default_rng(7).standard_normal((400, 4))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)  # the paper's formula
+        warnings.simplefilter("ignore", UserWarning)  # outside Theorem 5.1's range (privacy holds)
+        res = dp_pca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, batch_size=64, n_groups=4,
+                     calibration="paper", random_state=0, **tail)
+    return res.components, np.array([res.privacy.epsilon])
+
+
+_GRADIENTS = np.random.default_rng(3).uniform(-0.5, 0.5, size=(64, 3))
+
+
+def _top_eigenvalue(**gradients: Any) -> tuple[np.ndarray, ...]:
+    est = private_top_eigenvalue(**gradients, epsilon=1e3, delta=1e-6, bound=2.0, n_groups=4, random_state=0)
+    return (np.array([np.nan if est is None else est]),)
+
+
+def _mean(**gradients: Any) -> tuple[np.ndarray, ...]:
+    mean, _ = private_mean(**gradients, radius=0.5, bound=1.0, hist_scale=0.1, hist_budget=None,
+                           noise_std_per_sensitivity=1.0, random_state=0)
+    return (np.full(3, np.nan) if mean is None else mean,)
+
+
+_FDA_X = _ROWS
+_FDA_Y = np.arange(12) % 3
+_PAIR = gep.fda_pair(_FDA_X, _FDA_Y, row_norm=1.0)
+_GEP_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0}
+_XI_OLD, _XI_NEW = {"xi": 0.05}, {"regularization": 0.05}
+
+
+def _gep(res: Any) -> tuple[np.ndarray, ...]:
+    return res.vectors, res.values
+
+
+def _user_pair(**xi: Any) -> tuple[np.ndarray, ...]:
+    sens = gep.PairSensitivity(a_frobenius=0.1, a_spectral=0.1, b_frobenius=0.1, b_spectral=0.1,
+                               relation=dpspectral.Relation.REPLACE_ONE)
+    return (gep.symmetric_definite_pair(_PAIR.A, _PAIR.B, sensitivity=sens, **xi).B,)
+
+
+def _private_gep(**xi: Any) -> tuple[np.ndarray, ...]:
+    sens = gep.PairSensitivity(a_frobenius=0.1, a_spectral=0.1, b_frobenius=0.1, b_spectral=0.1,
+                               relation=dpspectral.Relation.REPLACE_ONE)
+    return _gep(gep.private_gep(_PAIR.A, _PAIR.B, 2, sensitivity=sens, n_iter=3, **_GEP_PRIVATE, **xi))
+
+
+#: The public GEP functions whose ``xi`` (paper 003) is now ``regularization``.
+_GEP_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]]]] = [
+    ("simultaneous_reduction", lambda **kw: _gep(gep.simultaneous_reduction(_PAIR.A, _PAIR.B, 2, **kw))),
+    ("regularized_reduction", lambda **kw: gep.regularized_reduction(_PAIR.B, clamp=True, **kw)),
+    ("paper_noise_scales", lambda **kw: (np.array(gep.paper_noise_scales(
+        1.0, 1e-6, 5, gradient_sensitivity_b=1.0, gradient_sensitivity_a=1.0, **kw)),)),
+    ("sr_dp", lambda **kw: _gep(gep.sr_dp(_PAIR, 2, **_GEP_PRIVATE, **kw))),
+    ("dpsr", lambda **kw: _gep(gep.dpsr(_PAIR, 2, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("dpsrs", lambda **kw: _gep(gep.dpsrs(_PAIR, 2, 3, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("dp_rayleigh_flow", lambda **kw: _gep(gep.dp_rayleigh_flow(_PAIR, 2, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("dp_truncated_rayleigh_flow",
+     lambda **kw: _gep(gep.dp_truncated_rayleigh_flow(_PAIR, 2, 3, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("solve_pair",
+     lambda **kw: _gep(gep.solve_pair(_PAIR, 2, method="dpsr", n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("private_fda",
+     lambda **kw: _gep(gep.private_fda(_FDA_X, _FDA_Y, 2, row_norm=1.0, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("private_pca_gep",
+     lambda **kw: _gep(gep.private_pca_gep(_FDA_X, 2, row_norm=1.0, n_iter=3, **_GEP_PRIVATE, **kw))),
+    ("private_gep", _private_gep),
+    ("symmetric_definite_pair", _user_pair),
+]
+
+
 #: (callable name as enumerated, run(**names) -> arrays, old names -> values, new names -> values)
 RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, Any], dict[str, Any]]] = [
     ("optimal_space_lrf", lambda **kw: _factors(optimal_space_lrf(_A, 2, random_state=0, **kw)),
@@ -214,6 +310,19 @@ RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, 
      {"max_subspace_sketch_size": 7, "max_affine_sketch_size": 8, "subspace_sketch_size": 3,
       "affine_sketch_size": 5}),
     ("dp_spca", _spca, {"mu": 0.3}, {"rdp_epsilon_share": 0.3}),
+    ("local_lrf_setup", _local_setup, {"m": 12, "n": 9, **_SIZES_OLD},
+     {"n_users": 12, "n_features": 9, **_SIZES_NEW}),
+    ("local_lrf_report", _local_report, {"i": 3}, {"user_index": 3}),
+    ("private_local_lrf", lambda **kw: (lambda r: (r.U, r.S))(private_local_lrf(_ROWS, 2, **_PRIVATE, **kw)),
+     _SIZES_OLD, _SIZES_NEW),
+    ("local_gaussian_aggregate", _local_gaussian, {"d": 9}, {"n_features": 9}),
+    ("dp_pca", _dp_pca, {"K": 2.0, "a": 0.7}, {"tail_scale": 2.0, "tail_exponent": 0.7}),
+    ("private_top_eigenvalue", _top_eigenvalue, {"G": _GRADIENTS}, {"gradients": _GRADIENTS}),
+    ("private_mean", _mean, {"G": _GRADIENTS}, {"gradients": _GRADIENTS}),
+    ("shuffle_amplified_epsilon",
+     lambda **kw: (np.array(shuffle_amplified_epsilon(2.0, delta=1e-6, **kw)),), {"n": 10**5},
+     {"n_steps": 10**5}),
+    *((name, run, _XI_OLD, _XI_NEW) for name, run in _GEP_CASES),
 ]
 
 

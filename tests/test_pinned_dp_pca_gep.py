@@ -357,8 +357,8 @@ def test_dp_pca_paper_calibration_pinned(monkeypatch):
     n, d, B = 3200, 20, 32
     rec = _instrument_dp_pca(monkeypatch)
     res = _run_dp_pca(_pca_data(n, d, seed=6), range(3), epsilon=eps, delta=delta, row_norm=C,
-                      batch_size=B, n_groups=4, half_width_mult=h, calibration="paper", K=K, a=a,
-                      failure_probability=fail)
+                      batch_size=B, n_groups=4, half_width_mult=h, calibration="paper", tail_scale=K,
+                      tail_exponent=a, failure_probability=fail)
     zeta = fail / (2 * (n // B))
     z_paper, z_gap = [], []
     for noise, gap, lam in rec["raw"]:
@@ -589,7 +589,8 @@ def test_dpsr_noisy_gradients_and_lambda_pinned(method, shares, monkeypatch):
     z1, zl, z2 = [], [], []
     runs = 40
     for seed in range(runs):
-        kw = dict(epsilon=eps, delta=delta, xi=xi, n_iter=m, random_state=seed, budget_shares=shares)
+        kw = dict(epsilon=eps, delta=delta, regularization=xi, n_iter=m, random_state=seed,
+                  budget_shares=shares)
         res = dpsr(pair, 1, **kw) if method == "dpsr" else dpsrs(pair, 1, 3, **kw)
         ph1, ph2 = phases[-2], phases[-1]
         noise1, basis, prev, G_last = _phase_noise(ph1, B)
@@ -656,8 +657,8 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
     iu = np.triu_indices(d)
     za, zb = [], []
     for seed in range(300):
-        res = dp_rayleigh_flow(pair, 1, epsilon=eps, delta=delta, xi=xi, n_iter=5, calibration=calibration,
-                               random_state=seed)
+        res = dp_rayleigh_flow(pair, 1, epsilon=eps, delta=delta, regularization=xi, n_iter=5,
+                               calibration=calibration, random_state=seed)
         EA, EB = drawn[-2], drawn[-1]
         # the output is computed from exactly A + EA and B + EB: its values are the Rayleigh quotients
         # of its vectors in (A^, B^), B^ = max(B + EB, 0) + xi (scale-free, so exact)

@@ -147,7 +147,7 @@ def test_sr_dp_noise_drawn_has_the_calibrated_scale(monkeypatch):
     monkeypatch.setattr(reduction, "regularized_reduction", spy_reduction)
     monkeypatch.setattr(reduction, "top_k_eigh", spy_top)
     for seed in range(150):
-        sr_dp(pair, 1, epsilon=EPS, delta=DELTA, xi=0.01, random_state=seed)
+        sr_dp(pair, 1, epsilon=EPS, delta=DELTA, regularization=0.01, random_state=seed)
     iu = np.triu_indices(d)
     noise_b = np.array([(Bh - B)[iu] for Bh in captured["B"]])
     noise_a = []
@@ -166,7 +166,7 @@ def test_sr_dp_noise_drawn_has_the_calibrated_scale(monkeypatch):
     # 150 x 10 samples each: the relative error of a std estimate is ~ 1/sqrt(2 * 1500) = 1.8%
     assert composed == pytest.approx(p, rel=0.1)
     # and the declared per-release scales are what was drawn (chi-square, two-sided at 1e-6 each)
-    res = sr_dp(pair, 1, epsilon=EPS, delta=DELTA, xi=0.01, random_state=0)
+    res = sr_dp(pair, 1, epsilon=EPS, delta=DELTA, regularization=0.01, random_state=0)
     assert _chi2_ok(noise_a, res.diagnostics["noise_std_A"])
     assert _chi2_ok(noise_b, res.diagnostics["noise_std_B"])
     # the declared multipliers compose to exactly the calibrated one

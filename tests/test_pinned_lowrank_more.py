@@ -611,7 +611,7 @@ def _local_sigmas(calibration: str, t: int, v: int, alpha: float = 0.25) -> tupl
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 def test_local_report_pinned(calibration):
     m, n, i, runs = 8, 6, 3, 400
-    setup = local_lrf_setup(m, n, 2, t=3, v=4, seed=5)
+    setup = local_lrf_setup(m, n, 2, subspace_sketch_size=3, affine_sketch_size=4, seed=5)
     Phi, S, T = (lambda g: (_gaussian(3, n, g).T, _gaussian(4, m, g), _gaussian(4, n, g)))(
         np.random.default_rng(5))  # regenerated from the public seed
     row = np.array([6.0, -8.0, 0.0, 0.0, 0.0, 0.0])  # norm 10: clipped by its user
@@ -625,8 +625,9 @@ def test_local_report_pinned(calibration):
     A = np.random.default_rng(2).uniform(size=(m, n))
     with warnings.catch_warnings():  # the paper's calibration is reported uncertified (checked below)
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        claim = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=LOC_C, t=3, v=4,
-                                  calibration=calibration, sketch_seed=5, random_state=0).privacy
+        claim = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=LOC_C,
+                                  subspace_sketch_size=3, affine_sketch_size=4, calibration=calibration,
+                                  sketch_seed=5, random_state=0).privacy
     eps_acc = bw_epsilon(composed(sigma_y / d_y, sigma_z / d_z), DELTA * (1 - SHARE))
     assert eps_acc == pytest.approx(claim.epsilon, rel=1e-6)
     if calibration == "tight":
@@ -653,8 +654,8 @@ def test_private_local_lrf_noise_pinned(simulate_sum, row_change, monkeypatch):
     Xc = clip_by_hand(X, LOC_C) if row_change is None else X
     rows = dict(row_norm=LOC_C) if row_change is None else dict(row_change=row_change)
     for r in range(runs):
-        res = private_local_lrf(X, 2, epsilon=EPS, delta=DELTA, t=4, v=6, simulate_sum=simulate_sum,
-                                sketch_seed=seed, random_state=r, **rows)
+        res = private_local_lrf(X, 2, epsilon=EPS, delta=DELTA, subspace_sketch_size=4, affine_sketch_size=6,
+                                simulate_sum=simulate_sum, sketch_seed=seed, random_state=r, **rows)
     assert res.privacy.relation.value == ("local" if row_change is None else "local_row_change")
     g = np.random.default_rng(seed)
     Phi, S, T = _gaussian(4, n, g).T, _gaussian(6, m, g), _gaussian(6, n, g)

@@ -204,7 +204,8 @@ def test_private_centering_releases_pinned(relation, monkeypatch):
     cap = Capture(cov_module.top_k_eigh)
     monkeypatch.setattr(cov_module, "top_k_eigh", cap)
     results = [analyze_gauss(X, d, epsilon=eps, delta=DELTA, row_norm=C, relation=relation,
-                             centering="private", random_state=seed) for seed in range(runs)]
+                             centering="private", adaptive_clip=False, random_state=seed)
+               for seed in range(runs)]
     diag = results[0].diagnostics
     true_sum = clipped_sum(X)
     # The released centre is the noisy sum over n (public) or over the released noisy count; it is
@@ -224,6 +225,72 @@ def test_private_centering_releases_pinned(relation, monkeypatch):
     assert_scale(np.array(scatter_noise), diag["noise_std"])
     multipliers.append(diag["noise_std"] / derived_l2_sensitivity(lambda D: upper(scatter(D)),
                                                                   relation, d))
+    claim = results[0].privacy
+    assert len(claim.events) == len(multipliers)
+    assert gaussian_epsilon(multipliers, DELTA) == pytest.approx(eps, rel=1e-6)
+    assert claim.epsilon == pytest.approx(eps, rel=1e-6) and claim.certified
+
+
+def _histogram_sensitivity(relation: str) -> float:
+    """Derived: one row changed moves one unit of count between two bins (or adds/removes one)."""
+    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+
+    edges = norm_edges(C)
+
+    def f(D: np.ndarray) -> np.ndarray:
+        return norm_histogram(np.atleast_2d(D), edges, center=None, owner="t") if len(D) else \
+            np.zeros(edges.size + 1)
+
+    # built: rows of norms 0.5 C and 0.05 C fall in different bins (the pair of worst_pair has two
+    # rows of one norm, one bin); no random pair may exceed it
+    B = np.zeros((1, 3))
+    x, y = 0.5 * C * np.eye(3)[0], 0.05 * C * np.eye(3)[1]
+    D = np.vstack([B, x])
+    D2 = np.vstack([B, y]) if relation == "replace_one" else B
+    built = float(np.linalg.norm(f(D) - f(D2)))
+    searched = max(float(np.linalg.norm(f(a) - f(b))) for a, b in pairs(relation, 3, seed=1))
+    assert searched <= built * (1 + 1e-9), (searched, built)
+    return built
+
+
+# -- Analyze Gauss with adaptive clipping: mean (and count), norm histogram, scatter at the clip -----
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_adaptive_clip_releases_pinned(relation, monkeypatch):
+    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+
+    n, d, runs, eps = 400, 3, 300, 1.0
+    X = _data(n=n, d=d, seed=1)
+    hist = Capture(cov_module.clip_from_histogram)
+    eig = Capture(cov_module.top_k_eigh)
+    monkeypatch.setattr(cov_module, "clip_from_histogram", hist)
+    monkeypatch.setattr(cov_module, "top_k_eigh", eig)
+    results = [analyze_gauss(X, d, epsilon=eps, delta=DELTA, row_norm=C, relation=relation,
+                             centering="private", random_state=seed) for seed in range(runs)]
+    diag = results[0].diagnostics
+    multipliers = [diag["mean_noise_std"] / _sum_sensitivity(relation, d)]
+    if relation == "add_remove":
+        multipliers.append(diag["count_noise_std"] / _count_sensitivity())
+    # the histogram of the norms of the rows centred by the released mean: its noise at the declared
+    # scale, that scale over the derived sensitivity
+    edges = norm_edges(C)
+    hist_noise = np.array([h - norm_histogram(X, edges, center=r.mean, owner="t")
+                           for h, r in zip(hist.calls, results, strict=True)])
+    assert_scale(hist_noise, diag["histogram_noise_std"])
+    multipliers.append(diag["histogram_noise_std"] / _histogram_sensitivity(relation))
+    # the scatter of the centred rows clipped at the released clip r; its noise scale is the planned
+    # multiplier times the sensitivity at r, (r / C)^2 times the one at C (derived at C)
+    sens_c = derived_l2_sensitivity(lambda D: upper(scatter(D)), relation, d)
+    clips = np.array([r.diagnostics["centred_clip"] for r in results])
+    assert np.all(clips <= C) and np.all(clips > 0)
+    scatter_noise, scatter_mult = [], set()
+    for S, r in zip(eig.calls, results, strict=True):
+        rc = r.diagnostics["centred_clip"]
+        Y = clip(X - r.mean, rc)
+        scatter_noise.append(upper(S - Y.T @ Y) / r.diagnostics["noise_std"])
+        scatter_mult.add(round(r.diagnostics["noise_std"] / (sens_c * (rc / C) ** 2), 9))
+    assert_scale(np.array(scatter_noise), 1.0)
+    assert len(scatter_mult) == 1  # one multiplier whatever the clip: the event charged up front
+    multipliers.append(scatter_mult.pop())
     claim = results[0].privacy
     assert len(claim.events) == len(multipliers)
     assert gaussian_epsilon(multipliers, DELTA) == pytest.approx(eps, rel=1e-6)

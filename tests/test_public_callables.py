@@ -271,7 +271,7 @@ def test_calibration_helpers_refuse_negative_epsilon(name):
 
 HELPER_ARGS: dict[str, dict[str, Any]] = {
     "calibrate": {"make_event": dp_accounting_gaussian},
-    "paper_noise_scales": {"n_iter": 5, "xi": 0.1, "gradient_sensitivity_b": 1.0,
+    "paper_noise_scales": {"n_iter": 5, "regularization": 0.1, "gradient_sensitivity_b": 1.0,
                            "gradient_sensitivity_a": 1.0},
 }
 

@@ -106,10 +106,11 @@ def test_private_local_lrf_runs_on_the_secure_source(kw):
     acc = Accountant(delta=1e-3)  # no ceiling: the paper calibration is not certified
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        a = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=2.0, t=2, v=3, sketch_seed=7,
-                              random_state="secure", accountant=acc, **kw)
-        b = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=2.0, t=2, v=3, sketch_seed=7,
-                              random_state="secure", **kw)
+        a = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=2.0, subspace_sketch_size=2,
+                              affine_sketch_size=3, sketch_seed=7, random_state="secure", accountant=acc,
+                              **kw)
+        b = private_local_lrf(A, 2, epsilon=EPS, delta=DELTA, row_norm=2.0, subspace_sketch_size=2,
+                              affine_sketch_size=3, sketch_seed=7, random_state="secure", **kw)
     assert a.privacy.noise_source == "secure" and b.privacy.noise_source == "secure"
     assert a.U.shape == (20, 2) and np.isfinite(a.U).all()
     assert not np.array_equal(a.S, b.S)
@@ -124,7 +125,7 @@ def _grid(scale: float) -> float:
 @pytest.mark.parametrize("calibration,sketch_sensitivity",
                          [("tight", "per_pair"), ("paper", "per_pair"), ("tight", "drawn")])
 def test_local_report_on_the_secure_source_lies_on_its_grid(calibration, sketch_sensitivity):
-    setup = local_lrf_setup(12, 5, 2, t=2, v=3, seed=3)
+    setup = local_lrf_setup(12, 5, 2, subspace_sketch_size=2, affine_sketch_size=3, seed=3)
     row = np.linspace(-0.4, 0.5, 5)
     kw = dict(epsilon=EPS, delta=DELTA, row_norm=1.0, calibration=calibration,
               sketch_sensitivity=sketch_sensitivity)
@@ -144,7 +145,7 @@ def test_local_report_on_the_secure_source_lies_on_its_grid(calibration, sketch_
 
 def test_seeded_local_report_draws_what_the_generator_drew():
     """One report is one Gaussian on (y_i, Z_i): y's noise then Z's, row by row, from ``rng``."""
-    setup = local_lrf_setup(12, 5, 2, t=2, v=3, seed=3)
+    setup = local_lrf_setup(12, 5, 2, subspace_sketch_size=2, affine_sketch_size=3, seed=3)
     row = np.linspace(-0.4, 0.5, 5)
     noise = local_lrf_noise(EPS, DELTA, 2, 3, row_norm=1.0)
     rep = local_lrf_report(row, 4, setup, epsilon=EPS, delta=DELTA, row_norm=1.0, rng=11)

@@ -113,8 +113,8 @@ class Method:
         :class:`~dpspectral.DPPCA`), ``"lowrank"`` (``function(A, k, *, epsilon, delta, relation,
         calibration, accountant, random_state, ...) -> LowRankResult``; used by
         :class:`~dpspectral.DPLowRank`) or ``"gep"`` (``function(X, y, k, *, epsilon, delta, row_norm,
-        relation, calibration, accountant, random_state, xi, ...) -> GEPResult``: Fisher discriminant
-        directions of labelled rows; used by :class:`~dpspectral.DPFisherDiscriminant`).
+        relation, calibration, accountant, random_state, regularization, ...) -> GEPResult``: Fisher
+        discriminant directions of labelled rows; used by :class:`~dpspectral.DPFisherDiscriminant`).
     private : bool
         False for a non-private reference algorithm (it takes no privacy parameters).
     passes : str
@@ -129,7 +129,7 @@ class Method:
         callable takes one matrix split into ``n_sites`` rows blocks, or the sites themselves).
     solver : callable or None
         ``task="gep"`` only: the solver on a scatter pair, ``solver(pair, k, [sparsity,] *, epsilon,
-        delta, xi, calibration, accountant, random_state, ...) -> GEPResult`` (used by
+        delta, regularization, calibration, accountant, random_state, ...) -> GEPResult`` (used by
         :func:`~dpspectral.gep.solve_pair`); a :class:`FunctionRef` until first read.
     sparse : bool
         ``task="gep"`` only: the solver needs ``sparsity`` (s, non-zeros per direction) as its third
@@ -233,7 +233,7 @@ _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, 
 _LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketch_seed"}
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
-_GEP_COMMON = frozenset({"xi", "classes", "on_norm_violation"})
+_GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
 _SR_OPTIONS = _GEP_COMMON | {"n_iter", "eta_b", "eta_a", "basis_size", "budget_shares", "paper_formula",
                              "paper_constants", "init", "show_progress"}
 _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "eta", "init", "a_share", "show_progress"}
@@ -307,8 +307,9 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.oja", "dp_pca"),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
-        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult", "K",
-                                "a", "failure_probability", "n_groups", "histogram_share"},
+        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult",
+                                "tail_scale", "tail_exponent", "failure_probability", "n_groups",
+                                "histogram_share"},
         memory="O(dk)",
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
@@ -419,7 +420,7 @@ _LOWRANK: tuple[Method, ...] = (
         model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
         function=_ref("local.lowrank", "private_local_lrf"),
         summary="Each user sends a^T Phi + noise and S_i (T a)^T + noise (t + v^2 floats); left subspace U",
-        options=frozenset({"row_norm", "alpha", "t", "v", "simulate_sum", "sketch_seed",
+        options=frozenset({"row_norm", "alpha", *_SKETCH_SIZES, "simulate_sum", "sketch_seed",
                            "sketch_failure_share", "on_norm_violation"}),
         task="lowrank", passes="1 (one report per user)", memory="O(m t + v^2)",
         regime="No trusted curator: every user (row) randomises their own report; left subspace only",

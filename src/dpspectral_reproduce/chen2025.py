@@ -496,7 +496,7 @@ def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        return solve_pair(pair, k, method=variant.method, epsilon=epsilon, delta=delta, xi=xi,
+        return solve_pair(pair, k, method=variant.method, epsilon=epsilon, delta=delta, regularization=xi,
                           random_state=seed, **variant.solver_kwargs())
 
 
@@ -613,7 +613,7 @@ def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool |
     rows: list[dict[str, Any]] = []
     # non-private references: SR (same xi) and scikit-learn's LDA
     t0 = time.perf_counter()
-    sr = solve_pair(ctx.pair, ctx.k, method="sr", xi=XI)
+    sr = solve_pair(ctx.pair, ctx.k, method="sr", regularization=XI)
     sr_rows = _rows_for(ctx, "reference", SR, "", None, math.inf, XI, 0, sr, time.perf_counter() - t0, seed)
     lda = ctx.settings.pop("lda")
     lda_rows = _rows_for(ctx, "reference", LDA, "", None, math.inf, math.nan, 0, None,
@@ -639,7 +639,7 @@ def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool |
     for xi in grid.xi_grid:
         if not math.isclose(xi, XI):
             t0 = time.perf_counter()
-            srx = solve_pair(ctx.pair, ctx.k, method="sr", xi=xi)
+            srx = solve_pair(ctx.pair, ctx.k, method="sr", regularization=xi)
             rows += _rows_for(ctx, "xi", SR, "", None, math.inf, xi, 0, srx, time.perf_counter() - t0, seed)
     return rows, refs
 

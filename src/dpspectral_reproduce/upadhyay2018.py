@@ -299,8 +299,8 @@ def _fit(method: str, A: np.ndarray, k: int, alpha: float, epsilon: float, delta
                                                   row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_t15":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
-                                                  t=min(math.ceil(1.5 * k), m, n), row_change=UNIT,
-                                                  simulate_sum=True, random_state=seed)
+                                                  subspace_sketch_size=min(math.ceil(1.5 * k), m, n),
+                                                  row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_replace":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound,
                                                   alpha=alpha, simulate_sum=True, random_state=seed)

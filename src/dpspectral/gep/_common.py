@@ -32,6 +32,8 @@ __all__ = [
     "check_pair",
     "check_positive",
     "check_solver_params",
+    "REGULARIZATION_PAPER_NAME",
+    "check_regularization",
     "check_xi",
     "message_owner",
     "normalize_released",
@@ -89,7 +91,8 @@ def check_pair(pair: Any, owner: str) -> ScatterPair:
 POSITIVE = Interval(0, None, "neither")
 #: The public parameters every private GEP solver takes, checked from this table (the bounds that
 #: depend on the pair's dimension, ``k <= d`` and ``sparsity <= d``, are checked by :func:`check_int`
-#: next to the reason; ``xi`` by :func:`check_xi`, whose message says why it must be positive).
+#: next to the reason; ``regularization`` by :func:`check_regularization`, whose message says why it
+#: must be positive).
 SOLVER_TABLE: dict[str, Any] = {
     "epsilon": EPSILON,
     "delta": DELTA,
@@ -126,16 +129,32 @@ def check_positive(value: Any, name: str, owner: str) -> float:
     return float(value)
 
 
-def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float:
-    """The regularisation ratio xi: > 0 for the private solvers (the sensitivity has 1/xi)."""
-    if not Interval(0, None, "left" if allow_zero else "neither").accepts(xi):
+#: The paper's symbol of the regularisation ratio of every public GEP function (still accepted, with a
+#: FutureWarning, through :func:`~dpspectral.constraints.renamed`).
+REGULARIZATION_PAPER_NAME = {"xi": "regularization"}
+
+
+def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
+                         name: str = "regularization") -> float:
+    """The regularisation ratio (xi in the paper): > 0 for the private solvers (the sensitivity has 1/xi).
+
+    ``name`` is the parameter the caller passed (``"xi"`` for :class:`DPFisherDiscriminant`, whose
+    parameter keeps the paper's symbol).
+    """
+    if not Interval(0, None, "left" if allow_zero else "neither").accepts(value):
         interval = "[0, inf)" if allow_zero else "(0, inf)"
         reason = "" if allow_zero else (
-            " (the private solvers need xi > 0: the sensitivity of the reduced matrix grows like 1/xi)"
+            f" (the private solvers need {name} > 0: the sensitivity of the reduced matrix grows like "
+            f"1/{name})"
         )
-        raise InvalidParameterError(f"The 'xi' parameter of {owner} must be a float in {interval}{reason}. "
-                                    f"Got {xi!r} instead.")
-    return float(xi)
+        raise InvalidParameterError(f"The '{name}' parameter of {owner} must be a float in "
+                                    f"{interval}{reason}. Got {value!r} instead.")
+    return float(value)
+
+
+def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float:
+    """:func:`check_regularization` for a parameter named ``xi`` (the estimator's; messages say 'xi')."""
+    return check_regularization(xi, owner, allow_zero=allow_zero, name="xi")
 
 
 def check_solver_params(table: Mapping[str, Any], values: Mapping[str, Any], owner: str) -> PrivacyBudget:

@@ -257,13 +257,13 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _D
         if "n_iter" in entry.options:  # the iterative solvers
             options.setdefault("n_iter", self.n_iter)
         return solve_pair(pair, k, method=entry.name, epsilon=float(self.epsilon),  # type: ignore[arg-type]
-                          delta=float(self.delta), xi=float(self.xi),  # type: ignore[arg-type]
+                          delta=float(self.delta), regularization=float(self.xi),  # type: ignore[arg-type]
                           sparsity=self.sparsity, owner=type(self).__name__, **options)
 
     def _reference(self, entry: Method, pair: ScatterPair, k: int) -> tuple[GEPResult, PrivacyReport]:
         """The non-private reference (``"sr"``) and its privacy report (not certified, with a warning)."""
         owner = type(self).__name__
-        result = solve_pair(pair, k, method=entry.name, xi=float(self.xi), owner=owner)
+        result = solve_pair(pair, k, method=entry.name, regularization=float(self.xi), owner=owner)
         message = (f"{owner}(method={entry.name!r}) is the NON-PRIVATE simultaneous reduction (a labelled "
                    "reference): nothing is differentially private.")
         warnings.warn(message, UncertifiedPrivacyWarning, stacklevel=3)

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from ..constraints import EPSILON, SHARE, Interval, Options, check_params
+from ..constraints import EPSILON, SHARE, Interval, Options, check_params, renamed
 from ..linalg import fix_signs
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget
@@ -53,12 +53,13 @@ from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
     POSITIVE,
+    REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
     called_as,
     check_int,
     check_pair,
+    check_regularization,
     check_solver_params,
-    check_xi,
     message_owner,
     normalize_released,
     random_orthonormal,
@@ -75,8 +76,8 @@ Calibration = Literal["tight", "paper"]
 
 NONPRIVATE_INIT = "nonprivate_optimum"
 
-#: The parameters of the two flows (``k`` and ``sparsity`` within ``d``, ``xi > 0`` and the shape of an
-#: ``init`` array are checked next to their reasons).
+#: The parameters of the two flows (``k`` and ``sparsity`` within ``d``, ``regularization > 0`` and the
+#: shape of an ``init`` array are checked next to their reasons).
 FLOW_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
@@ -106,6 +107,7 @@ def _b_orthonormalize(V: np.ndarray, Bh: np.ndarray) -> np.ndarray:
     return V / np.where(norms > 0, norms, 1.0)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(FLOW_TABLE)
 def dp_rayleigh_flow(
     pair: ScatterPair,
@@ -113,7 +115,7 @@ def dp_rayleigh_flow(
     *,
     epsilon: float,
     delta: float,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     n_iter: int = 15,
     eta: float = 1.0,
     init: str | np.ndarray = "random",
@@ -132,8 +134,9 @@ def dp_rayleigh_flow(
         Number of vectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    xi : float
-        Regularisation > 0 of the released B (eigenvalues clamped at 0, plus xi).
+    regularization : float
+        ``regularization`` (xi in the paper) > 0 of the released B (eigenvalues clamped at 0, plus xi).
+        The old name ``xi`` still works, with a FutureWarning.
     n_iter : int
         Flow iterations (post-processing: free).
     eta : float
@@ -165,11 +168,13 @@ def dp_rayleigh_flow(
     ``||dA||_F``, ``||dB||_F``): ``GaussianDpEvent(s_A)``, ``GaussianDpEvent(s_B)`` (no B event when B is
     public). The flow is post-processing. ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
     """
-    return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta, xi=xi, n_iter=n_iter,
-                 eta=eta, init=init, a_share=a_share, calibration=calibration, accountant=accountant,
-                 random_state=random_state, show_progress=show_progress)
+    return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
+                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
+                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(FLOW_TABLE)
 def dp_truncated_rayleigh_flow(
     pair: ScatterPair,
@@ -178,7 +183,7 @@ def dp_truncated_rayleigh_flow(
     *,
     epsilon: float,
     delta: float,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     n_iter: int = 15,
     eta: float = 1.0,
     init: str | np.ndarray = "random",
@@ -201,9 +206,10 @@ def dp_truncated_rayleigh_flow(
     own truncated algorithm may privatise per iteration instead (not verified; see the module
     docstring).
     """
-    return _flow("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi,
-                 n_iter=n_iter, eta=eta, init=init, a_share=a_share, calibration=calibration,
-                 accountant=accountant, random_state=random_state, show_progress=show_progress)
+    return _flow("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
+                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
+                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
 
 
 def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
@@ -252,7 +258,7 @@ def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
     pair = check_pair(pair, owner)
     budget = check_solver_params(FLOW_TABLE, params, owner)
-    xi = check_xi(params["xi"], owner)
+    xi = check_regularization(params["regularization"], owner)
     d = pair.n_features
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
@@ -312,7 +318,7 @@ def _flow_start(owner: str, pair: ScatterPair, inputs: _FlowInputs, releaser: Re
     """The starting vectors (truncated when sparse, unit columns), inside the charged block."""
     if inputs.nonprivate_init:
         with called_as(owner):
-            V = simultaneous_reduction(pair.A, pair.B, inputs.k, xi=inputs.xi).vectors
+            V = simultaneous_reduction(pair.A, pair.B, inputs.k, regularization=inputs.xi).vectors
     elif inputs.V0 is not None:
         V = inputs.V0.copy()
     else:

@@ -54,7 +54,7 @@ import numpy as np
 import scipy.linalg
 
 from .._progress import progress
-from ..constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params
+from ..constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
 from ..linalg import fix_signs, orthonormalize, top_k_eigh
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget
@@ -63,12 +63,13 @@ from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
     POSITIVE,
+    REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
     check_int,
     check_pair,
     check_positive,
+    check_regularization,
     check_solver_params,
-    check_xi,
     message_owner,
     normalize_released,
     orthonormalize_fast,
@@ -116,11 +117,16 @@ def _square(M: Any, name: str, owner: str) -> np.ndarray:
     return (M + M.T) / 2.0
 
 
-def regularized_reduction(B: np.ndarray, xi: float, *, clamp: bool) -> tuple[np.ndarray, np.ndarray]:
+@renamed(REGULARIZATION_PAPER_NAME)
+def regularized_reduction(B: np.ndarray, regularization: float, *,
+                          clamp: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(Phi~, lam)``: ``Phi~ = Phi_B (lam + xi)^{-1/2}`` from the eigendecomposition of B.
 
-    ``clamp=True`` replaces negative eigenvalues (of a noisy B) by 0 first (post-processing).
+    ``regularization`` (xi in the paper; the old name ``xi`` still works, with a FutureWarning) is added
+    to B's eigenvalues. ``clamp=True`` replaces negative eigenvalues (of a noisy B) by 0 first
+    (post-processing).
     """
+    xi = regularization
     lam, Phi = scipy.linalg.eigh(B, check_finite=False)
     lam = lam[::-1]
     Phi = Phi[:, ::-1]
@@ -129,7 +135,8 @@ def regularized_reduction(B: np.ndarray, xi: float, *, clamp: bool) -> tuple[np.
     return Phi / np.sqrt(lam + xi), lam
 
 
-def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 0.0) -> GEPResult:
+@renamed(REGULARIZATION_PAPER_NAME)
+def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, regularization: float = 0.0) -> GEPResult:
     """Top-k generalized eigenpairs of ``(A, B + xi I)`` by simultaneous reduction (Algorithm 1).
 
     Not private: the exact solver, the utility ceiling of the private ones.
@@ -140,8 +147,9 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
         Symmetric; ``B + xi I`` positive definite.
     k : int or None
         Number of eigenpairs (None: all d).
-    xi : float
-        Regularisation ``>= 0`` added to B's eigenvalues (paper's Step 6).
+    regularization : float
+        ``regularization`` (xi in the paper) ``>= 0``, added to B's eigenvalues (paper's Step 6). The
+        old name ``xi`` still works, with a FutureWarning.
 
     Returns
     -------
@@ -154,7 +162,7 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
     None: the exact answer on the private matrices.
     """
     owner = message_owner("simultaneous_reduction")
-    xi = check_xi(xi, owner, allow_zero=True)
+    xi = check_regularization(regularization, owner, allow_zero=True)
     A_ = _square(A, "A", owner)
     B_ = _square(B, "B", owner)
     if A_.shape != B_.shape:
@@ -179,7 +187,7 @@ def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, xi: float = 
 # SR+DP (the paper's ablation): Gaussian noise on A and B, then SR
 # ------------------------------------------------------------------------------------------------
 
-#: The parameters of :func:`sr_dp` (k <= d and xi > 0 are checked next to their reasons).
+#: The parameters of :func:`sr_dp` (k <= d and regularization > 0 are checked next to their reasons).
 SR_DP_TABLE: dict[str, Any] = {**SOLVER_TABLE, "a_share": SHARE}
 
 
@@ -206,6 +214,7 @@ def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_sh
     return ReleasePlan("sr_dp", sens.relation, tuple(events), tuple(releases), tuple(notes))
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(SR_DP_TABLE)
 def sr_dp(
     pair: ScatterPair,
@@ -213,7 +222,7 @@ def sr_dp(
     *,
     epsilon: float,
     delta: float,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     a_share: float = 0.5,
     calibration: Calibration = "tight",
     accountant: Accountant | None = None,
@@ -229,8 +238,9 @@ def sr_dp(
         Number of generalized eigenvectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    xi : float
-        Regularisation > 0: the reduction uses ``max(Lambda^_B, 0) + xi``.
+    regularization : float
+        ``regularization`` (xi in the paper) > 0: the reduction uses ``max(Lambda^_B, 0) + xi``. The old
+        name ``xi`` still works, with a FutureWarning.
     a_share : float
         Share of the Gaussian-DP budget (of ``1/s^2``) spent on A (tight calibration), in (0, 1).
     calibration : {"tight", "paper"}
@@ -261,7 +271,7 @@ def sr_dp(
     budget = check_solver_params(SR_DP_TABLE, dict(epsilon=epsilon, delta=delta, a_share=a_share,
                                                    calibration=calibration, random_state=random_state),
                                  owner)
-    xi = check_xi(xi, owner)
+    xi = check_regularization(regularization, owner)
     k = check_int(k, "k", 1, pair.n_features, owner)
     plan = _sr_dp_plan(pair, budget, calibration, a_share)
     with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
@@ -300,11 +310,12 @@ def _reduce(A_hat: np.ndarray, B_hat: np.ndarray, xi: float, k: int) -> tuple[np
 # ------------------------------------------------------------------------------------------------
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 def paper_noise_scales(
     epsilon: float,
     delta: float,
     n_iter: int,
-    xi: float,
+    regularization: float,
     gradient_sensitivity_b: float,
     gradient_sensitivity_a: float,
     formula: PaperFormula = "theorem12",
@@ -313,7 +324,8 @@ def paper_noise_scales(
 
     ``"theorem12"``: ``sigma_1 = 2 (C1/n) c sqrt(m) / eps``, ``sigma_2 = 2 (C2/n) c sqrt(m) / (eps xi)``,
     ``c = sqrt(2 ln(1.25 m / delta))``. ``"algorithm2"``: ``c sqrt(m)`` replaced by
-    ``sqrt(m ln(1.25 / delta))`` (as printed in Algorithm 2; smaller noise).
+    ``sqrt(m ln(1.25 / delta))`` (as printed in Algorithm 2; smaller noise). ``regularization`` is xi in
+    the paper (the old name ``xi`` still works, with a FutureWarning).
 
     Privacy
     -------
@@ -322,7 +334,7 @@ def paper_noise_scales(
     """
     check_params({"epsilon": EPSILON, "delta": Interval(0, 1, "neither")},
                  {"epsilon": epsilon, "delta": delta}, "paper_noise_scales")
-    m = n_iter
+    m, xi = n_iter, regularization
     if formula == "theorem12":
         factor = math.sqrt(2.0 * math.log(1.25 * m / delta)) * math.sqrt(m)
     else:
@@ -348,7 +360,7 @@ class BudgetShares(Constraint):
 
 
 #: The parameters of :func:`dpsr` and :func:`dpsrs` (the bounds that depend on the pair, ``k``,
-#: ``sparsity`` and ``basis_size`` within ``d``, the shape of ``init`` and ``xi > 0`` are checked
+#: ``sparsity`` and ``basis_size`` within ``d``, the shape of ``init`` and ``regularization > 0`` are checked
 #: next to their reasons).
 DPSR_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
@@ -421,6 +433,7 @@ def _noisy_phase(
     return V, prev, G
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsr(
     pair: ScatterPair,
@@ -428,7 +441,7 @@ def dpsr(
     *,
     epsilon: float,
     delta: float,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     n_iter: int = 15,
     eta_b: float = 1.0,
     eta_a: float = 1.0,
@@ -469,13 +482,15 @@ def dpsr(
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
-    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, xi=xi, n_iter=n_iter,
+    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
+                 n_iter=n_iter,
                  eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsrs(
     pair: ScatterPair,
@@ -484,7 +499,7 @@ def dpsrs(
     *,
     epsilon: float,
     delta: float,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     n_iter: int = 15,
     eta_b: float = 1.0,
     eta_a: float = 1.0,
@@ -521,7 +536,8 @@ def dpsrs(
     As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
-    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, n_iter=n_iter,
+    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
+                 n_iter=n_iter,
                  eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
@@ -547,7 +563,7 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
     pair = check_pair(pair, owner)
     budget = check_solver_params(DPSR_TABLE, params, owner)
-    xi = check_xi(params["xi"], owner)
+    xi = check_regularization(params["regularization"], owner)
     d = pair.n_features
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
@@ -735,8 +751,9 @@ _DPSR_PARAMETERS = """
         Number of generalized eigenvectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    xi : float
-        Regularisation ratio > 0 (the paper uses 0.01); the phase-2 sensitivity grows like 1/xi.
+    regularization : float
+        ``regularization`` (xi in the paper): the regularisation ratio > 0 (the paper uses 0.01); the
+        phase-2 sensitivity grows like 1/xi. The old name ``xi`` still works, with a FutureWarning.
     n_iter : int
         Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
     eta_b, eta_a : float

@@ -68,7 +68,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Types, check_params
+from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Types, check_params, renamed
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
@@ -463,17 +463,18 @@ def build_pca_pair(X: Any, *, row_norm: float, on_norm_violation: Any, owner: st
 #: The parameters of :func:`symmetric_definite_pair` (A and B are data: checked in the function).
 USER_PAIR_TABLE: dict[str, Any] = {
     "sensitivity": Types((PairSensitivity,), "a PairSensitivity"),
-    "xi": Interval(0, None, "left"),
+    "regularization": Interval(0, None, "left"),
     "n_samples": [NONE, Interval(1, None, "left", integer=True)],
 }
 
 
+@renamed({"xi": "regularization"})
 def symmetric_definite_pair(
     A: Any,
     B: Any,
     *,
     sensitivity: PairSensitivity,
-    xi: float = 0.0,
+    regularization: float = 0.0,
     n_samples: int | None = None,
     check_definite: bool = True,
 ) -> ScatterPair:
@@ -487,8 +488,9 @@ def symmetric_definite_pair(
     sensitivity : PairSensitivity
         Bounds on how much A and B move between neighbouring data sets, for the stated relation.
         The guarantee is only as good as these bounds: they are the caller's responsibility.
-    xi : float
-        The regularisation the solver will add to B (>= 0), for the definiteness check.
+    regularization : float
+        ``regularization`` (xi in the paper): what the solver will add to B (>= 0), for the
+        definiteness check. The old name ``xi`` still works, with a FutureWarning.
     n_samples : int, optional
         The (public) number of records, needed only by ``calibration="paper"`` with explicit
         ``paper_constants``.
@@ -513,14 +515,16 @@ def symmetric_definite_pair(
     definiteness check (every private solver clamps the released B's eigenvalues at 0 before adding
     xi, so it never needs B definite; the non-private ``method="sr"`` does).
     """
-    return build_user_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples,
+    return build_user_pair(A, B, sensitivity=sensitivity, regularization=regularization, n_samples=n_samples,
                            check_definite=check_definite, owner="symmetric_definite_pair")
 
 
-def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, xi: float, n_samples: int | None,
-                    check_definite: bool, owner: str) -> ScatterPair:
+def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, regularization: float,
+                    n_samples: int | None, check_definite: bool, owner: str) -> ScatterPair:
     """:func:`symmetric_definite_pair`, with the messages naming ``owner`` (what the user called)."""
-    check_params(USER_PAIR_TABLE, {"sensitivity": sensitivity, "xi": xi, "n_samples": n_samples}, owner)
+    check_params(USER_PAIR_TABLE, {"sensitivity": sensitivity, "regularization": regularization,
+                                   "n_samples": n_samples}, owner)
+    xi = regularization
     mats = []
     for name, M in (("A", A), ("B", B)):
         M = np.asarray(M)

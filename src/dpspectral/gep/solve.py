@@ -14,10 +14,11 @@ import numpy as np
 
 from .. import registry
 from .._validation import check_choice
+from ..constraints import renamed
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, row_norms
 from ..registry import Method
-from ._common import called_as, check_budget, check_xi
+from ._common import REGULARIZATION_PAPER_NAME, called_as, check_budget, check_regularization
 from .reduction import simultaneous_reduction
 from .result import GEPResult
 from .scatter import PairSensitivity, ScatterPair, build_fda_pair, build_pca_pair, build_user_pair
@@ -38,6 +39,7 @@ GEP_METHODS: Mapping[str, Method] = MappingProxyType(
 _NONPRIVATE: tuple[str, ...] = tuple(m.name for m in registry.methods(task="gep") if not m.private)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 def solve_pair(
     pair: ScatterPair,
     k: int,
@@ -45,7 +47,7 @@ def solve_pair(
     method: str = "dpsr",
     epsilon: float | None = None,
     delta: float | None = None,
-    xi: float = 0.01,
+    regularization: float = 0.01,
     sparsity: int | None = None,
     owner: str = "solve_pair",
     **kwargs: Any,
@@ -53,13 +55,14 @@ def solve_pair(
     """Run the named solver on a pair (``"sr"``: the non-private simultaneous reduction).
 
     The solver's messages name ``owner`` (the entry point the user called), not the internal solver.
+    ``regularization`` is xi in the paper (the old name ``xi`` still works, with a FutureWarning).
     """
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
     with called_as(owner):
         if method == "sr":
             if kwargs:
                 raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
-            return simultaneous_reduction(pair.A, pair.B, k, xi=xi)
+            return simultaneous_reduction(pair.A, pair.B, k, regularization=regularization)
         spec = GEP_METHODS[method]
         solver = spec.solver
         assert solver is not None, f"the registry's GEP entry {method!r} names no solver"
@@ -67,22 +70,24 @@ def solve_pair(
             if sparsity is None:
                 raise ValueError(f"The 'sparsity' parameter of {owner} is required for method={method!r} "
                                  "(s, the number of non-zeros per vector, in [1, n_features]).")
-            return solver(pair, k, sparsity, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+            return solver(pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
+                          **kwargs)
         if sparsity is not None:
             raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods "
                              f"({', '.join(n for n, m in GEP_METHODS.items() if m.sparse)}). Got "
                              f"sparsity={sparsity!r} with method={method!r}.")
-        return solver(pair, k, epsilon=epsilon, delta=delta, xi=xi, **kwargs)
+        return solver(pair, k, epsilon=epsilon, delta=delta, regularization=regularization, **kwargs)
 
 
-def _early_checks(method: str, epsilon: Any, delta: Any, xi: Any, owner: str) -> None:
+def _early_checks(method: str, epsilon: Any, delta: Any, regularization: Any, owner: str) -> None:
     """Fail on bad public parameters before reading any data."""
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
-    check_xi(xi, owner, allow_zero=method == "sr")
+    check_regularization(regularization, owner, allow_zero=method == "sr")
     if method != "sr":
         check_budget(epsilon, delta, owner)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 def private_fda(
     X: Any,
     y: Any,
@@ -92,7 +97,7 @@ def private_fda(
     delta: float,
     row_norm: float,
     method: str = "dpsr",
-    xi: float = 0.01,
+    regularization: float = 0.01,
     sparsity: int | None = None,
     classes: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -113,8 +118,9 @@ def private_fda(
         Public row bound C (rows clipped per row); never derived from the data.
     method : {"dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
         ``"sr"`` is the non-private reference (epsilon, delta ignored; ``privacy`` is None).
-    xi : float
-        Regularisation ratio (> 0 for the private methods).
+    regularization : float
+        ``regularization`` (xi in the paper): the regularisation ratio added to B's eigenvalues (> 0 for
+        the private methods). The old name ``xi`` still works, with a FutureWarning.
     sparsity : int, optional
         s, for the sparse methods.
     classes : array-like, optional
@@ -139,13 +145,14 @@ def private_fda(
     read from ``y``.
     """
     owner = "private_fda"
-    _early_checks(method, epsilon, delta, xi, owner)
+    _early_checks(method, epsilon, delta, regularization, owner)
     pair = build_fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation,
                           owner=owner)
-    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
-                      owner=owner, **kwargs)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
+                      regularization=regularization, sparsity=sparsity, owner=owner, **kwargs)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 def private_pca_gep(
     X: Any,
     k: int,
@@ -154,7 +161,7 @@ def private_pca_gep(
     delta: float,
     row_norm: float,
     method: str = "dpsr",
-    xi: float = 0.01,
+    regularization: float = 0.01,
     sparsity: int | None = None,
     on_norm_violation: NormViolation = "clip",
     **kwargs: Any,
@@ -162,19 +169,21 @@ def private_pca_gep(
     """PCA as the GEP ``(covariance, I)`` (Chen et al. §3): :func:`pca_pair` then the named solver.
 
     B = I is public, so DPSR's first phase is exact and free; the answer is the top-k eigenvectors
-    of the centred covariance, scaled by ``1 / sqrt(1 + xi)``.
+    of the centred covariance, scaled by ``1 / sqrt(1 + xi)`` (xi is ``regularization``; the old name
+    ``xi`` still works, with a FutureWarning).
 
     Privacy
     -------
     That of the solver with :func:`pca_sensitivity` (replace-one).
     """
     owner = "private_pca_gep"
-    _early_checks(method, epsilon, delta, xi, owner)
+    _early_checks(method, epsilon, delta, regularization, owner)
     pair = build_pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
-    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
-                      owner=owner, **kwargs)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
+                      regularization=regularization, sparsity=sparsity, owner=owner, **kwargs)
 
 
+@renamed(REGULARIZATION_PAPER_NAME)
 def private_gep(
     A: Any,
     B: Any,
@@ -184,7 +193,7 @@ def private_gep(
     delta: float,
     sensitivity: PairSensitivity,
     method: str = "dpsr",
-    xi: float = 0.01,
+    regularization: float = 0.01,
     sparsity: int | None = None,
     n_samples: int | None = None,
     **kwargs: Any,
@@ -200,8 +209,9 @@ def private_gep(
     sensitivity : PairSensitivity
         The caller's bounds on ``||A - A'||`` and ``||B - B'||`` (Frobenius and spectral) over
         neighbouring data sets, for the relation it states. The guarantee rests on them.
-    method, xi, sparsity, **kwargs
-        As :func:`private_fda`.
+    method, regularization, sparsity, **kwargs
+        As :func:`private_fda` (``regularization`` is xi in the paper; the old name ``xi`` still works,
+        with a FutureWarning).
     n_samples : int, optional
         Public n, needed only by ``calibration="paper"`` with explicit ``paper_constants``.
 
@@ -212,7 +222,7 @@ def private_gep(
     Raises
     ------
     ValueError
-        A or B not symmetric, ``B + xi I`` not positive definite, ``xi <= 0`` (private methods),
+        A or B not symmetric, ``B + xi I`` not positive definite, ``regularization <= 0`` (private methods),
         ``sparsity`` outside [1, d], bad privacy parameters.
 
     Privacy
@@ -220,17 +230,18 @@ def private_gep(
     That of the solver, with the stated sensitivities and relation.
     """
     owner = "private_gep"
-    _early_checks(method, epsilon, delta, xi, owner)
-    pair = build_user_pair(A, B, sensitivity=sensitivity, xi=xi, n_samples=n_samples, check_definite=True,
-                           owner=owner)
-    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta, xi=xi, sparsity=sparsity,
-                      owner=owner, **kwargs)
+    _early_checks(method, epsilon, delta, regularization, owner)
+    pair = build_user_pair(A, B, sensitivity=sensitivity, regularization=regularization, n_samples=n_samples,
+                           check_definite=True, owner=owner)
+    return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
+                      regularization=regularization, sparsity=sparsity, owner=owner, **kwargs)
 
 
 def fda_method(method: str) -> Callable[..., GEPResult]:
     """:func:`private_fda` with ``method`` fixed: the callable of the registry's ``task="gep"`` entries.
 
-    ``fit(X, y, k, *, epsilon, delta, row_norm, relation="replace_one", xi=0.01, **options)``. The
+    ``fit(X, y, k, *, epsilon, delta, row_norm, relation="replace_one", regularization=0.01, **options)``
+    (``regularization`` is xi in the paper; the old name ``xi`` still works, with a FutureWarning). The
     only relation is replace-one, where a record is a row and its label (the sensitivities of
     :func:`fda_sensitivity`); another relation is a clear error. For ``method="sr"`` (non-private)
     ``epsilon``, ``delta``, ``row_norm`` are optional and the privacy options are ignored.
@@ -238,7 +249,7 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), "fda_method")
 
     def fit(X: Any, y: Any, k: int, *, epsilon: float | None = None, delta: float | None = None,
-            row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE, xi: float = 0.01,
+            row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE, regularization: float = 0.01,
             **options: Any) -> GEPResult:
         owner = f"the registry method {method!r}"
         try:
@@ -254,13 +265,13 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
                 options.pop(key, None)
             # the non-private reference: no clipping unless the caller gives a bound
             norm = (float(np.max(row_norms(X), initial=0.0)) or 1.0) if row_norm is None else row_norm
-            return private_fda(X, y, k, epsilon=1.0, delta=0.0, row_norm=norm, method="sr", xi=xi,
-                               **options)
+            return private_fda(X, y, k, epsilon=1.0, delta=0.0, row_norm=norm, method="sr",
+                               regularization=regularization, **options)
         if epsilon is None or delta is None or row_norm is None:
             raise TypeError(f"{owner} needs epsilon, delta and row_norm.")
-        return private_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, method=method, xi=xi,
-                           **options)
+        return private_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, method=method,
+                           regularization=regularization, **options)
 
     fit.__name__ = fit.__qualname__ = f"fda_{method}"
     fit.__doc__ = f":func:`~dpspectral.gep.private_fda` with ``method={method!r}`` (see :func:`fda_method`)."
-    return fit
+    return renamed(REGULARIZATION_PAPER_NAME)(fit)  # after the name: its warning names fda_<method>

@@ -36,6 +36,7 @@ from ..constraints import (
     Interval,
     Table,
     Types,
+    renamed,
     validated,
 )
 from ..linalg import top_k_eigh
@@ -92,7 +93,7 @@ _REPORT_PARAMS: Table = {
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
 }
 _LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}
-_AGGREGATE_PARAMS: Table = {"d": Interval(1, None, "left", integer=True)}
+_AGGREGATE_PARAMS: Table = {"n_features": Interval(1, None, "left", integer=True)}
 
 _LOCAL_NOTE = (
     "Local model: each user's report is (epsilon, delta)-DP with respect to that user's own "
@@ -201,16 +202,17 @@ def local_gaussian_report(
         return _reports(np.asarray(row), releaser)[0]
 
 
+@renamed({"d": "n_features"})
 @validated(_AGGREGATE_PARAMS)
-def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+def local_gaussian_aggregate(reports: Any, n_features: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Server side: average the reports, rebuild the symmetric matrix, take its top-k eigenpairs.
 
     Parameters
     ----------
     reports : array-like of shape (n_users, d (d + 1) / 2)
         One report per row, as sent by :func:`local_gaussian_report`.
-    d : int
-        Number of features.
+    n_features : int
+        d in the paper: the number of features. The old name ``d`` still works, with a FutureWarning.
     k : int
         Number of components, in [1, d].
 
@@ -226,7 +228,8 @@ def local_gaussian_aggregate(reports: Any, d: int, k: int) -> tuple[np.ndarray, 
     Post-processing of the users' reports: nothing is spent.
     """
     owner = "local_gaussian_aggregate"
-    k = check_n_components(k, int(d), owner, name="k")
+    d = int(n_features)
+    k = check_n_components(k, d, owner, name="k")
     arr = np.asarray(reports)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"The 'reports' parameter of {owner} must be numeric. Got {arr.dtype}.")

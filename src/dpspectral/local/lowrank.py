@@ -69,11 +69,13 @@ from ..constraints import (
     Options,
     Types,
     check_params,
+    renamed,
     validated,
 )
 from ..linalg import fix_signs
 from ..lowrank.factorization import check_matrix, check_rank
 from ..lowrank.sketches import (
+    PAPER_SIZE_NAMES,
     chi2_quantile_factor,
     orth_columns,
     rank_k_left,
@@ -174,7 +176,7 @@ class LocalLrfSetup:
         return FLOAT_BYTES * self.communication_floats
 
 
-#: A count (m, n, t, v): an int >= 1.
+#: A count (users, features, sketch sizes): an int >= 1.
 COUNT = Interval(1, None, "left", integer=True)
 #: A declared public seed, or None (fresh OS entropy, :func:`~dpspectral.privacy.pipeline.public_seed`).
 SEED = [NONE, Interval(0, None, "left", integer=True)]
@@ -183,11 +185,13 @@ ALPHA = Interval(0, 1, "neither")
 SKETCH_SENSITIVITY = Options(("per_pair", "drawn"))
 SETUP = Types((LocalLrfSetup,), "a LocalLrfSetup (see local_lrf_setup)")
 
-#: The parameters of :func:`local_lrf_setup` (k <= min(m, n) and t, v within it are checked next to it).
-SETUP_TABLE: dict[str, Any] = {"m": COUNT, "n": COUNT, "seed": SEED}
+#: The parameters of :func:`local_lrf_setup` (k <= min(n_users, n_features) and the sketch sizes within it
+#: are checked next to it).
+SETUP_TABLE: dict[str, Any] = {"n_users": COUNT, "n_features": COUNT, "seed": SEED}
 #: The parameters of :func:`local_lrf_noise`.
 NOISE_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "t": COUNT, "v": COUNT, "row_norm": ROW_NORM,
+    "epsilon": EPSILON, "delta": DELTA, "subspace_sketch_size": COUNT, "affine_sketch_size": COUNT,
+    "row_norm": ROW_NORM,
     "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
 }
 #: The parameters of :func:`local_lrf_noise_drawn`.
@@ -195,15 +199,15 @@ NOISE_DRAWN_TABLE: dict[str, Any] = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM,
     "column": [NONE, Interval(0, None, "left", integer=True)],
 }
-#: The parameters of :func:`local_lrf_report` (``i`` in [0, m) and the row's length are checked next to
-#: the setup they depend on).
+#: The parameters of :func:`local_lrf_report` (``user_index`` in [0, m) and the row's length are checked
+#: next to the setup they depend on).
 REPORT_TABLE: dict[str, Any] = {
     "setup": SETUP, "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "rng": RANDOM_STATE,
     "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
     "on_norm_violation": ON_NORM_VIOLATION, "sketch_sensitivity": SKETCH_SENSITIVITY,
 }
 #: The parameters of :func:`private_local_lrf` (``row_norm`` is checked only without ``row_change``,
-#: which replaces it; the relation must be local; k, t and v within the matrix's shape).
+#: which replaces it; the relation must be local; k and the sketch sizes within the matrix's shape).
 LRF_TABLE: dict[str, Any] = {
     "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION, "alpha": ALPHA,
     "simulate_sum": Types((bool, np.bool_), "a bool"), "sketch_seed": SEED, "sketch_failure_share": SHARE,
@@ -222,30 +226,41 @@ def _budget(table: dict[str, Any], values: dict[str, Any], owner: str) -> Privac
     return budget
 
 
+#: The paper's symbols of :func:`local_lrf_setup`'s parameters (still accepted, with a FutureWarning).
+SETUP_PAPER_NAMES = {"m": "n_users", "n": "n_features", **PAPER_SIZE_NAMES}
+
+
+@renamed(SETUP_PAPER_NAMES)
 @validated(SETUP_TABLE)
 def local_lrf_setup(
-    m: int,
-    n: int,
+    n_users: int,
+    n_features: int,
     k: int,
     *,
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     seed: int | None = None,
 ) -> LocalLrfSetup:
     """The public setup of Private-Local-LRF: sketch sizes and Gaussian sketches from one seed.
 
     Parameters
     ----------
-    m, n : int
-        Number of users and of features.
+    n_users : int
+        m in the paper: the number of users (rows of A; user i holds row i).
+    n_features : int
+        n in the paper: the number of features (columns of A).
     k : int
         Rank in [1, min(m, n)].
     alpha : float in (0, 1)
         Sets the default sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, both capped at
         ``min(m, n)`` (:func:`~dpspectral.lowrank.sketches.sketch_sizes`).
-    t, v : int, optional
-        Explicit sizes in [k, min(m, n)].
+    subspace_sketch_size : int, optional
+        t in the paper: the columns of ``Phi`` (n x t), in [k, min(m, n)].
+    affine_sketch_size : int, optional
+        v in the paper: the rows of ``S`` (v x m) and ``T`` (v x n), in [k, min(m, n)].
+
+    The paper's names ``m``, ``n``, ``t``, ``v`` still work, with a FutureWarning.
     seed : int, optional
         Seed of the sketches, public: fresh OS entropy if None
         (:func:`~dpspectral.privacy.pipeline.public_seed`). Must not be chosen adversarially.
@@ -263,11 +278,12 @@ def local_lrf_setup(
     is never drawn from a secret generator.
     """
     owner = "local_lrf_setup"
-    m, n = int(m), int(n)
+    m, n = int(n_users), int(n_features)
     k = check_rank(k, m, n, owner)
     seed_val = public_seed(seed)
     cap = min(m, n)
-    sizes = sketch_sizes(k, alpha, cap, cap, t=t, v=v, owner=owner)
+    sizes = sketch_sizes(k, alpha, cap, cap, subspace_sketch_size=subspace_sketch_size,
+                         affine_sketch_size=affine_sketch_size, owner=owner)
     Phi, S, T = sketches_from_seed(m, n, sizes.t, sizes.v, seed_val)
     return LocalLrfSetup(m=m, n=n, t=sizes.t, v=sizes.v, seed=seed_val, Phi=Phi, S=S, T=T)
 
@@ -426,11 +442,12 @@ def local_lrf_noise_drawn(
     )
 
 
+@renamed(PAPER_SIZE_NAMES)
 def local_lrf_noise(
     epsilon: float,
     delta: float,
-    t: int,
-    v: int,
+    subspace_sketch_size: int,
+    affine_sketch_size: int,
     *,
     row_norm: float,
     calibration: Calibration = "tight",
@@ -444,8 +461,11 @@ def local_lrf_noise(
     ----------
     epsilon, delta : float
         The per-user target; delta in (0, 1).
-    t, v : int
-        Sketch sizes.
+    subspace_sketch_size : int
+        t in the paper: the columns of ``Phi`` (the length of ``y_i``).
+    affine_sketch_size : int
+        v in the paper: the rows of ``S`` and ``T`` (``Z_i`` is v x v). The paper's names ``t``, ``v``
+        still work, with a FutureWarning.
     row_norm : float
         Public bound C on a row's norm; LDP neighbours differ by ``||a - a'|| <= b = 2 C``.
     calibration : {"tight", "paper"}
@@ -468,9 +488,10 @@ def local_lrf_noise(
     -------
     A plan, nothing released (see :func:`local_lrf_report` for the guarantee it gives).
     """
-    budget = _budget(NOISE_TABLE, dict(epsilon=epsilon, delta=delta, t=t, v=v, row_norm=row_norm,
-                                       calibration=calibration, alpha=alpha,
-                                       sketch_failure_share=sketch_failure_share), owner)
+    t, v = subspace_sketch_size, affine_sketch_size
+    budget = _budget(NOISE_TABLE, dict(epsilon=epsilon, delta=delta, subspace_sketch_size=t,
+                                       affine_sketch_size=v, row_norm=row_norm, calibration=calibration,
+                                       alpha=alpha, sketch_failure_share=sketch_failure_share), owner)
     b = 2.0 * sensitivity_norm(float(row_norm))
     delta_sketch = float(sketch_failure_share) * budget.delta
     delta_s = delta_sketch / 3.0
@@ -552,9 +573,10 @@ def _report_plan(owner: str, noise: LocalLrfNoise) -> ReleasePlan:
     return ReleasePlan(owner, Relation.LOCAL, noise.events, releases, noise.notes)
 
 
+@renamed({"i": "user_index"})
 def local_lrf_report(
     row: Any,
-    i: int,
+    user_index: int,
     setup: LocalLrfSetup,
     *,
     epsilon: float,
@@ -573,8 +595,9 @@ def local_lrf_report(
     ----------
     row : array-like of shape (n,)
         The user's own row a_i. Never modified.
-    i : int
-        The user's index in [0, m) (public: it selects the column ``S[:, i]`` and the row of ``Y_c``).
+    user_index : int
+        i in the paper: the user's index in [0, m) (public: it selects the column ``S[:, i]`` and the row
+        of ``Y_c``). The old name ``i`` still works, with a FutureWarning.
     setup : LocalLrfSetup
         The server's public message. The sketches are regenerated from ``setup.seed`` and a setup whose
         matrices differ from them is refused (:func:`verified_sketches`).
@@ -616,7 +639,9 @@ def local_lrf_report(
                                sketch_failure_share=sketch_failure_share,
                                sketch_sensitivity=sketch_sensitivity), owner)
     C = float(row_norm)
-    check_params({"i": Interval(0, setup.m, "left", integer=True)}, {"i": i}, owner)  # S[:, i] exists
+    i = user_index
+    check_params({"user_index": Interval(0, setup.m, "left", integer=True)}, {"user_index": i},
+                 owner)  # S[:, i] exists
     arr = _user_row(row, setup.n, owner)
     plan = _report_plan(owner, _noise_plan(
         epsilon, delta, setup, row_norm=C, calibration=calibration, alpha=alpha, owner=owner,
@@ -786,6 +811,7 @@ def _protocol_plan(relation: Relation, noise: LocalLrfNoise, *, m: int, simulate
     return ReleasePlan(_OWNER, relation, noise.events, tuple(releases), tuple(notes))
 
 
+@renamed(PAPER_SIZE_NAMES)
 def private_local_lrf(
     A: Any,
     k: int,
@@ -796,8 +822,8 @@ def private_local_lrf(
     relation: Relation | str = "local",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    t: int | None = None,
-    v: int | None = None,
+    subspace_sketch_size: int | None = None,
+    affine_sketch_size: int | None = None,
     simulate_sum: bool = False,
     sketch_seed: int | None = None,
     sketch_failure_share: float = 0.1,
@@ -845,7 +871,8 @@ def private_local_lrf(
     m, n = A.shape
     k = check_rank(k, m, n, owner)
     seed = public_seed(sketch_seed)  # public randomness: never from random_state
-    setup = local_lrf_setup(m, n, k, alpha=alpha, t=t, v=v, seed=seed)
+    setup = local_lrf_setup(m, n, k, alpha=alpha, subspace_sketch_size=subspace_sketch_size,
+                            affine_sketch_size=affine_sketch_size, seed=seed)
     noise = _noise_plan(
         budget.epsilon, budget.delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
         sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=None,
@@ -949,8 +976,12 @@ _LRF_PARAMETERS = """
     alpha : float in (0, 1)
         Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at
         ``min(m, n)``) and the paper's noise formulas.
-    t, v : int, optional
-        Explicit sketch sizes in [k, min(m, n)].
+    subspace_sketch_size : int, optional
+        t in the paper: the columns of the public sketch ``Phi`` (n x t), the length of each ``y_i``; in
+        [k, min(m, n)]. The old name ``t`` still works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: the rows of the public sketches ``S`` (v x m) and ``T`` (v x n); each ``Z_i`` is
+        v x v. In [k, min(m, n)]; the old name ``v`` still works, with a FutureWarning.
     simulate_sum : bool
         False (default): draw every user's v x v noise ``G_i`` and add them up (in blocks of users).
         True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.

@@ -37,7 +37,7 @@ from .factorization import (
     split_joint,
 )
 from .sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
-from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, PublishOnce, read_only
+from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
 
@@ -50,7 +50,7 @@ _TABLE: dict[str, Constraint | list[Constraint] | None] = {
 }
 
 
-class CovarianceLRF(PublishOnce):
+class CovarianceLRF(SketchState):
     """Private-Covariance-LRF: streaming rank-k factorization of ``A^T A`` from rows inserted one at a time.
 
     The state is ``Y_c = C Phi + N1`` (d x t) and ``Z = S C + N2`` (v x d) for ``C = sum_r a_r a_r^T`` over
@@ -209,29 +209,6 @@ class CovarianceLRF(PublishOnce):
         )
         return fro, b, frobenius_plan(self.mechanism, rel, fro, notes)
 
-    @property
-    def sketch_seed(self) -> int:
-        """The seed of the sketches (shown only once the state is published)."""
-        self._require_published("sketch_seed")
-        return self._sketch_seed
-
-    @property
-    def Y_c(self) -> np.ndarray:
-        """``C Phi + N1`` (d x t), a read-only copy. Reading it publishes the snapshot."""
-        self._publish("Y_c")
-        return read_only(self._snapshot(self._Y).copy())
-
-    @property
-    def Z(self) -> np.ndarray:
-        """``S C + N2`` (v x d), a read-only copy. Reading it publishes the snapshot."""
-        self._publish("Z")
-        return read_only(self._snapshot(self._ZT).T.copy())
-
-    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The sketches ``(Phi, S)``, read-only (once the state is published)."""
-        self._require_published("sketches")
-        return read_only(self._Phi), read_only(self._S)
-
     def insert(self, row: Any) -> None:
         """Insert one row a (length d): ``C += a a^T`` (after clipping to ``row_norm``)."""
         a = np.asarray(row.toarray() if sp.issparse(row) else row)
@@ -281,17 +258,9 @@ class CovarianceLRF(PublishOnce):
             U (d, k), S (k,), V (d, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``bound``,
             ``sketch_seed`` and, under ``replace_one`` only, ``n_rows``.
         """
-        self._publish("release")
-        U, s, V = frobenius_release(self._snapshot(self._Y), self._snapshot(self._ZT).T, self._S, self.rank)
-        diag: dict[str, Any] = {
-            "t": self.sizes.t,
-            "v": self.sizes.v,
-            "sigma": self.sigma,
-            "sensitivity": self.sensitivity,
-            "noise_multiplier": self.sigma / self.sensitivity,
-            "bound": self.bound,
-            "sketch_seed": self._sketch_seed,
-        }
+        Y, Z = self._published_sketches()
+        U, s, V = frobenius_release(Y, Z, self._S, self.rank)
+        diag = self._diagnostics({"bound": self.bound, "sketch_seed": self._sketch_seed})
         if self.relation is Relation.REPLACE_ONE:  # n is public under replace-one only
             diag["n_rows"] = self._n_rows
         return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)

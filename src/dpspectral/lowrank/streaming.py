@@ -191,6 +191,65 @@ class PublishOnce:
             )
 
 
+class SketchState(PublishOnce):
+    """The noisy sketch pair of a streaming state, shown and released once published.
+
+    Shared by :class:`TurnstileLRF` (the sketches of A, or of ``A^T``) and ``CovarianceLRF`` (of
+    ``C = A^T A``): for the state's matrix M, ``_Y = M Phi + N1`` and ``_ZT = (S M + N2)^T`` are kept with
+    the public ``_Phi``, ``_S``, ``_ST`` of the seed ``_sketch_seed``, and ``rank``, ``sizes``, ``sigma``,
+    ``sensitivity`` of the release.
+    """
+
+    _Y: np.ndarray
+    _ZT: np.ndarray
+    _Phi: np.ndarray
+    _S: np.ndarray
+    _sketch_seed: int
+    rank: int
+    sizes: SketchSizes
+    sigma: float
+    sensitivity: float
+
+    @property
+    def sketch_seed(self) -> int:
+        """The seed of the sketches (shown only once the state is published)."""
+        self._require_published("sketch_seed")
+        return self._sketch_seed
+
+    @property
+    def Y_c(self) -> np.ndarray:
+        """``M Phi + N1``, a read-only copy (M: A or ``A^T``, the wide one, or C). Reading it publishes."""
+        self._publish("Y_c")
+        return read_only(self._snapshot(self._Y).copy())
+
+    @property
+    def Z(self) -> np.ndarray:
+        """``S M + N2``, a read-only copy (M: A or ``A^T``, the wide one, or C). Reading it publishes."""
+        self._publish("Z")
+        return read_only(self._snapshot(self._ZT).T.copy())
+
+    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sketches ``(Phi, S)`` of the state's matrix, read-only (once the state is published)."""
+        self._require_published("sketches")
+        return read_only(self._Phi), read_only(self._S)
+
+    def _published_sketches(self) -> tuple[np.ndarray, np.ndarray]:
+        """Publish the current snapshot (:meth:`_publish`) and return it: ``(Y_c, Z)``."""
+        self._publish("release")
+        return self._snapshot(self._Y), self._snapshot(self._ZT).T
+
+    def _diagnostics(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """A release's diagnostics: t, v, sigma, sensitivity, noise_multiplier, then ``extra``."""
+        return {
+            "t": self.sizes.t,
+            "v": self.sizes.v,
+            "sigma": self.sigma,
+            "sensitivity": self.sensitivity,
+            "noise_multiplier": self.sigma / self.sensitivity,
+            **extra,
+        }
+
+
 # ----------------------------------------------------------------------------------------------
 # compiled update loop and input validation (shared with .continual)
 # ----------------------------------------------------------------------------------------------
@@ -504,7 +563,7 @@ def state_noise_source(path: str | os.PathLike[str], data: Mapping[str, np.ndarr
 # ----------------------------------------------------------------------------------------------
 
 
-class TurnstileLRF(PublishOnce):
+class TurnstileLRF(SketchState):
     """Turnstile streaming Private-Frobenius-LRF (Priv2; Upadhyay's Figure 6, Theorem 48).
 
     Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
@@ -680,6 +739,7 @@ class TurnstileLRF(PublishOnce):
         self.sigma = noise.sigma
         self.sensitivity = noise.sensitivity
         self.privacy = report
+        self._sketch_seed = config.sketch_seed
         Phi, S = frobenius_sketches(m, n, self.sizes, config.sketch_seed)
         self._Phi = Phi
         self._S = S
@@ -719,29 +779,6 @@ class TurnstileLRF(PublishOnce):
         """The configuration (holds the sketch seed: shown only once the state is published)."""
         self._require_published("config")
         return self._config
-
-    @property
-    def sketch_seed(self) -> int:
-        """The seed of the sketches (shown only once the state is published)."""
-        self._require_published("sketch_seed")
-        return self._config.sketch_seed
-
-    @property
-    def Y_c(self) -> np.ndarray:
-        """``A Phi + N1`` (read-only copy; m x t, or n x t of ``A^T``). Reading it publishes the snapshot."""
-        self._publish("Y_c")
-        return read_only(self._snapshot(self._Y).copy())
-
-    @property
-    def Z(self) -> np.ndarray:
-        """``S A + N2`` (read-only copy; v x n, or v x m of ``A^T``). Reading it publishes the snapshot."""
-        self._publish("Z")
-        return read_only(self._snapshot(self._ZT).T.copy())
-
-    def sketches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The sketches ``(Phi, S)`` of the (possibly transposed) state, read-only (once published)."""
-        self._require_published("sketches")
-        return read_only(self._Phi), read_only(self._S)
 
     def __repr__(self) -> str:
         m, n = self.shape
@@ -825,17 +862,9 @@ class TurnstileLRF(PublishOnce):
             ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed`` (all
             public; no count of updates).
         """
-        self._publish("release")
-        U, s, V = frobenius_release(self._snapshot(self._Y), self._snapshot(self._ZT).T, self._S, self.rank)
-        diag = {
-            "t": self.sizes.t,
-            "v": self.sizes.v,
-            "sigma": self.sigma,
-            "sensitivity": self.sensitivity,
-            "noise_multiplier": self.sigma / self.sensitivity,
-            "sketch_seed": self._config.sketch_seed,
-            "transposed": self.transposed,
-        }
+        Y, Z = self._published_sketches()
+        U, s, V = frobenius_release(Y, Z, self._S, self.rank)
+        diag = self._diagnostics({"sketch_seed": self._config.sketch_seed, "transposed": self.transposed})
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
     # -- persistence ---------------------------------------------------------------------------

@@ -55,7 +55,8 @@ from ..privacy.gaussian import (
     split_noise_multiplier,
 )
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, StagedRelease, precheck, release
+from ..privacy.quantile import clip_from_histogram, histogram_sensitivity, norm_edges, norm_histogram
 from ..results import SubspaceResult
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
@@ -66,6 +67,10 @@ Centering = None | str | np.ndarray
 #: Share of the Gaussian budget (of ``1/s^2``) spent on a noisy row count when one is released
 #: (add/remove neighbours, where n itself is protected).
 COUNT_SHARE = 0.01
+
+#: The quantile of the centred row norms at which ``centering="private"`` clips the centred rows
+#: (adaptive clipping; measured in docs/algorithms/covariance.md).
+DEFAULT_CLIP_QUANTILE = 0.5
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
 
@@ -97,8 +102,15 @@ def covariance_plan(
     private_mean: bool,
     release_count: bool,
     mean_share: float,
+    clip_share: float | None = None,
 ) -> ReleasePlan:
-    """The releases of one run (scatter, and the mean and count when released), from public inputs."""
+    """The releases of one run (scatter, and the mean, count and norm histogram when released).
+
+    From public inputs only. With ``clip_share`` (adaptive clipping of the centred rows) the plan also
+    holds the ``"histogram"`` release of the centred row norms, and its ``"scatter"`` release is stated
+    at the public bound ``row_norm`` (the worst case: the run draws it at the released clip, with the
+    same noise multiplier, in a staged release).
+    """
     row_norm = sensitivity_norm(row_norm)  # the bound the (rounded) clipped rows satisfy
     cov_sens = _scatter_sensitivity(relation, row_norm)
     count_needed = (release_count or private_mean) and not relation.n_is_public
@@ -108,23 +120,27 @@ def covariance_plan(
             "(Sheffet 2019; Amin et al. 2019); a labelled reproduction baseline only.",))
     if calibration == "tight":
         return _tight_plan(kind, budget, relation, cov_sens, _sum_sensitivity(relation, row_norm),
-                           private_mean=private_mean, count_needed=count_needed, mean_share=mean_share)
+                           private_mean=private_mean, count_needed=count_needed, mean_share=mean_share,
+                           clip_share=clip_share if private_mean else None)
     return _paper_plan(kind, budget, relation, cov_sens, row_norm, n, d, count_needed=count_needed)
 
 
 def _tight_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: float,
                 sum_sens: float, *, private_mean: bool, count_needed: bool,
-                mean_share: float) -> ReleasePlan:
-    """One analytic Gaussian budget split exactly between scatter, mean and count (in that order)."""
+                mean_share: float, clip_share: float | None = None) -> ReleasePlan:
+    """One analytic Gaussian budget split exactly between scatter, mean, count and norm histogram."""
     shares = {"scatter": 1.0}
     if private_mean:
         shares["mean"] = mean_share
     if count_needed:
         shares["count"] = COUNT_SHARE
+    if clip_share is not None:
+        shares["histogram"] = clip_share
     shares["scatter"] = 1.0 - sum(v for key, v in shares.items() if key != "scatter")
     s_total = analytic_noise_multiplier(budget.epsilon, budget.delta)
     multipliers = dict(zip(shares, split_noise_multiplier(s_total, list(shares.values())), strict=True))
-    sensitivities = {"scatter": cov_sens, "mean": sum_sens, "count": 1.0}
+    sensitivities = {"scatter": cov_sens, "mean": sum_sens, "count": 1.0,
+                     "histogram": histogram_sensitivity(relation)}
     releases = tuple(NoisyRelease(name, "gaussian", multipliers[name] * sensitivities[name],
                                   sensitivities[name]) for name in shares)
     events = tuple(dp_accounting.GaussianDpEvent(multipliers[name]) for name in shares)
@@ -229,6 +245,9 @@ def _covariance_pca(
     accounting: AccountingMethod,
     show_progress: bool | None,
     allowed_relations: Sequence[Relation],
+    adaptive_clip: bool = False,
+    clip_quantile: float = 0.5,
+    clip_share: float = 0.05,
 ) -> SubspaceResult:
     """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
     budget, rel, C, center, mean_share = _validate(
@@ -242,10 +261,13 @@ def _covariance_pca(
         check_n_components(k, d_known, kind, name="k")
     n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
 
+    adaptive = private_mean and adaptive_clip
+
     def make_plan(n: int | None, d: int | None) -> ReleasePlan:
         return covariance_plan(
             kind, budget=budget, relation=rel, calibration=calibration, row_norm=C, n=n, d=d,
             private_mean=private_mean, release_count=release_count, mean_share=mean_share,
+            clip_share=clip_share if adaptive else None,
         )
 
     # Fail fast, before reading the data, when the budget cannot cover the run.
@@ -254,14 +276,18 @@ def _covariance_pca(
     release_args: dict[str, Any] = dict(
         kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
         on_norm_violation=on_norm_violation, show_progress=show_progress)
-    if private_mean:
+    if adaptive:
+        plan, released = _release_centred_adaptive(X, make_plan, quantile=clip_quantile,
+                                                   **release_args)
+    elif private_mean:
         plan, released = _release_centred(X, make_plan, **release_args)
     else:
         center_array = center if isinstance(center, np.ndarray) else None
         plan, released = _release_uncentred(X, make_plan, center=center_array, **release_args)
     report = released.releaser.report(mechanism=kind, budget=budget, calibration=calibration,
-                                      accounting=accounting, notes=plan.notes, stacklevel=4)
-    return _result(kind, plan, released, report, rel, C)
+                                      accounting=accounting, notes=plan.notes, stacklevel=4,
+                                      events=plan.events)
+    return _result(kind, plan, released, report, rel, released.clip or C)
 
 
 class _Released:
@@ -275,6 +301,7 @@ class _Released:
         self.noisy_count: float | None = None
         self.n = 0
         self.releaser: Releaser
+        self.clip: float | None = None  # the released clip of the centred rows (adaptive clipping)
 
 
 def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: float, epsilon: float,
@@ -309,6 +336,68 @@ def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: flo
         out.values, out.vectors = top_k_eigh(out.S_hat, k)
     out.n, out.releaser = moments.n, releaser
     return plan, out
+
+
+def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: _NoiseKind, k: int,
+                              C: float, epsilon: float, accountant: Any, noise: Any,
+                              on_norm_violation: NormViolation,
+                              show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+    """centering='private' with adaptive clipping: a staged release of three stages.
+
+    Pass 1 (sum of clipped raw rows) validates the whole input before anything is charged. Stage 1
+    releases the noisy sum (and count); stage 2 the noisy histogram of the norms of the rows centred
+    by the released mean, from which the clip ``r`` (a quantile) is post-processed; stage 3 the
+    scatter of the centred rows clipped at ``r``, with the planned noise multiplier times its
+    sensitivity at ``r``. The whole cost is declared and checked up front (StagedRelease).
+    """
+    first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
+                       want_second=False, owner=kind, show_progress=show_progress)
+    check_n_components(k, first.d, kind, name="k")
+    plan = make_plan(first.n, first.d)
+    event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
+    stage1 = ("mean", "count") if _has(plan, "count") else ("mean",)
+    stages = [tuple(event_of[name] for name in stage1), (event_of["histogram"],), (event_of["scatter"],)]
+    staged = StagedRelease(accountant, plan.relation, kind, stages)
+    out = _Released()
+
+    def stage_plan(names: tuple[str, ...], releases: tuple[NoisyRelease, ...]) -> ReleasePlan:
+        return ReleasePlan(kind, plan.relation, tuple(event_of[n] for n in names), releases)
+
+    with staged.stage(stage_plan(stage1, tuple(plan[n] for n in stage1)), noise) as releaser:
+        assert first.sum is not None
+        n_mean = float(first.n)  # public under replace-one; a noisy count otherwise
+        noisy_sum = releaser.add("mean", first.sum)
+        if _has(plan, "count"):
+            out.noisy_count = releaser.add("count", float(first.n))
+            n_mean = max(out.noisy_count, 1.0)
+    mu = noisy_sum / n_mean
+    norm_mu = float(np.linalg.norm(mu))
+    if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-processing)
+        mu *= C / norm_mu
+    out.center = mu
+    edges = norm_edges(C)
+    with staged.stage(stage_plan(("histogram",), (plan["histogram"],)), noise) as releaser:
+        counts = norm_histogram(X, edges, center=mu, owner=kind, show_progress=show_progress)
+        noisy_counts = releaser.add("histogram", counts)
+    out.clip = min(clip_from_histogram(noisy_counts, edges, quantile, n_mean), C)
+    planned = plan["scatter"]
+    sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(out.clip))
+    multiplier = planned.scale / (planned.sensitivity or 1.0)
+    scatter = NoisyRelease("scatter", "gaussian", multiplier * sensitivity, sensitivity)
+    with staged.stage(stage_plan(("scatter",), (scatter,)), noise) as releaser:
+        # the centred rows clipped at the released clip (never refused: see _release_centred)
+        moments = accumulate(X, row_norm=out.clip, center=mu, on_norm_violation="clip",
+                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress)
+        out.S_hat = _noisy_scatter(kind, moments, releaser, out.clip, epsilon)
+        out.values, out.vectors = top_k_eigh(out.S_hat, k)
+    out.n, out.releaser = moments.n, releaser
+    released_plan = ReleasePlan(kind, plan.relation, plan.events,
+                                tuple(r for r in plan.releases if r.name != "scatter") + (scatter,),
+                                notes=plan.notes + (
+                                    f"Adaptive clipping: the centred rows were clipped at {out.clip:.4g}, "
+                                    f"the released {quantile:g}-quantile of their norms (public bound "
+                                    f"row_norm={C:g}).",))
+    return released_plan, out
 
 
 def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
@@ -347,6 +436,9 @@ def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: An
         diagnostics["mean_noise_std"] = plan["mean"].scale
     if _has(plan, "count"):
         diagnostics["count_noise_std"] = plan["count"].scale  # public: a function of (epsilon, delta)
+    if released.clip is not None:
+        diagnostics["centred_clip"] = released.clip  # released (post-processing of a noisy histogram)
+        diagnostics["histogram_noise_std"] = plan["histogram"].scale
     return SubspaceResult(
         components=released.vectors,
         values=released.values,
@@ -426,9 +518,14 @@ COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
     "show_progress": [NONE, Types((bool,), "a bool")],
 }
+#: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.
+ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
+    **COVARIANCE_PARAMETERS,
+    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": SHARE, "clip_share": SHARE,
+}
 
 
-@validated(COVARIANCE_PARAMETERS)
+@validated(ADAPTIVE_PARAMETERS)
 def analyze_gauss(
     X: Any,
     k: int,
@@ -440,6 +537,9 @@ def analyze_gauss(
     calibration: Calibration = "tight",
     centering: Centering = None,
     mean_share: float = 0.1,
+    adaptive_clip: bool = True,
+    clip_quantile: float = DEFAULT_CLIP_QUANTILE,
+    clip_share: float = 0.05,
     release_count: bool = False,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -469,10 +569,11 @@ def analyze_gauss(
         release_count=release_count, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
         allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
+        adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
     )
 
 
-@validated(COVARIANCE_PARAMETERS)
+@validated(ADAPTIVE_PARAMETERS)
 def mod_sulq(
     X: Any,
     k: int,
@@ -484,6 +585,9 @@ def mod_sulq(
     calibration: Calibration = "tight",
     centering: Centering = None,
     mean_share: float = 0.1,
+    adaptive_clip: bool = True,
+    clip_quantile: float = DEFAULT_CLIP_QUANTILE,
+    clip_share: float = 0.05,
     release_count: bool = False,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -513,6 +617,7 @@ def mod_sulq(
         release_count=release_count, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
         allowed_relations=(Relation.REPLACE_ONE,),
+        adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
     )
 
 

@@ -74,6 +74,7 @@ from ..constraints import (
     SHARE,
     Interval,
     Options,
+    renamed,
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
@@ -150,8 +151,9 @@ _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
 }
 _DP_PCA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
-    "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE, "K": _POSITIVE,
-    "a": _POSITIVE, "failure_probability": SHARE, "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
+    "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE,
+    "tail_scale": _POSITIVE, "tail_exponent": _POSITIVE, "failure_probability": SHARE,
+    "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
 }
 
 
@@ -348,6 +350,27 @@ def _parts(n: int | None, k: int, rank_method: str, owner: str) -> list[int | No
     return [base] * (k - 1) + [None]  # the last part takes the rest
 
 
+_PartRun = Callable[[np.ndarray, int | None, np.ndarray], np.ndarray]
+
+
+def _by_parts(W: np.ndarray, parts: list[int | None], run_part: _PartRun) -> np.ndarray:
+    """Run ``run_part(w, size, found)`` over the parts of the rows (:func:`_parts`), in order.
+
+    One part (block updates): ``w`` is the whole iterate W and ``found`` is empty. k parts (deflation):
+    part j starts from column j of W, orthogonalised against the components ``found`` on the earlier
+    parts, and its result is the j-th component.
+    """
+    found = np.empty((W.shape[0], 0))
+    if len(parts) == 1:
+        return run_part(W, parts[0], found)
+    comps = []
+    for j, size in enumerate(parts):
+        w = run_part(_orth(_deflate(W[:, j : j + 1].copy(), found)), size, found)
+        comps.append(w)
+        found = np.hstack([found, w])
+    return np.hstack(comps)
+
+
 @dataclass
 class _Source:
     """The rows a run reads and the public facts about them (sizes and options, never values)."""
@@ -407,47 +430,45 @@ def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], rates: tuple[
     ``rates``: (c1, c2) of ``eta_t = c1 / (c2 + t)``. ``step_noise(shape)``: the noise of ``shape[0]``
     consecutive steps, per unit eta (drawn by the releaser; None: non-private).
     """
-    from ._oja_kernels import oja_rows
-
-    c1, c2 = rates
-    d, k = W.shape
-    deflation = len(parts) > 1
-    found = np.empty((d, 0))
     bar = progress(range(n if n is not None else 0), total=n, desc=owner, enabled=show_progress,
                    min_total=200_000)
     bar_it = iter(bar) if n is not None else None
-    t_all = 0
-    comps = []
-    for j, size in enumerate(parts):
-        w = (W[:, j : j + 1].copy() if deflation else W)
-        if deflation:
-            w = _orth(_deflate(w, found))
-        t = 0
-        while True:
-            m = _CHUNK if size is None else min(_CHUNK, size - t)
-            if m <= 0:
-                break
-            X = rows.take(m)
-            if X.shape[0] == 0:
-                break
-            mb = X.shape[0]
-            etas = _etas(c1, c2, t, mb)
-            Z = step_noise((mb, d, w.shape[1])) if step_noise is not None else np.empty((0, d, w.shape[1]))
-            w = oja_rows(np.ascontiguousarray(w), X, etas, Z, beta, np.ascontiguousarray(found))
-            t += mb
-            if bar_it is not None:  # advance the bar by mb rows at C speed (a Python loop cost 20%)
-                collections.deque(itertools.islice(bar_it, mb), maxlen=0)
-            if X.shape[0] < m:
-                break
-        t_all += t
-        if deflation:
-            comps.append(w)
-            found = np.hstack([found, w])
-        else:
-            W = w
-    if deflation:
-        W = np.hstack(comps)
-    return W, t_all
+    used = [0]
+
+    def run_part(w: np.ndarray, size: int | None, found: np.ndarray) -> np.ndarray:
+        w, t = _rows_part(rows, w, size, found, rates, beta, step_noise, bar_it)
+        used[0] += t
+        return w
+
+    return _by_parts(W, parts, run_part), used[0]
+
+
+def _rows_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray, rates: tuple[float, float],
+               beta: float, step_noise: _StepNoise | None,
+               bar_it: Iterator[Any] | None) -> tuple[np.ndarray, int]:
+    """The Oja steps over one part of the rows (all of them for block updates); returns (w, its rows)."""
+    from ._oja_kernels import oja_rows
+
+    c1, c2 = rates
+    d = w.shape[0]
+    t = 0
+    while True:
+        m = _CHUNK if size is None else min(_CHUNK, size - t)
+        if m <= 0:
+            break
+        X = rows.take(m)
+        if X.shape[0] == 0:
+            break
+        mb = X.shape[0]
+        etas = _etas(c1, c2, t, mb)
+        Z = step_noise((mb, d, w.shape[1])) if step_noise is not None else np.empty((0, d, w.shape[1]))
+        w = oja_rows(np.ascontiguousarray(w), X, etas, Z, beta, np.ascontiguousarray(found))
+        t += mb
+        if bar_it is not None:  # advance the bar by mb rows at C speed (a Python loop cost 20%)
+            collections.deque(itertools.islice(bar_it, mb), maxlen=0)
+        if X.shape[0] < m:
+            break
+    return w, t
 
 
 @validated(_OJA_PARAMETERS)
@@ -574,9 +595,13 @@ def _shuffle_limit(n: int, delta_shuffle: float) -> float:
     return math.log(n / (16.0 * math.log(4.0 / delta_shuffle))) if n > 16 else -math.inf
 
 
-def shuffle_amplified_epsilon(noise_multiplier: float, n: int, delta: float,
+@renamed({"n": "n_steps"})
+def shuffle_amplified_epsilon(noise_multiplier: float, n_steps: int, delta: float,
                               *, start: float = 1.0) -> tuple[float, float]:
     """(epsilon, delta) of n shuffled adaptive Gaussian steps, each with this noise multiplier.
+
+    ``n_steps`` is n in the theorem: the number of shuffled steps (one row each; the old name ``n``
+    still works, with a FutureWarning).
 
     Each step is ``(eps0, delta0)``-DP for the exact Gaussian curve. By Feldman, McMillan and Talwar
     (FOCS 2021, Theorem 3.8 with the adaptive reduction of §5), the shuffled sequence is then
@@ -590,6 +615,7 @@ def shuffle_amplified_epsilon(noise_multiplier: float, n: int, delta: float,
     """
     from ..privacy.gaussian import gaussian_epsilon
 
+    n = n_steps
     half = delta / 2
     limit = _shuffle_limit(n, half)
     eps = float(start)
@@ -848,8 +874,9 @@ def _check_planned(releaser: Releaser, *releases: NoisyRelease) -> None:
                                f"as {releaser.plan[wanted.name]}.")
 
 
+@renamed({"G": "gradients"})
 def private_top_eigenvalue(
-    G: np.ndarray,
+    gradients: np.ndarray,
     *,
     epsilon: float,
     delta: float,
@@ -860,6 +887,9 @@ def private_top_eigenvalue(
     releaser: Releaser | None = None,
 ) -> float | None:
     """Algorithm 4: a private estimate of the top eigenvalue of the covariance of the rows of G.
+
+    ``gradients`` (G in the paper, the old name still works with a FutureWarning): the b x p matrix
+    whose rows are the gradients of the first half of a minibatch.
 
     Rows are paired (``h_i = (g_i - g_{b/2+i}) / sqrt 2``: zero mean, same covariance), the pairs
     split into ``n_groups`` groups, each group's top eigenvalue ``lambda_max(H_j^T H_j / s)`` binned
@@ -880,13 +910,13 @@ def private_top_eigenvalue(
     """
     if releaser is not None:
         _check_planned(releaser, _eigenvalue_release(epsilon))
-        return _top_eigenvalue(G, epsilon, delta, bound, n_groups, histogram, releaser)
+        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, releaser)
     event = (laplace_histogram_event(2.0 / epsilon, Relation.REPLACE_ONE) if histogram == "laplace"
              else stable_histogram_event(epsilon, delta))
     plan = ReleasePlan("private_top_eigenvalue", Relation.REPLACE_ONE, (event,),
                        (_eigenvalue_release(epsilon),))
     with release(plan, None, noise_source(random_state)) as own:
-        return _top_eigenvalue(G, epsilon, delta, bound, n_groups, histogram, own)
+        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, own)
 
 
 def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n_groups: int,
@@ -925,8 +955,9 @@ def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n
     return float(bound * 2.0 ** (mode / 4.0))
 
 
+@renamed({"G": "gradients"})
 def private_mean(
-    G: np.ndarray,
+    gradients: np.ndarray,
     *,
     radius: float,
     bound: float,
@@ -939,6 +970,8 @@ def private_mean(
     releaser: Releaser | None = None,
 ) -> tuple[np.ndarray | None, dict[str, float]]:
     """Algorithm 5: private mean of the rows of G (shape b x p), coordinate-wise.
+
+    ``gradients`` is G in the paper (the old name still works, with a FutureWarning).
 
     For every coordinate j a private histogram with bins ``[2 r l - r, 2 r l + r)`` (``r = radius``)
     over the data-independent range ``|g_ij| <= bound`` finds a centre ``m_j``; each coordinate is
@@ -961,15 +994,15 @@ def private_mean(
     mean = _mean_release(noise_std_per_sensitivity)
     if releaser is not None:
         _check_planned(releaser, hist, mean)
-        return _truncated_mean(G, radius, bound, hist_budget, half_width_mult, histogram, releaser)
-    p = G.shape[1]
+        return _truncated_mean(gradients, radius, bound, hist_budget, half_width_mult, histogram, releaser)
+    p = gradients.shape[1]
     hist_event = (laplace_histogram_event(hist.scale, Relation.REPLACE_ONE) if histogram == "laplace"
                   else EpsilonDeltaDpEvent(*hist_budget))  # type: ignore[misc]
     event = dp_accounting.ComposedDpEvent([dp_accounting.SelfComposedDpEvent(hist_event, p),
                                            dp_accounting.GaussianDpEvent(noise_std_per_sensitivity)])
     plan = ReleasePlan("private_mean", Relation.REPLACE_ONE, (event,), (hist, mean))
     with release(plan, None, noise_source(random_state)) as own:
-        return _truncated_mean(G, radius, bound, hist_budget, half_width_mult, histogram, own)
+        return _truncated_mean(gradients, radius, bound, hist_budget, half_width_mult, histogram, own)
 
 
 def _truncated_mean(G: np.ndarray, radius: float, bound: float,
@@ -1093,6 +1126,11 @@ class _DpPcaConfig:
         return None if self.lap_m is None else 2.0 * self.lap_m  # multiplier = scale / L1 shift 2
 
 
+#: The paper's symbols of :func:`dp_pca`'s Assumption A.4 constants (still accepted, with a FutureWarning).
+DP_PCA_PAPER_NAMES = {"K": "tail_scale", "a": "tail_exponent"}
+
+
+@renamed(DP_PCA_PAPER_NAMES)
 @validated(_DP_PCA_PARAMETERS)
 def dp_pca(
     X: Any,
@@ -1110,8 +1148,8 @@ def dp_pca(
     rank_method: RankMethod = "block",
     histogram: Histogram = "laplace",
     half_width_mult: float = 2.0,
-    K: float = 1.0,
-    a: float = 0.5,
+    tail_scale: float = 1.0,
+    tail_exponent: float = 0.5,
     failure_probability: float = 0.01,
     n_groups: int | None = None,
     histogram_share: float = 0.5,
@@ -1129,10 +1167,13 @@ def dp_pca(
     (:func:`private_top_eigenvalue`), the second a private mean gradient ``g_t``
     (:func:`private_mean`, half-width ``r = K sqrt(2 Lambda_t) log^a(b p / zeta)``);
     ``W_t = orth(W_{t-1} + eta_t g_t)``, ``eta_t = c1 / (c2 + t)``. A failed estimate skips the step.
-    ``zeta = failure_probability / (2 T)``; ``K``, ``a`` are Assumption A.4's constants (the paper's
+    ``zeta = failure_probability / (2 T)``; ``tail_scale`` (K in the paper) and ``tail_exponent``
+    (a in the paper) are the constants of Assumption A.4, the sub-Weibull tail of the gradients
+    ``E exp((|u^T (A_i - Sigma) v|^2 / (K^2 lambda_1^2 gamma^2))^{1/(2a)}) <= 2`` (the paper's
     Gaussian values are K = 4, a = 1, which make the truncation box ~80 standard deviations wide at
     n = 2e5; the defaults K = 1, a = 1/2 and ``half_width_mult = 2`` (the factor of Algorithm 5's box;
-    spec default 3) were chosen from measurements, docs/algorithms/oja.md). Learning rates are in the
+    spec default 3) were chosen from measurements, docs/algorithms/oja.md). The paper's names ``K``,
+    ``a`` still work, with a FutureWarning. Learning rates are in the
     units of the data: ``eta`` scales as ``1 / row_norm^2``; the defaults suit ``row_norm = 1``.
 
     Privacy
@@ -1164,7 +1205,8 @@ def dp_pca(
         calibration=calibration, on_norm_violation=on_norm_violation, n_samples=n_samples,
         rank_method=rank_method, batch_size=batch_size, batch_constant=batch_constant,
         histogram=histogram, failure_probability=failure_probability, n_groups=n_groups,
-        histogram_share=histogram_share, half_width_mult=half_width_mult, K=K, a=a, c1=c1, c2=c2)
+        histogram_share=histogram_share, half_width_mult=half_width_mult, tail_scale=tail_scale,
+        tail_exponent=tail_exponent, c1=c1, c2=c2)
     noise = noise_source(random_state)
     plan = _dp_pca_plan(config, rel, source.in_memory, calibration, seeded=isinstance(noise, SeededNoise))
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
@@ -1240,8 +1282,8 @@ def _warn_outside_analysis(budget: PrivacyBudget, n: int | None, owner: str) -> 
 
 def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int, *, rank_method: str,
                    calibration: str, histogram: Histogram, failure_probability: float,
-                   n_groups: int | None, histogram_share: float, half_width_mult: float, K: float,
-                   a: float, c1: float, c2: float) -> _DpPcaConfig:
+                   n_groups: int | None, histogram_share: float, half_width_mult: float,
+                   tail_scale: float, tail_exponent: float, c1: float, c2: float) -> _DpPcaConfig:
     """Steps, groups and noise multipliers of a DP-PCA run, from public inputs only."""
     n, owner = source.n, source.owner
     T = None if n is None else n // B
@@ -1259,7 +1301,7 @@ def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int, *, rank_metho
     p = source.d * (1 if rank_method == "deflation" else source.k)
     grad_bound = sensitivity_norm(source.row_norm) ** 2
     lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(histogram_share), histogram)
-    K, a, h = float(K), float(a), float(half_width_mult)
+    K, a, h = float(tail_scale), float(tail_exponent), float(half_width_mult)
     if calibration == "paper":
         s_gauss = _paper_mean_multiplier(budget, B, b, p, zeta, K, a, h)
     return _DpPcaConfig(B=B, b=b, T=T, p=p, zeta=zeta, groups=groups, histogram=histogram,
@@ -1315,22 +1357,11 @@ def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
     W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
     rows = source.reader(releaser.generator)
     log = _StepLog()
-    deflation = len(source.parts) > 1
-    found = np.empty((source.d, 0))
-    comps = []
     bar = progress(range(config.T or 0), total=config.T, desc=source.owner, enabled=show_progress,
                    min_total=50)
     bar_it = iter(bar)
-    for j, size in enumerate(source.parts):
-        w = _orth(_deflate(W[:, j : j + 1].copy(), found)) if deflation else W
-        w = _dp_pca_part(rows, w, size, found, config, releaser, log, bar_it)
-        if deflation:
-            comps.append(w)
-            found = np.hstack([found, w])
-        else:
-            W = w
-    if deflation:
-        W = np.hstack(comps)
+    W = _by_parts(W, source.parts,
+                  lambda w, size, found: _dp_pca_part(rows, w, size, found, config, releaser, log, bar_it))
     if log.steps == 0:  # a stream shorter than one minibatch (n is public under replace-one)
         raise ValueError(f"{source.owner}: no complete minibatch of {config.B} rows in the data.")
     return W, log, rows.row

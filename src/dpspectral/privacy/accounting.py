@@ -405,10 +405,17 @@ class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
     delta: float
 
     def __attrs_post_init__(self) -> None:
-        from ..constraints import Interval, check_params
+        from ..constraints import InvalidParameterError
 
-        check_params({"epsilon": Interval(0, None, "left"), "delta": Interval(0, 1, "both")},
-                     {"epsilon": self.epsilon, "delta": self.delta}, "EpsilonDeltaDpEvent")
+        # epsilon = inf is allowed (a release known to give no guarantee); negative or NaN is not
+        if not float(self.epsilon) >= 0:
+            raise InvalidParameterError(
+                "The 'epsilon' parameter of EpsilonDeltaDpEvent must be a float in [0, inf]. Got "
+                f"{self.epsilon!r} instead.")
+        if not 0 <= float(self.delta) <= 1:
+            raise InvalidParameterError(
+                "The 'delta' parameter of EpsilonDeltaDpEvent must be a float in [0, 1]. Got "
+                f"{self.delta!r} instead.")
 
 
 MAX_PARALLEL_EXPANSIONS = 256
