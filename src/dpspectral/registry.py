@@ -227,6 +227,8 @@ _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 _P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
                                  "show_progress"})
+#: analyze_gauss and mod_sulq also clip the privately centred rows at a private quantile of their norms.
+_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share"}
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
@@ -247,7 +249,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.covariance", "analyze_gauss"),
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
-        options=_COVARIANCE_OPTIONS, memory="O(d^2)",
+        options=_ADAPTIVE_OPTIONS, memory="O(d^2)",
         regime="The default for (epsilon, delta) central PCA: one pass, best accuracy while d^2 fits "
                "in memory; add/remove neighbours too",
     ),
@@ -256,7 +258,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.covariance", "mod_sulq"),
         summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
-        options=_COVARIANCE_OPTIONS, memory="O(d^2)",
+        options=_ADAPTIVE_OPTIONS, memory="O(d^2)",
         regime="To compare with Chaudhuri et al.'s MOD-SULQ; otherwise prefer analyze_gauss (the same "
                "kind of release, and add/remove neighbours too)",
     ),

@@ -70,7 +70,7 @@ COUNT_SHARE = 0.01
 
 #: The quantile of the centred row norms at which ``centering="private"`` clips the centred rows
 #: (adaptive clipping; measured in docs/algorithms/covariance.md).
-DEFAULT_CLIP_QUANTILE = 0.5
+DEFAULT_CLIP_QUANTILE = 0.1
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
 
