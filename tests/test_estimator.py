@@ -110,7 +110,7 @@ def test_secure_noise_source(lowrank_data):
     ({"method": "magic"}, ValueError, "'method' parameter of DPPCA.*'magic'"),
     ({"relation": "swap"}, ValueError, "'relation' parameter of DPPCA"),
     ({"method": "mod_sulq", "relation": "add_remove"}, ValueError, "'relation'.*mod_sulq"),
-    ({"method": "wishart"}, ValueError, "'calibration'.*'paper'"),
+    ({"method": "wishart", "calibration": "tight"}, ValueError, "'calibration'.*'paper'"),
     ({"accountant": "mine"}, TypeError, "'accountant'"),
     # the parameter table (issue 19 item 2): every parameter checked before the data are read
     ({"n_components": 1.5}, TypeError, "'n_components' parameter of DPPCA must be an int in \\[1, inf\\)"),
@@ -200,3 +200,20 @@ def test_pure_epsilon_methods_report_delta_zero(method, lowrank_data):
     assert est.privacy_.delta == 0.0 and est.privacy_.certified
     assert est.privacy_.epsilon == pytest.approx(1.0, rel=1e-9)
     assert acc.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_method_with_one_calibration_uses_it_by_default(rng):
+    """Issue 16 item 2: DPPCA(method="wishart") used to fail on the default calibration="tight"."""
+    import warnings
+
+    from dpspectral import UncertifiedPrivacyWarning
+
+    X = rng.normal(size=(300, 4)) * 0.3
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="wishart", random_state=0).fit(X)
+    assert est.calibration_ == "paper" and not est.privacy_.certified
+    assert any(issubclass(w.category, UncertifiedPrivacyWarning) for w in caught)
+    assert DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X).calibration_ == "tight"
+    with pytest.raises(ValueError, match="must be 'paper' for method='wishart'"):
+        DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="wishart", calibration="tight").fit(X)

@@ -172,9 +172,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     relation : {"replace_one", "add_remove", "local"} or None, default=None
         The neighbouring relation protected; None takes the method's default (its first listed
         relation: replace-one for the central methods, "local" for the local ones).
-    calibration : {"tight", "paper"}, default="tight"
+    calibration : {"tight", "paper"} or None, default=None
         Sound accountant-calibrated noise, or the paper's own formula (flagged when uncertified).
-        The non-private Wishart baseline (``method="wishart"``) runs only with ``"paper"``.
+        None takes the method's default, its first listed calibration: ``"tight"`` for every
+        certified method, ``"paper"`` for the non-private Wishart baseline (``method="wishart"``,
+        which then warns that it is not certified). The one used is ``calibration_``.
     centering : None, array of shape (n_features,), or "private", default=None
         None: PCA of the second-moment matrix (as the papers do). An array: a public centre.
         ``"private"``: a DP mean, spending ``mean_share`` of the budget.
@@ -242,7 +244,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         row_norm: float | None = None,
         method: str = "analyze_gauss",
         relation: str | None = None,
-        calibration: str = "tight",
+        calibration: str | None = None,
         centering: Any = None,
         mean_share: float = 0.1,
         accountant: Accountant | None = None,
@@ -275,7 +277,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "row_norm": ROW_NORM,
         "method": method_names("pca"),
         "relation": RELATION,
-        "calibration": CALIBRATION,
+        "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
@@ -293,7 +295,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         owner = type(self).__name__
         method = get_method(self.method, owner=owner)
         relation = supported_relation(method, self.relation, owner)
-        if (not method.certified and self.calibration == "tight"
+        calibration = method.default_calibration if self.calibration is None else self.calibration
+        self.calibration_ = calibration
+        if (not method.certified and calibration == "tight"
                 and "tight" not in method.calibrations):
             raise ValueError(
                 f"The 'calibration' parameter of {owner} must be 'paper' for method={method.name!r}: "
@@ -301,7 +305,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 "calibration; it exists only as a labelled, uncertified baseline. Pass "
                 "calibration='paper' to run it as such (the result says certified=False, epsilon=inf)."
             )
-        check_choice(self.calibration, "calibration", method.calibrations, owner)
+        check_choice(calibration, "calibration", method.calibrations, owner)
         budget = PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
         if method.needs_delta:
             budget.require_delta(owner)
@@ -362,7 +366,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             delta=budget.delta,
             row_norm=row_norm,
             relation=relation,
-            calibration=self.calibration,
+            calibration=self.calibration_,
             accountant=self.accountant,
             random_state=self.random_state,
             on_norm_violation=self.on_norm_violation,
