@@ -1161,3 +1161,17 @@ def test_sampled_accountant_ignores_an_empty_composition():
     with_empty = SampledGaussianAccountant(AR).compose(dpe.ComposedDpEvent([step, dpe.ComposedDpEvent([])]))
     alone = SampledGaussianAccountant(AR).compose(step)
     assert with_empty.get_epsilon(1e-6) == pytest.approx(alone.get_epsilon(1e-6), rel=1e-12)
+
+
+def test_classic_noise_multiplier_refuses_a_bad_epsilon_with_its_table_message():
+    """Issue 19: the classic formula checks epsilon through the constraint table (exact message)."""
+    from dpspectral.constraints import InvalidParameterError
+    from dpspectral.privacy.gaussian import classic_noise_multiplier
+
+    for bad in (-1, 0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(InvalidParameterError) as info:
+            classic_noise_multiplier(bad, 1e-5)
+        assert str(info.value) == (
+            f"The 'epsilon' parameter of classic_noise_multiplier must be a float in (0, inf). Got "
+            f"{bad!r} instead.")
+    assert classic_noise_multiplier(0.5, 1e-5) == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5)
