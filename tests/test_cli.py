@@ -196,7 +196,7 @@ def test_missing_row_norm_is_an_argparse_error(small_data, tmp_path, capsys):
         ("npy", {"--method": "mod_sulq", "--relation": "add_remove"}, "--relation"),
         ("npy", {"--method": "wishart", "--calibration": "tight"}, "--calibration"),
         ("npy", {"--k": "9"}, "n_components"),
-        ("npy", {"--delta": "0"}, "'delta'"),
+        ("npy", {"--method": "analyze_gauss", "--delta": "0"}, "'delta'"),
         ("npy", {"--epsilon": "nan"}, "'epsilon'"),
         ("npy", {"--row-norm": "inf"}, "'row_norm'"),
         ("npy", {"--row-norm": "0.001", "--on-norm-violation": "raise"}, "row_norm"),
@@ -583,3 +583,13 @@ def test_fit_libsvm_width_is_a_public_input(tmp_path, capsys):
     z = tmp_path / "z.npy"
     assert main(["transform", str(data), "--model", str(out), "--out", str(z)]) == 0
     assert np.load(z).shape == (3, 1)
+
+
+def test_fit_method_auto_says_what_it_chose(small_data, tmp_path, capsys):
+    npy, *_ = small_data
+    base = ["fit", str(npy), "--k", "2", "--epsilon", "1", "--row-norm", "1"]
+    assert main([*base, "--delta", "1e-6", "--out", str(tmp_path / "a")]) == 0
+    assert "--method auto chose analyze_gauss:" in capsys.readouterr().out
+    assert main([*base, "--delta", "0", "--out", str(tmp_path / "b")]) == 0  # pure epsilon: ppca
+    out = capsys.readouterr().out
+    assert "--method auto chose ppca: delta=0" in out

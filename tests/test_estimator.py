@@ -105,7 +105,7 @@ def test_secure_noise_source(lowrank_data):
     ({"epsilon": -1.0}, ValueError, "'epsilon' parameter of DPPCA.*Got -1.0"),
     ({"epsilon": "big"}, TypeError, "'epsilon'"),
     ({"delta": 1.5}, ValueError, "'delta' parameter of DPPCA"),
-    ({"delta": 0.0}, ValueError, "'delta'.*pure"),
+    ({"delta": 0.0, "method": "analyze_gauss"}, ValueError, "'delta'.*pure"),
     ({"row_norm": -2.0}, ValueError, "'row_norm' parameter of DPPCA"),
     ({"method": "magic"}, ValueError, "'method' parameter of DPPCA.*'magic'"),
     ({"relation": "swap"}, ValueError, "'relation' parameter of DPPCA"),

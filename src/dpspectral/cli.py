@@ -388,8 +388,10 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
     req.add_argument("--out", metavar="DIR", required=True,
                      help="folder for components.npy, model.json and privacy.json (created if needed)")
     opt = p.add_argument_group("algorithm")
-    opt.add_argument("--method", default="analyze_gauss",
-                     help="central-model method from `dpspectral methods` (default: analyze_gauss)")
+    opt.add_argument("--method", default="auto",
+                     help="central-model method from `dpspectral methods`, or auto: chosen from the "
+                          "relation and delta (analyze_gauss, or ppca when --delta 0; docs/choosing-a-"
+                          "method.md) (default: auto)")
     opt.add_argument("--relation", default=None,
                      help="neighbouring relation: replace_one or add_remove (default: the method's first)")
     opt.add_argument("--calibration", choices=("tight", "paper"), default=None,
@@ -414,10 +416,13 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
     """Validate the public parameters before any data are read; returns (method, relation, calibration)."""
     from .privacy.budget import PrivacyBudget, as_relation
     from .privacy.clipping import check_row_norm
-    from .registry import get_method, methods
+    from .registry import choose_method, get_method, methods
 
     budget = PrivacyBudget(args.epsilon, args.delta)
     check_row_norm(args.row_norm, "dpspectral fit")
+    if args.method == "auto":  # from public facts only: the relation and delta (the data are a file)
+        choice = choose_method(relation=args.relation, delta=args.delta)
+        args.method, args.auto_reason = choice.method, choice.reason
     method = get_method(args.method, owner="dpspectral fit")
     if method.model != "central" or method.task != "pca":
         names = ", ".join(m.name for m in methods(model="central", task="pca"))
@@ -507,6 +512,8 @@ def _run_fit(args: argparse.Namespace) -> int:
     d = est.n_features_in_
     _out(f"fitted {method.name} on {d}-feature {fmt} data ({'sparse' if sp.issparse(X) else 'dense'}): "
          f"{est.n_components_} components")
+    if getattr(args, "auto_reason", None):
+        _out(f"--method auto chose {method.name}: {args.auto_reason}")
     _out(f"privacy: {privacy}")
     for note in privacy.notes:
         _out(f"  note: {note}")

@@ -9,6 +9,7 @@ option only some methods take) stay in each estimator's ``_validate_params_dp``,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from .constraints import (
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import PrivacyBudget, Relation, as_relation
-from .registry import ESTIMATORS, Method, get_method, methods
+from .registry import ESTIMATORS, Method, choose_method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
 
@@ -166,9 +167,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         Public bound on each row's Euclidean norm (after centring). Rows above it are clipped per
         row (``x * min(1, row_norm / ||x||)``), or rejected with ``on_norm_violation="raise"``.
         Required: it must be chosen without looking at the data.
-    method : str, default="analyze_gauss"
+    method : str, default="auto"
         A name from ``dpspectral.methods(task="pca")`` (the registry states each one's model, relations,
-        pure or approximate DP, passes, memory and when to choose it).
+        pure or approximate DP, passes, memory and when to choose it), or ``"auto"``: chosen at ``fit``
+        from public facts only — the relation, delta = 0 or not, d and whether the data are a stream
+        (:func:`dpspectral.registry.choose_method`; ``docs/choosing-a-method.md``). The choice and its
+        reason are ``method_`` and ``method_reason_``, and a note of the privacy report.
     relation : {"replace_one", "add_remove", "local"} or None, default=None
         The neighbouring relation protected; None takes the method's default (its first listed
         relation: replace-one for the central methods, "local" for the local ones).
@@ -242,7 +246,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         epsilon: float | None = None,
         delta: float | None = None,
         row_norm: float | None = None,
-        method: str = "analyze_gauss",
+        method: str = "auto",
         relation: str | None = None,
         calibration: str | None = None,
         centering: Any = None,
@@ -275,7 +279,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "epsilon": EPSILON,
         "delta": DELTA,
         "row_norm": ROW_NORM,
-        "method": method_names("pca"),
+        "method": Options(("auto", *method_names("pca").values)),
         "relation": RELATION,
         "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
@@ -290,10 +294,34 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                      "once n_features is known (and refused here for a method that does not centre)",
     }
 
+    def _choose_method(self, X: Any) -> None:
+        """``method_`` and ``method_reason_``: the named method, or auto's choice from public facts."""
+        if self.method != "auto":
+            self.method_, self.method_reason_ = self.method, "named by the caller"
+            return
+        in_memory = hasattr(X, "shape") or isinstance(X, (list, tuple))
+        relation = None if self.relation is None else as_relation(self.relation,
+                                                                  owner=type(self).__name__)
+        choice = choose_method(relation=relation, delta=self.delta, n_features=n_features_of(X),
+                               stream=not in_memory)
+        self.method_, self.method_reason_ = choice.method, choice.reason
+        entry = get_method(choice.method)
+        unknown = sorted(set(self.method_params or {}) - set(entry.options))
+        if unknown:
+            raise ValueError(
+                f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take the "
+                f"method_params {unknown}. Name the method these parameters belong to (method=...)."
+            )
+        if self.centering is not None and "centering" not in entry.options:
+            raise ValueError(
+                f"method='auto' chose {choice.method!r} ({choice.reason}), which does not centre the "
+                f"data; centering={self.centering!r} needs a covariance method (method='analyze_gauss')."
+            )
+
     def _validate_params_dp(self) -> tuple[PrivacyBudget, float, Method, Relation]:
         """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
         owner = type(self).__name__
-        method = get_method(self.method, owner=owner)
+        method = get_method(self.method_, owner=owner)
         relation = supported_relation(method, self.relation, owner)
         calibration = method.default_calibration if self.calibration is None else self.calibration
         self.calibration_ = calibration
@@ -336,6 +364,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         """
         owner = type(self).__name__
         self._check_parameter_table()
+        self._choose_method(X)
         budget, row_norm, method, relation = self._validate_params_dp()
         if _is_array_like_for_sklearn(X):
             X = validate_data(
@@ -398,7 +427,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.explained_variance_ratio_ = (
             values / total if total is not None and total > 0 else np.full(k, np.nan)
         )
-        self.privacy_: PrivacyReport = result.privacy
+        report: PrivacyReport = result.privacy
+        if self.method == "auto" and report is not None:
+            note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
+            report = dataclasses.replace(report, notes=(*report.notes, note))
+        self.privacy_ = report
 
     @property
     def _n_features_out(self) -> int:

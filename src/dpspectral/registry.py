@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from .privacy.budget import Relation
 
-__all__ = ["ESTIMATORS", "MODELS", "TASKS", "FunctionRef", "Method", "get_method", "methods",
-           "methods_markdown"]
+__all__ = ["AUTO_MATRIX_BYTES", "ESTIMATORS", "MODELS", "TASKS", "Choice", "FunctionRef", "Method",
+           "choose_method", "get_method", "methods", "methods_markdown"]
 
 Task = Literal["pca", "lowrank", "gep", "distributed"]
 Model = Literal["central", "local", "streaming", "continual", "distributed"]
@@ -528,6 +528,67 @@ def get_method(name: str, *, owner: str = "dpspectral") -> Method:
         raise ValueError(
             f"The 'method' parameter of {owner} must be one of {names}. Got {name!r} instead."
         ) from None
+
+
+#: ``method="auto"`` assumes a d x d float64 matrix fits in memory up to this size (2 GiB: d <= 16,384).
+AUTO_MATRIX_BYTES = 2 * 1024**3
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``method="auto"`` chose, and why (from public facts only)."""
+
+    method: str
+    reason: str
+
+
+def choose_method(*, relation: Relation | str | None = None, delta: float | None = None,
+                  n_features: int | None = None, stream: bool = False) -> Choice:
+    """The PCA method for ``method="auto"``, from public facts only (docs/choosing-a-method.md).
+
+    The decision table, first match wins:
+
+    1. ``relation="local"`` (no trusted curator) -> ``local_gaussian``;
+    2. ``delta == 0`` (pure epsilon-DP) -> ``ppca``;
+    3. a ``d x d`` matrix larger than :data:`AUTO_MATRIX_BYTES` -> ``dp_pca`` for a one-shot stream,
+       ``dp_spca`` for data with random row access (O(dk) memory; replace-one only);
+    4. otherwise -> ``analyze_gauss``: one pass, the most accurate certified central method wherever
+       ``d x d`` fits (measured: docs/choosing-a-method.md), replace-one or add/remove, any epsilon.
+
+    Parameters
+    ----------
+    relation : str, Relation or None
+        The neighbouring relation asked for (None: replace-one).
+    delta : float or None
+        The delta asked for (0: pure epsilon-DP).
+    n_features : int or None
+        d when known before reading (None for a stream of blocks).
+    stream : bool
+        Whether the data are a one-shot stream of blocks.
+
+    Privacy
+    -------
+    None by itself: it reads no data; every input is public (the relation, the budget, the shape and
+    kind of the input), so the choice reveals nothing.
+    """
+    rel = Relation.REPLACE_ONE if relation is None else Relation(getattr(relation, "value", relation))
+    if rel is Relation.LOCAL:
+        return Choice("local_gaussian", "relation='local': no trusted curator, every user randomises "
+                      "their own row")
+    if delta is not None and float(delta) == 0.0:
+        return Choice("ppca", "delta=0: pure epsilon-DP, the exponential mechanism (ppca)")
+    too_big = n_features is not None and 8 * n_features * n_features > AUTO_MATRIX_BYTES
+    if too_big and rel is Relation.REPLACE_ONE:
+        if stream:
+            return Choice("dp_pca", f"d={n_features}: a d x d matrix exceeds {AUTO_MATRIX_BYTES // 2**30} "
+                          "GiB and the data are a one-shot stream: single-pass O(dk) DP-PCA")
+        return Choice("dp_spca", f"d={n_features}: a d x d matrix exceeds {AUTO_MATRIX_BYTES // 2**30} "
+                      "GiB: O(dk) DP-SPCA on rows sampled from the array")
+    reason = ("central (epsilon, delta)-DP with a d x d matrix in memory: Analyze Gauss, one pass, the "
+              "most accurate certified method measured")
+    if too_big:
+        reason += f" (d={n_features} is large, but no O(dk) method supports {rel.value} neighbours)"
+    return Choice("analyze_gauss", reason)
 
 
 def methods_markdown(*, detailed: bool = False) -> str:
