@@ -71,3 +71,21 @@ def test_public_callables_have_docstrings(modname):
                if (inspect.isfunction(getattr(mod, name)) or inspect.isclass(getattr(mod, name)))
                and not inspect.getdoc(getattr(mod, name))]
     assert not missing, f"{modname}: public callables without a docstring: {missing}"
+
+
+def test_every_mechanism_states_its_privacy():
+    """Every registered private method's docstring has a Privacy section (relation, sensitivity, events)."""
+    from dpspectral import methods
+
+    missing = []
+    for m in methods():
+        if not m.private:
+            continue
+        fn = m.function
+        doc = inspect.getdoc(fn) or ""
+        inner = getattr(fn, "__wrapped__", None)
+        if "Privacy" not in doc and inner is not None:
+            doc = inspect.getdoc(inner) or ""
+        if "Privacy" not in doc:
+            missing.append(m.name)
+    assert not missing, f"registered mechanisms without a Privacy section: {missing}"

@@ -273,5 +273,16 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
                            regularization=regularization, **options)
 
     fit.__name__ = fit.__qualname__ = f"fda_{method}"
-    fit.__doc__ = f":func:`~dpspectral.gep.private_fda` with ``method={method!r}`` (see :func:`fda_method`)."
+    privacy = (
+        "None: the non-private reference (labelled ``certified=False`` wherever it is reported).\n"
+        if method == "sr" else
+        "Replace-one neighbours (one labelled row changed). The release is that of\n"
+        f":func:`~dpspectral.gep.{method}` on the scatter pair of the rows clipped at ``row_norm``, whose\n"
+        "sensitivities :func:`~dpspectral.gep.private_fda` derives (its Privacy section); the\n"
+        "classification that follows reads only released values.\n"
+    )
+    fit.__doc__ = (
+        f":func:`~dpspectral.gep.private_fda` with ``method={method!r}`` (see :func:`fda_method`).\n\n"
+        f"Privacy\n-------\n{privacy}"
+    )
     return renamed(REGULARIZATION_PAPER_NAME)(fit)  # after the name: its warning names fda_<method>
