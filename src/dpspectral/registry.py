@@ -316,6 +316,15 @@ _PCA: tuple[Method, ...] = (
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
     Method(
+        name="minibatch_oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Eq. (7)",
+        model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
+        function=_ref("pca.minibatch", "minibatch_oja"),
+        summary="Few noisy block-power steps on disjoint minibatches; single pass (parallel composition)",
+        options=frozenset({"n_batches", "warmup_fraction", "block_size", "n_samples", "show_progress"}),
+        passes="1", memory="O(dk)",
+        regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
+    ),
+    Method(
         name="local_gaussian", family="local", paper="Wang & Xu (TCS 2020)",
         model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
         function=_ref("local.gaussian", "local_gaussian"),

@@ -2,6 +2,7 @@
 
 from .covariance import analyze_gauss, mod_sulq, wishart
 from .exponential import BinghamSampler, BinghamSamplerError, exponential_pca, ppca, sample_bingham
+from .minibatch import minibatch_oja
 from .power import noisy_power
 from .stochastic import dp_spca, dp_vrpca
 
@@ -12,6 +13,7 @@ __all__ = [
     "dp_spca",
     "dp_vrpca",
     "exponential_pca",
+    "minibatch_oja",
     "mod_sulq",
     "noisy_power",
     "ppca",

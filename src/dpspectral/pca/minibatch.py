@@ -1,0 +1,316 @@
+"""Minibatch clipped Oja over disjoint minibatches, one pass (Liu, Kong, Jain and Oh 2022, Eq. (7)).
+
+Paper 001 (``../shared/papers/001_*.txt``) introduces minibatch Oja as the fix for Private Oja's
+restricted epsilon range: few steps over disjoint minibatches, each step a clipped batch gradient plus
+Gaussian noise, renormalised. Here a step is taken with an infinite learning rate (block power
+iteration on the batch), which the measurements in docs/algorithms/oja.md found best:
+
+    W_0 = a random orthonormal d x k frame (secret generator)
+    for t = 1..T over disjoint batches B_t (every row in exactly one batch):
+        G_t = sum_{x in B_t} c(x) (c(x)^T W_{t-1}) + N(0, sigma^2)^{d x p}    (the release "batch")
+        W_t = QR(G_t)                                                          (post-processing)
+    components = the top-k left singular vectors of G_T                        (post-processing)
+
+W_0 has p >= k columns (oversampling, ``block_size``; by default min(d, 20 k)): for p >= 2 the
+sensitivity does not grow with p, and the few steps converge far better.
+
+Batch sizes come from public inputs only (n is public under replace-one): ``n_batches - 1`` warm-up
+batches of ``floor(warmup_fraction n)`` rows each, then one batch with the rest (defaults 4 and
+0.05). An in-memory input is permuted with the secret generator first (as
+:func:`~dpspectral.pca.oja.private_oja` does); a stream
+is cut into consecutive rows (its order is assumed independent of the data), and its last batch takes
+every remaining row.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dp_accounting
+import numpy as np
+
+from .._validation import check_mechanism_inputs
+from ..constraints import (
+    DELTA,
+    EPSILON,
+    NONE,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    Interval,
+    Options,
+    Types,
+    validated,
+)
+from ..linalg import fix_signs, orthonormalize
+from ..privacy.accounting import Accountant, ParallelDpEvent
+from ..privacy.budget import PrivacyBudget, Relation
+from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..privacy.gaussian import analytic_noise_multiplier
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ..results import SubspaceResult
+from .oja import _open_source, _order_note, _prepare_source, _Rows, _Source
+
+__all__ = ["batch_sizes", "default_block_size", "minibatch_oja", "minibatch_sensitivity"]
+
+_OWNER = "minibatch_oja"
+_BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
+_CHUNK_ELEMENTS = 1 << 20  # values per chunk of rows read at a time (8 MB of float64)
+
+#: Defaults (measured in docs/algorithms/oja.md, "Minibatch Oja"): three warm-up batches of 5% of the
+#: rows, then one batch of the remaining 85%.
+DEFAULT_N_BATCHES = 4
+DEFAULT_WARMUP_FRACTION = 0.05
+#: The iterate has ``min(d, BLOCK_FACTOR k)`` columns (oversampling; see default_block_size).
+BLOCK_FACTOR = 20
+
+MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": Options(("tight",)),
+    "n_batches": Interval(1, None, "left", integer=True),
+    "warmup_fraction": Interval(0, 1, "neither"),
+    "block_size": [NONE, Interval(1, None, "left", integer=True)],
+    "n_samples": [NONE, Interval(1, None, "left", integer=True)], "random_state": RANDOM_STATE,
+    "on_norm_violation": ON_NORM_VIOLATION, "show_progress": [NONE, Types((bool,), "a bool")],
+}
+
+
+def minibatch_sensitivity(k: int, row_norm: float) -> float:
+    """L2 (Frobenius) sensitivity of one batch sum ``sum_x x (x^T W)`` under replace-one.
+
+    ``min(sqrt(k), sqrt(2)) C^2`` for a d x k iterate: C^2 for k = 1 (the half-ball argument),
+    sqrt(2) C^2 for k >= 2 (derived in :func:`minibatch_oja`'s Privacy section). ``row_norm`` is the
+    bound the clipped rows satisfy (pass it through
+    :func:`~dpspectral.privacy.clipping.sensitivity_norm` first).
+    """
+    return min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2
+
+
+def smallest_n(n_batches: int, warmup_fraction: float) -> int:
+    """The smallest n for which every batch of the schedule has at least one row."""
+    if n_batches == 1:
+        return 1
+    n = max(n_batches, math.ceil(1.0 / warmup_fraction) - 1)
+    while math.floor(warmup_fraction * n) < 1 or n - (n_batches - 1) * math.floor(warmup_fraction * n) < 1:
+        n += 1
+        if n > 10**12:  # (n_batches - 1) * warmup_fraction >= 1: no n fits
+            raise ValueError(
+                f"{_OWNER}: {n_batches - 1} warm-up batches of warmup_fraction={warmup_fraction:g} "
+                "leave no rows for the last batch; lower n_batches or warmup_fraction.")
+    return n
+
+
+def batch_sizes(n: int, n_batches: int = DEFAULT_N_BATCHES,
+                warmup_fraction: float = DEFAULT_WARMUP_FRACTION) -> list[int]:
+    """The batch sizes for n rows (public): ``n_batches - 1`` warm-up batches, then the rest.
+
+    Raises ValueError naming the smallest n that works when a batch would be empty.
+    """
+    if (n_batches - 1) * warmup_fraction >= 1.0:
+        raise ValueError(
+            f"{_OWNER}: {n_batches - 1} warm-up batches of warmup_fraction={warmup_fraction:g} "
+            "leave no rows for the last batch; lower n_batches or warmup_fraction.")
+    need = smallest_n(n_batches, warmup_fraction)
+    if n < need:
+        raise ValueError(
+            f"{_OWNER}: n={n} rows is too few for n_batches={n_batches} with "
+            f"warmup_fraction={warmup_fraction:g} (every batch needs a row); the smallest n that works "
+            f"is {need}. Lower n_batches or raise warmup_fraction.")
+    warm = math.floor(warmup_fraction * n) if n_batches > 1 else 0
+    return [warm] * (n_batches - 1) + [n - warm * (n_batches - 1)]
+
+
+def default_block_size(n_features: int, k: int) -> int:
+    """p, the columns of the iterate, from public inputs: ``min(d, BLOCK_FACTOR k)``.
+
+    Extra columns cost nothing in sensitivity beyond p = 2 (``min(sqrt(p), sqrt(2))``), make the few
+    power steps converge and the short warm-up batches robust (measured in docs/algorithms/oja.md);
+    memory O(d p) = O(d k).
+    """
+    return min(n_features, max(k, BLOCK_FACTOR * k))
+
+
+def _block_size(block_size: int | None, d: int, k: int) -> int:
+    if block_size is None:
+        return default_block_size(d, k)
+    if not k <= block_size <= d:
+        raise ValueError(f"{_OWNER}: block_size must be in [k, n_features] = [{k}, {d}]; got {block_size}.")
+    return int(block_size)
+
+
+def _plan(budget: PrivacyBudget, relation: Relation, k: int, row_norm: float, n_batches: int,
+          in_memory: bool) -> tuple[ReleasePlan, float]:
+    """The releases (one Gaussian batch sum per batch) and events, from public inputs only."""
+    multiplier = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    sens = minibatch_sensitivity(k, sensitivity_norm(row_norm))
+    events = (ParallelDpEvent([dp_accounting.GaussianDpEvent(multiplier)] * n_batches),)
+    notes = (_order_note(in_memory, f"each row in exactly one of {n_batches} batches (parallel "
+                                    "composition: every batch has the full budget)"),)
+    releases = (NoisyRelease(_BATCH, "gaussian", multiplier * sens, sens),)
+    return ReleasePlan(_OWNER, relation, events, releases, notes), multiplier
+
+
+def _chunk_sum(chunk: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``sum_x x (x^T W)`` over some (clipped) rows: d x p, never a d x d matrix."""
+    return chunk.T @ (chunk @ W)
+
+
+def _batch_sum(rows: _Rows, size: int, W: np.ndarray, to_end: bool) -> np.ndarray:
+    """The batch statistic over the next ``size`` rows (every remaining row with ``to_end``: a
+    stream's last batch), read in chunks of ~8 MB so that a batch is never held whole."""
+    S = np.zeros_like(W)
+    chunk_rows = max(1, _CHUNK_ELEMENTS // max(W.shape[0], 1))
+    remaining = size
+    while to_end or remaining > 0:
+        chunk = rows.take(chunk_rows if to_end else min(chunk_rows, remaining))
+        if not chunk.shape[0]:
+            break
+        S += _chunk_sum(chunk, W)
+        remaining -= chunk.shape[0]
+    return S
+
+
+def _noisy_batch(releaser: Releaser, statistic: np.ndarray) -> np.ndarray:
+    """The released batch sum (statistic + the planned Gaussian noise)."""
+    return np.asarray(releaser.add(_BATCH, statistic))
+
+
+def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser) -> tuple[np.ndarray, int]:
+    """The pass (after the charge): initial frame, permutation (in-memory input), one release per batch.
+
+    The iterate has ``block`` >= k columns; the result is the top-k left singular vectors of the last
+    released batch sum (post-processing).
+    """
+    W = orthonormalize(releaser.generator.standard_normal((source.d, block)), "qr")
+    rows: _Rows = source.reader(releaser.generator)
+    G = W
+    for t, size in enumerate(sizes):
+        to_end = t == len(sizes) - 1 and not source.in_memory
+        G = _noisy_batch(releaser, _batch_sum(rows, size, W, to_end))
+        W = orthonormalize(G, "qr")
+    U = np.linalg.svd(G, full_matrices=False)[0]
+    return np.ascontiguousarray(U[:, : source.k]), rows.row
+
+
+def _source(X: Any, k: Any, C: float, n_samples: int | None, on_norm_violation: NormViolation,
+            n_batches: int, warmup_fraction: float,
+            show_progress: bool | None) -> tuple[_Source, list[int]]:
+    """Validate the data (an in-memory input whole, before any charge) and fix the public batch sizes."""
+    src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, _OWNER)
+    if n is None:
+        raise ValueError(
+            f"{_OWNER}: a stream needs n_samples (public under replace-one) to set the batch sizes.")
+    sizes = batch_sizes(n, n_batches, warmup_fraction)
+    return (_open_source(src, n, in_memory, k, "block", C, on_norm_violation, _OWNER, show_progress),
+            sizes)
+
+
+@validated(MINIBATCH_OJA_PARAMETERS)
+def minibatch_oja(
+    X: Any,
+    k: int = 1,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: str = "tight",
+    n_batches: int = DEFAULT_N_BATCHES,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    block_size: int | None = None,
+    n_samples: int | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    show_progress: bool | None = None,
+) -> SubspaceResult:
+    """Minibatch clipped Oja (paper 001, Eq. (7)): one pass, T noisy block-power steps on disjoint batches.
+
+    ``G_t = sum_{x in B_t} c(x) c(x)^T W_{t-1} + Z_t`` with ``Z_t`` i.i.d. ``N(0, sigma^2)``, then
+    ``W_t = QR(G_t)``; ``c`` clips rows to norm C = ``row_norm``; W has p = ``block_size`` >= k columns
+    and the components are the top-k left singular vectors of ``G_T``. T = ``n_batches``; the first T - 1
+    batches (warm-up) have ``floor(warmup_fraction n)`` rows each, the last the rest (public: n is
+    public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
+    read from a stream (an in-memory input is indexed in its secret order), p = ``block_size``.
+
+    Privacy
+    -------
+    Relation: replace-one only. Sensitivity of one batch sum, with W orthonormal (public: released
+    before) and u = x / C, v = y / C of norm <= 1. (a) k = 1, the half-ball trick: for a unit w,
+    ``||(u.w) u - w/2||^2 = (u.w)^2 (||u||^2 - 1) + 1/4 <= 1/4``, so every term lies in the ball of
+    radius 1/2 around the public w/2, and replacing a row moves the sum by at most 1 (the w/2 terms
+    cancel because both batches have the same size under replace-one). Summed over k columns the same
+    argument gives sqrt(k). (b) Any k: ``||(uu^T - vv^T) W||_F <= ||uu^T - vv^T||_F`` and
+    ``||uu^T - vv^T||_F^2 = |u|^4 + |v|^4 - 2 (u.v)^2 <= 2``. So the L2 sensitivity of the d x p
+    release is ``min(sqrt(p), sqrt(2)) C^2`` (tight: u = w_1, v = w_2, or v orthogonal to w for p = 1),
+    with p the iterate's columns (``block_size``; written k above for the columns). Each row
+    lies in exactly one batch, assigned by position after a secret uniform permutation (in-memory) or
+    by arrival (a stream: its order is assumed independent of the data), so the pass is a parallel
+    composition of T Gaussian releases: ``ParallelDpEvent([GaussianDpEvent(m)] * T)``, every batch with
+    the full noise multiplier ``m`` of the analytic Gaussian mechanism for (epsilon, delta)
+    (``calibration="tight"``, the only one), ``sigma = m * min(sqrt(p), sqrt(2)) C^2``. The QR steps,
+    the final SVD, the initial frame and the permutation (secret generator) are post-processing or
+    data-independent.
+    Add/remove is not offered: batches are cut by position, so adding a row shifts rows between
+    batches (and n, hence the batch sizes, would no longer be public). ``random_state="secure"`` draws
+    the noise with exact discrete samplers from OS entropy.
+    """
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=(Relation.REPLACE_ONE,),
+    )
+    noise = noise_source(random_state)
+    source, sizes = _source(X, k, C, n_samples, on_norm_violation, int(n_batches), float(warmup_fraction),
+                            show_progress)
+    block = _block_size(block_size, source.d, source.k)
+    plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory)
+    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+        W, used = _run(source, sizes, block, releaser)
+        report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
+                                 notes=plan.notes, stacklevel=4)
+    return SubspaceResult(
+        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+        diagnostics={"noise_multiplier": multiplier, "noise_std": plan[_BATCH].scale,
+                     "sensitivity": plan[_BATCH].sensitivity, "batch_sizes": tuple(sizes),
+                     "n_batches": len(sizes), "block_size": block},
+    )
+
+
+_PARAMETERS_DOC = """
+    Parameters
+    ----------
+    X : array-like (n_samples, n_features), memmap, sparse, Dask array, list of blocks, or a stream
+        The private data. Never modified.
+    k : int
+        Number of components, in [1, n_features].
+    epsilon, delta : float
+        The (epsilon, delta) guarantee.
+    row_norm : float
+        Public bound C on row norms; rows above it are clipped (or refused with
+        ``on_norm_violation="raise"``).
+    relation : {"replace_one"}
+    calibration : {"tight"}
+    n_batches : int
+        T, the number of steps (batches); default 4.
+    warmup_fraction : float
+        Share of the rows in each of the T - 1 warm-up batches; default 0.05.
+    block_size : int or None
+        p, the columns of the iterate (oversampling), in [k, n_features]; None: ``min(d, 20 k)``
+        (:func:`default_block_size`). The result is the top-k left
+        singular vectors of the last released batch sum.
+    n_samples : int or None
+        n for a stream (required there); checked against an in-memory input's row count.
+    accountant : Accountant, optional
+        Ledger to spend against (refused before anything is drawn when over its ceiling).
+    random_state : None, int, Generator or "secure"
+        Secret: draws the noise, the initial frame and the permutation.
+    on_norm_violation : {"clip", "raise"}
+    show_progress : bool or None
+        Progress bar over the blocks of a stream.
+
+    Returns
+    -------
+    SubspaceResult
+"""
+minibatch_oja.__doc__ = (minibatch_oja.__doc__ or "") + _PARAMETERS_DOC
