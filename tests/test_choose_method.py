@@ -25,8 +25,8 @@ BIG_D = int((AUTO_MATRIX_BYTES / 8) ** 0.5) + 1
     ({"delta": 0.0, "n_features": BIG_D}, "ppca"),
     ({"n_features": 784}, "analyze_gauss"),
     ({"n_features": BIG_D - 1}, "analyze_gauss"),
-    ({"n_features": BIG_D}, "dp_spca"),
-    ({"n_features": BIG_D, "stream": True}, "dp_pca"),
+    ({"n_features": BIG_D}, "minibatch_oja"),
+    ({"n_features": BIG_D, "stream": True}, "minibatch_oja"),
     ({"n_features": BIG_D, "relation": "add_remove"}, "analyze_gauss"),
     ({"stream": True}, "analyze_gauss"),
 ])

@@ -113,6 +113,9 @@ AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_vrpca": {"sampling_rate": 1.0, "n_steps": 1, "n_epochs": 1, "learning_rate": 1000.0},
     "private_oja": {"n_rows": 1, "c1": 1e4},  # one row: its position cannot move (rows are shuffled)
     "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "c1": 1e4},
+    # one batch: the whole pass is one noisy batch sum of the pair's rows (each batch of a longer pass is
+    # the same release on other rows, in parallel composition)
+    "minibatch_oja": {"n_batches": 1},
     "dpsrs": {"sparsity": 1},
     "dp_truncated_rayleigh_flow": {"sparsity": 1},
 }

@@ -559,8 +559,8 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
 
     1. ``relation="local"`` (no trusted curator) -> ``local_gaussian``;
     2. ``delta == 0`` (pure epsilon-DP) -> ``ppca``;
-    3. a ``d x d`` matrix larger than :data:`AUTO_MATRIX_BYTES` -> ``dp_pca`` for a one-shot stream,
-       ``dp_spca`` for data with random row access (O(dk) memory; replace-one only);
+    3. a ``d x d`` matrix larger than :data:`AUTO_MATRIX_BYTES` -> ``minibatch_oja`` (single pass,
+       O(d p) memory with ``p = min(d, 20 k)``; replace-one only), for a stream or an array;
     4. otherwise -> ``analyze_gauss``: one pass, the most accurate certified central method wherever
        ``d x d`` fits (measured: docs/choosing-a-method.md), replace-one or add/remove, any epsilon.
 
@@ -588,11 +588,8 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
         return Choice("ppca", "delta=0: pure epsilon-DP, the exponential mechanism (ppca)")
     too_big = n_features is not None and 8 * n_features * n_features > AUTO_MATRIX_BYTES
     if too_big and rel is Relation.REPLACE_ONE:
-        if stream:
-            return Choice("dp_pca", f"d={n_features}: a d x d matrix exceeds {AUTO_MATRIX_BYTES // 2**30} "
-                          "GiB and the data are a one-shot stream: single-pass O(dk) DP-PCA")
-        return Choice("dp_spca", f"d={n_features}: a d x d matrix exceeds {AUTO_MATRIX_BYTES // 2**30} "
-                      "GiB: O(dk) DP-SPCA on rows sampled from the array")
+        return Choice("minibatch_oja", f"d={n_features}: a d x d matrix exceeds "
+                      f"{AUTO_MATRIX_BYTES // 2**30} GiB: single-pass minibatch Oja in O(d k) memory")
     reason = ("central (epsilon, delta)-DP with a d x d matrix in memory: Analyze Gauss, one pass, the "
               "most accurate certified method measured")
     if too_big:
