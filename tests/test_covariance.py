@@ -312,8 +312,10 @@ def test_moments_of_rows_slightly_and_far_above_the_bound(rng):
 
 
 def test_wishart_through_the_estimator_needs_calibration_paper(lowrank_data):
+    # an explicit "tight" is refused; the default (None) takes its only calibration, "paper" (issue 16)
     with pytest.raises(ValueError, match="'calibration'.*'paper'.*uncertified baseline"):
-        DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, method="wishart").fit(lowrank_data)
+        DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, method="wishart",
+              calibration="tight").fit(lowrank_data)
     with pytest.warns(UncertifiedPrivacyWarning):
         est = DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, method="wishart", calibration="paper",
                     random_state=0).fit(lowrank_data)
