@@ -90,10 +90,16 @@ _PARAMS: Table = {
 }
 
 
+#: Default block size ``p = min(d, OVERSAMPLING k)``: the extra columns cost no privacy (the
+#: sensitivity bounds ``||(x x^T - y y^T) X||_F`` whatever p is) and make two or three iterations
+#: enough (measured in docs/algorithms/stochastic.md, "The noisy power method's defaults").
+OVERSAMPLING = 10
+
+
 def _check_block_size(block_size: Any, k: int, d: int | None, owner: str) -> int:
-    """None (then k) or an int in [k, n_features] (bounds that depend on k and the data)."""
+    """None (then ``min(d, OVERSAMPLING k)``, or k while d is unknown) or an int in [k, n_features]."""
     if block_size is None:
-        return k
+        return k if d is None else min(d, OVERSAMPLING * k)
     high = "n_features" if d is None else f"n_features={d}"
     message = (
         f"The 'block_size' parameter of {owner} must be None or an int in [k={k}, {high}]. "
@@ -165,7 +171,7 @@ def noisy_power(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: Calibration = "tight",
-    n_iter: int = 20,
+    n_iter: int = 3,
     block_size: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -175,7 +181,7 @@ def noisy_power(
     """Private power iteration (Hardt and Roth 2013; Hardt and Price 2014), row-level variant.
 
     ``A = sum_i c(x_i) c(x_i)^T`` for the rows clipped to norm C; ``X_0`` a random orthonormal
-    d x p matrix (p = ``block_size``, default k); for ``l = 1..L`` (L = ``n_iter``)::
+    d x p matrix (p = ``block_size``, default ``min(d, 10 k)``); for ``l = 1..L`` (L = ``n_iter``)::
 
         Y_l = A X_{l-1} + G_l,   G_l i.i.d. N(0, sigma^2) of shape (d, p),   X_l = QR(Y_l)
 
@@ -211,6 +217,7 @@ def noisy_power(
                          want_second=True, owner=_OWNER, show_progress=show_progress)
     k = check_n_components(k, moments.d, _OWNER, name="k")
     p = _check_block_size(block_size, k, moments.d, _OWNER)
+    plan = _plan(budget, rel, calibration, C, L, p)  # d is known now: the final block size
     assert moments.second is not None
     # The pass above read (and, for an in-memory input, validated) every row before the charge.
     with release(plan, accountant, noise) as releaser:
@@ -256,11 +263,15 @@ noisy_power.__doc__ = (noisy_power.__doc__ or "") + """
         ``sigma = sqrt(4 p L ln(1/delta)) / epsilon`` (recalled from memory in the spec, not checked
         against the paper) times the row-level sensitivity; the accountant certifies what it gives
         (an :class:`UncertifiedPrivacyWarning` when that is not the requested epsilon).
-    n_iter : int
+    n_iter : int, default=3
         Number of iterations L >= 1 (public; never computed from the spectrum). The noise grows
-        like ``sqrt(L)``; convergence needs about ``log(d) / log(lambda_k / lambda_{k+1})``.
+        like ``sqrt(L)``; with an oversampled block the gap that matters is
+        ``lambda_k / lambda_{p+1}``, so a few iterations suffice (the paper's analysis takes
+        ``L ~ log(d) / log(lambda_k / lambda_{k+1})`` with ``p = k``: pass ``n_iter`` and
+        ``block_size=k`` for it).
     block_size : int, optional
-        Block size p in [k, n_features] (default k).
+        Block size p in [k, n_features] (default ``min(n_features, 10 k)``: the extra columns cost no
+        privacy).
     accountant : Accountant, optional
         Ledger to spend against; the run is refused before any noise is drawn if it would exceed
         the ceiling.
