@@ -62,8 +62,9 @@ def test_paper_calibration_is_flagged_on_the_papers_a9a_setting(shared_data):
     X, _ = load_libsvm(shared_data / "a9a" / "a9a.gz", n_features=123)
     X = X / np.linalg.norm(X, axis=1, keepdims=True)
     with pytest.warns(UncertifiedPrivacyWarning, match="dp_spca"):
+        n = X.shape[0]  # the paper's experimental settings (the defaults changed in issue 16)
         res = dp_spca(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, calibration="paper",
-                      random_state=0)
+                      n_steps=n, sampling_rate=1.0 / n, learning_rate=1.0 / (2 * n), random_state=0)
     assert not res.privacy.certified and res.privacy.epsilon > 10.0
     lam1 = math.sqrt(20 * X.shape[0] * (math.log(1 / DELTA) / 0.5 + 1) * 4 / (X.shape[0] ** 2 * 0.5))
     assert res.diagnostics["noise_std"] == pytest.approx(lam1, rel=1e-6)

@@ -171,6 +171,8 @@ def _fit(name: str, calibration: str, X: np.ndarray, k: int, epsilon: float, see
     extra: dict[str, Any] = {}
     if name in ("dp_spca", "dp_vrpca"):
         extra["learning_rate"] = LR_SCALE / math.sqrt(n)
+    if name == "dp_spca":  # the paper's experimental settings (the library's defaults differ since issue 16)
+        extra.update(n_steps=n, sampling_rate=1.0 / n)
     if name == "dp_vrpca":
         extra["n_epochs"] = VRPCA_EPOCHS
     fn = get_method(name).function

@@ -252,10 +252,11 @@ def dp_spca(
     """DP-SPCA (Algorithm 1 of Shang et al. 2021): noisy stochastic power steps, block version.
 
     ``V_t = polar(V_{t-1} + (eta / (q n)) (sum_{i in S_t} 2 x_i x_i^T V_{t-1} + Z_t))``, ``S_t`` a
-    Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults are the paper's experimental
-    settings: ``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``q = 1 / n`` (``sampling_rate``),
-    ``rdp_epsilon_share = 1/2``. With these, the iterate moves little from its random start (spec
-    §C.3.7): tune ``learning_rate`` and ``n_steps`` (public parameters) for utility.
+    Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults (issue 16, measured in
+    docs/algorithms/stochastic.md): full batches ``q = 1``, ``n_steps = 5`` and a learning rate
+    ``100 q n / C^2`` that makes each step a (noisy) power step. The paper's experimental settings
+    (``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``sampling_rate = 1 / n``) leave the iterate near
+    its random start (spec §C.3.7); pass them to reproduce the paper.
     ``rdp_epsilon_share`` (mu in the paper; the old name ``mu`` still works, with a FutureWarning) is
     used by ``calibration="paper"`` only: the share ``mu`` of epsilon its formula gives the Rényi-DP
     bound of the T steps, the rest ``(1 - mu) epsilon`` paying for the conversion to (epsilon, delta).
@@ -275,9 +276,12 @@ def dp_spca(
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
     n = X.shape[0]
-    T = n if n_steps is None else int(n_steps)
-    eta = 1.0 / (2 * n) if learning_rate is None else float(learning_rate)
-    q = 1.0 / n if sampling_rate is None else float(sampling_rate)
+    # Defaults (issue 16): full batches (q = 1), a few steps, and a learning rate that makes each step
+    # a power step (the polar retraction of V + eta G is then ~ the polar factor of G): the paper's
+    # experimental settings (T = n, eta = 1/(2n), q = 1/n) leave the iterate at its random start.
+    q = SPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
+    T = SPCA_STEPS if n_steps is None else int(n_steps)
+    eta = SPCA_POWER_STEP * q * n / C**2 if learning_rate is None else float(learning_rate)
     noise = noise_source(random_state)
     plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(rdp_epsilon_share),
                          calibration=calibration, accounting=accounting)
@@ -293,6 +297,12 @@ def dp_spca(
         diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale, "sampling_rate": q,
                      "n_steps": T, "learning_rate": eta},
     )
+
+
+#: DP-SPCA's defaults (issue 16): full batches, five steps, each a power step.
+SPCA_SAMPLING_RATE = 1.0
+SPCA_STEPS = 5
+SPCA_POWER_STEP = 100.0
 
 
 def _spca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
