@@ -67,3 +67,8 @@ def test_auto_is_useful_on_a_spiked_set():
     est = DPPCA(1, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X)
     v = est.components_.T
     assert np.linalg.norm(v - u @ (u.T @ v)) < 0.2
+
+
+def test_an_unknown_relation_gets_the_usual_message():
+    with pytest.raises(ValueError, match="'relation' parameter of method='auto'"):
+        choose_method(relation="swap")

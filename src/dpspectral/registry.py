@@ -580,7 +580,9 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     None by itself: it reads no data; every input is public (the relation, the budget, the shape and
     kind of the input), so the choice reveals nothing.
     """
-    rel = Relation.REPLACE_ONE if relation is None else Relation(getattr(relation, "value", relation))
+    from .privacy.budget import as_relation
+
+    rel = Relation.REPLACE_ONE if relation is None else as_relation(relation, owner="method='auto'")
     if rel is Relation.LOCAL:
         return Choice("local_gaussian", "relation='local': no trusted curator, every user randomises "
                       "their own row")
