@@ -228,8 +228,9 @@ def test_csv_undeclared_text_column_is_refused_naming_the_column_not_a_value(tmp
         expected = r"column 'proto' \(position 2\).*not numeric.*--categories"
         with pytest.raises(ValueError, match=expected) as err:
             ds.load_csv(path, label_column="label", drop_columns=[0], categorical=mode)
+        message = str(err.value).replace(str(path), "<path>")  # the tmp path may hold any digits
         for value in ("tcp", "udp", "icmp", "normal", "31"):
-            assert value not in str(err.value)
+            assert value not in message
     X, _ = ds.load_csv(path, label_column=-1, drop_columns=[0, "proto"])
     assert X.shape == (4, 2)
     with pytest.raises(ValueError, match="'categorical'.*'onehot'"):
