@@ -5,6 +5,7 @@ Usage (from the project root, after `make install-dev`):
     .venv/bin/python benchmarks/bench_distributed.py speed   [--data ../shared/data] [--repeats 3]
     .venv/bin/python benchmarks/bench_distributed.py scaling [--data ../shared/data]
     .venv/bin/python benchmarks/bench_distributed.py utility [--data ../shared/data] [--repeats 5]
+    .venv/bin/python benchmarks/bench_distributed.py sites   [--data ../shared/data] [--repeats 2]
 
 ``speed``: all of MNIST (60,000 x 784, rows divided by their own norm) split over S = 10 sites, K = 50,
 R = 100: ``DistributedDPPCA`` in-process and on a 2-worker Dask ``LocalCluster`` (started once; its start-up
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -220,7 +222,8 @@ def bench_utility(args: argparse.Namespace) -> None:
         warnings.simplefilter("ignore")
         methods: tuple[tuple[str, Any, dict[str, Any]], ...] = (
             ("pooled", pooled_pca, {}),
-            ("DPdisPCA (eigh proxy, default)", dpdispca, {}),
+            ("DPdisPCA (eigh proxy, default R = (D + 1) // 2)", dpdispca, {}),
+            ("DPdisPCA (eigh proxy, R = 2K, before issue 16)", dpdispca, {"intermediate_rank": 2 * k}),
             ("DPdisPCA (svd proxy, paper)", dpdispca, {"spectrum": "svd"}),
             ("DPdisPCA, size weights", dpdispca, {"weighting": "size"}),
             ("full", dpdispca, {"variant": "full"}),
@@ -238,14 +241,55 @@ def bench_utility(args: argparse.Namespace) -> None:
                       "q_ratio_sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else None})
 
 
+def bench_sites(args: argparse.Namespace) -> None:
+    """Issue 16: MNIST, k = 10, S in {2, 5, 10, 20} equal sites: captured share of the top-10 energy of the
+    default proxy, the paper's R = 2K, the full matrices, Analyze Gauss on the pooled rows, and Analyze
+    Gauss at a noise multiplier sqrt(S) larger (what S sites of N / S rows each amount to)."""
+    from scipy.optimize import brentq
+    from threadpoolctl import threadpool_limits
+
+    from dpspectral import analyze_gauss
+    from dpspectral.distributed import dpdispca
+    from dpspectral.privacy.gaussian import analytic_noise_multiplier
+
+    X = load_mnist(Path(args.data))
+    k = 10
+    w, U = np.linalg.eigh(X.T @ X)
+    w, U = w[::-1], U[:, ::-1]
+
+    def q(V: np.ndarray) -> float:
+        return float((w[:, None] * (U.T @ V) ** 2).sum() / w[:k].sum())
+
+    with threadpool_limits(1, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for eps in (0.5, 1.0):
+            for S in (2, 5, 10, 20):
+                s_eq = analytic_noise_multiplier(eps, KW["delta"]) * math.sqrt(S)
+                eps_eq = brentq(lambda e, t=s_eq: analytic_noise_multiplier(e, KW["delta"]) - t, 1e-4, eps)
+                runs: tuple[tuple[str, Any, dict[str, Any]], ...] = (
+                    ("default", dpdispca, {"n_sites": S}),
+                    ("R = 2K (paper)", dpdispca, {"n_sites": S, "intermediate_rank": 2 * k}),
+                    ("full", dpdispca, {"n_sites": S, "variant": "full"}),
+                    ("Analyze Gauss, pooled", analyze_gauss, {}),
+                    (f"Analyze Gauss at epsilon {eps_eq:.3f} (multiplier x sqrt(S))", analyze_gauss,
+                     {"epsilon": eps_eq}),
+                )
+                for label, fn, extra in runs:
+                    vals = [q(fn(X, k, random_state=r, **{**KW, "epsilon": eps, **extra}).components)
+                            for r in range(args.repeats)]
+                    emit({"bench": "sites", "data": "MNIST unit rows", "k": k, "epsilon": eps, "S": S,
+                          "method": label, "captured_mean": float(np.mean(vals))})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("speed", "scaling", "utility"))
+    parser.add_argument("what", choices=("speed", "scaling", "utility", "sites"))
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    {"speed": bench_speed, "scaling": bench_scaling, "utility": bench_utility}[args.what](args)
+    {"speed": bench_speed, "scaling": bench_scaling, "utility": bench_utility,
+     "sites": bench_sites}[args.what](args)
 
 
 if __name__ == "__main__":

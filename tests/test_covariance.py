@@ -134,21 +134,28 @@ def test_noise_std_matches_the_derivation():
     )
 
 
-def test_released_noise_has_the_claimed_distribution():
-    # All-zero data: the released matrix is the noise itself, recovered from k = d eigenpairs.
-    # Chi-square test of the variance, two-sided false-positive rate 1e-6, seeded.
+@pytest.mark.parametrize("shape", ["goe", "iid", None])
+def test_released_noise_has_the_claimed_distribution(shape):
+    # All-zero data: the released matrix is the noise itself, recovered from k = d eigenpairs. The
+    # mechanism's vector is iso(E) (diagonal, sqrt(2) x above it) for "goe" (the default), upper(E)
+    # for "iid": each must be i.i.d. N(0, std^2). Chi-square tests of the variance, of the diagonal
+    # and of the off-diagonal part separately (so a "goe" that kept the i.i.d. off-diagonal noise, or
+    # an "iid" that shrank it, fails), two-sided false-positive rate 1e-6 each, seeded.
     d, reps = 6, 200
     X = np.zeros((10, d))
-    total, count, std = 0.0, 0, None
+    i, j = np.triu_indices(d)
+    weight = np.where(i == j, 1.0, math.sqrt(2.0) if shape in ("goe", None) else 1.0)
+    diag_total, off_total, std = 0.0, 0.0, None
     for seed in range(reps):
-        r = analyze_gauss(X, d, random_state=seed, **KW)
+        r = analyze_gauss(X, d, random_state=seed, noise_shape=shape, **KW)
         E = (r.components * r.values) @ r.components.T
-        iu = np.triu_indices(d)
-        total += float(np.sum(E[iu] ** 2))
-        count += iu[0].size
+        released = E[i, j] * weight
+        diag_total += float(np.sum(released[i == j] ** 2))
+        off_total += float(np.sum(released[i != j] ** 2))
         std = r.diagnostics["noise_std"]
-    lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], count)
-    assert lo <= total / std**2 <= hi
+    for total, count in ((diag_total, reps * d), (off_total, reps * d * (d - 1) // 2)):
+        lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], count)
+        assert lo <= total / std**2 <= hi
 
 
 def test_mod_sulq_paper_formula():

@@ -690,3 +690,22 @@ def test_fit_transform_projects_every_site() -> None:
     assert one.shape == (40, 2)
     empty = DistributedDPPCA(2, engine="inprocess", relation="add_remove", random_state=0, **KW)
     assert empty.fit_transform([sites[0], sites[1][:0]]).shape == (40, 2)
+
+
+# -- issue 16: utility with defaults ------------------------------------------------------------------
+def test_defaults_beat_a_random_subspace_on_a_spiked_set():
+    """Unit rows, n = 4000 over S = 4 sites, d = 10, k = 1, epsilon = 1, delta = 1e-6, defaults (proxy of
+    rank (D + 1) // 2 = 5). Measured over 20 seeds: sin theta 0.0275 (sd 0.0065, max 0.040), the same for
+    the paper's R = 2K and for the full matrices; a random direction: mean 0.95, its 0.1% quantile 0.48.
+    Bound 0.1 per seed: 11 sd above the mean, false-positive rate < 1e-9 per seed (Gaussian tail)."""
+    from dpspectral.datasets import spiked_covariance
+
+    X, _ = spiked_covariance(4000, 10, 1, spike=10.0, random_state=0)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    top = np.linalg.eigh(X.T @ X)[1][:, -1:]
+    for seed in range(3):
+        res = dpdispca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, n_sites=4, random_state=seed)
+        assert math.sqrt(max(0.0, 1.0 - float(np.linalg.norm(top.T @ res.components)) ** 2)) < 0.1
+    assert res.diagnostics["intermediate_rank"] == 5  # min(D, max(2K, (D + 1) // 2))
+    assert dpdispca(X, 3, epsilon=1.0, delta=1e-6, row_norm=1.0, n_sites=2,
+                    random_state=0).diagnostics["intermediate_rank"] == 6  # 2K when larger

@@ -56,6 +56,13 @@ def expected_std(epsilon: float, delta: float, row_norm: float, calibration: str
     return s * math.sqrt(2) * sensitivity_norm(row_norm) ** 2
 
 
+def goe_weights(d: int) -> np.ndarray:
+    """1 on the diagonal, sqrt(2) above it: ``w * upper(M)`` has the norm ``||M||_F``. With the default
+    ``noise_shape="goe"`` the noise of ``w * report`` is i.i.d. ``N(0, sigma^2)``."""
+    i, j = np.triu_indices(d)
+    return np.where(i == j, 1.0, math.sqrt(2.0))
+
+
 # -- one user's report ---------------------------------------------------------------------------
 @pytest.mark.parametrize("calibration,epsilon,row_norm", [("tight", 1.0, 1.0), ("paper", 0.5, 2.0)])
 def test_report_has_the_claimed_noise_variance(calibration, epsilon, row_norm):
@@ -74,7 +81,8 @@ def test_report_has_the_claimed_noise_variance(calibration, epsilon, row_norm):
     assert np.array_equal(x, before)
     assert R.shape == (reps, d * (d + 1) // 2)
     std = expected_std(epsilon, delta, row_norm, calibration)
-    E = R - target
+    # "tight" defaults to the GOE shape (off-diagonal std sigma / sqrt 2); "paper" to i.i.d. sigma
+    E = (R - target) * (goe_weights(d) if calibration == "tight" else 1.0)
     lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], E.size)
     assert lo <= float(np.sum(E**2)) / std**2 <= hi
     # mean: every entry's average within 5.5 standard errors (two-sided rate ~4e-8 per entry)
@@ -143,7 +151,8 @@ def test_zero_noise_limit_is_exact(simulate_sum, spiked):
 
 def test_simulate_sum_true_and_false_agree_in_law():
     # The released average minus the true average is the aggregated noise; in both modes its
-    # upper-triangle entries must be i.i.d. N(0, (sigma / sqrt(n))^2). Per mode: chi-square test of
+    # upper-triangle entries, times goe_weights (the default GOE shape), must be i.i.d.
+    # N(0, (sigma / sqrt(n))^2). Per mode: chi-square test of
     # the variance and a z-test of the mean (two-sided rates 1e-6); across modes: an F-test of equal
     # variances (two-sided rate 1e-6). Recovered from k = d eigenpairs.
     n, d, reps = 60, 3, 250
@@ -156,7 +165,7 @@ def test_simulate_sum_true_and_false_agree_in_law():
         for seed in range(reps):
             r = local_gaussian(X, d, random_state=seed, simulate_sum=mode, **KW)
             M = (r.components * (r.values / n)) @ r.components.T
-            E.append(upper(M) - truth)
+            E.append((upper(M) - truth) * goe_weights(d))
             std = r.diagnostics["aggregate_noise_std"]
             assert r.diagnostics["simulate_sum"] is mode
         E = np.array(E)

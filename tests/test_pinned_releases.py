@@ -62,6 +62,12 @@ def upper(M: np.ndarray) -> np.ndarray:
     return M[np.triu_indices(M.shape[0])]
 
 
+def iso(M: np.ndarray) -> np.ndarray:
+    """The vector the "goe" noise shape releases: the diagonal and sqrt(2) x each entry above it."""
+    i, j = np.triu_indices(M.shape[0])
+    return M[i, j] * np.where(i == j, 1.0, math.sqrt(2.0))
+
+
 def scatter(X: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
     Y = np.atleast_2d(np.asarray(X, dtype=float))
     Y = clip(Y if center is None else Y - center)
@@ -144,6 +150,8 @@ def test_derived_sensitivities_are_the_known_constants():
     r1, ar = "replace_one", "add_remove"
     assert derived_l2_sensitivity(lambda D: upper(scatter(D)), r1, d) == pytest.approx(math.sqrt(2))
     assert derived_l2_sensitivity(lambda D: upper(scatter(D)), ar, d) == pytest.approx(1.0)
+    assert derived_l2_sensitivity(lambda D: iso(scatter(D)), r1, d) == pytest.approx(math.sqrt(2))
+    assert derived_l2_sensitivity(lambda D: iso(scatter(D)), ar, d) == pytest.approx(1.0)
     assert _sum_sensitivity(r1, d) == pytest.approx(2.0)
     assert _sum_sensitivity(ar, d) == pytest.approx(1.0)
     assert _count_sensitivity() == 1.0
@@ -186,9 +194,10 @@ def test_scatter_release_pinned(fn, relation, calibration, eps, monkeypatch):
     results = [fn(X, d, epsilon=eps, delta=DELTA, row_norm=C, relation=relation,
                   calibration=calibration, random_state=seed) for seed in range(runs)]
     sigma = results[0].diagnostics["noise_std"]
-    truth = upper(scatter(X))  # the test's own clipping: rows of norm 10 count as norm C
-    assert_scale(np.array([upper(S) - truth for S in cap.calls]), sigma)
-    sens = derived_l2_sensitivity(lambda D: upper(scatter(D)), relation, d)
+    vec = iso if calibration == "tight" else upper  # the released vector: "goe" for tight, the papers' "iid"
+    truth = vec(scatter(X))  # the test's own clipping: rows of norm 10 count as norm C
+    assert_scale(np.array([vec(S) - truth for S in cap.calls]), sigma)
+    sens = derived_l2_sensitivity(lambda D: vec(scatter(D)), relation, d)
     claim = results[0].privacy
     assert gaussian_epsilon([sigma / sens], DELTA) == pytest.approx(claim.epsilon, rel=1e-6)
     assert claim.certified and claim.epsilon <= eps * (1 + 1e-9)
@@ -220,10 +229,10 @@ def test_private_centering_releases_pinned(relation, monkeypatch):
         multipliers.append(diag["count_noise_std"] / _count_sensitivity())
     else:
         assert np.all(counts == n) and "count_noise_std" not in diag  # n public, nothing spent
-    scatter_noise = [upper(S - scatter(X, center=r.mean))
+    scatter_noise = [iso(S - scatter(X, center=r.mean))  # the default "goe" shape
                      for S, r in zip(cap.calls, results, strict=True)]
     assert_scale(np.array(scatter_noise), diag["noise_std"])
-    multipliers.append(diag["noise_std"] / derived_l2_sensitivity(lambda D: upper(scatter(D)),
+    multipliers.append(diag["noise_std"] / derived_l2_sensitivity(lambda D: iso(scatter(D)),
                                                                   relation, d))
     claim = results[0].privacy
     assert len(claim.events) == len(multipliers)
@@ -279,14 +288,14 @@ def test_adaptive_clip_releases_pinned(relation, monkeypatch):
     multipliers.append(diag["histogram_noise_std"] / _histogram_sensitivity(relation))
     # the scatter of the centred rows clipped at the released clip r; its noise scale is the planned
     # multiplier times the sensitivity at r, (r / C)^2 times the one at C (derived at C)
-    sens_c = derived_l2_sensitivity(lambda D: upper(scatter(D)), relation, d)
+    sens_c = derived_l2_sensitivity(lambda D: iso(scatter(D)), relation, d)
     clips = np.array([r.diagnostics["centred_clip"] for r in results])
     assert np.all(clips <= C) and np.all(clips > 0)
     scatter_noise, scatter_mult = [], set()
     for S, r in zip(eig.calls, results, strict=True):
         rc = r.diagnostics["centred_clip"]
         Y = clip(X - r.mean, rc)
-        scatter_noise.append(upper(S - Y.T @ Y) / r.diagnostics["noise_std"])
+        scatter_noise.append(iso(S - Y.T @ Y) / r.diagnostics["noise_std"])
         scatter_mult.add(round(r.diagnostics["noise_std"] / (sens_c * (rc / C) ** 2), 9))
     assert_scale(np.array(scatter_noise), 1.0)
     assert len(scatter_mult) == 1  # one multiplier whatever the clip: the event charged up front
@@ -353,39 +362,64 @@ def test_power_iterations_pinned(relation, calibration, monkeypatch):
 
 
 # -- Local Gaussian: one user's report, and the simulated protocol ------------------------------------
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
-def test_local_report_pinned(calibration):
+def iso(M: np.ndarray) -> np.ndarray:
+    """The diagonal and sqrt(2) times the entries above it: ``||iso(M)|| = ||M||_F`` (symmetric M)."""
+    i, j = np.triu_indices(M.shape[0])
+    return M[i, j] * np.where(i == j, 1.0, math.sqrt(2.0))
+
+
+# "tight" defaults to noise_shape="goe": the Gaussian mechanism runs on iso(x x^T) (off-diagonal noise
+# sigma / sqrt 2 in the report); "paper" (and noise_shape="iid") on upper(x x^T), i.i.d. sigma
+LOCAL_SHAPES = [("tight", None, iso), ("paper", None, upper), ("tight", "iid", upper)]
+
+
+@pytest.mark.parametrize("calibration,shape,vec", LOCAL_SHAPES)
+def test_local_report_pinned(calibration, shape, vec):
     d, runs, eps = 3, 2000, 0.5
     x = np.array([6.0, -8.0, 0.0])  # norm 10: clipped by its user
     reports = np.array([local_gaussian_report(x, epsilon=eps, delta=DELTA, row_norm=C,
-                                              calibration=calibration, random_state=s)
+                                              calibration=calibration, noise_shape=shape, random_state=s)
                         for s in range(runs)])
-    truth = upper(np.outer(clip(x)[0], clip(x)[0]))
+    truth = np.outer(clip(x)[0], clip(x)[0])
     # the declared scale of one report is the protocol's noise_std
     sigma = local_gaussian(x[None, :], 1, epsilon=eps, delta=DELTA, row_norm=C,
                            calibration=calibration, random_state=0).diagnostics["noise_std"]
-    assert_scale(reports - truth, sigma)
+    # the released vector (report rescaled to vec's coordinates) minus the truth: i.i.d. N(0, sigma^2)
+    rebuilt = np.array([vec(_sym(r, d)) for r in reports])
+    assert_scale(rebuilt - vec(truth), sigma)
     # local sensitivity: any two records of norm <= C (the constructed pair is C e_1 against C e_2)
-    sens = derived_l2_sensitivity(lambda D: upper(scatter(D[-1:])), "replace_one", d)
+    sens = derived_l2_sensitivity(lambda D: vec(scatter(D[-1:])), "replace_one", d)
     assert gaussian_epsilon([sigma / sens], DELTA) <= eps * (1 + 1e-9)
     if calibration == "tight":
         assert gaussian_epsilon([sigma / sens], DELTA) == pytest.approx(eps, rel=1e-6)
 
 
+def _sym(v: np.ndarray, d: int) -> np.ndarray:
+    M = np.zeros((d, d))
+    M[np.triu_indices(d)] = v
+    return M + np.triu(M, 1).T
+
+
 @pytest.mark.parametrize("simulate_sum", [True, False])
-def test_local_protocol_average_pinned(simulate_sum, monkeypatch):
+@pytest.mark.parametrize("calibration,shape,vec", LOCAL_SHAPES[:2])
+def test_local_protocol_average_pinned(simulate_sum, calibration, shape, vec, monkeypatch):
     n, d, runs = 30, 3, 150
     X = _data(n=n, d=d, seed=3)
     cap = Capture(local_module.top_k_eigh)
     monkeypatch.setattr(local_module, "top_k_eigh", cap)
     results = [local_gaussian(X, d, epsilon=1.0, delta=DELTA, row_norm=C, simulate_sum=simulate_sum,
-                              random_state=s) for s in range(runs)]
+                              calibration=calibration, noise_shape=shape, random_state=s)
+               for s in range(runs)]
     sigma = results[0].diagnostics["noise_std"]
-    truth = upper(scatter(X)) / n
-    assert_scale(np.array([upper(M) for M in cap.calls]) - truth, sigma / math.sqrt(n))
-    sens = derived_l2_sensitivity(lambda D: upper(scatter(D[-1:])), "replace_one", d)
-    assert gaussian_epsilon([sigma / sens], DELTA) == pytest.approx(1.0, rel=1e-6)
-    assert results[0].privacy.epsilon == pytest.approx(1.0, rel=1e-6)
+    truth = vec(scatter(X)) / n
+    assert_scale(np.array([vec(_sym(upper(M), d)) for M in cap.calls]) - truth, sigma / math.sqrt(n))
+    sens = derived_l2_sensitivity(lambda D: vec(scatter(D[-1:])), "replace_one", d)
+    if calibration == "tight":
+        assert gaussian_epsilon([sigma / sens], DELTA) == pytest.approx(1.0, rel=1e-6)
+        assert results[0].privacy.epsilon == pytest.approx(1.0, rel=1e-6)
+    else:  # the classic formula: what it certifies is reported, and is at most the claim here
+        assert gaussian_epsilon([sigma / sens], DELTA) == pytest.approx(results[0].privacy.epsilon, rel=1e-3)
+        assert results[0].privacy.epsilon <= 1.0
 
 
 # -- the exponential mechanism: Laplace eigenvalues and directions -------------------------------------

@@ -10,6 +10,8 @@ and compares 40 draws: they coincide with probability ``4**-40``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -87,8 +89,10 @@ def test_secure_local_report_lies_on_the_grid_and_differs() -> None:
     std = local_gaussian(x[None, :], 1, epsilon=1.0, delta=DELTA, row_norm=1.0,
                          random_state=0).diagnostics["noise_std"]
     grid = 2.0 ** (np.floor(np.log2(std)) - GRID_BITS)
-    np.testing.assert_array_equal(a / grid, np.rint(a / grid))
-    assert not np.array_equal(seeded / grid, np.rint(seeded / grid))  # the seeded source has no grid
+    i, j = np.triu_indices(3)
+    iso = np.where(i == j, 1.0, math.sqrt(2.0))  # noise_shape="goe" releases upper(M) * iso on the grid
+    np.testing.assert_array_equal(a * iso / grid, np.rint(a * iso / grid))
+    assert not np.array_equal(seeded * iso / grid, np.rint(seeded * iso / grid))  # no grid when seeded
 
 
 def test_secure_private_select_and_select_subspace(data: np.ndarray) -> None:
@@ -118,3 +122,29 @@ def test_secure_learning_rate_search() -> None:
     assert a.privacy.certified
     assert a.candidates[0]["score"] != b.candidates[0]["score"]
     assert not np.array_equal(a.result.components, b.result.components)
+
+
+@pytest.mark.parametrize("shape", ["goe", "iid"])
+def test_secure_symmetric_noise_has_the_shape_of_its_release(shape: str) -> None:
+    # The secure source releases iso(S) ("goe": diagonal, sqrt(2) x the entries above it) or upper(S)
+    # ("iid") with i.i.d. discrete Gaussian noise of std sigma (widened by the rounding, a factor
+    # 1 + 2^-30 sqrt(m)). All-zero data: the released matrix is the noise. Chi-square tests of the
+    # diagonal and the off-diagonal part, two-sided false-positive rate 1e-6 each (seeded bits are not
+    # used: OS entropy; the rate holds per run).
+    from scipy import stats
+
+    from dpspectral.pca.covariance import analyze_gauss
+
+    d, reps = 5, 150
+    i, j = np.triu_indices(d)
+    weight = np.where(i == j, 1.0, math.sqrt(2.0) if shape == "goe" else 1.0)
+    diag_total = off_total = 0.0
+    for _ in range(reps):
+        r = analyze_gauss(np.zeros((4, d)), d, epsilon=1.0, delta=DELTA, row_norm=1.0,
+                          noise_shape=shape, random_state="secure")
+        released = ((r.components * r.values) @ r.components.T)[i, j] * weight / r.diagnostics["noise_std"]
+        diag_total += float(np.sum(released[i == j] ** 2))
+        off_total += float(np.sum(released[i != j] ** 2))
+    for total, count in ((diag_total, reps * d), (off_total, reps * d * (d - 1) // 2)):
+        lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], count)
+        assert lo <= total <= hi

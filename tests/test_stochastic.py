@@ -38,10 +38,11 @@ def test_zero_noise_converges_to_the_top_subspace(fn, kw, spiked):
     assert projection_distance(top, V) < 0.3  # and the exact top subspace is the spike
 
 
-@pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])
-def test_tight_multiplier_matches_the_accountant(fn, spiked):
+@pytest.mark.parametrize("fn,kw", [(dp_spca, {"n_steps": 200}),
+                                   (dp_vrpca, {"n_steps": 50, "n_epochs": 2, "sampling_rate": 0.1})])
+def test_tight_multiplier_matches_the_accountant(fn, kw, spiked):
     X, _ = spiked
-    res = fn(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0, n_steps=200)
+    res = fn(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0, **kw)
     events = res.privacy.events
     eps = epsilon_of(events, DELTA, relation="replace_one")
     assert eps <= 1.0 and eps == pytest.approx(1.0, abs=5e-3)
@@ -126,6 +127,13 @@ def test_vrpca_bad_epochs(spiked):
     X, _ = spiked
     with pytest.raises(ValueError, match="'n_epochs'"):
         dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, n_epochs=0)
+    acc = Accountant(10.0, DELTA)
+    for bad in (1, 16, 2.5):  # below k, above d, not an int
+        with pytest.raises(ValueError, match="'block_size'"):
+            dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, block_size=bad, accountant=acc)
+    with pytest.raises(ValueError, match="'adaptive_noise'"):
+        dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, adaptive_noise="yes", accountant=acc)
+    assert acc.entries == ()
     with pytest.raises(ValueError, match="'k'"):
         dp_vrpca(X, 16, epsilon=1.0, delta=DELTA, row_norm=1.0)
     with pytest.raises(ValueError, match="'k'.*number of rows"):
@@ -233,3 +241,68 @@ def test_parameters_are_declared_in_a_constraint_table(fn, spiked) -> None:
                                          r"None or a float in \(0, 1\]"):
         fn(X, 2, sampling_rate=2, **args)
     assert acc.entries == ()
+
+
+# -- issue 16: DP-VRPCA's defaults -----------------------------------------------------------------------
+def _unit_spiked(n: int, d: int, seed: int = 0):
+    X, _ = spiked_covariance(n, d, 1, spike=10.0, random_state=seed)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    top = np.linalg.eigh(X.T @ X)[1][:, -1:]
+    return X, top
+
+
+def _sin(V: np.ndarray, top: np.ndarray) -> float:
+    return float(np.sqrt(max(0.0, 1.0 - np.linalg.norm(top.T @ V) ** 2)))
+
+
+def test_vrpca_defaults_beat_a_random_subspace_on_a_spiked_set():
+    """Unit rows, n = 2000, d = 10, k = 1, epsilon = 1, delta = 1e-6, defaults. Measured over 20 seeds:
+    sin theta 0.039 (sd 0.009, max 0.057); a random direction: mean 0.95, its 0.1% quantile 0.48 (before
+    issue 16 the defaults stayed near their random start). Bound 0.15 per seed: 12 sd above the mean,
+    false-positive rate < 1e-9 per seed (Gaussian tail), 3 seeds."""
+    X, top = _unit_spiked(2000, 10)
+    for seed in range(3):
+        res = dp_vrpca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=seed)
+        assert _sin(res.components, top) < 0.15
+        assert res.privacy.certified and res.privacy.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert res.diagnostics["n_steps"] == 1 and res.diagnostics["block_size"] == 10
+
+
+def test_vrpca_full_batch_events_and_multipliers():
+    """q = 1: every release is Gaussian. Defaults (one step per epoch): the first step of an epoch has
+    V = V~, so only the m full gradients are charged, each at sqrt(m) s(eps, delta) over the replace-one
+    shift 2 sqrt(2) C^2 / n (exact: m Gaussians compose to one at s(eps, delta)). With inner steps, the
+    full gradients get half of mu^2 and the steps' multiplier is the smallest the accountant certifies."""
+    X, _ = _unit_spiked(300, 6)
+    C, n, m = 1.0, 300, 3
+    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, random_state=0)
+    events = res.privacy.events
+    assert res.diagnostics["noise_multiplier"] is None and res.diagnostics["noise_std"] == 0.0
+    assert epsilon_of(events, DELTA, relation="replace_one") == pytest.approx(1.0, abs=1e-6)
+    shift = 2 * math.sqrt(2) * C**2 / n
+    s_full = res.diagnostics["full_gradient_noise_std"] / shift
+    single = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full / math.sqrt(m)), 1)
+    assert epsilon_of([single], DELTA) == pytest.approx(1.0, abs=1e-6)
+    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, n_steps=3, random_state=0)
+    events = res.privacy.events
+    assert all(not isinstance(e.event, dp_accounting.PoissonSampledDpEvent) for e in events)
+    assert epsilon_of(events, DELTA, relation="replace_one") == pytest.approx(1.0, abs=5e-3)
+    s = res.diagnostics["noise_multiplier"]
+    assert res.diagnostics["noise_std"] == pytest.approx(s * 4 * math.sqrt(2) * C**2)
+    s_full = res.diagnostics["full_gradient_noise_std"] / shift
+    smaller = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m),
+               dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(0.99 * s), m * 2)]
+    assert epsilon_of(smaller, DELTA, relation="replace_one") > 1.0
+
+
+def test_vrpca_paper_settings_stay_reachable():
+    """The paper's version: T = n steps per epoch of one row on average (q = 1 / n), eta = 1 / n, a
+    k-column iterate, the paper's noise; the events are m T unsampled + m T sampled releases."""
+    X, _ = _unit_spiked(200, 6)
+    n = X.shape[0]
+    with pytest.warns(UncertifiedPrivacyWarning):
+        res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, calibration="paper", n_epochs=2,
+                       n_steps=n, sampling_rate=1.0 / n, learning_rate=1.0 / n, block_size=2,
+                       random_state=0)
+    assert res.diagnostics["block_size"] == 2 and res.diagnostics["n_steps"] == n
+    assert [e.count for e in res.privacy.events] == [2 * n, 2 * n]

@@ -327,9 +327,24 @@ PARAMETER_CONSTRAINTS: dict[str, Any] = {
 }
 
 
+def default_rank(k: int, d: int | None) -> int:
+    """The proxies' default rank R (issue 16): ``min(D, max(2 K, (D + 1) // 2))``.
+
+    The paper's ``R = 2K`` drops, at every site, the directions that are below that site's own noise
+    level but add up coherently over the sites (on MNIST, S = 10 sites, epsilon = 0.5: 0.761 of the
+    top-10 energy against 0.861 for the full matrices). ``(D + 1) // 2`` is the largest rank whose
+    proxy (D R numbers) is still no larger than the packed matrix (D (D + 1) / 2), where the proxy stops
+    saving communication (0.852 there). Public: D and K only. With D unknown before the sites run (a
+    caller's futures): ``2 K``.
+    """
+    if d is None:
+        return 2 * k
+    return min(d, max(2 * k, (d + 1) // 2))
+
+
 def _check_sized(k: Any, intermediate_rank: Any, min_sites: Any, d: int | None, S: int,
                  owner: str) -> tuple[int, int]:
-    """``k`` (in [1, D]), ``intermediate_rank`` (None or in [1, D]; default ``min(2 K, D)``) and
+    """``k`` (in [1, D]), ``intermediate_rank`` (None or in [1, D]; default :func:`default_rank`) and
     ``min_sites`` (in [1, S]), once D (when known) and the number of sites S are."""
     if d is not None:
         k = check_n_components(k, d, owner, name="k")
@@ -339,7 +354,7 @@ def _check_sized(k: Any, intermediate_rank: Any, min_sites: Any, d: int | None, 
                  {"k": k, "intermediate_rank": intermediate_rank, "min_sites": min_sites}, owner)
     k = int(k)
     if intermediate_rank is None:
-        return k, 2 * k if d is None else min(2 * k, d)
+        return k, default_rank(k, d)
     return k, int(intermediate_rank)
 
 
@@ -651,7 +666,8 @@ _PARAMS_DOC = """
     relation : {"replace_one", "add_remove"}
     calibration : {"tight", "paper"}
     intermediate_rank : int, optional
-        R, the rank of the proxies (``variant="proxy"``); default ``min(2 K, D)`` (the authors' code).
+        R, the rank of the proxies (``variant="proxy"``); default ``min(D, max(2 K, (D + 1) // 2))``
+        (:func:`default_rank`, issue 16); the paper's (and the authors' code's) is ``min(2 K, D)``.
     n_sites : int, optional
         Only for a single 2-D array: split its rows into this many contiguous, near-equal sites (under
         add/remove it may exceed the number of rows: some sites are then empty).

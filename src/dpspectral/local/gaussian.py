@@ -8,6 +8,16 @@ Protocol (``../shared/papers/spec-pca-gep.md`` §B.6, RECONSTRUCTED)::
 
 ``upper(M)`` is the vector of ``M[np.triu_indices(d)]`` (row-major upper triangle with the diagonal).
 
+Noise shape (issue 16). ``noise_shape="goe"`` (default with ``calibration="tight"``): the noise of an
+off-diagonal entry has std ``sigma / sqrt(2)``, the diagonal's ``sigma`` (the Gaussian orthogonal
+ensemble). It is the Gaussian mechanism on the Frobenius-isometric vector ``iso(M)`` (the diagonal, and
+``sqrt(2)`` times each entry above it: ``||iso(M)||_2 = ||M||_F``) followed by the fixed rescaling back
+to ``upper(M)`` (post-processing); ``||iso(x x^T) - iso(y y^T)||_2 = ||x x^T - y y^T||_F <= sqrt(2) C^2``
+is the same sensitivity as ``upper``'s, so the privacy is the same while the off-diagonal noise
+variance is halved: the spectral norm of the server's noise, which decides what can be recovered,
+falls by sqrt(2). ``noise_shape="iid"`` (the paper's; default with ``calibration="paper"``): i.i.d.
+``N(0, sigma^2)`` on every entry of ``upper``.
+
 Local sensitivity (any two inputs in the ball of radius C; C taken as ``sensitivity_norm(row_norm)``)
 ---------------------------------------------------------------------------------------------------
 ``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4`` and the upper-triangle vector of a
@@ -30,10 +40,12 @@ from ..constraints import (
     CALIBRATION,
     DELTA,
     EPSILON,
+    NONE,
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
     Interval,
+    Options,
     Table,
     Types,
     renamed,
@@ -59,6 +71,7 @@ from ..results import SubspaceResult
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
 
 Calibration = Literal["tight", "paper"]
+NoiseShape = Literal["goe", "iid"]
 
 _OWNER = "local_gaussian"
 #: Upper bound on the number of report entries generated at once by the per-user simulation.
@@ -91,6 +104,7 @@ def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, l
 _REPORT_PARAMS: Table = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    "noise_shape": [NONE, Options(("goe", "iid"))],
 }
 _LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}
 _AGGREGATE_PARAMS: Table = {"n_features": Interval(1, None, "left", integer=True)}
@@ -125,10 +139,25 @@ def _plan(budget: PrivacyBudget, calibration: str, row_norm: float, owner: str,
                        (*notes, _LOCAL_NOTE))
 
 
-def _reports(rows: np.ndarray, releaser: Releaser) -> np.ndarray:
-    """Reports of users holding the (already clipped) ``rows``: shape (n_rows, d (d + 1) / 2)."""
+def _iso_weights(d: int, shape: str) -> np.ndarray:
+    """Weights mapping ``upper(M)`` to the released vector: ``iso(M)`` ("goe") or ``upper(M)`` ("iid")."""
+    i, j = np.triu_indices(d)
+    return np.where(i == j, 1.0, math.sqrt(2.0) if shape == "goe" else 1.0)
+
+
+def _noise_shape(noise_shape: str | None, calibration: str) -> str:
+    return ("goe" if calibration == "tight" else "iid") if noise_shape is None else noise_shape
+
+
+def _reports(rows: np.ndarray, releaser: Releaser, shape: str) -> np.ndarray:
+    """Reports of users holding the (already clipped) ``rows``: shape (n_rows, d (d + 1) / 2).
+
+    The Gaussian mechanism runs on ``w * upper(x x^T)`` (``w`` from :func:`_iso_weights`, whose norm
+    difference is at most the planned sensitivity); dividing by ``w`` is post-processing.
+    """
     i, j = np.triu_indices(rows.shape[1])
-    return releaser.add("report", rows[:, i] * rows[:, j])
+    w = _iso_weights(rows.shape[1], shape)
+    return releaser.add("report", rows[:, i] * rows[:, j] * w) / w
 
 
 def _symmetric_from_upper(vector: np.ndarray, d: int) -> np.ndarray:
@@ -147,6 +176,7 @@ def local_gaussian_report(
     calibration: Calibration = "tight",
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
+    noise_shape: NoiseShape | None = None,
 ) -> np.ndarray:
     """What one user sends: the upper triangle of ``c(x) c(x)^T + Z``.
 
@@ -169,11 +199,15 @@ def local_gaussian_report(
         The user's own randomness. ``"secure"``: OS entropy and an exact discrete Gaussian sampler
         on a fine grid (deployment).
     on_norm_violation : {"clip", "raise"}
+    noise_shape : {"goe", "iid"} or None
+        ``"goe"`` (default with ``"tight"``): off-diagonal noise std ``sigma / sqrt(2)``, diagonal
+        ``sigma``, at the same privacy (module docstring); ``"iid"`` (default with ``"paper"``, the
+        paper's): ``sigma`` on every entry.
 
     Returns
     -------
     report : ndarray of shape (n_features (n_features + 1) / 2,)
-        ``(c(x) c(x)^T + Z)[np.triu_indices(n_features)]`` with i.i.d. ``N(0, sigma^2)`` noise.
+        ``(c(x) c(x)^T + Z)[np.triu_indices(n_features)]``, ``Z`` symmetric Gaussian (``noise_shape``).
 
     Privacy
     -------
@@ -181,7 +215,9 @@ def local_gaussian_report(
     records of norm at most C. The L2 sensitivity of ``upper(x x^T)`` over that ball is
     ``sqrt(2) C^2`` (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``, and the
     upper triangle counts each off-diagonal entry once); ``sigma = s sqrt(2) C^2`` with ``s`` the
-    noise multiplier of one ``GaussianDpEvent(s)``.
+    noise multiplier of one ``GaussianDpEvent(s)``. With ``"goe"`` the mechanism runs on ``iso(x x^T)``
+    (off-diagonal entries times sqrt(2)), whose L2 sensitivity is ``||x x^T - y y^T||_F <= sqrt(2) C^2``
+    too; the report is that release divided back entrywise (post-processing).
     """
     owner = "local_gaussian_report"
     budget, C = _check_common(epsilon, delta, row_norm, owner)
@@ -199,7 +235,7 @@ def local_gaussian_report(
     row, _ = clip_rows(row, C, on_norm_violation=on_norm_violation, copy=False)
     plan = _plan(budget, calibration, C, owner)
     with release(plan, None, noise_source(random_state)) as releaser:  # the user's own release
-        return _reports(np.asarray(row), releaser)[0]
+        return _reports(np.asarray(row), releaser, _noise_shape(noise_shape, calibration))[0]
 
 
 @renamed({"d": "n_features"})
@@ -248,7 +284,7 @@ def local_gaussian_aggregate(reports: Any, n_features: int, k: int) -> tuple[np.
 
 def _simulated_report_sum(
     X: Any, C: float, releaser: Releaser, on_norm_violation: NormViolation, owner: str,
-    show_progress: bool | None,
+    show_progress: bool | None, shape: str,
 ) -> tuple[np.ndarray, int, int]:
     """Sum of every user's actual report (vectorised over blocks of users)."""
     total: np.ndarray | None = None
@@ -267,7 +303,7 @@ def _simulated_report_sum(
             norms = _dense_row_norms(rows, first_row + a, owner)
             rows, _ = clip_rows(rows, C, on_norm_violation=on_norm_violation, copy=True,
                                 first_row=first_row + a, norms=norms)
-            total += _reports(np.asarray(rows), releaser).sum(axis=0)
+            total += _reports(np.asarray(rows), releaser, shape).sum(axis=0)
             n += rows.shape[0]
     if d is None or n == 0 or total is None:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
@@ -289,6 +325,7 @@ def local_gaussian(
     on_norm_violation: NormViolation = "clip",
     simulate_sum: bool = True,
     show_progress: bool | None = None,
+    noise_shape: NoiseShape | None = None,
 ) -> SubspaceResult:
     """Local Gaussian PCA (Wang and Xu, TCS 2020), the whole protocol simulated on one machine.
 
@@ -304,10 +341,13 @@ def local_gaussian(
     (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
     is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
     runs the same mechanism on disjoint data). The server's average and eigendecomposition are
-    post-processing. (The same release is also (epsilon, delta)-DP under replace-one neighbours in
-    the central model.) With an accountant, every row is read and validated before the charge
-    (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal costs nothing;
-    a failure after the charge is a failed release that stays charged.
+    post-processing. With ``noise_shape="goe"`` (the default with ``"tight"``) each report is the same
+    Gaussian mechanism on ``iso(x x^T)`` (off-diagonal entries times sqrt(2); its sensitivity is
+    ``||x x^T - y y^T||_F <= sqrt(2) C^2`` as well), divided back entrywise: the off-diagonal noise std
+    is ``sigma / sqrt(2)`` at the same privacy. (The same release is also (epsilon, delta)-DP under
+    replace-one neighbours in the central model.) With an accountant, every row is read and validated
+    before the charge (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal
+    costs nothing; a failure after the charge is a failed release that stays charged.
     """
     budget, C = _check_common(epsilon, delta, row_norm, _OWNER)
     rel = as_relation(relation, owner=_OWNER)
@@ -322,8 +362,9 @@ def local_gaussian(
     noise = noise_source(random_state)
     precheck(accountant, _plan(budget, calibration, C, _OWNER).events, rel)  # before any reading
     run = _release_average if simulate_sum else _release_reports
+    shape = _noise_shape(noise_shape, calibration)
     releaser, average, (values, components), n, d = run(
-        X, k, budget, calibration, C, accountant, noise, on_norm_violation, show_progress)
+        X, k, budget, calibration, C, accountant, noise, on_norm_violation, show_progress, shape)
     # frames: certify_release, report, local_gaussian, the constraint check, the caller
     report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
                              notes=releaser.plan.notes, stacklevel=5)
@@ -336,6 +377,7 @@ def local_gaussian(
         "sensitivity": spec.sensitivity,
         "communication_floats_per_user": report_length(d),
         "simulate_sum": bool(simulate_sum),
+        "noise_shape": shape,
     }
     return SubspaceResult(
         components=components,
@@ -352,10 +394,11 @@ _Released = tuple[Releaser, np.ndarray, tuple[np.ndarray, np.ndarray], int, int]
 
 def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
                      accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None) -> _Released:
+                     show_progress: bool | None, shape: str) -> _Released:
     """simulate_sum=True: one pass (validates every row), then one symmetric Gaussian on the average.
 
-    It has exactly the law of the average of the n reports' noise (entry std ``sigma / sqrt(n)``).
+    It has exactly the law of the average of the n reports' noise (entry std ``sigma / sqrt(n)``, and
+    ``sigma / sqrt(2 n)`` off the diagonal with ``"goe"``).
     """
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
                          want_second=True, owner=_OWNER, show_progress=show_progress)
@@ -364,14 +407,19 @@ def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C:
     plan = _plan(budget, calibration, C, _OWNER, n_users=n)
     with release(plan, accountant, noise) as releaser:
         assert moments.second is not None
-        average = releaser.add_symmetric("average", moments.second / n)
+        if shape == "iid":  # the paper's shape, drawn as before issue 16 (same seeds, same numbers)
+            average = releaser.add_symmetric("average", moments.second / n)
+        else:
+            w = _iso_weights(d, shape)
+            average = _symmetric_from_upper(
+                releaser.add("average", (moments.second / n)[np.triu_indices(d)] * w) / w, d)
         eigen = top_k_eigh(average, k)
     return releaser, average, eigen, n, d
 
 
 def _release_reports(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
                      accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None) -> _Released:
+                     show_progress: bool | None, shape: str) -> _Released:
     """simulate_sum=False: every user's report (in blocks of users), averaged by the server."""
     if accountant is not None:
         # Users draw their noise while the data are read: validate every row first (a pass
@@ -387,7 +435,8 @@ def _release_reports(X: Any, k: int, budget: PrivacyBudget, calibration: str, C:
         check_n_components(k, checked.d, _OWNER, name="k")
     plan = _plan(budget, calibration, C, _OWNER)
     with release(plan, accountant, noise) as releaser:
-        total, n, d = _simulated_report_sum(X, C, releaser, on_norm_violation, _OWNER, show_progress)
+        total, n, d = _simulated_report_sum(X, C, releaser, on_norm_violation, _OWNER, show_progress,
+                                            shape)
         check_n_components(k, d, _OWNER, name="k")
         average = _symmetric_from_upper(total / n, d)
         eigen = top_k_eigh(average, k)
@@ -427,6 +476,11 @@ local_gaussian.__doc__ = (local_gaussian.__doc__ or "") + """
         False: generate every user's report (in blocks of users) and average them.
     show_progress : bool or None
         Progress bar over blocks.
+    noise_shape : {"goe", "iid"} or None
+        ``"goe"`` (default with ``calibration="tight"``): each user's off-diagonal noise has std
+        ``sigma / sqrt(2)`` at the same privacy (see :func:`local_gaussian_report`), which lowers the
+        spectral norm of the server's noise by sqrt(2); ``"iid"`` (default with ``"paper"``): the
+        paper's i.i.d. noise. The paper's version is ``calibration="paper"``.
 
     Returns
     -------

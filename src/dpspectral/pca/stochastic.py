@@ -6,8 +6,8 @@ normalisation). Paper: ``../shared/papers/000_*.txt``; specification and the pro
 paper's privacy claims: ``../shared/papers/spec-pca-gep.md`` §C.
 
 Sampling. Every step uses a Poisson sample of the rows (each row independently with probability
-``q``, default ``1/n``: one row per step on average, like the paper's uniform index), so the
-accountant certifies exactly what runs. The update is
+``q``; ``q = 1/n`` is one row per step on average, like the paper's uniform index; the defaults since
+issue 16 use full batches, ``q = 1``), so the accountant certifies exactly what runs. The update is
 ``V' = V + (eta / (q n)) (sum_{i in S} g_i(V) + N(0, (s Delta)^2))`` (plus, in DP-VRPCA, the released
 full gradient), i.e. a step along an unbiased estimate of the mean gradient ``2 A V / n``.
 
@@ -55,6 +55,7 @@ from ..constraints import (
     SHARE,
     Interval,
     Table,
+    Types,
     renamed,
     validated,
 )
@@ -90,7 +91,8 @@ _COMMON_PARAMS: Table = {
 #: The parameters of :func:`dp_spca` and :func:`dp_vrpca`. ``k <= min(n_features, n_samples)``, the
 #: relation and the accountant (``accounting``, with its reason) are checked inline.
 _SPCA_PARAMS: Table = {**_COMMON_PARAMS, "rdp_epsilon_share": SHARE}
-_VRPCA_PARAMS: Table = {**_COMMON_PARAMS, "n_epochs": _COUNT, "full_gradient_share": SHARE}
+_VRPCA_PARAMS: Table = {**_COMMON_PARAMS, "n_epochs": [NONE, _COUNT], "full_gradient_share": [NONE, SHARE],
+                        "block_size": [NONE, _COUNT], "adaptive_noise": Types((bool, np.bool_), "a bool")}
 
 
 def _load_rows(X: Any, owner: str) -> np.ndarray:
@@ -346,11 +348,13 @@ def dp_vrpca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: Calibration = "tight",
-    n_epochs: int = 5,
+    n_epochs: int | None = None,
     n_steps: int | None = None,
     learning_rate: float | None = None,
     sampling_rate: float | None = None,
-    full_gradient_share: float = 0.1,
+    full_gradient_share: float | None = None,
+    block_size: int | None = None,
+    adaptive_noise: bool = True,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -361,123 +365,211 @@ def dp_vrpca(
 
     Epoch s: a full gradient ``mu_s = 2 A V~ / n`` at the anchor ``V~``; inner steps
     ``V_t = polar(V_{t-1} + eta (mu_s + (1 / (q n)) (sum_{i in S_t} 2 x_i x_i^T (V_{t-1} - V~) + Z_t)))``;
-    the anchor becomes the last iterate. Defaults: the paper's ``n_steps = n`` per epoch,
-    ``learning_rate = 1 / n``, ``q = 1 / n``; ``n_epochs = 5`` (the paper does not state m).
+    the anchor becomes the last iterate. Defaults (issue 16, measured in docs/algorithms/stochastic.md):
+    full batches (``q = 1``) and the power-step learning rate ``100 q n / C^2`` of :func:`dp_spca`,
+    ``n_epochs = 3`` epochs of ``n_steps = 1`` step (each epoch's released full gradient then moves the
+    iterate: a noisy power step; further inner steps are available and cost budget), an oversampled
+    block of ``block_size = min(d, 10 k)`` columns (free in privacy; the top-k left singular vectors of
+    the last step are returned); with inner steps, their noise follows ``||V - V~||_2``
+    (``adaptive_noise``) and the full gradients get half of the budget. The paper's settings stay
+    reachable: ``n_steps = n, learning_rate = 1 / n, sampling_rate = 1 / n, block_size = k, n_epochs =
+    m`` (with ``calibration="paper"`` for its noise).
 
     Privacy
     -------
     Relation: replace-one. A row's variance-reduced term ``2 x x^T (V - V~)`` has Frobenius norm at
-    most ``2 C^2 ||V - V~||_2 <= 4 C^2`` (both orthonormal): each inner step is
-    ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s = std / (4 C^2)``. ``"tight"``: the
-    full gradient of each epoch is *released* with Gaussian noise (one row moves ``2 x x^T V~ / n`` by
-    at most ``2 C^2 / n``: ``GaussianDpEvent(std_f n / (2 C^2))``, its epochs spending
-    ``full_gradient_share`` of (epsilon, delta) on their own), and the inner multiplier is then the
-    smallest for which the accountant certifies the whole run. ``"paper"``: inner noise
-    ``lambda_2 = sqrt(G^2 T m log(1/delta) / (n^2 eps^2))`` (times C^2) and the full gradient *un-noised*
-    as in the paper; each step then releases ``mu_s + sampled term + Z`` with one noise, which is
-    accounted soundly as two releases with noise ``lambda_2 / sqrt(2)`` each (their sum has the law
-    of the step): an unsampled one of the full gradient and the sampled one. In the units of the
-    step's noise the full gradient enters as ``q n mu_s`` (the step is ``V + eta mu_s + (eta / (q n))
-    (sampled + Z)``), so its replace-one shift is ``q n * 4 C^2 / n = 4 q C^2`` and its multiplier is
-    ``(lambda_2 / sqrt 2) / (4 q C^2)``. The accountant's epsilon
-    for that is far above the request (spec §C.3.4): the result is marked uncertified.
+    most ``2 C^2 ||V - V~||_2 <= 4 C^2`` (both orthonormal, any number of columns). ``"tight"``: sampled
+    steps (``q < 1``) are ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s = std / (2 C^2 r)``,
+    ``r = ||V - V~||_2`` (``r = 2``: the worst case, without ``adaptive_noise``); full-batch steps
+    (``q = 1``) are ``GaussianDpEvent(s)`` over the replace-one shift ``2 ||x x^T - y y^T||_F r <= 2 sqrt(2)
+    C^2 r``. ``r`` is computed from released values only (post-processing), and the noise follows it at
+    the planned multiplier (``Releaser.adapted``): nothing is charged beyond the plan. The first step of
+    an epoch has ``V = V~``: its term is zero whatever the data, nothing is released and nothing charged.
+    Each epoch's full gradient is released with Gaussian noise: a replaced row moves ``2 A V~ / n`` by
+    ``||2 (x x^T - y y^T) V~||_F / n <= 2 sqrt(2) C^2 / n``; the m releases together get the share
+    ``full_gradient_share`` of the budget (with full batches: of the Gaussian-DP ``mu^2`` of (epsilon,
+    delta), default 1/2, exact since every release is Gaussian; with sampled steps: of (epsilon, delta),
+    default 0.1; all of it when no inner step is charged), and the steps' multiplier is the smallest for
+    which the accountant certifies the whole run. ``"paper"``: inner
+    noise ``lambda_2 = sqrt(G^2 T m log(1/delta) / (n^2 eps^2))`` (times C^2) on every step and the full
+    gradient *un-noised* as in the paper; each step then releases ``mu_s + sampled term + Z`` with one
+    noise, accounted soundly as two releases with noise ``lambda_2 / sqrt(2)`` each (their sum has the
+    law of the step): an unsampled one of the full gradient (in the step's units ``q n mu_s``, replace-one
+    shift ``q n * 4 C^2 / n = 4 q C^2``, multiplier ``(lambda_2 / sqrt 2) / (4 q C^2)``) and the sampled
+    one. The accountant's epsilon for that is far above the request (spec §C.3.4): the result is marked
+    uncertified. (``adaptive_noise`` applies to ``"tight"`` only.)
     """
     owner = "dp_vrpca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
-    n = X.shape[0]
-    m = int(n_epochs)
-    T = n if n_steps is None else int(n_steps)
-    eta = 1.0 / n if learning_rate is None else float(learning_rate)
-    q = 1.0 / n if sampling_rate is None else float(sampling_rate)
+    n, d = X.shape
+    m = VRPCA_EPOCHS if n_epochs is None else int(n_epochs)
+    T = VRPCA_STEPS if n_steps is None else int(n_steps)
+    q = VRPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
+    eta = SPCA_POWER_STEP * q * n / C**2 if learning_rate is None else float(learning_rate)
+    share = (VRPCA_FULL_SHARE if q == 1.0 else VRPCA_SAMPLED_FULL_SHARE) if full_gradient_share is None \
+        else float(full_gradient_share)
+    p = _vrpca_block(k, d, block_size, owner)
     noise = noise_source(random_state)
-    plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q,
-                          full_gradient_share=float(full_gradient_share), calibration=calibration,
-                          accounting=accounting)
+    plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q, full_gradient_share=share,
+                          calibration=calibration, accounting=accounting)
     with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
         sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
-        V = _vrpca_epochs(X, k, sampler, releaser, C=C, on_norm_violation=on_norm_violation,
-                          n_steps=T, n_epochs=m, learning_rate=eta, show_progress=show_progress,
-                          owner=owner)
+        V = _vrpca_epochs(X, k, p, sampler, releaser, C=C, on_norm_violation=on_norm_violation,
+                          n_steps=T, n_epochs=m, learning_rate=eta,
+                          adaptive=bool(adaptive_noise) and calibration == "tight",
+                          show_progress=show_progress, owner=owner)
         # frames: certify_release, report, dp_vrpca, the constraint check, the caller
         report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
                                  accounting=accounting, notes=plan.notes, stacklevel=5)
     std_full = plan["full_gradient"].scale if _has(plan, "full_gradient") else 0.0
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-        diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale,
-                     "full_gradient_noise_std": std_full, "sampling_rate": q, "n_steps": T,
-                     "n_epochs": m, "learning_rate": eta},
+        diagnostics={"noise_multiplier": s if math.isfinite(s) else None,
+                     "noise_std": plan["step"].scale, "full_gradient_noise_std": std_full,
+                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
+                     "block_size": p,
+                     "adaptive_noise": bool(adaptive_noise) and calibration == "tight"},
     )
+
+
+#: DP-VRPCA's defaults (issue 16): full batches, 3 epochs of one power step (``SPCA_POWER_STEP``) on
+#: the released full gradient, an oversampled block of 10 k columns; with inner steps, half of the
+#: Gaussian-DP budget for the full gradients.
+VRPCA_SAMPLING_RATE = 1.0
+VRPCA_EPOCHS = 3
+VRPCA_STEPS = 1
+VRPCA_FULL_SHARE = 0.5  # of the Gaussian-DP mu^2 (full batches: every release is Gaussian)
+VRPCA_SAMPLED_FULL_SHARE = 0.1  # of (epsilon, delta) with sampled steps (as before issue 16)
+VRPCA_OVERSAMPLING = 10
+
+
+def _vrpca_block(k: int, d: int, block_size: int | None, owner: str) -> int:
+    """Columns of the iterate: ``min(d, 10 k)`` by default; at least k, at most d."""
+    p = min(d, VRPCA_OVERSAMPLING * k) if block_size is None else int(block_size)
+    if not k <= p <= d:
+        raise ValueError(
+            f"The 'block_size' parameter of {owner} must be in [k, n_features] = [{k}, {d}]. Got {p} "
+            "instead."
+        )
+    return p
 
 
 def _has(plan: ReleasePlan, name: str) -> bool:
     return any(r.name == name for r in plan.releases)
 
 
+@functools.lru_cache(maxsize=256)
+def _calibrate_vr_steps(q: float, steps: int, epsilon: float, delta: float, accounting: str,
+                        full_multiplier: float, epochs: int) -> float:
+    """Multiplier of DP-VRPCA's charged inner steps, given the full gradients' (tight calibration)."""
+    if q < 1.0:
+        return _calibrate_sampled(q, steps, epsilon, delta, accounting, full_multiplier, epochs)
+
+    def make(s: float) -> dp_accounting.DpEvent:
+        return dp_accounting.ComposedDpEvent([
+            dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(full_multiplier), epochs),
+            dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), steps)])
+
+    return calibrate(make, epsilon, delta, relation=Relation.REPLACE_ONE,
+                     accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
+
+
 def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
                 n_epochs: int, q: float, full_gradient_share: float, calibration: str,
                 accounting: str) -> tuple[ReleasePlan, float]:
-    """DP-VRPCA's releases: m full gradients (tight only) and m T sampled steps, from public inputs."""
+    """DP-VRPCA's releases: m full gradients (tight only) and the inner steps, from public inputs."""
     Cs = sensitivity_norm(row_norm)
-    delta_vr = 2.0 * _G * Cs**2  # one row's variance-reduced term 2 x x^T (V - V~)
-    delta_full = _G * Cs**2 / n  # one row's contribution to the mean gradient 2 A V~ / n
+    delta_vr = 2.0 * _G * Cs**2  # one row's variance-reduced term 2 x x^T (V - V~), ||V - V~|| <= 2
     m, T = n_epochs, n_steps
     notes = ["Poisson sampling with rate q (each row independently per step)."]
-    releases: list[NoisyRelease] = []
     if calibration == "tight":
-        # the m full-gradient releases together spend (eps * share, delta * share): each has a
-        # sqrt(m) larger multiplier; a replaced row shifts the mean gradient by <= 2 * delta_full
-        s_full = analytic_noise_multiplier(budget.epsilon * full_gradient_share,
-                                           budget.delta * full_gradient_share) * math.sqrt(m)
-        releases.append(NoisyRelease("full_gradient", "gaussian", s_full * 2.0 * delta_full,
-                                     2.0 * delta_full))
-        s = _calibrate_sampled(q, m * T, budget.epsilon, budget.delta, accounting, s_full, m)
-        std = s * delta_vr
-        events = [dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m),
-                  _step_events(q, s, m * T)]
-    else:
-        lam2 = math.sqrt(_G**2 * T * m * math.log(1.0 / budget.delta) / (n**2 * budget.epsilon**2))
-        std = lam2 * Cs**2
-        s = std / math.sqrt(2.0) / delta_vr
-        # The step adds eta * full + (eta / (q n)) (sampled + Z): in the units of Z the full gradient
-        # enters as q n * full, whose replace-one shift is q n * 2 * delta_full (the factor q n was
-        # missing before: it under-counted the release whenever q != 1 / n).
-        s_unsampled = std / math.sqrt(2.0) / (q * n * 2.0 * delta_full)
-        events = [
-            dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_unsampled), m * T),
-            _step_events(q, s, m * T),
-        ]
-        notes.append(
-            f"paper noise lambda_2 = {std:.6g}; the full gradient enters every step un-noised "
-            "(accounted as an unsampled release sharing the step's noise)."
-        )
-    releases.append(NoisyRelease("step", "gaussian", std, delta_vr))
-    return ReleasePlan("dp_vrpca", relation, tuple(events), tuple(releases), tuple(notes)), s
+        # a replaced row moves 2 A V~ / n by ||2 (x x^T - y y^T) V~||_F / n <= 2 sqrt(2) C^2 / n
+        shift_full = math.sqrt(2.0) * _G * Cs**2 / n
+        s0 = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        charged = m * (T - 1)  # the first step of an epoch has V = V~: its term is 0, nothing released
+        if charged == 0 or q == 1.0:  # all Gaussian: the share of mu^2 is exact
+            s_full = s0 * math.sqrt(m / (1.0 if charged == 0 else full_gradient_share))
+        else:  # sampled steps: the m full gradients together spend (eps * share, delta * share)
+            s_full = analytic_noise_multiplier(budget.epsilon * full_gradient_share,
+                                               budget.delta * full_gradient_share) * math.sqrt(m)
+        releases = [NoisyRelease("full_gradient", "gaussian", s_full * shift_full, shift_full)]
+        full_events = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m)
+        if charged == 0:
+            return ReleasePlan("dp_vrpca", relation, (full_events,), (*releases, NoisyRelease(
+                "step", "gaussian", 0.0, delta_vr)), tuple(notes)), math.inf
+        s = _calibrate_vr_steps(q, charged, budget.epsilon, budget.delta, accounting, s_full, m)
+        if q < 1.0:
+            step_sens, step_events = delta_vr, _step_events(q, s, charged)
+        else:  # full batches: the replace-one shift 2 ||x x^T - y y^T||_F ||V - V~||_2 <= 4 sqrt(2) C^2
+            notes[0] = "Full batches (q = 1): every inner step reads every row."
+            step_sens = math.sqrt(2.0) * delta_vr
+            step_events = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), charged)
+        releases.append(NoisyRelease("step", "gaussian", s * step_sens, step_sens))
+        return ReleasePlan("dp_vrpca", relation, (full_events, step_events), tuple(releases),
+                           tuple(notes)), s
+    lam2 = math.sqrt(_G**2 * T * m * math.log(1.0 / budget.delta) / (n**2 * budget.epsilon**2))
+    std = lam2 * Cs**2
+    s = std / math.sqrt(2.0) / delta_vr
+    # The step adds eta * full + (eta / (q n)) (sampled + Z): in the units of Z the full gradient
+    # enters as q n * full, whose replace-one shift is q n * 2 * (2 C^2 / n).
+    s_unsampled = std / math.sqrt(2.0) / (q * n * 2.0 * (_G * Cs**2 / n))
+    events = [
+        dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_unsampled), m * T),
+        _step_events(q, s, m * T),
+    ]
+    notes.append(
+        f"paper noise lambda_2 = {std:.6g}; the full gradient enters every step un-noised "
+        "(accounted as an unsampled release sharing the step's noise)."
+    )
+    step = NoisyRelease("step", "gaussian", std, delta_vr)
+    return ReleasePlan("dp_vrpca", relation, tuple(events), (step,), tuple(notes)), s
 
 
-def _vrpca_epochs(X: np.ndarray, k: int, sampler: _Sampler, releaser: Releaser, *, C: float,
-                  on_norm_violation: NormViolation, n_steps: int, n_epochs: int,
-                  learning_rate: float, show_progress: bool | None, owner: str) -> np.ndarray:
-    """Inside the release block: m epochs of a (released) full gradient and T variance-reduced steps."""
+def _vrpca_epochs(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Releaser, *, C: float,
+                  on_norm_violation: NormViolation, n_steps: int, n_epochs: int, learning_rate: float,
+                  adaptive: bool, show_progress: bool | None, owner: str) -> np.ndarray:
+    """Inside the release block: m epochs of a full gradient and T variance-reduced steps; top-k."""
     n, d = X.shape
-    V = orthonormalize(releaser.generator.standard_normal((d, k)), "qr")
+    V = orthonormalize(releaser.generator.standard_normal((d, p)), "qr")
     scale = learning_rate / (sampler.q * n)
     total = n_epochs * n_steps
     steps = iter(progress(range(total), total=total, desc=owner, enabled=show_progress,
                           min_total=2000))
-    noised_full = _has(releaser.plan, "full_gradient")
+    tight = _has(releaser.plan, "full_gradient")
+    Y = V
     for _ in range(n_epochs):
         anchor = V
         full = 2.0 * _full_product(X, anchor, C, on_norm_violation, owner) / n
-        if noised_full:
+        if tight:
             full = releaser.add("full_gradient", full)
-        for _ in range(n_steps):
+        for t in range(n_steps):
             next(steps, None)
-            B = sampler.draw()
-            term = 2.0 * (B.T @ (B @ (V - anchor))) if B.shape[0] else np.zeros((d, k))
-            V = _retract(V + learning_rate * full + scale * releaser.add("step", term))
-    return V
+            if tight and t == 0:  # V = V~: the term is zero whatever the data; nothing is released
+                Y = V + learning_rate * full
+            else:
+                B = sampler.draw()
+                term = 2.0 * (B.T @ (B @ (V - anchor))) if B.shape[0] else np.zeros((d, p))
+                Y = V + learning_rate * full + scale * _vr_noisy(releaser, term, V - anchor, adaptive)
+            V = _retract(Y)
+    if p == k:
+        return V
+    return np.linalg.svd(Y, full_matrices=False)[0][:, :k]  # post-processing of the last step
+
+
+def _vr_noisy(releaser: Releaser, term: np.ndarray, diff: np.ndarray, adaptive: bool) -> np.ndarray:
+    """The step's term plus its noise; with ``adaptive``, scaled to the public ``||V - V~||_2 / 2``."""
+    if not adaptive:
+        return releaser.add("step", term)
+    ratio = float(np.linalg.norm(diff, 2)) / 2.0  # V, V~ are functions of released values
+    if ratio == 0.0:
+        return term  # zero whatever the data
+    if ratio >= 1.0:
+        return releaser.add("step", term)
+    spec = releaser.plan["step"]
+    assert spec.sensitivity is not None
+    with releaser.adapted("step", scale=spec.scale * ratio, sensitivity=spec.sensitivity * ratio) as r:
+        return r.add("step", term)
 
 
 def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
@@ -498,3 +590,21 @@ def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
 
 for _f in (dp_spca, dp_vrpca):
     _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
+dp_vrpca.__doc__ = (dp_vrpca.__doc__ or "") + """
+    DP-VRPCA's own parameters (defaults since issue 16; the paper's in brackets)
+    ----------------------------------------------------------------------------
+    n_epochs : int, default 3 [m]
+        Epochs; each releases one full gradient.
+    n_steps : int, default 1 [n]
+        Steps per epoch; the first follows the released full gradient (nothing else is released), each
+        further one releases a variance-reduced term.
+    learning_rate : float, default ``100 q n / C^2`` (a power step) [1 / n]
+    sampling_rate : float, default 1 (full batches) [1 / n]
+    full_gradient_share : float, default 1/2 of the Gaussian-DP mu^2 with full batches, 0.1 of
+        (epsilon, delta) with sampled steps (tight only; all of the budget when no inner step is charged)
+    block_size : int, default ``min(d, 10 k)`` [k]
+        Columns of the iterate (oversampling is free in privacy); the top-k left singular vectors of the
+        last step are returned when it exceeds k.
+    adaptive_noise : bool, default True [False]
+        Scale an inner step's noise to the public ``||V - V~||_2`` (tight only).
+"""

@@ -93,8 +93,18 @@ class NoiseSource:
         raise NotImplementedError
 
     def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
-                               sensitivity: float | None = None) -> np.ndarray:
-        """``matrix + E`` with ``E`` symmetric, i.i.d. ``N(0, std^2)`` on and above the diagonal."""
+                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
+        """``matrix + E`` with ``E`` symmetric.
+
+        ``shape="iid"``: ``E`` i.i.d. ``N(0, std^2)`` on and above the diagonal (the Gaussian mechanism
+        on ``upper(M)``; ``sensitivity`` bounds ``||upper(M) - upper(M')||_2``). ``shape="goe"``: the
+        Gaussian mechanism on ``iso(M)`` (the diagonal, and ``sqrt(2)`` times each entry above it, so
+        ``||iso(M)||_2 = ||M||_F``) mapped back to ``upper(M)`` (post-processing): the diagonal's noise
+        has std ``std``, an off-diagonal entry's ``std / sqrt(2)`` (the Gaussian orthogonal ensemble);
+        ``sensitivity`` then bounds ``||M - M'||_F``. For a scatter ``sum x x^T`` both bounds are the
+        same (``||upper(x x^T)||_2 = ||x x^T||_F`` at a coordinate axis), so "goe" is the same
+        mechanism, with the same event, and less noise: its spectral norm is smaller by ``sqrt(2)``.
+        """
         raise NotImplementedError
 
     def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> np.ndarray:
@@ -121,10 +131,15 @@ class SeededNoise(NoiseSource):
         return statistic + self.generator.laplace(0.0, scale, size=np.shape(statistic))
 
     def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
-                               sensitivity: float | None = None) -> np.ndarray:
+                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
         from .gaussian import symmetric_gaussian
 
-        return matrix + symmetric_gaussian(matrix.shape[0], std, self.generator, dtype=matrix.dtype)
+        noise = symmetric_gaussian(matrix.shape[0], std, self.generator, dtype=matrix.dtype)
+        if _check_shape(shape) == "goe":
+            diagonal = np.diagonal(noise).copy()
+            noise *= 1.0 / math.sqrt(2.0)
+            np.fill_diagonal(noise, diagonal)
+        return matrix + noise
 
     def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> np.ndarray:
         return self.generator.normal(0.0, std, size=size)
@@ -234,14 +249,28 @@ class SecureNoise(NoiseSource):
         return self._add(statistic, scale, sensitivity, "laplace")
 
     def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
-                               sensitivity: float | None = None) -> np.ndarray:
+                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
         d = matrix.shape[0]
         upper = np.triu_indices(d)
-        released = self._add(np.asarray(matrix, dtype=np.float64)[upper], std, sensitivity, "gaussian")
+        weights = _iso_weights(d) if _check_shape(shape) == "goe" else 1.0
+        released = self._add(np.asarray(matrix, dtype=np.float64)[upper] * weights, std, sensitivity,
+                             "gaussian") / weights
         out = np.empty((d, d), dtype=np.float64)
         out[upper] = released
         out.T[upper] = released
         return out.astype(matrix.dtype, copy=False)
+
+
+def _check_shape(shape: str) -> str:
+    if shape not in ("iid", "goe"):
+        raise ValueError(f"The noise shape must be 'iid' or 'goe'. Got {shape!r} instead.")
+    return shape
+
+
+def _iso_weights(d: int) -> np.ndarray:
+    """``iso(M) = upper(M) * weights``: 1 on the diagonal, ``sqrt(2)`` above it."""
+    i, j = np.triu_indices(d)
+    return np.where(i == j, 1.0, math.sqrt(2.0))
 
 
 def noise_source(random_state: Any) -> NoiseSource:

@@ -358,12 +358,17 @@ class Releaser:
             return self.noise.add_laplace(statistic, spec.scale, spec.sensitivity)
         return self.noise.add_gaussian(statistic, spec.scale, spec.sensitivity)
 
-    def add_symmetric(self, name: str, matrix: np.ndarray) -> np.ndarray:
-        """``matrix`` plus symmetric Gaussian noise of release ``name`` (upper triangle released)."""
+    def add_symmetric(self, name: str, matrix: np.ndarray, shape: str = "iid") -> np.ndarray:
+        """``matrix`` plus symmetric Gaussian noise of release ``name`` (upper triangle released).
+
+        ``shape``: ``"iid"`` (the release's sensitivity bounds the upper triangle's L2 change) or
+        ``"goe"`` (it bounds the Frobenius change; off-diagonal noise ``scale / sqrt(2)``; see
+        :meth:`~dpspectral.privacy.noise.NoiseSource.add_symmetric_gaussian`).
+        """
         spec = self._spec(name)
         if spec.kind != "gaussian":
             raise ValueError(f"{self.plan.label}: release {name!r} is not Gaussian.")
-        return self.noise.add_symmetric_gaussian(matrix, spec.scale, spec.sensitivity)
+        return self.noise.add_symmetric_gaussian(matrix, spec.scale, spec.sensitivity, shape=shape)
 
     def gaussian(self, name: str, size: Any) -> np.ndarray:
         """The planned Gaussian noise of release ``name`` alone (for noise used inside a computation)."""
