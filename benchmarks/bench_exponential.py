@@ -13,13 +13,18 @@ Sections:
 3. diffprivlib's and OpenDP's PCA (the same algorithm, Amin et al. 2019) where they can be run: each
    in its own virtual environment (``--diffprivlib-python``, ``--opendp-python``), as a subprocess
    with a timeout, on the same data, budget, row bound and relation; a stall is recorded as such;
-4. a goodness-of-fit check of diffprivlib's Bingham sampler on the circle (where it finishes).
+4. a goodness-of-fit check of diffprivlib's Bingham sampler on the circle (where it finishes);
+5. ``utility`` (issue 16): captured energy on real data (MNIST, a9a: unit rows, k = 10, training
+   sets, ``$DPSPECTRAL_DATA`` or ``--data``), as given and after a fixed random rotation (a method
+   good only in the data's own coordinates would lose there), for the defaults, the defaults
+   without the coordinate step, and the settings before issue 16, at several epsilon, with a random
+   subspace for scale.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_exponential.py [--quick] [--out results.json]
         [--diffprivlib-python /tmp/peers-dpl/bin/python] [--opendp-python /tmp/peers/bin/python]
-        [--peer-timeout 300]
+        [--peer-timeout 300] [--skip acceptance time peers sampler] [--data /work/shared/data]
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -191,7 +195,7 @@ def run_peer(python: str, script: str, X: np.ndarray, seed: int, timeout: float,
 
 
 def peers(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     ns = (2_000, 20_000) if args.quick else (1_000, 2_000, 5_000, 20_000)
     for name, python, script in (("diffprivlib", args.diffprivlib_python, _DIFFPRIVLIB),
                                  ("opendp", args.opendp_python, _OPENDP)):
@@ -246,6 +250,47 @@ def peer_sampler_check(args: argparse.Namespace, workdir: Path) -> list[dict[str
     return rows
 
 
+UTILITY_SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "no coordinates": {"coordinate_share": 0.0},
+    "before issue 16": {"allocation": "equal", "accounting": "per_direction", "coordinate_share": 0.0},
+}
+
+
+def utility(data_dir: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
+    """Section 5: captured energy of ppca / exponential on real data, as given and rotated."""
+    from dpspectral_reproduce.chen2025 import load_chen_dataset
+
+    rows: list[dict[str, Any]] = []
+    for name in ("mnist",) if quick else ("mnist", "a9a"):
+        X0 = load_chen_dataset(name, data_dir).X_train.astype(float)
+        d = X0.shape[1]
+        R = np.linalg.qr(np.random.default_rng(123).normal(size=(d, d)))[0]
+        for rotated in (False, True):
+            X = X0 @ R.T if rotated else X0
+            A = X.T @ X
+            top = float(np.linalg.eigvalsh(A)[::-1][:K].sum())
+            Qr = np.linalg.qr(np.random.default_rng(1).normal(size=(d, K)))[0]
+            print(f"## {name}{' rotated' if rotated else ''}: random subspace "
+                  f"{np.trace(Qr.T @ A @ Qr) / top:.3f}", flush=True)
+            for eps in (1.0, 4.0) if quick else (0.25, 1.0, 4.0):
+                for fn in (ppca, exponential_pca):
+                    for label, kw in UTILITY_SETTINGS.items():
+                        if label == "before issue 16" and fn is ppca:
+                            kw = {**kw, "eigenvalue_share": 0.0}
+                        caps = []
+                        for seed in range(repeats):
+                            V = fn(X, K, epsilon=eps, row_norm=1.0, random_state=seed, **kw).components
+                            caps.append(float(np.trace(V.T @ A @ V)) / top)
+                        row = {"data": name, "rotated": rotated, "epsilon": eps,
+                               "method": fn.__name__, "setting": label,
+                               "captured": float(np.mean(caps)), "sd": float(np.std(caps))}
+                        rows.append(row)
+                        print(f"{name:6s} rot={rotated!s:5s} eps={eps:<5} {fn.__name__:16s} "
+                              f"{label:16s} {row['captured']:.3f} (sd {row['sd']:.3f})", flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -255,7 +300,8 @@ def main() -> None:
     parser.add_argument("--opendp-python", default="/tmp/peers/bin/python")
     parser.add_argument("--peer-timeout", type=float, default=300.0)
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["acceptance", "time", "peers", "sampler"])
+                        choices=["acceptance", "time", "peers", "sampler", "utility"])
+    parser.add_argument("--data", default=os.environ.get("DPSPECTRAL_DATA", "/work/shared/data"))
     args = parser.parse_args()
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     results: dict[str, Any] = {"load_start": os.getloadavg()}
@@ -269,6 +315,8 @@ def main() -> None:
             results["peers"] = peers(args, workdir)
         if "sampler" not in args.skip:
             results["peer_sampler"] = peer_sampler_check(args, workdir)
+        if "utility" not in args.skip:
+            results["utility"] = utility(args.data, args.quick, args.repeats)
     results["load_end"] = os.getloadavg()
     print(f"# load average at end: {results['load_end']}", flush=True)
     if args.out:
@@ -276,4 +324,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

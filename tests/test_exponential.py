@@ -233,7 +233,7 @@ def test_tight_calibration_and_events(relation, c_factor, l1):
     X = _data()
     C = 0.7
     r = exponential_pca(X, 3, epsilon=2.0, row_norm=C, relation=relation, eigenvalue_share=0.25,
-                        random_state=0)
+                        allocation="equal", accounting="per_direction", random_state=0)
     C2 = (C * (1 + 1e-10)) ** 2
     diag = r.diagnostics
     assert diag["vector_epsilons"] == pytest.approx([0.5] * 3)
@@ -263,13 +263,23 @@ def test_ppca_spends_everything_on_directions_and_k_equals_d_is_free_at_the_end(
     X = _data(d=4)
     r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0)
     assert r.values is None and r.total is None
+    assert r.diagnostics["directions_epsilon"] == pytest.approx(1.0)
+    old = {"allocation": "equal", "accounting": "per_direction"}  # the behaviour before issue 16
+    r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0, **old)
     assert r.diagnostics["vector_epsilons"] == pytest.approx([1.0])
-    r = ppca(X, 4, epsilon=1.0, row_norm=1.0, random_state=0)
+    r = ppca(X, 4, epsilon=1.0, row_norm=1.0, random_state=0, **old)
+    assert r.values is None
     assert len(r.diagnostics["vector_epsilons"]) == 3  # the 4th direction is the remaining line
     assert r.diagnostics["vector_epsilons"] == pytest.approx([1 / 3] * 3)
     assert np.allclose(r.components.T @ r.components, np.eye(4), atol=1e-12)
+    r = ppca(X, 4, epsilon=1.0, row_norm=1.0, random_state=0)  # k > 1: 5% on the eigenvalues
+    assert len(r.diagnostics["concentrations"]) == 3 and r.values.shape == (4,)
+    assert r.privacy.epsilon == pytest.approx(1.0, rel=1e-9) and r.privacy.certified
+    assert r.diagnostics["eigenvalue_epsilon"] == pytest.approx(0.05, rel=1e-9)
+    r = ppca(X, 3, epsilon=1.0, row_norm=1.0, calibration="paper", random_state=0)  # CSS12: none
+    assert r.values is None and r.diagnostics["vector_epsilons"] == pytest.approx([1 / 3] * 3)
     r = exponential_pca(X, 2, epsilon=1.0, row_norm=1.0, eigenvalue_share=0.0,
-                        vector_shares=[3.0, 1.0], random_state=0)
+                        vector_shares=[3.0, 1.0], accounting="per_direction", random_state=0)
     assert r.values is None
     assert r.diagnostics["vector_epsilons"] == pytest.approx([0.75, 0.25])
     assert r.privacy.epsilon == pytest.approx(1.0, rel=1e-9) and r.privacy.certified
@@ -300,10 +310,12 @@ def test_second_direction_follows_the_bingham_law_on_the_complement_of_the_first
     X = _data(n=200, d=3, seed=4)
     A = X.T @ X
     eps = 4.0
-    c = eps / 2 / (2 * (1 + 1e-10) ** 2)  # replace-one, epsilon / 2 per direction
+    c = eps / 3 / (1 + 1e-10) ** 2  # replace-one, joint accounting: C^2 (max c + sum c) = eps
     pit = []
     for seed in range(1500):
-        V = ppca(X, 2, epsilon=eps, row_norm=1.0, random_state=seed).components
+        r = ppca(X, 2, epsilon=eps, row_norm=1.0, allocation="equal", random_state=seed)
+        assert r.diagnostics["concentrations"] == pytest.approx([c, c], rel=1e-9)
+        V = r.components
         N = np.linalg.svd(V[:, :1], full_matrices=True)[0][:, 1:]  # basis of the complement of v_1
         mu, W = np.linalg.eigh(c * N.T @ A @ N)
         u = W[:, ::-1].T @ (N.T @ V[:, 1])
@@ -484,7 +496,10 @@ def test_parameters_are_declared_in_a_constraint_table(fn) -> None:
     the generated message and charges nothing."""
     table = fn.parameter_constraints
     assert {"epsilon", "delta", "row_norm", "envelope", "max_proposals", "random_state"} <= set(table)
-    assert ("eigenvalue_share" in table) is (fn is exponential_pca)
+    assert {"eigenvalue_share", "allocation", "accounting"} <= set(table)
+    with pytest.raises(ValueError, match=rf"The 'accounting' parameter of {fn.__name__} must be one of "
+                                         r"'joint', 'per_direction'\. Got 'x' instead\."):
+        fn(_data(), 2, epsilon=1.0, row_norm=1.0, accounting="x")
     acc = Accountant(10.0, 1e-3)
     with pytest.raises(ValueError, match=rf"The 'envelope' parameter of {fn.__name__} must be one of "
                                          r"'auto', 'acg', 'tangent'\. Got 'x' instead\."):
@@ -492,3 +507,212 @@ def test_parameters_are_declared_in_a_constraint_table(fn) -> None:
     with pytest.raises(ValueError, match=rf"'random_state' parameter of {fn.__name__} must be .*'secure'"):
         fn(_data(), 2, epsilon=1.0, row_norm=1.0, random_state=-1, accountant=acc)
     assert acc.entries == ()
+
+
+# -- issue 16: joint accounting of the deflated directions and the adaptive split -----------------
+def _log_mean_exp_sphere3(M: np.ndarray) -> float:
+    """log E[exp(u^T M u)] for u uniform on S^2 (Archimedes: u_3 = t is uniform on [-1, 1])."""
+    m = np.sort(np.linalg.eigvalsh(M))[::-1]
+    a, b = m[0] - m[2], m[1] - m[2]
+
+    def f(t: float) -> float:
+        s = 1.0 - t * t
+        z = s * (a - b) / 2.0
+        return math.exp(s * (a + b) / 2.0 + z - (a + b) / 2.0 - (a - b) / 2.0) * special.ive(0, z)
+
+    val, _ = integrate.quad(f, -1.0, 1.0, epsabs=0, epsrel=1e-12, limit=200)
+    return m[2] + (a + b) / 2.0 + (a - b) / 2.0 + math.log(val / 2.0)
+
+
+def _log_mean_exp_circle(M: np.ndarray) -> float:
+    """log E[exp(u^T M u)] for u uniform on the unit circle: e^{(m1+m2)/2} I_0((m1-m2)/2)."""
+    m1, m2 = np.sort(np.linalg.eigvalsh(M))[::-1]
+    z = (m1 - m2) / 2.0
+    return (m1 + m2) / 2.0 + z + math.log(special.ive(0, z))
+
+
+def _log_density_two_steps(A: np.ndarray, V: np.ndarray, c: list[float]) -> float:
+    """Exact log density of the deflated draw (v_1, v_2) in R^3 at V, w.r.t. the product of the
+    uniform laws: sum_j c_j v_j^T A_j v_j - log Z_j, Z_j the normaliser on the complement."""
+    v1, v2 = V[:, 0], V[:, 1]
+    out = c[0] * float(v1 @ A @ v1) - _log_mean_exp_sphere3(c[0] * A)
+    P = np.linalg.svd(np.eye(3) - np.outer(v1, v1))[0][:, :2]  # basis of the complement of v_1
+    A2 = P.T @ A @ P
+    return out + c[1] * float(v2 @ A @ v2) - _log_mean_exp_circle(c[1] * A2)
+
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_joint_accounting_is_exact_and_tight_on_the_worst_pair(relation):
+    """The privacy loss of the two deflated draws, computed exactly (no sampling), stays within the
+    certified epsilon for random outputs and neighbours and reaches >= 95% of it on the worst pair
+    (background of N copies of y = e_2; x = e_1; V = (e_1, e_3)). The per-direction constants of
+    before (2 c_j per direction under replace-one) would certify only 2/3 of it, and dropping the
+    ``max c`` term of the joint bound is caught here (the loss would exceed the claim)."""
+    eps, N = 1.0, 400
+    e = np.eye(3)
+    if relation == "replace_one":
+        B = np.tile(e[1], (N, 1))
+        D, D2, V = np.vstack([B, e[0]]), np.vstack([B, e[1]]), np.stack([e[0], e[2]], axis=1)
+    else:  # add/remove: the normalisers alone (B = N copies of x = e_1, V orthogonal to x)
+        B = np.tile(e[0], (N, 1))
+        D, D2, V = np.vstack([B, e[0]]), B, np.stack([e[1], e[2]], axis=1)
+    r = ppca(D, 2, epsilon=eps, row_norm=1.0, relation=relation, eigenvalue_share=0.0,
+             allocation="equal", random_state=0)
+    c = r.diagnostics["concentrations"]
+    assert r.privacy.epsilon == pytest.approx(eps, rel=1e-9)
+    A, A2 = D.T @ D, D2.T @ D2
+    worst = abs(_log_density_two_steps(A, V, c) - _log_density_two_steps(A2, V, c))
+    assert 0.95 * eps <= worst <= eps * (1 + 1e-9)
+    rng = np.random.default_rng(16)
+    for _ in range(60):  # random outputs and random neighbouring pairs: the bound holds
+        Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        rows = rng.normal(size=(rng.integers(1, 30), 3))
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+        x, y = (t / np.linalg.norm(t) for t in rng.normal(size=(2, 3)))
+        Ab = rows.T @ rows
+        Ax, Ay = Ab + np.outer(x, x), (Ab + np.outer(y, y)) if relation == "replace_one" else Ab
+        loss = _log_density_two_steps(Ax, Q[:, :2], c) - _log_density_two_steps(Ay, Q[:, :2], c)
+        assert abs(loss) <= eps * (1 + 1e-9)
+
+
+def test_adaptive_split_always_certifies_the_planned_total():
+    """Whatever the released eigenvalues, the adaptive split's concentrations satisfy the joint
+    bound C^2 (max c + sum c) = epsilon of the directions (replace-one), C^2 sum c (add/remove): the
+    split is post-processing of the Laplace release and the event is planned from public inputs."""
+    from dpspectral.pca.exponential import _adaptive_concentrations, _plan
+    from dpspectral.privacy.budget import Relation
+
+    rng = np.random.default_rng(5)
+    for relation in (Relation.REPLACE_ONE, Relation.ADD_REMOVE):
+        for _ in range(200):
+            d, k = int(rng.integers(3, 60)), 0
+            k = int(rng.integers(2, d))
+            C = float(rng.uniform(0.1, 3.0))
+            plan = _plan("exponential", k=k, d=d, epsilon=float(rng.uniform(0.1, 8)), relation=relation,
+                         calibration="tight", row_norm=C, eigenvalue_share=0.1, vector_shares=None,
+                         allocation="adaptive", accounting="joint")
+            released = rng.exponential(size=k + 1) * rng.uniform(1, 1e4) - rng.uniform(0, 50)
+            cs = np.array(_adaptive_concentrations(plan, released, d, k))
+            assert cs.shape == (k,) and (cs >= 0).all() and cs[0] > 0
+            total = plan.unit * (cs.sum() + (cs.max() if relation is Relation.REPLACE_ONE else 0.0))
+            assert total == pytest.approx(plan.directions_epsilon, rel=1e-9)
+
+
+def test_adaptive_split_spends_on_the_directions_it_can_find():
+    """One strong direction among weak ones: the split puts the budget on it (others free)."""
+    from dpspectral.pca.exponential import _adaptive_concentrations, _plan
+    from dpspectral.privacy.budget import Relation
+
+    plan = _plan("exponential", k=5, d=100, epsilon=1.0, relation=Relation.REPLACE_ONE,
+                 calibration="tight", row_norm=1.0, eigenvalue_share=0.1, vector_shares=None,
+                 allocation="adaptive", accounting="joint")
+    cs = _adaptive_concentrations(plan, np.array([5000.0, 60, 50, 40, 30, 2000.0]), 100, 5)
+    assert cs[0] > 0 and cs[1:] == [0.0] * 4
+    cs = _adaptive_concentrations(plan, np.array([5e5, 4e5, 3e5, 2e5, 1e5, 2000.0]), 100, 5)
+    assert all(c > 0 for c in cs)
+
+
+def test_defaults_beat_a_random_subspace_and_the_old_split_on_a_spiked_set():
+    """Spiked set (d = 40, k = 4, n = 3000, unit rows, eps = 0.5), 6 seeds averaged. Measured over 8
+    seeds: defaults 0.686 / 0.683 (ppca / exponential; sd 0.027 per seed), the equal per-direction
+    split of before 0.513 (sd 0.048), a random subspace about 0.1 (k/d of the trace). Asserted:
+    >= random + 0.3, and >= before + 0.08, i.e. about 4 standard deviations of the 6-seed difference
+    below the measured gap (false-positive rate under a fresh seed about 1e-4)."""
+    rng = np.random.default_rng(0)
+    d, k, n, eps, seeds = 40, 4, 3000, 0.5, range(6)
+    X = (rng.normal(size=(n, d)) * np.r_[[6.0, 4.0, 3.0, 2.5], np.ones(d - k) * 0.5]) @ _rotation(d, 7).T
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    A = X.T @ X
+    top = np.linalg.eigvalsh(A)[::-1][:k].sum()
+
+    def captured(res):
+        return float(np.trace(res.components.T @ A @ res.components)) / top
+
+    new = np.mean([captured(ppca(X, k, epsilon=eps, row_norm=1.0, random_state=s)) for s in seeds])
+    new_e = np.mean([captured(exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s))
+                     for s in seeds])
+    old = np.mean([captured(exponential_pca(X, k, epsilon=eps, row_norm=1.0, allocation="equal",
+                                            accounting="per_direction", random_state=s))
+                   for s in seeds])
+    Qr = np.linalg.qr(np.random.default_rng(1).normal(size=(d, k)))[0]
+    random_level = float(np.trace(Qr.T @ A @ Qr)) / top
+    assert random_level < 0.2
+    assert min(new, new_e) >= random_level + 0.3
+    assert min(new, new_e) >= old + 0.08
+
+
+def _release_l1(stat, relation: str, d: int = 4) -> float:
+    """max L1 change of ``stat(A)`` over the worst pairs we can build: x = e_3, the top direction of
+    the background, against y = e_1, a direction of the tail (or nothing, add/remove)."""
+    e = np.eye(d)
+    B = np.vstack([e[2]] * 3 + [e[3]] * 2)
+    worst = 0.0
+    for x, y in ((e[2], e[0]), (e[2], None)):
+        D = np.vstack([B, x])
+        D2 = np.vstack([B, y]) if relation == "replace_one" and y is not None else B
+        if (relation == "replace_one") == (y is not None):
+            worst = max(worst, float(np.abs(stat(D.T @ D) - stat(D2.T @ D2)).sum()))
+    return worst
+
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_coordinate_releases_declare_their_sensitivities(relation):
+    """The diagonal (L1 <= 2 C^2 replace-one, C^2 add/remove: sum_i x_i^2 moves by ||x||^2) and the
+    eigenvalues of A and of A_SS released together (twice the single release) are declared at least
+    at the change a built pair produces, with Laplace scale = sensitivity / epsilon share, and the
+    events compose to the request."""
+    from dpspectral.pca.exponential import _plan
+    from dpspectral.privacy.budget import Relation
+
+    rel = Relation(relation)
+    plan = _plan("exponential", k=1, d=4, epsilon=2.0, relation=rel, calibration="tight", row_norm=1.0,
+                 eigenvalue_share=0.1, vector_shares=None, allocation="adaptive", accounting="joint",
+                 coordinate_share=0.05)
+    assert not plan.coordinates  # k = 1: no split to choose, so no coordinates either
+    plan = _plan("exponential", k=2, d=4, epsilon=2.0, relation=rel, calibration="tight", row_norm=1.0,
+                 eigenvalue_share=0.1, vector_shares=None, allocation="adaptive", accounting="joint",
+                 coordinate_share=0.05)
+    diag, eig = plan.releases
+    assert diag.name == "diagonal" and eig.name == "eigenvalues"
+    built_diag = _release_l1(np.diag, relation)
+    S = np.array([0, 1, 2])
+
+    def both(A):
+        w, ws = np.linalg.eigvalsh(A)[::-1], np.linalg.eigvalsh(A[np.ix_(S, S)])[::-1]
+        return np.r_[w[:2], w[2:].sum(), ws[:2], ws[2:].sum()]
+
+    built_eig = _release_l1(both, relation)
+    assert built_diag == pytest.approx(2.0 if relation == "replace_one" else 1.0)
+    assert built_eig == pytest.approx(4.0 if relation == "replace_one" else 2.0)
+    C2 = (1 + 1e-10) ** 2
+    assert diag.sensitivity >= built_diag * C2 * (1 - 1e-12)
+    assert eig.sensitivity >= built_eig * C2 * (1 - 1e-12)
+    assert diag.sensitivity / diag.scale == pytest.approx(0.1, rel=1e-9)
+    assert eig.sensitivity / eig.scale == pytest.approx(0.2, rel=1e-9)
+    assert plan.directions_epsilon == pytest.approx(1.7, rel=1e-9)
+    assert epsilon_of(plan.events, 0.0, relation=rel) == pytest.approx(2.0, rel=1e-9)
+
+
+def test_coordinates_are_used_where_energy_is_coordinate_sparse_and_not_after_a_rotation():
+    """20 of d = 100 coordinates carry all the energy (k = 3, n = 4000, eps = 1): the released
+    diagonal proposes about those and the directions are drawn there; after a random rotation nothing
+    can be dropped and all d coordinates are used. Measured over 6 seeds: 0.904 (sd 0.023) with the
+    coordinates against 0.752 (sd 0.022) without; asserted on 4 seeds: >= +0.08 (about 5 sd of the
+    4-seed difference below the measured gap; false-positive rate < 1e-5)."""
+    rng = np.random.default_rng(3)
+    d, a, k, n, eps = 100, 20, 3, 4000, 1.0
+    Z = np.zeros((n, d))
+    Z[:, :a] = (rng.normal(size=(n, a)) * np.r_[[5.0, 4.0, 3.0], np.ones(a - 3)]) @ _rotation(a, 2).T
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    for X, dense in ((Z, False), (Z @ _rotation(d, 4).T, True)):
+        A = X.T @ X
+        top = np.linalg.eigvalsh(A)[::-1][:k].sum()
+        runs = [exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s) for s in range(4)]
+        used = [r.diagnostics["coordinates"] for r in runs]
+        assert all(u == d for u in used) if dense else max(used) <= 30
+        if not dense:
+            cap = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in runs])
+            base = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in (
+                exponential_pca(X, k, epsilon=eps, row_norm=1.0, coordinate_share=0.0, random_state=s)
+                for s in range(4))])
+            assert cap >= base + 0.08

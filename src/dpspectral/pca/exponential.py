@@ -5,10 +5,17 @@ Two mechanisms, both pure epsilon-DP (``delta = 0``):
 * :func:`ppca` — Chaudhuri, Sarwate and Sinha (NIPS 2012 / JMLR 2013), "PPCA": one unit vector drawn
   with density proportional to ``exp(c v^T A v)``, ``A = sum_i c(x_i) c(x_i)^T`` the scatter matrix of
   the clipped rows (the exponential mechanism with utility ``v^T A v``). For k > 1 the directions are
-  drawn one at a time on the orthogonal complement of the earlier ones, with ``epsilon / k`` each.
+  drawn one at a time on the orthogonal complement of the earlier ones (jointly accounted, the
+  budget split from privately released eigenvalues; ``epsilon / k`` each before issue 16).
 * :func:`exponential_pca` — Amin, Dick, Kulesza, Munoz Medina and Vassilvitskii (NeurIPS 2019),
   Algorithm 1 restricted to PCA: Laplace-noised eigenvalues (the top k and the sum of the others) and
   k exponential-mechanism directions with deflation; the budget split is a parameter.
+
+Since issue 16 both default to a jointly accounted deflation (the k draws cost ``(k + 1) c C^2``, not
+``2 k c C^2``, under replace-one), a split of the directions' budget chosen from privately released
+eigenvalues, and an optional choice of coordinates from a privately released diagonal (see "Joint
+accounting" below). ``allocation="equal", accounting="per_direction", coordinate_share=0`` (and, for
+ppca, ``eigenvalue_share=0``) give the mechanisms as they were.
 
 The sampler (:class:`BinghamSampler`, :func:`sample_bingham`) draws *exactly* from the vector Bingham
 distribution ``p(v) ∝ exp(v^T M v)`` on the unit sphere by rejection from one of two envelopes, chosen
@@ -67,6 +74,38 @@ In the deflated steps the utility is ``u^T P^T A P u`` with ``P`` (an orthonorma
 complement of the released directions) a function of earlier releases, hence the same for both
 neighbours: the bounds above hold with ``V = P u``, and the steps compose adaptively.
 
+Joint accounting of the deflated directions (ours; issue 16)
+-----------------------------------------------------------
+The k deflated draws have, on the Stiefel manifold, the density
+``p_X(V) = prod_j exp(c_j v_j^T A v_j) / Z_j(X, v_<j)``, ``Z_j`` the normaliser of step j on the
+complement of ``v_<j`` (``E_u exp(c_j u^T A u)``, u uniform there). For neighbours X, X' (replace x by
+y) write ``a_j = (v_j^T x)^2``, ``b_j = (v_j^T y)^2``; V orthonormal gives ``sum a_j, sum b_j <= C^2``.
+Then ``log p_X(V) / p_X'(V) = sum_j c_j (a_j - b_j) - sum_j log Z_j(X) / Z_j(X')``: the first sum lies
+in ``[-C^2 max c, C^2 max c]``, and each ratio ``Z_j(X) / Z_j(X') = E_{q'_j} exp(c_j ((u^T x)^2 -
+(u^T y)^2))`` lies in ``[exp(-c_j C^2), exp(c_j C^2)]``. Hence the k draws together are
+``C^2 (max_j c_j + sum_j c_j)``-DP: ``(k + 1) c C^2`` for equal c, against ``2 k c C^2`` by composing
+the steps one by one. The bound is attained (background of many copies of y, ``v_1 = x``, the other
+v_j orthogonal to x and y: tests/test_exponential.py computes the exact loss). Under add/remove the
+first sum lies in ``[0, C^2 max c]`` and the normaliser terms in ``[-C^2 sum c, 0]``: ``C^2 sum_j c_j``,
+the same as step by step. A direction with ``c_j = 0`` (uniform on the complement) costs nothing. The
+``c_j`` may be chosen from earlier releases (post-processing) as long as the bound equals the planned
+``epsilon`` of the directions, which is what the adaptive split does; the event is one
+``EpsilonDeltaDpEvent(epsilon_directions, 0)``. ``accounting="per_direction"`` keeps the step-by-step
+constants (the behaviour before issue 16).
+
+The adaptive split and the coordinates (post-processing). With ``allocation="adaptive"`` the budget
+goes to the first m directions at equal c (the others are free), m maximising the captured energy
+predicted from the released eigenvalues (a Bingham draw of concentration c leaks ``(d - j) / (2 c g_j)``
+of its mass away from a direction of gap ``g_j``). With ``coordinate_share > 0`` the diagonal
+``diag(A) = sum_i x_i * x_i`` is released first with Laplace noise: it moves by ``x * x`` (L1 norm
+``||x||^2 <= C^2``) when x is added, so its L1 sensitivity is ``C^2`` (add/remove) and ``2 C^2``
+(replace-one). The coordinates holding all but ``COORDINATE_DROP`` of the released total form a
+candidate set S; the eigenvalue release then carries the eigenvalues of A and of the block ``A_SS``
+(each moves by a non-negative vector of L1 norm ``||x||^2``, resp. ``||x_S||^2``: twice the L1
+sensitivity of one), and the directions are drawn inside S only if the split predicted there captures
+more than the split predicted in all d coordinates. On data whose energy is spread over the
+coordinates (e.g. after a random rotation) nothing is dropped; the price is the diagonal's share.
+
 The eigenvalue release (Laplace): by Cauchy interlacing, adding a row x moves every eigenvalue of
 ``X^T X`` up by ``a_i >= 0`` with ``sum_i a_i = ||x||^2 <= C^2``. The released vector
 ``(lambda_1, ..., lambda_k, sum_{i>k} lambda_i)`` therefore moves by a non-negative vector of L1 norm
@@ -92,6 +131,7 @@ from ..constraints import (
     CALIBRATION,
     DELTA,
     EPSILON,
+    NONE,
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
@@ -121,6 +161,8 @@ __all__ = [
 
 Envelope = Literal["auto", "acg", "tangent"]
 Calibration = Literal["tight", "paper"]
+Allocation = Literal["adaptive", "equal"]
+Accounting = Literal["joint", "per_direction"]
 
 #: Default cap on the proposals spent per returned sample before :class:`BinghamSamplerError`.
 DEFAULT_MAX_PROPOSALS = 1_000_000
@@ -140,15 +182,26 @@ class BinghamSamplerError(RuntimeError):
 _ENVELOPE = Options(("auto", "acg", "tangent"))
 _MAX_PROPOSALS = Interval(1, None, "left", integer=True)
 _N_COMPONENTS = Interval(1, None, "left", integer=True)
+_SHARE = Interval(0, 1, "left")
 
-#: The parameters of :func:`ppca` (and, with ``eigenvalue_share``, of :func:`exponential_pca`);
-#: ``k <= n_features``, ``delta == 0`` and ``vector_shares`` (k weights) are checked inline.
-_PPCA_PARAMS: Table = {
+#: The parameters of :func:`ppca` and :func:`exponential_pca` (ppca's ``eigenvalue_share`` may be None:
+#: chosen from k); ``k <= n_features``, ``delta == 0`` and ``vector_shares`` (k weights) are checked
+#: inline.
+_COMMON_PARAMS: Table = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "envelope": _ENVELOPE,
-    "max_proposals": _MAX_PROPOSALS,
+    "max_proposals": _MAX_PROPOSALS, "allocation": Options(("adaptive", "equal")),
+    "accounting": Options(("joint", "per_direction")), "coordinate_share": _SHARE,
 }
-_EXPONENTIAL_PARAMS: Table = {**_PPCA_PARAMS, "eigenvalue_share": Interval(0, 1, "left")}
+_PPCA_PARAMS: Table = {**_COMMON_PARAMS, "eigenvalue_share": [NONE, _SHARE]}
+_EXPONENTIAL_PARAMS: Table = {**_COMMON_PARAMS, "eigenvalue_share": _SHARE}
+#: ppca's eigenvalue share when k > 1 and the allocation is adaptive (the released eigenvalues only
+#: steer the split of the directions' budget, so a small share suffices).
+PPCA_EIGENVALUE_SHARE = 0.05
+#: Default share of epsilon spent on the diagonal of the scatter (the choice of coordinates).
+COORDINATE_SHARE = 0.05
+#: The candidate coordinates hold all but this fraction of the released diagonal's positive total.
+COORDINATE_DROP = 0.02
 
 
 def _check_envelope(envelope: Any, owner: str) -> str:
@@ -456,13 +509,23 @@ class _ExponentialPlan(ReleasePlan):
     """The releases of one run (a :class:`ReleasePlan`) and the directions' budgets.
 
     ``releases`` holds the Laplace release of the eigenvalues (``"eigenvalues"``) when one is made;
-    the directions are exponential-mechanism draws (no additive noise): their concentrations
-    ``c_j`` and the epsilon each certifies are kept here, and their events are in ``events``.
+    the directions are exponential-mechanism draws (no additive noise). Their events are in
+    ``events``; their concentrations ``c_j`` are fixed here, or (``adaptive``) chosen inside the
+    release from the released eigenvalues, always with the same certified total
+    ``directions_epsilon``.
     """
 
-    concentrations: tuple[float, ...] = ()  # c_j in exp(c_j u^T A_j u)
-    vector_epsilons: tuple[float, ...] = ()  # epsilon certified per sampled direction
+    concentrations: tuple[float, ...] = ()  # c_j in exp(c_j u^T A_j u); empty when adaptive
+    vector_epsilons: tuple[float, ...] | None = ()  # per direction (per_direction accounting)
     eigen_epsilon: float = 0.0  # epsilon certified by the eigenvalue release
+    diagonal_epsilon: float = 0.0  # epsilon certified by the release of the diagonal
+    directions_epsilon: float = 0.0  # epsilon certified by all the directions together
+    adaptive: bool = False  # the split is chosen from the released eigenvalues
+    coordinates: bool = False  # a released diagonal proposes coordinates to draw the directions in
+    n_sampled: int = 0  # directions drawn (k, or d - 1 when k = d)
+    unit: float = 1.0  # C^2
+    replace_one: bool = True
+    joint: bool = True
 
 
 def _n_sampled(k: int, d: int) -> int:
@@ -481,14 +544,28 @@ def _split_budget(epsilon: float, eigenvalue_share: float, n_vec: int) -> tuple[
     return eps_values, eps_vectors
 
 
+def _joint_concentrations(weights: np.ndarray, eps_vectors: float, C2: float,
+                          replace_one: bool) -> list[float]:
+    """``c_j = t w_j`` with the joint guarantee ``C^2 t (max w + sum w)`` (replace-one) or
+    ``C^2 t sum w`` (add/remove) equal to ``eps_vectors`` (module docstring, "joint accounting")."""
+    w = np.asarray(weights, dtype=float)
+    if w.size == 0 or w.max() <= 0:
+        return [0.0] * w.size
+    units = w.sum() + (w.max() if replace_one else 0.0)
+    return [float(eps_vectors * wj / (C2 * units)) for wj in w]
+
+
 def _direction_budgets(
     kind: str, calibration: str, eps_vectors: float, vector_shares: np.ndarray | None, n_vec: int,
-    C2: float, replace_one: bool,
-) -> tuple[list[float], list[float]]:
-    """Concentration ``c_j`` and certified epsilon of every sampled direction."""
+    C2: float, replace_one: bool, joint: bool,
+) -> tuple[list[float], list[float] | None]:
+    """Concentration ``c_j`` of every sampled direction and, per direction, the epsilon it certifies
+    (None under joint accounting, where only the total is certified)."""
     weights = np.ones(n_vec) if vector_shares is None else np.asarray(vector_shares[:n_vec], float)
     if n_vec:
         weights = weights / weights.sum()
+    if joint:
+        return _joint_concentrations(weights, eps_vectors, C2, replace_one), None
     concentrations: list[float] = []
     guarantees: list[float] = []
     for e in (float(eps_vectors * w) for w in weights):
@@ -506,8 +583,11 @@ def _direction_budgets(
     return concentrations, guarantees
 
 
-def _direction_events(guarantees: list[float]) -> list[dp_accounting.DpEvent]:
-    """One pure-DP event per sampled direction (self-composed when the budgets are equal)."""
+def _direction_events(guarantees: list[float] | None, total: float) -> list[dp_accounting.DpEvent]:
+    """One pure-DP event per sampled direction (self-composed when the budgets are equal), or one
+    event for all of them under joint accounting."""
+    if guarantees is None:
+        return [EpsilonDeltaDpEvent(total, 0.0)] if total > 0 else []
     if not guarantees:
         return []
     if len(set(guarantees)) == 1:
@@ -529,32 +609,114 @@ def _plan(
     row_norm: float,
     eigenvalue_share: float,
     vector_shares: np.ndarray | None,
+    allocation: str = "equal",
+    accounting: str = "per_direction",
+    coordinate_share: float = 0.0,
 ) -> _ExponentialPlan:
-    """Every release of one run (eigenvalues, directions), from public inputs only."""
+    """Every release of one run (diagonal, eigenvalues, directions), from public inputs only."""
     C2 = sensitivity_norm(row_norm) ** 2
     r1 = relation is Relation.REPLACE_ONE
     n_vec = _n_sampled(k, d)
-    eps_values, eps_vectors = _split_budget(epsilon, eigenvalue_share, n_vec)
+    # The paper's calibration keeps the paper's per-direction budgets; joint accounting is ours.
+    joint = accounting == "joint" and calibration == "tight"
+    adaptive = (allocation == "adaptive" and vector_shares is None and eigenvalue_share > 0
+                and n_vec > 1 and calibration == "tight")
+    coordinates = (adaptive and coordinate_share > 0 and d > k + 1
+                   and coordinate_share + eigenvalue_share < 1)
+    eps_diag = epsilon * (1.0 - _ROUNDING_GUARD) * coordinate_share if coordinates else 0.0
+    eps_values, eps_vectors = _split_budget(epsilon - eps_diag / (1.0 - _ROUNDING_GUARD),
+                                            eigenvalue_share / (1.0 - coordinate_share)
+                                            if coordinates else eigenvalue_share, n_vec)
     concentrations, guarantees = _direction_budgets(kind, calibration, eps_vectors, vector_shares,
-                                                    n_vec, C2, r1)
-    events = _direction_events(guarantees)
+                                                    n_vec, C2, r1, joint)
+    if adaptive:  # the split follows the released eigenvalues; the certified total does not
+        guarantees = None
+    events = _direction_events(guarantees, eps_vectors if n_vec else 0.0)
     releases: tuple[NoisyRelease, ...] = ()
     eigen_epsilon = 0.0
     if eps_values > 0:
-        l1 = (2.0 if r1 else 1.0) * C2  # L1 sensitivity of the released eigenvalue vector
+        # L1 sensitivity of the released eigenvalue vector (of A, and of A_SS when coordinates)
+        l1 = (2.0 if r1 else 1.0) * C2 * (2.0 if coordinates else 1.0)
         scale = l1 / eps_values if calibration == "tight" else 2.0 * C2 / eps_values
         releases = (NoisyRelease("eigenvalues", "laplace", scale, l1),)
         eigen_epsilon = l1 / scale
         events.insert(0, dp_accounting.LaplaceDpEvent(scale / l1))
+    if coordinates:
+        l1_diag = (2.0 if r1 else 1.0) * C2  # L1 sensitivity of diag(A) = sum_i x_i * x_i
+        releases = (NoisyRelease("diagonal", "laplace", l1_diag / eps_diag, l1_diag),) + releases
+        events.insert(0, dp_accounting.LaplaceDpEvent(1.0 / eps_diag))
     notes: tuple[str, ...] = ()
     if calibration == "paper" and kind == "exponential":
         notes = (
             "Amin et al. (2019) constants: exp(eps_i / 4 u^T C u) per direction and Laplace(2 C^2 / "
             "eps_0) on the eigenvalues; the accountant certifies what they give (less than requested).",
         )
-    return _ExponentialPlan(kind, relation, tuple(events), releases, notes,
-                            concentrations=tuple(concentrations), vector_epsilons=tuple(guarantees),
-                            eigen_epsilon=eigen_epsilon)
+    directions_epsilon = float(sum(guarantees)) if guarantees is not None else eps_vectors
+    return _ExponentialPlan(
+        kind, relation, tuple(events), releases, notes,
+        concentrations=() if adaptive else tuple(concentrations),
+        vector_epsilons=None if guarantees is None else tuple(guarantees),
+        eigen_epsilon=eigen_epsilon, directions_epsilon=directions_epsilon if n_vec else 0.0,
+        adaptive=adaptive, n_sampled=n_vec, unit=C2, replace_one=r1, joint=joint,
+        coordinates=coordinates, diagonal_epsilon=eps_diag)
+
+
+def _equal_concentration(plan: _ExponentialPlan, m: int) -> float:
+    """The concentration of m equal directions (the others free) that certifies the planned total."""
+    if plan.joint:
+        return _joint_concentrations(np.ones(m), plan.directions_epsilon, plan.unit, plan.replace_one)[0]
+    return plan.directions_epsilon / (plan.unit * m * (2.0 if plan.replace_one else 1.0))
+
+
+def _predicted_split(plan: _ExponentialPlan, released: np.ndarray, d: int,
+                     k: int) -> tuple[float, list[float]]:
+    """The split of the directions' budget, chosen from released eigenvalues (post-processing), and
+    the energy it is predicted to capture above the mean of the other eigenvalues.
+
+    ``released`` is ``(lambda_1..lambda_k, sum of the others)`` of the d x d matrix the directions are
+    drawn from. m of the n sampled directions get the same concentration c(m), fixed by the certified
+    total (joint or per-direction accounting), and the others none (a uniform direction in the
+    complement: free). m maximises the predicted captured energy ``sum_{j<=m} g_j max(0, 1 - L_j)``,
+    with ``g_j = lambda_j - mu`` the released eigenvalue above the mean ``mu`` of the others and
+    ``L_j = (d - j) / (2 c(m) g_j)`` the mass a Bingham draw of concentration c leaks to the d - j
+    other directions (Laplace's method; nothing is found when ``L_j >= 1``).
+    """
+    n = min(plan.n_sampled, d - 1) if d > 1 else 0
+    if n == 0:
+        return 0.0, []
+    lam = np.sort(np.asarray(released[:k], dtype=float))[::-1][:n]
+    mu = max(float(released[k]), 0.0) / (d - k) if d > k else 0.0
+    gaps = np.maximum(lam - mu, 0.0)
+    best_m, best = 1, -math.inf
+    for m in range(1, n + 1):
+        c = _equal_concentration(plan, m)
+        j = np.arange(1, m + 1)
+        leak = (d - j) / (2.0 * c * np.maximum(gaps[:m], 1e-300))
+        gain = float(np.sum(gaps[:m] * np.clip(1.0 - leak, 0.0, None)))
+        if gain > best * (1.0 + 1e-12):
+            best_m, best = m, gain
+    return best, [_equal_concentration(plan, best_m)] * best_m + [0.0] * (n - best_m)
+
+
+def _adaptive_concentrations(plan: _ExponentialPlan, released: np.ndarray, d: int,
+                             k: int) -> list[float]:
+    """The concentrations of :func:`_predicted_split` for the n sampled directions."""
+    cs = _predicted_split(plan, released, d, k)[1]
+    return cs + [0.0] * (plan.n_sampled - len(cs))
+
+
+def _select_coordinates(noisy_diagonal: np.ndarray, k: int) -> np.ndarray:
+    """Candidate coordinates (post-processing of the released diagonal): by decreasing released
+    energy, until they hold ``1 - COORDINATE_DROP`` of the released total (an unbiased estimate of
+    the trace; the noise of the low coordinates cancels in it), and at least k + 1."""
+    e = np.asarray(noisy_diagonal, dtype=float)
+    order = np.argsort(-e, kind="stable")
+    cum = np.cumsum(np.maximum(e[order], 0.0))  # non-decreasing
+    target = (1.0 - COORDINATE_DROP) * float(e.sum())
+    if target <= 0 or cum[-1] < target:
+        return np.arange(e.size)
+    m = int(np.searchsorted(cum, target)) + 1
+    return np.sort(order[: min(max(m, k + 1), e.size)])
 
 
 def _check_vector_shares(value: Any, k: int) -> np.ndarray | None:
@@ -646,20 +808,44 @@ def _validate(
 def _release_directions(
     plan: _ExponentialPlan, scatter: np.ndarray, k: int, releaser: Releaser, envelope: str,
     max_proposals: int,
-) -> tuple[np.ndarray | None, float | None, np.ndarray]:
-    """Inside the release block: the noisy eigenvalues (if planned), then the k directions."""
+) -> tuple[np.ndarray | None, float | None, np.ndarray, list[float], int]:
+    """Inside the release block: the diagonal and the noisy eigenvalues (if planned), the choice of
+    coordinates and of the split (post-processing), then the k directions. Returns the values, the
+    total, the directions, the concentrations and the number of coordinates they were drawn in."""
     A = 0.5 * (scatter + scatter.T)
+    d = A.shape[0]
     w, Q = scipy.linalg.eigh(A, check_finite=False)
     values: np.ndarray | None = None
     total: float | None = None
+    concentrations = list(plan.concentrations)
+    S = None
     if plan.releases:
-        w_desc = w[::-1]
-        released = releaser.add("eigenvalues", np.append(w_desc[:k], w_desc[k:].sum()))
+        S = _select_coordinates(releaser.add("diagonal", np.diag(A).copy()), k) \
+            if plan.coordinates else None
+        full = np.append(w[::-1][:k], w[::-1][k:].sum())
+        if S is not None and S.size < d:
+            ws, Qs = scipy.linalg.eigh(A[np.ix_(S, S)], check_finite=False)
+            released = releaser.add("eigenvalues", np.concatenate(
+                [full, np.append(ws[::-1][:k], ws[::-1][k:].sum())]))
+            gain_sub, split_sub = _predicted_split(plan, released[k + 1:], S.size, k)
+            if plan.adaptive and gain_sub > _predicted_split(plan, released[: k + 1], d, k)[0]:
+                concentrations = split_sub + [0.0] * (plan.n_sampled - len(split_sub))
+                V = np.zeros((d, k))
+                V[S] = _sample_directions(A[np.ix_(S, S)], k, concentrations, (ws, Qs),
+                                          releaser.generator, envelope, max_proposals)
+                released = released[: k + 1]
+                values, total = np.sort(released[:k])[::-1], float(released.sum())
+                return values, total, V, concentrations, int(S.size)
+            released = released[: k + 1]
+        else:
+            released = releaser.add("eigenvalues", full)
         values = np.sort(released[:k])[::-1]
         total = float(released.sum())
-    V = _sample_directions(A, k, plan.concentrations, (w, Q), releaser.generator, envelope,
+        if plan.adaptive:  # post-processing of the release above
+            concentrations = _adaptive_concentrations(plan, released, d, k)
+    V = _sample_directions(A, k, concentrations, (w, Q), releaser.generator, envelope,
                            max_proposals)
-    return values, total, V
+    return values, total, V, concentrations, d
 
 
 def _exponential_mechanism(
@@ -674,6 +860,9 @@ def _exponential_mechanism(
     calibration: str,
     eigenvalue_share: float,
     vector_shares: Any,
+    allocation: str,
+    accounting: str,
+    coordinate_share: float,
     accountant: Accountant | None,
     random_state: Any,
     on_norm_violation: NormViolation,
@@ -689,7 +878,9 @@ def _exponential_mechanism(
 
     def make_plan(d: int) -> _ExponentialPlan:
         return _plan(kind, k=k, d=d, epsilon=budget.epsilon, relation=rel, calibration=calibration,
-                     row_norm=C, eigenvalue_share=float(eigenvalue_share), vector_shares=shares)
+                     row_norm=C, eigenvalue_share=float(eigenvalue_share), vector_shares=shares,
+                     allocation=allocation, accounting=accounting,
+                     coordinate_share=float(coordinate_share))
 
     d_known = n_features_of(X)
     if d_known is not None:
@@ -702,17 +893,22 @@ def _exponential_mechanism(
     # A failure after the charge (the sampler's cap) is a failed release: it stays charged.
     with release(plan, accountant, noise) as releaser:
         assert moments.second is not None
-        values, total, V = _release_directions(plan, moments.second, k, releaser, envelope,
-                                               max_proposals)
+        values, total, V, concentrations, n_coordinates = _release_directions(
+            plan, moments.second, k, releaser, envelope, max_proposals)
     # frames: certify_release, report, here, ppca/exponential_pca, the constraint check, the caller
     report = releaser.report(mechanism=kind, budget=budget, calibration=calibration,
                              notes=plan.notes, stacklevel=6)
     diagnostics: dict[str, Any] = {
         "sensitivity": sensitivity_norm(C) ** 2,
-        "vector_epsilons": list(plan.vector_epsilons),
-        "concentrations": list(plan.concentrations),
+        "accounting": "joint" if plan.joint else "per_direction",
+        "allocation": "adaptive" if plan.adaptive else ("shares" if shares is not None else "equal"),
+        "directions_epsilon": plan.directions_epsilon,
+        "vector_epsilons": None if plan.vector_epsilons is None else list(plan.vector_epsilons),
+        "concentrations": concentrations,  # public: fixed by the plan or by the released eigenvalues
         "eigenvalue_epsilon": plan.eigen_epsilon,
-        "eigenvalue_noise_scale": plan.releases[0].scale if plan.releases else None,
+        "diagonal_epsilon": plan.diagonal_epsilon,
+        "eigenvalue_noise_scale": plan.releases[-1].scale if plan.releases else None,
+        "coordinates": n_coordinates,  # public: a function of the released diagonal and eigenvalues
     }
     return SubspaceResult(
         components=fix_signs(V), values=values, total=total,
@@ -728,8 +924,11 @@ _PRIVACY_DOC = """
     ``C^2`` under both relations. The exponential mechanism ``exp(c u)`` is then
     ``epsilon_j``-DP for ``c = epsilon_j / C^2`` (add/remove, monotone utility) and
     ``c = epsilon_j / (2 C^2)`` (replace-one). Each sampled direction is recorded as
-    ``EpsilonDeltaDpEvent(epsilon_j, 0)``; the directions compose adaptively (basic composition of
-    pure DP), so the certified epsilon at ``delta = 0`` is their sum.
+    ``EpsilonDeltaDpEvent(epsilon_j, 0)`` under ``accounting="per_direction"``; the directions compose
+    adaptively (basic composition of pure DP). Under ``accounting="joint"`` (default) the k draws
+    are one ``C^2 (max_j c_j + sum_j c_j)``-DP mechanism under replace-one (``C^2 sum_j c_j`` under
+    add/remove; module docstring), one event; the certified epsilon at ``delta = 0`` is the sum
+    of the events (Laplace releases included).
 
     The whole input is read (and, for an in-memory input, validated) before the ledger is charged.
     If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`, whose message names
@@ -748,6 +947,10 @@ def ppca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: Calibration = "tight",
+    allocation: Allocation = "adaptive",
+    accounting: Accounting = "joint",
+    coordinate_share: float = COORDINATE_SHARE,
+    eigenvalue_share: float | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -762,9 +965,11 @@ def ppca(
     For k > 1, CSS12's k-dimensional mechanism is a matrix Bingham law whose only known samplers are
     Gibbs chains (MCMC: private only at stationarity) or rejection samplers that do not finish on
     spread spectra; here the k directions are instead drawn one at a time, each on the orthogonal
-    complement of the earlier ones, with ``epsilon / k`` each (the deflation of Kapralov and Talwar
-    2013 and Amin et al. 2019). No eigenvalues are released (``values=None``): see
-    :func:`exponential_pca` for that.
+    complement of the earlier ones (the deflation of Kapralov and Talwar 2013 and Amin et al. 2019),
+    certified jointly, with the budget split steered by Laplace eigenvalues (5% of epsilon, returned
+    as ``values``; k = 1 releases none, ``values=None``) and, where it helps, drawn in coordinates
+    proposed by a released diagonal: the same mechanism as :func:`exponential_pca` with a smaller
+    eigenvalue share.
 
     Parameters
     ----------
@@ -788,6 +993,14 @@ def ppca(
         utility). ``"paper"``: the paper's ``epsilon_j / (2 C^2)`` under both relations (so under
         add/remove it certifies ``epsilon / 2``). The registry lists only ``"tight"``: under the
         paper's relation the two coincide.
+    allocation, accounting, coordinate_share
+        As for :func:`exponential_pca` (k > 1; for k = 1 there is nothing to split).
+    eigenvalue_share : float or None
+        Share of epsilon for the Laplace eigenvalues that steer the split (then returned as
+        ``values``). None (default): ``PPCA_EIGENVALUE_SHARE`` (0.05) when k > 1, the allocation is
+        adaptive and the calibration "tight", else 0 (CSS12's mechanism releases no eigenvalues).
+        ``eigenvalue_share=0, allocation="equal", accounting="per_direction", coordinate_share=0``
+        is the mechanism before issue 16 (``epsilon / k`` per direction).
     {common_parameters}
 
     Returns
@@ -800,9 +1013,15 @@ def ppca(
     -------
     Relation: replace-one (default; the paper's) or add/remove; pure epsilon-DP.
     """
+    if eigenvalue_share is None:
+        wide = isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 1
+        steered = wide and allocation == "adaptive" and calibration == "tight"
+        eigenvalue_share = PPCA_EIGENVALUE_SHARE if steered else 0.0
     return _exponential_mechanism(
         "ppca", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, eigenvalue_share=0.0, vector_shares=None, accountant=accountant,
+        calibration=calibration, eigenvalue_share=eigenvalue_share, vector_shares=None,
+        allocation=allocation, accounting=accounting, coordinate_share=coordinate_share,
+        accountant=accountant,
         random_state=random_state, on_norm_violation=on_norm_violation, envelope=envelope,
         max_proposals=max_proposals, show_progress=show_progress,
     )
@@ -820,6 +1039,9 @@ def exponential_pca(
     calibration: Calibration = "tight",
     eigenvalue_share: float = 0.1,
     vector_shares: Sequence[float] | np.ndarray | None = None,
+    allocation: Allocation = "adaptive",
+    accounting: Accounting = "joint",
+    coordinate_share: float = COORDINATE_SHARE,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -864,9 +1086,22 @@ def exponential_pca(
         what they give: about half the requested epsilon).
     eigenvalue_share : float
         In [0, 1): ``epsilon_0 / epsilon`` (default 0.1). 0 releases no eigenvalues
-        (``values=None``, ``total=None``) and spends everything on the directions.
+        (``values=None``, ``total=None``) and spends everything on the directions (then equal
+        parts: the adaptive split and the coordinate step need the eigenvalues).
     vector_shares : sequence of k positive floats, optional
-        Relative budgets of the k directions (normalised); default equal.
+        Relative budgets of the k directions (normalised); given, they replace the adaptive split.
+    allocation : {"adaptive", "equal"}
+        ``"adaptive"`` (default): the directions' budget goes, in equal parts, to the first m
+        directions, m chosen from the released eigenvalues (post-processing; the others are uniform on
+        the complement, which costs nothing). ``"equal"``: all k directions, equal parts (before
+        issue 16). Needs ``eigenvalue_share > 0``.
+    accounting : {"joint", "per_direction"}
+        ``"joint"`` (default): the k draws certified together, ``C^2 (max c + sum c)`` under
+        replace-one (module docstring); ``"per_direction"``: ``2 C^2 c_j`` each (before issue 16).
+        The same under add/remove. ``calibration="paper"`` always uses per-direction budgets.
+    coordinate_share : float
+        In [0, 1): share of epsilon for a Laplace release of ``diag(A)`` that proposes coordinates to
+        draw the directions in (used only where predicted to help; 0 disables it). Default 0.05.
     {common_parameters}
 
     Returns
@@ -878,7 +1113,10 @@ def exponential_pca(
 
     Privacy
     -------
-    Relation: replace-one (default) or add/remove; pure epsilon-DP. Eigenvalues: the released
+    Relation: replace-one (default) or add/remove; pure epsilon-DP: ``epsilon = epsilon_diagonal +
+    epsilon_0 + epsilon_directions`` (basic composition). Diagonal: L1 sensitivity ``2 C^2`` / ``C^2``
+    (``sum_i x_i^2 = ||x||^2``). Directions: joint accounting as derived in the module docstring.
+    Eigenvalues: the released
     vector moves by a non-negative vector of L1 norm at most ``C^2`` when a row is added (Cauchy
     interlacing: every eigenvalue rises, by ``||x||^2`` in total), hence L1 sensitivity ``C^2``
     (add/remove) and ``2 C^2`` (replace-one, through the data set without the row); event
@@ -887,6 +1125,7 @@ def exponential_pca(
     return _exponential_mechanism(
         "exponential", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
         calibration=calibration, eigenvalue_share=eigenvalue_share, vector_shares=vector_shares,
+        allocation=allocation, accounting=accounting, coordinate_share=coordinate_share,
         accountant=accountant, random_state=random_state, on_norm_violation=on_norm_violation,
         envelope=envelope, max_proposals=max_proposals, show_progress=show_progress,
     )
