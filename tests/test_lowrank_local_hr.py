@@ -402,14 +402,14 @@ def test_local_audit_catches_a_tenth_of_the_noise():
 # ================================================================================================
 def test_hr_zero_noise_is_near_optimal():
     A = low_rank(300, 40, 3, seed=9)
-    res = hardt_roth(A, 3, random_state=0, **HUGE)
+    res = hardt_roth(A, 3, algorithm="range_finder", random_state=0, **HUGE)
     assert res.U.shape == (300, 3) and res.V.shape == (40, 3) and res.S.shape == (3,)
     assert np.allclose(res.U.T @ res.U, np.eye(3), atol=1e-10)
     assert np.allclose(res.V.T @ res.V, np.eye(3), atol=1e-10)
     assert np.linalg.norm(A - res.reconstruct()) <= 1e-4 * np.linalg.norm(A)  # exact rank k
     B = low_rank(300, 40, 3, seed=9, noise=0.01)
     p = 20
-    res = hardt_roth(B, 3, oversampling=p, random_state=0, **HUGE)
+    res = hardt_roth(B, 3, oversampling=p, algorithm="range_finder", random_state=0, **HUGE)
     assert res.diagnostics["rows_pruned"] == 0 and res.diagnostics["ell"] == 23
     # within HMT's multiplicative factor sqrt(1 + k / (p - 1)) of the optimal rank-k error
     assert np.linalg.norm(B - res.reconstruct()) <= math.sqrt(1 + 3 / (p - 1)) * tail(B, 3)
@@ -417,7 +417,7 @@ def test_hr_zero_noise_is_near_optimal():
 
 def test_hr_events_certified_and_sensitivities():
     A = low_rank(200, 30, 3, seed=10)
-    res = hardt_roth(A, 3, epsilon=1.0, delta=1e-6, row_norm=1.5, random_state=0)
+    res = hardt_roth(A, 3, epsilon=1.0, delta=1e-6, row_norm=1.5, algorithm="range_finder", random_state=0)
     p, d = res.privacy, res.diagnostics
     assert p.relation is Relation.REPLACE_ONE and p.certified and p.calibration == "tight"
     g1, g2, sk = p.events
@@ -455,10 +455,10 @@ def test_hr_paper_calibration_certified_or_flagged():
 def test_hr_pruning_on_a_coherent_matrix():
     A = low_rank(200, 30, 2, seed=12) * 0.05
     A[7] = np.linspace(1.0, 2.0, 30) / np.linalg.norm(np.linspace(1.0, 2.0, 30))  # one dominant row
-    res = hardt_roth(A, 2, **HUGE, random_state=0)
+    res = hardt_roth(A, 2, **HUGE, algorithm="range_finder", random_state=0)
     d = res.diagnostics
     assert d["tau"] == pytest.approx(2 * math.sqrt(4 / 200)) and d["rows_pruned"] >= 1
-    loose = hardt_roth(A, 2, **HUGE, prune=100.0, random_state=0)
+    loose = hardt_roth(A, 2, **HUGE, prune=100.0, algorithm="range_finder", random_state=0)
     assert loose.diagnostics["tau"] == 1.0 and loose.diagnostics["rows_pruned"] == 0
     assert np.linalg.norm(A - loose.reconstruct()) <= 1.01 * tail(A, 2) + 1e-6
 
@@ -467,18 +467,19 @@ def test_hr_accountant_caller_data_sparse_and_cap():
     A = low_rank(80, 12, 2, seed=13) * 2  # rows above the bound are clipped on a copy
     before = A.copy()
     acc = Accountant(1.2, 1e-6)
-    a = hardt_roth(A, 2, epsilon=1.0, delta=1e-6, accountant=acc, random_state=3)
+    a = hardt_roth(A, 2, epsilon=1.0, delta=1e-6, accountant=acc, algorithm="range_finder", random_state=3)
     assert np.array_equal(A, before) and len(acc.entries) == 1 and acc.relation is Relation.REPLACE_ONE
     rng = np.random.default_rng(0)
     state = rng.bit_generator.state
     with pytest.raises(BudgetExceededError):
-        hardt_roth(A, 2, epsilon=1.0, delta=1e-6, accountant=acc, random_state=rng)
+        hardt_roth(A, 2, epsilon=1.0, delta=1e-6, accountant=acc, algorithm="range_finder", random_state=rng)
     assert rng.bit_generator.state == state and len(acc.entries) == 1
-    b = hardt_roth(A, 2, epsilon=1.0, delta=1e-6, random_state=3)
-    s = hardt_roth(sp.csr_matrix(A), 2, epsilon=1.0, delta=1e-6, random_state=3)
+    b = hardt_roth(A, 2, epsilon=1.0, delta=1e-6, algorithm="range_finder", random_state=3)
+    s = hardt_roth(sp.csr_matrix(A), 2, epsilon=1.0, delta=1e-6, algorithm="range_finder", random_state=3)
     assert np.array_equal(a.U, b.U)
     assert np.allclose(s.U, a.U, atol=1e-8) and np.allclose(s.V, a.V, atol=1e-8)
-    capped = hardt_roth(A, 10, oversampling=10, epsilon=1.0, delta=1e-6, random_state=0)
+    capped = hardt_roth(A, 10, oversampling=10, epsilon=1.0, delta=1e-6,
+                        algorithm="range_finder", random_state=0)
     assert capped.diagnostics["ell"] == 12 and capped.diagnostics["oversampling"] == 2
 
 
@@ -512,7 +513,7 @@ def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
     A = rng.uniform(0.0, 3.0, size=(120, 20))
     C = float(np.linalg.norm(A, axis=1).max()) * 1.01
     a = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, random_state=5)
-    b = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, random_state=5)
+    b = hardt_roth(A, 4, epsilon=1.0, delta=1e-3, row_norm=C, algorithm="range_finder", random_state=5)
     np.testing.assert_allclose(a.reconstruct(), b.reconstruct(), rtol=1e-12, atol=1e-12)
     assert a.privacy is not None and a.privacy.certified and a.privacy.relation is Relation.ROW_CHANGE
     la = private_local_lrf(A, 4, epsilon=1.0, delta=1e-3, row_change=2 * C, alpha=0.5, simulate_sum=True,

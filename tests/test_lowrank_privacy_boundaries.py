@@ -231,9 +231,9 @@ def test_noise_is_a_function_of_random_state_only(monkeypatch):
     captured: list = []
     real = factorization.frobenius_release
 
-    def spy(Y, Z, S, k):
+    def spy(Y, Z, S, k, *rest):
         captured.append((Y.copy(), Z.copy()))
-        return real(Y, Z, S, k)
+        return real(Y, Z, S, k, *rest)
 
     monkeypatch.setattr(factorization, "frobenius_release", spy)
     A = np.zeros((20, 30))  # the released sketches are then the noise alone
@@ -407,9 +407,9 @@ def test_space_optimal_noise_has_the_independently_derived_scale(monkeypatch):
     captured: dict = {}
     real = factorization.space_optimal_release
 
-    def spy(Y_c, Y_r, Z, S, T, k, n):
+    def spy(Y_c, Y_r, Z, S, T, k, n, *rest):
         captured.update(Y_r=Y_r.copy(), Z=Z.copy(), S=np.asarray(S).copy(), T=np.asarray(T).copy())
-        return real(Y_c, Y_r, Z, S, T, k, n)
+        return real(Y_c, Y_r, Z, S, T, k, n, *rest)
 
     monkeypatch.setattr(factorization, "space_optimal_release", spy)
     m, n, k, seed = 40, 60, 2, 99
@@ -443,9 +443,9 @@ def test_frobenius_noise_has_the_independently_derived_scale(monkeypatch):
     captured: dict = {}
     real = factorization.frobenius_release
 
-    def spy(Y, Z, S, k):
+    def spy(Y, Z, S, k, *rest):
         captured.update(Y=Y.copy(), Z=Z.copy())
-        return real(Y, Z, S, k)
+        return real(Y, Z, S, k, *rest)
 
     monkeypatch.setattr(factorization, "frobenius_release", spy)
     m, n, seed = 40, 60, 98

@@ -69,8 +69,9 @@ def as_entries(A: np.ndarray, rng: np.random.Generator, parts: int = 2):
     return rows[order], cols[order], vals[order]
 
 
-def oriented_release(Y: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int, transposed: bool):
-    U, s, V = frobenius_release(Y, Z, S, k)
+def oriented_release(Y: np.ndarray, Z: np.ndarray, S: np.ndarray, k: int, transposed: bool,
+                     sigma: float = 0.0):
+    U, s, V = frobenius_release(Y, Z, S, k, sigma)
     return finish(V, s, U) if transposed else (U, s, V)
 
 
@@ -111,15 +112,18 @@ def test_state_equals_one_shot_sketches(shape):
     np.testing.assert_allclose(Y, B @ Phi + N1, rtol=0, atol=1e-11)
     np.testing.assert_allclose(Z, S @ B + N2, rtol=0, atol=1e-11)
     # the release is frobenius_release on the state (bit for bit), and the one-shot function's result
-    res = st.release()
+    res = st.release(singular_values="raw")  # the paper's values (the default shrinks them: see below)
     assert st.sketch_seed == SEED == res.diagnostics["sketch_seed"]  # shown once published
     assert np.array_equal(st.sketches()[0], Phi) and np.array_equal(st.sketches()[1], S)
     U, s, V = oriented_release(Y, Z, S, k, st.transposed)
     assert np.array_equal(res.U, U) and np.array_equal(res.S, s) and np.array_equal(res.V, V)
     assert res.U.shape == (shape[0], k) and res.V.shape == (shape[1], k)
-    one = private_frobenius_lrf(A, k, random_state=11, sketch_seed=SEED, **KW)
+    one = private_frobenius_lrf(A, k, random_state=11, sketch_seed=SEED, singular_values="raw", **KW)
     np.testing.assert_allclose(res.S, one.S, rtol=1e-9)
     np.testing.assert_allclose(res.reconstruct(), one.reconstruct(), rtol=0, atol=1e-9 * np.abs(A).max())
+    shrunk, one = st.release(), private_frobenius_lrf(A, k, random_state=11, sketch_seed=SEED, **KW)
+    U, s, V = oriented_release(Y, Z, S, k, st.transposed, st.sigma)
+    assert np.array_equal(shrunk.S, s) and np.allclose(shrunk.S, one.S, rtol=1e-9, atol=1e-9)
     assert res.privacy is st.privacy and res.privacy.certified
     assert res.privacy.epsilon == pytest.approx(one.privacy.epsilon)
     assert "n_updates" not in res.diagnostics and "seconds" not in res.diagnostics
@@ -579,7 +583,7 @@ def test_covariance_state_equals_dense_sketch_of_ata():
     Y, Z = state_arrays(cov)
     np.testing.assert_allclose(Y, C @ Phi + N1, rtol=0, atol=1e-11)
     np.testing.assert_allclose(Z, S @ C + N2, rtol=0, atol=1e-11)
-    res = cov.release()
+    res = cov.release(singular_values="raw")
     U, s, V = frobenius_release(Y, Z, S, k)
     assert np.array_equal(res.U, U) and np.array_equal(res.S, s) and np.array_equal(res.V, V)
     assert "n_rows" not in res.diagnostics  # n is private under add/remove
@@ -695,7 +699,7 @@ def test_continual_release_equals_one_shot_of_prefix(shape):
         Yc, Zc = cont.current_sketches()
         np.testing.assert_allclose(Yc, Y, rtol=0, atol=1e-10)
         np.testing.assert_allclose(Zc, Z, rtol=0, atol=1e-10)
-        res = cont.release()
+        res = cont.release(singular_values="raw")
         U, s, V = oriented_release(Y, Z, np.asarray(S), k, cont.transposed)
         np.testing.assert_allclose(res.S, s, rtol=1e-10)
         np.testing.assert_allclose((res.U * res.S) @ res.V.T, (U * s) @ V.T, rtol=0, atol=1e-10 * s[0])

@@ -71,8 +71,9 @@ def test_secure_runs_report_their_source_and_differ(fn, extra):
     assert a.privacy.events == seeded.privacy.events
     assert a.privacy.epsilon == seeded.privacy.epsilon and a.privacy.certified == seeded.privacy.certified
     assert len(acc.entries) == 1  # charged once, like the seeded run
-    assert a.U.shape == seeded.U.shape and np.isfinite(a.U).all() and np.isfinite(a.S).all()
-    assert not np.array_equal(a.S, b.S)  # fresh OS entropy each run
+    # (hardt_roth releases no U; small released values may be shrunk to 0: compare the bases)
+    assert a.V.shape == seeded.V.shape and np.isfinite(a.V).all() and np.isfinite(a.S).all()
+    assert not np.array_equal(a.V, b.V)  # fresh OS entropy each run
 
 
 def test_non_private_reference_accepts_the_secure_source():
@@ -116,7 +117,7 @@ def test_secure_covariance_state_and_two_states_differ():
     for cov in states:
         cov.insert_many(np.full((3, 5), 0.2))
         assert cov.privacy.noise_source == "secure"
-    assert not np.array_equal(states[0].release().S, states[1].release().S)
+    assert not np.array_equal(states[0].release().V, states[1].release().V)
 
 
 def test_secure_continual_tree_releases_at_every_step():
@@ -128,7 +129,7 @@ def test_secure_continual_tree_releases_at_every_step():
             res = tree.release()
             assert res.privacy.noise_source == "secure" and res.diagnostics["time"] == i + 1
         assert set(tree._exact) == set(tree._nodes)  # the exact sums of the kept nodes only
-    assert not np.array_equal(trees[0].release().S, trees[1].release().S)
+    assert not np.array_equal(trees[0].release().V, trees[1].release().V)
     # the kept exact sums add up to the exact sketches of the whole prefix (the sketches are public
     # at the horizon); the state is kept for A^T since m > n
     Phi, S = trees[0].sketches()

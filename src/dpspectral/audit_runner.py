@@ -453,12 +453,17 @@ def _statistics(task: str, result: Any, targets: tuple[np.ndarray, np.ndarray],
             out["min_eig(M - S0)"] = float(np.linalg.eigvalsh(M - T0)[0])
             out["min_eig(M - S1)"] = float(np.linalg.eigvalsh(M - T1)[0])
     else:
-        u = np.asarray(result.U)[:, 0]
+        u = _left_factor(result)[:, 0]
         out["alignment"] = float((u @ a0) ** 2 - (u @ a1) ** 2)
-        if result.V is not None:
-            R = result.reconstruct()
+        if result.V is not None and result.U is not None:
+            R = result.gram() if hasattr(result, "gram") else result.reconstruct()  # A^T A methods
             out["projection"] = float(np.sum(R * D) / np.linalg.norm(D))
     return np.array([out.get(n, np.nan) for n in names])
+
+
+def _left_factor(result: Any) -> np.ndarray:
+    """U, or V for a subspace-only release (hardt_roth: V of ``A``, the directions of ``A^T A``)."""
+    return np.asarray(result.U if result.U is not None else result.V)
 
 
 def _isotropic_rows(count: int, norm: float) -> np.ndarray:
@@ -617,7 +622,7 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
         else:
             # which matrix does the method factorize? A (m = 2 rows of U) or A^T A (n = 3 rows)
             probe = call(np.array([[ROW_NORM, 0.0, 0.0], [ROW_NORM, 0.0, 0.0]]))
-            rows = int(np.asarray(probe.U).shape[0])
+            rows = int(_left_factor(probe).shape[0])
             if rows not in (2, 3):
                 raise NotAuditedError(f"its left factor has {rows} rows on a 2 x 3 matrix "
                                       "(neither A nor A^T A)")
@@ -638,7 +643,7 @@ def build_case(method: Method, relation: Relation | None = None, *, seed: int = 
             names += ["projection", "min_eig(M - S0)", "min_eig(M - S1)"]
     elif method.task == "lowrank" and \
             all(r.V is not None and r.V.shape[0] == targets[0].shape[1] for r in results) and \
-            all(np.asarray(r.U).shape[0] == targets[0].shape[0] for r in results):
+            all(r.U is not None and np.asarray(r.U).shape[0] == targets[0].shape[0] for r in results):
         names.append("projection")
     claims = [_claim(r, method) for r in results]
     eps = max(c[0] for c in claims)

@@ -71,7 +71,7 @@ class LowRankResult:
         Public facts about the run (sketch sizes, noise scales, timings).
     """
 
-    U: np.ndarray
+    U: np.ndarray | None
     S: np.ndarray
     V: np.ndarray | None
     privacy: PrivacyReport | None
@@ -79,12 +79,14 @@ class LowRankResult:
 
     @property
     def rank(self) -> int:
-        return int(self.U.shape[1])
+        return int(np.asarray(self.S).shape[0])
 
     @property
     def shape(self) -> tuple[int, int] | None:
         """(m, n) of the factorized matrix, when both factors are released."""
-        return None if self.V is None else (int(self.U.shape[0]), int(self.V.shape[0]))
+        if self.V is None or self.U is None:
+            return None
+        return int(self.U.shape[0]), int(self.V.shape[0])
 
     def reconstruct(self) -> np.ndarray:
         """The rank-k matrix ``U diag(S) V^T`` (m x n). Needs ``V``."""

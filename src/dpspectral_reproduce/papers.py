@@ -147,6 +147,9 @@ def _configure_upadhyay2018(p: argparse.ArgumentParser) -> None:
     _epsilons(p, "one epsilon for every private run (default: 1)")
     p.add_argument("--tables", type=int, nargs="+", metavar="N", default=None,
                    help="which Appendix J tables to run (3-11; default all)")
+    p.add_argument("--real-data", action="store_true",
+                   help="also run the real-data panel (MNIST, 20,000 unit rows, k = 10, several epsilons; a "
+                        "few minutes) when MNIST is in the data home")
 
 
 def _configure_imtiaz2018(p: argparse.ArgumentParser) -> None:

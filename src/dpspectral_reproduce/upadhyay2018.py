@@ -51,7 +51,10 @@ Interval widths of the uniform inputs: fitted to the printed "Optimal Error" col
 Table 7 for Tables 7-10, Table 11 for itself); uniform integers are drawn from ``{0, ..., W - 1}``
 with W the rounded Table 3 width. Tables 4-6 and 8-10 do not state their distribution: uniform reals.
 Sketch sizes: the library defaults ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped by the
-dimensions); Hardt-Roth oversampling p = k and pruning constant c = 2.
+dimensions); Hardt-Roth oversampling p = k and pruning constant c = 2 (the STOC 2012 range finder,
+``algorithm="range_finder"``; the library's default is the STOC 2013 power iteration). Singular values: the
+paper's raw ones (``singular_values="raw"``; the library's default shrinks them by the noise edge, which at
+these entry sizes changes them by less than 2%).
 """
 
 from __future__ import annotations
@@ -249,7 +252,10 @@ def approximation_error(A: np.ndarray, result: LowRankResult) -> float:
     float
     """
     if result.V is None:
+        assert result.U is not None
         return float(np.linalg.norm(A - result.U @ (result.U.T @ A)))
+    if result.U is None:  # a subspace-only release (V, S): the owner's A V V^T
+        return float(np.linalg.norm(A - (A @ result.V) @ result.V.T))
     return float(np.linalg.norm(A - result.reconstruct()))
 
 
@@ -284,16 +290,19 @@ def _fit(method: str, A: np.ndarray, k: int, alpha: float, epsilon: float, delta
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
         if method == "ours":
             res = private_space_optimal_lrf(A, k, epsilon=epsilon, delta=delta, calibration="tight",
-                                            alpha=alpha, random_state=seed)
+                                            alpha=alpha, singular_values="raw", random_state=seed)
         elif method == "ours_paper":
             res = private_space_optimal_lrf(A, k, epsilon=epsilon, delta=delta, calibration="paper",
-                                            alpha=alpha, random_state=seed)
+                                            alpha=alpha, singular_values="raw", random_state=seed)
         elif method == "priv2":
-            res = private_frobenius_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha, random_state=seed)
+            res = private_frobenius_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
+                                        singular_values="raw", random_state=seed)
         elif method == "hr":
-            res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_change=UNIT, random_state=seed)
+            res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_change=UNIT, algorithm="range_finder",
+                             singular_values="raw", random_state=seed)
         elif method == "hr_replace":
-            res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound, random_state=seed)
+            res = hardt_roth(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound, algorithm="range_finder",
+                             singular_values="raw", random_state=seed)
         elif method == "local":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
                                                   row_change=UNIT, simulate_sum=True, random_state=seed)
@@ -451,6 +460,7 @@ def run_upadhyay2018(
     seed: int = 0,
     show_progress: bool = True,
     tables: Sequence[int] | None = None,
+    real_data: bool = False,
 ) -> Upadhyay2018Result:
     """Re-run Appendix J (Tables 3-11) and write runs.csv, summary.csv, tables.csv, tableN.md, PNGs and
     report.md.
@@ -471,6 +481,10 @@ def run_upadhyay2018(
         A tqdm bar over the runs (on a terminal).
     tables : sequence of int, optional
         Which tables to run (default all, 3-11).
+    real_data : bool, default=False
+        Also run the real-data panel (:func:`~dpspectral_reproduce.upadhyay2018_real.real_data_panel`:
+        MNIST, 20,000 unit rows, k = 10, several epsilons; a few minutes) and write ``realdata.md``, when
+        MNIST is in the data home.
 
     Returns
     -------
@@ -508,6 +522,12 @@ def run_upadhyay2018(
 
     _write_tables(out, result, chosen)
     files = result.files
+    if real_data:
+        from .upadhyay2018_real import real_data_panel
+
+        panel = real_data_panel(out, seed=seed)
+        if panel is not None:
+            files["real_data"] = panel
     result.seconds = time.perf_counter() - t_start
     files["report"] = out / "report.md"
     files["report"].write_text(_report(result), encoding="utf-8")
@@ -1235,7 +1255,8 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     try:
         result = run_upadhyay2018(
             out, quick=args.quick, repeats=args.repeats, epsilon=epsilon, seed=args.seed,
-            show_progress=not args.no_progress, tables=args.tables)
+            show_progress=not args.no_progress, tables=args.tables,
+            real_data=bool(getattr(args, "real_data", False)))
     except ValueError as exc:
         if "Appendix J has Tables" in str(exc):
             raise CLIError(f"--tables: {exc}") from None
@@ -1253,7 +1274,8 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     print(f"privacy: {n_ok} of {len(certified)} private runs certified at the requested epsilon"
           + (f"; not certified: {', '.join(failed)} (see report.md)" if failed else ""))
     files = [result.files["report"], result.files["runs"], result.files["summary"], result.files["tables"]]
-    files += [p for key, p in result.files.items() if key.startswith(("table", "plot")) and key != "tables"]
+    files += [p for key, p in result.files.items()
+              if key.startswith(("table", "plot", "real_data")) and key != "tables"]
     for path in files:
         print(f"wrote {path}")
     print(f"finished in {result.seconds:.1f} s")

@@ -22,7 +22,6 @@ from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import ReleasePlan, not_finite_error, release, validate_rows
-from ..results import LowRankResult
 from .factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
@@ -37,7 +36,8 @@ from .factorization import (
     split_joint,
 )
 from .sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
-from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState
+from .streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
+from .subspace import GramResult
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
 
@@ -246,24 +246,35 @@ class CovarianceLRF(SketchState):
         self._n_rows += int(X.shape[0])
         self._changed()
 
-    def release(self) -> LowRankResult:
+    def release(self, singular_values: str = "shrink") -> GramResult:
         """The rank-k factorization ``A^T A ~ U diag(S) V^T`` from the current state (post-processing).
+
+        A :class:`~dpspectral.lowrank.subspace.GramResult`: ``gram()`` is the d x d approximation of
+        ``A^T A``; ``reconstruct(A)`` the data owner's ``A V V^T``; ``reconstruct()`` alone raises.
+
+        Parameters
+        ----------
+        singular_values : {"shrink", "raw"}
+            ``"shrink"`` (default): the solve's core shrunk by the noise edge (a value below it gets 0;
+            :func:`~dpspectral.lowrank.shrink.frobenius_shrink`), post-processing that keeps a release
+            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
 
         Publishes the current snapshot (any number of times); after inserts that follow a publication
         it raises :class:`~dpspectral.lowrank.streaming.RepublicationError`.
 
         Returns
         -------
-        LowRankResult
+        GramResult
             U (d, k), S (k,), V (d, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``bound``,
             ``sketch_seed`` and, under ``replace_one`` only, ``n_rows``.
         """
+        sigma = _shrink_sigma(singular_values, self.sigma, "CovarianceLRF.release")
         Y, Z = self._published_sketches()
-        U, s, V = frobenius_release(Y, Z, self._S, self.rank)
+        U, s, V = frobenius_release(Y, Z, self._S, self.rank, sigma)
         diag = self._diagnostics({"bound": self.bound, "sketch_seed": self._sketch_seed})
         if self.relation is Relation.REPLACE_ONE:  # n is public under replace-one only
             diag["n_rows"] = self._n_rows
-        return LowRankResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
+        return GramResult(U=U, S=s, V=V, privacy=self.privacy, diagnostics=diag)
 
     def __repr__(self) -> str:
         return (
@@ -292,13 +303,15 @@ def covariance_lrf(
     batch_rows: int = 10_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
-) -> LowRankResult:
+) -> GramResult:
     """Private-Covariance-LRF in one call: the rows of A inserted in blocks, a rank-k factorization of A^T A.
 
-    The result factorizes the n x n matrix ``A^T A`` (U and V are n x k). Privacy as :class:`CovarianceLRF`
-    (row-level, add/remove or replace-one, rows clipped to ``row_norm``). The whole matrix is validated
-    (finite; with ``on_norm_violation="raise"``, every row within ``row_norm``) before the ledger is
-    charged: a refusal costs nothing and its message names no row.
+    The result factorizes the n x n matrix ``A^T A`` (U and V are n x k): a
+    :class:`~dpspectral.lowrank.subspace.GramResult`, whose ``gram()`` is that n x n approximation and
+    whose ``reconstruct(A)`` is the data owner's ``A V V^T`` (``reconstruct()`` alone raises). Privacy
+    as :class:`CovarianceLRF` (row-level, add/remove or replace-one, rows clipped to ``row_norm``). The
+    whole matrix is validated (finite; with ``on_norm_violation="raise"``, every row within
+    ``row_norm``) before the ledger is charged: a refusal costs nothing and its message names no row.
 
     Privacy
     -------

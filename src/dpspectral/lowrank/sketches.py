@@ -226,25 +226,39 @@ def _pinv_factors(C: np.ndarray, rtol: float = 1e-12) -> tuple[np.ndarray, np.nd
     return U, inv, Vt.T
 
 
-def rank_k_between(C: np.ndarray, F: np.ndarray, R: np.ndarray, k: int) -> np.ndarray:
+def _truncate_shrunk(M: np.ndarray, k: int, sigma: float) -> np.ndarray:
+    """``[M]_k`` with its singular values shrunk for i.i.d. ``N(0, sigma^2)`` noise in M
+    (:func:`.shrink.frobenius_shrink`; sigma = 0: plain ``[M]_k``)."""
+    if sigma <= 0:
+        return _truncate(M, k)
+    from .shrink import frobenius_shrink
+
+    U, s, V = svd_top_k(M, k)
+    return (U * frobenius_shrink(s, sigma, M.shape[0], M.shape[1])) @ V.T
+
+
+def rank_k_between(C: np.ndarray, F: np.ndarray, R: np.ndarray, k: int, sigma: float = 0.0) -> np.ndarray:
     """``argmin_{rank X <= k} ||F - C X R||_F`` in closed form (spec §3 step 5, eq. 17).
 
     With thin SVDs ``C = U_c S_c V_c^T`` and ``R = U_r S_r V_r^T``:
     ``X = V_c S_c^+ [U_c^T F V_r]_k S_r^+ U_r^T``. Exact when C has full column rank and R full row rank
     (Friedland and Torokhti 2007; the paper's Lemma 28 for orthonormal C, R): then ``C X R`` ranges
     over all rank-k matrices of the form ``U_c Y V_r^T`` and ``||F - U_c Y V_r^T||`` is minimised by
-    ``Y = [U_c^T F V_r]_k``.
+    ``Y = [U_c^T F V_r]_k``. With ``sigma > 0`` (F = signal + i.i.d. ``N(0, sigma^2)`` noise independent
+    of C and R, so the core's noise is i.i.d. too) the core's singular values are shrunk by the noise
+    edge (:func:`.shrink.frobenius_shrink`): post-processing that zeroes what is noise.
     """
     Uc, sc_inv, Vc = _pinv_factors(C)
     Ur, sr_inv, Vr = _pinv_factors(R.T)  # R^T = Ur S Vr^T, so R = Vr S Ur^T
-    core = _truncate(Uc.T @ F @ Ur, k)
+    core = _truncate_shrunk(Uc.T @ F @ Ur, k, sigma)
     return (Vc * sc_inv) @ core @ (Vr * sr_inv).T
 
 
-def rank_k_left(C: np.ndarray, F: np.ndarray, k: int) -> np.ndarray:
-    """``argmin_{rank X <= k} ||F - C X||_F`` = ``V_c S_c^+ [U_c^T F]_k`` (spec §4 step 4)."""
+def rank_k_left(C: np.ndarray, F: np.ndarray, k: int, sigma: float = 0.0) -> np.ndarray:
+    """``argmin_{rank X <= k} ||F - C X||_F`` = ``V_c S_c^+ [U_c^T F]_k`` (spec §4 step 4); ``sigma > 0``:
+    the core's singular values shrunk for i.i.d. noise of that scale in F (as :func:`rank_k_between`)."""
     Uc, sc_inv, Vc = _pinv_factors(C)
-    return (Vc * sc_inv) @ _truncate(Uc.T @ F, k)
+    return (Vc * sc_inv) @ _truncate_shrunk(Uc.T @ F, k, sigma)
 
 
 def orth_columns(Y: np.ndarray) -> np.ndarray:
@@ -257,7 +271,7 @@ def orth_columns(Y: np.ndarray) -> np.ndarray:
 
 def finish(U: np.ndarray, s: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sort descending and fix signs on U (V flipped with it): the output convention of every LRF."""
-    order = np.argsort(s)[::-1]
+    order = np.argsort(-s, kind="stable")  # ties (all-zero shrunk values) keep their order
     U, s, V = U[:, order], s[order], V[:, order]
     Uf = fix_signs(U)
     flip = np.sign(np.sum(Uf * U, axis=0))

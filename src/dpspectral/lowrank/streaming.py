@@ -848,12 +848,19 @@ class TurnstileLRF(SketchState):
         self._changed()
 
     # -- release -------------------------------------------------------------------------------
-    def release(self) -> LowRankResult:
+    def release(self, singular_values: str = "shrink") -> LowRankResult:
         """The rank-k factorization ``A ~ U diag(S) V^T`` from the current state (post-processing).
 
         Steps 2–5 of Private-Frobenius-LRF (:func:`~dpspectral.lowrank.factorization.frobenius_release`).
         Publishes the current snapshot: free of privacy cost for it, any number of times; after an
         update that follows a publication it raises :class:`RepublicationError` (class's Privacy section).
+
+        Parameters
+        ----------
+        singular_values : {"shrink", "raw"}
+            ``"shrink"`` (default): the solve's core shrunk by the noise edge (a value below it gets 0;
+            :func:`~dpspectral.lowrank.shrink.frobenius_shrink`), post-processing that keeps a release
+            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
 
         Returns
         -------
@@ -862,8 +869,9 @@ class TurnstileLRF(SketchState):
             ``sigma``, ``sensitivity``, ``noise_multiplier``, ``sketch_seed``, ``transposed`` (all
             public; no count of updates).
         """
+        sigma = _shrink_sigma(singular_values, self.sigma, "TurnstileLRF.release")
         Y, Z = self._published_sketches()
-        U, s, V = frobenius_release(Y, Z, self._S, self.rank)
+        U, s, V = frobenius_release(Y, Z, self._S, self.rank, sigma)
         diag = self._diagnostics({"sketch_seed": self._config.sketch_seed, "transposed": self.transposed})
         return _result(U, s, V, self.transposed, self.privacy, diag)
 
@@ -1044,3 +1052,13 @@ def turnstile_lrf(
     for a in range(0, M.nnz, step):
         state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
     return state.release()
+
+
+def _shrink_sigma(singular_values: str, sigma: float, owner: str) -> float:
+    """The noise std the release's solve shrinks by: ``sigma`` for ``"shrink"``, 0 for ``"raw"``."""
+    if singular_values not in ("shrink", "raw"):
+        raise ValueError(
+            f"The 'singular_values' parameter of {owner} must be one of 'shrink', 'raw'. "
+            f"Got {singular_values!r} instead."
+        )
+    return float(sigma) if singular_values == "shrink" else 0.0
