@@ -178,14 +178,14 @@ def test_public_classes_decide_n_components_before_any_data_is_read():
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda X, y, acc: private_fda(X, y, 2, n_iter=0, accountant=acc, **KW), "private_fda"),
+    (lambda X, y, acc: private_fda(X, y, 2, method="dpsr", n_iter=0, accountant=acc, **KW), "private_fda"),
     (lambda X, y, acc: private_fda(X, y, 2, method="sr_dp", a_share=2.0, accountant=acc, **KW),
      "private_fda"),
     (lambda X, y, acc: private_pca_gep(X, 2, eta_a=-1.0, accountant=acc, **KW), "private_pca_gep"),
-    (lambda X, y, acc: DPFisherDiscriminant(2, method_params={"eta_b": -1.0}, accountant=acc,
-                                            **KW).fit(X, y), "DPFisherDiscriminant"),
-    (lambda X, y, acc: DPFisherDiscriminant(2, method_params={"basis_size": 99}, accountant=acc,
-                                            **KW).fit(X, y), "DPFisherDiscriminant"),
+    (lambda X, y, acc: DPFisherDiscriminant(2, method="dpsr", method_params={"eta_b": -1.0},
+                                            accountant=acc, **KW).fit(X, y), "DPFisherDiscriminant"),
+    (lambda X, y, acc: DPFisherDiscriminant(2, method="dpsr", method_params={"basis_size": 99},
+                                            accountant=acc, **KW).fit(X, y), "DPFisherDiscriminant"),
 ])
 def test_messages_name_what_the_user_called(call, name):
     X, y = _data()
@@ -270,11 +270,12 @@ def test_a_failed_release_stays_charged_and_is_marked():
     pair = symmetric_definite_pair(A, B, sensitivity=sens, check_definite=False)
     with pytest.raises(ValueError, match="'B' parameter of dp_rayleigh_flow is not positive definite") as err:
         dp_rayleigh_flow(pair, 2, epsilon=1.0, delta=DELTA, accountant=acc, init="nonprivate_optimum",
-                         random_state=0)
+                         regularization=0.01, random_state=0)
     assert "0.5" not in str(err.value)
     assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
     # the functional entry point with a caller's pair: no eigenvalue quoted, nothing charged
     acc2 = Accountant(10.0, DELTA)
     with pytest.raises(ValueError, match="private_gep"):
-        private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, accountant=acc2)
+        private_gep(A, B, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, accountant=acc2,
+                    regularization=0.01)  # the paper's xi needs B + xi I definite (the noise ridge not)
     assert acc2.entries == ()

@@ -210,6 +210,11 @@ OUTSIDE_GUARANTEE: dict[tuple[str, str, str], str] = {
        "documented caveat: with classes=None the GEP entries treat the set of labels present as public "
        "(docs/privacy-caveats.md)"
        for g in ("dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow")},
+    # moments refuses k > n_classes - 1 (as scikit-learn's LDA), so with the label set read from y an
+    # emptied class changes whether k = 2 is allowed: the same documented caveat, under both relations
+    **{("moments[classes=None]", rel, nb): "documented caveat: with classes=None the set of labels present "
+       "is public (docs/privacy-caveats.md)"
+       for rel in ("replace_one", "add_remove") for nb in ("class_emptied", "single_class")},
 }
 
 
@@ -443,6 +448,28 @@ def test_fisher_discriminant_fitted_attributes_are_neighbour_invariant(method, c
 
     a, b = observe(fit(data)), observe(fit(neighbour))
     assert_same_public_view(a, b, FDA_RELEASED, context="DPFisherDiscriminant")
+
+
+#: DPLinearDiscriminantAnalysis's fitted attributes: all post-processing of its one moments release.
+LDA_RELEASED = frozenset({"coef_", "intercept_", "means_", "covariance_", "priors_", "scalings_",
+                          "explained_variance_ratio_", "moments_.second", "moments_.sums", "moments_.counts"})
+
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+@pytest.mark.parametrize("name", [n for n, _, _ in label_neighbours()])
+def test_lda_classifier_fitted_attributes_are_neighbour_invariant(relation, name):
+    from dpspectral import DPLinearDiscriminantAnalysis
+
+    (_, data, neighbour), = [c for c in label_neighbours() if c[0] == name]
+
+    def fit(Xy):
+        return lambda acc: fitted_attributes(DPLinearDiscriminantAnalysis(
+            2, epsilon=EPS, delta=DELTA, row_norm=1.0, classes=CLASSES, relation=relation, accountant=acc,
+            random_state=SEED).fit(*Xy))
+
+    a, b = observe(fit(data)), observe(fit(neighbour))
+    assert not a.raised, a.error
+    assert_same_public_view(a, b, LDA_RELEASED, context="DPLinearDiscriminantAnalysis")
 
 
 DISTRIBUTED_RELEASED = frozenset({"components_", "explained_variance_", "explained_variance_ratio_",

@@ -207,8 +207,17 @@ def _fit_distributed(X, y, acc, onv):
                             random_state=0, on_norm_violation=onv or "clip").fit(sites)
 
 
+def _fit_lda(X, y, acc, onv):
+    from dpspectral import DPLinearDiscriminantAnalysis
+
+    return DPLinearDiscriminantAnalysis(K, epsilon=1.0, delta=1e-5, row_norm=1.0, classes=CLASSES,
+                                        accountant=acc, random_state=0,
+                                        on_norm_violation=onv or "clip").fit(X, y)
+
+
 ESTIMATORS = {"DPPCA": _fit_dppca, "DPLowRank[covariance_lrf]": _fit_lowrank,
-              "DPFisherDiscriminant": _fit_fda, "DistributedDPPCA": _fit_distributed}
+              "DPFisherDiscriminant": _fit_fda, "DistributedDPPCA": _fit_distributed,
+              "DPLinearDiscriminantAnalysis": _fit_lda}
 
 
 @pytest.mark.parametrize("case", ["clean", "nan", "inf", "norm"])

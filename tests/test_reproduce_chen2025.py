@@ -56,6 +56,7 @@ def test_quick_run_writes_every_file(quick_run: tuple[Path, str]) -> None:
     assert "wrote" in printed and "DPSR" in printed and "NOT certified" in printed
     text = (out / "report.md").read_text()
     for needle in ("Table 2", "Table 3", "non-private init", "Fashion-MNIST, CIFAR-10, Dota2",
+                   "best certified method", "ridge from the noise",
                    "NOT differentially private".lower(), "on TEST data", "iterations", "macro"):
         assert needle.lower() in text.lower(), needle
 
@@ -70,6 +71,12 @@ def test_quick_run_structure_and_values(quick_run: tuple[Path, str]) -> None:
     expected = {chen2025.DPSR, chen2025.SRDP, chen2025.DPRF, chen2025.DPRF_NP, chen2025.SR, chen2025.LDA}
     assert expected <= methods
     assert chen2025.DPSR + chen2025.PAPER_SUFFIX in methods
+    # issue 17: the noise-ridge rows and the registry's best certified method, certified, at epsilon = 1
+    best = [r for r in runs if r["part"] == "best"]
+    assert {chen2025.DPSR_NOISE, chen2025.SRDP_NOISE} <= {r["method"] for r in best}
+    if chen2025.best_certified_method() == "moments":
+        assert any(r["method"].startswith(chen2025.BEST) for r in best)
+    assert all(r["certified"] == "True" and r["epsilon"] == "1.0" for r in best)
     for r in runs:
         for m in (*chen2025.METRICS, "f1_weighted"):
             assert 0.0 <= float(r[m]) <= 1.0, (r["method"], m, r[m])

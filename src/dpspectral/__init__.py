@@ -3,6 +3,7 @@
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
 from .estimators import DPPCA, DPLowRank
 from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
+from .gep.lda import DPLinearDiscriminantAnalysis
 from .local import local_gaussian
 from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
 from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DPFisherDiscriminant",
+    "DPLinearDiscriminantAnalysis",
     "DPLowRank",
     "GEPResult",
     "private_fda",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -32,10 +33,13 @@ __all__ = [
     "check_pair",
     "check_positive",
     "check_solver_params",
+    "NOISE_RIDGE",
     "REGULARIZATION_PAPER_NAME",
+    "RIDGE_FACTOR",
     "check_regularization",
     "check_xi",
     "message_owner",
+    "noise_ridge",
     "normalize_released",
     "orthonormalize_fast",
     "random_orthonormal",
@@ -134,25 +138,48 @@ def check_positive(value: Any, name: str, owner: str) -> float:
 REGULARIZATION_PAPER_NAME = {"xi": "regularization"}
 
 
-def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
-                         name: str = "regularization") -> float:
-    """The regularisation ratio (xi in the paper): > 0 for the private solvers (the sensitivity has 1/xi).
+#: ``regularization="noise"``: the ridge is a public function of the planned noise (:func:`noise_ridge`).
+NOISE_RIDGE = "noise"
+#: The noise-scaled ridge is ``RIDGE_FACTOR`` times the spectral norm of the noise on A (measured on
+#: MNIST, a9a and RT-IoT2022 for SR+DP: ``docs/algorithms/gep.md``, "Regularisation from the noise").
+RIDGE_FACTOR = 2.0
 
-    ``name`` is the parameter the caller passed (``"xi"`` for :class:`DPFisherDiscriminant`, whose
-    parameter keeps the paper's symbol).
+
+def noise_ridge(a_noise_std: float, d: int) -> float:
+    """The ridge ``RIDGE_FACTOR * 2 sigma_A sqrt(d)`` for i.i.d. Gaussian noise of std ``sigma_A`` on A.
+
+    ``2 sigma sqrt(d)`` is the spectral norm of a d x d symmetric Gaussian matrix of entry std sigma
+    (to first order). A direction that carries only noise reaches a generalized Rayleigh quotient of at
+    most ``||E_A||_2 / (u^T B^ u + r) <= 1 / RIDGE_FACTOR`` against the ridged, PSD-projected released
+    B^, whatever the noise in B does to its small eigenvalues. Public: a function of the planned noise
+    scale (public inputs only), so the ridge is post-processing and costs no privacy.
     """
+    return float(RIDGE_FACTOR * 2.0 * a_noise_std * math.sqrt(d))
+
+
+def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
+                         name: str = "regularization") -> float | str:
+    """The ridge: ``"noise"`` (private solvers only) or the regularisation ratio (xi in the paper).
+
+    A float must be > 0 for the private solvers (the sensitivity has 1/xi) and >= 0 for the
+    non-private one (``allow_zero=True``), which has no noise to scale a ridge from. ``name`` is the
+    parameter the caller passed (``"xi"`` for :class:`DPFisherDiscriminant`, whose parameter keeps the
+    paper's symbol).
+    """
+    if not allow_zero and isinstance(value, str) and value == NOISE_RIDGE:
+        return NOISE_RIDGE
     if not Interval(0, None, "left" if allow_zero else "neither").accepts(value):
-        interval = "[0, inf)" if allow_zero else "(0, inf)"
+        interval = "[0, inf)" if allow_zero else f"(0, inf) or {NOISE_RIDGE!r}"
         reason = "" if allow_zero else (
             f" (the private solvers need {name} > 0: the sensitivity of the reduced matrix grows like "
-            f"1/{name})"
+            f"1/{name}; {NOISE_RIDGE!r} sets it from the noise scale)"
         )
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must be a float in "
                                     f"{interval}{reason}. Got {value!r} instead.")
     return float(value)
 
 
-def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float:
+def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float | str:
     """:func:`check_regularization` for a parameter named ``xi`` (the estimator's; messages say 'xi')."""
     return check_regularization(xi, owner, allow_zero=allow_zero, name="xi")
 

@@ -5,7 +5,8 @@ is the RECONSTRUCTION of ``spec-pca-gep.md`` §B.7: input perturbation followed 
 Rayleigh flow of Tan, Wang, Liu and Zhang (2018, "Rifle")::
 
     A^ = A + E_A,  B^ = B + E_B           (symmetric Gaussian noise: the only releases)
-    B^ <- max(B^, 0) + xi I               (eigenvalues clamped, regularised: post-processing)
+    B^ <- max(B^, 0) + xi I               (PSD projection, then the ridge: post-processing;
+                                           xi = 4 sigma_A sqrt(d) for regularization="noise")
     for t = 1..m, for every column v:
         r = v^T A^ v / v^T B^ v;   v <- v + (eta / r) (A^ - r B^) v
     then B^-orthonormalise the columns (Gram-Schmidt in the B^ inner product; k = 1: nothing),
@@ -35,6 +36,7 @@ it, with room to spare).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -52,6 +54,7 @@ from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
+    NOISE_RIDGE,
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
@@ -61,6 +64,7 @@ from ._common import (
     check_regularization,
     check_solver_params,
     message_owner,
+    noise_ridge,
     normalize_released,
     random_orthonormal,
     truncate_columns,
@@ -115,7 +119,7 @@ def dp_rayleigh_flow(
     *,
     epsilon: float,
     delta: float,
-    regularization: float = 0.01,
+    regularization: float | str = "noise",
     n_iter: int = 15,
     eta: float = 1.0,
     init: str | np.ndarray = "random",
@@ -134,9 +138,11 @@ def dp_rayleigh_flow(
         Number of vectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    regularization : float
-        ``regularization`` (xi in the paper) > 0 of the released B (eigenvalues clamped at 0, plus xi).
-        The old name ``xi`` still works, with a FutureWarning.
+    regularization : "noise" or float
+        The ridge r of the released B: ``B^ = max(B + E_B, 0) + r I`` (projected onto the PSD cone,
+        then ridged). ``"noise"`` (default): ``r = 2 ||E_A||_2 = 4 sigma_A sqrt(d)``, a public function
+        of the planned noise (as :func:`~dpspectral.gep.sr_dp`). A float > 0: that ridge (xi in the
+        paper, which uses 0.01; the old name ``xi`` still works, with a FutureWarning).
     n_iter : int
         Flow iterations (post-processing: free).
     eta : float
@@ -166,7 +172,8 @@ def dp_rayleigh_flow(
     -------
     Relation: the pair's. Releases: the upper triangles of ``A + E_A`` and ``B + E_B`` (L2 sensitivity
     ``||dA||_F``, ``||dB||_F``): ``GaussianDpEvent(s_A)``, ``GaussianDpEvent(s_B)`` (no B event when B is
-    public). The flow is post-processing. ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
+    public). The flow is post-processing, the ridge included (``"noise"`` computes it from the planned
+    noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
     """
     return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
                  regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
@@ -183,7 +190,7 @@ def dp_truncated_rayleigh_flow(
     *,
     epsilon: float,
     delta: float,
-    regularization: float = 0.01,
+    regularization: float | str = "noise",
     n_iter: int = 15,
     eta: float = 1.0,
     init: str | np.ndarray = "random",
@@ -218,6 +225,8 @@ def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, ac
     owner = message_owner(mechanism)
     pair, inputs = _flow_inputs(owner, pair, k, sparsity, params)
     plan, (s_a, s_b) = _flow_plan(mechanism, pair, inputs, params["calibration"], params["a_share"])
+    if inputs.noise_ridge:  # public: a function of the planned noise scale
+        inputs = dataclasses.replace(inputs, xi=noise_ridge(plan["A"].scale, pair.n_features))
     with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
         A_hat = releaser.add_symmetric("A", pair.A)
         B_raw = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
@@ -235,6 +244,7 @@ def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, ac
                      "noise_std_B": 0.0 if pair.b_is_public else plan["B"].scale,
                      "noise_multiplier_A": s_a, "noise_multiplier_B": s_b, "n_iter": inputs.m,
                      "eta": inputs.eta, "xi": inputs.xi,
+                     "regularization": "noise" if inputs.noise_ridge else inputs.xi,
                      "init": "array" if inputs.V0 is not None else params["init"], "sparsity": sparsity},
     )
 
@@ -251,6 +261,7 @@ class _FlowInputs:
     xi: float
     V0: np.ndarray | None
     nonprivate_init: bool
+    noise_ridge: bool = False
 
 
 def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
@@ -274,8 +285,9 @@ def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                              f"'{NONPRIVATE_INIT}' or a finite array of shape (d, k) = ({d}, {k}) with "
                              f"non-zero columns. Got {type(init).__name__} of shape {V0.shape}.")
     return pair, _FlowInputs(budget=budget, k=k, sparsity=sparsity, m=int(params["n_iter"]),
-                             eta=float(params["eta"]), xi=xi, V0=V0,
-                             nonprivate_init=isinstance(init, str) and init == NONPRIVATE_INIT)
+                             eta=float(params["eta"]), xi=1.0 if xi == NOISE_RIDGE else float(xi), V0=V0,
+                             nonprivate_init=isinstance(init, str) and init == NONPRIVATE_INIT,
+                             noise_ridge=xi == NOISE_RIDGE)
 
 
 def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibration: str,

@@ -43,6 +43,7 @@ requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -62,6 +63,7 @@ from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multipli
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
 from ._common import (
+    NOISE_RIDGE,
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
@@ -71,6 +73,7 @@ from ._common import (
     check_regularization,
     check_solver_params,
     message_owner,
+    noise_ridge,
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
@@ -222,7 +225,7 @@ def sr_dp(
     *,
     epsilon: float,
     delta: float,
-    regularization: float = 0.01,
+    regularization: float | str = "noise",
     a_share: float = 0.5,
     calibration: Calibration = "tight",
     accountant: Accountant | None = None,
@@ -238,9 +241,12 @@ def sr_dp(
         Number of generalized eigenvectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    regularization : float
-        ``regularization`` (xi in the paper) > 0: the reduction uses ``max(Lambda^_B, 0) + xi``. The old
-        name ``xi`` still works, with a FutureWarning.
+    regularization : "noise" or float
+        The ridge r added to the released B after its projection onto the PSD cone: the reduction uses
+        ``max(Lambda^_B, 0) + r``. ``"noise"`` (default): ``r = 2 ||E_A||_2 = 4 sigma_A sqrt(d)``, twice
+        the spectral norm of the noise on A, a public function of the planned noise
+        (:func:`~dpspectral.gep._common.noise_ridge`). A float > 0: that ridge (xi in the paper, which
+        uses 0.01; the old name ``xi`` still works, with a FutureWarning).
     a_share : float
         Share of the Gaussian-DP budget (of ``1/s^2``) spent on A (tight calibration), in (0, 1).
     calibration : {"tight", "paper"}
@@ -264,7 +270,8 @@ def sr_dp(
     Relation: the pair's (replace-one for the builders). Releases: the upper triangles of ``A + E_A``
     and ``B + E_B``, with L2 sensitivities ``||dA||_F``, ``||dB||_F`` (a symmetric matrix's upper
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
-    ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing.
+    ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
+    included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
     """
     mechanism, owner = "sr_dp", message_owner("sr_dp")
     pair = check_pair(pair, owner)
@@ -274,6 +281,7 @@ def sr_dp(
     xi = check_regularization(regularization, owner)
     k = check_int(k, "k", 1, pair.n_features, owner)
     plan = _sr_dp_plan(pair, budget, calibration, a_share)
+    xi = noise_ridge(plan["A"].scale, pair.n_features) if xi == NOISE_RIDGE else float(xi)
     with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
         A_hat = releaser.add_symmetric("A", pair.A)
         B_hat = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
@@ -285,7 +293,8 @@ def sr_dp(
     return GEPResult(
         vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
         diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
-                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi},
+                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
+                     "regularization": regularization},
     )
 
 
@@ -366,7 +375,7 @@ DPSR_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
     "eta_b": POSITIVE,
-    "eta_a": POSITIVE,
+    "eta_a": [POSITIVE, Options(("auto",))],
     "budget_shares": BudgetShares(),
     "paper_formula": Options(("theorem12", "algorithm2")),
 }
@@ -386,6 +395,8 @@ class _DpsrInputs:
     eta_a: float
     shares: tuple[float, float, float]
     V0: np.ndarray | None
+    noise_ridge: bool = False
+    auto_eta: bool = False
 
 
 @dataclass(frozen=True)
@@ -441,10 +452,10 @@ def dpsr(
     *,
     epsilon: float,
     delta: float,
-    regularization: float = 0.01,
+    regularization: float | str = "noise",
     n_iter: int = 15,
     eta_b: float = 1.0,
-    eta_a: float = 1.0,
+    eta_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -477,7 +488,8 @@ def dpsr(
     ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
     ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
-    data-independent start, so the releases compose adaptively. Events:
+    data-independent start, so the releases compose adaptively. xi and ``eta_a="auto"`` are functions
+    of the plan's public noise scales and released quantities (``"noise"``), never of the data. Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
@@ -499,10 +511,10 @@ def dpsrs(
     *,
     epsilon: float,
     delta: float,
-    regularization: float = 0.01,
+    regularization: float | str = "noise",
     n_iter: int = 15,
     eta_b: float = 1.0,
-    eta_a: float = 1.0,
+    eta_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -549,6 +561,7 @@ def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, ac
     """DPSR/DPSRS (``mechanism``): validate -> plan -> release (both phases) -> post-process."""
     owner = message_owner(mechanism)
     pair, inputs = _dpsr_inputs(owner, pair, k, sparsity, params)
+    inputs = _dpsr_ridge(mechanism, pair, inputs, params, owner)
     plan, scales = _dpsr_plan(mechanism, pair, inputs, params, owner)
     with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
         out = _dpsr_release(mechanism, pair, inputs, scales, releaser, show_progress)
@@ -568,6 +581,7 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
         sparsity = check_int(sparsity, "sparsity", 1, d, owner)
+    auto_eta = isinstance(params["eta_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
     basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
     V0 = None
@@ -579,7 +593,43 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
     return pair, _DpsrInputs(
         budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
-        xi=xi, eta_b=float(params["eta_b"]), eta_a=float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0)
+        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["eta_b"]),
+        eta_a=1.0 if auto_eta else float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0,
+        noise_ridge=xi == NOISE_RIDGE, auto_eta=auto_eta)
+
+
+#: Largest step ``eta_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
+MAX_AUTO_ETA = 1e8
+
+
+def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
+                owner: str) -> _DpsrInputs:
+    """Resolve ``regularization="noise"`` and ``eta_a="auto"`` from public inputs (before the plan).
+
+    Phase 2's multiplier ``s2`` does not depend on xi (its sensitivity and, for ``"paper"``, its
+    scale both carry ``1/xi``), so the plan at xi = 1 gives the A-noise scale ``s2 * Delta_2`` (per
+    entry of ``2 A V``, unit whitening) and the ridge is :func:`noise_ridge` of half of it. The step
+    of ``eta_a="auto"`` is set in :func:`_auto_eta` from the released phase-2 noise scale (with a float
+    ridge, ``"auto"`` is the paper's step, 1).
+    """
+    if not inputs.noise_ridge:
+        return dataclasses.replace(inputs, auto_eta=False)  # "auto" with the paper's xi: eta_a = 1
+    _, scales = _dpsr_plan(mechanism, pair, dataclasses.replace(inputs, xi=1.0), params, owner)
+    return dataclasses.replace(inputs, xi=noise_ridge(scales.s2 * scales.delta2_base / 2.0, pair.n_features))
+
+
+def _auto_eta(inputs: _DpsrInputs, std2: float) -> float:
+    """Phase 2's step: ``eta_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
+
+    ``eta sigma_2 sqrt(k1) = 1``: a larger step lets one step's noise replace the iterate (nothing is
+    averaged over the m steps), a smaller one moves too little in m steps. ``sigma_2`` is the phase-2
+    noise std, a function of the plan and the released ``||Phi~||_2^2`` (public).
+    """
+    if not inputs.auto_eta:
+        return inputs.eta_a
+    if std2 <= 0:
+        return MAX_AUTO_ETA
+    return float(min(1.0 / (std2 * math.sqrt(inputs.k1)), MAX_AUTO_ETA))
 
 
 def _dpsr_plan(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
@@ -695,7 +745,8 @@ def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales
             if std2 > 0:
                 phase2 = stack.enter_context(releaser.adapted(
                     "phase2", scale=std2, sensitivity=scales.delta2_base * phi_norm2))
-        V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=inputs.eta_a,
+        eta_a = _auto_eta(inputs, std2)  # from the released noise scale (public)
+        V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=eta_a,
                                      release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,
                                      sparsity=s_phase2, desc=f"{mechanism} phase 2",
                                      show_progress=show_progress)
@@ -705,7 +756,7 @@ def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales
     if inputs.sparsity is not None:
         vectors = normalize_released(truncate_columns(vectors, inputs.sparsity), basis, lam, xi)
     return {"vectors": fix_signs(vectors), "values": values[order], "lam": lam, "Phit": Phit,
-            "std2": std2, "phi_norm2": phi_norm2}
+            "std2": std2, "phi_norm2": phi_norm2, "eta_a": eta_a}
 
 
 def _phase_one(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
@@ -732,7 +783,8 @@ def _dpsr_diagnostics(plan: ReleasePlan, inputs: _DpsrInputs, scales: _DpsrScale
     released = {r.name: r.scale for r in plan.releases}
     return {
         "n_iter": inputs.m, "basis_size": inputs.k1, "xi": inputs.xi, "eta_b": inputs.eta_b,
-        "eta_a": inputs.eta_a, "noise_std_phase1": released.get("phase1", 0.0),
+        "regularization": "noise" if inputs.noise_ridge else inputs.xi,
+        "eta_a": out["eta_a"], "noise_std_phase1": released.get("phase1", 0.0),
         "noise_std_lambda": released.get("lambda", 0.0), "noise_std_phase2": out["std2"],
         "noise_multiplier_phase1": scales.s1, "noise_multiplier_lambda": scales.s_lam,
         "noise_multiplier_phase2": scales.s2, "sensitivity_phase1": scales.delta1,
@@ -751,13 +803,21 @@ _DPSR_PARAMETERS = """
         Number of generalized eigenvectors, in [1, d].
     epsilon, delta : float
         Target (epsilon, delta); delta in (0, 1).
-    regularization : float
-        ``regularization`` (xi in the paper): the regularisation ratio > 0 (the paper uses 0.01); the
-        phase-2 sensitivity grows like 1/xi. The old name ``xi`` still works, with a FutureWarning.
+    regularization : "noise" or float
+        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
+        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
+        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
+        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
+        0.01). The old name ``xi`` still works, with a FutureWarning.
     n_iter : int
         Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
-    eta_b, eta_a : float
-        Step sizes of the two phases (the paper searches {1/4, 1/2, 1}).
+    eta_b : float
+        Step size of phase 1 (the paper searches {1/4, 1/2, 1}).
+    eta_a : float or "auto"
+        Step size of phase 2. ``"auto"`` (default): with ``regularization="noise"`` the step with
+        ``eta_a sigma_2 sqrt(k1) = 1`` (one step's noise has the norm of an iterate column; ``sigma_2``
+        the phase-2 noise std, from the plan and the released ``||Phi~||_2^2``: public); with a float
+        xi the paper's 1.
     basis_size : int or None
         k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
         reduction needs (spec §B.8).

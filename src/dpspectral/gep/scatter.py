@@ -68,7 +68,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Types, check_params, renamed
+from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Options, Types, check_params, renamed
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
@@ -463,7 +463,7 @@ def build_pca_pair(X: Any, *, row_norm: float, on_norm_violation: Any, owner: st
 #: The parameters of :func:`symmetric_definite_pair` (A and B are data: checked in the function).
 USER_PAIR_TABLE: dict[str, Any] = {
     "sensitivity": Types((PairSensitivity,), "a PairSensitivity"),
-    "regularization": Interval(0, None, "left"),
+    "regularization": [Interval(0, None, "left"), Options(("noise",))],
     "n_samples": [NONE, Interval(1, None, "left", integer=True)],
 }
 
@@ -474,7 +474,7 @@ def symmetric_definite_pair(
     B: Any,
     *,
     sensitivity: PairSensitivity,
-    regularization: float = 0.0,
+    regularization: float | str = 0.0,
     n_samples: int | None = None,
     check_definite: bool = True,
 ) -> ScatterPair:
@@ -488,9 +488,11 @@ def symmetric_definite_pair(
     sensitivity : PairSensitivity
         Bounds on how much A and B move between neighbouring data sets, for the stated relation.
         The guarantee is only as good as these bounds: they are the caller's responsibility.
-    regularization : float
+    regularization : float or "noise"
         ``regularization`` (xi in the paper): what the solver will add to B (>= 0), for the
-        definiteness check. The old name ``xi`` still works, with a FutureWarning.
+        definiteness check. ``"noise"``: the private solvers' noise-scaled ridge (> 0, known only to
+        the solver), so no definiteness check is needed or made. The old name ``xi`` still works, with
+        a FutureWarning.
     n_samples : int, optional
         The (public) number of records, needed only by ``calibration="paper"`` with explicit
         ``paper_constants``.
@@ -519,7 +521,7 @@ def symmetric_definite_pair(
                            check_definite=check_definite, owner="symmetric_definite_pair")
 
 
-def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, regularization: float,
+def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, regularization: float | str,
                     n_samples: int | None, check_definite: bool, owner: str) -> ScatterPair:
     """:func:`symmetric_definite_pair`, with the messages naming ``owner`` (what the user called)."""
     check_params(USER_PAIR_TABLE, {"sensitivity": sensitivity, "regularization": regularization,
@@ -546,7 +548,7 @@ def build_user_pair(A: Any, B: Any, *, sensitivity: PairSensitivity, regularizat
     A_, B_ = mats
     if A_.shape != B_.shape:
         raise ValueError(f"A and B of {owner} must have the same shape. Got {A_.shape} and {B_.shape}.")
-    if check_definite:
+    if check_definite and not isinstance(xi, str):  # "noise": the solver's ridge is > 0
         low = float(np.linalg.eigvalsh(B_)[0])
         if not low + float(xi) > 0:
             raise ValueError(

@@ -18,7 +18,8 @@ from ..constraints import renamed
 from ..privacy.budget import Relation
 from ..privacy.clipping import NormViolation, row_norms
 from ..registry import Method
-from ._common import REGULARIZATION_PAPER_NAME, called_as, check_budget, check_regularization
+from ._common import NOISE_RIDGE, REGULARIZATION_PAPER_NAME, called_as, check_budget, check_regularization
+from .moments import MOMENTS, moments_fda
 from .reduction import simultaneous_reduction
 from .result import GEPResult
 from .scatter import PairSensitivity, ScatterPair, build_fda_pair, build_pca_pair, build_user_pair
@@ -47,7 +48,7 @@ def solve_pair(
     method: str = "dpsr",
     epsilon: float | None = None,
     delta: float | None = None,
-    regularization: float = 0.01,
+    regularization: float | str | None = None,
     sparsity: int | None = None,
     owner: str = "solve_pair",
     **kwargs: Any,
@@ -58,6 +59,7 @@ def solve_pair(
     ``regularization`` is xi in the paper (the old name ``xi`` still works, with a FutureWarning).
     """
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
+    regularization = default_regularization(method, regularization)
     with called_as(owner):
         if method == "sr":
             if kwargs:
@@ -79,9 +81,20 @@ def solve_pair(
         return solver(pair, k, epsilon=epsilon, delta=delta, regularization=regularization, **kwargs)
 
 
+def default_regularization(method: str, regularization: Any) -> Any:
+    """None -> the ridge from the noise (``"noise"``) for a private method, the paper's 0.01 for ``"sr"``."""
+    if regularization is None:
+        return 0.01 if method in _NONPRIVATE else NOISE_RIDGE
+    return regularization
+
+
 def _early_checks(method: str, epsilon: Any, delta: Any, regularization: Any, owner: str) -> None:
     """Fail on bad public parameters before reading any data."""
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
+    regularization = default_regularization(method, regularization)
+    if method == MOMENTS and owner != "private_fda":
+        raise ValueError(f"method='moments' of {owner} is not available: it releases the moments of "
+                         "labelled rows (use private_fda or DPFisherDiscriminant). Nothing was charged.")
     check_regularization(regularization, owner, allow_zero=method == "sr")
     if method != "sr":
         check_budget(epsilon, delta, owner)
@@ -96,8 +109,8 @@ def private_fda(
     epsilon: float,
     delta: float,
     row_norm: float,
-    method: str = "dpsr",
-    regularization: float = 0.01,
+    method: str = "moments",
+    regularization: float | str | None = None,
     sparsity: int | None = None,
     classes: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -116,11 +129,19 @@ def private_fda(
     epsilon, delta : float
     row_norm : float
         Public row bound C (rows clipped per row); never derived from the data.
-    method : {"dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
-        ``"sr"`` is the non-private reference (epsilon, delta ignored; ``privacy`` is None).
-    regularization : float
-        ``regularization`` (xi in the paper): the regularisation ratio added to B's eigenvalues (> 0 for
-        the private methods). The old name ``xi`` still works, with a FutureWarning.
+    method : {"moments", "dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
+        Default ``"moments"`` (issue 17: the best certified method, docs/algorithms/gep.md; the default of
+        :class:`~dpspectral.DPFisherDiscriminant` too). ``"sr"`` is the non-private reference (epsilon,
+        delta ignored; ``privacy`` is None).
+        ``"moments"``: one release of the clipped rows' moments (:func:`~dpspectral.gep.moments.moments_fda`;
+        its options ``ridge``, ``relation``, ``budget_shares`` go in ``**kwargs``; ``regularization`` does
+        not apply to it).
+    regularization : float, "noise" or None
+        The paper methods' ridge: a float is xi in the paper, the regularisation ratio added to B's
+        eigenvalues (> 0 for the private methods; 0.01 is the paper's); ``"noise"``: a ridge set from
+        the planned noise scale (a public function of epsilon, delta and the sensitivities;
+        docs/algorithms/gep.md). None (default): ``"noise"`` for the private methods, 0.01 for ``"sr"``.
+        The old name ``xi`` still works, with a FutureWarning.
     sparsity : int, optional
         s, for the sparse methods.
     classes : array-like, optional
@@ -140,12 +161,20 @@ def private_fda(
     Privacy
     -------
     That of the solver, for replace-one neighbours where a record is a row and its label, with the
-    sensitivities of :func:`fda_sensitivity`. Validate, then charge: the whole input (rows and labels)
-    is checked before the solver charges the ledger, and no message names a row, a value or a label
-    read from ``y``.
+    sensitivities of :func:`fda_sensitivity`; ``method="moments"``: that of
+    :func:`~dpspectral.gep.moments.release_moments` (replace-one or add/remove, one Gaussian event).
+    Validate, then charge: the whole input (rows and labels) is checked before the solver charges the
+    ledger, and no message names a row, a value or a label read from ``y``.
     """
     owner = "private_fda"
     _early_checks(method, epsilon, delta, regularization, owner)
+    regularization = default_regularization(method, regularization)
+    if method == MOMENTS:  # one release of the rows' moments: no scatter pair is built
+        if sparsity is not None:
+            raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods; "
+                             f"method='moments' is dense. Got sparsity={sparsity!r}.")
+        return moments_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
+                           on_norm_violation=on_norm_violation, owner=owner, **kwargs)
     pair = build_fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation,
                           owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
@@ -161,7 +190,7 @@ def private_pca_gep(
     delta: float,
     row_norm: float,
     method: str = "dpsr",
-    regularization: float = 0.01,
+    regularization: float | str | None = None,
     sparsity: int | None = None,
     on_norm_violation: NormViolation = "clip",
     **kwargs: Any,
@@ -178,6 +207,7 @@ def private_pca_gep(
     """
     owner = "private_pca_gep"
     _early_checks(method, epsilon, delta, regularization, owner)
+    regularization = default_regularization(method, regularization)
     pair = build_pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
                       regularization=regularization, sparsity=sparsity, owner=owner, **kwargs)
@@ -193,7 +223,7 @@ def private_gep(
     delta: float,
     sensitivity: PairSensitivity,
     method: str = "dpsr",
-    regularization: float = 0.01,
+    regularization: float | str | None = None,
     sparsity: int | None = None,
     n_samples: int | None = None,
     **kwargs: Any,
@@ -231,6 +261,7 @@ def private_gep(
     """
     owner = "private_gep"
     _early_checks(method, epsilon, delta, regularization, owner)
+    regularization = default_regularization(method, regularization)
     pair = build_user_pair(A, B, sensitivity=sensitivity, regularization=regularization, n_samples=n_samples,
                            check_definite=True, owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
@@ -240,7 +271,7 @@ def private_gep(
 def fda_method(method: str) -> Callable[..., GEPResult]:
     """:func:`private_fda` with ``method`` fixed: the callable of the registry's ``task="gep"`` entries.
 
-    ``fit(X, y, k, *, epsilon, delta, row_norm, relation="replace_one", regularization=0.01, **options)``
+    ``fit(X, y, k, *, epsilon, delta, row_norm, relation="replace_one", regularization=None, **options)``
     (``regularization`` is xi in the paper; the old name ``xi`` still works, with a FutureWarning). The
     only relation is replace-one, where a record is a row and its label (the sensitivities of
     :func:`fda_sensitivity`); another relation is a clear error. For ``method="sr"`` (non-private)
@@ -249,7 +280,8 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), "fda_method")
 
     def fit(X: Any, y: Any, k: int, *, epsilon: float | None = None, delta: float | None = None,
-            row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE, regularization: float = 0.01,
+            row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE,
+            regularization: float | str | None = None,
             **options: Any) -> GEPResult:
         owner = f"the registry method {method!r}"
         try:
