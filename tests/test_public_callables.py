@@ -276,7 +276,8 @@ HELPER_ARGS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("cls_name", ["DPPCA", "DPLowRank", "DPFisherDiscriminant", "DistributedDPPCA"])
+@pytest.mark.parametrize("cls_name", ["DPPCA", "DPLowRank", "DPFisherDiscriminant", "DistributedDPPCA",
+                                      "DPLinearDiscriminantAnalysis"])
 def test_estimators_refuse_negative_epsilon_and_unknown_options(cls_name):
     import dpspectral
 
@@ -291,5 +292,6 @@ def test_estimators_refuse_negative_epsilon_and_unknown_options(cls_name):
     acc = dpspectral.Accountant()
     est.set_params(accountant=acc)
     with pytest.raises(ValueError, match="'epsilon'"):
-        est.fit(data, y) if cls_name == "DPFisherDiscriminant" else est.fit(data)
+        labelled = cls_name in ("DPFisherDiscriminant", "DPLinearDiscriminantAnalysis")
+        est.fit(data, y) if labelled else est.fit(data)
     assert not acc.entries
