@@ -38,6 +38,15 @@ rates (c1, c2) per method; metrics against the population covariance: captured-v
 ``tr(W^T S W) / (sum of the top-k eigenvalues of S)`` and the sine of the largest principal angle to
 the true top-k subspace. Runs on 2 worker processes.
 
+Utility (``--utility [--large] [--mnist] [--seeds 3]``, issue 16): the defaults against the paper's
+settings, Analyze Gauss, minibatch_oja and a random direction. Spiked set: d = 40, covariance
+diag(17, 1, ..., 1) / (2.25 * 56), rows clipped to norm 1 (lambda1 / lambda2 ~ 17), k = 1, epsilon = 1,
+delta = 1e-6; n = 2e4, 8e4, 3.2e5 (and 1.28e6 with ``--large``); sin of the angle to e_1, mean over
+seeds; Private Oja's predicted rate ``sqrt(c1^2 alpha^2 (d - 1) / ((2 c1 gap - 1) n))`` next to it (gap of
+the data, non-private, for the comparison only). ``--mnist``: MNIST train (unit rows), k = 10,
+delta = 1e-6, captured energy over an epsilon grid and eps90 (the smallest epsilon capturing 90% of
+the top-10 energy, interpolated in log epsilon) for dp_pca (default and paper) and Analyze Gauss.
+
 ``--quick`` shrinks both modes (2e5 rows, 1 repeat; study: n = 2e5 only, 2 seeds) for a smoke test.
 Prints JSON; ``--out`` also writes it (``.json``) or a flat table (``.csv``). docs/benchmarks.md
 records the results.
@@ -48,6 +57,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import resource
 import subprocess
@@ -391,6 +401,121 @@ def _write(out: dict[str, Any], path: str) -> None:
             json.dump(out, fh, indent=2)
 
 
+def _spiked_unit(n: int, seed: int, d: int = 40) -> Any:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lam = np.ones(d)
+    lam[0] = 17.0
+    X = rng.standard_normal((n, d)) * np.sqrt(lam) / (1.5 * np.sqrt(lam.sum()))
+    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def _sin_e1(W: Any) -> float:
+    import numpy as np
+
+    w = W[:, 0] / np.linalg.norm(W[:, 0])
+    return float(np.sqrt(max(0.0, 1.0 - w[0] ** 2)))
+
+
+def _utility_methods() -> dict[str, Any]:
+    from dpspectral.pca import analyze_gauss
+    from dpspectral.pca.minibatch import minibatch_oja
+    from dpspectral.pca.oja import dp_pca, private_oja
+
+    return {
+        "dp_pca (default)": lambda X, k, e, s: dp_pca(X, k, epsilon=e, delta=1e-6, row_norm=1.0,
+                                                      random_state=s),
+        "dp_pca (paper: schedule='paper')": lambda X, k, e, s: dp_pca(
+            X, k, epsilon=e, delta=1e-6, row_norm=1.0, schedule="paper", random_state=s),
+        "private_oja (default)": lambda X, k, e, s: private_oja(X, k, epsilon=e, delta=1e-6, row_norm=1.0,
+                                                                random_state=s),
+        "minibatch_oja": lambda X, k, e, s: minibatch_oja(X, k, epsilon=e, delta=1e-6, row_norm=1.0,
+                                                          random_state=s),
+        "analyze_gauss": lambda X, k, e, s: analyze_gauss(X, k, epsilon=e, delta=1e-6, row_norm=1.0,
+                                                          random_state=s),
+    }
+
+
+def utility_spiked(ns: list[int], seeds: int) -> list[dict[str, Any]]:
+    """Mean sin theta per method and n (spiked set, k = 1, epsilon = 1), with private Oja's prediction."""
+    import numpy as np
+
+    from dpspectral.privacy import analytic_noise_multiplier
+
+    alpha = analytic_noise_multiplier(1.0, 1e-6)
+    rows = []
+    for n in ns:
+        cells: dict[str, list[float]] = {}
+        gaps = []
+        for s in range(seeds):
+            X = _spiked_unit(n, 1000 + s)
+            ev = np.linalg.eigvalsh(X.T @ X / n)
+            gaps.append(float(ev[-1] - ev[-2]))
+            for name, fn in _utility_methods().items():
+                t = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        cells.setdefault(name, []).append(_sin_e1(fn(X, 1, 1.0, s).components))
+                    except ValueError as exc:
+                        cells.setdefault(name, []).append(float("nan"))
+                        print(f"{name} n={n}: {exc}", file=sys.stderr)
+                cells.setdefault(name + " seconds", []).append(time.perf_counter() - t)
+            cells.setdefault("random", []).append(_sin_e1(np.random.default_rng(s).standard_normal((40, 1))))
+        gap = float(np.mean(gaps))
+        row = {"n": n, **{k: float(np.mean(v)) for k, v in cells.items()},
+               "private_oja predicted": math.sqrt(100 * alpha**2 * 39 / ((20 * gap - 1) * n))}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def _eps90(grid: list[float], captured: list[float]) -> float:
+    """The smallest epsilon with captured >= 0.9, interpolated in log epsilon (inf if not reached)."""
+    for i, c in enumerate(captured):
+        if c >= 0.9:
+            if i == 0:
+                return grid[0]
+            a, b = math.log(grid[i - 1]), math.log(grid[i])
+            f = (0.9 - captured[i - 1]) / (c - captured[i - 1])
+            return math.exp(a + f * (b - a))
+    return math.inf
+
+
+def utility_mnist(seeds: int) -> dict[str, Any]:
+    """Captured energy of dp_pca (default, paper) and Analyze Gauss on MNIST, k = 10, and eps90."""
+    import numpy as np
+
+    from dpspectral_reproduce.chen2025 import load_chen_dataset
+
+    X = np.asarray(load_chen_dataset("mnist", "/work/shared/data").X_train, dtype=float)
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    S = X.T @ X
+    best = float(np.linalg.eigvalsh(S)[-10:].sum())
+    grids = {"analyze_gauss": [0.05, 0.1, 0.15, 0.2, 0.25, 0.5],
+             "dp_pca (default)": [0.1, 0.25, 0.35, 0.5, 0.75, 1.0, 2.0],
+             "dp_pca (paper: schedule='paper')": [1.0, 2.0, 4.0]}
+    methods = _utility_methods()
+    out: dict[str, Any] = {}
+    for name, grid in grids.items():
+        caps = []
+        for e in grid:
+            vals = []
+            for s in range(seeds):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    V = methods[name](X, 10, e, s).components
+                vals.append(float(np.trace(V.T @ S @ V)) / best)
+            caps.append(float(np.mean(vals)))
+            print(json.dumps({"method": name, "epsilon": e, "captured": caps[-1]}), flush=True)
+        out[name] = {"grid": grid, "captured": caps, "eps90": _eps90(grid, caps)}
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((X.shape[1], 10)))[0]
+    out["random"] = float(np.trace(Q.T @ S @ Q)) / best
+    print(json.dumps({k: v["eps90"] for k, v in out.items() if isinstance(v, dict)}), flush=True)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "_child":
         print(json.dumps(_child(json.loads(sys.argv[2]))))
@@ -409,7 +534,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes for --rank-study")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="write the results (.json or .csv)")
+    parser.add_argument("--utility", action="store_true", help="issue 16's utility tables")
+    parser.add_argument("--large", action="store_true", help="--utility: also n = 1.28e6")
+    parser.add_argument("--mnist", action="store_true", help="--utility: also MNIST, k = 10")
+    parser.add_argument("--seeds", type=int, default=3, help="--utility: seeds per cell")
     args = parser.parse_args()
+    if args.utility:
+        ns = [20_000, 80_000, 320_000] + ([1_280_000] if args.large else [])
+        result: dict[str, Any] = {"spiked": utility_spiked(ns, args.seeds)}
+        if args.mnist:
+            result["mnist"] = utility_mnist(max(1, args.seeds - 1))
+        print(json.dumps(result, indent=2))
+        return
     if args.rows is None:
         args.rows = 200_000 if args.quick else 1_000_000
     if args.repeats is None:

@@ -95,7 +95,7 @@ def test_private_oja_secure_with_shuffling(secure_draws):
 @pytest.mark.parametrize("histogram", ["laplace", "stable"])
 def test_dp_pca_secure(rows, secure_draws, histogram):
     kw = dict(epsilon=200.0, delta=DELTA, row_norm=1.0, batch_size=32, histogram=histogram,
-              n_groups=2 if histogram == "laplace" else 3)
+              n_groups=2 if histogram == "laplace" else 3, schedule="paper")  # halves, p = k, Alg. 5 always
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisRangeWarning)
         acc = Accountant(500.0, 1e-3)

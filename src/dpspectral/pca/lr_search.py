@@ -72,6 +72,8 @@ __all__ = ["LearningRateSearch", "learning_rate_grid", "select_learning_rate"]
 _METHODS: dict[str, Callable[..., SubspaceResult]] = {
     "dp_pca": oja_module.dp_pca, "private_oja": oja_module.private_oja,
 }
+#: The grid's start ``(c1 * row_norm^2, c2)``: c1 is in units of 1 / row_norm^2 (the gradient scales as
+#: row_norm^2), so the search is scale-free; dp_pca's runs take Oja steps with these rates.
 _DEFAULTS = {"dp_pca": (100.0, 1.0), "private_oja": (10.0, 10.0)}
 
 
@@ -260,7 +262,7 @@ def select_learning_rate(
     # the whole input, before anything is charged or drawn
     validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     d0 = _DEFAULTS[method]
-    grid = learning_rate_grid(d0[0] if c1 is None else float(c1), d0[1] if c2 is None else float(c2),
+    grid = learning_rate_grid(d0[0] / C**2 if c1 is None else float(c1), d0[1] if c2 is None else float(c2),
                               int(n_rounds))
     noise = noise_source(random_state)
     plan, search = _plan(X, k, budget=budget, relation=rel, row_norm=row_norm, C=C, method=method,

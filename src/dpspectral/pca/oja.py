@@ -122,8 +122,18 @@ __all__ = [
 
 RankMethod = Literal["block", "deflation"]
 Histogram = Literal["laplace", "stable"]
+#: Private Oja's default c1 (times 1 / row_norm^2): eta_t = c1 / (c2 + t) covers eigengaps
+#: >= row_norm^2 / (2 c1) = 0.05 row_norm^2 (Oja's alpha = c1 gap > 1/2; measured in docs/algorithms/oja.md)
+DEFAULT_PRIVATE_OJA_C1 = 10.0
 _CHUNK = 4096  # rows per compiled call / noise draw in the row-by-row algorithms
 _MEMMAP_BLOCK_ELEMENTS = 1 << 20  # values per block read from a memmap (8 MB of float64)
+#: DP-PCA's share of each minibatch for Algorithm 4 (range estimation) outside the paper's schedule
+DEFAULT_RANGE_FRACTION = 0.1
+_MATERIALISE = 1 << 22  # DP-PCA forms Algorithm 4's gradients only up to this many values (32 MB)
+_PLD_MAX_COORDINATES = 8192  # above: the coordinate histograms compose by basic composition (pure)
+_TRUNCATION_MAX_VALUES = 1 << 26  # "auto" runs Algorithm 5 only on b x (d p) gradients up to this
+_MAX_GROUP_PAIRS = 256  # Algorithm 4 uses at most this many pairs per group (range_fraction): the rest
+#                         of the batch goes to the mean (an eigenvalue within a 2^(1/4) bin needs no more)
 _OCTAVES = 64  # eigenvalue bins cover [2^-64, 1] x the largest possible eigenvalue (then underflow)
 
 # The names of the planned releases (the releaser hands out noise by these names only).
@@ -146,14 +156,16 @@ _PRIVATE_PARAMETERS: dict[str, Any] = {
 }
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
-    **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE],
+    **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE], "c1": [NONE, _POSITIVE],
     "amplification": Options(("none", "shuffle")),
 }
 _DP_PCA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
     "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE,
     "tail_scale": _POSITIVE, "tail_exponent": _POSITIVE, "failure_probability": SHARE,
-    "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
+    "n_groups": [NONE, _COUNT], "histogram_share": SHARE, "c1": [NONE, _POSITIVE], "c2": [NONE, _POSITIVE],
+    "schedule": Options(("warmup", "paper")), "block_size": [NONE, _COUNT],
+    "truncation": [NONE, Options(("auto", "always"))], "range_fraction": [NONE, Interval(0, 1, "neither")],
 }
 
 
@@ -641,7 +653,7 @@ def private_oja(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    c1: float = 10.0,
+    c1: float | None = None,
     c2: float = 10.0,
     gradient_clip: float | None = None,
     rank_method: RankMethod = "block",
@@ -655,19 +667,28 @@ def private_oja(
 ) -> SubspaceResult:
     """Private Oja (Algorithm 2): clipped Oja steps with Gaussian noise, one row per step.
 
-    ``w_t = normalise(w_{t-1} + eta_t clip_beta(x_t x_t^T w_{t-1}) + 2 eta_t beta alpha z_t)``,
-    ``eta_t = c1 / (c2 + t)``, ``z_t ~ N(0, I)``. ``beta`` is ``gradient_clip`` (default ``row_norm^2``,
-    which clipped rows never exceed, so only the row clip acts). The rows of an in-memory input are
-    visited in a uniformly random order drawn from the secret generator (the paper's line 1 shuffle,
-    fresh for every call); a stream is used in its order.
+    ``w_t = normalise(w_{t-1} + eta_t clip_beta(x_t x_t^T w_{t-1}) + eta_t S alpha z_t)``,
+    ``eta_t = c1 / (c2 + t)``, ``z_t ~ N(0, I)``, S the step's sensitivity (below). ``beta`` is
+    ``gradient_clip`` (default ``row_norm^2``, which clipped rows never exceed, so only the row clip
+    acts). ``c1`` defaults to ``10 / row_norm^2`` (scale-free: it covers eigengaps of at least
+    ``row_norm^2 / (2 c1) = 0.05 row_norm^2``, Oja's ``alpha = c1 gap > 1/2``); an AnalysisRangeWarning
+    says when ``c1 row_norm^2 < 1/2`` (no eigengap covered). Rate (one noisy step per row, noise from
+    the public bound, docs/algorithms/oja.md): ``sin^2 ~ c1^2 (S alpha)^2 (d - 1) / ((2 c1 gap - 1) n)``,
+    i.e. ``sin = O(alpha C^2 sqrt(d / n) / gap)``, against DP-PCA's ``alpha d C^2 / (n gap)``.
+    The rows of an in-memory input are visited in a uniformly random order drawn from the secret
+    generator (the paper's line 1 shuffle, fresh for every call); a stream is used in its order.
 
     Privacy
     -------
     Relation: replace-one. The row at step t enters only that step, whose update before noise moves
-    by at most ``2 eta_t beta`` when the row is replaced (both gradients have norm <= beta after
-    clipping); the noise std ``2 eta_t beta alpha`` makes alpha the noise multiplier of a
-    ``GaussianDpEvent(alpha)`` (the plan's release ``"step"``: std ``2 beta alpha`` and sensitivity
-    ``2 beta`` per unit eta). Steps are assigned to rows by a data-independent permutation (drawn
+    by at most ``eta_t S`` when the row is replaced, ``S = min(2 beta, min(sqrt(k), sqrt 2) C^2)``
+    (:func:`private_oja_sensitivity`: both clipped gradients have norm <= beta; the clip is a
+    projection onto a convex ball, so it does not increase their distance, which for unclipped
+    gradients is at most ``C^2`` for k = 1 by the half-ball argument and ``sqrt(2) C^2`` for any k;
+    k = 1 for each part of ``rank_method="deflation"``); the noise std ``eta_t S alpha`` makes alpha
+    the noise multiplier of a ``GaussianDpEvent(alpha)`` (the plan's release ``"step"``: std
+    ``S alpha`` and sensitivity ``S`` per unit eta; before issue 16 it used ``S = 2 beta``, twice the
+    noise at the default clip). Steps are assigned to rows by a data-independent permutation (drawn
     here for in-memory data; assumed for a stream, whose order must not depend on the data), so by
     parallel composition the run is as private as one step: ``amplification="none"`` (default) takes
     alpha from the exact Gaussian curve for (epsilon, delta) (the paper's "alpha = O(log(n/delta) /
@@ -691,6 +712,8 @@ def private_oja(
     source = _private_oja_source(X, k, C, calibration=calibration, n_samples=n_samples,
                                  on_norm_violation=on_norm_violation, rank_method=rank_method,
                                  amplification=amplification)
+    c1 = DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1)
+    _warn_learning_rate(c1, C, owner)
     plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification)
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
         return list(plan.events)  # type: ignore[return-value]
@@ -745,9 +768,35 @@ def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, so
         notes.append("Amplification by shuffling (Feldman-McMillan-Talwar 2021, numerical bound): the "
                      "rows were shuffled here, uniformly, with the secret generator; the order is "
                      "never output.")
-    # per unit eta: the step's noise std 2 beta alpha over its sensitivity 2 beta (replace-one)
-    step = NoisyRelease(_STEP, "gaussian", 2.0 * beta * alpha, 2.0 * beta)
+    # per unit eta: the step's noise std over its replace-one sensitivity (private_oja's Privacy section)
+    sens = private_oja_sensitivity(beta, source.k if len(source.parts) == 1 else 1,
+                                   sensitivity_norm(source.row_norm))
+    step = NoisyRelease(_STEP, "gaussian", sens * alpha, sens)
     return ReleasePlan("private_oja", relation, events, (step,), tuple(notes)), alpha
+
+
+def _warn_learning_rate(c1: float, C: float, owner: str) -> None:
+    """AnalysisRangeWarning when ``eta_t = c1 / (c2 + t)`` is outside what Oja's analysis covers."""
+    if c1 * C**2 < 0.5:
+        warnings.warn(
+            f"{owner}: c1 * row_norm^2 = {c1 * C**2:.3g} < 1/2. Oja's analysis (Jain et al. 2016, paper "
+            "001 Theorem 2.2) needs eta_t = alpha / (gap (xi + t)) with alpha > 1/2, and an eigengap is "
+            "at most row_norm^2, so no eigengap is covered: the iterate may not converge (privacy "
+            "holds).", AnalysisRangeWarning, stacklevel=4)
+
+
+def private_oja_sensitivity(gradient_clip: float, k: int, row_norm: float) -> float:
+    """L2 sensitivity of one Private Oja step's update (per unit learning rate), replace-one.
+
+    ``min(2 beta, min(sqrt(k), sqrt(2)) C^2)`` for the gradient ``clip_beta(x x^T W)`` of a row of norm
+    <= C = ``row_norm`` and a d x k iterate (k = 1 for each part of ``rank_method="deflation"``):
+    two clipped gradients are at most ``2 beta`` apart (triangle), and the clip (the projection onto
+    the Frobenius ball of radius beta, a convex set) is 1-Lipschitz, so they are at most as far apart
+    as the unclipped ones, whose distance is at most ``min(sqrt(k), sqrt(2)) C^2`` (the half-ball
+    argument for k = 1, ``||x x^T - y y^T||_F <= sqrt(2) C^2`` for any k:
+    :func:`~dpspectral.pca.minibatch.minibatch_sensitivity`).
+    """
+    return min(2.0 * gradient_clip, min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2)
 
 
 def _order_note(in_memory: bool, what: str) -> str:
@@ -885,6 +934,7 @@ def private_top_eigenvalue(
     histogram: Histogram = "laplace",
     random_state: Any = None,
     releaser: Releaser | None = None,
+    min_count: float = -math.inf,
 ) -> float | None:
     """Algorithm 4: a private estimate of the top eigenvalue of the covariance of the rows of G.
 
@@ -895,7 +945,9 @@ def private_top_eigenvalue(
     split into ``n_groups`` groups, each group's top eigenvalue ``lambda_max(H_j^T H_j / s)`` binned
     on the ratio-``2^{1/4}`` grid ``bound * 2^{l/4}``, and the heaviest bin of a private histogram
     returned as its lower edge. ``bound`` is a public upper bound on any group's eigenvalue (for rows
-    of norm <= c, ``2 c^2``). None (the paper's ⊥) when the underflow bin wins or nothing passes.
+    of norm <= c, ``2 c^2``). None (the paper's ⊥) when the underflow bin wins or nothing passes, or
+    (Laplace histograms) when the winner's noisy count is below ``min_count`` (post-processing of the
+    noisy histogram: :func:`eigenvalue_count_threshold` makes a win by an empty bin rare).
 
     Noise: standalone, from ``random_state`` (a seed, a Generator advanced as is, or ``"secure"``)
     through a one-release plan that charges nothing; inside a mechanism's charged release, from its
@@ -910,17 +962,17 @@ def private_top_eigenvalue(
     """
     if releaser is not None:
         _check_planned(releaser, _eigenvalue_release(epsilon))
-        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, releaser)
+        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, releaser, min_count)
     event = (laplace_histogram_event(2.0 / epsilon, Relation.REPLACE_ONE) if histogram == "laplace"
              else stable_histogram_event(epsilon, delta))
     plan = ReleasePlan("private_top_eigenvalue", Relation.REPLACE_ONE, (event,),
                        (_eigenvalue_release(epsilon),))
     with release(plan, None, noise_source(random_state)) as own:
-        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, own)
+        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, own, min_count)
 
 
 def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n_groups: int,
-                    histogram: str, releaser: Releaser) -> float | None:
+                    histogram: str, releaser: Releaser, min_count: float = -math.inf) -> float | None:
     """The computation of :func:`private_top_eigenvalue`, drawing from a charged ``releaser``."""
     b = G.shape[0]
     pairs = b // 2
@@ -935,6 +987,20 @@ def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n
     else:
         gram = H.transpose(0, 2, 1) @ H
     lam = np.linalg.eigvalsh(gram)[:, -1] / s
+    return _eigenvalue_mode(lam, epsilon, delta, bound, histogram, releaser, min_count)
+
+
+def eigenvalue_count_threshold(epsilon: float, failure_probability: float) -> float:
+    """A noisy count that the largest of Algorithm 4's ``4 * 64 + 2`` empty bins (Laplace(2 / epsilon)
+    each) exceeds with probability at most ``failure_probability``: ``(2 / epsilon) ln(258 / (2 zeta))``
+    (union bound, ``P(Lap(b) >= t) = exp(-t / b) / 2``)."""
+    return 2.0 / epsilon * math.log((4 * _OCTAVES + 2) / (2.0 * failure_probability))
+
+
+def _eigenvalue_mode(lam: np.ndarray, epsilon: float, delta: float, bound: float, histogram: str,
+                     releaser: Releaser, min_count: float = -math.inf) -> float | None:
+    """The private histogram of the group eigenvalues ``lam`` on the ratio-2^(1/4) grid: the lower edge
+    of the winning bin, or None (the underflow bin or an empty stable histogram)."""
     lam = np.clip(lam, 0.0, bound)
     with np.errstate(divide="ignore"):
         ell = np.floor(4.0 * np.log2(lam / bound))
@@ -943,8 +1009,10 @@ def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n
     ell = np.minimum(ell, 0)
     if histogram == "laplace":
         spec = releaser.plan[_EIGENVALUE_HISTOGRAM]  # Laplace(2 / epsilon), L1 shift 2
-        mode, _ = laplace_histogram_mode(ell, low, 0, scale=spec.scale, sensitivity=spec.sensitivity,
-                                         random_state=releaser)
+        mode, count = laplace_histogram_mode(ell, low, 0, scale=spec.scale, sensitivity=spec.sensitivity,
+                                             random_state=releaser)
+        if count < min_count:
+            return None
     else:  # the same scale, drawn by stable_histogram from the releaser's noise source
         found = stable_histogram_mode(ell, epsilon=epsilon, delta=delta, random_state=releaser)
         if found is None:
@@ -1040,6 +1108,37 @@ def _truncated_mean(G: np.ndarray, radius: float, bound: float,
     return mean, {"sensitivity": sens, "radius": r}
 
 
+def _group_eigenvalues_of_rows(X: np.ndarray, W: np.ndarray, n_groups: int) -> np.ndarray:
+    """Algorithm 4's group eigenvalues ``lambda_max(H_j^T H_j / s)`` from the rows, without forming the
+    b x (d p) gradients ``vec(x (x^T W))`` (the same numbers as :func:`_top_eigenvalue` computes).
+
+    Pairs ``h_i = (a_i - c_i) / sqrt 2`` of gradients of rows x_i and y_i. The Gram matrix of the
+    gradients of two row sets is a Hadamard product, ``<x x^T W, y y^T W> = (x.y) (x^T W W^T y)``, so
+    the s x s Gram of a group costs O(s^2 (d + p)); its top eigenvalue (Lanczos when s > 256, from a
+    fixed start: a deterministic function of the group's rows) over s.
+    """
+    from scipy.sparse.linalg import eigsh
+
+    pairs = X.shape[0] // 2
+    s = pairs // n_groups
+    if s < 1:
+        raise ValueError(f"private_top_eigenvalue: {X.shape[0]} gradients are too few for {n_groups} "
+                         f"groups (at least {2 * n_groups} are needed).")
+    out = np.empty(n_groups)
+    for j in range(n_groups):
+        A, C = X[j * s : (j + 1) * s], X[pairs + j * s : pairs + (j + 1) * s]
+        PA, PC = A @ W, C @ W
+        ac = (A @ C.T) * (PA @ PC.T)
+        gram = ((A @ A.T) * (PA @ PA.T) + (C @ C.T) * (PC @ PC.T) - ac - ac.T) / 2.0
+        if s <= 256:
+            top = float(np.linalg.eigvalsh(gram)[-1])
+        else:
+            top = float(eigsh(gram, k=1, which="LA", v0=np.ones(s), tol=1e-6,
+                              return_eigenvectors=False)[0])
+        out[j] = top / s
+    return out
+
+
 def _coordinate_top(bound: float, radius: float) -> int:
     """Algorithm 5's bins are ``[-top, top]``: width ``2 r``, covering ``|g| <= bound``."""
     return int(math.ceil((bound + radius) / (2.0 * radius)))
@@ -1074,7 +1173,7 @@ def _mean_calibration(epsilon: float, delta: float, p: int, share: float, histog
         return None, stable, analytic_noise_multiplier(epsilon * (1 - share), delta * (1 - share))
     pure = p / (epsilon * share)
     gauss_pure = analytic_noise_multiplier(epsilon * (1 - share), delta)
-    if pure >= floor and gauss_pure >= floor:
+    if pure >= floor and gauss_pure >= floor and p <= _PLD_MAX_COORDINATES:
         lap = calibrate(lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(m), p),
                         epsilon * share, delta * share, accounting="pld", tol=1e-6)
         hist = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(lap), p)
@@ -1092,6 +1191,9 @@ def _mean_calibration(epsilon: float, delta: float, p: int, share: float, histog
 class _StepLog:
     skipped: int = 0
     steps: int = 0
+    truncated: int = 0  # steps that ran Algorithm 5's histograms and truncation
+    sizes: list[int] = field(default_factory=list)  # the batch of every step
+    last: np.ndarray | None = None  # the last update (d x block), kept when block > k
     eigenvalues: list[float] = field(default_factory=list)
 
 
@@ -1101,9 +1203,14 @@ class _DpPcaConfig:
     are read beyond their shape. Paper symbols: B (batch), b = B / 2, T steps, p = d k coordinates,
     zeta (failure probability per estimate), K and a (Assumption A.4), h (``half_width_mult``)."""
 
-    B: int
-    b: int
-    T: int | None
+    n: int | None  # rows (public under replace-one; None: a stream without n_samples)
+    B: int | None  # equal batches of B rows; None: the warm-up schedule (batch sizes from n)
+    T: int | None  # steps in all (None: a stream of unknown length)
+    block: int  # columns of the iterate (oversampling, >= k; 1 per part for deflation)
+    power: bool  # c1 = infinity: each step is a block power step W = orth(g)
+    truncation: str  # "auto": Algorithm 5 only where its box beats the public bound; "always"
+    adaptive: bool  # whether Algorithms 4 and 5 run at all (False: "auto" where they cannot act)
+    pub_sens: float  # the public replace-one sensitivity of one batch SUM of gradients
     p: int
     zeta: float
     groups: int
@@ -1120,6 +1227,9 @@ class _DpPcaConfig:
     half_width_mult: float
     c1: float
     c2: float
+    range_fraction: float | None = None  # rows of a batch for Algorithm 4 (None: the paper's halves)
+    n_batches: int = 4  # the warm-up schedule: n_batches - 1 warm-ups of warmup_fraction n, then the rest
+    warmup_fraction: float = 0.05
 
     @property
     def hist_scale(self) -> float | None:
@@ -1141,11 +1251,15 @@ def dp_pca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    c1: float = 100.0,
-    c2: float = 1.0,
+    c1: float | None = None,
+    c2: float | None = None,
+    schedule: Literal["warmup", "paper"] = "warmup",
     batch_size: int | None = None,
     batch_constant: float = 1.0,
     rank_method: RankMethod = "block",
+    block_size: int | None = None,
+    truncation: Literal["auto", "always"] | None = None,
+    range_fraction: float | None = None,
     histogram: Histogram = "laplace",
     half_width_mult: float = 2.0,
     tail_scale: float = 1.0,
@@ -1162,11 +1276,26 @@ def dp_pca(
 ) -> SubspaceResult:
     """DP-PCA (Algorithm 3): minibatch Oja with private range and mean estimation.
 
-    Minibatch t (B rows, ``B = batch_constant * n / ln(n)^2`` by default) is split in halves: the
-    first gives a private estimate ``Lambda_t`` of the top eigenvalue of the gradients' covariance
-    (:func:`private_top_eigenvalue`), the second a private mean gradient ``g_t``
-    (:func:`private_mean`, half-width ``r = K sqrt(2 Lambda_t) log^a(b p / zeta)``);
-    ``W_t = orth(W_{t-1} + eta_t g_t)``, ``eta_t = c1 / (c2 + t)``. A failed estimate skips the step.
+    Every minibatch is split: the first rows give a private estimate ``Lambda_t`` of the top eigenvalue
+    of the gradients' covariance (Algorithm 4, :func:`private_top_eigenvalue`), the rest a private
+    mean gradient ``g_t`` (Algorithm 5, :func:`private_mean`, half-width
+    ``r = K sqrt(2 Lambda_t) log^a(b p / zeta)``); then ``W_t = orth(g_t)`` (a block power step, the
+    default) or ``W_t = orth(W_{t-1} + eta_t g_t)`` with ``eta_t = c1 / (c2 + t)`` when ``c1`` is given.
+
+    Defaults (``schedule="warmup"``, measured in docs/algorithms/oja.md; public inputs only): three
+    warm-up batches of 5% of the rows and one of the remaining 85% (n is public under replace-one; a
+    stream needs ``n_samples``), ``range_fraction = 0.1`` of each batch for Algorithm 4, an iterate of
+    ``block_size = min(d, 20 k)`` columns (oversampling; the result is the top-k left singular vectors
+    of the last update), power steps, and ``truncation="auto"``: Algorithm 5's histograms and box run
+    only where the box is smaller than the public bound (its L2 diameter ``2 h r sqrt(p)`` below
+    ``min(sqrt(p), sqrt 2) C^2``, the most one row moves a batch sum) and Algorithm 4's winning bin is
+    supported by the data (noisy count above :func:`eigenvalue_count_threshold`); elsewhere the batch
+    mean is released with noise from the public bound. Where the box can never be used (the b x d p
+    gradients of every batch beyond memory), Algorithms 4 and 5 do not run and every batch mean gets
+    the whole budget. The paper's version: ``schedule="paper"`` (equal batches ``B = batch_constant n /
+    ln(n)^2``, halves, p = k columns, ``truncation="always"``, ``eta_t = c1 / (c2 + t)`` with c1 = 100
+    / row_norm^2, c2 = 1), with ``calibration="paper"`` for its noise ``beta_t``. A failed estimate
+    skips the step (``truncation="always"``) or uses the public bound (``"auto"``).
     ``zeta = failure_probability / (2 T)``; ``tail_scale`` (K in the paper) and ``tail_exponent``
     (a in the paper) are the constants of Assumption A.4, the sub-Weibull tail of the gradients
     ``E exp((|u^T (A_i - Sigma) v|^2 / (K^2 lambda_1^2 gamma^2))^{1/(2a)}) <= 2`` (the paper's
@@ -1187,6 +1316,16 @@ def dp_pca(
     (``LaplaceDpEvent``, pure) or stable ((eps4, delta4) event).
     Branch 2, Algorithm 5: p = d k coordinate histograms (L1 shift 2 each) and the truncated mean with
     sensitivity ``Delta = 2 h r sqrt(p) / b``: ``Composed([p x histogram, GaussianDpEvent(s)])``.
+    With ``truncation="auto"`` a step whose box is no smaller than the public bound (or whose
+    Algorithm 4 estimate failed: a function of released values) releases instead the plain batch mean
+    of ``x (x^T W)`` with noise ``s * S / b``, ``S = min(sqrt(p_W), sqrt 2) C^2`` for an iterate of p_W
+    columns: the half-ball argument (p_W = 1) and ``||x x^T - y y^T||_F <= sqrt 2 C^2`` bound how far
+    one replaced row moves the batch sum (:func:`~dpspectral.pca.minibatch.minibatch_oja`); one
+    Gaussian of the same multiplier is dominated by the branch's event. Where the box can never act
+    (public sizes), the plan is ``ParallelDpEvent([GaussianDpEvent(m)])`` with m the analytic
+    multiplier of the whole (epsilon, delta): every row is in one batch mean. Above 8192 coordinates
+    the p histograms compose by basic composition (their pure epsilon), a PLD of so many compositions
+    being too large.
     ``calibration="tight"`` (default): both branches get the whole (epsilon, delta) (parallel
     composition); in branch 2 the histograms take ``histogram_share`` and the Gaussian multiplier is
     the smallest the accountant certifies for the rest. ``calibration="paper"``: each branch gets
@@ -1204,9 +1343,10 @@ def dp_pca(
         X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
         calibration=calibration, on_norm_violation=on_norm_violation, n_samples=n_samples,
         rank_method=rank_method, batch_size=batch_size, batch_constant=batch_constant,
-        histogram=histogram, failure_probability=failure_probability, n_groups=n_groups,
-        histogram_share=histogram_share, half_width_mult=half_width_mult, tail_scale=tail_scale,
-        tail_exponent=tail_exponent, c1=c1, c2=c2)
+        schedule=schedule, histogram=histogram, failure_probability=failure_probability,
+        n_groups=n_groups, histogram_share=histogram_share, half_width_mult=half_width_mult,
+        tail_scale=tail_scale, tail_exponent=tail_exponent, c1=c1, c2=c2, block_size=block_size,
+        truncation=truncation, range_fraction=range_fraction)
     noise = noise_source(random_state)
     plan = _dp_pca_plan(config, rel, source.in_memory, calibration, seeded=isinstance(noise, SeededNoise))
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
@@ -1221,7 +1361,7 @@ def dp_pca(
 def _dp_pca_setup(X: Any, k: Any, *, epsilon: float, delta: float, row_norm: float,
                   relation: Relation | str, calibration: str, on_norm_violation: NormViolation,
                   n_samples: int | None, rank_method: str, batch_size: int | None,
-                  batch_constant: float, **sizing: Any,
+                  batch_constant: float, schedule: str, **sizing: Any,
                   ) -> tuple[PrivacyBudget, Relation, _Source, _DpPcaConfig]:
     """Validate the inputs (an in-memory input whole, before any charge), size the minibatches and
     calibrate: everything :func:`dp_pca` needs before its plan, from public inputs only."""
@@ -1231,23 +1371,50 @@ def _dp_pca_setup(X: Any, k: Any, *, epsilon: float, delta: float, row_norm: flo
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
     src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
-    B = _batch_size(n, batch_size, batch_constant, owner)
+    B = _batch_layout(n, batch_size, batch_constant, schedule, calibration, owner)
     source = _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, False)
-    if len(source.parts) > 1 and n is not None and n // source.k < B:
+    if B is not None and len(source.parts) > 1 and n is not None and n // source.k < B:
         raise ValueError(f"{owner}: rank_method='deflation' gives each of the k={source.k} components "
                          f"n/k = {n // source.k} rows, fewer than one minibatch (B = {B}).")
     _warn_outside_analysis(budget, n, owner)
+    if sizing.get("c1") is not None:
+        _warn_learning_rate(float(sizing["c1"]), C, owner)
     config = _dp_pca_config(source, budget, B, rank_method=rank_method, calibration=calibration,
-                            **sizing)
+                            schedule=schedule, **sizing)
     return budget, rel, source, config
+
+
+def _batch_layout(n: int | None, batch_size: int | None, batch_constant: float, schedule: str,
+                  calibration: str, owner: str) -> int | None:
+    """B for equal minibatches (``batch_size`` given, or the paper's schedule); None for the warm-up
+    schedule (batch sizes from the public n)."""
+    if batch_size is not None or schedule == "paper":
+        return _batch_size(n, batch_size, batch_constant, owner)
+    if n is None:
+        raise ValueError(f"{owner}: a stream needs batch_size or n_samples (public under replace-one: the "
+                         "warm-up schedule's batch sizes come from n).")
+    if calibration == "paper":
+        raise ValueError(f"{owner}: calibration='paper' (the paper's beta_t) needs equal minibatches: "
+                         "use schedule='paper' or a batch_size.")
+    return None
+
+
+def _part_batches(config: _DpPcaConfig, size: int) -> list[int]:
+    """The batch sizes of a part of ``size`` rows under the warm-up schedule (public)."""
+    from .minibatch import batch_sizes
+
+    return batch_sizes(size, config.n_batches, config.warmup_fraction)
 
 
 def _dp_pca_result(W: np.ndarray, log: _StepLog, used: int, report: PrivacyReport,
                    config: _DpPcaConfig, rank_method: str, histogram: str) -> SubspaceResult:
     """Post-processing: canonical signs, and diagnostics that are public or released values."""
-    diagnostics = {"batch_size": config.B, "n_steps": log.steps, "skipped_steps": log.skipped,
-                   "n_groups": config.groups, "mean_noise_multiplier": config.s_gauss, "c1": config.c1,
-                   "c2": config.c2, "rank_method": rank_method, "histogram": histogram}
+    diagnostics = {"batch_size": max(log.sizes, default=0), "batch_sizes": tuple(log.sizes),
+                   "n_steps": log.steps, "skipped_steps": log.skipped, "block_size": config.block,
+                   "truncated_steps": log.truncated,
+                   "n_groups": config.groups, "mean_noise_multiplier": config.s_gauss,
+                   "c1": math.inf if config.power else config.c1, "c2": config.c2,
+                   "rank_method": rank_method, "histogram": histogram}
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
                           diagnostics=diagnostics)
 
@@ -1280,34 +1447,119 @@ def _warn_outside_analysis(budget: PrivacyBudget, n: int | None, owner: str) -> 
                       stacklevel=5)
 
 
-def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int, *, rank_method: str,
-                   calibration: str, histogram: Histogram, failure_probability: float,
+def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int | None, *, rank_method: str,
+                   calibration: str, schedule: str, histogram: Histogram, failure_probability: float,
                    n_groups: int | None, histogram_share: float, half_width_mult: float,
-                   tail_scale: float, tail_exponent: float, c1: float, c2: float) -> _DpPcaConfig:
-    """Steps, groups and noise multipliers of a DP-PCA run, from public inputs only."""
-    n, owner = source.n, source.owner
-    T = None if n is None else n // B
+                   tail_scale: float, tail_exponent: float, c1: float | None, c2: float | None,
+                   block_size: int | None, truncation: str | None,
+                   range_fraction: float | None) -> _DpPcaConfig:
+    """Steps, groups, block, learning rate and noise multipliers of a DP-PCA run, from public inputs."""
+    n = source.n
+    T = (None if n is None else n // B) if B is not None else 4 * len(source.parts)
     zeta = float(failure_probability) / (2 * max(1, T or 1))
     b_eps, b_delta = (budget.epsilon, budget.delta) if calibration == "tight" else (
         budget.epsilon / 2, budget.delta / 2)
     groups = int(n_groups) if n_groups is not None else _group_count(b_eps, b_delta, zeta, histogram)
-    if B < 4 * groups:
-        raise ValueError(
-            f"The 'batch_size' of {owner} is {B}, below the minimum {4 * groups} for the private "
-            f"top-eigenvalue histogram ({groups} groups of at least one pair, from half of the batch). "
-            "Use more rows, a larger batch_size / batch_constant, or fewer n_groups."
-        )
-    b = B // 2
-    p = source.d * (1 if rank_method == "deflation" else source.k)
+    paper = schedule == "paper"
+    fraction = None if paper and range_fraction is None else (
+        DEFAULT_RANGE_FRACTION if range_fraction is None else float(range_fraction))
+    block = _dp_pca_block(source, rank_method, schedule, block_size)
+    p = source.d * block
+    mode = truncation or ("always" if paper else "auto")
+    adaptive = mode == "always" or calibration == "paper" or _can_truncate(source, B, groups, fraction, p)
     grad_bound = sensitivity_norm(source.row_norm) ** 2
-    lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(histogram_share), histogram)
     K, a, h = float(tail_scale), float(tail_exponent), float(half_width_mult)
+    if adaptive:
+        _check_smallest_batch(source, B, groups, fraction)
+        lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(histogram_share), histogram)
+    else:  # one Gaussian release per batch: the whole (epsilon, delta)
+        lap_m, stable_b = None, None
+        s_gauss = analytic_noise_multiplier(budget.epsilon, budget.delta)
     if calibration == "paper":
-        s_gauss = _paper_mean_multiplier(budget, B, b, p, zeta, K, a, h)
-    return _DpPcaConfig(B=B, b=b, T=T, p=p, zeta=zeta, groups=groups, histogram=histogram,
-                        b_eps=b_eps, b_delta=b_delta, eig_bound=2.0 * grad_bound**2,
-                        grad_bound=grad_bound, lap_m=lap_m, stable_b=stable_b, s_gauss=s_gauss, K=K,
-                        a=a, half_width_mult=h, c1=float(c1), c2=float(c2))
+        assert B is not None
+        s_gauss = _paper_mean_multiplier(budget, B, B // 2, p, zeta, K, a, h)
+    return _DpPcaConfig(
+        n=n, B=B, T=T, block=block, power=c1 is None and not paper,
+        truncation=mode, adaptive=adaptive,
+        pub_sens=min(math.sqrt(block), math.sqrt(2.0)) * grad_bound, p=p, zeta=zeta, groups=groups,
+        histogram=histogram, b_eps=b_eps, b_delta=b_delta, eig_bound=2.0 * grad_bound**2,
+        grad_bound=grad_bound, lap_m=lap_m, stable_b=stable_b, s_gauss=s_gauss, K=K, a=a,
+        half_width_mult=h, c1=100.0 / source.row_norm**2 if c1 is None else float(c1),
+        c2=1.0 if c2 is None else float(c2), range_fraction=fraction)
+
+
+def _dp_pca_block(source: _Source, rank_method: str, schedule: str, block_size: int | None) -> int:
+    """Columns of the iterate: ``min(d, 20 k)`` (oversampling) under the warm-up schedule, k for the
+    paper's; one per part for deflation."""
+    from .minibatch import default_block_size
+
+    if rank_method == "deflation":
+        return 1
+    if block_size is None:
+        return source.k if schedule == "paper" else default_block_size(source.d, source.k)
+    if not source.k <= block_size <= source.d:
+        raise ValueError(f"{source.owner}: block_size must be in [k, n_features] = [{source.k}, "
+                         f"{source.d}]; got {block_size}.")
+    return int(block_size)
+
+
+def _split(m: int, config: _DpPcaConfig) -> int:
+    """Rows of a batch of m for Algorithm 4 (public): the paper's half, or ``range_fraction m`` but at
+    least one and at most ``_MAX_GROUP_PAIRS`` pairs per group; the mean gets the rest (the paper: the
+    other half)."""
+    if config.range_fraction is None:
+        return m // 2
+    most = 2 * _MAX_GROUP_PAIRS * config.groups
+    return max(2 * config.groups, min(math.floor(config.range_fraction * m), most))
+
+
+def _smallest_batch(groups: int, fraction: float | None) -> int:
+    """The smallest batch that gives Algorithm 4 one pair per group and the mean at least one row."""
+    if fraction is None:
+        return 4 * groups
+    m = 2 * groups + 1
+    while max(2 * groups, math.floor(fraction * m)) >= m:
+        m += 1
+    return m
+
+
+def _can_truncate(source: _Source, B: int | None, groups: int, fraction: float | None, p: int) -> bool:
+    """Whether "auto" truncation can act on some batch: the mean's b x (d p) gradients of the smallest
+    batch fit in ``_TRUNCATION_MAX_VALUES`` values (public sizes only)."""
+    if B is not None:
+        m = B
+    else:
+        assert source.n is not None
+        m = math.floor(0.05 * (source.n // len(source.parts)))
+    split = m // 2 if fraction is None else max(
+        2 * groups, min(math.floor(fraction * m), 2 * _MAX_GROUP_PAIRS * groups))
+    return (m - split) * p <= _TRUNCATION_MAX_VALUES
+
+
+def _check_smallest_batch(source: _Source, B: int | None, groups: int, fraction: float | None) -> None:
+    """Every minibatch must give Algorithm 4 one pair per group (and the mean a row); the error names
+    the smallest n that works under the warm-up schedule."""
+    need = _smallest_batch(groups, fraction)
+    if B is not None:
+        if B < need:
+            raise ValueError(
+                f"The 'batch_size' of {source.owner} is {B}, below the minimum {need} for the private "
+                f"top-eigenvalue histogram ({groups} groups of at least one pair, from half of the "
+                "batch). Use more rows, a larger batch_size / batch_constant, or fewer n_groups.")
+        return
+    assert source.n is not None
+    parts = len(source.parts)
+    smallest = source.n // parts if parts > 1 else source.n
+    if math.floor(0.05 * smallest) >= need:
+        return
+    part_n = math.ceil(need / 0.05)
+    while math.floor(0.05 * part_n) < need:
+        part_n += 1
+    raise ValueError(
+        f"{source.owner}: n={source.n} rows is too few for the warm-up schedule (each 5% warm-up batch "
+        f"needs {need} rows for the private top-eigenvalue histogram's {groups} groups); the smallest "
+        f"n that works is {part_n * parts}. Use more rows, a larger epsilon, fewer n_groups, or equal "
+        "batches (batch_size).")
 
 
 def _paper_mean_multiplier(budget: PrivacyBudget, B: int, b: int, p: int, zeta: float, K: float,
@@ -1325,26 +1577,45 @@ def _paper_mean_multiplier(budget: PrivacyBudget, B: int, b: int, p: int, zeta: 
     return paper_std_factor / delta_unit
 
 
+def _laplace_histograms_event(multiplier: float, p: int) -> dp_accounting.DpEvent:
+    """The p coordinate histograms' event: p Laplace events (PLD), or for p above
+    ``_PLD_MAX_COORDINATES`` their basic composition ``(p / multiplier, 0)`` (pure; a PLD of that many
+    compositions does not fit in memory)."""
+    if p <= _PLD_MAX_COORDINATES:
+        return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(multiplier), p)
+    return EpsilonDeltaDpEvent(p / multiplier, 0.0)
+
+
 def _dp_pca_plan(config: _DpPcaConfig, relation: Relation, in_memory: bool, calibration: str, *,
                  seeded: bool) -> ReleasePlan:
-    """The two parallel branches' events and the three noisy releases of a DP-PCA run."""
+    """The two parallel branches' events and the three noisy releases of a DP-PCA run (one Gaussian
+    release per batch when Algorithms 4 and 5 cannot act: ``config.adaptive`` False)."""
+    notes = [f"Minibatch B = {config.B} rows." if config.B is not None else
+             f"Warm-up schedule: {config.n_batches - 1} batches of {config.warmup_fraction:g} n rows, "
+             "then the rest.",
+             _order_note(in_memory, "each row in exactly one sub-release (parallel composition)")]
+    if not config.adaptive:
+        notes.append("Algorithm 5's truncation cannot act at this size (b x d p gradients beyond memory): "
+                     "every batch mean is released with noise from the public bound, without "
+                     "Algorithms 4 and 5.")
+        return ReleasePlan("dp_pca", relation, (ParallelDpEvent([dp_accounting.GaussianDpEvent(
+            config.s_gauss)]),), (_mean_release(config.s_gauss),), tuple(notes))
     if config.histogram == "laplace":
         assert config.lap_m is not None
         event4 = laplace_histogram_event(2.0 / config.b_eps, relation)  # Laplace scale 2 / eps4
-        hist5 = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(config.lap_m), config.p)
+        hist5 = _laplace_histograms_event(config.lap_m, config.p)
     else:
         assert config.stable_b is not None
         event4 = stable_histogram_event(config.b_eps, config.b_delta)
         hist5 = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(*config.stable_b), config.p)
     event5 = dp_accounting.ComposedDpEvent([hist5, dp_accounting.GaussianDpEvent(config.s_gauss)])
-    notes = [f"Minibatch B = {config.B} rows.",
-             _order_note(in_memory, "each row in exactly one sub-release (parallel composition)")]
     if calibration == "paper":
         notes.append("paper noise beta_t verbatim for the mean; it leaves no budget for the coordinate "
                      "histograms (spec §A.4).")
     if not seeded and config.histogram == "laplace":
         notes.append(f"Secure noise: every bin of a Laplace histogram is noised; a step whose Algorithm 5 "
-                     f"range (from the released Lambda_t) exceeds {MAX_SECURE_BINS} bins is skipped.")
+                     f"range (from the released Lambda_t) exceeds {MAX_SECURE_BINS} bins is skipped "
+                     "(truncation='always') or uses the public bound (truncation='auto').")
     releases = (_eigenvalue_release(config.b_eps),
                 _coordinate_release(config.histogram, config.hist_scale, config.stable_b),
                 _mean_release(config.s_gauss))
@@ -1355,6 +1626,9 @@ def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
                 show_progress: bool | None) -> tuple[np.ndarray, _StepLog, int]:
     """The release of :func:`dp_pca` (after the charge): initial iterate, permutation, minibatches."""
     W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
+    if config.block > source.k:  # oversampling: extra columns drawn after the first k (seeded runs of
+        extra = releaser.generator.standard_normal((source.d, config.block - source.k))  # k cols unchanged)
+        W = orthonormalize(np.hstack([W, extra]), "qr")
     rows = source.reader(releaser.generator)
     log = _StepLog()
     bar = progress(range(config.T or 0), total=config.T, desc=source.owner, enabled=show_progress,
@@ -1364,50 +1638,117 @@ def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
                   lambda w, size, found: _dp_pca_part(rows, w, size, found, config, releaser, log, bar_it))
     if log.steps == 0:  # a stream shorter than one minibatch (n is public under replace-one)
         raise ValueError(f"{source.owner}: no complete minibatch of {config.B} rows in the data.")
-    return W, log, rows.row
+    return W[:, : source.k] if log.last is None else _top_left(log.last, source.k), log, rows.row
+
+
+def _top_left(M: np.ndarray, k: int) -> np.ndarray:
+    """The top-k left singular vectors of the last update (post-processing of released values)."""
+    return np.ascontiguousarray(np.linalg.svd(M, full_matrices=False)[0][:, :k])
 
 
 def _dp_pca_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray,
                  config: _DpPcaConfig, releaser: Releaser, log: _StepLog,
                  bar_it: Iterator[Any]) -> np.ndarray:
     """The minibatch steps over one part of the rows (all of them for block updates)."""
-    B = config.B
-    t = 0
-    while size is None or (t + 1) * B <= size:
-        batch = rows.take(B)
-        if batch.shape[0] < B:
+    if config.B is None:  # the warm-up schedule: n (hence every part's size) is public
+        part = size if size is not None else _rows_left(rows, config)
+        sizes: Iterator[int] = iter(_part_batches(config, part))
+    else:
+        B = config.B
+        sizes = itertools.repeat(B, size // B) if size is not None else itertools.repeat(B)
+    used = 0
+    for t, m in enumerate(sizes, start=1):
+        batch = rows.take(m)
+        if batch.shape[0] < m:
             break
-        t += 1
+        used += m
         next(bar_it, None)
         log.steps += 1
+        log.sizes.append(m)
         w = _dp_pca_step(batch, w, t, found, config, releaser, log)
-    if size is not None and size - t * B > 0:  # deflation: rows of this part that fill no batch
-        rows.take(size - t * B)
+    if size is not None and size - used > 0:  # deflation: rows of this part that fill no batch
+        rows.take(size - used)
     return w
+
+
+def _rows_left(rows: _Rows, config: _DpPcaConfig) -> int:
+    """The rows not yet read of a run whose n is public (the last part of a deflation run)."""
+    assert config.n is not None
+    return config.n - rows.row
 
 
 def _dp_pca_step(batch: np.ndarray, w: np.ndarray, t: int, found: np.ndarray, config: _DpPcaConfig,
                  releaser: Releaser, log: _StepLog) -> np.ndarray:
-    """One step: private eigenvalue (first half), private mean gradient (second half), update."""
-    b = config.b
-    G1 = _gradients(batch[:b], w)
-    G2 = _gradients(batch[b : 2 * b], w)
-    lam = private_top_eigenvalue(G1, epsilon=config.b_eps, delta=config.b_delta, bound=config.eig_bound,
-                                 n_groups=config.groups, histogram=config.histogram, releaser=releaser)
-    if lam is None:
+    """One step: private eigenvalue (first rows), private mean gradient (the rest), update."""
+    if not config.adaptive:  # Algorithms 4 and 5 cannot act: the batch mean, noise from the public bound
+        return _power_or_oja(public_bound_mean(batch, w, config.pub_sens, releaser), w, t, found,
+                             config, log)
+    b1 = _split(batch.shape[0], config)
+    b = batch.shape[0] - b1 if config.range_fraction is not None else b1  # the mean's rows
+    lam = _step_eigenvalue(batch[:b1], w, config, releaser)
+    auto = config.truncation == "auto"
+    if lam is None and not auto:  # the paper: a failed estimate skips the step
         log.skipped += 1
         return w
-    log.eigenvalues.append(lam)
-    r = config.K * math.sqrt(2.0 * lam) * math.log(b * config.p / config.zeta) ** config.a
-    if _beyond_secure_range(config, r, releaser):  # a skipped step, as for a failed estimate
-        log.skipped += 1
-        return w
-    g, _ = private_mean(G2, radius=r, bound=config.grad_bound, hist_scale=config.hist_scale,
-                        hist_budget=config.stable_b, noise_std_per_sensitivity=config.s_gauss,
-                        half_width_mult=config.half_width_mult, histogram=config.histogram,
-                        releaser=releaser)
-    if g is None:
-        log.skipped += 1
-        return w
-    eta = config.c1 / (config.c2 + t)
-    return _orth(_deflate(w + eta * g.reshape(w.shape[1], -1).T, found))
+    r = 0.0
+    if lam is not None:
+        log.eigenvalues.append(lam)
+        r = config.K * math.sqrt(2.0 * lam) * math.log(b * config.p / config.zeta) ** config.a
+    X2 = batch[b1 : b1 + b]
+    if auto and (lam is None or 2.0 * config.half_width_mult * r * math.sqrt(config.p) >= config.pub_sens
+                 or b * config.p > _TRUNCATION_MAX_VALUES or _beyond_secure_range(config, r, releaser)):
+        # no estimate, a box no smaller than the public bound, or too many bins for the secure source
+        # (all functions of released and public values): the plain mean, noise from the public bound
+        G = public_bound_mean(X2, w, config.pub_sens, releaser)
+    else:
+        if _beyond_secure_range(config, r, releaser):  # a skipped step, as for a failed estimate
+            log.skipped += 1
+            return w
+        g, _ = private_mean(_gradients(X2, w), radius=r, bound=config.grad_bound,
+                            hist_scale=config.hist_scale, hist_budget=config.stable_b,
+                            noise_std_per_sensitivity=config.s_gauss,
+                            half_width_mult=config.half_width_mult, histogram=config.histogram,
+                            releaser=releaser)
+        if g is None:
+            log.skipped += 1
+            return w
+        log.truncated += 1
+        G = g.reshape(w.shape[1], -1).T
+    return _power_or_oja(G, w, t, found, config, log)
+
+
+def _power_or_oja(G: np.ndarray, w: np.ndarray, t: int, found: np.ndarray, config: _DpPcaConfig,
+                  log: _StepLog) -> np.ndarray:
+    """The update from the released mean gradient G: ``orth(G)`` (power step) or ``orth(w + eta_t G)``."""
+    M = _deflate(G if config.power else w + config.c1 / (config.c2 + t) * G, found)
+    if config.block > 1:
+        log.last = M
+    return _orth(M)
+
+
+def public_bound_mean(X: np.ndarray, W: np.ndarray, sensitivity: float, releaser: Releaser) -> np.ndarray:
+    """``(1/b) sum_i x_i (x_i^T W)`` over the b rows of X plus the plan's mean noise at ``sensitivity / b``.
+
+    ``sensitivity`` is the public replace-one bound on the batch SUM (``min(sqrt(p), sqrt(2)) C^2``,
+    :func:`~dpspectral.pca.minibatch.minibatch_sensitivity`), so the mean moves by at most its b-th
+    part; the plan's release ``"mean"`` is per unit sensitivity. Never forms the b x (d p) gradients.
+    """
+    b = X.shape[0]
+    return X.T @ (X @ W) / b + releaser.gaussian(_MEAN, W.shape) * (sensitivity / b)
+
+
+def _step_eigenvalue(X1: np.ndarray, w: np.ndarray, config: _DpPcaConfig,
+                     releaser: Releaser) -> float | None:
+    """Algorithm 4 on the first half of a batch (the b x (d p) gradients formed only when small)."""
+    # "auto": a win by an empty bin (an estimate the data do not support) counts as no estimate
+    floor = -math.inf
+    if config.truncation == "auto":
+        floor = eigenvalue_count_threshold(config.b_eps, config.zeta)
+    if X1.shape[0] * config.p <= _MATERIALISE:
+        return private_top_eigenvalue(_gradients(X1, w), epsilon=config.b_eps, delta=config.b_delta,
+                                      bound=config.eig_bound, n_groups=config.groups,
+                                      histogram=config.histogram, releaser=releaser, min_count=floor)
+    _check_planned(releaser, _eigenvalue_release(config.b_eps))
+    lam = _group_eigenvalues_of_rows(X1, w, config.groups)
+    return _eigenvalue_mode(lam, config.b_eps, config.b_delta, config.eig_bound, config.histogram,
+                            releaser, floor)
