@@ -59,6 +59,22 @@ def test_quick_run_end_to_end(shared_data: Path, tmp_path: Path) -> None:
     assert len(result.table3) == 1 + len(shang2021.METHODS)
 
 
+def test_paper_settings_are_passed_only_to_the_paper_rows() -> None:
+    # issue 16 changed the defaults of PPI, DP-SPCA and DP-VRPCA: the rows that mean the paper's
+    # algorithms pass its settings explicitly, the "library defaults" rows pass nothing
+    n, k = 2000, 3
+    spca = shang2021.paper_settings("dp_spca", n, k)
+    assert spca["n_steps"] == n and spca["sampling_rate"] == 1 / n and spca["block_size"] == k
+    assert shang2021.paper_settings("dp_vrpca", n, k)["n_epochs"] == shang2021.VRPCA_EPOCHS
+    assert shang2021.paper_settings("noisy_power", n, k) == {"n_iter": shang2021.PPI_ITERATIONS,
+                                                              "block_size": k}
+    assert shang2021.paper_settings("analyze_gauss", n, k) == {}
+    settings = {(m[1], m[3]) for m in shang2021.METHODS}
+    for name in ("noisy_power", "dp_spca", "dp_vrpca"):
+        assert {(name, shang2021.PAPER), (name, shang2021.DEFAULTS)} <= settings
+    assert all(label in shang2021.PAPER_TABLE3 for label, *_ in shang2021.METHODS)
+
+
 def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = cli.main(["reproduce", "shang2021", "--quick", "--data", str(tmp_path / "nope"),
                        "--out", str(tmp_path / "o"), "--no-progress"])

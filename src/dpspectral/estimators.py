@@ -500,7 +500,8 @@ class DPLowRank(_DPEstimator):
 
     Attributes
     ----------
-    U_ : ndarray of shape (m, k)
+    U_ : ndarray of shape (m, k) or None
+        None for a subspace-only release (``hardt_roth``'s default power iteration: V_ and S_ only).
     S_ : ndarray of shape (k,)
     V_ : ndarray of shape (n, k) or None
         None for methods that release only the left subspace (Private-Local-LRF).
@@ -628,7 +629,14 @@ class DPLowRank(_DPEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def reconstruct(self) -> np.ndarray:
-        """The released rank-k matrix ``U_ diag(S_) V_^T`` (m x n)."""
-        check_is_fitted(self, "U_")
+    def reconstruct(self, A: Any = None) -> np.ndarray:
+        """The released rank-k matrix ``U_ diag(S_) V_^T`` (m x n).
+
+        A subspace-only release (``hardt_roth``'s default, no ``U_``) and a factorization of ``A^T A``
+        (``covariance_lrf``) need the data owner's matrix: ``reconstruct(A)`` is ``A V_ V_^T``, computed
+        locally; without A they raise, naming what is missing. A is ignored by the other methods.
+        """
+        check_is_fitted(self, "S_")
+        if A is not None and getattr(self.result_, "needs_data", False):
+            return self.result_.reconstruct(A)  # type: ignore[call-arg]
         return self.result_.reconstruct()

@@ -23,9 +23,10 @@ import scipy.sparse as sp
 
 from ._progress import progress
 from .privacy.clipping import NormViolation, clip_rows, clip_threshold
-from .privacy.pipeline import as_numeric_2d, norm_violation_error, not_finite_error
+from .privacy.pipeline import NonPrivateDataError, as_numeric_2d, norm_violation_error, not_finite_error
 
-__all__ = ["Moments", "accumulate", "is_dask_array", "n_features_of", "needs_two_passes_ok"]
+__all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
+           "needs_two_passes_ok", "unknown_columns_error"]
 
 _BLOCK_ELEMENTS = 1 << 24  # ~128 MB of float64 per block
 
@@ -159,7 +160,9 @@ def _iter_blocks(X: Any, owner: str, show_progress: bool | None) -> Iterator[tup
 
 
 def n_features_of(X: Any) -> int | None:
-    """Number of columns when it is known without reading the data."""
+    """Number of columns when it is known without reading the data (a Dask array of unknown width:
+    :func:`unknown_columns_error`)."""
+    check_dask_columns(X)
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) == 2:
         return int(shape[1])
@@ -252,6 +255,28 @@ def accumulate(
     )
 
 
+def unknown_columns_error(X: Any) -> ValueError:
+    """The error for a Dask array whose number of columns is unknown (its column chunks are NaN)."""
+    return ValueError(
+        f"A Dask array with unknown chunk sizes along its columns (shape {X.shape}, column chunks "
+        f"{X.chunks[1]}) cannot be fitted: the number of features must be known before anything is "
+        "released. Call X = X.compute_chunk_sizes() first (one pass over the data, nothing is released "
+        "or charged), or build it with known sizes (ddf.to_dask_array(lengths=True) for a Dask "
+        "DataFrame). Unknown row counts (NaN row chunks, e.g. after boolean row selection) are fine. "
+        "Nothing was charged."
+    )
+
+
+def check_dask_columns(X: Any) -> None:
+    """Raise :func:`unknown_columns_error` when ``X`` is a Dask array of unknown width."""
+    if is_dask_array(X) and len(X.shape) == 2 and _is_nan(X.shape[1]):
+        raise unknown_columns_error(X)
+
+
+def _is_nan(size: Any) -> bool:
+    return isinstance(size, float) and size != size
+
+
 def _accumulate_dask(
     X: Any,
     row_norm: float,
@@ -261,48 +286,77 @@ def _accumulate_dask(
     want_second: bool,
     owner: str,
 ) -> Moments:
-    import dask
-    import dask.array as da
-
+    """The moments of a Dask array: one task per row block computes the block's packed partial
+    (counts, sum, upper triangle of ``X^T X`` of its clipped rows), and Dask sums the partials in a tree
+    (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
+    Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
+    block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
     if X.ndim != 2:
         raise ValueError(
             f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of shape "
             f"{X.shape}."
         )
+    check_dask_columns(X)
     if X.dtype.kind not in "biuf":
         raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
-    X = X.rechunk({1: -1}).astype(np.float64)
     d = int(X.shape[1])
-    if center is not None:
-        if center.shape != (d,):
-            raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
-        X = X - center
-    norms = da.sqrt((X * X).sum(axis=1))
-    over = norms > clip_threshold(row_norm)
-    scale = da.where(over, row_norm / da.where(over, norms, 1.0), 1.0)
-    Xc = X * scale[:, None]
-    finite = da.isfinite(X).all()
-    parts: dict[str, Any] = {
-        "finite": finite,
-        "n": da.sum(da.ones_like(norms, dtype=np.int64)),
-        "n_over": over.sum(),
-    }
-    if want_sum:
-        parts["sum"] = Xc.sum(axis=0)
-    if want_second:
-        parts["second"] = Xc.T @ Xc
-    (out,) = dask.compute(parts)
-    if not bool(out["finite"]):
+    if center is not None and center.shape != (d,):
+        raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
+    X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+    width = _partial_width(d, want_sum, want_second)
+    partials = X.map_blocks(
+        _block_partial, center, float(row_norm), want_sum, want_second,
+        chunks=((1,) * X.numblocks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)),
+    )
+    total = np.asarray(partials.sum(axis=0).compute())
+    n, n_over, n_bad = (int(round(v)) for v in total[:3])
+    if n_bad:
         raise not_finite_error(owner)
-    n = int(out["n"])
     if n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
-    n_over = int(out["n_over"])
     if on_norm_violation == "raise" and n_over:
         raise norm_violation_error(owner, row_norm)
+    s = total[3:3 + d] if want_sum else None
     second = None
     if want_second:
-        second = np.asarray(out["second"])
-        second = (second + second.T) / 2
-    return Moments(n=n, d=d, sum=np.asarray(out["sum"]) if want_sum else None, second=second,
-                   n_clipped=n_over)
+        second = np.zeros((d, d))
+        second[np.triu_indices(d)] = total[3 + (d if want_sum else 0):]
+        second = second + np.triu(second, 1).T
+    return Moments(n=n, d=d, sum=s, second=second, n_clipped=n_over)
+
+
+def _partial_width(d: int, want_sum: bool, want_second: bool) -> int:
+    """Length of a block's packed partial: n, n_over, n_not_finite, [sum (d)], [upper X^T X]."""
+    return 3 + (d if want_sum else 0) + (d * (d + 1) // 2 if want_second else 0)
+
+
+def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_sum: bool,
+                   want_second: bool) -> np.ndarray:
+    """One row block's packed partial (runs on a Dask worker; see :func:`_accumulate_dask`).
+
+    A block with NaN or infinity is only flagged (the caller refuses the data when any is found); the
+    clipping is :func:`accumulate`'s: every row scaled by its factor, 1 within the bound."""
+    if sp.issparse(block):
+        block = block.toarray()
+    block = np.asarray(block, dtype=np.float64)
+    d = block.shape[1]
+    if center is not None:
+        block = block - center
+    out = np.zeros((1, _partial_width(d, want_sum, want_second)))
+    out[0, 0] = block.shape[0]
+    if block.shape[0] == 0:
+        return out
+    try:
+        norms = _dense_row_norms(block, 0, "dpspectral")
+    except NonPrivateDataError:  # NaN or infinity in the block: flagged, refused by the caller
+        out[0, 2] = 1
+        return out
+    over = norms > clip_threshold(row_norm)
+    out[0, 1] = np.count_nonzero(over)
+    block = block * np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)[:, None]
+    if want_sum:
+        out[0, 3:3 + d] = block.sum(axis=0)
+    if want_second:
+        second = blas.dsyrk(1.0, block.T, trans=0, lower=0)
+        out[0, 3 + (d if want_sum else 0):] = second[np.triu_indices(d)]
+    return out

@@ -34,6 +34,7 @@ travels through the Dask scheduler as Dask sends it; the library reports only th
 from __future__ import annotations
 
 import abc
+import ast
 import contextlib
 import os
 import time
@@ -45,7 +46,8 @@ from typing import Any, Literal
 from .._progress import progress
 from .site import SitePayload, SitePlan, SiteSeed, failure_reason
 
-__all__ = ["DaskEngine", "Engine", "InProcessEngine", "SiteOutcome", "SiteStatus", "StepFunction"]
+__all__ = ["DaskConnectionError", "DaskEngine", "DaskStartError", "Engine", "InProcessEngine", "SiteOutcome",
+           "SiteStatus", "StepFunction", "check_worker_processes_can_start"]
 
 SiteStatus = Literal["ok", "failed", "timeout", "lost"]
 StepFunction = Callable[[Any, SitePlan, SiteSeed, int], SitePayload]
@@ -105,6 +107,12 @@ class Engine(abc.ABC):
     ) -> list[SiteOutcome]:
         """One :class:`SiteOutcome` per site, in site order."""
 
+    @contextlib.contextmanager
+    def session(self, n_sites: int = 1) -> Iterator[Any]:
+        """Open what the runs inside the block need (a connection), before the ledger is charged: a
+        failure to connect raises here, with nothing charged. This engine needs nothing."""
+        yield None
+
 
 class InProcessEngine(Engine):
     """Run the sites sequentially in this process (see the module docstring)."""
@@ -163,21 +171,47 @@ def _run_site_on_worker(step: StepFunction, data: Any, plan: SitePlan, seed: Sit
     return payload, address
 
 
+class DaskConnectionError(TimeoutError):
+    """No Dask scheduler (or no worker) answered in time. Raised before the ledger is charged."""
+
+
+class DaskStartError(RuntimeError):
+    """A ``LocalCluster``'s worker processes cannot be started from this program (raised before the
+    ledger is charged; the message says what to change)."""
+
+
 class DaskEngine(Engine):
     """Run every site's step on a ``dask.distributed`` worker (see the module docstring).
+
+    Which cluster, in this order (never a second one beside the caller's):
+
+    1. ``client``: this client (not closed afterwards);
+    2. ``scheduler_address``: a client to that scheduler for the run (closed afterwards);
+    3. the **active client** (``distributed.default_client()``: the last ``Client`` created with
+       ``set_as_default=True``, the default, and not closed), used as it is (not closed afterwards);
+    4. the address in Dask's configuration (``dask.config.get("scheduler-address")``, e.g. the
+       ``DASK_SCHEDULER_ADDRESS`` environment variable);
+    5. otherwise a ``LocalCluster`` started for the run and closed after it.
+
+    The connection is opened by :meth:`session` before the ledger is charged, so an address that does not
+    answer (:class:`DaskConnectionError`, naming the address), a cluster without workers or a
+    ``LocalCluster`` whose worker processes cannot start (:class:`DaskStartError`: a script calling the fit
+    outside ``if __name__ == "__main__":``, or a program read from standard input) fail with nothing
+    charged.
 
     Parameters
     ----------
     client : distributed.Client, optional
         Use this client (not closed afterwards).
     scheduler_address : str, optional
-        Connect to this scheduler (e.g. ``"tcp://10.0.0.5:8786"``) for the run; its workers must be able
-        to import ``dpspectral``. Ignored when ``client`` is given.
+        Connect to this scheduler (e.g. ``"tcp://10.0.0.5:8786"``, or ``cluster.scheduler_address`` of a
+        ``dask-jobqueue`` / ``dask-kubernetes`` cluster) for the run; its workers must be able to import
+        ``dpspectral``. Ignored when ``client`` is given.
     n_workers : int, optional
-        Without ``client`` and ``scheduler_address``: the workers of the ``LocalCluster`` started for the
-        run (default: ``min(n_sites, cpu count, 8)``; one thread per worker, one process each).
+        Only when a ``LocalCluster`` is started (no client, no address, no active client): its workers
+        (default: ``min(n_sites, cpu count, 8)``; one thread per worker, one process each).
     cluster_kwargs : dict, optional
-        More ``LocalCluster`` keyword arguments.
+        More ``LocalCluster`` keyword arguments (e.g. ``{"processes": False}`` for threads).
     connect_timeout : float, default=30
         Seconds to wait for the scheduler and for at least one worker.
     """
@@ -198,24 +232,63 @@ class DaskEngine(Engine):
         self.n_workers = n_workers
         self.cluster_kwargs = dict(cluster_kwargs or {})
         self.connect_timeout = connect_timeout
+        self._open: Any = None  # the client of the session in progress (see ``session``)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DaskEngine:
+        """A copy sharing the client (a connection is a handle: ``sklearn.clone`` must not copy it)."""
+        return DaskEngine(self.client, scheduler_address=self.scheduler_address, n_workers=self.n_workers,
+                          cluster_kwargs=dict(self.cluster_kwargs), connect_timeout=self.connect_timeout)
+
+    @contextlib.contextmanager
+    def session(self, n_sites: int = 1) -> Iterator[Any]:
+        """Connect (see the class docstring) and hold the connection for the runs inside the block."""
+        with self.connect(n_sites) as client:
+            previous, self._open = self._open, client
+            try:
+                yield client
+            finally:
+                self._open = previous
 
     @contextlib.contextmanager
     def connect(self, n_sites: int = 1) -> Iterator[Any]:
-        """A client for one run: the given one, one to ``scheduler_address``, or a new ``LocalCluster``."""
+        """A client with at least one worker: the given one, one to an address, the active one, or a new
+        ``LocalCluster``'s (closed afterwards). Raises :class:`DaskConnectionError` or
+        :class:`DaskStartError`."""
+        from distributed import Client
+
+        address = self.scheduler_address
+        if self.client is None and address is None and _active_client() is None:
+            import dask
+
+            address = dask.config.get("scheduler-address", None) or None
+        with contextlib.ExitStack() as stack:
+            if self.client is not None:
+                client = self.client
+            elif address is not None:
+                client = stack.enter_context(_client_at(Client, str(address), self.connect_timeout))
+            else:
+                client = _active_client() or stack.enter_context(self._local_cluster(n_sites))
+            _wait_for_a_worker(client, self.connect_timeout)
+            yield client
+
+    @contextlib.contextmanager
+    def _local_cluster(self, n_sites: int) -> Iterator[Any]:
+        """A ``LocalCluster`` for one run, and a client to it (both closed afterwards)."""
         from distributed import Client, LocalCluster
 
-        if self.client is not None:
-            yield self.client
-            return
-        if self.scheduler_address is not None:
-            with Client(self.scheduler_address, timeout=self.connect_timeout, set_as_default=False) as client:
-                yield client
-            return
         n = self.n_workers or max(1, min(n_sites, os.cpu_count() or 1, 8))
         kwargs: dict[str, Any] = {"n_workers": n, "threads_per_worker": 1, "processes": True,
                                   "dashboard_address": ":0"}
         kwargs.update(self.cluster_kwargs)
-        with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as client:
+        if kwargs.get("processes", True):
+            check_worker_processes_can_start()
+        try:
+            cluster = LocalCluster(**kwargs)
+        except Exception as exc:
+            raise DaskStartError(
+                f"DaskEngine could not start a LocalCluster ({type(exc).__name__}: {exc}). "
+                f"{_START_ADVICE}") from exc
+        with cluster, Client(cluster, set_as_default=False) as client:
             yield client
 
     def run(
@@ -228,15 +301,16 @@ class DaskEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
+        if self._open is not None:  # inside ``session``: the connection opened before the charge
+            return self._run(self._open, sites, step, plan, seeds, timeout)
         with self.connect(len(sites)) as client:
             return self._run(client, sites, step, plan, seeds, timeout)
 
     def _run(self, client: Any, sites: Sequence[Any], step: StepFunction, plan: SitePlan,
              seeds: Sequence[SiteSeed], timeout: float | None) -> list[SiteOutcome]:
-        client.wait_for_workers(1, timeout=self.connect_timeout)
         workers = sorted(client.scheduler_info()["workers"])
         token = uuid.uuid4().hex[:12]
-        owned: list[Any] = []  # data futures this run created (released at the end)
+        owned: list[Any] = []  # data futures this run holds (released at the end)
         tasks: dict[Any, int] = {}
         outcomes: dict[int, SiteOutcome] = {}
         try:
@@ -278,13 +352,126 @@ class DaskEngine(Engine):
                 outcomes[s] = SiteOutcome(s, "timeout",
                                           error=f"no answer within site_timeout={timeout:g} s of dispatch")
         finally:
-            for fut in list(tasks):
+            # Release (never cancel) what this run holds: a Dask collection's block computed here may be
+            # the very key of the caller's persisted array, which cancelling would destroy for them.
+            for fut in [*tasks, *owned]:
                 with contextlib.suppress(Exception):
                     fut.release()
-            if owned:
-                with contextlib.suppress(Exception):
-                    client.cancel(owned)
         return [outcomes[s] for s in range(len(sites))]
+
+
+_START_ADVICE = (
+    "Dask starts each worker process by re-running this program's main module (multiprocessing "
+    "'spawn'), which fails when the fit is called at the top level of a script (outside "
+    "`if __name__ == \"__main__\":`) or when the program was read from standard input. Either put the "
+    "code that fits under `if __name__ == \"__main__\":` in a script file, or start a cluster first and "
+    "it will be used: `from distributed import Client; client = Client(processes=False)` (threads, no "
+    "new process), `Client(\"tcp://host:8786\")` for a running scheduler, or "
+    "`DaskEngine(scheduler_address=...)`. Nothing was charged."
+)
+
+
+def check_worker_processes_can_start() -> None:
+    """Raise :class:`DaskStartError` when a ``LocalCluster`` started now could not start its worker
+    processes: Dask spawns them by re-running the main module, which fails when the main program came
+    from standard input (no file to re-run) or calls the fit from its top level without the
+    ``if __name__ == "__main__":`` guard (the re-run would start a cluster again). Interactive sessions,
+    notebooks, ``python -c`` and the ``fork`` start method are fine."""
+    import multiprocessing.process
+    import sys
+
+    import dask
+
+    if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+        return
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None:  # interactive: the workers do not re-run the main module
+        return
+    by_name = getattr(getattr(main, "__spec__", None), "name", None) is not None  # python -m
+    start_dir = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or ""  # where spawn resolves it
+    if not by_name and not os.path.isfile(os.path.join(start_dir, path)):
+        raise DaskStartError(
+            f"DaskEngine cannot start worker processes: the main program ({path}) was read from standard "
+            f"input or no longer exists, so the worker processes cannot re-run it. {_START_ADVICE}")
+    line = _unguarded_call_line(main, path)
+    if line is not None:
+        raise DaskStartError(
+            f"DaskEngine cannot start worker processes: the fit is called at line {line} of {path} "
+            f"outside `if __name__ == \"__main__\":`, so every worker process would run it again. "
+            f"{_START_ADVICE}")
+
+
+def _unguarded_call_line(main: Any, path: str) -> int | None:
+    """The line of the main module's top-level code that is running now (it led to this call), when
+    that line is not inside an ``if __name__ == "__main__":`` block; None otherwise (or unknown)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:  # the main module is not running its top-level code (it called us later)
+        return None
+    line = frame.f_lineno
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_guard(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+                return None
+    return line
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [isinstance(x, ast.Name) and x.id == "__name__" for x in sides]
+    mains = [isinstance(x, ast.Constant) and x.value == "__main__" for x in sides]
+    return (names[0] and mains[1]) or (names[1] and mains[0])
+
+
+def _active_client() -> Any:
+    """The caller's default ``distributed.Client`` (``distributed.default_client()``), if one is open."""
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    return None if client.status in ("closing", "closed") else client
+
+
+@contextlib.contextmanager
+def _client_at(client_class: Any, address: str, timeout: float) -> Iterator[Any]:
+    """A client to the scheduler at ``address`` (closed afterwards), or :class:`DaskConnectionError`."""
+    try:
+        client = client_class(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise DaskConnectionError(
+            f"DaskEngine: no Dask scheduler answered at {address!r} within {timeout:g} s "
+            f"({type(exc).__name__}: {exc}). Check the address (for a dask-jobqueue or dask-kubernetes "
+            "cluster: cluster.scheduler_address), that the scheduler is running and that this machine can "
+            "reach its port; raise connect_timeout for a scheduler still starting. Nothing was charged."
+        ) from exc
+    with client:
+        yield client
+
+
+def _wait_for_a_worker(client: Any, timeout: float) -> None:
+    """Wait until the client's scheduler has a worker, or :class:`DaskConnectionError` naming it."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        address = getattr(getattr(client, "scheduler", None), "address", None)
+        raise DaskConnectionError(
+            f"DaskEngine: the Dask scheduler at {address!r} has no worker after {timeout:g} s. Start or "
+            "scale its workers (cluster.scale(n) for a dask-jobqueue or dask-kubernetes cluster), or raise "
+            "connect_timeout. Nothing was charged.") from exc
 
 
 def _wait_any(futures: list[Any], seconds: float) -> None:

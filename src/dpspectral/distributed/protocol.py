@@ -38,7 +38,7 @@ from ..constraints import (
     check_choice,
     check_params,
 )
-from ..moments import is_dask_array
+from ..moments import check_dask_columns, is_dask_array
 from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation
@@ -236,6 +236,7 @@ def _dask_array_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
     if sites.ndim != 2:
         raise ValueError(f"The 'sites' parameter of {owner} must be a 2-D Dask array. Got shape "
                          f"{sites.shape} instead.")
+    check_dask_columns(sites)  # an unknown width: a clear error (compute_chunk_sizes), nothing charged
     X = sites.rechunk({1: -1}) if sites.numblocks[1] > 1 else sites
     blocks = list(X.to_delayed()[:, 0])
     sizes = [None if math.isnan(c) else int(c) for c in X.chunks[0]]
@@ -590,9 +591,10 @@ def _run_protocol(
     eng = _as_engine(engine, owner)
     seeds = spawn_site_seeds(random_state, len(run.sites.handles))
     noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
-    outcomes, payloads, agg, releaser = _release(
-        run, plan, run_plan, engine=eng, seeds=seeds, accountant=accountant, noise=noise,
-        show_progress=show_progress, stacklevel=stacklevel)
+    with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
+        outcomes, payloads, agg, releaser = _release(
+            run, plan, run_plan, engine=eng, seeds=seeds, accountant=accountant, noise=noise,
+            show_progress=show_progress, stacklevel=stacklevel)
     report = releaser.report(mechanism=mechanism, budget=run.budget, calibration=calibration,
                              accounting=accounting, notes=run_plan.notes, stacklevel=stacklevel + 1)
     return _result(run, plan, outcomes, payloads, agg, report, eng.name)
@@ -679,8 +681,9 @@ _PARAMS_DOC = """
         ``"svd"`` the largest in magnitude (the paper's SVD of a symmetric matrix), ``"eigh"`` the largest
         eigenvalues with negative ones clamped to 0 (the true ``A_s`` is positive semi-definite).
     engine : {"inprocess", "dask"} or Engine, default="inprocess"
-        Where the sites run; ``"dask"`` starts a ``LocalCluster`` for the run; pass
-        ``DaskEngine(client=...)`` or ``DaskEngine(scheduler_address=...)`` to use an existing cluster.
+        Where the sites run; ``"dask"`` uses the active ``distributed.Client`` when there is one, else
+        starts a ``LocalCluster`` for the run (closed after it); ``DaskEngine(client=...)`` or
+        ``DaskEngine(scheduler_address=...)`` name a cluster. The connection is made before the charge.
     site_timeout : float, optional
         Seconds after dispatch by which a site must answer; later sites are left out.
     min_sites : int, default=1
