@@ -362,11 +362,6 @@ def test_power_iterations_pinned(relation, calibration, monkeypatch):
 
 
 # -- Local Gaussian: one user's report, and the simulated protocol ------------------------------------
-def iso(M: np.ndarray) -> np.ndarray:
-    """The diagonal and sqrt(2) times the entries above it: ``||iso(M)|| = ||M||_F`` (symmetric M)."""
-    i, j = np.triu_indices(M.shape[0])
-    return M[i, j] * np.where(i == j, 1.0, math.sqrt(2.0))
-
 
 # "tight" defaults to noise_shape="goe": the Gaussian mechanism runs on iso(x x^T) (off-diagonal noise
 # sigma / sqrt 2 in the report); "paper" (and noise_shape="iid") on upper(x x^T), i.i.d. sigma
