@@ -58,7 +58,8 @@ _SHAPE = ("n rows, d features: the shape (n, d) every generator's docstring stat
 
 #: (callable, parameter) -> why the single letter stays.
 KEPT: dict[tuple[str, str], str] = {
-    **{("LowRankResult.__init__", p): _FACTORS + " (also the result's attributes)" for p in "USV"},
+    **{(f"{cls}.__init__", p): _FACTORS + " (also the result's attributes)"
+       for cls in ("LowRankResult", "GramResult", "RowSubspaceResult") for p in "USV"},
     **{("additive_error", p): _FACTORS for p in "USV"},
     **{("total_error", p): _FACTORS for p in "USV"},
     **{(f, p): _BASES for f in ("principal_angles", "projection_distance", "max_sin_theta") for p in "VW"},
@@ -76,6 +77,8 @@ KEPT: dict[tuple[str, str], str] = {
     ("TurnstileLRF.update", "i"): "A[i, j] += delta: the entry's row, the matrix-entry convention of the "
                                   "docstring (update_many, the batch form, names them rows, cols)",
     ("TurnstileLRF.update", "j"): "A[i, j] += delta: the entry's column (see i)",
+    ("TurnstileSpaceOptimalLRF.update", "i"): "A[i, j] += delta: as TurnstileLRF.update",
+    ("TurnstileSpaceOptimalLRF.update", "j"): "A[i, j] += delta: as TurnstileLRF.update",
     ("local_gaussian_report", "x"): "one user's row: the lower-case x of the data convention X",
     ("random_orthonormal", "d"): _FORMULA + " (a d x k orthonormal matrix)",
     **{(f, p): _SHAPE for f in ("gaussian_data", "spiked_covariance", "decaying_spectrum") for p in "nd"},
@@ -281,7 +284,8 @@ _GEP_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]]]] = [
     ("solve_pair",
      lambda **kw: _gep(gep.solve_pair(_PAIR, 2, method="dpsr", n_iter=3, **_GEP_PRIVATE, **kw))),
     ("private_fda",
-     lambda **kw: _gep(gep.private_fda(_FDA_X, _FDA_Y, 2, row_norm=1.0, n_iter=3, **_GEP_PRIVATE, **kw))),
+     lambda **kw: _gep(gep.private_fda(_FDA_X, _FDA_Y, 2, row_norm=1.0, method="dpsr", n_iter=3,
+                                       **_GEP_PRIVATE, **kw))),
     ("private_pca_gep",
      lambda **kw: _gep(gep.private_pca_gep(_FDA_X, 2, row_norm=1.0, n_iter=3, **_GEP_PRIVATE, **kw))),
     ("private_gep", _private_gep),

@@ -154,6 +154,7 @@ EXTRA: dict[str, Callable[..., Any]] = {
     "CovarianceLRF": _streaming("CovarianceLRF"),
     "TurnstileLRF": _streaming("TurnstileLRF"),
     "ContinualLRF": _streaming("ContinualLRF"),
+    "TurnstileSpaceOptimalLRF": _streaming("TurnstileSpaceOptimalLRF"),
     "local_gaussian_report": _local_gaussian_report,
     "local_pca": _sites("local_pca"),
     "pooled_pca": _sites("pooled_pca"),
@@ -231,7 +232,7 @@ NO_DATA_ARGUMENT = {"private_select"}
 
 # The streaming states charge their whole horizon when created (their noise is drawn then, before any
 # data): a bad update is refused with nothing more charged and nothing marked failed.
-CHARGED_AT_CREATION = {"CovarianceLRF", "TurnstileLRF", "ContinualLRF"}
+CHARGED_AT_CREATION = {"CovarianceLRF", "TurnstileLRF", "ContinualLRF", "TurnstileSpaceOptimalLRF"}
 
 
 @pytest.mark.parametrize("name", sorted(set(CALLERS) - NO_DATA_ARGUMENT))
