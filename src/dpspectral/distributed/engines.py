@@ -11,8 +11,10 @@ time, or why it did not. Engines never raise because of a site's fault; the prot
     raises is reported as ``"failed"``; one whose step took longer than ``timeout`` seconds is reported as
     ``"timeout"`` and its payload discarded (a late answer, as an aggregator with a deadline would).
 :class:`DaskEngine`
-    Runs every site's step on a Dask worker (``dask.distributed``), where the site's data lives: in-memory
-    arrays are scattered to one worker each (round-robin over the workers, sorted by address), user
+    Runs every site's step on a Dask worker (``dask.distributed``) of the caller's cluster (the client
+    given, an address, or the active client; a ``LocalCluster`` only when there is none, closed after the
+    run), connected before the ledger is charged (:meth:`Engine.session`), where the site's data lives:
+    in-memory arrays are scattered to one worker each (round-robin over the workers, sorted by address), user
     ``Future`` objects and Dask collections (e.g. the row blocks of a Dask array) stay where Dask keeps
     them (a site's step is pinned to the worker holding its scattered data or future, so the data never
     moves; a Dask collection's blocks are computed where Dask decides). Only the payloads travel back;
@@ -37,6 +39,7 @@ import abc
 import ast
 import contextlib
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -232,7 +235,7 @@ class DaskEngine(Engine):
         self.n_workers = n_workers
         self.cluster_kwargs = dict(cluster_kwargs or {})
         self.connect_timeout = connect_timeout
-        self._open: Any = None  # the client of the session in progress (see ``session``)
+        self._open: dict[int, Any] = {}  # thread id -> the client of its session in progress (``session``)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DaskEngine:
         """A copy sharing the client (a connection is a handle: ``sklearn.clone`` must not copy it)."""
@@ -243,11 +246,16 @@ class DaskEngine(Engine):
     def session(self, n_sites: int = 1) -> Iterator[Any]:
         """Connect (see the class docstring) and hold the connection for the runs inside the block."""
         with self.connect(n_sites) as client:
-            previous, self._open = self._open, client
+            thread = threading.get_ident()
+            previous = self._open.get(thread)
+            self._open[thread] = client
             try:
                 yield client
             finally:
-                self._open = previous
+                if previous is None:
+                    self._open.pop(thread, None)
+                else:
+                    self._open[thread] = previous
 
     @contextlib.contextmanager
     def connect(self, n_sites: int = 1) -> Iterator[Any]:
@@ -301,8 +309,9 @@ class DaskEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
-        if self._open is not None:  # inside ``session``: the connection opened before the charge
-            return self._run(self._open, sites, step, plan, seeds, timeout)
+        client = self._open.get(threading.get_ident())
+        if client is not None:  # inside ``session``: the connection opened before the charge
+            return self._run(client, sites, step, plan, seeds, timeout)
         with self.connect(len(sites)) as client:
             return self._run(client, sites, step, plan, seeds, timeout)
 

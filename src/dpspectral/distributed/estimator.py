@@ -65,16 +65,20 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         A name from ``dpspectral.methods(task="distributed")`` (the registry's distributed entries; today
         DPdisPCA).
     engine : {"dask", "inprocess"} or Engine, default="dask"
-        ``"dask"``: the sites run on ``dask.distributed`` workers; a ``LocalCluster`` (one single-threaded
-        process per worker) is started for the fit when ``scheduler_address`` is None, otherwise the fit
-        connects to that scheduler (whose workers must have ``dpspectral`` installed). ``"inprocess"``:
-        the sites run one after the other in this process.
+        ``"dask"``: the sites run on ``dask.distributed`` workers: a ``DaskEngine(client=c)`` passed as
+        ``engine`` uses ``c``; else ``scheduler_address``; else the active ``distributed.Client``; else the
+        address in Dask's configuration (``DASK_SCHEDULER_ADDRESS``); else a ``LocalCluster`` (one
+        single-threaded process per worker) is started for the fit and closed after. A client the user
+        opened is never replaced or closed (docs/algorithms/distributed.md, "Dask the way Dask users
+        work"); the workers must have ``dpspectral`` installed. ``"inprocess"``: the sites run one after
+        the other in this process.
     scheduler_address : str or None, default=None
         Address of an existing Dask scheduler (``engine="dask"``).
     site_timeout : float or None, default=None
         Seconds after dispatch by which a site must answer; later sites are left out.
     n_workers : int or None, default=None
-        Workers of the ``LocalCluster`` started when no address is given (default ``min(S, cpus, 8)``).
+        Workers of the ``LocalCluster`` started when no client or address is found (default
+        ``min(S, cpus, 8)``); ignored otherwise.
     variant : {"proxy", "full"}, default="proxy"
         ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
         baseline).
