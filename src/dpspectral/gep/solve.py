@@ -64,7 +64,8 @@ def solve_pair(
         if method == "sr":
             if kwargs:
                 raise TypeError(f"method='sr' of {owner} takes no options; got {sorted(kwargs)}.")
-            return simultaneous_reduction(pair.A, pair.B, k, regularization=regularization)
+            ratio = float(check_regularization(regularization, owner, allow_zero=True))  # no noise: a float
+            return simultaneous_reduction(pair.A, pair.B, k, regularization=ratio)
         spec = GEP_METHODS[method]
         solver = spec.solver
         assert solver is not None, f"the registry's GEP entry {method!r} names no solver"

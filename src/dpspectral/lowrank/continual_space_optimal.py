@@ -47,11 +47,11 @@ from .factorization import (
     add_joint,
     check_matrix,
     check_rank,
+    space_optimal_finish,
     space_optimal_noise,
 )
 from .sketches import sketch_sizes
 from .streaming import STREAM_NOTE, _check_shape, check_entries
-from .turnstile_space_optimal import _space_optimal_finish
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
 
@@ -199,7 +199,7 @@ class ContinualSpaceOptimalLRF:
                                  sigma_y=root * self._so.sigma_y, sigma_z=root * self._so.sigma_z)
         Y_r = np.asarray(Y_r) + np.hstack([np.zeros((self._Psi.shape[0], n)), so.sigma_min * self._Psi])
         Z = Z + so.sigma_min * (self._S @ self._T[:, n:].T)
-        U, s, V = _space_optimal_finish(np.asarray(Y_c), Y_r, Z, self._S, self._T, self.rank, n, so,
+        U, s, V = space_optimal_finish(np.asarray(Y_c), Y_r, Z, self._S, self._T, self.rank, n, so,
                                         singular_values)
         diag = {"time": self.time, "horizon": self.horizon, "levels": self.levels, "nodes": nodes,
                 "sigma_min": self._so.sigma_min, "sigma": self._so.sigma_y, "t": self.sizes.t,

@@ -44,15 +44,13 @@ from .factorization import (
     SpaceOptimalNoise,
     _budget,
     _relation,
-    _resolved_rank,
     _result,
-    _row_sketch_cap,
     _seed,
     _space_optimal_sketches,
     check_matrix,
     check_rank,
+    space_optimal_finish,
     space_optimal_noise,
-    space_optimal_release,
     split_joint,
 )
 from .sketches import SketchSizes, sketch_sizes
@@ -403,7 +401,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
                              f"one of 'shrink', 'raw'. Got {singular_values!r} instead.")
         self._publish("release")
         Y_c, Y_r, Z = self._snapshot_arrays()
-        U, s, V = _space_optimal_finish(Y_c, Y_r, Z, self._S, self._T, self.rank, self._inner_shape[1],
+        U, s, V = space_optimal_finish(Y_c, Y_r, Z, self._S, self._T, self.rank, self._inner_shape[1],
                                         self._so, singular_values)
         so = self._so
         diag = {"singular_values": singular_values, "t": self.sizes.t, "v": self.sizes.v,
@@ -490,20 +488,6 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         state._Y_c, state._Y_r, state._Z = (np.array(data[a], dtype=np.float64) for a in _ARRAYS)
         state._finish_build(report, CURRENT if status == PUBLISHED else publication)
         return state
-
-
-def _space_optimal_finish(Y_c: np.ndarray, Y_r: np.ndarray, Z: np.ndarray, S: np.ndarray, T: np.ndarray,
-                          k: int, n: int, so: SpaceOptimalNoise,
-                          singular_values: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The one-shot function's post-processing of released ``(Y_c, Y_r, Z)`` (its lines after the release
-    block; see the report of issue 24 for moving this into factorization.py, shared by both)."""
-    shrink_sigma = so.sigma_z if singular_values == "shrink" else 0.0
-    ranges = (so.sigma_min, so.sigma_y) if singular_values == "shrink" else None
-    U, s, V = space_optimal_release(Y_c, Y_r, Z, S, T, k, n, shrink_sigma, ranges)
-    if singular_values == "shrink":
-        keep = np.arange(s.size) < _resolved_rank(Y_c, Y_r, so)
-        s = np.minimum(s, _row_sketch_cap(Y_r, so, s.size)) * keep + 0.0  # + 0.0: no -0.0
-    return U, s, V
 
 
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE, "singular_values": SINGULAR_VALUES,
