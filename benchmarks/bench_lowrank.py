@@ -9,8 +9,8 @@ For each data set, epsilon and method (delta = 1e-6, or 1/m on the paper's synth
 * ``recon`` = ``||A - U diag(S) V^T||_F / ||A - [A]_k||_F`` for a released factorization (``-`` where the
   method releases no U: ``hardt_roth``'s subspace-only default, ``covariance_lrf``'s factorization of
   ``A^T A``), and
-* ``subspace`` = ``||A - A V V^T||_F / ||A - [A]_k||_F`` (the left subspace U for ``private_local_lrf``,
-  which releases no V: ``||A - U U^T A||_F``),
+* ``subspace`` = ``||A - A V V^T||_F / ||A - [A]_k||_F`` (the left subspace U for
+  ``private_local_lrf_sketch``, the paper's protocol, which releases no V: ``||A - U U^T A||_F``),
 
 next to the zero matrix (``||A||_F / best``), a random k-dimensional V and Analyze Gauss's V (row-level
 replace-one, same epsilon and delta, rows clipped to the row bound). Real data: the first ``--rows`` training
@@ -50,7 +50,7 @@ from dpspectral.pca.covariance import analyze_gauss  # noqa: E402
 
 METHODS = ("private_frobenius_lrf", "private_space_optimal_lrf", "turnstile_lrf", "continual_lrf",
            "covariance_lrf", "hardt_roth", "hardt_roth_range_finder", "private_local_lrf",
-           "optimal_space_lrf")
+           "private_local_lrf_sketch", "optimal_space_lrf")
 
 
 def load(name: str, rows: int, data_dir: str) -> tuple[np.ndarray, float, float]:
@@ -84,8 +84,10 @@ def run(method: str, A: np.ndarray, k: int, eps: float, delta: float, C: float, 
         return hardt_roth(A, k, row_norm=C, **priv)
     if method == "hardt_roth_range_finder":
         return hardt_roth(A, k, row_norm=C, algorithm="range_finder", **priv)
-    if method == "private_local_lrf":
+    if method == "private_local_lrf":  # default protocol="gram": V and S
         return private_local_lrf(A, k, row_norm=C, simulate_sum=True, **priv)
+    if method == "private_local_lrf_sketch":  # the paper's Fig. 9 protocol: U only
+        return private_local_lrf(A, k, row_norm=C, simulate_sum=True, protocol="sketch", **priv)
     if method == "optimal_space_lrf":
         return optimal_space_lrf(A, k, random_state=seed)
     raise ValueError(f"unknown method {method!r}")

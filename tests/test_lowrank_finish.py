@@ -177,8 +177,9 @@ def test_each_method_beats_a_random_subspace_where_its_regime_allows():
     promise: at epsilon = 1 their V is at random level here (1.51: the noise edge sigma (sqrt(n) +
     sqrt(t)) is above every singular value but the first); at epsilon = 64 they beat a random V by more
     than 0.2 (measured 1.16-1.20). The range finder (row-level) does at epsilon = 16 (1.21). Not in
-    their regime on this matrix up to epsilon = 64: continual_lrf (1.48; the tree's noise) and
-    private_local_lrf (1.47; each user's own noise) -- not asserted."""
+    their regime on this matrix up to epsilon = 64: continual_lrf (1.48; the tree's noise) and the
+    paper's private_local_lrf protocol (1.47; each user's own noise) -- not asserted (the default
+    "gram" protocol has its own test, tests/test_local_lrf_utility.py)."""
     A = _mnist_rows(3000)
     if A is None:
         pytest.skip("MNIST not in DPSPECTRAL_DATA")

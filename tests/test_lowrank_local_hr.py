@@ -252,7 +252,7 @@ def test_simulate_sum_draws_the_same_law():
 
 def test_privacy_report_events_and_communication():
     A = low_rank(60, 20, 2, seed=5)
-    res = private_local_lrf(A, 2, epsilon=0.8, delta=1e-5, row_norm=2.0, random_state=0)
+    res = private_local_lrf(A, 2, epsilon=0.8, delta=1e-5, row_norm=2.0, random_state=0, protocol="sketch")
     p, d = res.privacy, res.diagnostics
     s = analytic_noise_multiplier(0.8, 1e-5 * 0.9)
     assert p.relation is Relation.LOCAL and p.certified and p.calibration == "tight"

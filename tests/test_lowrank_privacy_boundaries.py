@@ -213,7 +213,7 @@ SEEDED = [
     (turnstile_lrf, {}),
     (continual_lrf, {}),
     (covariance_lrf, {"row_norm": 2.0}),
-    (private_local_lrf, {"row_norm": 2.0}),
+    (private_local_lrf, {"row_norm": 2.0, "protocol": "sketch"}),
 ]
 
 

@@ -109,7 +109,7 @@ def test_parameter_table_covers_the_constructor(cls):
         entries = entry if isinstance(entry, list) else [entry]
         assert entries and all(isinstance(c, Constraint) for c in entries)
     # the method names come from the registry
-    auto = {"auto"} if cls.__name__ == "DPPCA" else set()  # DPPCA: method="auto" (choose_method)
+    auto = {"auto"} if cls.__name__ in ("DPPCA", "DPLowRank") else set()  # method="auto" (registry)
     assert set(table["method"].values) == {m.name for m in dpspectral.methods(task=cls._task)} | auto
 
 

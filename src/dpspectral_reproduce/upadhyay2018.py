@@ -312,7 +312,8 @@ def _fit(method: str, A: np.ndarray, k: int, alpha: float, epsilon: float, delta
                                                   row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_replace":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound,
-                                                  alpha=alpha, simulate_sum=True, random_state=seed)
+                                                  alpha=alpha, simulate_sum=True, random_state=seed,
+                                                  protocol="sketch")  # the paper's protocol
         elif method == "optimal_space":
             res = optimal_space_lrf(A, k, alpha=alpha, random_state=seed)
         else:
@@ -360,6 +361,11 @@ class Upadhyay2018Result:
         Wall time.
     table_seconds : dict of int -> float
         Wall time per table.
+    streaming : list of dict
+        The streaming panel (issue 24; :func:`~dpspectral_reproduce.upadhyay2018_streaming.
+        streaming_panel`): one row per distinct size of the chosen rows of Tables 3-6, the bytes of the
+        Priv1 (Figure 5) and Priv2 turnstile states and the streamed vs one-shot Priv1 error
+        (``streaming.csv``, ``streaming.md``).
     """
 
     runs: list[dict[str, Any]]
@@ -373,6 +379,7 @@ class Upadhyay2018Result:
     quick: bool = False
     repeats: int = 3
     epsilon: float = 1.0
+    streaming: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _check_tables(tables: Sequence[int] | None) -> tuple[int, ...]:
@@ -389,6 +396,14 @@ def _distribution(table: PaperTable, i: int) -> str:
     return table.rows[i].distribution or table.distribution or UNIFORM_REAL
 
 
+def _row_input(t: int, i: int, width: float, seed: int, repeat: int) -> np.ndarray:
+    """The input of repeat ``repeat`` of row ``i`` of Table ``t`` (its distribution, rank k where stated)."""
+    table = get_table(t)
+    row = table.rows[i]
+    return sample_input(row.m, row.n, width, integer=_distribution(table, i) == UNIFORM_INTEGERS,
+                        rank_k=row.k if table.rank_k_input else None, random_state=_seed(seed, t, i, repeat))
+
+
 def _run_row(t: int, i: int, width: float, *, repeats: int, epsilon: float, seed: int, bar: Any
              ) -> list[dict[str, Any]]:
     """Every repeat and method of row ``i`` of Table ``t``: one run record each."""
@@ -400,9 +415,7 @@ def _run_row(t: int, i: int, width: float, *, repeats: int, epsilon: float, seed
     expected = expected_additive_error(t, row.m, row.n, row.k, alpha) if table.has_expected else None
     runs: list[dict[str, Any]] = []
     for r in range(repeats):
-        A = sample_input(row.m, row.n, width, integer=dist == UNIFORM_INTEGERS,
-                         rank_k=row.k if table.rank_k_input else None,
-                         random_state=_seed(seed, t, i, r))
+        A = _row_input(t, i, width, seed, r)
         opt = _optimal_error(A, row.k)
         for j, method in enumerate(TABLE_METHODS[t]):
             next(bar, None)
@@ -435,6 +448,25 @@ def _summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         private = METHODS[srow["method"]].private
         srow["certified"] = all(bool(x["certified"]) for x in members) if private else None
     return summary
+
+
+def _streaming(out: Path, result: Upadhyay2018Result, rows_of: Mapping[int, Sequence[int]],
+               seed: int) -> list[dict[str, Any]]:
+    """The streaming panel (issue 24) on the chosen rows of Tables 3-6; writes streaming.csv/.md."""
+    from .upadhyay2018_streaming import COLUMNS, streaming_markdown, streaming_panel
+
+    if not any(t in rows_of for t in (3, 4, 5, 6)):
+        return []
+    width = FITTED_WIDTHS[3]
+    rows = streaming_panel(rows_of, lambda t, i: _row_input(t, i, width, seed, 0), epsilon=result.epsilon,
+                           seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    result.files["streaming"] = report.write_runs(rows, out / "streaming.csv", columns=COLUMNS)
+    path = out / "streaming.md"
+    path.write_text(f"# {_STREAM_TITLE}\n\n{_streaming_note(result)}\n\n{streaming_markdown(rows)}",
+                    encoding="utf-8")
+    result.files["streaming_md"] = path
+    return rows
 
 
 def _write_tables(out: Path, result: Upadhyay2018Result, chosen: Sequence[int]) -> None:
@@ -519,6 +551,7 @@ def run_upadhyay2018(
     result = Upadhyay2018Result(runs=runs, summary=summary, tables=comparison, widths=widths,
                                 table_seconds=table_seconds, quick=quick, repeats=repeats, epsilon=epsilon)
     result.headlines = {t: _headlines(t, comparison[t]) for t in chosen}
+    result.streaming = _streaming(out, result, rows_of, seed)
 
     _write_tables(out, result, chosen)
     files = result.files
@@ -1014,6 +1047,43 @@ def _section(t: int, result: Upadhyay2018Result) -> list[str]:
     return lines
 
 
+_STREAM_TITLE = ("Streaming states: Turnstile Private-Space-Optimal-LRF (Figure 5, Theorem 47) against the "
+                 "Priv2 turnstile state, in bytes, and against the one-shot factorization")
+
+
+def _streaming_note(result: Upadhyay2018Result) -> str:
+    return (
+        "One row per distinct size (m, n, k, α) of the reproduced rows of Tables 3–6 (the tables of "
+        "Private-Space-Optimal-LRF). Bytes are float64, oriented m ≤ n (the state of Aᵀ when m > n). "
+        "**Priv1 state**: what Figure 5 keeps, Y_c (m × t), Y_r (t × (m + n)), Z (v_S × v_T) and two "
+        "8-byte seeds (`TurnstileSpaceOptimalLRF.state_bytes()['state']`, equal to "
+        "8((2m + n)t + v_S v_T) + 16 with v_S = min(v, m), v_T = min(v, m + n); t = ⌈k/α⌉, v = ⌈k/α²⌉). "
+        "**In memory**: plus the secret rows Ω[:n] and the public Ψ, S, T the object keeps for fast "
+        "updates (all regenerable from their seeds). **Priv2 state**: `TurnstileLRF`'s Y_c (m × t) and "
+        "Z (v × n), 8(mt + vn), t and v capped at m. **Bound**: the paper's O((m + n)k/α) words (Theorem 47 "
+        "part 3) with constant 1, in bytes. **Error**: the table row's first input (as in its first "
+        "repeat) streamed into the Priv1 state as turnstile updates (i, j, A_ij), every non-zero entry, "
+        "in a random order in 4 batches, released once, against the one-shot `private_space_optimal_lrf` "
+        f"with the same `random_state` and `sketch_seed` (ε = {result.epsilon:g}, δ = 1/m, tight "
+        "calibration, raw singular values): the same state up to the summation order, so the same "
+        "factorization up to rounding.")
+
+
+def _streaming_section(result: Upadhyay2018Result) -> list[str]:
+    if not result.streaming:
+        return []
+    from .upadhyay2018_streaming import streaming_markdown, streaming_summary
+
+    lines = [f"## {_STREAM_TITLE}", "", _streaming_note(result), "",
+             streaming_markdown(result.streaming).rstrip(), "", "**Findings.**", ""]
+    lines += [f"* {h}." for h in streaming_summary(result.streaming)]
+    lines += ["* The working set ('in memory') is above the bound because T is v × (m + n) = (m + n)k/α² "
+              "words: the paper's bound assumes sketches generated on the fly from hash seeds, which "
+              "numpy's row-major Gaussian draws do not allow column by column (docs/algorithms/lowrank.md, "
+              "Figure 5 section).", ""]
+    return lines
+
+
 def _comparison_lines(result: Upadhyay2018Result) -> list[str]:
     """Where we are worse or better than the paper, by how much (numbers from the runs)."""
     T = result.tables
@@ -1232,12 +1302,14 @@ def _report(result: Upadhyay2018Result) -> str:
     lines += _reading_lines(result)
     for t in result.tables:
         lines += _section(t, result)
+    lines += _streaming_section(result)
     lines += ["## Files", "",
               "`runs.csv` (every run: table, paper row index, input, method, relation, calibration, ε, δ, "
               "error, optimal error, certified ε, noise scales, seconds), `summary.csv` (mean, sd, count per "
               "table row and method), `tables.csv` (one row per reproduced paper row: the printed columns "
               "`paper_*`, the formula `expected_formula`, our `<method>_mean`/`_sd`), `tableN.md` (the "
-              "tables above) and `tableN.png`.", ""]
+              "tables above) and `tableN.png`; `streaming.csv` and `streaming.md` (the streaming states: "
+              "bytes of each state, streamed vs one-shot error, one row per size).", ""]
     return "\n".join(lines)
 
 
@@ -1274,8 +1346,14 @@ def cli_run(args: argparse.Namespace, out: str | Path) -> int:
     print(f"privacy: {n_ok} of {len(certified)} private runs certified at the requested epsilon"
           + (f"; not certified: {', '.join(failed)} (see report.md)" if failed else ""))
     files = [result.files["report"], result.files["runs"], result.files["summary"], result.files["tables"]]
+    if result.streaming:
+        from .upadhyay2018_streaming import streaming_summary
+
+        print("Streaming states (Figure 5 vs Priv2, Tables 3-6 sizes):")
+        for line in streaming_summary(result.streaming):
+            print(f"  {line}")
     files += [p for key, p in result.files.items()
-              if key.startswith(("table", "plot", "real_data")) and key != "tables"]
+              if key.startswith(("table", "plot", "real_data", "streaming")) and key != "tables"]
     for path in files:
         print(f"wrote {path}")
     print(f"finished in {result.seconds:.1f} s")

@@ -1,5 +1,10 @@
 """Private-Local-LRF (Upadhyay, NeurIPS 2018, Figure 9 / Theorem 57): non-interactive LDP low-rank PCA.
 
+:func:`private_local_lrf`'s default (``protocol="gram"``, issue 18) is not the paper's: each user sends
+the Local Gaussian report of its row and the server releases V and S (the local model's limit; the
+paper's linear reports stay at random level at any practical epsilon, docs/algorithms/lowrank.md). The
+paper's protocol below is ``protocol="sketch"`` (and :func:`local_lrf_report` / :func:`local_lrf_aggregate`).
+
 Every user holds one row of the m x n matrix A. Protocol (``../shared/papers/spec-lowrank.md`` §8,
 RECONSTRUCTED; the algorithm box lost its formulas)::
 
@@ -46,6 +51,7 @@ generator (:func:`~dpspectral.privacy.pipeline.public_seed`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterable
@@ -83,6 +89,7 @@ from ..lowrank.sketches import (
     sketch_sizes,
     svd_top_k,
 )
+from ..lowrank.subspace import RowSubspaceResult
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
@@ -113,6 +120,7 @@ __all__ = [
 ]
 
 Calibration = Literal["tight", "paper"]
+Protocol = Literal["gram", "sketch"]
 
 _OWNER = "private_local_lrf"
 
@@ -210,7 +218,8 @@ REPORT_TABLE: dict[str, Any] = {
 #: which replaces it; the relation must be local; k and the sketch sizes within the matrix's shape).
 LRF_TABLE: dict[str, Any] = {
     "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION, "alpha": ALPHA,
-    "simulate_sum": Types((bool, np.bool_), "a bool"), "sketch_seed": SEED, "sketch_failure_share": SHARE,
+    "simulate_sum": [NONE, Types((bool, np.bool_), "a bool")], "sketch_seed": SEED,
+    "sketch_failure_share": SHARE, "protocol": [NONE, Options(("gram", "sketch"))],
     "on_norm_violation": ON_NORM_VIOLATION, "row_change": [NONE, Interval(0, None, "neither")],
     "random_state": RANDOM_STATE, "sketch_sensitivity": SKETCH_SENSITIVITY,
 }
@@ -824,7 +833,7 @@ def private_local_lrf(
     alpha: float = 0.25,
     subspace_sketch_size: int | None = None,
     affine_sketch_size: int | None = None,
-    simulate_sum: bool = False,
+    simulate_sum: bool | None = None,
     sketch_seed: int | None = None,
     sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
@@ -832,18 +841,36 @@ def private_local_lrf(
     random_state: Any = None,
     accountant: Accountant | None = None,
     sketch_sensitivity: Literal["per_pair", "drawn"] = "per_pair",
+    protocol: Protocol | None = None,
 ) -> LowRankResult:
-    """Private-Local-LRF (Upadhyay's Figure 9, Theorem 57): the whole LDP protocol on one machine.
+    """Private low-rank factorization in the local model: each row of A is one user (no trusted curator).
 
-    Every row of A is one user, who sends ``(y_i, Z_i)`` (:func:`local_lrf_report`); the server
+    **Default, ``protocol="gram"``** (issue 18): every user sends the Local Gaussian report of its row,
+    ``iso(a a^T)`` plus Gaussian noise (:func:`~dpspectral.local.gaussian.local_gaussian`, ``n (n + 1) / 2``
+    floats), the server averages them and releases V (n x k, the top-k eigenvectors) and S (k; the
+    spiked-Wigner estimate of the singular values, 0 below the noise edge): a
+    :class:`~dpspectral.lowrank.subspace.RowSubspaceResult` (U is None; ``reconstruct(A)`` is
+    ``A V V^T``, each user computing its own coefficients ``a^T V`` locally). A direction of
+    ``A^T A / m`` is visible only above about ``s(eps, delta) C^2 sqrt(n / m)`` (the local model's limit,
+    docs/algorithms/stochastic.md "Local Gaussian"). The paper's protocol's reports are linear in the row,
+    so its signal and its summed noise both grow like ``sqrt(m)``: it stays at random level at any
+    practical epsilon (docs/algorithms/lowrank.md, "Private-Local-LRF").
+
+    **``protocol="sketch"``** (Upadhyay's Figure 9, Theorem 57; selected by any of ``row_change``,
+    ``calibration="paper"``, ``sketch_sensitivity="drawn"``, the sketch sizes or ``sketch_seed``):
+    every user sends ``(y_i, Z_i)`` (:func:`local_lrf_report`); the server
     aggregates (:func:`local_lrf_aggregate`) into ``U^`` (m x k), orthonormal, with
     ``||A - U^ U^^T A||_F <= (1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``. The users are
     simulated vectorised (no Python loop over users), with the same laws as the per-user reports.
 
     Privacy
     -------
-    Relation: local (non-interactive). For any two rows a, a' of norm <= C (``||a - a'|| <= 2 C``),
-    user i's report ``(a^T Phi + g_i, S[:, i] (T a)^T + G_i)`` is one Gaussian mechanism of per-pair
+    Relation: local (non-interactive), both protocols. ``"gram"``: user i's report is one Gaussian
+    mechanism on ``iso(a a^T)``, of L2 sensitivity ``||a a^T - a' a'^T||_F <= sqrt(2) C^2`` for any two rows
+    of norm <= C (:func:`~dpspectral.local.gaussian.local_gaussian`); the average, its eigenvectors and
+    the values are post-processing. ``"sketch"``: for any two rows a, a' of norm <= C
+    (``||a - a'|| <= 2 C``), user i's report ``(a^T Phi + g_i, S[:, i] (T a)^T + G_i)`` is one Gaussian
+    mechanism of per-pair
     L2 sensitivity ``2 C sqrt(q_t + q_v^2)``: ``||(a - a')^T Phi|| <= sqrt(q_t) ||a - a'||`` and
     ``||S[:, i] (T (a - a'))^T||_F = ||S[:, i]|| ||T (a - a')|| <= q_v ||a - a'||``, each chi-square bound
     failing with probability delta_s over the public sketches (``EpsilonDeltaDpEvent(0, 3 delta_s)``).
@@ -864,7 +891,16 @@ def private_local_lrf(
                             calibration=calibration, alpha=alpha, simulate_sum=simulate_sum,
                             sketch_seed=sketch_seed, sketch_failure_share=sketch_failure_share,
                             on_norm_violation=on_norm_violation, row_change=row_change,
-                            random_state=random_state, sketch_sensitivity=sketch_sensitivity)
+                            random_state=random_state, sketch_sensitivity=sketch_sensitivity,
+                            protocol=protocol)
+    sketch_args = dict(row_change=row_change, calibration=calibration, sketch_sensitivity=sketch_sensitivity,
+                       subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size,
+                       sketch_seed=sketch_seed)
+    if _protocol(protocol, sketch_args, owner) == "gram":
+        gram_sum = True if simulate_sum is None else bool(simulate_sum)
+        return _gram_protocol(A, k, budget, C, simulate_sum=gram_sum, on_norm_violation=on_norm_violation,
+                              accountant=accountant, random_state=random_state)
+    simulate_sum = bool(simulate_sum)  # the paper's protocol: every user's Z_i noise unless asked
     A = check_matrix(A, owner)
     if row_change is None:  # the whole matrix, before anything is charged
         validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
@@ -913,6 +949,72 @@ def _lrf_inputs(owner: str, *, row_norm: Any, relation: Any, row_change: Any, ca
     if row_change is None:
         return budget, check_row_norm(row_norm, owner)
     return budget, float(row_change) / 2.0  # the noise plan's distance is 2 C
+
+
+#: The parameters that only the paper's sketch protocol has: setting one selects ``protocol="sketch"``.
+_SKETCH_ONLY = ("row_change", "calibration", "sketch_sensitivity", "subspace_sketch_size",
+                "affine_sketch_size", "sketch_seed")
+#: Failure probability of the noise edge below which the gram protocol's singular values are set to 0.
+_EDGE_FAILURE = 1e-3
+
+
+def _protocol(protocol: str | None, sketch_args: dict[str, Any], owner: str) -> str:
+    """The protocol: ``"gram"`` (default) unless a parameter of the paper's sketch protocol is set.
+
+    A public choice (it reads the arguments only). ``protocol="gram"`` with a sketch-only parameter is
+    refused (it would be ignored).
+    """
+    defaults = {"row_change": None, "calibration": "tight", "sketch_sensitivity": "per_pair"}
+    given = [name for name in _SKETCH_ONLY if sketch_args.get(name) != defaults.get(name)]
+    if protocol is None:
+        return "sketch" if given else "gram"
+    if protocol == "gram" and given:
+        raise ValueError(
+            f"{owner}: {', '.join(given)} belong(s) to the paper's sketch protocol (protocol='sketch'); "
+            "protocol='gram' has no sketch, no row_change and the tight calibration only."
+        )
+    return protocol
+
+
+def _gram_protocol(A: Any, k: int, budget: PrivacyBudget, C: float, *, simulate_sum: bool,
+                   on_norm_violation: NormViolation, accountant: Accountant | None,
+                   random_state: Any) -> RowSubspaceResult:
+    """``protocol="gram"``: every user sends the Local Gaussian report of its row; V and S, no U.
+
+    Each user's report is :func:`~dpspectral.local.gaussian.local_gaussian`'s ``iso(a a^T) + noise``
+    (sensitivity ``sqrt(2) C^2`` for any two rows of norm <= C: the same local relation); the server
+    averages the reports, V is the top-k eigenvectors of the average, and ``S_i = sqrt(m theta_i)`` with
+    ``theta_i`` the spiked-Wigner estimate of the i-th eigenvalue of ``A^T A / m`` from the observed
+    ``l_i`` (``theta = (l + sqrt(l^2 - 4 tau^2 n)) / 2`` above the noise edge
+    ``tau (2 sqrt(n) + 2 sqrt(ln(1/1e-3)))``, 0 below; ``tau`` the public off-diagonal noise std):
+    post-processing. No U: user i's coefficients ``a_i^T V`` are its own local computation.
+    """
+    from .gaussian import local_gaussian  # noqa: PLC0415 (the local package imports this module)
+
+    A = check_matrix(A, _OWNER)
+    m, n = A.shape
+    k = check_rank(k, m, n, _OWNER)
+    res = local_gaussian(A, k, epsilon=budget.epsilon, delta=budget.delta, row_norm=C, accountant=accountant,
+                         random_state=random_state, on_norm_violation=on_norm_violation,
+                         simulate_sum=simulate_sum)
+    diag = res.diagnostics
+    tau = diag["aggregate_noise_std"] / (math.sqrt(2.0) if diag["noise_shape"] == "goe" else 1.0)
+    edge = tau * (2.0 * math.sqrt(n) + 2.0 * math.sqrt(math.log(1.0 / _EDGE_FAILURE)))
+    ell = np.asarray(res.values, dtype=np.float64) / m
+    above = ell > edge
+    theta = np.where(above, (ell + np.sqrt(np.maximum(ell * ell - 4.0 * tau * tau * n, 0.0))) / 2.0, 0.0)
+    note = ("protocol='gram' (default): every user sends the Local Gaussian report of its row "
+            "(iso(a a^T) + Gaussian noise, sensitivity sqrt(2) C^2 for any two rows of norm <= C); V is the "
+            "top-k eigenvectors of the average, S from its eigenvalues; no U is released (each user's "
+            "coefficients a^T V are its own local computation).")
+    privacy = dataclasses.replace(res.privacy, mechanism=_OWNER, notes=(*res.privacy.notes, note))
+    diagnostics = {"protocol": "gram", "noise_std": diag["noise_std"], "aggregate_noise_std": tau,
+                   "noise_edge": edge, "sensitivity": diag["sensitivity"],
+                   "noise_multiplier": diag["noise_multiplier"], "noise_shape": diag["noise_shape"],
+                   "communication_floats_per_user": diag["communication_floats_per_user"],
+                   "simulate_sum": simulate_sum}
+    return RowSubspaceResult(U=None, S=np.sqrt(m * theta), V=np.asarray(res.components), privacy=privacy,
+                             diagnostics=diagnostics)
 
 
 def _protocol_notes(noise: LocalLrfNoise, C: float, row_change: float | None,
@@ -982,7 +1084,9 @@ _LRF_PARAMETERS = """
     affine_sketch_size : int, optional
         v in the paper: the rows of the public sketches ``S`` (v x m) and ``T`` (v x n); each ``Z_i`` is
         v x v. In [k, min(m, n)]; the old name ``v`` still works, with a FutureWarning.
-    simulate_sum : bool
+    simulate_sum : bool, optional
+        ``"gram"``: True (default) draws the average's noise directly (exactly the law of the mean of the
+        m reports); False draws every user's report. ``"sketch"``:
         False (default): draw every user's v x v noise ``G_i`` and add them up (in blocks of users).
         True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.
         ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
@@ -1009,12 +1113,19 @@ _LRF_PARAMETERS = """
         delta; the seed must not be adversarial). ``"drawn"``: every user is calibrated to the exact
         worst case for the drawn sketches (the largest column norm of S: the same noise for all users),
         sound whatever the seed, no sketch-failure delta (:func:`local_lrf_noise_drawn`).
+    protocol : {"gram", "sketch"}, optional
+        None (default): ``"gram"`` unless a parameter of the sketch protocol is set (``row_change``,
+        ``calibration="paper"``, ``sketch_sensitivity="drawn"``, ``subspace_sketch_size``,
+        ``affine_sketch_size``, ``sketch_seed``), then ``"sketch"``, the paper's Figure 9.
 
     Returns
     -------
-    LowRankResult
-        ``U`` (m, k), ``S`` (k,) the singular values of the solve, ``V = None``; diagnostics ``t``,
-        ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
+    RowSubspaceResult or LowRankResult
+        ``"gram"``: V (n, k), S (k,), U None; diagnostics ``protocol``, ``noise_std``,
+        ``aggregate_noise_std`` (the average's off-diagonal std tau), ``noise_edge``, ``sensitivity``,
+        ``noise_multiplier``, ``noise_shape``, ``communication_floats_per_user``, ``simulate_sum``.
+        ``"sketch"``: ``U`` (m, k), ``S`` (k,) the singular values of the solve, ``V = None``;
+        diagnostics ``t``, ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
         ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
         ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
         float), ``simulate_sum``.
