@@ -80,6 +80,16 @@ def test_cli_reproduce_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "δ = 1/m" in text and "ε = 1" in text and "row-level" in text and "Priv1" in text
     assert "Where we are better or worse than the paper" in text
+    # the streaming panel (issue 24): one row per distinct size of the quick rows of Tables 3-6
+    stream = _rows(out / "streaming.csv")
+    sizes = {(get_table(t).rows[i].m, get_table(t).rows[i].n, get_table(t).rows[i].k,
+              get_table(t).rows[i].alpha_code) for t in (3, 4, 5, 6) for i in u18.QUICK_ROWS[t]}
+    assert len(stream) == len(sizes)
+    for r in stream:
+        assert int(r["priv1_state_bytes"]) == int(r["priv1_formula_bytes"])
+        assert float(r["max_diff_rel"]) < 1e-10
+    assert (out / "streaming.md").is_file() and "Streaming states" in text and "Priv1 / Priv2" in text
+    assert "Streaming states" in printed
 
 
 def test_cli_rejects_options_that_do_not_apply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,3 +154,43 @@ def test_real_data_panel_writes_its_table(tmp_path):
             if line.startswith("| ") and "eps" not in line}
     assert float(rows["hardt_roth"].split()[0]) < float(rows["random V"]) - 0.1
     assert set(rows) >= {"private_frobenius_lrf", "zero matrix", "Analyze Gauss V (row-level)"}
+
+
+def test_streaming_panel_bytes_and_streamed_equals_one_shot() -> None:
+    """The streaming panel (issue 24) at three paper sizes: the bytes are those of the states' arrays and of
+    the closed forms, within 3x the paper's (m + n) k / alpha words, and the streamed Priv1 factorization is
+    the one-shot one for the same seeds (rounding level)."""
+    from dpspectral.lowrank import TurnstileLRF
+    from dpspectral.lowrank.turnstile_space_optimal import TurnstileSpaceOptimalLRF
+    from dpspectral_reproduce.upadhyay2018_streaming import (
+        priv1_state_formula,
+        priv2_state_formula,
+        streaming_markdown,
+        streaming_panel,
+    )
+
+    rows_of = {3: (0,), 5: (0,), 6: (0, 9), 7: (0,)}  # 535 x 50; 1800 x 200 alpha 0.1; 450 x 50 k 10, 19
+    rows = streaming_panel(rows_of, lambda t, i: u18._row_input(t, i, u18.FITTED_WIDTHS[3], 0, 0))
+    assert [(r["m"], r["n"], r["k"], r["alpha"]) for r in rows] == [
+        (535, 50, 10, 0.25), (1800, 200, 10, 0.1), (450, 50, 10, 0.25), (450, 50, 19, 0.25)]
+    # hand-computed (oriented 50 x 535, t = 40, v = 160: 8 ((100 + 535) 40 + 50 * 160) + 16; Priv2 v = 50)
+    assert rows[0]["priv1_state_bytes"] == 267_216 and rows[0]["priv2_state_bytes"] == 230_000
+    assert rows[0]["paper_bound_bytes"] == 8 * 585 * 10 / 0.25
+    for r in rows:
+        shape, k, alpha = (r["m"], r["n"]), r["k"], r["alpha"]
+        p1 = TurnstileSpaceOptimalLRF(shape, k, alpha=alpha, epsilon=1.0, delta=1.0 / r["m"], random_state=0)
+        p2 = TurnstileLRF(shape, k, alpha=alpha, epsilon=1.0, delta=1.0 / r["m"], random_state=0)
+        arrays = p1._Y_c.nbytes + p1._Y_r.nbytes + p1._Z.nbytes + 16  # introspection: what is kept
+        assert r["priv1_state_bytes"] == r["priv1_formula_bytes"] == arrays
+        assert r["priv1_formula_bytes"] == priv1_state_formula(shape, p1.sizes.t, p1.sizes.v)
+        assert r["priv2_state_bytes"] == p2._Y.nbytes + p2._ZT.nbytes
+        assert r["priv2_state_bytes"] == priv2_state_formula(shape, p2.sizes.t, p2.sizes.v)
+        assert r["paper_bound_bytes"] == int(8 * (r["m"] + r["n"]) * k / alpha)
+        assert r["priv1_state_bytes"] <= 3 * r["paper_bound_bytes"]
+        A = u18._row_input(r["table"], r["row"], u18.FITTED_WIDTHS[3], 0, 0)
+        assert r["updates"] == np.count_nonzero(A) > 0
+        assert r["max_diff_rel"] < 1e-10 and r["s_diff_rel"] < 1e-10
+        assert r["error_stream"] == pytest.approx(r["error_one_shot"], rel=1e-8)
+    assert rows[2]["priv1_over_bound"] == pytest.approx(240_016 / 160_000)
+    md = streaming_markdown(rows)
+    assert "267,216" in md and "230,000" in md and md.count("\n") == len(rows) + 2

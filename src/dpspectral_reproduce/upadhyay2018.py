@@ -18,6 +18,12 @@ columns in :mod:`~dpspectral_reproduce.upadhyay2018_tables`. This module re-runs
   against the local expected-error formula (Tables 8-10; Table 9's alphas are the float running sum of
   :func:`~dpspectral_reproduce.upadhyay2018_tables.table9_alphas`).
 * **Table 11 (J.3)**: non-private Optimal-Space-LRF: total error / optimal error against 1 + alpha.
+* **Streaming states (issue 24)**, for every size of the chosen rows of Tables 3-6: the bytes of the
+  turnstile Private-Space-Optimal-LRF state (Figure 5, Theorem 47; :class:`~dpspectral.lowrank.
+  turnstile_space_optimal.TurnstileSpaceOptimalLRF`) against the Priv2 ``TurnstileLRF`` state and the
+  paper's ``O((m + n) k / alpha)`` bound, and the streamed factorization of the row's input against the
+  one-shot one for the same seeds (:mod:`~dpspectral_reproduce.upadhyay2018_streaming`; ``streaming.csv``,
+  ``streaming.md``).
 
 Privacy
 -------
