@@ -124,8 +124,8 @@ def test_caller_data_untouched(lowrank_data):
 def test_noise_std_matches_the_derivation():
     X = np.eye(3)
     s = analytic_noise_multiplier(1.0, 1e-6)
-    r1 = analyze_gauss(X, 1, random_state=0, **KW)
-    ar = analyze_gauss(X, 1, relation="add_remove", random_state=0, **KW)
+    r1 = analyze_gauss(X, 1, random_state=0, adaptive_clip=False, **KW)  # the one-release mechanism
+    ar = analyze_gauss(X, 1, relation="add_remove", random_state=0, adaptive_clip=False, **KW)
     paper = analyze_gauss(X, 1, calibration="paper", epsilon=0.5, delta=1e-6, row_norm=2.0)
     assert r1.diagnostics["noise_std"] == pytest.approx(s * math.sqrt(2))
     assert ar.diagnostics["noise_std"] == pytest.approx(s)
@@ -147,7 +147,7 @@ def test_released_noise_has_the_claimed_distribution(shape):
     weight = np.where(i == j, 1.0, math.sqrt(2.0) if shape in ("goe", None) else 1.0)
     diag_total, off_total, std = 0.0, 0.0, None
     for seed in range(reps):
-        r = analyze_gauss(X, d, random_state=seed, noise_shape=shape, **KW)
+        r = analyze_gauss(X, d, random_state=seed, noise_shape=shape, adaptive_clip=False, **KW)
         E = (r.components * r.values) @ r.components.T
         released = E[i, j] * weight
         diag_total += float(np.sum(released[i == j] ** 2))
@@ -242,6 +242,63 @@ def test_private_centering_with_raise_checks_raw_rows_and_clips_centred_ones(rng
         analyze_gauss(iter([X]), 2, centering="private", **KW)
     with pytest.raises(ValueError, match="calibration='tight'"):
         analyze_gauss(X, 2, centering="private", calibration="paper", **KW)
+
+
+# -- adaptive clipping of the uncentred path (issue 16, item 4) ------------------------------------
+def test_uncentred_adaptive_clip_at_the_bound_for_unit_rows(lowrank_data):
+    """Rows at the bound (up to rounding): the released clip is the bound itself, and the only cost
+    is the histogram's share (the scatter's noise std grows by 1 / sqrt(1 - share))."""
+    X = lowrank_data / np.linalg.norm(lowrank_data, axis=1, keepdims=True)
+    s = analytic_noise_multiplier(1.0, 1e-6)
+    r = analyze_gauss(X, 2, random_state=0, **KW)
+    assert r.diagnostics["clip"] == 1.0
+    assert r.diagnostics["noise_std"] == pytest.approx(s * math.sqrt(2) / math.sqrt(1 - 0.02), rel=1e-9)
+    assert len(r.privacy.events) == 2 and r.privacy.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert any("Adaptive clipping" in note for note in r.privacy.notes)
+
+
+def test_uncentred_adaptive_clip_follows_the_data_under_a_loose_bound(lowrank_data):
+    """row_norm 10x the largest norm: the clip comes down near the data's norms (well below the bound)
+    and the top-2 subspace is far closer to the truth than with the clip at row_norm (seeded)."""
+    kw = dict(epsilon=1.0, delta=1e-6, row_norm=10.0)
+    adaptive = [analyze_gauss(lowrank_data, 2, random_state=seed, **kw) for seed in range(3)]
+    fixed = [analyze_gauss(lowrank_data, 2, random_state=seed, adaptive_clip=False, **kw)
+             for seed in range(3)]
+    truth = exact_top(lowrank_data, 2)
+    assert all(r.diagnostics["clip"] < 1.2 for r in adaptive)  # largest norm 1
+    err_a = np.mean([proj_dist(r.components, truth) for r in adaptive])
+    err_f = np.mean([proj_dist(r.components, truth) for r in fixed])
+    assert err_a < 0.5 * err_f, (err_a, err_f)
+
+
+def test_uncentred_adaptive_clip_inputs(lowrank_data):
+    # a one-shot stream (it can be read once) keeps the one-release mechanism: one event, no clip
+    r = analyze_gauss(iter([lowrank_data[:1000], lowrank_data[1000:]]), 2, random_state=0, **KW)
+    assert len(r.privacy.events) == 1 and "clip" not in r.diagnostics
+    # the paper's calibration is the paper's mechanism
+    assert len(analyze_gauss(lowrank_data, 2, calibration="paper", random_state=0, **KW).privacy.events) == 1
+    # rows above the bound with on_norm_violation="raise": refused before anything is charged
+    acc = Accountant(10.0, 1e-3)
+    with pytest.raises(ValueError):
+        analyze_gauss(lowrank_data * 2, 2, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+    assert acc.entries == ()
+    # a re-read source whose third read (the scatter's) is bad: the histogram stays charged, the
+    # scatter's entry is marked failed
+    reads = []
+
+    def source():
+        reads.append(1)
+        bad = lowrank_data.copy()
+        if len(reads) > 2:
+            bad[3, 0] = np.nan
+        return iter([bad[:1000], bad[1000:]])
+
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        analyze_gauss(source, 2, accountant=acc, random_state=0, **KW)
+    assert [e.status for e in acc.entries] == ["released", "failed: NonPrivateDataError"]
+    # a public centre: the norms of the centred rows
+    r = analyze_gauss(lowrank_data + 5.0, 2, centering=np.full(12, 5.0), random_state=0, **KW)
+    assert r.diagnostics["clip"] <= 1.0 and len(r.privacy.events) == 2
 
 
 def test_public_centering(rng):

@@ -191,8 +191,10 @@ def test_scatter_release_pinned(fn, relation, calibration, eps, monkeypatch):
     X = _data(d=d)
     cap = Capture(cov_module.top_k_eigh)
     monkeypatch.setattr(cov_module, "top_k_eigh", cap)
+    # the one-release mechanism (adaptive_clip=False; the paper's calibrations never clip adaptively):
+    # the staged default is pinned in test_uncentred_adaptive_clip_releases_pinned
     results = [fn(X, d, epsilon=eps, delta=DELTA, row_norm=C, relation=relation,
-                  calibration=calibration, random_state=seed) for seed in range(runs)]
+                  calibration=calibration, adaptive_clip=False, random_state=seed) for seed in range(runs)]
     sigma = results[0].diagnostics["noise_std"]
     vec = iso if calibration == "tight" else upper  # the released vector: "goe" for tight, the papers' "iid"
     truth = vec(scatter(X))  # the test's own clipping: rows of norm 10 count as norm C
@@ -306,11 +308,56 @@ def test_adaptive_clip_releases_pinned(relation, monkeypatch):
     assert claim.epsilon == pytest.approx(eps, rel=1e-6) and claim.certified
 
 
+# -- the uncentred path with adaptive clipping: norm histogram (and count), scatter at the clip --------
+@pytest.mark.parametrize("relation,release_count", [("replace_one", False), ("add_remove", True)])
+def test_uncentred_adaptive_clip_releases_pinned(relation, release_count, monkeypatch):
+    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+
+    # enough rows for the released counts to move the clip (the balance rule keeps C when the noisy
+    # counts cannot tell: about 25 histogram standard deviations, 1,100 rows here)
+    n, d, runs, eps = 4000, 3, 300, 1.0
+    X = np.random.default_rng(1).normal(size=(n, d)) * 0.1  # norms mostly far below C ...
+    X[:5] *= 10.0 / np.linalg.norm(X[:5], axis=1, keepdims=True)  # ... and five of norm 10 (clipped)
+    hist = Capture(cov_module._balanced_clip)
+    eig = Capture(cov_module.top_k_eigh)
+    monkeypatch.setattr(cov_module, "_balanced_clip", hist)
+    monkeypatch.setattr(cov_module, "top_k_eigh", eig)
+    results = [analyze_gauss(X, d, epsilon=eps, delta=DELTA, row_norm=C, relation=relation,
+                             release_count=release_count, random_state=seed) for seed in range(runs)]
+    diag = results[0].diagnostics
+    multipliers = []
+    if release_count:
+        assert_scale(np.array([r.n_samples for r in results]) - n, diag["count_noise_std"])
+        multipliers.append(diag["count_noise_std"] / _count_sensitivity())
+    # the histogram of the raw norms (public edges from C): its noise at the declared scale
+    truth = norm_histogram(X, norm_edges(C * (1 - cov_module._EDGE_SLACK)), center=None, owner="t")
+    assert_scale(np.array([h - truth for h in hist.calls]), diag["histogram_noise_std"])
+    multipliers.append(diag["histogram_noise_std"] / _histogram_sensitivity(relation))
+    # the scatter of the rows clipped at the released clip r: the planned multiplier times the
+    # sensitivity at r, (r / C)^2 times the one derived at C
+    sens_c = derived_l2_sensitivity(lambda D: iso(scatter(D)), relation, d)
+    clips = np.array([r.diagnostics["clip"] for r in results])
+    assert np.all(clips <= C) and np.all(clips > 0) and clips.mean() < 0.8 * C
+    scatter_noise, scatter_mult = [], set()
+    for S, r in zip(eig.calls, results, strict=True):
+        Y = clip(X, r.diagnostics["clip"])
+        scatter_noise.append(iso(S - Y.T @ Y) / r.diagnostics["noise_std"])
+        scatter_mult.add(round(r.diagnostics["noise_std"] / (sens_c * (r.diagnostics["clip"] / C) ** 2), 9))
+    assert_scale(np.array(scatter_noise), 1.0)
+    assert len(scatter_mult) == 1  # one multiplier whatever the clip: the event charged up front
+    multipliers.append(scatter_mult.pop())
+    claim = results[0].privacy
+    assert len(claim.events) == len(multipliers)
+    assert gaussian_epsilon(multipliers, DELTA) == pytest.approx(eps, rel=1e-6)
+    assert claim.epsilon == pytest.approx(eps, rel=1e-6) and claim.certified
+
+
 def test_released_count_without_centering_pinned():
     n, runs = 50, 400
     X = _data(n=n)
     results = [analyze_gauss(X, 1, epsilon=1.0, delta=DELTA, row_norm=C, relation="add_remove",
-                             release_count=True, random_state=seed) for seed in range(runs)]
+                             release_count=True, adaptive_clip=False, random_state=seed)
+               for seed in range(runs)]
     diag = results[0].diagnostics
     assert_scale(np.array([r.n_samples for r in results]) - n, diag["count_noise_std"])
     sens = derived_l2_sensitivity(lambda D: upper(scatter(D)), "add_remove", 3)

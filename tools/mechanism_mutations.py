@@ -54,6 +54,20 @@ MUTATIONS: list[Mutation] = [
         "tests/test_pinned_releases.py",
     ),
     Mutation(
+        "uncentred adaptive clip from the raw (un-noised) norm histogram (issue 16)",
+        "pca/covariance.py",
+        'out.clip = _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, C)',
+        'out.clip = _balanced_clip(counts, edges, kappa, plan["histogram"].scale, C)',
+        "tests/test_pinned_releases.py",
+    ),
+    Mutation(
+        "adaptive clip: rows clipped at row_norm, scatter noise at the released clip (issue 16)",
+        "pca/covariance.py",
+        "        moments = accumulate(X, row_norm=out.clip, center=center, on_norm_violation=\"clip\",",
+        "        moments = accumulate(X, row_norm=C, center=center, on_norm_violation=\"clip\",",
+        "tests/test_pinned_releases.py",
+    ),
+    Mutation(
         "DP-SPCA rows not clipped",
         "pca/stochastic.py",
         "        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False, owner=self.owner)\n",
@@ -103,6 +117,20 @@ MUTATIONS: list[Mutation] = [
         "tests/test_pinned_stochastic.py",
     ),
     Mutation(
+        "Private Oja seeded block draws at half the planned std (issue 20's fast path)",
+        "pca/oja.py",
+        "zetas = etas * seeded[1]  # eta_t std",
+        "zetas = etas * seeded[1] / 2  # eta_t std",
+        "tests/test_pinned_stochastic.py",
+    ),
+    Mutation(
+        "A5 vectorised coordinate histograms without their Laplace noise (issue 20)",
+        "pca/oja.py",
+        "noisy = np.asarray(releaser.add(_COORDINATE_HISTOGRAMS, counts.astype(np.float64)), dtype=np.float64)",
+        "noisy = counts.astype(np.float64)",
+        "tests/test_oja.py",
+    ),
+    Mutation(
         "Private Oja default-clip sensitivity C^2 -> C^2 / 2 (half-ball bound halved)",
         "pca/oja.py",
         "return min(2.0 * gradient_clip, min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2)",
@@ -112,8 +140,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DP-PCA public-bound mean noise halved",
         "pca/oja.py",
-        "return X.T @ (X @ W) / b + releaser.gaussian(_MEAN, W.shape) * (sensitivity / b)",
-        "return X.T @ (X @ W) / b + releaser.gaussian(_MEAN, W.shape) * (sensitivity / (2 * b))",
+        "return S / b + releaser.gaussian(_MEAN, S.shape) * (sensitivity / b)",
+        "return S / b + releaser.gaussian(_MEAN, S.shape) * (sensitivity / (2 * b))",
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
@@ -356,6 +384,13 @@ MUTATIONS: list[Mutation] = [
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
+        "local LRF gram protocol: row bound halved in the users' reports",
+        "local/lowrank.py",
+        "row_norm=C, accountant=accountant",
+        "row_norm=C / 2, accountant=accountant",
+        "tests/test_local_lrf_utility.py",
+    ),
+    Mutation(
         "goe noise shape: off-diagonal std sigma/2 instead of sigma/sqrt2",
         "privacy/noise.py",
         "noise *= 1.0 / math.sqrt(2.0)",
@@ -493,6 +528,20 @@ MUTATIONS: list[Mutation] = [
         "lowrank/turnstile_space_optimal.py",
         "smin * self._Psi]) + N1\n",
         "smin * self._Psi]) + 0.8 * N1\n",
+        "tests/test_lowrank_turnstile_space_optimal.py",
+    ),
+    Mutation(
+        "TS5 Priv1 tree calibrated for b, not b sqrt(L)",
+        "lowrank/continual_space_optimal.py",
+        "bound=float(bound) * math.sqrt(self.levels),",
+        "bound=float(bound),",
+        "tests/test_lowrank_turnstile_space_optimal.py",
+    ),
+    Mutation(
+        "TS6 Priv1 tree node padding dropped",
+        "lowrank/continual_space_optimal.py",
+        "        Y_c = exact[0] + self._so.sigma_min * releaser.generator.standard_normal(exact[0].shape)\n",
+        "        Y_c = exact[0] + 0 * releaser.generator.standard_normal(exact[0].shape)\n",
         "tests/test_lowrank_turnstile_space_optimal.py",
     ),
     Mutation(

@@ -36,7 +36,7 @@ from .constraints import (
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import PrivacyBudget, Relation, as_relation
-from .registry import ESTIMATORS, Method, choose_method, get_method, methods
+from .registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
 
@@ -186,6 +186,19 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         ``"private"``: a DP mean, spending ``mean_share`` of the budget.
     mean_share : float, default=0.1
         Share of the Gaussian budget spent on the private mean (``centering="private"``).
+    adaptive_clip : bool or None, default=None
+        (covariance methods) Clip the rows at a released quantile of their norms instead of at
+        ``row_norm``: a staged release (noisy norm histogram, then the scatter at the released clip;
+        ``docs/algorithms/covariance.md``). None takes the method's default (on for ``analyze_gauss``
+        and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism.
+    clip_quantile : float in (0, 1) or None, default=None
+        The quantile of the norms the adaptive clip estimates; None: the method's default (0.9 for
+        uncentred rows, 0.1 for privately centred ones).
+    clip_share : float in (0, 1) or None, default=None
+        Share of the Gaussian budget spent on the norm histogram; None: the method's default (0.02
+        uncentred, 0.05 centred).
+    noise_shape : {"goe", "iid"} or None, default=None
+        (covariance and local Gaussian methods) The symmetric noise's shape; None: the method's default.
     accountant : Accountant or None, default=None
         A shared ledger with a ceiling; fits are refused before any noise is drawn when it would be
         exceeded. Shared by reference across ``clone``, so every fit ``GridSearchCV`` makes is
@@ -251,6 +264,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         calibration: str | None = None,
         centering: Any = None,
         mean_share: float = 0.1,
+        adaptive_clip: bool | None = None,
+        clip_quantile: float | None = None,
+        clip_share: float | None = None,
+        noise_shape: str | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
         copy: bool = True,
@@ -266,6 +283,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.calibration = calibration
         self.centering = centering
         self.mean_share = mean_share
+        self.adaptive_clip = adaptive_clip
+        self.clip_quantile = clip_quantile
+        self.clip_share = clip_share
+        self.noise_shape = noise_shape
         self.accountant = accountant
         self.random_state = random_state
         self.copy = copy
@@ -283,12 +304,19 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "relation": RELATION,
         "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
+        "adaptive_clip": [NONE, BOOL],
+        "clip_quantile": [NONE, SHARE],
+        "clip_share": [NONE, SHARE],
+        "noise_shape": [NONE, Options(("goe", "iid"))],
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
         "copy": BOOL,
         "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
     }
+    #: Method options that are also estimator parameters: passed on when not None, and refused (named)
+    #: for a method that does not take them.
+    _method_options = ("adaptive_clip", "clip_quantile", "clip_share", "noise_shape")
     _parameters_checked_elsewhere = {
         "centering": "None, 'private' or a public centre of length n_features: checked by the method, "
                      "once n_features is known (and refused here for a method that does not centre)",
@@ -317,6 +345,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not centre the "
                 f"data; centering={self.centering!r} needs a covariance method (method='analyze_gauss')."
             )
+        for name in self._method_options:
+            if getattr(self, name) is not None and name not in entry.options:
+                raise ValueError(
+                    f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take "
+                    f"{name}={getattr(self, name)!r}; name a method that does (method='analyze_gauss')."
+                )
 
     def _validate_params_dp(self) -> tuple[PrivacyBudget, float, Method, Relation]:
         """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
@@ -346,6 +380,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
                 f"which does not centre the data. Got {self.centering!r} instead."
             )
+        for name in self._method_options:
+            if getattr(self, name) is not None and name not in method.options:
+                raise ValueError(
+                    f"The '{name}' parameter of {owner} must be None for method={method.name!r}, "
+                    f"which does not take it. Got {getattr(self, name)!r} instead."
+                )
         return budget, float(self.row_norm), method, relation  # type: ignore[arg-type]
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
@@ -388,6 +428,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             options.update(centering=self.centering, mean_share=self.mean_share)
         if "release_count" in method.options:
             options["release_count"] = True
+        options.update({name: getattr(self, name) for name in self._method_options
+                        if getattr(self, name) is not None})
+        twice = sorted(set(options) & set(self.method_params or {}))
+        if twice:
+            raise ValueError(f"{owner}: {twice} given both as parameters and in method_params; give "
+                             "each once (as a parameter).")
         result = method.function(
             X,
             k,
@@ -479,8 +525,15 @@ class DPLowRank(_DPEstimator):
     epsilon, delta : float
         Required privacy parameters (delta in (0, 1)); ignored by the non-private reference.
     relation : str or None, default=None
-        None takes the method's default (its first listed relation).
-    method : str, default="private_frobenius_lrf"
+        None takes the method's default (its first listed relation; with ``method="auto"``: Priv2).
+        The relation also picks auto's method (below).
+    method : str, default="auto"
+        A name from ``dpspectral.methods(task="lowrank")``, or ``"auto"``: chosen at ``fit`` from the
+        relation asked for, which it never changes (:func:`dpspectral.registry.choose_lowrank_method`):
+        None or Priv1/Priv2 -> ``private_frobenius_lrf`` (relation None keeps Priv2, the default before
+        "auto": same release), ``"replace_one"`` -> ``hardt_roth``, ``"add_remove"`` -> ``covariance_lrf``,
+        ``"local"`` -> ``private_local_lrf``. The choice and its reason are ``method_`` and
+        ``method_reason_``, and a note of the privacy report.
     calibration : {"tight", "paper"}, default="tight"
     alpha : float, default=0.25
         Multiplicative-error target in (0, 1); sets the sketch sizes (methods that sketch).
@@ -504,7 +557,9 @@ class DPLowRank(_DPEstimator):
         None for a subspace-only release (``hardt_roth``'s default power iteration: V_ and S_ only).
     S_ : ndarray of shape (k,)
     V_ : ndarray of shape (n, k) or None
-        None for methods that release only the left subspace (Private-Local-LRF).
+        None for methods that release only the left subspace (Private-Local-LRF's sketch protocol).
+    method_, method_reason_ : str
+        The method run and why (``"named by the caller"``, or auto's reason).
     privacy_ : PrivacyReport or None
         None only for the non-private reference.
     result_ : LowRankResult
@@ -528,7 +583,7 @@ class DPLowRank(_DPEstimator):
         epsilon: float | None = None,
         delta: float | None = None,
         relation: str | None = None,
-        method: str = "private_frobenius_lrf",
+        method: str = "auto",
         calibration: str = "tight",
         alpha: float = 0.25,
         row_norm: float | None = None,
@@ -554,7 +609,7 @@ class DPLowRank(_DPEstimator):
         "epsilon": [EPSILON, NONE],  # required by the private methods only (see _privacy_kwargs)
         "delta": [DELTA, NONE],
         "relation": RELATION,
-        "method": method_names("lowrank"),
+        "method": Options(("auto", *method_names("lowrank").values)),
         "calibration": CALIBRATION,
         "alpha": Interval(0, 1, "neither"),
         "row_norm": [ROW_NORM, NONE],  # required by the row-level and local methods only
@@ -566,7 +621,12 @@ class DPLowRank(_DPEstimator):
     def _validate_params_dp(self) -> tuple[Method, dict[str, Any]]:
         """The checks that relate parameters (after the table): the entry and its keyword arguments."""
         owner = type(self).__name__
-        method = get_method(self.method, owner=owner)
+        if self.method == "auto":
+            choice = choose_lowrank_method(relation=self.relation)
+            self.method_, self.method_reason_ = choice.method, choice.reason
+        else:
+            self.method_, self.method_reason_ = self.method, "named by the caller"
+        method = get_method(self.method_, owner=owner)
         kwargs: dict[str, Any] = {"random_state": self.random_state}
         if "alpha" in method.options:
             kwargs["alpha"] = self.alpha
@@ -619,6 +679,9 @@ class DPLowRank(_DPEstimator):
         self.result_ = result
         self.U_, self.S_, self.V_ = result.U, result.S, result.V
         self.privacy_ = result.privacy
+        if self.method == "auto" and result.privacy is not None:
+            note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
+            self.privacy_ = dataclasses.replace(result.privacy, notes=(*result.privacy.notes, note))
         self.n_components_ = result.rank
         if len(getattr(A, "shape", ())) == 2:  # also for memmaps and Dask arrays (not validated above)
             self.n_features_in_ = int(A.shape[1])

@@ -227,8 +227,11 @@ _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 _P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
                                  "show_progress"})
-#: analyze_gauss and mod_sulq also clip the privately centred rows at a private quantile of their norms.
-_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share"}
+#: analyze_gauss and mod_sulq also clip the rows (uncentred or privately centred) at a private quantile of
+#: their norms, and take the noise's shape.
+_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share", "noise_shape"}
+_ADAPTIVE_PASSES = ("3 with adaptive clipping (checks or private sum, norm histogram, scatter); 1 with "
+                    "adaptive_clip=False (2 privately centred) or a one-shot stream")
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
@@ -249,7 +252,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.covariance", "analyze_gauss"),
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
-        options=_ADAPTIVE_OPTIONS, memory="O(d^2)",
+        options=_ADAPTIVE_OPTIONS, memory="O(d^2)", passes=_ADAPTIVE_PASSES,
         regime="The default for (epsilon, delta) central PCA: one pass, best accuracy while d^2 fits "
                "in memory; add/remove neighbours too",
     ),
@@ -258,7 +261,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.covariance", "mod_sulq"),
         summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
-        options=_ADAPTIVE_OPTIONS, memory="O(d^2)",
+        options=_ADAPTIVE_OPTIONS, memory="O(d^2)", passes=_ADAPTIVE_PASSES,
         regime="To compare with Chaudhuri et al.'s MOD-SULQ; otherwise prefer analyze_gauss (the same "
                "kind of release, and add/remove neighbours too)",
     ),
@@ -426,6 +429,16 @@ _LOWRANK: tuple[Method, ...] = (
         regime="A factorization is published after every one of T row updates",
     ),
     Method(
+        name="continual_space_optimal_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Thm 51",
+        model="continual", relations=(_P1,), certified=True, calibrations=("tight", "paper"),
+        function=_ref("lowrank.continual_space_optimal", "continual_space_optimal_lrf"),
+        summary="Binary-tree continual release over Figure 5's Priv1 sketches, Omega shared by the nodes "
+                "(one row per step; ContinualSpaceOptimalLRF)",
+        options=_LRF_OPTIONS | {"input_share"}, task="lowrank", passes="1 (one row per step)",
+        memory="O(log T ((m + n) t + v^2))",
+        regime="Priv1 neighbours, a factorization published after every one of T row updates",
+    ),
+    Method(
         name="covariance_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 7",
         model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
         function=_ref("lowrank.covariance", "covariance_lrf"),
@@ -452,11 +465,15 @@ _LOWRANK: tuple[Method, ...] = (
         name="private_local_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 9",
         model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
         function=_ref("local.lowrank", "private_local_lrf"),
-        summary="Each user sends a^T Phi + noise and S_i (T a)^T + noise (t + v^2 floats); left subspace U",
+        summary="Default protocol='gram': each user sends iso(a a^T) + noise, V and S (the local model's "
+                "limit); protocol='sketch': the paper's a^T Phi, S_i (T a)^T reports, left subspace U",
         options=frozenset({"row_norm", "alpha", *_SKETCH_SIZES, "simulate_sum", "sketch_seed",
-                           "sketch_failure_share", "on_norm_violation"}),
-        task="lowrank", passes="1 (one report per user)", memory="O(m t + v^2)",
-        regime="No trusted curator: every user (row) randomises their own report; left subspace only",
+                           "sketch_failure_share", "on_norm_violation", "protocol", "sketch_sensitivity",
+                           "row_change"}),
+        task="lowrank", passes="1 (one report per user)", memory="O(n^2) (gram); O(m t + v^2) (sketch)",
+        regime="No trusted curator: every user (row) randomises their own report; beats a random V when "
+               "the top eigenvalues of A^T A / m exceed about s(eps, delta) sqrt(n / m) (MNIST 20,000 rows: "
+               "eps >= 4)",
     ),
     Method(
         name="optimal_space_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
@@ -629,6 +646,49 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     if too_big:
         reason += f" (d={n_features} is large, but no O(dk) method supports {rel.value} neighbours)"
     return Choice("analyze_gauss", reason)
+
+
+def choose_lowrank_method(*, relation: Relation | str | None = None) -> Choice:
+    """The low-rank method for ``DPLowRank(method="auto")``, from the relation asked for (public).
+
+    The relation decides what is protected, so auto never changes it: the best method measured for
+    each one (``docs/algorithms/lowrank.md``, "Regimes on real data"; "DPLowRank's default"):
+
+    * None (not given) -> ``private_frobenius_lrf`` under Priv2 (any change of Frobenius norm <= bound
+      anywhere in the matrix), the estimator's documented relation and its default before "auto";
+    * ``"priv2"`` or ``"priv1"`` -> ``private_frobenius_lrf`` (Priv2 contains Priv1);
+    * ``"replace_one"`` (rows are the records) -> ``hardt_roth`` (noisy subspace iteration, V and S,
+      within 0.01-0.09 of Analyze Gauss's subspace error on MNIST/a9a from epsilon 0.5);
+    * ``"add_remove"`` -> ``covariance_lrf`` (the one row-level method for it; V from ``A^T A``);
+    * ``"local"`` -> ``private_local_lrf`` (its default ``protocol="gram"``: the local model's limit).
+
+    Privacy
+    -------
+    None by itself: it reads no data; the relation is public.
+    """
+    from .privacy.budget import as_relation
+
+    if relation is None:
+        return Choice("private_frobenius_lrf", "relation not given: Priv2 (any change of Frobenius norm <= "
+                      "bound in the matrix), DPLowRank's documented relation; rows as records: pass "
+                      "relation='replace_one' and row_norm (hardt_roth, far more accurate on row data)")
+    rel = as_relation(relation, owner="method='auto'")
+    table = {
+        Relation.PRIV2: ("private_frobenius_lrf", "relation='priv2': Private-Frobenius-LRF"),
+        Relation.PRIV1: ("private_frobenius_lrf", "relation='priv1': Private-Frobenius-LRF (its Priv2 "
+                         "guarantee contains Priv1; as accurate as Private-Space-Optimal-LRF or more)"),
+        Relation.REPLACE_ONE: ("hardt_roth", "relation='replace_one' (rows are the records): Hardt-Roth's "
+                               "noisy subspace iteration on A^T A, V and S only, near Analyze Gauss"),
+        Relation.ADD_REMOVE: ("covariance_lrf", "relation='add_remove' (rows are the records): "
+                              "Private-Covariance-LRF, V from A^T A"),
+        Relation.LOCAL: ("private_local_lrf", "relation='local': Private-Local-LRF's Gram protocol, "
+                         "each user randomises its own row (V and S)"),
+    }
+    if rel not in table:
+        names = ", ".join(repr(r.value) for r in table)
+        raise ValueError(f"The 'relation' parameter of method='auto' must be one of {names} for a low-rank "
+                         f"factorization. Got {rel.value!r} instead.")
+    return Choice(*table[rel])
 
 
 def methods_markdown(*, detailed: bool = False) -> str:

@@ -18,6 +18,14 @@ The private mean (``centering="private"``) releases the sum of clipped raw rows,
 (add/remove) or ``2 C`` (replace-one), and under add/remove a count, sensitivity 1; the centred rows
 are clipped to C again, so the scatter sensitivity above is unchanged (the released centre is a fixed
 public vector for the second release: adaptive composition, accounted by the accountant).
+
+Adaptive clipping (``adaptive_clip=True``, the default with ``calibration="tight"``; issue 16): a noisy
+histogram of the row norms (``privacy/quantile.py``; L2 sensitivity ``sqrt(2)`` replace-one, 1
+add/remove) is released first, a clip ``r <= C`` is post-processed from it, and the scatter of the rows
+clipped at ``r`` is released with the planned noise multiplier times its sensitivity at ``r``. With
+``centering="private"`` the clip is the released ``clip_quantile`` (0.1) of the centred norms; on the
+uncentred path (``centering`` None or a public centre) it is the balance rule of :func:`_balanced_clip`
+(or a given ``clip_quantile``). Every stage's event is declared before the first (StagedRelease).
 """
 
 from __future__ import annotations
@@ -72,6 +80,20 @@ COUNT_SHARE = 0.01
 #: The quantile of the centred row norms at which ``centering="private"`` clips the centred rows
 #: (adaptive clipping; measured in docs/algorithms/covariance.md).
 DEFAULT_CLIP_QUANTILE = 0.1
+#: The uncentred path (``centering`` None or a public centre) clips by the balance rule instead
+#: (``clip_quantile=None``: :func:`_balanced_clip`; docs/algorithms/covariance.md, "Adaptive clipping of
+#: the uncentred path").
+#: The budget shares of the norm histogram: centred path, uncentred path.
+DEFAULT_CLIP_SHARE = 0.05
+UNCENTRED_CLIP_SHARE = 0.02
+#: Norms within this relative distance below the public bound count as at the bound (rows scaled to
+#: unit norm have computed norms 1 - 1e-16): the histogram's edges are ``norm_edges(C (1 - SLACK))``.
+_EDGE_SLACK = 1e-9
+#: The balance rule (uncentred path): about ``BALANCE_FACTOR sqrt(d) kappa`` rows above the clip
+#: (``kappa``: the scatter noise's spectral norm per unit ``r^2``), plus ``BALANCE_Z`` standard deviations
+#: of the noisy count walked (measured in docs/algorithms/covariance.md).
+BALANCE_FACTOR = 0.5
+BALANCE_Z = 3.0
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
 
@@ -122,7 +144,7 @@ def covariance_plan(
     if calibration == "tight":
         return _tight_plan(kind, budget, relation, cov_sens, _sum_sensitivity(relation, row_norm),
                            private_mean=private_mean, count_needed=count_needed, mean_share=mean_share,
-                           clip_share=clip_share if private_mean else None)
+                           clip_share=clip_share)
     return _paper_plan(kind, budget, relation, cov_sens, row_norm, n, d, count_needed=count_needed)
 
 
@@ -247,8 +269,8 @@ def _covariance_pca(
     show_progress: bool | None,
     allowed_relations: Sequence[Relation],
     adaptive_clip: bool = False,
-    clip_quantile: float = 0.5,
-    clip_share: float = 0.05,
+    clip_quantile: float | None = None,
+    clip_share: float | None = None,
     noise_shape: str | None = None,
 ) -> SubspaceResult:
     """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
@@ -263,7 +285,14 @@ def _covariance_pca(
         check_n_components(k, d_known, kind, name="k")
     n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
 
-    adaptive = private_mean and adaptive_clip
+    # adaptive clipping: centred (private mean) or uncentred; the paper's calibrations stay as published,
+    # and a one-shot stream (one read only) keeps the one-pass release
+    adaptive = adaptive_clip and calibration == "tight" and kind != "wishart" and (
+        private_mean or needs_two_passes_ok(X))
+    if clip_quantile is None and private_mean:  # uncentred: None is the balance rule
+        clip_quantile = DEFAULT_CLIP_QUANTILE
+    if clip_share is None:
+        clip_share = DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE
 
     def make_plan(n: int | None, d: int | None) -> ReleasePlan:
         return covariance_plan(
@@ -279,9 +308,13 @@ def _covariance_pca(
         kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
         noise_shape=noise_shape or ("goe" if calibration == "tight" else "iid"),
         on_norm_violation=on_norm_violation, show_progress=show_progress)
-    if adaptive:
-        plan, released = _release_centred_adaptive(X, make_plan, quantile=clip_quantile,
-                                                   **release_args)
+    if adaptive and private_mean:
+        plan, released = _release_centred_adaptive(
+            X, make_plan, quantile=clip_quantile or DEFAULT_CLIP_QUANTILE, **release_args)
+    elif adaptive:
+        plan, released = _release_uncentred_adaptive(
+            X, make_plan, center=center if isinstance(center, np.ndarray) else None,
+            quantile=clip_quantile, **release_args)
     elif private_mean:
         plan, released = _release_centred(X, make_plan, **release_args)
     else:
@@ -383,13 +416,28 @@ def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: 
         counts = norm_histogram(X, edges, center=mu, owner=kind, show_progress=show_progress)
         noisy_counts = releaser.add("histogram", counts)
     out.clip = min(clip_from_histogram(noisy_counts, edges, quantile, n_mean), C)
+    return _scatter_at_released_clip(X, plan, staged, out, center=mu, what="centred rows",
+                                     rule=f"the released {quantile:g}-quantile of their norms",
+                                     kind=kind, k=k, C=C, epsilon=epsilon, noise_shape=noise_shape,
+                                     noise=noise, show_progress=show_progress)
+
+
+def _scatter_at_released_clip(X: Any, plan: ReleasePlan, staged: StagedRelease, out: _Released, *,
+                              center: np.ndarray | None, what: str, rule: str, kind: _NoiseKind,
+                              k: int, C: float, epsilon: float, noise_shape: str, noise: Any,
+                              show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+    """The last stage of adaptive clipping: the scatter of the rows clipped at the released clip
+    ``out.clip``, with the planned noise multiplier times its sensitivity at that clip."""
+    assert out.clip is not None
     planned = plan["scatter"]
     sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(out.clip))
     multiplier = planned.scale / (planned.sensitivity or 1.0)
     scatter = NoisyRelease("scatter", "gaussian", multiplier * sensitivity, sensitivity)
-    with staged.stage(stage_plan(("scatter",), (scatter,)), noise) as releaser:
-        # the centred rows clipped at the released clip (never refused: see _release_centred)
-        moments = accumulate(X, row_norm=out.clip, center=mu, on_norm_violation="clip",
+    event = plan.events[[r.name for r in plan.releases].index("scatter")]
+    with staged.stage(ReleasePlan(kind, plan.relation, (event,), (scatter,)), noise) as releaser:
+        # the rows clipped at the released clip (never refused: a refusal here would be decided by
+        # the data after the charge; the raw rows were checked before it)
+        moments = accumulate(X, row_norm=out.clip, center=center, on_norm_violation="clip",
                              want_sum=False, want_second=True, owner=kind, show_progress=show_progress)
         out.S_hat = _noisy_scatter(kind, moments, releaser, out.clip, epsilon, noise_shape)
         out.values, out.vectors = top_k_eigh(out.S_hat, k)
@@ -397,10 +445,93 @@ def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: 
     released_plan = ReleasePlan(kind, plan.relation, plan.events,
                                 tuple(r for r in plan.releases if r.name != "scatter") + (scatter,),
                                 notes=plan.notes + (
-                                    f"Adaptive clipping: the centred rows were clipped at {out.clip:.4g}, "
-                                    f"the released {quantile:g}-quantile of their norms (public bound "
-                                    f"row_norm={C:g}).",))
+                                    f"Adaptive clipping: the {what} were clipped at {out.clip:.4g}, "
+                                    f"{rule} (public bound row_norm={C:g}).",))
     return released_plan, out
+
+
+def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | None,
+                                quantile: float | None,
+                                kind: _NoiseKind, k: int, C: float, epsilon: float, noise_shape: str,
+                                accountant: Any, noise: Any, on_norm_violation: NormViolation,
+                                show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+    """centering None (or a public centre) with adaptive clipping: a staged release of two stages.
+
+    Pass 1 validates the whole input (finite; norms, with ``on_norm_violation="raise"``) before
+    anything is charged. Stage 1 releases the noisy histogram of the row norms (and, under add/remove
+    with ``release_count``, the noisy count), from which the clip ``r`` (the balance rule, or a given
+    quantile) is post-processed; stage 2 the scatter of the rows clipped at ``r``, with the planned noise
+    multiplier times its sensitivity at ``r``. The whole cost is declared and checked up front.
+    """
+    first = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
+                       want_sum=False, want_second=False, owner=kind, show_progress=show_progress)
+    check_n_components(k, first.d, kind, name="k")
+    plan = make_plan(first.n, first.d)
+    event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
+    stage1 = ("histogram", "count") if _has(plan, "count") else ("histogram",)
+    staged = StagedRelease(accountant, plan.relation, kind,
+                           [tuple(event_of[name] for name in stage1), (event_of["scatter"],)])
+    out = _Released()
+    out.center = center
+    edges = norm_edges(C * (1.0 - _EDGE_SLACK))  # rows at the bound (up to rounding) in the top bin
+    counts = norm_histogram(X, edges, center=center, owner=kind, show_progress=show_progress)
+    stage = ReleasePlan(kind, plan.relation, tuple(event_of[n] for n in stage1),
+                        tuple(plan[n] for n in stage1))
+    with staged.stage(stage, noise) as releaser:
+        noisy_counts = releaser.add("histogram", counts)
+        if _has(plan, "count"):
+            out.noisy_count = releaser.add("count", float(first.n))
+    # the rows counted: n (public under replace-one), else the released count or the histogram's total
+    n_rows = float(first.n) if plan.relation.n_is_public else (
+        out.noisy_count if out.noisy_count is not None else float(noisy_counts.sum()))
+    if quantile is None:  # the balance rule: the clip above which about `kappa` rows lie (public)
+        kappa = BALANCE_FACTOR * math.sqrt(first.d) * _noise_norm_per_clip2(plan, noise_shape, first.d)
+        out.clip = _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, C)
+        what = f"the released clip above which about {kappa:.3g} rows lie (balance rule)"
+    else:
+        clip = clip_from_histogram(noisy_counts, edges, quantile, max(n_rows, 1.0))
+        out.clip = C if clip >= edges[-1] else clip  # the top bin: the public bound itself
+        what = f"the released {quantile:g}-quantile of their norms"
+    return _scatter_at_released_clip(X, plan, staged, out, center=center, what="rows", rule=what,
+                                     kind=kind, k=k, C=C, epsilon=epsilon,
+                                     noise_shape=noise_shape, noise=noise, show_progress=show_progress)
+
+
+def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
+    """``nu``: the scatter noise's spectral norm divided by ``r^2`` (public: multiplier, relation, d).
+
+    The sensitivity at clip ``r`` is ``c r^2`` (``c = sqrt(2)`` replace-one, 1 add/remove), the noise std
+    ``sigma = s c r^2``; a GOE matrix of that std has spectral norm about ``sqrt(2 d) sigma``, the i.i.d.
+    shape ``2 sqrt(d) sigma``.
+    """
+    planned = plan["scatter"]
+    per_r2 = planned.scale / (planned.sensitivity or 1.0) * _scatter_sensitivity(plan.relation, 1.0)
+    return (math.sqrt(2.0 * d) if noise_shape == "goe" else 2.0 * math.sqrt(d)) * per_r2
+
+
+def _balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, hist_std: float,
+                   C: float) -> float:
+    """The clip of the balance rule, from the released counts (post-processing).
+
+    Clipping the rows at ``r`` moves ``X^T X`` by ``B(r) = sum_i (1 - r^2/||x_i||^2)_+ x_i x_i^T``, of
+    trace ``sum_i (||x_i||^2 - r^2)_+``; the noise's spectral norm is ``nu r^2`` (``nu``:
+    :func:`_noise_norm_per_clip2`). Their sum is least where (derivative in ``r^2``)
+    ``#{i: ||x_i|| > r} = nu``. The trace overstates what clipping costs the top eigenvectors (it counts
+    every direction of ``B``; measured, a clip with ``sqrt(d) / 2`` times more rows above it does better
+    on MNIST and RT-IoT2022), so the caller passes ``kappa = BALANCE_FACTOR sqrt(d) nu``; the target adds
+    ``BALANCE_Z`` standard deviations of the noisy count walked so far (so that the noise of the empty
+    bins above cannot fire the rule early). Walking down from the top, the first bin at which the noisy
+    number of rows at or above it reaches the target: the clip is its *upper* edge (at most ``C``), so
+    that as the noise vanishes no row is clipped (the exact eigensolver in the limit).
+    """
+    at_or_above = np.cumsum(noisy_counts[::-1])[::-1]  # at_or_above[i]: rows in bins i, i+1, ...
+    walked = np.arange(at_or_above.size, 0, -1, dtype=float)  # bins summed into at_or_above[i]
+    target = np.maximum(kappa + BALANCE_Z * hist_std * np.sqrt(walked), 0.5)
+    reached = np.flatnonzero(at_or_above >= target)
+    if reached.size == 0:  # too few rows to tell anything from the noise: the public bound
+        return float(C)
+    i = int(reached[-1])  # bin i holds [edges[i-1], edges[i]); the last bin [edges[-1], inf)
+    return float(C) if i >= edges.size - 1 else float(edges[i])
 
 
 def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
@@ -440,7 +571,9 @@ def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: An
     if _has(plan, "count"):
         diagnostics["count_noise_std"] = plan["count"].scale  # public: a function of (epsilon, delta)
     if released.clip is not None:
-        diagnostics["centred_clip"] = released.clip  # released (post-processing of a noisy histogram)
+        diagnostics["clip"] = released.clip  # released (post-processing of a noisy histogram)
+        if _has(plan, "mean"):
+            diagnostics["centred_clip"] = released.clip
         diagnostics["histogram_noise_std"] = plan["histogram"].scale
     return SubspaceResult(
         components=released.vectors,
@@ -490,10 +623,16 @@ _COMMON_DOC = """
         ``"private"``: a DP mean spending ``mean_share`` of the budget (tight calibration only).
     mean_share : float
         Share of the Gaussian budget (of ``1/s^2``) given to the private mean.
-    adaptive_clip, clip_quantile, clip_share : bool, float, float
-        (analyze_gauss, mod_sulq) With ``centering="private"``: clip the centred rows at the released
-        ``clip_quantile`` of their norms, from a noisy histogram spending ``clip_share`` of the budget
-        (docs/algorithms/covariance.md).
+    adaptive_clip, clip_quantile, clip_share : bool, float or None, float or None
+        (analyze_gauss, mod_sulq; ``calibration="tight"``) Clip the rows at a clip released from a
+        noisy histogram of their norms (spending ``clip_share`` of the budget; None: 0.02 uncentred,
+        0.05 centred) instead of at ``row_norm`` (docs/algorithms/covariance.md). With
+        ``centering="private"``: the released ``clip_quantile`` (None: 0.1) of the centred norms.
+        Uncentred (None or a public centre): ``clip_quantile=None`` is the balance rule (about
+        ``sqrt(d)/2`` times the scatter noise's spectral norm per unit ``r^2`` rows above the clip, so
+        that as the noise vanishes nothing is clipped); a float clips at that quantile. A one-shot
+        iterator (one read) keeps the one-release mechanism. ``adaptive_clip=False``: the one release
+        at ``row_norm`` (the mechanism before issue 16).
     noise_shape : {"goe", "iid"} or None
         (analyze_gauss, mod_sulq) The symmetric noise: ``"goe"`` (off-diagonal std ``sigma / sqrt(2)``,
         the same mechanism on ``iso(S)``, ``||iso(S)|| = ||S||_F``) or ``"iid"`` (the papers'). None:
@@ -532,7 +671,8 @@ COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
 #: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.
 ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     **COVARIANCE_PARAMETERS,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": SHARE, "clip_share": SHARE,
+    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": [NONE, SHARE],
+    "clip_share": [NONE, SHARE],
     "noise_shape": [NONE, Options(("goe", "iid"))],
 }
 
@@ -550,8 +690,8 @@ def analyze_gauss(
     centering: Centering = None,
     mean_share: float = 0.1,
     adaptive_clip: bool = True,
-    clip_quantile: float = DEFAULT_CLIP_QUANTILE,
-    clip_share: float = 0.05,
+    clip_quantile: float | None = None,
+    clip_share: float | None = None,
     noise_shape: NoiseShape | None = None,
     release_count: bool = False,
     accountant: Accountant | None = None,
@@ -576,11 +716,22 @@ def analyze_gauss(
     scatter matrix of rows clipped to norm C ("iid") or ``iso`` of it ("goe"); both have L2
     sensitivity at most the Frobenius change, ``C^2`` (add/remove: ``||x x^T||_F = ||x||^2``) or
     ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``;
-    ``||iso(M)||_2 = ||M||_F`` and ``||upper(M)||_2 <= ||M||_F``). Event: ``GaussianDpEvent(sigma / sensitivity)``
-    (plus the private-mean and count events when requested). ``calibration="tight"`` finds the
-    smallest sigma for (epsilon, delta) with the analytic Gaussian mechanism; ``"paper"`` uses
-    ``sqrt(2 ln(1.25/delta))/epsilon`` times the sensitivity, certified only for the epsilon the
-    accountant confirms (always for epsilon < 1). Eigen-decomposition is post-processing.
+    ``||iso(M)||_2 = ||M||_F`` and ``||upper(M)||_2 <= ||M||_F``). Event:
+    ``GaussianDpEvent(sigma / sensitivity)`` (plus the private-mean and count events when requested).
+    ``calibration="tight"`` finds the smallest sigma for (epsilon, delta) with the analytic Gaussian
+    mechanism; ``"paper"`` uses ``sqrt(2 ln(1.25/delta))/epsilon`` times the sensitivity, certified
+    only for the epsilon the accountant confirms (always for epsilon < 1). Eigen-decomposition is
+    post-processing.
+
+    Adaptive clipping (default with ``calibration="tight"``) is a staged release of Gaussian mechanisms
+    whose multipliers are fixed up front and split one analytic budget exactly: (the private mean and
+    count with ``centering="private"``,) the noisy histogram of the row norms (one count moves between
+    two bins under replace-one: L2 ``sqrt(2)``; one count changes under add/remove: 1), then the
+    scatter of the rows clipped at the clip ``r`` post-processed from it, with noise ``s`` times its
+    sensitivity at ``r`` (``sqrt(2) r^2`` or ``r^2``, whatever ``r`` is: every row is clipped at
+    ``r``). The later stages' inputs (centre, clip) are earlier *released* values, so the run is an
+    adaptive composition of Gaussian mechanisms, which composes as the non-adaptive one (Gaussian DP;
+    Dong, Roth and Su 2022): one ``GaussianDpEvent`` per release, all declared before the first.
     """
     return _covariance_pca(
         "analyze_gauss", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
@@ -606,8 +757,8 @@ def mod_sulq(
     centering: Centering = None,
     mean_share: float = 0.1,
     adaptive_clip: bool = True,
-    clip_quantile: float = DEFAULT_CLIP_QUANTILE,
-    clip_share: float = 0.05,
+    clip_quantile: float | None = None,
+    clip_share: float | None = None,
     noise_shape: NoiseShape | None = None,
     release_count: bool = False,
     accountant: Accountant | None = None,

@@ -63,7 +63,7 @@ from ..linalg import fix_signs, orthonormalize
 from ..privacy.accounting import Accountant, AccountingMethod, calibrate
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
-from ..privacy.gaussian import analytic_noise_multiplier
+from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import (
     NoisyRelease,
@@ -489,7 +489,10 @@ def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n
         s0 = analytic_noise_multiplier(budget.epsilon, budget.delta)
         charged = m * (T - 1)  # the first step of an epoch has V = V~: its term is 0, nothing released
         if charged == 0 or q == 1.0:  # all Gaussian: the share of mu^2 is exact
-            s_full = s0 * math.sqrt(m / (1.0 if charged == 0 else full_gradient_share))
+            # (raised by split_noise_multiplier's rounding margin: m equal parts composed must not
+            # certify an epsilon above the single release's; 0.5000000000000007 for 0.5 without it)
+            share = 1.0 if charged == 0 else full_gradient_share
+            s_full = split_noise_multiplier(s0 * math.sqrt(m / share), [1.0])[0]
         else:  # sampled steps: the m full gradients together spend (eps * share, delta * share)
             s_full = analytic_noise_multiplier(budget.epsilon * full_gradient_share,
                                                budget.delta * full_gradient_share) * math.sqrt(m)
