@@ -4,7 +4,14 @@ Throughput and memory (default mode):
 
     .venv/bin/python benchmarks/bench_oja.py [--rows 1000000] [--dim 100] [--dir DIR] [--repeats 3]
                                              [--block-rows 10000] [--cold] [--blas-threads N]
-                                             [--out results.json|.csv]
+                                             [--methods oja,private_oja,dp_pca,minibatch_oja]
+                                             [--ks 1,5] [--sources memmap,generator]
+                                             [--src DIR] [--out results.json|.csv]
+
+``--src DIR`` runs the measured processes against another copy of the package (``DIR/dpspectral``, e.g.
+the previous version: ``git show HEAD:...`` or a copy made before a change), for a before/after
+comparison in the same window. Besides wall time (``run_s``) every measurement records the process's
+CPU time during the call (``cpu_s``, ``rows_per_cpu_s``), which other processes' load barely moves.
 
 writes (once; reused when it exists in --dir) a rows x dim float64 .npy file of a spiked-covariance
 Gaussian with rows clipped to norm <= 1, then measures ``oja``, ``private_oja`` and ``dp_pca`` (k = 1
@@ -167,10 +174,13 @@ def _evict(path: str) -> None:
 
 
 def _call(method: str, X: Any, k: int, **kw: Any) -> Any:
+    from dpspectral.pca.minibatch import minibatch_oja
     from dpspectral.pca.oja import dp_pca, oja, private_oja
 
     if method == "oja":
         return oja(X, k, random_state=0, **kw)
+    if method == "minibatch_oja":
+        return minibatch_oja(X, k, epsilon=EPSILON, delta=DELTA, row_norm=1.0, random_state=0, **kw)
     if method == "private_oja":
         return private_oja(X, k, epsilon=EPSILON, delta=DELTA, row_norm=1.0, random_state=0, **kw)
     return dp_pca(X, k, epsilon=EPSILON, delta=DELTA, row_norm=1.0, random_state=0, **kw)
@@ -207,9 +217,10 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     except OSError:
         out["hwm_reset"] = False
     out["rss_before_run_mib"] = _status_kib("VmRSS") / 1024
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     res = _call(method, X, k, **kw)
     out["run_s"] = time.perf_counter() - t
+    out["cpu_s"] = time.process_time() - cpu  # CPU time of the process: robust to other processes' load
     out["run_peak_mib"] = _status_kib("VmHWM") / 1024
     out["peak_rss_mib"] = max(out["setup_peak_mib"], out["run_peak_mib"])  # of the whole process
     out["ru_maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -221,6 +232,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
     env = dict(os.environ)
+    if spec.get("src"):  # another copy of the package (e.g. the previous version, for a baseline)
+        env["PYTHONPATH"] = os.pathsep.join([spec["src"], env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if spec.get("blas_threads"):
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = str(spec["blas_threads"])
@@ -236,12 +249,12 @@ def bench_throughput(args: argparse.Namespace) -> dict[str, Any]:
         directory = Path(args.dir) if args.dir else Path(tmp)
         path, write_s = ensure_data(directory, rows, dim)
         base = {"path": str(path), "rows": rows, "dim": dim, "block_rows": args.block_rows,
-                "cold": args.cold, "blas_threads": args.blas_threads}
+                "cold": args.cold, "blas_threads": args.blas_threads, "src": args.src}
         # compile (or load) the numba kernel once, so that no measured process compiles it
         first = _run_child({**base, "method": "oja", "k": 1, "source": "memmap"})
         baseline = [_run_child({**base, "method": "baseline"}) for _ in range(args.repeats)]
-        configs = [(m, k, s) for m in ("oja", "private_oja", "dp_pca") for k in (1, 5)
-                   for s in ("memmap", "generator")]
+        configs = [(m, k, s) for m in args.methods.split(",") for k in map(int, args.ks.split(","))
+                   for s in args.sources.split(",")]
         runs: dict[tuple[str, int, str], list[dict[str, Any]]] = {c: [] for c in configs}
         for _ in range(args.repeats):  # interleaved repeats
             for m, k, s in configs:
@@ -259,6 +272,8 @@ def bench_throughput(args: argparse.Namespace) -> dict[str, Any]:
             "method": m, "k": k, "source": s, "run_s": run_s,
             "run_s_min": float(min(r["run_s"] for r in rs)), "run_s_max": float(max(r["run_s"] for r in rs)),
             "rows_per_s": rows / run_s, "warm_s": float(np.median([r["warm_s"] for r in rs])),
+            "cpu_s": float(np.median([r["cpu_s"] for r in rs])),
+            "rows_per_cpu_s": rows / float(np.median([r["cpu_s"] for r in rs])),
             "peak_rss_mib": peak, "setup_peak_mib": float(max(r["setup_peak_mib"] for r in rs)),
             "rss_before_run_mib": before, "run_peak_mib": run_peak, "increment_mib": run_peak - before,
             "peak_over_baseline_mib": peak - base_mib, "hwm_reset": all(r["hwm_reset"] for r in rs),
@@ -278,6 +293,7 @@ def bench_throughput(args: argparse.Namespace) -> dict[str, Any]:
         "shape": [rows, dim], "file_gb": rows * dim * 8 / 1e9, "write_s": write_s,
         "epsilon": EPSILON, "delta": DELTA, "row_norm": 1.0, "block_rows": args.block_rows,
         "cold_page_cache": args.cold, "repeats": args.repeats, "blas_threads": args.blas_threads,
+        "package": args.src or "installed",
         "first_process_warm_s": first["warm_s"],
         "baseline_import_rss_mib": base_mib,
         "targets": {"rows_per_s_k1": THROUGHPUT_TARGET, "peak_rss_mb": MEMORY_TARGET_MB},
@@ -530,6 +546,13 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="evict the file from the page cache first")
     parser.add_argument("--blas-threads", type=int, default=None,
                         help="OPENBLAS/OMP/MKL_NUM_THREADS of the measured processes (default: unset)")
+    parser.add_argument("--methods", default="oja,private_oja,dp_pca",
+                        help="comma-separated, of oja, private_oja, dp_pca, minibatch_oja")
+    parser.add_argument("--ks", default="1,5", help="comma-separated ranks k")
+    parser.add_argument("--sources", default="memmap,generator", help="memmap and/or generator")
+    parser.add_argument("--src", default=None, help="a directory holding another copy of the package "
+                        "(dpspectral/), imported by the measured processes instead of the installed "
+                        "one: the baseline of a before/after comparison")
     parser.add_argument("--rank-study", action="store_true")
     parser.add_argument("--workers", type=int, default=2, help="processes for --rank-study")
     parser.add_argument("--quick", action="store_true")

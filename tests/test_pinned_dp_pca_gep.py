@@ -193,7 +193,7 @@ def _instrument_dp_pca(monkeypatch) -> dict:
     rec: dict = {"a4": [], "a5": [], "gauss": [], "raw": [], "stable": [], "in_mean": False, "modes": [],
                  "lam": None}
     real_lhm, real_shm, real_pm = oja.laplace_histogram_mode, oja.stable_histogram_mode, oja.private_mean
-    real_top = oja.private_top_eigenvalue
+    real_top, real_lm = oja.private_top_eigenvalue, oja._laplace_modes
 
     def top(G, **kw):
         rec["lam"] = real_top(G, **kw)
@@ -213,6 +213,16 @@ def _instrument_dp_pca(monkeypatch) -> dict:
         if rec["in_mean"]:
             rec["modes"].append(idx)
         return idx, noisy
+
+    def lm(bins, low, high, releaser):  # Algorithm 5's p Laplace histograms in one draw (seeded source)
+        draws: list = []
+        modes = real_lm(bins, low, high, Releaser(releaser.plan, _LaplaceRecorder(releaser, draws)))
+        drawn = np.concatenate(draws)
+        assert drawn.size == sum(np.unique(row).size for row in bins)  # one draw per non-empty bin
+        assert all(low <= m <= high for m in modes)
+        rec["a5"].append(drawn)
+        rec["modes"].extend(int(m) for m in modes)
+        return modes
 
     def shm(bins, *, epsilon, delta, relation="replace_one", random_state):
         draws: list = []
@@ -242,6 +252,7 @@ def _instrument_dp_pca(monkeypatch) -> dict:
         return out, info
 
     monkeypatch.setattr(oja, "laplace_histogram_mode", lhm)
+    monkeypatch.setattr(oja, "_laplace_modes", lm)
     monkeypatch.setattr(oja, "stable_histogram_mode", shm)
     monkeypatch.setattr(oja, "private_mean", pm)
     monkeypatch.setattr(oja, "private_top_eigenvalue", top)
@@ -439,14 +450,14 @@ def test_dp_pca_public_bound_mean_pinned(monkeypatch):
     G = np.einsum("ni,nj->nij", xs, xs @ W).reshape(3000, -1)
     assert max(np.linalg.norm(G - g, axis=1).max() for g in G[:300]) <= built + 1e-9
     rec: list = []
-    real = oja.public_bound_mean
+    real = oja._public_bound_release  # every public-bound mean: S (a batch SUM of b rows) / b + noise
 
-    def spy(X, W, sensitivity, releaser):
-        out = real(X, W, sensitivity, releaser)
-        rec.append((out - X.T @ (X @ W) / X.shape[0]) / (built / X.shape[0]))
+    def spy(S, b, sensitivity, releaser):
+        out = real(S, b, sensitivity, releaser)
+        rec.append((out - S / b) / (built / b))
         return out
 
-    monkeypatch.setattr(oja, "public_bound_mean", spy)
+    monkeypatch.setattr(oja, "_public_bound_release", spy)
     res = _run_dp_pca(_pca_data(8000, d, seed=4), range(3), epsilon=1.0, delta=1e-5, row_norm=C,
                       schedule="warmup")
     assert res[0].diagnostics["block_size"] == d  # min(d, 20 k) columns

@@ -3,7 +3,8 @@
 Paper: ``../shared/papers/001_*.txt``; Algorithms 4 and 5 and the histogram learner are reconstructed
 in ``../shared/papers/spec-pca-gep.md`` §A. All three are single-pass streaming algorithms: they accept
 an array, a memmap, a sparse matrix or an iterable of row blocks (a stream), read each row once, and
-keep O(B d k) memory (B the minibatch size).
+keep O(B d k) memory (B the minibatch size; a DP-PCA batch released with noise from the public bound is
+summed by chunks of ~8 MB, so such a step needs O(chunk + d k) whatever B).
 
 Gradients. For ``A_i = x_i x_i^T`` and an orthonormal ``W`` (d x k), the Oja gradient is
 ``A_i W = x_i (x_i^T W)``, never forming a d x d matrix. With rows clipped to norm C it has Frobenius
@@ -30,8 +31,10 @@ inside :func:`~dpspectral.privacy.pipeline.release`, which charges the plan and 
 noise: the Oja steps' and the means' Gaussian noise by release name, the histograms' Laplace noise
 through the histogram learners, which draw from the releaser at the plan's scales. Every draw comes
 from the one noise source (``random_state="secure"``: OS entropy and exact discrete samplers), and
-the initial iterate and the row permutation from its secret generator, in the order of before (so
-seeded results are unchanged). A stream arrives after
+the initial iterate and the row permutation from its secret generator. With the seeded source, Private
+Oja's step noise is drawn by blocks from an SFC64 stream seeded from that generator (NumPy's ziggurat,
+compiled; the same law) and DP-PCA's coordinate histograms in one vector draw (issue 20: seeded results
+of those paths changed once). A stream arrives after
 the charge: every row read is checked the same way (whether or not it ends up in a step), and a bad
 block is a *failed release*: it stays charged and the ledger marks it failed. Error messages name the
 kind of problem, never a row, a value or a count. The paper splits (epsilon, delta) in half between
@@ -125,7 +128,7 @@ Histogram = Literal["laplace", "stable"]
 #: Private Oja's default c1 (times 1 / row_norm^2): eta_t = c1 / (c2 + t) covers eigengaps
 #: >= row_norm^2 / (2 c1) = 0.05 row_norm^2 (Oja's alpha = c1 gap > 1/2; measured in docs/algorithms/oja.md)
 DEFAULT_PRIVATE_OJA_C1 = 10.0
-_CHUNK = 4096  # rows per compiled call / noise draw in the row-by-row algorithms
+_CHUNK = 2048  # rows per compiled call / noise block in the row-by-row algorithms (the block stays in L2)
 _MEMMAP_BLOCK_ELEMENTS = 1 << 20  # values per block read from a memmap (8 MB of float64)
 #: DP-PCA's share of each minibatch for Algorithm 4 (range estimation) outside the paper's schedule
 DEFAULT_RANGE_FRACTION = 0.1
@@ -230,6 +233,8 @@ def _permuted_blocks(X: Any, order: np.ndarray) -> Iterator[tuple[int, Any]]:
         idx = order[a : a + step]
         if is_dask_array(X):
             yield a, np.asarray(X[idx].compute())
+        elif isinstance(X, np.ndarray):  # an array or memmap: take is a copy, faster than X[idx]
+            yield a, np.asarray(X).take(idx, axis=0)
         else:
             yield a, X[idx]  # fancy indexing: a copy, in the permuted order
 
@@ -261,6 +266,7 @@ class _Rows:
             self._blocks = _memmap_blocks(src)
         else:
             self._blocks = _iter_blocks(src, owner, show_progress)
+        self._owned = order is not None  # the blocks are fresh copies (read in the secret order)
         self._buffer: list[np.ndarray] = []
         self._buffered = 0
         self.row = 0  # rows handed out so far
@@ -318,7 +324,9 @@ class _Rows:
                 self._buffer[0] = head[m - got :]
             got += pieces[-1].shape[0]
         self._buffered -= got
-        if len(pieces) == 1:
+        if len(pieces) == 1 and self._owned and pieces[0].dtype == np.float64 and pieces[0].flags.writeable:
+            out = pieces[0]  # rows of a block copied by the permuted read: already private
+        elif len(pieces) == 1:
             out = np.array(pieces[0], dtype=np.float64)  # a private copy
         else:
             out = np.concatenate(pieces).astype(np.float64, copy=False)  # a fresh array
@@ -431,55 +439,94 @@ def _non_private_report(mechanism: str, notes: tuple[str, ...], source_name: str
 # ---------------------------------------------------------------------------------------------
 # row-by-row Oja (non-private and private)
 
-_StepNoise = Callable[[tuple[int, int, int]], np.ndarray]
+def _seeded_step_noise(releaser: Releaser) -> tuple[np.ndarray, float] | None:
+    """(SFC64 state, std) when the planned release ``"step"`` comes from the plain seeded source.
+
+    That source's release is ``std`` times i.i.d. standard normals (``generator.normal(0, std)``); they
+    are drawn by blocks with :func:`~dpspectral.pca._oja_kernels.standard_normals` (NumPy's ziggurat on
+    an SFC64 state seeded from the run's generator: the same law, five times faster than NumPy's
+    ``Generator``; the stream differs from before issue 20). Any other source (secure, or a subclass)
+    draws through :meth:`Releaser.gaussian`. ``releaser.generator`` refuses after the block.
+    """
+    from ._oja_kernels import sfc64_state
+
+    if type(releaser.noise) is not SeededNoise:
+        return None
+    return sfc64_state(releaser.generator), float(releaser.plan[_STEP].scale)
 
 
 def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], rates: tuple[float, float],
-              beta: float, step_noise: _StepNoise | None, owner: str, show_progress: bool | None,
+              beta: float, releaser: Releaser | None, owner: str, show_progress: bool | None,
               n: int | None) -> tuple[np.ndarray, int]:
     """Row-by-row (Private) Oja over all rows; returns (W, rows used).
 
-    ``rates``: (c1, c2) of ``eta_t = c1 / (c2 + t)``. ``step_noise(shape)``: the noise of ``shape[0]``
-    consecutive steps, per unit eta (drawn by the releaser; None: non-private).
+    ``rates``: (c1, c2) of ``eta_t = c1 / (c2 + t)``. ``releaser``: the charged release of the steps'
+    noise (the planned release ``"step"``, per unit eta); None: non-private.
     """
-    bar = progress(range(n if n is not None else 0), total=n, desc=owner, enabled=show_progress,
-                   min_total=200_000)
+    chunks = None if n is None else -(-n // _CHUNK) + len(parts)
+    bar = progress(range(chunks or 0), total=chunks, desc=owner, enabled=show_progress,
+                   min_total=200_000 // _CHUNK)
     bar_it = iter(bar) if n is not None else None
     used = [0]
+    seeded = None if releaser is None else _seeded_step_noise(releaser)  # one stream for all parts
 
     def run_part(w: np.ndarray, size: int | None, found: np.ndarray) -> np.ndarray:
-        w, t = _rows_part(rows, w, size, found, rates, beta, step_noise, bar_it)
+        w, t = _rows_part(rows, w, size, found, rates, beta, (releaser, seeded), bar_it)
         used[0] += t
         return w
 
-    return _by_parts(W, parts, run_part), used[0]
+    W = _by_parts(W, parts, run_part)
+    if bar_it is not None:
+        collections.deque(bar_it, maxlen=0)  # close the bar
+    return W, used[0]
 
 
 def _rows_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray, rates: tuple[float, float],
-               beta: float, step_noise: _StepNoise | None,
+               beta: float, noise: tuple[Releaser | None, tuple[np.ndarray, float] | None],
                bar_it: Iterator[Any] | None) -> tuple[np.ndarray, int]:
-    """The Oja steps over one part of the rows (all of them for block updates); returns (w, its rows)."""
-    from ._oja_kernels import oja_rows
+    """The Oja steps over one part of the rows (all of them for block updates); returns (w, its rows).
+
+    ``noise``: (the charged releaser of the steps' noise or None, :func:`_seeded_step_noise`). Seeded:
+    the next chunk's standard normals are drawn on a second thread while the compiled loop runs (both
+    release the GIL); the blocks are drawn in order, one after the other, so the stream is the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._oja_kernels import oja_rows, standard_normals
 
     c1, c2 = rates
-    d = w.shape[0]
-    t = 0
-    while True:
-        m = _CHUNK if size is None else min(_CHUNK, size - t)
-        if m <= 0:
-            break
-        X = rows.take(m)
-        if X.shape[0] == 0:
-            break
-        mb = X.shape[0]
-        etas = _etas(c1, c2, t, mb)
-        Z = step_noise((mb, d, w.shape[1])) if step_noise is not None else np.empty((0, d, w.shape[1]))
-        w = oja_rows(np.ascontiguousarray(w), X, etas, Z, beta, np.ascontiguousarray(found))
-        t += mb
-        if bar_it is not None:  # advance the bar by mb rows at C speed (a Python loop cost 20%)
-            collections.deque(itertools.islice(bar_it, mb), maxlen=0)
-        if X.shape[0] < m:
-            break
+    releaser, seeded = noise
+    d, k = w.shape
+    found, w = np.ascontiguousarray(found), np.ascontiguousarray(w)
+    buffers = [np.empty((_CHUNK, d, k)) for _ in range(2 if seeded is not None else 0)]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None if seeded is None else pool.submit(standard_normals, seeded[0], buffers[0].reshape(-1))
+        t = 0
+        while True:
+            m = _CHUNK if size is None else min(_CHUNK, size - t)
+            if m <= 0:
+                break
+            X = rows.take(m)
+            if X.shape[0] == 0:
+                break
+            mb = X.shape[0]
+            etas = _etas(c1, c2, t, mb)
+            if seeded is not None and pending is not None:  # the seeded release: std * N(0, 1), by blocks
+                pending.result()
+                Z = buffers[0][:mb]
+                buffers.reverse()
+                pending = pool.submit(standard_normals, seeded[0], buffers[0].reshape(-1))
+                zetas = etas * seeded[1]  # eta_t std: the planned std, per unit eta, times eta_t
+            else:
+                Z = np.empty((0, d, k)) if releaser is None else releaser.gaussian(_STEP, (mb, d, k))
+                zetas = etas
+            w = oja_rows(w, X, etas, Z, zetas, beta, found)
+            t += mb
+            if bar_it is not None:
+                next(bar_it, None)
+            if X.shape[0] < m:
+                break
+        if pending is not None:
+            pending.result()
     return w, t
 
 
@@ -700,7 +747,11 @@ def private_oja(
     large n. The permutation is secret: it is never output, and ``random_state`` is a secret.
     ``random_state="secure"`` draws the step noise with exact discrete Gaussian samplers from OS
     entropy (slow: pure Python, per coordinate of every step) and the permutation from an OS-seeded
-    generator; the report's ``noise_source`` says which source was used.
+    generator; the report's ``noise_source`` says which source was used. With a seeded source the
+    steps' noise (``std`` times i.i.d. N(0, 1), the same law) is drawn by blocks of 2048 steps with
+    NumPy's ziggurat on an SFC64 state seeded from the secret generator
+    (:func:`~dpspectral.pca._oja_kernels.standard_normals`, bit-identical to NumPy's
+    ``Generator(SFC64).standard_normal``; issue 20 changed the stream once, for speed).
     """
     owner = "private_oja"
     budget, rel, C = check_mechanism_inputs(
@@ -720,8 +771,8 @@ def private_oja(
     with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
         W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
         rows = source.reader(releaser.generator)
-        W, used = _run_rows(rows, W, source.parts, (float(c1), float(c2)), beta,
-                            lambda shape: releaser.gaussian(_STEP, shape), owner, show_progress, source.n)
+        W, used = _run_rows(rows, W, source.parts, (float(c1), float(c2)), beta, releaser, owner,
+                            show_progress, source.n)
         report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
                                  notes=plan.notes, stacklevel=5)
     return SubspaceResult(
@@ -1088,6 +1139,9 @@ def _truncated_mean(G: np.ndarray, radius: float, bound: float,
         ellT[:, a : a + 128] = np.floor((G[a : a + 128] + r) / (2.0 * r)).T
     top = _coordinate_top(bound, r)
     centres = np.empty(p)
+    if histogram == "laplace" and type(releaser.noise) is SeededNoise:  # all p histograms at once
+        modes = _laplace_modes(ellT, -top, top, releaser)
+        return _truncate(G, 2.0 * r * modes, r, half_width_mult, releaser)
     for j in range(p):
         if histogram == "laplace":
             mode, _ = laplace_histogram_mode(ellT[j], -top, top, scale=spec.scale,
@@ -1100,12 +1154,62 @@ def _truncated_mean(G: np.ndarray, radius: float, bound: float,
                 return None, {}
             mode = found
         centres[j] = 2.0 * r * mode
+    return _truncate(G, centres, r, half_width_mult, releaser)
+
+
+def _truncate(G: np.ndarray, centres: np.ndarray, r: float, half_width_mult: float,
+              releaser: Releaser) -> tuple[np.ndarray, dict[str, float]]:
+    """Algorithm 5's release: the mean of G truncated to the box around the released centres, plus
+    the plan's Gaussian noise at the box's L2 diameter over b."""
+    b, p = G.shape
     h = half_width_mult * r
     low, high = centres - h, centres + h
     clipped = np.clip(G, low, high)
     sens = 2.0 * h * math.sqrt(p) / b
     mean = clipped.mean(axis=0) + releaser.gaussian(_MEAN, p) * sens
     return mean, {"sensitivity": sens, "radius": r}
+
+
+def _laplace_modes(bins: np.ndarray, low: int, high: int, releaser: Releaser) -> np.ndarray:
+    """The mode of each row's Laplace histogram over ``[low, high]``, all rows at once (seeded source).
+
+    Row j of ``bins`` (p x b) holds the bins of coordinate j. For every coordinate this has the law of
+    :func:`~dpspectral.privacy.histogram.laplace_histogram_mode` with the scale of the plan's release
+    ``"coordinate_histograms"``: Laplace noise on each occupied bin (one vector draw through
+    :meth:`Releaser.add`), the largest of the empty bins' noises drawn from its CDF (``U^(1/M)``), and a
+    uniform empty bin when that wins; coordinates are independent. Only the order of the draws differs
+    from p calls of the per-coordinate routine (100 Python calls per step at d k = 100).
+    """
+    p, b = bins.shape
+    srt = np.sort(bins, axis=1)
+    start = np.ones((p, b), dtype=bool)
+    start[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    coord, col = np.nonzero(start)  # the occupied bins, coordinate by coordinate
+    flat = coord * b + col
+    ids = srt[coord, col]
+    counts = np.append(flat[1:], p * b) - flat  # a coordinate's last run ends where its row ends
+    noisy = np.asarray(releaser.add(_COORDINATE_HISTOGRAMS, counts.astype(np.float64)), dtype=np.float64)
+    first = np.flatnonzero(np.r_[True, coord[1:] != coord[:-1]])  # every coordinate has b >= 1 values
+    best = np.maximum.reduceat(noisy, first)
+    occupied = np.diff(np.r_[first, noisy.size])
+    winner = np.minimum.reduceat(np.where(noisy == np.repeat(best, occupied), np.arange(noisy.size),
+                                          noisy.size), first)
+    modes = ids[winner]
+    empty = (high - low + 1) - occupied
+    scale = releaser.plan[_COORDINATE_HISTOGRAMS].scale
+    rng = releaser.generator
+    log_u = np.log(rng.random(p)) / np.maximum(empty, 1)  # the maximum of `empty` Laplace draws
+    u = np.exp(log_u)
+    with np.errstate(divide="ignore"):
+        empty_max = np.where(u > 0.5, -scale * np.log(2.0 * -np.expm1(log_u)), scale * np.log(2.0 * u))
+    for j in np.flatnonzero((empty > 0) & (empty_max > best)):  # a uniform empty bin wins
+        taken = ids[first[j] : first[j] + occupied[j]]
+        while True:
+            cand = int(rng.integers(low, high + 1))
+            if not np.any(taken == cand):
+                modes[j] = cand
+                break
+    return modes
 
 
 def _group_eigenvalues_of_rows(X: np.ndarray, W: np.ndarray, n_groups: int) -> np.ndarray:
@@ -1658,17 +1762,36 @@ def _dp_pca_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray
         sizes = itertools.repeat(B, size // B) if size is not None else itertools.repeat(B)
     used = 0
     for t, m in enumerate(sizes, start=1):
-        batch = rows.take(m)
-        if batch.shape[0] < m:
-            break
+        if not config.adaptive:  # Algorithms 4 and 5 cannot act: the batch sum, read by chunks
+            S, got = _batch_sum_by_chunks(rows, m, w)
+            if got < m:
+                break
+        else:
+            batch = rows.take(m)
+            if batch.shape[0] < m:
+                break
         used += m
         next(bar_it, None)
         log.steps += 1
         log.sizes.append(m)
-        w = _dp_pca_step(batch, w, t, found, config, releaser, log)
+        if not config.adaptive:  # the batch mean with noise from the public bound
+            w = _power_or_oja(_public_bound_release(S, m, config.pub_sens, releaser), w, t, found,
+                              config, log)
+        else:
+            w = _dp_pca_step(batch, w, t, found, config, releaser, log)
     if size is not None and size - used > 0:  # deflation: rows of this part that fill no batch
         rows.take(size - used)
     return w
+
+
+def _batch_sum_by_chunks(rows: _Rows, m: int, W: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(sum_i x_i (x_i^T W), rows read)`` over the next m rows, read by chunks of ~8 MB (the batch is
+    never held whole: memory O(chunk + d p) whatever the batch size)."""
+    from .minibatch import _batch_sum
+
+    before = rows.row
+    S = _batch_sum(rows, m, W, to_end=False)
+    return S, rows.row - before
 
 
 def _rows_left(rows: _Rows, config: _DpPcaConfig) -> int:
@@ -1680,9 +1803,6 @@ def _rows_left(rows: _Rows, config: _DpPcaConfig) -> int:
 def _dp_pca_step(batch: np.ndarray, w: np.ndarray, t: int, found: np.ndarray, config: _DpPcaConfig,
                  releaser: Releaser, log: _StepLog) -> np.ndarray:
     """One step: private eigenvalue (first rows), private mean gradient (the rest), update."""
-    if not config.adaptive:  # Algorithms 4 and 5 cannot act: the batch mean, noise from the public bound
-        return _power_or_oja(public_bound_mean(batch, w, config.pub_sens, releaser), w, t, found,
-                             config, log)
     b1 = _split(batch.shape[0], config)
     b = batch.shape[0] - b1 if config.range_fraction is not None else b1  # the mean's rows
     lam = _step_eigenvalue(batch[:b1], w, config, releaser)
@@ -1733,8 +1853,13 @@ def public_bound_mean(X: np.ndarray, W: np.ndarray, sensitivity: float, releaser
     :func:`~dpspectral.pca.minibatch.minibatch_sensitivity`), so the mean moves by at most its b-th
     part; the plan's release ``"mean"`` is per unit sensitivity. Never forms the b x (d p) gradients.
     """
-    b = X.shape[0]
-    return X.T @ (X @ W) / b + releaser.gaussian(_MEAN, W.shape) * (sensitivity / b)
+    return _public_bound_release(X.T @ (X @ W), X.shape[0], sensitivity, releaser)
+
+
+def _public_bound_release(S: np.ndarray, b: int, sensitivity: float, releaser: Releaser) -> np.ndarray:
+    """The batch mean ``S / b`` of a batch SUM S of b rows, plus the plan's mean noise at
+    ``sensitivity / b`` (``sensitivity``: the public replace-one bound on the sum)."""
+    return S / b + releaser.gaussian(_MEAN, S.shape) * (sensitivity / b)
 
 
 def _step_eigenvalue(X1: np.ndarray, w: np.ndarray, config: _DpPcaConfig,
