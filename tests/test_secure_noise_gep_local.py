@@ -89,9 +89,10 @@ def test_seeded_reports_name_the_seeded_source(pairs):
 
 def test_private_fda_passes_the_secure_source_to_the_solver(data):
     X, y = data
-    res = private_fda(X, y, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, classes=[0, 1], n_iter=5,
-                      random_state="secure")
-    assert res.privacy.noise_source == "secure" and res.vectors.shape == (4, 1)
+    for options in ({"method": "dpsr", "n_iter": 5}, {}):  # a paper solver, and the default (moments)
+        res = private_fda(X, y, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, classes=[0, 1],
+                          random_state="secure", **options)
+        assert res.privacy.noise_source == "secure" and res.vectors.shape == (4, 1)
 
 
 @pytest.mark.parametrize("kw", [
