@@ -48,9 +48,10 @@ from dpspectral.lowrank import (  # noqa: E402
 )
 from dpspectral.pca.covariance import analyze_gauss  # noqa: E402
 
-METHODS = ("private_frobenius_lrf", "private_space_optimal_lrf", "turnstile_lrf", "continual_lrf",
-           "covariance_lrf", "hardt_roth", "hardt_roth_range_finder", "private_local_lrf",
-           "private_local_lrf_sketch", "optimal_space_lrf")
+METHODS = ("private_frobenius_lrf", "private_space_optimal_lrf", "turnstile_lrf",
+           "turnstile_space_optimal_lrf", "continual_lrf", "continual_space_optimal_lrf", "covariance_lrf",
+           "hardt_roth", "hardt_roth_range_finder", "private_local_lrf", "private_local_lrf_sketch",
+           "optimal_space_lrf")
 
 
 def load(name: str, rows: int, data_dir: str) -> tuple[np.ndarray, float, float]:
@@ -76,8 +77,16 @@ def run(method: str, A: np.ndarray, k: int, eps: float, delta: float, C: float, 
         return private_space_optimal_lrf(A, k, **priv)
     if method == "turnstile_lrf":
         return turnstile_lrf(A, k, **priv)
+    if method == "turnstile_space_optimal_lrf":  # issue 24: Figure 5's turnstile Priv1 state
+        from dpspectral.lowrank.turnstile_space_optimal import turnstile_space_optimal_lrf
+
+        return turnstile_space_optimal_lrf(A, k, **priv)
     if method == "continual_lrf":
         return continual_lrf(A, k, **priv)
+    if method == "continual_space_optimal_lrf":  # issue 24: Theorem 51's tree over Figure 5
+        from dpspectral.lowrank.continual_space_optimal import continual_space_optimal_lrf
+
+        return continual_space_optimal_lrf(A, k, **priv)
     if method == "covariance_lrf":
         return covariance_lrf(A, k, row_norm=C, **priv)
     if method == "hardt_roth":
