@@ -253,8 +253,8 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca.covariance", "analyze_gauss"),
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
         options=_ADAPTIVE_OPTIONS, memory="O(d^2)", passes=_ADAPTIVE_PASSES,
-        regime="The default for (epsilon, delta) central PCA: one pass, best accuracy while d^2 fits "
-               "in memory; add/remove neighbours too",
+        regime="The default for (epsilon, delta) central PCA: one release (a norm histogram, then the "
+               "scatter at the released clip), best accuracy while d^2 fits in memory; add/remove too",
     ),
     Method(
         name="mod_sulq", family="covariance", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
@@ -610,7 +610,7 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     2. ``delta == 0`` (pure epsilon-DP) -> ``ppca``;
     3. a ``d x d`` matrix larger than :data:`AUTO_MATRIX_BYTES` -> ``minibatch_oja`` (single pass,
        O(d p) memory with ``p = min(d, 20 k)``; replace-one only), for a stream or an array;
-    4. otherwise -> ``analyze_gauss``: one pass, the most accurate certified central method wherever
+    4. otherwise -> ``analyze_gauss``: the most accurate certified central method wherever
        ``d x d`` fits (measured: docs/choosing-a-method.md), replace-one or add/remove, any epsilon.
 
     Parameters
@@ -641,8 +641,8 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     if too_big and rel is Relation.REPLACE_ONE:
         return Choice("minibatch_oja", f"d={n_features}: a d x d matrix exceeds "
                       f"{AUTO_MATRIX_BYTES // 2**30} GiB: single-pass minibatch Oja in O(d k) memory")
-    reason = ("central (epsilon, delta)-DP with a d x d matrix in memory: Analyze Gauss, one pass, the "
-              "most accurate certified method measured")
+    reason = ("central (epsilon, delta)-DP with a d x d matrix in memory: Analyze Gauss, the most "
+              "accurate certified method measured")
     if too_big:
         reason += f" (d={n_features} is large, but no O(dk) method supports {rel.value} neighbours)"
     return Choice("analyze_gauss", reason)
