@@ -295,8 +295,12 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DPSR phase-2 std without ||Phi~||^2",
         "gep/reduction.py",
-        "s2 * delta2_base * phi_norm2",
-        "s2 * delta2_base",
+        "std2 = scales.s2 * scales.delta2_base * phi_norm2\n            if std2 > 0:\n"
+        "                phase2 = stack.enter_context(releaser.adapted(\n"
+        "                    \"phase2\", scale=std2, sensitivity=scales.delta2_base * phi_norm2))",
+        "std2 = scales.s2 * scales.delta2_base\n            if std2 > 0:\n"
+        "                phase2 = stack.enter_context(releaser.adapted(\n"
+        "                    \"phase2\", scale=std2, sensitivity=scales.delta2_base))",
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
