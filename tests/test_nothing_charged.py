@@ -219,7 +219,7 @@ def _fit_lda(X, y, acc, onv):
 
 
 #: Methods whose default release is staged (adaptive clip of the uncentred rows: two ledger entries).
-STAGED_BY_DEFAULT = {"analyze_gauss", "mod_sulq"}
+STAGED_BY_DEFAULT = {"analyze_gauss", "mod_sulq", "noisy_power"}
 
 ESTIMATORS = {"DPPCA": _fit_dppca, "DPLowRank[covariance_lrf]": _fit_lowrank,
               "DPFisherDiscriminant": _fit_fda, "DistributedDPPCA": _fit_distributed,

@@ -278,7 +278,8 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
-        options=frozenset({"n_iter", "block_size", "show_progress"}), memory="O(d^2)",
+        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip", "clip_share"}),
+        memory="O(d^2)",
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
     ),
     Method(

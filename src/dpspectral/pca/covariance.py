@@ -64,7 +64,14 @@ from ..privacy.gaussian import (
 )
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, StagedRelease, precheck, release
-from ..privacy.quantile import clip_from_histogram, histogram_sensitivity, norm_edges, norm_histogram
+from ..privacy.quantile import (
+    BALANCE_FACTOR,
+    balanced_clip,
+    clip_from_histogram,
+    histogram_sensitivity,
+    norm_edges,
+    norm_histogram,
+)
 from ..results import SubspaceResult
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
@@ -89,11 +96,6 @@ UNCENTRED_CLIP_SHARE = 0.02
 #: Norms within this relative distance below the public bound count as at the bound (rows scaled to
 #: unit norm have computed norms 1 - 1e-16): the histogram's edges are ``norm_edges(C (1 - SLACK))``.
 _EDGE_SLACK = 1e-9
-#: The balance rule (uncentred path): about ``BALANCE_FACTOR sqrt(d) kappa`` rows above the clip
-#: (``kappa``: the scatter noise's spectral norm per unit ``r^2``), plus ``BALANCE_Z`` standard deviations
-#: of the noisy count walked (measured in docs/algorithms/covariance.md).
-BALANCE_FACTOR = 0.5
-BALANCE_Z = 3.0
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
 
@@ -511,27 +513,8 @@ def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
 
 def _balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, hist_std: float,
                    C: float) -> float:
-    """The clip of the balance rule, from the released counts (post-processing).
-
-    Clipping the rows at ``r`` moves ``X^T X`` by ``B(r) = sum_i (1 - r^2/||x_i||^2)_+ x_i x_i^T``, of
-    trace ``sum_i (||x_i||^2 - r^2)_+``; the noise's spectral norm is ``nu r^2`` (``nu``:
-    :func:`_noise_norm_per_clip2`). Their sum is least where (derivative in ``r^2``)
-    ``#{i: ||x_i|| > r} = nu``. The trace overstates what clipping costs the top eigenvectors (it counts
-    every direction of ``B``; measured, a clip with ``sqrt(d) / 2`` times more rows above it does better
-    on MNIST and RT-IoT2022), so the caller passes ``kappa = BALANCE_FACTOR sqrt(d) nu``; the target adds
-    ``BALANCE_Z`` standard deviations of the noisy count walked so far (so that the noise of the empty
-    bins above cannot fire the rule early). Walking down from the top, the first bin at which the noisy
-    number of rows at or above it reaches the target: the clip is its *upper* edge (at most ``C``), so
-    that as the noise vanishes no row is clipped (the exact eigensolver in the limit).
-    """
-    at_or_above = np.cumsum(noisy_counts[::-1])[::-1]  # at_or_above[i]: rows in bins i, i+1, ...
-    walked = np.arange(at_or_above.size, 0, -1, dtype=float)  # bins summed into at_or_above[i]
-    target = np.maximum(kappa + BALANCE_Z * hist_std * np.sqrt(walked), 0.5)
-    reached = np.flatnonzero(at_or_above >= target)
-    if reached.size == 0:  # too few rows to tell anything from the noise: the public bound
-        return float(C)
-    i = int(reached[-1])  # bin i holds [edges[i-1], edges[i]); the last bin [edges[-1], inf)
-    return float(C) if i >= edges.size - 1 else float(edges[i])
+    """The clip of the balance rule (:func:`~dpspectral.privacy.quantile.balanced_clip`)."""
+    return balanced_clip(noisy_counts, edges, kappa, hist_std, C)
 
 
 def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,

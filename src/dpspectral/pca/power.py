@@ -38,14 +38,25 @@ from ..constraints import (
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
+    NONE,
+    SHARE,
     Interval,
     Table,
+    Types,
     check_params,
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..moments import accumulate, n_features_of
+from ..moments import accumulate, n_features_of, needs_two_passes_ok
 from ..privacy.accounting import Accountant, calibrate
+from ..privacy.adaptive import (
+    DEFAULT_CLIP_SHARE,
+    RowClipPlan,
+    at_clip,
+    clip_note,
+    plan_row_clip,
+    release_row_clip,
+)
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.noise import noise_source
@@ -87,6 +98,7 @@ _N_COMPONENTS = Interval(1, None, "left", integer=True)
 _PARAMS: Table = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "n_iter": _N_ITER,
+    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
 
 
@@ -129,15 +141,20 @@ def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, 
 
 
 def _plan(budget: PrivacyBudget, relation: Relation, calibration: str, row_norm: float,
-          n_iter: int, block_size: int) -> ReleasePlan:
-    """The L releases ``Y_l = A X_{l-1} + G_l`` (one planned Gaussian release, used L times)."""
+          n_iter: int, block_size: int, clip: RowClipPlan | None = None) -> ReleasePlan:
+    """The L releases ``Y_l = A X_{l-1} + G_l`` (one planned Gaussian release, used L times).
+
+    With ``clip`` (adaptive clipping) the multiplier is calibrated for the composition with the norm
+    histogram (:mod:`~dpspectral.privacy.adaptive`); ``row_norm`` is then the released clip.
+    """
     sens = _iteration_sensitivity(relation, sensitivity_norm(row_norm))
     notes: tuple[str, ...] = ()
     if calibration == "tight":
-        s = calibrate(
-            lambda m: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), n_iter),
-            budget.epsilon, budget.delta, relation=relation,
-        )
+        def make(m: float) -> dp_accounting.DpEvent:
+            return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(m), n_iter)
+
+        s = calibrate(make if clip is None else clip.compose(make), budget.epsilon, budget.delta,
+                      relation=relation)
     else:
         s = hardt_price_sigma(budget.epsilon, budget.delta, block_size, n_iter)
         notes = (
@@ -177,6 +194,8 @@ def noisy_power(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
 ) -> SubspaceResult:
     """Private power iteration (Hardt and Roth 2013; Hardt and Price 2014), row-level variant.
 
@@ -204,29 +223,58 @@ def noisy_power(
     and within the bound with ``on_norm_violation="raise"``) before the ledger is charged, so a
     refusal costs nothing; a failure after the charge is a failed release that stays charged.
     ``random_state`` is secret (it draws the noise).
+
+    Adaptive clipping (default with ``calibration="tight"`` and an input that can be read twice): a
+    noisy histogram of the row norms is released first (``clip_share`` of the budget) and the rows
+    are clipped at the clip post-processed from it (:mod:`dpspectral.privacy.adaptive`): the
+    sensitivity above holds with C replaced by that public clip; the multiplier is calibrated for
+    ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``.
     """
     budget, rel, C, k, p = _validate(
         X, k, block_size, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
         calibration=calibration, on_norm_violation=on_norm_violation)
     L = int(n_iter)
     noise = noise_source(random_state)
+    adaptive = adaptive_clip and calibration == "tight" and needs_two_passes_ok(X)
+    clip = plan_row_clip(budget, rel, C, clip_share or DEFAULT_CLIP_SHARE) if adaptive else None
     # Plan every release before reading the data or drawing any randomness; fail fast.
-    plan = _plan(budget, rel, calibration, C, L, p)
-    precheck(accountant, plan.events, rel)
+    plan = _plan(budget, rel, calibration, C, L, p, clip)
+    precheck(accountant, ((clip.event,) if clip else ()) + plan.events, rel)
+    # The first pass reads (and, for an in-memory input, validates) every row before any charge.
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=_OWNER, show_progress=show_progress)
+                         want_second=clip is None, owner=_OWNER, show_progress=show_progress)
     k = check_n_components(k, moments.d, _OWNER, name="k")
     p = _check_block_size(block_size, k, moments.d, _OWNER)
-    plan = _plan(budget, rel, calibration, C, L, p)  # d is known now: the final block size
-    assert moments.second is not None
-    # The pass above read (and, for an in-memory input, validated) every row before the charge.
-    with release(plan, accountant, noise) as releaser:
-        Y = _iterate(moments.second, p, L, releaser, show_progress)
+    plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
+    released_clip = None
+    if clip is None:
+        with release(plan, accountant, noise) as releaser:
+            assert moments.second is not None
+            Y = _iterate(moments.second, p, L, releaser, show_progress)
+        events = plan.events
+    else:
+        staged = clip.staged(accountant, _OWNER, plan.events)
+        spec = plan["iteration"]
+        nu = spec.scale / spec.sensitivity * _iteration_sensitivity(rel, 1.0) * (
+            math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
+        released_clip = release_row_clip(
+            X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
+            n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress)
+        share = clip_share or DEFAULT_CLIP_SHARE
+        plan = at_clip(plan, released_clip, C, {"iteration": 2},
+                       clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r
+        # the rows clipped at the released clip (never refused: they were checked at C above)
+        moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
+                             want_second=True, owner=_OWNER, show_progress=show_progress)
+        with staged.stage(plan, noise) as releaser:
+            assert moments.second is not None
+            Y = _iterate(moments.second, p, L, releaser, show_progress)
+        events = (clip.event, *plan.events)
     # Post-processing of the last release: its top-k left singular vectors, ordered.
     U, _, _ = np.linalg.svd(Y, full_matrices=False)
     # frames: certify_release, report, noisy_power, the constraint check, the caller
     report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                             notes=plan.notes, stacklevel=5)
+                             notes=plan.notes, stacklevel=5, events=list(events))
     spec = plan["iteration"]
     diagnostics: dict[str, Any] = {
         "noise_std": spec.scale,
@@ -235,6 +283,9 @@ def noisy_power(
         "n_iter": L,
         "block_size": p,
     }
+    if clip is not None:
+        diagnostics["clip"] = released_clip  # released (post-processing of the noisy histogram)
+        diagnostics["histogram_noise_std"] = clip.release.scale
     return SubspaceResult(
         components=fix_signs(U[:, :k]), values=None, privacy=report,
         n_samples=float(moments.n) if rel.n_is_public else None, diagnostics=diagnostics,
@@ -281,10 +332,17 @@ noisy_power.__doc__ = (noisy_power.__doc__ or "") + """
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bars over blocks and iterations (None: on a terminal, for long work).
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
+        :func:`dpspectral.privacy.quantile.balanced_clip`) instead of at ``row_norm``. Off for the
+        paper calibration and for a one-shot iterator (it needs a second read).
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
 
     Returns
     -------
     SubspaceResult
         ``components`` (n_features, k); ``values`` None; diagnostics ``noise_std``,
-        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size``.
+        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size`` (and ``clip``,
+        ``histogram_noise_std`` with adaptive clipping).
 """
