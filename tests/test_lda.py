@@ -46,8 +46,11 @@ def test_one_release_is_charged_and_reported():
     X, y = _data()
     acc = Accountant()
     clf = DPLinearDiscriminantAnalysis(classes=[0, 1, 2], accountant=acc, random_state=0, **KW).fit(X, y)
-    assert len(acc.entries) == 1 and clf.privacy_.certified and clf.privacy_.epsilon <= 1.0
-    assert len(clf.privacy_.events) == 1 and clf.privacy_.relation.value == "replace_one"
+    # adaptive clipping (default): two stages, the norm histogram and the moments at the released clip
+    assert len(acc.entries) == 2 and clf.privacy_.certified and clf.privacy_.epsilon <= 1.0
+    assert len(clf.privacy_.events) == 2 and clf.privacy_.relation.value == "replace_one"
+    one = DPLinearDiscriminantAnalysis(classes=[0, 1, 2], random_state=0, adaptive_clip=False, **KW).fit(X, y)
+    assert len(one.privacy_.events) == 1 and one.moments_.clip is None  # issue 17's one release
     ar = DPLinearDiscriminantAnalysis(classes=[0, 1, 2], relation="add_remove", random_state=0, **KW)
     ar.fit(X, y)
     assert ar.privacy_.relation.value == "add_remove" and ar.moments_.n_samples is None
@@ -124,7 +127,7 @@ def test_secure_noise_and_a_shared_budget():
     clone(est).fit(X, y)
     with pytest.raises(BudgetExceededError):
         clone(est).fit(X, y)
-    assert len(acc.entries) == 1
+    assert len(acc.entries) == 2  # the first fit's two stages; the second was refused before its first
 
 
 def test_add_remove_fits_an_empty_data_set():

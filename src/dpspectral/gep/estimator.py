@@ -74,7 +74,8 @@ class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _D
         ``on_norm_violation="raise"``. Required: chosen without looking at the data.
     method : {"moments", "dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}, \
 default="moments"
-        ``"moments"`` (one Gaussian release of the moments; replace-one or add/remove),
+        ``"moments"`` (one Gaussian release of the moments, by default of the rows clipped at a released
+        clip; replace-one or add/remove),
         ``"dpsr"`` (Algorithm 2 of Chen et al., corrected as in ``docs/algorithms/gep.md``),
         ``"dpsrs"`` (sparse, needs ``sparsity``), ``"sr_dp"`` (noise on A and B, then SR),
         the DP-Rayleigh-Flow baselines, or ``"sr"``: the NON-PRIVATE simultaneous reduction (a labelled
@@ -118,7 +119,10 @@ default="moments"
     method_params : dict or None, default=None
         Extra options of the solver (e.g. ``eta_b``, ``eta_a``, ``basis_size``, ``budget_shares`` for
         DPSR; ``eta``, ``init`` for the flows; ``a_share``; for ``"moments"`` only ``budget_shares``, the
-        shares of (second moment, class sums, counts), default (0.5, 0.4, 0.1)).
+        shares of (second moment, class sums, counts), default (0.5, 0.4, 0.1), ``adaptive_clip``
+        (default True: the rows clipped at a clip released from a noisy norm histogram;
+        :func:`~dpspectral.gep.moments.release_moments`) and ``clip_share`` (the histogram's share,
+        default 0.02)).
 
     Attributes
     ----------
@@ -286,7 +290,9 @@ default="moments"
         -------
         ``method="moments"``: one Gaussian release of the moments (:mod:`dpspectral.gep.moments`:
         replace-one sensitivities ``sqrt(2) C^2``, ``2 C``, ``sqrt(2)`` for the second moment, the class
-        sums and the counts; add/remove ``C^2``, ``C``, ``1``), the directions post-processing. The paper
+        sums and the counts; add/remove ``C^2``, ``C``, ``1``), by default at a clip C released by a
+        first Gaussian release (a noisy norm histogram; the two compose to the budget), the directions
+        post-processing. The paper
         methods: that of the chosen solver (:func:`~dpspectral.gep.private_fda`), for replace-one
         neighbours. A record is a row and its label. The whole input is validated before anything is
         charged; ``method="sr"`` releases nothing private (``privacy_.certified`` is False).
@@ -324,10 +330,10 @@ default="moments"
         """``method="moments"``: validate, one release of the moments, the Fisher directions."""
         owner = type(self).__name__
         options = dict(self.method_params or {})
-        unknown = sorted(set(options) - {"budget_shares"})
+        unknown = sorted(set(options) - {"budget_shares", "adaptive_clip", "clip_share"})
         if unknown:
             raise ValueError(f"The 'method_params' parameter of {owner}: method='moments' takes "
-                             f"'budget_shares' only. Got {unknown}.")
+                             f"'budget_shares', 'adaptive_clip' and 'clip_share' only. Got {unknown}.")
         prepared = prepare_moments(X, y, epsilon=self.epsilon, delta=self.delta, row_norm=self.row_norm,
                                    classes=public, relation=self._relation(get_method(MOMENTS), owner),
                                    calibration=self.calibration, random_state=self.random_state,

@@ -12,8 +12,8 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, Interval
-from ..estimators import ACCOUNTANT, N_COMPONENTS, RELATION, _DPEstimator
+from ..constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
+from ..estimators import ACCOUNTANT, BOOL, N_COMPONENTS, RELATION, _DPEstimator
 from ..privacy.accounting import Accountant, PrivacyReport
 from ..privacy.budget import Relation, as_relation
 from .moments import DEFAULT_RIDGE, ReleasedMoments, fisher_from_moments, lda_from_moments, prepare_moments
@@ -26,11 +26,12 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
                                    _DPEstimator):
     """Differentially private linear discriminant analysis (classifier and dimension reduction).
 
-    ``fit(X, y)`` releases, ONCE, the second moment, the class sums and the class counts of the rows
-    clipped to ``row_norm`` (:func:`~dpspectral.gep.moments.release_moments`, one Gaussian mechanism),
-    and builds everything from the released values: class means, the shared within-class covariance
-    (projected onto the PSD cone, plus a ridge set from the public noise scale), priors from the
-    released counts, and the Fisher directions of ``transform``. The whole classifier is therefore
+    ``fit(X, y)`` releases, ONCE, the second moment, the class sums and the class counts of the clipped
+    rows (:func:`~dpspectral.gep.moments.release_moments`; by default the rows are clipped at a released
+    clip ``r <= row_norm``, from a noisy norm histogram released first), and builds everything from
+    the released values: class means, the shared within-class covariance (projected onto the PSD cone,
+    plus a ridge set from the public noise scale), priors from the released counts, and the Fisher
+    directions of ``transform``. The whole classifier is therefore
     private, not only a projection. As epsilon grows it tends to scikit-learn's
     ``LinearDiscriminantAnalysis(solver="lsqr")`` on the clipped rows.
 
@@ -68,6 +69,15 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
     random_state : None, int, SeedSequence, Generator or "secure", default=None
         Seeds the noise (keep a seed secret). ``"secure"``: OS entropy and exact discrete samplers.
     on_norm_violation : {"clip", "raise"}, default="clip"
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip instead of at ``row_norm``: a noisy histogram of the row norms
+        (``clip_share`` of the budget), the clip post-processed from it by the balance rule, then the
+        moments of the rows clipped there (:mod:`dpspectral.privacy.adaptive`). Under a loose bound it
+        cuts the noise by ``(r / row_norm)^2`` (second moment) and ``r / row_norm`` (class sums); rows
+        already at the bound keep it (1 % more noise for the histogram's share). False: the one release at
+        ``row_norm`` (issue 17's mechanism).
+    clip_share : float in (0, 1) or None, default=None
+        The norm histogram's share of the budget (None: 0.02).
 
     Attributes
     ----------
@@ -85,14 +95,16 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         Released generalized eigenvalues over their sum.
     n_components_, n_features_in_ : int
     privacy_ : PrivacyReport
-        One Gaussian event; the relation, epsilon, delta, certified.
+        Two Gaussian events (norm histogram, moments; one with ``adaptive_clip=False``); the relation,
+        epsilon, delta, certified.
     moments_ : ReleasedMoments
         The release itself (every value in it is noisy or public).
 
     Notes
     -----
-    Every fitted attribute is post-processing of the one release. ``transform`` is ``X @ scalings_``
-    (no centring, no clipping). ``decision_function`` and ``predict_proba`` follow scikit-learn's LDA
+    Every fitted attribute is post-processing of the release. ``transform`` is ``X @ scalings_``
+    (no centring, no clipping); the scores take the rows as given (the released clip is
+    ``moments_.clip``). ``decision_function`` and ``predict_proba`` follow scikit-learn's LDA
     (softmax of the class scores; for two classes the logistic of their difference).
 
     Examples
@@ -105,7 +117,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
     >>> clf = DPLinearDiscriminantAnalysis(epsilon=1.0, delta=1e-6, row_norm=1.5, classes=[0, 1, 2],
     ...                                    random_state=0).fit(X, y)
     >>> round(clf.score(X, y), 2), clf.privacy_.certified  # non-private LDA: 0.87
-    (0.87, True)
+    (0.86, True)
     """
 
     def __init__(
@@ -122,6 +134,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         accountant: Accountant | None = None,
         random_state: Any = None,
         on_norm_violation: str = "clip",
+        adaptive_clip: bool = True,
+        clip_share: float | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -134,6 +148,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self.accountant = accountant
         self.random_state = random_state
         self.on_norm_violation = on_norm_violation
+        self.adaptive_clip = adaptive_clip
+        self.clip_share = clip_share
 
     _task = "gep"
     _required_parameters = ("epsilon", "delta", "row_norm")
@@ -147,6 +163,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
         "on_norm_violation": ON_NORM_VIOLATION,
+        "adaptive_clip": BOOL,
+        "clip_share": [NONE, SHARE],
     }
     _parameters_checked_elsewhere = {
         "classes": "a public list of at least 2 labels or None: check_classes at fit, before the data",
@@ -161,9 +179,11 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
 
         Privacy
         -------
-        One Gaussian event (:func:`~dpspectral.gep.moments.release_moments`): replace-one sensitivities
-        ``sqrt(2) C^2`` (second moment), ``2 C`` (class sums), ``sqrt(2)`` (counts); add/remove ``C^2``,
-        ``C``, ``1``. Everything stored is post-processing. Nothing is charged when a check fails.
+        :func:`~dpspectral.gep.moments.release_moments`: replace-one sensitivities ``sqrt(2) C^2``
+        (second moment), ``2 C`` (class sums), ``sqrt(2)`` (counts); add/remove ``C^2``, ``C``, ``1``; with
+        adaptive clipping (default) C is the clip released by a first Gaussian release (the norm
+        histogram: ``sqrt(2)`` replace-one, ``1`` add/remove), the two events composing to the budget.
+        Everything stored is post-processing. Nothing is charged when a check fails.
         """
         owner = type(self).__name__
         self._check_parameter_table()
@@ -178,7 +198,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         check_classification_targets(y)  # a continuous target is outside the labels' domain
         prepared = prepare_moments(X, y, epsilon=self.epsilon, delta=self.delta, row_norm=self.row_norm,
                                    classes=public, relation=self._relation(), random_state=self.random_state,
-                                   on_norm_violation=self.on_norm_violation, owner=owner)
+                                   on_norm_violation=self.on_norm_violation, adaptive_clip=self.adaptive_clip,
+                                   clip_share=self.clip_share, owner=owner)
         n_classes = int(prepared.classes.size)
         k = self._n_components(n_classes, X.shape[1])  # all before the charge
         priors = self._priors(n_classes)

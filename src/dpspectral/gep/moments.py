@@ -9,6 +9,14 @@ are released once, with the Gaussian mechanism, in one plan (:func:`moments_plan
 * ``sums``: the class sums ``T_c = sum_{y_i = c} x_i`` (a K x d matrix, K = number of public classes);
 * ``counts``: the class counts ``n_c`` (K numbers).
 
+By default (``adaptive_clip=True``) the rows are clipped at a *released* clip ``r <= C`` instead of at
+C: a noisy histogram of the row norms is released first (``clip_share`` of the budget, 0.02) and ``r``
+post-processed from it by the balance rule (:mod:`dpspectral.privacy.adaptive`, with the second
+moment's noise spectral norm per unit ``r^2``); the three statistics are then those of the rows clipped
+at ``r``, with noise ``r^2``, ``r`` and 1 times smaller than at C per unit multiplier. Under a loose
+public bound this is what keeps the classifier useful (``docs/algorithms/gep.md``, "Adaptive
+clipping"); rows at the bound keep ``r = C`` (1 % more noise for the histogram's share).
+
 Everything else is post-processing of the released values (:func:`fisher_from_moments`,
 :func:`lda_from_moments`): floored counts, class means, the within-class scatter
 ``B = S - sum_c n_c mu_c mu_c^T`` projected onto the PSD cone, the between-class scatter
@@ -40,6 +48,17 @@ sensitivity at most ``sqrt(sum_i w_i D_i^2 / (s^2 D_i^2)) <= 1 / s``: exactly on
 ``GaussianDpEvent(s)``, with ``s`` the analytic Gaussian multiplier of (epsilon, delta). (The bound adds
 the parts' worst cases; the worst cases of S and T do not occur on the same pair, so it is not tight.)
 
+*Adaptive clipping (the default).* Two Gaussian releases, both declared and checked against the ledger
+before the first (:class:`~dpspectral.privacy.pipeline.StagedRelease`): the norm histogram, whose count
+vector moves by ``sqrt(2)`` (replace-one: one unit between two bins) or ``1`` (add/remove), with
+multiplier ``s / sqrt(h)`` (``h = clip_share``); then the moments with multiplier ``s / sqrt(1 - h)``
+(raised by 1e-12) split by the shares as above. The clip ``r`` is a function of the histogram's release
+only, hence public for the second release, and every row is clipped at ``r`` before it is used, so the
+sensitivities above hold with C replaced by ``r`` (the plan is restated at ``r``: the same multipliers,
+scales times ``(r / C)^2``, ``r / C`` and 1). By Gaussian DP the two compose adaptively to
+``1 / s^2 (h + (1 - h)) = 1 / s^2``: exactly the budget of one ``GaussianDpEvent(s)``. The report
+carries both events.
+
 Refusals (a label outside ``classes``, NaN, a row over the bound with ``on_norm_violation="raise"``,
 bad public parameters) happen before the charge and are about the input's domain, never about one
 in-domain record: a public class with no rows, or one row, or a single class present, is not an error.
@@ -60,20 +79,24 @@ from ..constraints import (
     CALIBRATION,
     DELTA,
     EPSILON,
+    NONE,
     ON_NORM_VIOLATION,
     RANDOM_STATE,
+    SHARE,
     Constraint,
     Interval,
+    Types,
     check_params,
 )
 from ..linalg import fix_signs
 from ..moments import accumulate
 from ..privacy.accounting import Accountant, PrivacyReport
+from ..privacy.adaptive import DEFAULT_CLIP_SHARE, at_clip, clip_note, plan_row_clip, release_row_clip
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import check_row_norm, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, as_numeric_2d, release, validate_rows
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, as_numeric_2d, release, validate_rows
 from .result import GEPResult
 from .scatter import LABELS_FROM_DATA_NOTE, _clip, _labels, check_classes
 
@@ -129,7 +152,12 @@ MOMENTS_TABLE: dict[str, Any] = {
     "on_norm_violation": ON_NORM_VIOLATION,
     "ridge": Interval(0, None, "neither"),
     "budget_shares": _Shares(),
+    "adaptive_clip": Types((bool, np.bool_), "a bool"),
+    "clip_share": [NONE, SHARE],
 }
+
+#: How each part's sensitivity scales with the clip: ``r^2`` (second moment), ``r`` (sums), 1 (counts).
+_CLIP_POWER = {"second": 2, "sums": 1, "counts": 0}
 
 
 def moments_sensitivity(relation: Relation | str, row_norm: float) -> dict[str, float]:
@@ -148,16 +176,21 @@ def moments_sensitivity(relation: Relation | str, row_norm: float) -> dict[str, 
 
 
 def moments_plan(budget: PrivacyBudget, relation: Relation | str, row_norm: float,
-                 shares: Any = DEFAULT_SHARES) -> ReleasePlan:
+                 shares: Any = DEFAULT_SHARES, clip_share: float | None = None) -> ReleasePlan:
     """The one release of the moments, from public inputs only (epsilon, delta, relation, C, shares).
 
     One ``GaussianDpEvent(s)`` (s: the analytic multiplier of (epsilon, delta)) and three
     :class:`NoisyRelease` entries with ``scale = s / sqrt(w_i) * D_i`` (module docstring: the parts
-    together are that one Gaussian mechanism).
+    together are that one Gaussian mechanism). With ``clip_share`` (adaptive clipping) the norm histogram
+    takes that share of ``1 / s^2`` first (:func:`~dpspectral.privacy.adaptive.plan_row_clip`: multiplier
+    ``s / sqrt(clip_share)``) and the moments the rest: ``s`` becomes ``s / sqrt(1 - clip_share)``, so the
+    two Gaussian events compose to exactly the budget's.
     """
     rel = as_relation(relation)
     sens = moments_sensitivity(rel, row_norm)
     s = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    if clip_share is not None:  # the norm histogram's share first (Gaussian DP: an exact split)
+        s = split_noise_multiplier(s, [float(clip_share), 1.0 - float(clip_share)])[1]
     parts = split_noise_multiplier(s, [float(w) for w in shares])
     releases = tuple(NoisyRelease(name, "gaussian", m * sens[name], sens[name])
                      for name, m in zip(_PARTS, parts, strict=True))
@@ -182,7 +215,7 @@ class ReleasedMoments:
     classes : ndarray
         The public classes (or, with ``classes=None``, the labels found in y, treated as public).
     row_norm : float
-        The public clipping bound C.
+        The public bound C.
     relation : Relation
     n_samples : int or None
         n when public (replace-one); None under add/remove.
@@ -190,6 +223,11 @@ class ReleasedMoments:
         The noise standard deviation of each part (public: from the plan).
     privacy : PrivacyReport
     notes : tuple of str
+    clip : float or None
+        With adaptive clipping, the released clip ``r <= C`` the rows were clipped at (post-processing
+        of the noisy norm histogram: public); None when the rows were clipped at C.
+    histogram_noise_std : float or None
+        The norm histogram's noise standard deviation (public; None without adaptive clipping).
     """
 
     second: np.ndarray
@@ -202,21 +240,28 @@ class ReleasedMoments:
     noise_std: dict[str, float]
     privacy: PrivacyReport
     notes: tuple[str, ...] = field(default_factory=tuple)
+    clip: float | None = None
+    histogram_noise_std: float | None = None
 
     @property
     def n_features(self) -> int:
         """d (public)."""
         return int(self.second.shape[0])
 
+    @property
+    def radius(self) -> float:
+        """The norm the rows were clipped at: the released clip, or C (public either way)."""
+        return self.row_norm if self.clip is None else self.clip
+
     def count_floor(self) -> float:
-        """The public floor of the counts: ``max(1, sigma_T sqrt(d) / C)``.
+        """The public floor of the counts: ``max(1, sigma_T sqrt(d) / C)`` (C: :attr:`radius`).
 
         A class mean ``T_c / n_c`` of clipped rows has norm at most C; below this count the noise of
         the mean (about ``sigma_T sqrt(d) / n_c``) exceeds C, so a smaller released count is raised to
         it (the mean is shrunk towards 0). A public class with no rows gets this count and a mean that
         is noise of norm about C (the documented rule for unseen public classes).
         """
-        return max(1.0, self.noise_std["sums"] * math.sqrt(self.n_features) / self.row_norm)
+        return max(1.0, self.noise_std["sums"] * math.sqrt(self.n_features) / self.radius)
 
     def floored_counts(self) -> np.ndarray:
         """The released counts raised to :meth:`count_floor` (post-processing)."""
@@ -227,10 +272,10 @@ class ReleasedMoments:
         return float(self.n_samples) if self.n_samples is not None else float(self.floored_counts().sum())
 
     def means(self) -> np.ndarray:
-        """Class means ``T_c / n_c`` (floored counts), projected onto the ball of radius C."""
+        """Class means ``T_c / n_c`` (floored counts), projected onto the ball of radius :attr:`radius`."""
         mu = self.sums / self.floored_counts()[:, None]
         norms = np.linalg.norm(mu, axis=1)
-        return mu * np.minimum(1.0, self.row_norm / np.maximum(norms, 1e-300))[:, None]
+        return mu * np.minimum(1.0, self.radius / np.maximum(norms, 1e-300))[:, None]
 
     def ridge_value(self, ridge: float) -> float:
         """The ridge added to the within-class scatter: ``ridge * sigma_S * sqrt(d)`` (public)."""
@@ -287,6 +332,8 @@ def release_moments(
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: str = "clip",
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
     owner: str = "release_moments",
 ) -> ReleasedMoments:
     """Release the second moment, class sums and class counts of the clipped rows, once.
@@ -311,6 +358,14 @@ def release_moments(
         The analytic Gaussian multiplier (there is no paper formula to reproduce: "paper" is refused).
     accountant, random_state, on_norm_violation
         As everywhere in the library.
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip ``r <= C`` instead of at C: a noisy histogram of the row norms
+        is released first (``clip_share`` of the budget) and ``r`` post-processed from it by the balance
+        rule (:mod:`dpspectral.privacy.adaptive`); the moments are then those of the rows clipped at
+        ``r``, with the same noise multipliers times their sensitivities at ``r``. False: the one
+        release at C (issue 17's mechanism).
+    clip_share : float in (0, 1) or None
+        The histogram's share of ``1 / s^2`` (None: 0.02). Ignored with ``adaptive_clip=False``.
 
     Returns
     -------
@@ -319,18 +374,39 @@ def release_moments(
     Privacy
     -------
     One ``GaussianDpEvent`` for the relation asked (module docstring: sensitivities ``sqrt(2) C^2``,
-    ``2 C``, ``sqrt(2)`` under replace-one; ``C^2``, ``C``, ``1`` under add/remove). The whole input is
-    validated before the charge; the refusals are about the input's domain.
+    ``2 C``, ``sqrt(2)`` under replace-one; ``C^2``, ``C``, ``1`` under add/remove). With adaptive
+    clipping (the default) two: ``GaussianDpEvent(s / sqrt(h))`` for the norm histogram (one row moves
+    one count between bins: ``sqrt(2)`` replace-one, ``1`` add/remove) and ``GaussianDpEvent(s /
+    sqrt(1 - h))`` for the moments at the released clip ``r`` (a function of the histogram only, so
+    public for the second stage; every row is clipped at ``r`` before use, so the sensitivities hold
+    with C replaced by ``r``); by Gaussian DP they compose to exactly one ``GaussianDpEvent(s)``. Both
+    are declared and checked against the ledger before the first. The whole input is validated before
+    the charge; the refusals are about the input's domain.
     """
     prepared = prepare_moments(X, y, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
                                relation=relation, budget_shares=budget_shares, calibration=calibration,
-                               random_state=random_state, on_norm_violation=on_norm_violation, owner=owner)
+                               random_state=random_state, on_norm_violation=on_norm_violation,
+                               adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner)
     return prepared.release(accountant, random_state)
+
+
+def _noise_norm_per_clip2(plan: ReleasePlan, d: int) -> float:
+    """``nu``: the second moment's noise spectral norm per unit ``r^2`` (public: multiplier, relation, d).
+
+    At clip ``r`` the noise std is ``m D(r)`` with ``D(r) = c r^2`` (``c = sqrt(2)`` replace-one, 1
+    add/remove); the "goe" shape's spectral norm is about ``sqrt(2 d)`` times it.
+    """
+    planned = plan["second"]
+    per_r2 = planned.scale / (planned.sensitivity or 1.0) * moments_sensitivity(plan.relation, 1.0)["second"]
+    return math.sqrt(2.0 * d) * per_r2
 
 
 @dataclass(frozen=True)
 class PreparedMoments:
-    """Validated input and public parameters of a moments release, before the charge (private)."""
+    """Validated input and public parameters of a moments release, before the charge (private).
+
+    ``clip_share`` is None for the one release at C, else the norm histogram's share (adaptive clipping).
+    """
 
     X: Any
     index: np.ndarray
@@ -341,36 +417,69 @@ class PreparedMoments:
     shares: tuple[float, ...]
     classes_public: bool
     owner: str
+    clip_share: float | None = None
 
     def release(self, accountant: Accountant | None, random_state: Any) -> ReleasedMoments:
-        """Charge the plan, then release the three statistics (the plan is built from public inputs)."""
-        plan = moments_plan(self.budget, self.relation, self.row_norm, self.shares)
+        """Charge the plan, then release the statistics (the plan is built from public inputs).
+
+        With adaptive clipping: both stages declared up front; stage one the norm histogram and the clip
+        ``r`` from it; stage two the moments of the rows clipped at ``r`` (the plan restated at ``r``).
+        """
+        noise = noise_source(random_state)
+        share = self.clip_share
+        clip = None if share is None else plan_row_clip(self.budget, self.relation, self.row_norm, share)
+        plan = moments_plan(self.budget, self.relation, self.row_norm, self.shares, share)
+        released_clip = None
+        if clip is None or share is None:
+            with release(plan, accountant, noise) as r:  # refused before any draw
+                S_hat, T_hat, n_hat = self._draw(r, self.row_norm)
+            events = plan.events
+        else:
+            staged = clip.staged(accountant, MOMENTS, plan.events)  # refused before any draw
+            n_public = int(self.X.shape[0]) if self.relation.n_is_public else None
+            released_clip = release_row_clip(
+                self.X, clip, staged, noise, noise_per_clip2=_noise_norm_per_clip2(plan, self.X.shape[1]),
+                d=int(self.X.shape[1]), n_public=n_public, owner=self.owner)
+            plan = at_clip(plan, released_clip, self.row_norm, _CLIP_POWER,
+                           clip_note(released_clip, self.row_norm, share))
+            with staged.stage(plan, noise) as r:  # the same multiplier, sensitivities at the clip
+                S_hat, T_hat, n_hat = self._draw(r, released_clip)
+            events = (clip.event, *plan.events)
         notes = plan.notes + (() if self.classes_public else (LABELS_FROM_DATA_NOTE,))
-        with release(plan, accountant, noise_source(random_state)) as r:  # refused before any draw
-            S, T, counts = _exact_moments(self.X, self.index, int(self.classes.size), self.row_norm,
-                                          self.owner)
-            S_hat = r.add_symmetric("second", S, shape="goe")  # off-diagonal noise / sqrt(2)
-            T_hat = np.asarray(r.add("sums", T), dtype=np.float64)
-            n_hat = np.asarray(r.add("counts", counts), dtype=np.float64)
         report = r.report(mechanism=MOMENTS, budget=self.budget, calibration="tight", notes=notes,
-                          stacklevel=5)
+                          stacklevel=5, events=list(events))
         public_n = self.relation is Relation.REPLACE_ONE
         return ReleasedMoments(
             second=S_hat, sums=T_hat, counts=n_hat, classes=self.classes, row_norm=self.row_norm,
             relation=self.relation, n_samples=int(self.X.shape[0]) if public_n else None,
             noise_std={name: plan[name].scale for name in _PARTS}, privacy=report, notes=notes,
+            clip=released_clip, histogram_noise_std=None if clip is None else clip.release.scale,
         )
+
+    def _draw(self, r: Releaser, radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inside the charged block: the moments of the rows clipped at ``radius``, with the planned noise."""
+        S, T, counts = _exact_moments(self.X, self.index, int(self.classes.size), radius, self.owner)
+        S_hat = r.add_symmetric("second", S, shape="goe")  # off-diagonal noise / sqrt(2)
+        T_hat = np.asarray(r.add("sums", T), dtype=np.float64)
+        n_hat = np.asarray(r.add("counts", counts), dtype=np.float64)
+        return S_hat, T_hat, n_hat
 
 
 def prepare_moments(X: Any, y: Any, *, epsilon: Any, delta: Any, row_norm: Any, classes: Any = None,
                     relation: Any = Relation.REPLACE_ONE, budget_shares: Any = DEFAULT_SHARES,
                     calibration: Any = "tight", random_state: Any = None, on_norm_violation: Any = "clip",
+                    adaptive_clip: Any = True, clip_share: Any = None,
                     owner: str = "prepare_moments") -> PreparedMoments:
-    """Check the public parameters, then the whole input (rows and labels); nothing is charged."""
+    """Check the public parameters, then the whole input (rows and labels); nothing is charged.
+
+    Adaptive clipping (``adaptive_clip``, the default) needs no second condition here: the rows are held
+    in memory (an array or CSR matrix), so they can be read twice.
+    """
     C = check_row_norm(row_norm, owner)
     check_params(MOMENTS_TABLE, dict(epsilon=epsilon, delta=delta, calibration=calibration,
                                      random_state=random_state, on_norm_violation=on_norm_violation,
-                                     budget_shares=budget_shares), owner)
+                                     budget_shares=budget_shares, adaptive_clip=adaptive_clip,
+                                     clip_share=clip_share), owner)
     rel = _relation(relation, owner)
     if calibration != "tight":
         raise ValueError(f"The 'calibration' parameter of {owner} must be 'tight' for the moments release "
@@ -378,9 +487,10 @@ def prepare_moments(X: Any, y: Any, *, epsilon: Any, delta: Any, row_norm: Any, 
     budget = PrivacyBudget(float(epsilon), float(delta))
     budget.require_delta(owner)
     X, idx, cls = _check_data(X, y, C, on_norm_violation, classes, rel, owner)
+    share = (DEFAULT_CLIP_SHARE if clip_share is None else float(clip_share)) if adaptive_clip else None
     return PreparedMoments(X=X, index=idx, classes=cls, row_norm=C, relation=rel, budget=budget,
                            shares=tuple(float(w) for w in budget_shares), classes_public=classes is not None,
-                           owner=owner)
+                           owner=owner, clip_share=share)
 
 
 def _relation(relation: Any, owner: str) -> Relation:
@@ -523,6 +633,8 @@ def moments_fda(
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: str = "clip",
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
     owner: str = "moments_fda",
 ) -> GEPResult:
     """Private Fisher discriminant directions by one release of the moments (registry: ``"moments"``).
@@ -534,8 +646,8 @@ def moments_fda(
     k : int
         Directions, in ``[1, n_classes - 1]`` (what scikit-learn's LDA allows; a larger k is refused).
     epsilon, delta, row_norm, relation, budget_shares, classes, calibration, accountant, random_state,
-    on_norm_violation
-        As :func:`release_moments`.
+    on_norm_violation, adaptive_clip, clip_share
+        As :func:`release_moments` (adaptive clipping of the rows by default).
     ridge : float
         > 0, in units of the public noise scale ``sigma_S sqrt(d)`` (default 1.0, measured on four data sets).
 
@@ -543,12 +655,15 @@ def moments_fda(
     -------
     GEPResult
         ``vectors`` normalised in the released within-class covariance plus ridge; ``values`` the
-        generalized eigenvalues; ``diagnostics`` the noise scales, the ridge and the count floor.
+        generalized eigenvalues; ``diagnostics`` the noise scales, the ridge and the count floor (and,
+        with adaptive clipping, the released ``clip`` and ``histogram_noise_std``).
 
     Privacy
     -------
-    That of :func:`release_moments` (one Gaussian event; replace-one or add/remove, a record is a row
-    and its label); the directions are post-processing. Parameters are checked before the data are read.
+    That of :func:`release_moments` (a record is a row and its label; replace-one or add/remove): by
+    default two Gaussian events, the norm histogram and the moments at the released clip, composing to
+    the budget; with ``adaptive_clip=False`` one. The directions are post-processing. Parameters are
+    checked before the data are read.
     """
     if epsilon is None or delta is None or row_norm is None:
         raise TypeError(f"{owner} needs epsilon, delta and row_norm (public privacy parameters; none has a "
@@ -557,7 +672,8 @@ def moments_fda(
     _check_k(k, None if classes is None else int(check_classes(classes, owner).size), owner)
     prepared = prepare_moments(X, y, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
                                relation=relation, budget_shares=budget_shares, calibration=calibration,
-                               random_state=random_state, on_norm_violation=on_norm_violation, owner=owner)
+                               random_state=random_state, on_norm_violation=on_norm_violation,
+                               adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner)
     # classes=None: the labels found; and k <= d (before the charge)
     k = _check_k(k, min(int(prepared.classes.size), int(prepared.X.shape[1]) + 1), owner)
     return fisher_result(prepared.release(accountant, random_state), k, ridge)
@@ -566,11 +682,14 @@ def moments_fda(
 def fisher_result(moments: ReleasedMoments, k: int, ridge: float) -> GEPResult:
     """The :class:`GEPResult` of :func:`fisher_from_moments` on released moments (post-processing)."""
     fisher = fisher_from_moments(moments, k, ridge=ridge)
-    return GEPResult(
-        vectors=fisher.vectors, values=fisher.values, privacy=moments.privacy, method=MOMENTS,
-        diagnostics={"noise_std": dict(moments.noise_std), "ridge": fisher.ridge, "ridge_units": ridge,
-                     "count_floor": moments.count_floor(), "relation": moments.relation.value},
-    )
+    diagnostics: dict[str, Any] = {
+        "noise_std": dict(moments.noise_std), "ridge": fisher.ridge, "ridge_units": ridge,
+        "count_floor": moments.count_floor(), "relation": moments.relation.value}
+    if moments.clip is not None:
+        diagnostics["clip"] = moments.clip  # released (post-processing of the noisy norm histogram)
+        diagnostics["histogram_noise_std"] = moments.histogram_noise_std
+    return GEPResult(vectors=fisher.vectors, values=fisher.values, privacy=moments.privacy, method=MOMENTS,
+                     diagnostics=diagnostics)
 
 
 def _check_k(k: Any, n_classes: int | None, owner: str) -> int:
