@@ -1,5 +1,6 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
+from ._array_api import config_context, get_config, set_config, to_numpy
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
 from .estimators import DPPCA, DPLowRank
 from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
@@ -42,6 +43,10 @@ __all__ = [
     "SubspaceResult",
     "UncertifiedPrivacyWarning",
     "analyze_gauss",
+    "config_context",
+    "get_config",
+    "set_config",
+    "to_numpy",
     "dp_spca",
     "dp_vrpca",
     "get_method",

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._array_api import COVERED_METHODS, get_namespace_and_device, is_device_array, same_space
 from ._validation import check_choice, check_n_components
 from .constraints import (
     CALIBRATION,
@@ -240,6 +241,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     How many rows were clipped is data-dependent and is not exposed. ``transform`` applies the
     released projection to any data; it does not clip.
 
+    Array API: with ``dpspectral.config_context(array_api_dispatch=True)`` (or scikit-learn's switch),
+    a PyTorch or CuPy array is fitted where it lives by ``analyze_gauss``, ``mod_sulq`` or
+    ``noisy_power`` (others are refused), the fitted arrays are of its namespace and device, and
+    ``transform`` takes data of the same namespace and device only; ``dpspectral.to_numpy`` gives NumPy
+    back (``docs/array-api.md``). The noise is then drawn on the device (same law, another stream).
+
     Examples
     --------
     >>> import numpy as np
@@ -394,7 +401,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features), np.memmap, Dask array,
-            or an iterable of row blocks
+            an iterable of row blocks, or (array API dispatch on) a PyTorch or CuPy array
             Private data; never modified.
         y : ignored
 
@@ -406,7 +413,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self._check_parameter_table()
         self._choose_method(X)
         budget, row_norm, method, relation = self._validate_params_dp()
-        if _is_array_like_for_sklearn(X):
+        if self._fit_on_device(X):
+            pass  # array API dispatch: X stays in its namespace, on its device (docs/array-api.md)
+        elif _is_array_like_for_sklearn(X):
             X = validate_data(
                 self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                 # finiteness is checked block by block (with the row index) in dpspectral.moments
@@ -451,10 +460,53 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self._store(result)
         return self
 
+    def _fit_on_device(self, X: Any) -> bool:
+        """Whether ``X`` is fitted in its own array namespace (array API dispatch; refusals first)."""
+        owner = type(self).__name__
+        xp, _ = get_namespace_and_device(X, owner)
+        if xp is None:
+            return False
+        if self.method_ not in COVERED_METHODS:
+            raise ValueError(
+                f"{owner}: method={self.method_!r} does not run on device arrays; array API dispatch "
+                f"covers {', '.join(COVERED_METHODS)} (docs/array-api.md says why the streaming and "
+                "stochastic methods are not covered). Name one of them, or convert the data with "
+                "dpspectral.to_numpy(X). Nothing was charged."
+            )
+        self.n_features_in_ = int(X.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        return True
+
+    def _store_on_device(self, result: Any) -> None:
+        """The fitted attributes in the components' namespace and device (array API dispatch)."""
+        import array_api_compat
+
+        V = result.components
+        xp, device = array_api_compat.array_namespace(V), array_api_compat.device(V)
+        d, k = (int(s) for s in V.shape)
+        self.components_ = xp.asarray(V.T, copy=True)
+        mean = xp.zeros((d,), dtype=V.dtype, device=device) if result.mean is None else result.mean
+        self.mean_ = xp.asarray(mean, dtype=V.dtype, device=device)
+        nan = xp.full((k,), float("nan"), dtype=V.dtype, device=device)
+        values = nan if result.values is None else xp.clip(result.values, min=0.0)
+        n, total = result.n_samples, result.total
+        if n is not None:
+            self.n_samples_ = float(n)
+            self.explained_variance_ = values / max(float(n) - (1.0 if result.mean is not None else 0.0), 1.0)
+        else:
+            self.explained_variance_ = nan
+        self.explained_variance_ratio_ = values / total if total is not None and total > 0 else nan
+
     def _store(self, result: Any) -> None:
         V = result.components
         d, k = V.shape
         self.result_ = result
+        if is_device_array(V):
+            self.n_components_ = int(k)
+            self._store_on_device(result)
+            self.privacy_ = self._report(result.privacy)
+            return
         self.components_ = np.ascontiguousarray(V.T)
         self.n_components_ = k
         if not hasattr(self, "n_features_in_"):
@@ -473,11 +525,14 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.explained_variance_ratio_ = (
             values / total if total is not None and total > 0 else np.full(k, np.nan)
         )
-        report: PrivacyReport = result.privacy
+        self.privacy_ = self._report(result.privacy)
+
+    def _report(self, report: PrivacyReport) -> PrivacyReport:
+        """The privacy report, with auto's choice as a note."""
         if self.method == "auto" and report is not None:
             note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
             report = dataclasses.replace(report, notes=(*report.notes, note))
-        self.privacy_ = report
+        return report
 
     @property
     def _n_features_out(self) -> int:
@@ -486,6 +541,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` on the released components: ``(X - mean_) @ components_.T``."""
         check_is_fitted(self, "components_")
+        if is_device_array(self.components_) or is_device_array(X):
+            return self._device_product(X, "transform") @ self.components_.T
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                           reset=False)
         if sp.issparse(X):
@@ -495,12 +552,27 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     def inverse_transform(self, X: Any) -> np.ndarray:
         """Map projected data back: ``X @ components_ + mean_``."""
         check_is_fitted(self, "components_")
+        if is_device_array(self.components_) or is_device_array(X):
+            return self._device_product(X, "inverse_transform") @ self.components_ + self.mean_
         Z = np.asarray(X, dtype=float)
         if Z.ndim != 2 or Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"inverse_transform expects shape (n_samples, {self.n_components_}); got {Z.shape}."
             )
         return Z @ self.components_ + self.mean_
+
+    def _device_product(self, X: Any, method: str) -> Any:
+        """``X - mean_`` (transform) or ``X`` (inverse_transform) in the fitted namespace and dtype."""
+        owner = type(self).__name__
+        same_space(self.components_, X, owner, method)
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(X)
+        width = self.n_features_in_ if method == "transform" else self.n_components_
+        if X.ndim != 2 or int(X.shape[1]) != width:
+            raise ValueError(f"{owner}.{method} expects shape (n_samples, {width}); got {tuple(X.shape)}.")
+        Z = xp.astype(X, self.components_.dtype)
+        return Z - self.mean_ if method == "transform" else Z
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

@@ -179,6 +179,7 @@ def accumulate(
     want_second: bool = True,
     owner: str = "dpspectral",
     show_progress: bool | None = None,
+    xp: Any = None,
 ) -> Moments:
     """Sum and/or ``X^T X`` of the rows ``clip(x - center)``, in one pass over ``X``.
 
@@ -192,12 +193,17 @@ def accumulate(
     on_norm_violation : {"clip", "raise"}
     want_sum, want_second : bool
         Which moments to compute.
+    xp : array namespace, optional
+        For a non-NumPy array ``X`` with array API dispatch on (``dpspectral._array_api``): the
+        moments are computed in that namespace, on ``X``'s device, and returned as its arrays.
 
     Returns
     -------
     Moments
         ``second`` is the full symmetric d x d matrix.
     """
+    if xp is not None:
+        return _accumulate_xp(X, xp, row_norm, center, on_norm_violation, want_sum, want_second, owner)
     if is_dask_array(X):
         return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner)
     n = 0
@@ -360,3 +366,54 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
         second = blas.dsyrk(1.0, block.T, trans=0, lower=0)
         out[0, 3 + (d if want_sum else 0):] = second[np.triu_indices(d)]
     return out
+
+
+def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
+                   want_sum: bool, want_second: bool, owner: str) -> Moments:
+    """The array API branch of :func:`accumulate`: every block clipped and summed on ``X``'s device.
+
+    The same clipping as the NumPy path (every row scaled by its factor, 1 within the bound; finite
+    check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly. Returns arrays of
+    ``xp`` (``n`` and the count of clipped rows as ints).
+    """
+    from ._array_api import from_numpy, isfinite_all, work_dtype
+    from ._array_api import get_namespace_and_device as _where
+
+    n, d = (int(s) for s in X.shape)
+    dtype, device = work_dtype(X, xp), _where(X, owner)[1]
+    if center is not None:
+        if tuple(center.shape) != (d,):
+            raise ValueError(f"{owner}: the centre has shape {tuple(center.shape)}, expected ({d},).")
+        center = from_numpy(center, xp, device, dtype)
+    total = xp.zeros((d,), dtype=dtype, device=device)
+    second = xp.zeros((d, d), dtype=dtype, device=device)
+    n_clipped = 0
+    rows = max(1, _BLOCK_ELEMENTS // max(d, 1))
+    for a in range(0, n, rows):
+        block = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
+        if center is not None:
+            block = block - center
+        norms = xp.linalg.vector_norm(block, axis=1)
+        if not isfinite_all(norms, xp):
+            if not isfinite_all(block, xp):
+                raise not_finite_error(owner)
+            scale = xp.max(xp.abs(block), axis=1)  # finite entries whose squares overflow
+            norms = scale * xp.linalg.vector_norm(block / scale[:, None], axis=1)
+        over = norms > clip_threshold(row_norm)
+        n_over = int(xp.sum(xp.astype(over, xp.int64)))
+        n_clipped += n_over
+        if on_norm_violation == "raise" and n_over:
+            raise norm_violation_error(owner, row_norm)
+        if not (want_sum or want_second):  # a validation pass: nothing to accumulate
+            continue
+        ones = xp.ones_like(norms)
+        block = block * xp.where(over, row_norm / xp.where(over, norms, ones), ones)[:, None]
+        if want_sum:
+            total = total + xp.sum(block, axis=0)
+        if want_second:
+            second = second + block.T @ block
+    if n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
+    return Moments(n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
+                   n_clipped=n_clipped)

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
+from .._array_api import get_namespace_and_device, like, vector_norm
 from .._validation import check_mechanism_inputs, check_n_components, check_share
 from ..constraints import (
     CALIBRATION,
@@ -280,7 +281,8 @@ def _covariance_pca(
         kind, X, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
         calibration=calibration, centering=centering, mean_share=mean_share,
         on_norm_violation=on_norm_violation, allowed_relations=allowed_relations)
-    noise = noise_source(random_state)
+    xp = _array_api_namespace(kind, X)
+    noise = noise_source(random_state, like=X)
     private_mean = isinstance(center, str)
     d_known = n_features_of(X)
     if d_known is not None:
@@ -309,7 +311,7 @@ def _covariance_pca(
     release_args: dict[str, Any] = dict(
         kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
         noise_shape=noise_shape or ("goe" if calibration == "tight" else "iid"),
-        on_norm_violation=on_norm_violation, show_progress=show_progress)
+        on_norm_violation=on_norm_violation, show_progress=show_progress, xp=xp)
     if adaptive and private_mean:
         plan, released = _release_centred_adaptive(
             X, make_plan, quantile=clip_quantile or DEFAULT_CLIP_QUANTILE, **release_args)
@@ -344,12 +346,12 @@ class _Released:
 
 def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: float, epsilon: float,
                      noise_shape: str, accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+                     show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
     """centering='private': pass 1 (sum of clipped raw rows: validates the whole input before the
     charge), then one release (noisy sum, noisy count, noisy scatter of the rows centred by the
     released mean). A failure inside (a re-read stream with a bad block) stays charged."""
     first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                       want_second=False, owner=kind, show_progress=show_progress)
+                       want_second=False, owner=kind, show_progress=show_progress, xp=xp)
     check_n_components(k, first.d, kind, name="k")
     plan = make_plan(first.n, first.d)
     out = _Released()
@@ -361,7 +363,7 @@ def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: flo
             out.noisy_count = releaser.add("count", float(first.n))
             n_mean = max(out.noisy_count, 1.0)
         mu = noisy_sum / n_mean
-        norm_mu = float(np.linalg.norm(mu))
+        norm_mu = vector_norm(mu)
         if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-proc.)
             mu *= C / norm_mu
         out.center = mu
@@ -369,7 +371,7 @@ def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: flo
         # clipped to C (never refused: a refusal here would be decided by the data after the
         # charge, and the centred rows may exceed C although the raw rows do not).
         moments = accumulate(X, row_norm=C, center=mu, on_norm_violation="clip", want_sum=False,
-                             want_second=True, owner=kind, show_progress=show_progress)
+                             want_second=True, owner=kind, show_progress=show_progress, xp=xp)
         out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon, noise_shape)
         out.values, out.vectors = top_k_eigh(out.S_hat, k)
     out.n, out.releaser = moments.n, releaser
@@ -379,7 +381,7 @@ def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: flo
 def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: _NoiseKind, k: int,
                               C: float, epsilon: float, noise_shape: str, accountant: Any, noise: Any,
                               on_norm_violation: NormViolation,
-                              show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+                              show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
     """centering='private' with adaptive clipping: a staged release of three stages.
 
     Pass 1 (sum of clipped raw rows) validates the whole input before anything is charged. Stage 1
@@ -389,7 +391,7 @@ def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: 
     sensitivity at ``r``. The whole cost is declared and checked up front (StagedRelease).
     """
     first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                       want_second=False, owner=kind, show_progress=show_progress)
+                       want_second=False, owner=kind, show_progress=show_progress, xp=xp)
     check_n_components(k, first.d, kind, name="k")
     plan = make_plan(first.n, first.d)
     event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
@@ -409,7 +411,7 @@ def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: 
             out.noisy_count = releaser.add("count", float(first.n))
             n_mean = max(out.noisy_count, 1.0)
     mu = noisy_sum / n_mean
-    norm_mu = float(np.linalg.norm(mu))
+    norm_mu = vector_norm(mu)
     if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-processing)
         mu *= C / norm_mu
     out.center = mu
@@ -421,13 +423,13 @@ def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: 
     return _scatter_at_released_clip(X, plan, staged, out, center=mu, what="centred rows",
                                      rule=f"the released {quantile:g}-quantile of their norms",
                                      kind=kind, k=k, C=C, epsilon=epsilon, noise_shape=noise_shape,
-                                     noise=noise, show_progress=show_progress)
+                                     noise=noise, show_progress=show_progress, xp=xp)
 
 
 def _scatter_at_released_clip(X: Any, plan: ReleasePlan, staged: StagedRelease, out: _Released, *,
                               center: np.ndarray | None, what: str, rule: str, kind: _NoiseKind,
                               k: int, C: float, epsilon: float, noise_shape: str, noise: Any,
-                              show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+                              show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
     """The last stage of adaptive clipping: the scatter of the rows clipped at the released clip
     ``out.clip``, with the planned noise multiplier times its sensitivity at that clip."""
     assert out.clip is not None
@@ -440,7 +442,8 @@ def _scatter_at_released_clip(X: Any, plan: ReleasePlan, staged: StagedRelease, 
         # the rows clipped at the released clip (never refused: a refusal here would be decided by
         # the data after the charge; the raw rows were checked before it)
         moments = accumulate(X, row_norm=out.clip, center=center, on_norm_violation="clip",
-                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress)
+                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
+                             xp=xp)
         out.S_hat = _noisy_scatter(kind, moments, releaser, out.clip, epsilon, noise_shape)
         out.values, out.vectors = top_k_eigh(out.S_hat, k)
     out.n, out.releaser = moments.n, releaser
@@ -456,7 +459,7 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
                                 quantile: float | None,
                                 kind: _NoiseKind, k: int, C: float, epsilon: float, noise_shape: str,
                                 accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                                show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+                                show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
     """centering None (or a public centre) with adaptive clipping: a staged release of two stages.
 
     Pass 1 validates the whole input (finite; norms, with ``on_norm_violation="raise"``) before
@@ -466,7 +469,8 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
     multiplier times its sensitivity at ``r``. The whole cost is declared and checked up front.
     """
     first = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
-                       want_sum=False, want_second=False, owner=kind, show_progress=show_progress)
+                       want_sum=False, want_second=False, owner=kind, show_progress=show_progress,
+                       xp=xp)
     check_n_components(k, first.d, kind, name="k")
     plan = make_plan(first.n, first.d)
     event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
@@ -496,7 +500,8 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
         what = f"the released {quantile:g}-quantile of their norms"
     return _scatter_at_released_clip(X, plan, staged, out, center=center, what="rows", rule=what,
                                      kind=kind, k=k, C=C, epsilon=epsilon,
-                                     noise_shape=noise_shape, noise=noise, show_progress=show_progress)
+                                     noise_shape=noise_shape, noise=noise, show_progress=show_progress,
+                                     xp=xp)
 
 
 def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
@@ -520,10 +525,11 @@ def _balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, hi
 def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
                        k: int, C: float, epsilon: float, noise_shape: str, accountant: Any, noise: Any,
                        on_norm_violation: NormViolation,
-                       show_progress: bool | None) -> tuple[ReleasePlan, _Released]:
+                       show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
     """One pass (it reads every row of an in-memory input before the charge), then one release."""
     moments = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
-                         want_sum=False, want_second=True, owner=kind, show_progress=show_progress)
+                         want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
+                         xp=xp)
     check_n_components(k, moments.d, kind, name="k")
     plan = make_plan(moments.n, moments.d)
     out = _Released()
@@ -561,12 +567,33 @@ def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: An
     return SubspaceResult(
         components=released.vectors,
         values=released.values,
-        total=float(np.trace(released.S_hat)),
-        mean=None if released.center is None else np.asarray(released.center),
+        total=_trace(released.S_hat),
+        mean=None if released.center is None else like(released.center, released.vectors),
         n_samples=n_samples,
         privacy=report,
         diagnostics=diagnostics,
     )
+
+
+def _array_api_namespace(kind: _NoiseKind, X: Any) -> Any:
+    """``X``'s array namespace with array API dispatch on (None: the NumPy path); refusals first."""
+    xp, _ = get_namespace_and_device(X, kind)
+    if xp is not None and kind == "wishart":
+        raise ValueError(
+            "wishart does not run on device arrays (array API dispatch covers analyze_gauss, mod_sulq "
+            "and noisy_power): convert the data with dpspectral.to_numpy(X). Nothing was charged."
+        )
+    return xp
+
+
+def _trace(S: Any) -> float:
+    """The trace of the released matrix (NumPy, or a device array: one float back)."""
+    if isinstance(S, np.ndarray):
+        return float(np.trace(S))
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(S)
+    return float(xp.sum(xp.linalg.diagonal(S)))
 
 
 def _noisy_scatter(kind: _NoiseKind, moments: Any, releaser: Releaser, C: float,
@@ -715,6 +742,12 @@ def analyze_gauss(
     ``r``). The later stages' inputs (centre, clip) are earlier *released* values, so the run is an
     adaptive composition of Gaussian mechanisms, which composes as the non-adaptive one (Gaussian DP;
     Dong, Roth and Su 2022): one ``GaussianDpEvent`` per release, all declared before the first.
+
+    Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
+    events; the noise is drawn on the data's device by
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
+    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
+    ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
     return _covariance_pca(
         "analyze_gauss", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
@@ -765,6 +798,12 @@ def mod_sulq(
     :func:`analyze_gauss`). Event: ``GaussianDpEvent(beta n / (sqrt(2) C^2))`` for the paper's beta;
     the accountant certifies the epsilon it gives (the paper's per-entry union bound is loose, so it
     is normally certified with room to spare).
+
+    Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
+    events; the noise is drawn on the data's device by
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
+    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
+    ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
     return _covariance_pca(
         "mod_sulq", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,

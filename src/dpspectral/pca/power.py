@@ -29,16 +29,17 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
+from .._array_api import get_namespace_and_device, like
 from .._progress import progress
 from .._validation import check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
     DELTA,
     EPSILON,
+    NONE,
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
-    NONE,
     SHARE,
     Interval,
     Table,
@@ -170,12 +171,24 @@ def _iterate(A: np.ndarray, block_size: int, n_iter: int, releaser: Releaser,
              show_progress: bool | None) -> np.ndarray:
     """Inside the release block: ``Y_l = A X_{l-1} + G_l``, ``X_l = QR(Y_l)``; returns ``Y_L``."""
     d = A.shape[0]
-    Xl = orthonormalize(releaser.generator.standard_normal((d, block_size)))
+    # the start from the host generator (as on the NumPy path), then on A's device
+    Xl = like(orthonormalize(releaser.generator.standard_normal((d, block_size))), A)
     Y = Xl
     for _ in progress(range(n_iter), total=n_iter, desc=_OWNER, enabled=show_progress, min_total=50):
         Y = releaser.add("iteration", A @ Xl)
         Xl = orthonormalize(Y)
     return Y
+
+
+def _left_singular_vectors(Y: Any) -> Any:
+    """``U`` of the thin SVD of ``Y`` (in ``Y``'s namespace, on its device, with array API dispatch)."""
+    if isinstance(Y, np.ndarray):
+        U, _, _ = np.linalg.svd(Y, full_matrices=False)
+        return U
+    import array_api_compat
+
+    U, _, _ = array_api_compat.array_namespace(Y).linalg.svd(Y, full_matrices=False)
+    return U
 
 
 @validated(_PARAMS)
@@ -229,12 +242,20 @@ def noisy_power(
     are clipped at the clip post-processed from it (:mod:`dpspectral.privacy.adaptive`): the
     sensitivity above holds with C replaced by that public clip; the multiplier is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``.
+
+    Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
+    events; the noise is drawn on the data's device by
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
+    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
+    ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
+    is drawn by the host generator, as on the NumPy path, then moved to the device.
     """
     budget, rel, C, k, p = _validate(
         X, k, block_size, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
         calibration=calibration, on_norm_violation=on_norm_violation)
     L = int(n_iter)
-    noise = noise_source(random_state)
+    xp, _ = get_namespace_and_device(X, _OWNER)  # array API dispatch (None: the NumPy path)
+    noise = noise_source(random_state, like=X)
     adaptive = adaptive_clip and calibration == "tight" and needs_two_passes_ok(X)
     clip = plan_row_clip(budget, rel, C, clip_share or DEFAULT_CLIP_SHARE) if adaptive else None
     # Plan every release before reading the data or drawing any randomness; fail fast.
@@ -242,7 +263,7 @@ def noisy_power(
     precheck(accountant, ((clip.event,) if clip else ()) + plan.events, rel)
     # The first pass reads (and, for an in-memory input, validates) every row before any charge.
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=clip is None, owner=_OWNER, show_progress=show_progress)
+                         want_second=clip is None, owner=_OWNER, show_progress=show_progress, xp=xp)
     k = check_n_components(k, moments.d, _OWNER, name="k")
     p = _check_block_size(block_size, k, moments.d, _OWNER)
     plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
@@ -255,7 +276,7 @@ def noisy_power(
     else:
         staged = clip.staged(accountant, _OWNER, plan.events)
         spec = plan["iteration"]
-        nu = spec.scale / spec.sensitivity * _iteration_sensitivity(rel, 1.0) * (
+        nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(rel, 1.0) * (
             math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
         released_clip = release_row_clip(
             X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
@@ -265,13 +286,13 @@ def noisy_power(
                        clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r
         # the rows clipped at the released clip (never refused: they were checked at C above)
         moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
-                             want_second=True, owner=_OWNER, show_progress=show_progress)
+                             want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
         with staged.stage(plan, noise) as releaser:
             assert moments.second is not None
             Y = _iterate(moments.second, p, L, releaser, show_progress)
         events = (clip.event, *plan.events)
     # Post-processing of the last release: its top-k left singular vectors, ordered.
-    U, _, _ = np.linalg.svd(Y, full_matrices=False)
+    U = _left_singular_vectors(Y)
     # frames: certify_release, report, noisy_power, the constraint check, the caller
     report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
                              notes=plan.notes, stacklevel=5, events=list(events))

@@ -273,15 +273,23 @@ def _iso_weights(d: int) -> np.ndarray:
     return np.where(i == j, 1.0, math.sqrt(2.0))
 
 
-def noise_source(random_state: Any) -> NoiseSource:
+def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
     """The noise source for ``random_state``: ``"secure"`` -> :class:`SecureNoise`, else seeded.
 
     ``None``, an int, a ``SeedSequence`` or a ``Generator`` give :class:`SeededNoise` (a Generator is
     used and advanced as is; the global NumPy state is never used). A :class:`NoiseSource` passes
-    through.
+    through. ``like``: a non-NumPy array (PyTorch, CuPy...; array API dispatch on) gives
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise`, which draws on that array's device
+    (``"secure"`` is then refused: its exact samplers run on the host).
     """
     if isinstance(random_state, NoiseSource):
         return random_state
+    if like is not None:
+        from .device_noise import device_noise_source
+
+        device = device_noise_source(random_state, like)
+        if device is not None:
+            return device
     if isinstance(random_state, str):
         if random_state == "secure":
             return SecureNoise()

@@ -41,8 +41,8 @@ import scipy.sparse as sp
 from .budget import Relation
 from .pipeline import not_finite_error
 
-__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "OCTAVES", "balanced_clip", "clip_from_histogram", "histogram_sensitivity", "norm_edges",
-           "norm_histogram"]
+__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "OCTAVES", "balanced_clip",
+           "clip_from_histogram", "histogram_sensitivity", "norm_edges", "norm_histogram"]
 
 #: The bins cover ``[C 2^-OCTAVES, C]`` (plus one bin below and one above) ...
 OCTAVES = 8
@@ -71,10 +71,14 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
     """Counts of ``||x_i - center||`` in the bins ``(-inf, e_0), [e_0, e_1), ..., [e_B, inf)``.
 
     Not private by itself: the caller releases it with noise inside a charged plan. One pass over
-    ``X`` (array, memmap, sparse, Dask, or re-iterable blocks), the same code path for every row.
+    ``X`` (array, memmap, sparse, Dask, or re-iterable blocks), the same code path for every row. A
+    PyTorch/CuPy array with array API dispatch on: the norms on its device, the counts (NumPy) here.
     """
+    from .._array_api import dispatch_enabled, get_namespace_and_device, is_device_array
     from ..moments import _as_float_block, _iter_blocks, is_dask_array
 
+    if is_device_array(X) and dispatch_enabled():  # the norms on X's device, the counts to the host
+        return _norm_histogram_xp(X, *get_namespace_and_device(X, owner), edges, center, owner)
     counts = np.zeros(edges.size + 1, dtype=np.float64)
     if is_dask_array(X):
         import dask.array as da
@@ -104,6 +108,33 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
     return counts
 
 
+def _norm_histogram_xp(X: Any, xp: Any, device: Any, edges: np.ndarray, center: Any,
+                       owner: str) -> np.ndarray:
+    """The array API branch of :func:`norm_histogram` (the same bins, the same refusal of NaN/inf).
+
+    On the device: ``#{i: ||x_i - center|| >= e_j}`` for every edge; only that short vector comes back.
+    """
+    from .._array_api import from_numpy, isfinite_all, to_numpy, work_dtype
+
+    n, d = (int(s) for s in X.shape)
+    dtype = work_dtype(X, xp)
+    edges_x = from_numpy(np.asarray(edges, dtype=np.float64), xp, device, dtype)
+    center_x = None if center is None else from_numpy(center, xp, device, dtype)
+    at_or_above = xp.zeros((edges.size,), dtype=xp.int64, device=device)
+    rows = max(1, (1 << 24) // max(d, edges.size, 1))
+    for a in range(0, n, rows):
+        raw = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
+        block = raw if center_x is None else raw - center_x
+        norms = xp.linalg.vector_norm(block, axis=1)  # an overflow gives inf: the top bin, as on NumPy
+        if not isfinite_all(norms, xp) and not isfinite_all(raw, xp):  # NaN/inf in the data: refused
+            raise not_finite_error(owner)
+        at_or_above = at_or_above + xp.sum(xp.astype(norms[:, None] >= edges_x[None, :], xp.int64),
+                                           axis=0)
+    ge = to_numpy(at_or_above).astype(np.float64)
+    # bin 0: below edges[0]; bin i: [edges[i-1], edges[i]); the last: at or above edges[-1]
+    return np.concatenate(([n - ge[0]], ge[:-1] - ge[1:], ge[-1:]))
+
+
 def clip_from_histogram(noisy_counts: np.ndarray, edges: np.ndarray, quantile: float,
                         n_rows: float) -> float:
     """The clip for the ``quantile`` of the norms, from released counts (post-processing).
@@ -128,10 +159,11 @@ def balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, his
 
     Clipping the rows at ``r`` moves ``X^T X`` by ``B(r) = sum_i (1 - r^2/||x_i||^2)_+ x_i x_i^T``, of
     trace ``sum_i (||x_i||^2 - r^2)_+``; the noise's spectral norm is ``nu r^2`` (``nu``:
-    :func:`~dpspectral.pca.covariance._noise_norm_per_clip2` for a scatter matrix). Their sum is least where (derivative in ``r^2``)
-    ``#{i: ||x_i|| > r} = nu``. The trace overstates what clipping costs the top eigenvectors (it counts
-    every direction of ``B``; measured, a clip with ``sqrt(d) / 2`` times more rows above it does better
-    on MNIST and RT-IoT2022), so the caller passes ``kappa = BALANCE_FACTOR sqrt(d) nu``; the target adds
+    :func:`~dpspectral.pca.covariance._noise_norm_per_clip2` for a scatter matrix). Their sum is least
+    where (derivative in ``r^2``) ``#{i: ||x_i|| > r} = nu``. The trace overstates what clipping costs
+    the top eigenvectors (it counts every direction of ``B``; measured, a clip with ``sqrt(d) / 2``
+    times more rows above it does better on MNIST and RT-IoT2022), so the caller passes
+    ``kappa = BALANCE_FACTOR sqrt(d) nu``; the target adds
     ``BALANCE_Z`` standard deviations of the noisy count walked so far (so that the noise of the empty
     bins above cannot fire the rule early). Walking down from the top, the first bin at which the noisy
     number of rows at or above it reaches the target: the clip is its *upper* edge (at most ``C``), so

@@ -1,0 +1,208 @@
+"""Array API support, scikit-learn's way: compute where the data live (PyTorch, CuPy, array-api-strict).
+
+The switch is scikit-learn's: inside ``sklearn.config_context(array_api_dispatch=True)`` (which needs
+``SCIPY_ARRAY_API=1`` in the environment, a scikit-learn requirement) or the project's own
+``dpspectral.config_context(array_api_dispatch=True)`` (no SciPy requirement: nothing here calls SciPy on
+device arrays), the covered methods (:data:`COVERED_METHODS`) accept any array of a namespace that
+``array-api-compat`` knows and compute in it, on its device: clipping, moments, the noise
+(:mod:`dpspectral.privacy.device_noise`), the eigendecomposition and the result's arrays. The accountant
+and the calibration stay on the host (a plan is a few floats). :func:`to_numpy` gives NumPy back.
+
+Bad input (refused before anything is read or charged): a non-NumPy array with the switch off (enable
+it, or convert with :func:`to_numpy`); float16 (the scatter of rows of norm up to C accumulates ``n``
+terms: float16's 11-bit mantissa and its range (max 65504) lose the statistic, and the noise calibrated
+to its sensitivity would no longer bound what is released); a method that is not covered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["COVERED_METHODS", "config_context", "dispatch_enabled", "from_numpy", "get_config",
+           "get_namespace_and_device", "is_device_array", "like", "same_space", "set_config",
+           "to_numpy", "vector_norm"]
+
+#: The methods that compute in the input's namespace (the covariance path and the noisy power method).
+COVERED_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power")
+
+_local = threading.local()
+
+
+def get_config() -> dict[str, bool]:
+    """dpspectral's own configuration: ``{"array_api_dispatch": bool}`` (this thread's)."""
+    return {"array_api_dispatch": bool(getattr(_local, "array_api_dispatch", False))}
+
+
+def set_config(array_api_dispatch: bool | None = None) -> None:
+    """Turn array API dispatch on or off for this thread (see :func:`config_context`)."""
+    if array_api_dispatch is not None:
+        _local.array_api_dispatch = bool(array_api_dispatch)
+
+
+@contextlib.contextmanager
+def config_context(*, array_api_dispatch: bool | None = None) -> Iterator[None]:
+    """Within the block, the covered methods compute in the input's array namespace, on its device.
+
+    The same effect as ``sklearn.config_context(array_api_dispatch=True)`` (either switch is enough),
+    without scikit-learn's requirement of ``SCIPY_ARRAY_API=1``.
+    """
+    old = get_config()["array_api_dispatch"]
+    set_config(array_api_dispatch)
+    try:
+        yield
+    finally:
+        set_config(old)
+
+
+def dispatch_enabled() -> bool:
+    """Whether dpspectral's or scikit-learn's ``array_api_dispatch`` is on."""
+    if get_config()["array_api_dispatch"]:
+        return True
+    import sklearn
+
+    return bool(sklearn.get_config().get("array_api_dispatch", False))
+
+
+_DEVICE_MODULES = ("torch", "cupy", "array_api_strict", "jax", "dpnp", "mlx")
+
+
+def is_device_array(X: Any) -> bool:
+    """An array of a non-NumPy array namespace (a torch tensor, a CuPy array...); not Dask, not sparse."""
+    if isinstance(X, (np.ndarray, np.generic)) or isinstance(X, (list, tuple)):
+        return False
+    module = type(X).__module__.split(".")[0]
+    if module in ("dask", "scipy", "numpy"):
+        return False
+    return module in _DEVICE_MODULES or hasattr(X, "__array_namespace__")
+
+
+def get_namespace_and_device(X: Any, owner: str = "dpspectral") -> tuple[Any, Any]:
+    """``(xp, device)`` of a device array with dispatch on; ``(None, None)`` for NumPy-path input.
+
+    Refused (a ``TypeError``, nothing read or charged): a device array with dispatch off, float16 or
+    another non-float/integer dtype, or ``array-api-compat`` missing.
+    """
+    if not is_device_array(X):
+        return None, None
+    kind = f"{type(X).__module__.split('.')[0]} array"
+    if not dispatch_enabled():
+        raise TypeError(
+            f"{owner}: got a {kind} with array_api_dispatch off. Either compute where the data live: "
+            "`with dpspectral.config_context(array_api_dispatch=True):` (or "
+            "sklearn.config_context(array_api_dispatch=True), which needs SCIPY_ARRAY_API=1), for "
+            f"{', '.join(COVERED_METHODS)}; or convert to NumPy first (dpspectral.to_numpy(X)). "
+            "Nothing was charged."
+        )
+    try:
+        import array_api_compat
+    except ImportError as exc:  # pragma: no cover - the extras install it
+        raise ImportError(
+            f"{owner}: array API dispatch needs array-api-compat (pip install 'dpspectral[torch]' or "
+            "'dpspectral[cupy]'). Nothing was charged."
+        ) from exc
+    xp = array_api_compat.array_namespace(X)
+    if getattr(X, "ndim", 2) != 2:
+        raise ValueError(
+            f"{owner} expects 2-D data of shape (n_samples, n_features); got a {kind} of shape "
+            f"{tuple(X.shape)}. Nothing was charged."
+        )
+    dtype = X.dtype
+    if dtype == getattr(xp, "float16", None) or dtype == getattr(xp, "bfloat16", None):
+        raise TypeError(
+            f"{owner}: float16 data are refused: the scatter of n rows of norm up to row_norm is a sum "
+            "of n terms, which float16 (11-bit mantissa, largest value 65504) rounds or overflows, so "
+            "the noise calibrated to the statistic's sensitivity would no longer bound what is "
+            "released. Convert to float32 or float64 (X.to(torch.float32), xp.astype(X, xp.float32)). "
+            "Nothing was charged."
+        )
+    if not (xp.isdtype(dtype, "real floating") or xp.isdtype(dtype, "integral")):
+        raise TypeError(f"{owner} needs real numeric data; got a {kind} of dtype {dtype}. "
+                        "Nothing was charged.")
+    return xp, array_api_compat.device(X)
+
+
+def work_dtype(X: Any, xp: Any) -> Any:
+    """The floating dtype the moments are computed in: X's (float32/float64), else float64."""
+    if xp.isdtype(X.dtype, "real floating"):
+        return X.dtype
+    return xp.float64
+
+
+def to_numpy(array: Any) -> Any:
+    """A NumPy array (on the host) of ``array``, whatever its namespace or device; NumPy input as it is.
+
+    The documented way to get NumPy back from a result or a fitted estimator's attributes
+    (``to_numpy(result.components)``, ``to_numpy(pca.components_)``); ``None`` passes through.
+    """
+    if array is None or isinstance(array, np.ndarray) or not is_device_array(array):
+        return array
+    module = type(array).__module__.split(".")[0]
+    if module == "torch":
+        return array.detach().cpu().numpy()
+    if module == "cupy":
+        return array.get()
+    if module == "array_api_strict":
+        import array_api_strict
+
+        return np.asarray(array_api_strict.asarray(array, device=array_api_strict.Device("CPU_DEVICE")))
+    return np.asarray(array)
+
+
+def from_numpy(a: Any, xp: Any, device: Any, dtype: Any = None) -> Any:
+    """``a`` (NumPy or a device array) as an array of ``xp`` on ``device`` (``dtype`` if given)."""
+    if not isinstance(a, np.ndarray):
+        return a if dtype is None else xp.astype(a, dtype)
+    out = xp.asarray(np.ascontiguousarray(a), device=device)
+    return out if dtype is None else xp.astype(out, dtype)
+
+
+def like(a: Any, ref: Any) -> Any:
+    """``a`` (NumPy) in ``ref``'s namespace, device and dtype; ``a`` itself when ``ref`` is NumPy."""
+    if isinstance(ref, np.ndarray) or not is_device_array(ref):
+        return a
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(ref)
+    return from_numpy(np.asarray(a), xp, array_api_compat.device(ref), ref.dtype)
+
+
+def vector_norm(v: Any) -> float:
+    """The Euclidean norm of a 1-D array as a float (NumPy: ``np.linalg.norm``, unchanged)."""
+    if isinstance(v, np.ndarray) or not is_device_array(v):
+        return float(np.linalg.norm(v))
+    import array_api_compat
+
+    return float(array_api_compat.array_namespace(v).linalg.vector_norm(v))
+
+
+def same_space(fitted: Any, X: Any, owner: str, method: str) -> None:
+    """Refuse ``X`` in ``method`` when its namespace or device is not the fitted attribute's."""
+    fitted_device = is_device_array(fitted)
+    if not fitted_device and not is_device_array(X):
+        return
+    xp_x, dev_x = get_namespace_and_device(X, owner)
+    if not fitted_device:
+        raise ValueError(
+            f"{owner}.{method}: fitted on NumPy data, got a {type(X).__module__.split('.')[0]} array. "
+            "Pass NumPy data (dpspectral.to_numpy(X)), or fit on data of this namespace and device."
+        )
+    import array_api_compat
+
+    xp_f, dev_f = array_api_compat.array_namespace(fitted), array_api_compat.device(fitted)
+    if xp_x is None or xp_x is not xp_f or dev_x != dev_f:
+        where_x = "NumPy" if xp_x is None else f"{xp_x.__name__} on {dev_x}"
+        raise ValueError(
+            f"{owner}.{method}: the data must use the namespace and device of the data passed to fit "
+            f"({xp_f.__name__} on {dev_f}); got {where_x}. Move the data (e.g. X.to(device)), or refit."
+        )
+
+
+def isfinite_all(B: Any, xp: Any) -> bool:
+    """Whether every entry of a device array is finite (one value back to the host)."""
+    return bool(xp.all(xp.isfinite(B)))
+
