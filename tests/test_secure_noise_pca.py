@@ -69,7 +69,11 @@ def test_secure_run_is_charged_like_a_seeded_one(data: np.ndarray) -> None:
     ledger = Accountant(epsilon=10.0, delta=1e-3)
     noisy_power(data, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, n_iter=3, accountant=ledger,
                 random_state="secure")
-    assert len(ledger.entries) == 1 and ledger.failures == ()
+    # two stages by default: the norm histogram (adaptive clip), then the iterations
+    assert len(ledger.entries) == 2 and ledger.failures == ()
+    seeded = Accountant(epsilon=10.0, delta=1e-3)
+    noisy_power(data, 2, epsilon=1.0, delta=DELTA, row_norm=1.0, n_iter=3, accountant=seeded, random_state=0)
+    assert [e.event for e in seeded.entries] == [e.event for e in ledger.entries]
 
 
 def test_secure_eigenvalues_lie_on_the_laplace_grid(data: np.ndarray) -> None:
