@@ -42,7 +42,8 @@ def test_zero_noise_converges_to_the_top_subspace(fn, kw, spiked):
                                    (dp_vrpca, {"n_steps": 50, "n_epochs": 2, "sampling_rate": 0.1})])
 def test_tight_multiplier_matches_the_accountant(fn, kw, spiked):
     X, _ = spiked
-    res = fn(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0, **kw)
+    res = fn(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0, adaptive_clip=False,
+             **kw)  # the adaptive path: test_adaptive_clip_stochastic.py
     events = res.privacy.events
     eps = epsilon_of(events, DELTA, relation="replace_one")
     assert eps <= 1.0 and eps == pytest.approx(1.0, abs=5e-3)
@@ -145,7 +146,8 @@ def test_accountant_records_the_run(spiked):
     acc = Accountant(2.0, DELTA)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        dp_spca(X[:300], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0)
+        dp_spca(X[:300], 1, epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0,
+                adaptive_clip=False)
     assert len(acc.entries) == 1 and acc.epsilon_spent() <= 1.0 + 1e-9
 
 
@@ -275,7 +277,7 @@ def test_vrpca_full_batch_events_and_multipliers():
     full gradients get half of mu^2 and the steps' multiplier is the smallest the accountant certifies."""
     X, _ = _unit_spiked(300, 6)
     C, n, m = 1.0, 300, 3
-    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, random_state=0)
+    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, random_state=0, adaptive_clip=False)
     events = res.privacy.events
     assert res.diagnostics["noise_multiplier"] is None and res.diagnostics["noise_std"] == 0.0
     assert epsilon_of(events, DELTA, relation="replace_one") == pytest.approx(1.0, abs=1e-6)
@@ -283,7 +285,8 @@ def test_vrpca_full_batch_events_and_multipliers():
     s_full = res.diagnostics["full_gradient_noise_std"] / shift
     single = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full / math.sqrt(m)), 1)
     assert epsilon_of([single], DELTA) == pytest.approx(1.0, abs=1e-6)
-    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, n_steps=3, random_state=0)
+    res = dp_vrpca(X, 2, epsilon=1.0, delta=DELTA, row_norm=C, n_steps=3, random_state=0,
+                   adaptive_clip=False)
     events = res.privacy.events
     assert all(not isinstance(e.event, dp_accounting.PoissonSampledDpEvent) for e in events)
     assert epsilon_of(events, DELTA, relation="replace_one") == pytest.approx(1.0, abs=5e-3)

@@ -27,6 +27,12 @@ validate_rows`) *before* the ledger is charged, so whether a fit is refused neve
 rows a step happens to sample, and a refusal costs nothing. Errors name the kind of problem, never a
 row, a value or a count.
 
+Adaptive clipping (issue 16; default with the tight calibration): a noisy norm histogram is released
+first and the steps run on the rows clipped at the clip ``r <= C`` post-processed from it, every
+sensitivity (and the default learning rate) at ``r``, the multipliers calibrated for the composition
+with the histogram's event (:mod:`~dpspectral.privacy.adaptive`). The rows are in memory, so they are
+read again at ``r``; the paper's calibration keeps its single release.
+
 Accounting. ``accounting="auto"`` or ``"pld"`` (the PLD accountant, which reads Poisson-sampled
 Gaussian events under replace-one). ``dp_accounting``'s RDP accountant has no Poisson-sampled event
 under replace-one, so ``"rdp"`` (and ``"gaussian"``, which has no sampling) are refused with a clear
@@ -35,8 +41,11 @@ error before anything is charged.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -61,6 +70,14 @@ from ..constraints import (
 )
 from ..linalg import fix_signs, orthonormalize
 from ..privacy.accounting import Accountant, AccountingMethod, calibrate
+from ..privacy.adaptive import (
+    DEFAULT_CLIP_SHARE,
+    RowClipPlan,
+    at_clip,
+    clip_note,
+    plan_row_clip,
+    release_row_clip,
+)
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
@@ -69,6 +86,7 @@ from ..privacy.pipeline import (
     NoisyRelease,
     ReleasePlan,
     Releaser,
+    _check_secure_plan,
     not_finite_error,
     release,
     validate_rows,
@@ -87,6 +105,7 @@ _COMMON_PARAMS: Table = {
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
     "n_steps": [NONE, _COUNT], "learning_rate": [NONE, Interval(0, None, "neither")],
     "sampling_rate": [NONE, Interval(0, 1, "right")],
+    "adaptive_clip": Types((bool, np.bool_), "a bool"), "clip_share": [NONE, SHARE],
 }
 #: The parameters of :func:`dp_spca` and :func:`dp_vrpca`. ``k <= min(n_features, n_samples)``, the
 #: relation and the accountant (``accounting``, with its reason) are checked inline.
@@ -116,9 +135,10 @@ def _load_rows(X: Any, owner: str) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def _calibrate_sampled(
     q: float, steps: int, epsilon: float, delta: float, accounting: str,
-    full_multiplier: float | None, epochs: int,
+    full_multiplier: float | None, epochs: int, clip: RowClipPlan | None = None,
 ) -> float:
-    """Noise multiplier of the sampled steps, given the (fixed) full-gradient releases."""
+    """Noise multiplier of the sampled steps, given the (fixed) full-gradient releases and, with
+    adaptive clipping, the norm histogram (the method's events composed after it)."""
 
     def make(s: float) -> dp_accounting.DpEvent:
         sampled = dp_accounting.SelfComposedDpEvent(
@@ -129,8 +149,8 @@ def _calibrate_sampled(
         full = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(full_multiplier), epochs)
         return dp_accounting.ComposedDpEvent([full, sampled])
 
-    return calibrate(make, epsilon, delta, relation=Relation.REPLACE_ONE,
-                     accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
+    return calibrate(make if clip is None else clip.compose(make), epsilon, delta,
+                     relation=Relation.REPLACE_ONE, accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
 
 
 def _step_events(q: float, multiplier: float, steps: int) -> dp_accounting.DpEvent:
@@ -196,6 +216,57 @@ def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float
     return X, budget, rel, C
 
 
+def _row_clip_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, calibration: str,
+                   adaptive_clip: bool, clip_share: float | None) -> RowClipPlan | None:
+    """The norm-histogram stage (adaptive clipping) or None: on by default with the tight calibration
+    (the paper's calibration keeps its one release). The rows are in memory, so always re-readable."""
+    if not adaptive_clip or calibration != "tight":
+        return None
+    return plan_row_clip(budget, relation, row_norm, clip_share or DEFAULT_CLIP_SHARE)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The charged stage the steps run in: its releaser and plan, the rows' clip, the report's events."""
+
+    releaser: Releaser
+    plan: ReleasePlan
+    clip: float  # C, or the released clip r <= C (public: post-processing of the histogram)
+    mode: NormViolation  # "clip" at a released clip: every row was checked at C before the charge
+    events: tuple[dp_accounting.DpEvent, ...]
+
+
+def _clip_diagnostics(run: _Run, clip: RowClipPlan | None) -> dict[str, float]:
+    """``clip`` (released) and ``histogram_noise_std`` with adaptive clipping; nothing without."""
+    if clip is None:
+        return {}
+    return {"clip": run.clip, "histogram_noise_std": clip.release.scale}
+
+
+@contextlib.contextmanager
+def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None, accountant: Any,
+                     noise: Any, *, row_norm: float, on_norm_violation: NormViolation,
+                     noise_per_clip2: float, powers: dict[str, int], clip_share: float | None, owner: str,
+                     show_progress: bool | None) -> Iterator[_Run]:
+    """Charge ``plan`` (stated at the bound C) and yield the run; with ``clip``, first release the norm
+    histogram (both stages declared and checked against the ceiling before it) and restate the plan at
+    the released clip r: the same events (multipliers), sensitivities and scales times ``(r / C)^power``.
+    The rows were read and validated at C before (a refusal charges nothing).
+    """
+    if getattr(noise, "name", "") == "secure":  # every stage's releases, before the first is charged
+        _check_secure_plan(plan)
+    if clip is None:
+        with release(plan, accountant, noise) as releaser:  # a failure inside stays charged
+            yield _Run(releaser, plan, row_norm, on_norm_violation, plan.events)
+        return
+    staged = clip.staged(accountant, owner, plan.events)
+    r = release_row_clip(X, clip, staged, noise, noise_per_clip2=noise_per_clip2, d=X.shape[1],
+                         n_public=X.shape[0], owner=owner, show_progress=show_progress)  # replace-one
+    plan = at_clip(plan, r, row_norm, powers, clip_note(r, row_norm, clip_share or DEFAULT_CLIP_SHARE))
+    with staged.stage(plan, noise) as releaser:
+        yield _Run(releaser, plan, r, "clip", (clip.event, *plan.events))
+
+
 _PRIVACY_DOC = """
     Parameters
     ----------
@@ -221,12 +292,20 @@ _PRIVACY_DOC = """
         The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
         refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
     show_progress : bool or None
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
+        :func:`dpspectral.privacy.quantile.balanced_clip`) instead of at ``row_norm``; the noise and
+        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
+        paper).
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
 
     Returns
     -------
     SubspaceResult
         An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
-        so the columns are not ordered by variance).
+        so the columns are not ordered by variance). With adaptive clipping the diagnostics add
+        ``clip`` (the released clip) and ``histogram_noise_std``; ``noise_std`` is at the released clip.
 """
 
 
@@ -251,6 +330,8 @@ def dp_spca(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
 ) -> SubspaceResult:
     """DP-SPCA (Algorithm 1 of Shang et al. 2021): noisy stochastic power steps, block version.
 
@@ -277,34 +358,49 @@ def dp_spca(
     ``"paper"``: ``std = lambda_1 = sqrt(20 T alpha G^2 / (n^2 eps mu))``, ``alpha = log(1/delta) /
     ((1 - mu) eps) + 1`` (times C^2), which the accountant does not certify in the paper's own
     settings (spec §C.3): the result is then marked uncertified.
+
+    Adaptive clipping (default with ``"tight"``; :mod:`dpspectral.privacy.adaptive`): a noisy histogram
+    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(clip_share)``;
+    one row moves one unit of count between two bins, L2 sensitivity ``sqrt(2)``), and the steps run on
+    the rows clipped at the clip ``r <= C`` post-processed from it. ``r`` is public, so the bound above
+    holds with C replaced by r: ``Delta = 2 r^2`` (and the default learning rate is ``100 q n / r^2``).
+    s is the smallest multiplier for which the accountant certifies the whole run,
+    ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(PoissonSampledDpEvent(q,
+    GaussianDpEvent(s)), T)])``; both stages are declared (and checked against the ledger's ceiling)
+    before the first, and every row is read and validated at C before anything is charged.
     """
     owner = "dp_spca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
-    n = X.shape[0]
+    n, d = X.shape
     # Defaults (issue 16): full batches (q = 1), a few steps, and a learning rate that makes each step
     # a power step (the polar retraction of V + eta G is then ~ the polar factor of G): the paper's
     # experimental settings (T = n, eta = 1/(2n), q = 1/n) leave the iterate at its random start.
     q = SPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
     T = SPCA_STEPS if n_steps is None else int(n_steps)
-    eta = SPCA_POWER_STEP * q * n / C**2 if learning_rate is None else float(learning_rate)
+    p = _vrpca_block(k, d, block_size if block_size is not None or sampling_rate is None else k, owner)
     noise = noise_source(random_state)
+    clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
     plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(rdp_epsilon_share),
-                         calibration=calibration, accounting=accounting)
-    with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
-        sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
-        p = _vrpca_block(k, X.shape[1], block_size if block_size is not None or sampling_rate is None
-                         else k, owner)
-        V = _spca_steps(X, k, p, sampler, releaser, n_steps=T, scale=eta / (q * n),
+                         calibration=calibration, accounting=accounting, clip=clip)
+    # ||Z_t||_2 per unit r^2 on A V (the step releases 2 A_S V + Z_t), over the 1/q steps of one pass
+    nu = plan["step"].scale / C**2 / _G * (math.sqrt(d) + math.sqrt(p)) / math.sqrt(q)
+    with _release_at_clip(X, plan, clip, accountant, noise, row_norm=C, on_norm_violation=on_norm_violation,
+                          noise_per_clip2=nu, powers={"step": 2}, clip_share=clip_share, owner=owner,
+                          show_progress=show_progress) as run:
+        # the power-step learning rate at the rows' clip (C, or the released r): public
+        eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
+        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser.generator, owner)
+        V = _spca_steps(X, k, p, sampler, run.releaser, n_steps=T, scale=eta / (q * n),
                         show_progress=show_progress, owner=owner)
         # frames: certify_release, report, dp_spca, the constraint check, the renaming, the caller
-        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                 accounting=accounting, notes=plan.notes, stacklevel=6)
-    return SubspaceResult(
-        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-        diagnostics={"noise_multiplier": s, "noise_std": plan["step"].scale, "sampling_rate": q,
-                     "n_steps": T, "learning_rate": eta, "block_size": p},
-    )
+        report = run.releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                     accounting=accounting, notes=run.plan.notes, stacklevel=6,
+                                     events=list(run.events))
+    diagnostics = {"noise_multiplier": s, "noise_std": run.plan["step"].scale, "sampling_rate": q,
+                   "n_steps": T, "learning_rate": eta, "block_size": p, **_clip_diagnostics(run, clip)}
+    return SubspaceResult(components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
+                          diagnostics=diagnostics)
 
 
 #: DP-SPCA's defaults (issue 16): full batches, three steps, each a power step, on an oversampled block
@@ -316,13 +412,15 @@ SPCA_POWER_STEP = 100.0
 
 
 def _spca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
-               q: float, mu: float, calibration: str, accounting: str) -> tuple[ReleasePlan, float]:
-    """DP-SPCA's T sampled Gaussian steps (and their noise multiplier), from public inputs."""
+               q: float, mu: float, calibration: str, accounting: str,
+               clip: RowClipPlan | None = None) -> tuple[ReleasePlan, float]:
+    """DP-SPCA's T sampled Gaussian steps (and their noise multiplier), from public inputs; with
+    ``clip``, the multiplier is calibrated for the composition with the norm histogram."""
     Cs = sensitivity_norm(row_norm)
     delta_row = _G * Cs**2  # one row's contribution 2 x x^T V, the bound the multiplier refers to
     notes = ["Poisson sampling with rate q (each row independently per step)."]
     if calibration == "tight":
-        s = _calibrate_sampled(q, n_steps, budget.epsilon, budget.delta, accounting, None, 0)
+        s = _calibrate_sampled(q, n_steps, budget.epsilon, budget.delta, accounting, None, 0, clip)
     else:
         alpha = math.log(1.0 / budget.delta) / ((1.0 - mu) * budget.epsilon) + 1.0
         lam1 = math.sqrt(20.0 * n_steps * alpha * _G**2 / (n**2 * budget.epsilon * mu)) * Cs**2
@@ -373,6 +471,8 @@ def dp_vrpca(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
 ) -> SubspaceResult:
     """DP-VRPCA (Algorithm 2 of Shang et al. 2021): variance-reduced noisy steps, block version.
 
@@ -411,6 +511,16 @@ def dp_vrpca(
     shift ``q n * 4 C^2 / n = 4 q C^2``, multiplier ``(lambda_2 / sqrt 2) / (4 q C^2)``) and the sampled
     one. The accountant's epsilon for that is far above the request (spec §C.3.4): the result is marked
     uncertified. (``adaptive_noise`` applies to ``"tight"`` only.)
+
+    Adaptive clipping (default with ``"tight"``; :mod:`dpspectral.privacy.adaptive`): a noisy histogram
+    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(clip_share)``;
+    L2 sensitivity ``sqrt(2)`` under replace-one), and every full product and sampled step reads the
+    rows clipped at the clip ``r <= C`` post-processed from it. ``r`` is public, so every bound above
+    holds with C replaced by r (the full gradient's shift ``2 sqrt(2) r^2 / n``, an inner step's ``4 r^2``
+    or ``4 sqrt(2) r^2``; the default learning rate is ``100 q n / r^2``); the multipliers are those
+    calibrated for the composition ``ComposedDpEvent([GaussianDpEvent(s_h), <the events above>])`` (the
+    full gradients' share is then a share of what the histogram leaves). Both stages are declared (and
+    checked against the ledger's ceiling) before the first; every row is validated at C before any charge.
     """
     owner = "dp_vrpca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
@@ -419,30 +529,38 @@ def dp_vrpca(
     m = VRPCA_EPOCHS if n_epochs is None else int(n_epochs)
     T = VRPCA_STEPS if n_steps is None else int(n_steps)
     q = VRPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
-    eta = SPCA_POWER_STEP * q * n / C**2 if learning_rate is None else float(learning_rate)
     share = (VRPCA_FULL_SHARE if q == 1.0 else VRPCA_SAMPLED_FULL_SHARE) if full_gradient_share is None \
         else float(full_gradient_share)
     p = _vrpca_block(k, d, block_size, owner)
     noise = noise_source(random_state)
+    clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
     plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q, full_gradient_share=share,
-                          calibration=calibration, accounting=accounting)
-    with release(plan, accountant, noise) as releaser:  # validated above; a failure now stays charged
-        sampler = _Sampler(X, q, C, on_norm_violation, releaser.generator, owner)
-        V = _vrpca_epochs(X, k, p, sampler, releaser, C=C, on_norm_violation=on_norm_violation,
+                          calibration=calibration, accounting=accounting, clip=clip)
+    with _release_at_clip(X, plan, clip, accountant, noise, row_norm=C, on_norm_violation=on_norm_violation,
+                          noise_per_clip2=_vrpca_noise_per_clip2(plan, C, n=n, q=q, d=d, p=p),
+                          powers={"full_gradient": 2, "step": 2}, clip_share=clip_share, owner=owner,
+                          show_progress=show_progress) as run:
+        # the power-step learning rate at the rows' clip (C, or the released r): public
+        eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
+        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser.generator, owner)
+        V = _vrpca_epochs(X, k, p, sampler, run.releaser, C=run.clip, on_norm_violation=run.mode,
                           n_steps=T, n_epochs=m, learning_rate=eta,
                           adaptive=bool(adaptive_noise) and calibration == "tight",
                           show_progress=show_progress, owner=owner)
         # frames: certify_release, report, dp_vrpca, the constraint check, the caller
-        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                 accounting=accounting, notes=plan.notes, stacklevel=5)
-    std_full = plan["full_gradient"].scale if _has(plan, "full_gradient") else 0.0
+        report = run.releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                     accounting=accounting, notes=run.plan.notes, stacklevel=5,
+                                     events=list(run.events))
+    std_full = run.plan["full_gradient"].scale if _has(run.plan, "full_gradient") else 0.0
     return SubspaceResult(
         components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
         diagnostics={"noise_multiplier": s if math.isfinite(s) else None,
-                     "noise_std": plan["step"].scale, "full_gradient_noise_std": std_full,
+                     "noise_std": run.plan["step"].scale if _has(run.plan, "step") else 0.0,
+                     "full_gradient_noise_std": std_full,
                      "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
                      "block_size": p,
-                     "adaptive_noise": bool(adaptive_noise) and calibration == "tight"},
+                     "adaptive_noise": bool(adaptive_noise) and calibration == "tight",
+                     **_clip_diagnostics(run, clip)},
     )
 
 
@@ -474,24 +592,26 @@ def _has(plan: ReleasePlan, name: str) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _calibrate_vr_steps(q: float, steps: int, epsilon: float, delta: float, accounting: str,
-                        full_multiplier: float, epochs: int) -> float:
-    """Multiplier of DP-VRPCA's charged inner steps, given the full gradients' (tight calibration)."""
+                        full_multiplier: float, epochs: int, clip: RowClipPlan | None = None) -> float:
+    """Multiplier of DP-VRPCA's charged inner steps, given the full gradients' (tight calibration) and,
+    with adaptive clipping, the norm histogram."""
     if q < 1.0:
-        return _calibrate_sampled(q, steps, epsilon, delta, accounting, full_multiplier, epochs)
+        return _calibrate_sampled(q, steps, epsilon, delta, accounting, full_multiplier, epochs, clip)
 
     def make(s: float) -> dp_accounting.DpEvent:
         return dp_accounting.ComposedDpEvent([
             dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(full_multiplier), epochs),
             dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), steps)])
 
-    return calibrate(make, epsilon, delta, relation=Relation.REPLACE_ONE,
-                     accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
+    return calibrate(make if clip is None else clip.compose(make), epsilon, delta,
+                     relation=Relation.REPLACE_ONE, accounting=accounting, tol=1e-4)  # type: ignore[arg-type]
 
 
 def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
                 n_epochs: int, q: float, full_gradient_share: float, calibration: str,
-                accounting: str) -> tuple[ReleasePlan, float]:
-    """DP-VRPCA's releases: m full gradients (tight only) and the inner steps, from public inputs."""
+                accounting: str, clip: RowClipPlan | None = None) -> tuple[ReleasePlan, float]:
+    """DP-VRPCA's releases: m full gradients (tight only) and the inner steps, from public inputs;
+    with ``clip``, calibrated for the composition with the norm histogram (what it leaves)."""
     Cs = sensitivity_norm(row_norm)
     delta_vr = 2.0 * _G * Cs**2  # one row's variance-reduced term 2 x x^T (V - V~), ||V - V~|| <= 2
     m, T = n_epochs, n_steps
@@ -499,7 +619,7 @@ def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n
     if calibration == "tight":
         # a replaced row moves 2 A V~ / n by ||2 (x x^T - y y^T) V~||_F / n <= 2 sqrt(2) C^2 / n
         shift_full = math.sqrt(2.0) * _G * Cs**2 / n
-        s0 = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        s0 = _rest_multiplier(budget, accounting, clip)
         charged = m * (T - 1)  # the first step of an epoch has V = V~: its term is 0, nothing released
         if charged == 0 or q == 1.0:  # all Gaussian: the share of mu^2 is exact
             # (raised by split_noise_multiplier's rounding margin: m equal parts composed must not
@@ -511,10 +631,9 @@ def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n
                                                budget.delta * full_gradient_share) * math.sqrt(m)
         releases = [NoisyRelease("full_gradient", "gaussian", s_full * shift_full, shift_full)]
         full_events = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_full), m)
-        if charged == 0:
-            return ReleasePlan("dp_vrpca", relation, (full_events,), (*releases, NoisyRelease(
-                "step", "gaussian", 0.0, delta_vr)), tuple(notes)), math.inf
-        s = _calibrate_vr_steps(q, charged, budget.epsilon, budget.delta, accounting, s_full, m)
+        if charged == 0:  # no step is released: no "step" release is planned (nor drawn)
+            return ReleasePlan("dp_vrpca", relation, (full_events,), tuple(releases), tuple(notes)), math.inf
+        s = _calibrate_vr_steps(q, charged, budget.epsilon, budget.delta, accounting, s_full, m, clip)
         if q < 1.0:
             step_sens, step_events = delta_vr, _step_events(q, s, charged)
         else:  # full batches: the replace-one shift 2 ||x x^T - y y^T||_F ||V - V~||_2 <= 4 sqrt(2) C^2
@@ -540,6 +659,27 @@ def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n
     )
     step = NoisyRelease("step", "gaussian", std, delta_vr)
     return ReleasePlan("dp_vrpca", relation, tuple(events), (step,), tuple(notes)), s
+
+
+def _rest_multiplier(budget: PrivacyBudget, accounting: str, clip: RowClipPlan | None) -> float:
+    """The multiplier of one Gaussian release of the whole budget, or (adaptive clipping) of what the
+    norm histogram leaves: calibrated for ``ComposedDpEvent([histogram, GaussianDpEvent(s)])``."""
+    if clip is None:
+        return analytic_noise_multiplier(budget.epsilon, budget.delta)
+    return calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                     relation=Relation.REPLACE_ONE, accounting=accounting)  # type: ignore[arg-type]
+
+
+def _vrpca_noise_per_clip2(plan: ReleasePlan, row_norm: float, *, n: int, q: float, d: int,
+                           p: int) -> float:
+    """The balance rule's ``nu`` (public): the spectral norm of a release's noise on ``A V`` per unit
+    ``r^2``, the largest over the release kinds (each sees every row once per epoch or pass). The full
+    gradient releases ``2 A V~ / n + Z``; an inner step ``2 A_S (V - V~) + Z`` with ``||V - V~||_2 <= 2``
+    (its noise scaled to that distance), over the 1/q steps of one pass."""
+    per_unit = plan["step"].scale / row_norm**2 / (2.0 * _G) / math.sqrt(q) if _has(plan, "step") else 0.0
+    if _has(plan, "full_gradient"):
+        per_unit = max(per_unit, plan["full_gradient"].scale / row_norm**2 * n / _G)
+    return per_unit * (math.sqrt(d) + math.sqrt(p))
 
 
 def _vrpca_epochs(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Releaser, *, C: float,
@@ -614,7 +754,8 @@ dp_vrpca.__doc__ = (dp_vrpca.__doc__ or "") + """
     n_steps : int, default 1 [n]
         Steps per epoch; the first follows the released full gradient (nothing else is released), each
         further one releases a variance-reduced term.
-    learning_rate : float, default ``100 q n / C^2`` (a power step) [1 / n]
+    learning_rate : float, default ``100 q n / r^2`` (a power step; r the rows' clip: C, or the
+        released clip with ``adaptive_clip``) [1 / n]
     sampling_rate : float, default 1 (full batches) [1 / n]
     full_gradient_share : float, default 1/2 of the Gaussian-DP mu^2 with full batches, 0.1 of
         (epsilon, delta) with sampled steps (tight only; all of the budget when no inner step is charged)
