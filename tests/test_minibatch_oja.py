@@ -115,7 +115,7 @@ def test_noise_scale_of_the_captured_releases(monkeypatch, k, block_size):
     sigma = analytic_noise_multiplier(1.0, DELTA) * min(math.sqrt(p), math.sqrt(2.0)) * C**2
     for seed in range(40):
         res = minibatch_oja(X, k, epsilon=1.0, delta=DELTA, row_norm=C, random_state=seed,
-                            block_size=block_size)
+                            block_size=block_size, adaptive_clip=False)
         assert res.diagnostics["block_size"] == p
         assert res.diagnostics["noise_std"] == pytest.approx(sigma, rel=1e-8)
     assert len(captured) == 40 * 4
@@ -131,7 +131,8 @@ def test_noise_scale_of_the_captured_releases(monkeypatch, k, block_size):
 def test_ledger_holds_one_parallel_event_at_the_requested_epsilon():
     acc = Accountant(epsilon=5.0, delta=1e-5)
     X = spiked(2_000, 6, 0)
-    res = minibatch_oja(X, 2, epsilon=0.7, delta=DELTA, row_norm=C, accountant=acc, random_state=1)
+    res = minibatch_oja(X, 2, epsilon=0.7, delta=DELTA, row_norm=C, accountant=acc, random_state=1,
+                        adaptive_clip=False)
     assert len(acc.entries) == 1
     event = acc.entries[0].event
     assert isinstance(event, ParallelDpEvent) and len(event.events) == 4

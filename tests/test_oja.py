@@ -159,8 +159,8 @@ def test_dp_pca_range_estimation_acts_when_the_public_bound_is_loose():
     res = _quiet(dp_pca, X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=1)
     assert res.diagnostics["truncated_steps"] >= 1
     assert _sin_e1(res.components) < 0.08
-    flat = minibatch_oja(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=1)
-    assert _sin_e1(flat.components) > 0.1
+    flat = minibatch_oja(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=1, adaptive_clip=False)
+    assert _sin_e1(flat.components) > 0.1  # (its adaptive clip fixes this: test_adaptive_clip_streaming)
 
 
 def test_dp_pca_defaults_name_the_smallest_n():
@@ -553,7 +553,7 @@ def test_dp_pca_mean_calibration_is_certified(epsilon):
 
 
 def test_private_oja_event_is_one_gaussian_step(small):
-    res = private_oja(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, random_state=0)
+    res = private_oja(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, random_state=0, adaptive_clip=False)
     (event,) = res.privacy.events
     assert isinstance(event, dp_accounting.GaussianDpEvent)
     assert event.noise_multiplier == pytest.approx(analytic_noise_multiplier(0.5, DELTA))
@@ -563,7 +563,7 @@ def test_private_oja_event_is_one_gaussian_step(small):
 @pytest.mark.parametrize("fn", [private_oja, dp_pca])
 def test_the_ledger_records_the_spend(fn, small):
     acc = Accountant(1.0, DELTA)
-    kw = {"batch_size": 1500} if fn is dp_pca else {}
+    kw: dict = {"batch_size": 1500} if fn is dp_pca else {"adaptive_clip": False}  # one release
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = fn(small, 1, epsilon=0.8, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0, **kw)

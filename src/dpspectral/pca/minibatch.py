@@ -38,22 +38,25 @@ from ..constraints import (
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
+    SHARE,
     Interval,
     Options,
     Types,
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..privacy.accounting import Accountant, ParallelDpEvent
+from ..moments import needs_two_passes_ok
+from ..privacy.accounting import Accountant, ParallelDpEvent, calibrate
+from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_clip, clip_note, plan_row_clip
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
-from .oja import _open_source, _order_note, _prepare_source, _Rows, _Source
+from .oja import _adaptive_clip_stage, _open_source, _order_note, _prepare_source, _Rows, _Source
 
-__all__ = ["batch_sizes", "default_block_size", "minibatch_oja", "minibatch_sensitivity"]
+__all__ = ["batch_sizes", "default_block_size", "minibatch_oja", "minibatch_sensitivity", "noise_per_clip2"]
 
 _OWNER = "minibatch_oja"
 _BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
@@ -73,6 +76,7 @@ MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
     "n_samples": [NONE, Interval(1, None, "left", integer=True)], "random_state": RANDOM_STATE,
     "on_norm_violation": ON_NORM_VIOLATION, "show_progress": [NONE, Types((bool,), "a bool")],
+    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
 
 
@@ -131,6 +135,22 @@ def default_block_size(n_features: int, k: int) -> int:
     return min(n_features, max(k, BLOCK_FACTOR * k))
 
 
+def noise_per_clip2(multiplier: float, d: int, block: int, sizes: list[int]) -> float:
+    """The balance rule's ``nu`` (:func:`~dpspectral.privacy.adaptive.release_row_clip`), public.
+
+    One batch's noise ``Z_t`` (d x p, std ``m min(sqrt(p), sqrt 2) r^2``) has spectral norm about
+    ``nu_1 r^2 = m min(sqrt(p), sqrt 2) (sqrt(d) + sqrt(p)) r^2`` and competes with the signal of that
+    batch's rows only (a share ``|B_t| / n`` of the rows, by the secret permutation). Every step is a
+    power step that must make progress, so the batch with the least signal decides: ``#{rows of the
+    smallest batch above r} = nu_1``, i.e. ``nu = nu_1 n / min_t |B_t|`` over the whole data. With T
+    equal batches this is the sum of the T batches' ``nu_1`` (each row is seen once); with the default
+    schedule (three 5 % warm-up batches) ``20 nu_1``. Measured against ``nu_1 n / |B_T|`` (the last batch
+    alone), ``T nu_1`` and the floor in docs/algorithms/oja.md, "Adaptive clipping".
+    """
+    per_batch = multiplier * minibatch_sensitivity(block, 1.0) * (math.sqrt(d) + math.sqrt(block))
+    return per_batch * sum(sizes) / min(sizes)
+
+
 def _block_size(block_size: int | None, d: int, k: int) -> int:
     if block_size is None:
         return default_block_size(d, k)
@@ -140,9 +160,17 @@ def _block_size(block_size: int | None, d: int, k: int) -> int:
 
 
 def _plan(budget: PrivacyBudget, relation: Relation, k: int, row_norm: float, n_batches: int,
-          in_memory: bool) -> tuple[ReleasePlan, float]:
-    """The releases (one Gaussian batch sum per batch) and events, from public inputs only."""
-    multiplier = analytic_noise_multiplier(budget.epsilon, budget.delta)
+          in_memory: bool, clip: RowClipPlan | None = None) -> tuple[ReleasePlan, float]:
+    """The releases (one Gaussian batch sum per batch) and events, from public inputs only.
+
+    With ``clip`` (adaptive clipping) the multiplier is calibrated for the composition of the norm
+    histogram with one batch (the batches are parallel: every branch is the same Gaussian).
+    """
+    if clip is None:
+        multiplier = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    else:
+        multiplier = calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                               relation=relation)
     sens = minibatch_sensitivity(k, sensitivity_norm(row_norm))
     events = (ParallelDpEvent([dp_accounting.GaussianDpEvent(multiplier)] * n_batches),)
     notes = (_order_note(in_memory, f"each row in exactly one of {n_batches} batches (parallel "
@@ -224,6 +252,8 @@ def minibatch_oja(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
 ) -> SubspaceResult:
     """Minibatch clipped Oja (paper 001, Eq. (7)): one pass, T noisy block-power steps on disjoint batches.
 
@@ -255,25 +285,54 @@ def minibatch_oja(
     Add/remove is not offered: batches are cut by position, so adding a row shifts rows between
     batches (and n, hence the batch sizes, would no longer be public). ``random_state="secure"`` draws
     the noise with exact discrete samplers from OS entropy.
+
+    Adaptive clipping (default for an input that can be read twice: arrays, memmaps, sparse, Dask,
+    lists of blocks, a callable that returns a fresh iterator of blocks; a one-shot iterator keeps the
+    single release above): a noisy histogram of the row norms is released first
+    (:mod:`dpspectral.privacy.adaptive`: ``GaussianDpEvent(s_h)``, L2 sensitivity sqrt(2) under
+    replace-one, ``s_h = s_total / sqrt(clip_share)``) and the clip r <= C is post-processed from it
+    (the balance rule with :func:`noise_per_clip2`). Every row is then clipped at the public r, so the
+    derivation above holds with C replaced by r: ``sigma = m min(sqrt(p), sqrt 2) r^2``, with m
+    calibrated for ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)] * T)])``
+    (the histogram sees every row once, the batches each row once: basic composition of the two
+    stages). A re-readable stream is read three times: once at C to validate it (finite; within C
+    with ``on_norm_violation="raise"``) before any charge, once for the histogram, once for the
+    batches (memory as in one pass).
     """
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=(Relation.REPLACE_ONE,),
     )
     noise = noise_source(random_state)
+    share = clip_share or DEFAULT_CLIP_SHARE
+    clip = plan_row_clip(budget, rel, C, share) if adaptive_clip and needs_two_passes_ok(X) else None
+    if clip is not None:  # the whole cost from public inputs, before anything is read
+        precheck(accountant, (clip.event, *_plan(budget, rel, 1, C, 1, True, clip)[0].events), rel)
     source, sizes = _source(X, k, C, n_samples, on_norm_violation, int(n_batches), float(warmup_fraction),
                             show_progress)
     block = _block_size(block_size, source.d, source.k)
-    plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory)
-    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
-        W, used = _run(source, sizes, block, releaser)
-        report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                                 notes=plan.notes, stacklevel=4)
+    plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory, clip)
+    diagnostics: dict[str, Any] = {}
+    if clip is None:
+        with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+            W, used = _run(source, sizes, block, releaser)
+            report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
+                                     notes=plan.notes, stacklevel=4)
+    else:
+        staged = clip.staged(accountant, _OWNER, plan.events)
+        nu = noise_per_clip2(multiplier, source.d, block, sizes)
+        source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: nu)
+        plan = at_clip(plan, r, C, {_BATCH: 2}, clip_note(r, C, share))  # the same multiplier, at r
+        with staged.stage(plan, noise) as releaser:
+            W, used = _run(source, sizes, block, releaser)
+            report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
+                                     notes=plan.notes, stacklevel=4, events=[clip.event, *plan.events])
+        diagnostics = {"clip": r, "histogram_noise_std": clip.release.scale}
     return SubspaceResult(
         components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
         diagnostics={"noise_multiplier": multiplier, "noise_std": plan[_BATCH].scale,
                      "sensitivity": plan[_BATCH].sensitivity, "batch_sizes": tuple(sizes),
-                     "n_batches": len(sizes), "block_size": block},
+                     "n_batches": len(sizes), "block_size": block, **diagnostics},
     )
 
 
@@ -308,9 +367,17 @@ _PARAMETERS_DOC = """
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bar over the blocks of a stream.
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule) instead of at
+        ``row_norm``; ignored (one release) for a one-shot iterator, which cannot be read twice.
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
 
     Returns
     -------
     SubspaceResult
+        ``components`` (n_features, k); diagnostics ``noise_multiplier``, ``noise_std``, ``sensitivity``,
+        ``batch_sizes``, ``n_batches``, ``block_size`` (and ``clip``, ``histogram_noise_std`` with
+        adaptive clipping).
 """
 minibatch_oja.__doc__ = (minibatch_oja.__doc__ or "") + _PARAMETERS_DOC

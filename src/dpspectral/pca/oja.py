@@ -52,6 +52,7 @@ composition, but each component sees n / k rows).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import itertools
 import math
@@ -77,11 +78,12 @@ from ..constraints import (
     SHARE,
     Interval,
     Options,
+    Types,
     renamed,
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..moments import _iter_blocks, _page_releaser
+from ..moments import _iter_blocks, _page_releaser, needs_two_passes_ok
 from ..privacy.accounting import (
     Accountant,
     EpsilonDeltaDpEvent,
@@ -90,6 +92,7 @@ from ..privacy.accounting import (
     SampledGaussianAccountant,
     calibrate,
 )
+from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, clip_note, plan_row_clip, release_row_clip
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
@@ -106,6 +109,7 @@ from ..privacy.pipeline import (
     NoisyRelease,
     ReleasePlan,
     Releaser,
+    StagedRelease,
     not_finite_error,
     release,
     validate_rows,
@@ -160,7 +164,8 @@ _PRIVATE_PARAMETERS: dict[str, Any] = {
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE], "c1": [NONE, _POSITIVE],
-    "amplification": Options(("none", "shuffle")),
+    "amplification": Options(("none", "shuffle")), "adaptive_clip": Types((bool,), "a bool"),
+    "clip_share": [NONE, SHARE],
 }
 _DP_PCA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
@@ -169,6 +174,7 @@ _DP_PCA_PARAMETERS: dict[str, Any] = {
     "n_groups": [NONE, _COUNT], "histogram_share": SHARE, "c1": [NONE, _POSITIVE], "c2": [NONE, _POSITIVE],
     "schedule": Options(("warmup", "paper")), "block_size": [NONE, _COUNT],
     "truncation": [NONE, Options(("auto", "always"))], "range_fraction": [NONE, Interval(0, 1, "neither")],
+    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
 
 
@@ -710,6 +716,8 @@ def private_oja(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
     _plan_only: bool = False,
 ) -> SubspaceResult:
     """Private Oja (Algorithm 2): clipped Oja steps with Gaussian noise, one row per step.
@@ -752,6 +760,20 @@ def private_oja(
     NumPy's ziggurat on an SFC64 state seeded from the secret generator
     (:func:`~dpspectral.pca._oja_kernels.standard_normals`, bit-identical to NumPy's
     ``Generator(SFC64).standard_normal``; issue 20 changed the stream once, for speed).
+
+    Adaptive clipping (default with ``amplification="none"`` and an input that can be read twice:
+    arrays, memmaps, sparse, Dask, lists of blocks, a callable returning a fresh iterator of blocks; a
+    one-shot iterator keeps the single release above): a noisy histogram of the row norms is released
+    first (:mod:`dpspectral.privacy.adaptive`: ``GaussianDpEvent(s_h)``, L2 sensitivity sqrt(2),
+    ``s_h = s_total / sqrt(clip_share)``) and the clip r <= C is post-processed from it. Every row is
+    then clipped at the public r, so the derivation above holds with C replaced by r:
+    ``S = min(2 beta, min(sqrt(k), sqrt 2) r^2)`` with the default ``beta = r^2`` and learning rate
+    ``c1 = 10 / r^2`` (a given ``gradient_clip`` or ``c1`` is kept); alpha is calibrated for
+    ``ComposedDpEvent([GaussianDpEvent(s_h), GaussianDpEvent(alpha)])`` (the histogram and the steps each
+    see every row once: basic composition). A re-readable stream is read three times (validated at C
+    before any charge, the histogram, the steps; memory O(dk) as before). ``adaptive_clip=False``: the
+    single release at C; ``clip_share``: the histogram's share of the budget (default 0.02). Diagnostics
+    ``clip`` and ``histogram_noise_std`` with adaptive clipping.
     """
     owner = "private_oja"
     budget, rel, C = check_mechanism_inputs(
@@ -759,27 +781,102 @@ def private_oja(
         on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
     )
     noise = noise_source(random_state)
+    share = clip_share or DEFAULT_CLIP_SHARE
+    adaptive = adaptive_clip and amplification == "none" and needs_two_passes_ok(X)
+    clip = plan_row_clip(budget, rel, C, share) if adaptive and calibration == "tight" else None
     beta = sensitivity_norm(C) ** 2 if gradient_clip is None else float(gradient_clip)
     source = _private_oja_source(X, k, C, calibration=calibration, n_samples=n_samples,
                                  on_norm_violation=on_norm_violation, rank_method=rank_method,
                                  amplification=amplification)
-    c1 = DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1)
-    _warn_learning_rate(c1, C, owner)
-    plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification)
+    rates = (DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1), float(c2))
+    _warn_learning_rate(rates[0], C, owner)
+    plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification, clip)
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return list(plan.events)  # type: ignore[return-value]
-    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
-        W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
-        rows = source.reader(releaser.generator)
-        W, used = _run_rows(rows, W, source.parts, (float(c1), float(c2)), beta, releaser, owner,
-                            show_progress, source.n)
-        report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                 notes=plan.notes, stacklevel=5)
+        return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
+    diagnostics: dict[str, Any] = {}
+    if clip is None:
+        with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+            W, used = _private_oja_run(source, rates, beta, releaser, show_progress)
+            report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                     notes=plan.notes, stacklevel=5)
+    else:
+        staged = clip.staged(accountant, owner, plan.events)
+        source, r = _adaptive_clip_stage(source, clip, staged, noise,
+                                         functools.partial(_oja_noise_per_clip2, alpha, beta, source))
+        # everything set by the bound C follows the released clip r: the default gradient clip
+        # (r^2), the sensitivity (at r), the default learning rate (10 / r^2); the same multiplier
+        beta = sensitivity_norm(r) ** 2 if gradient_clip is None else beta
+        rates = (DEFAULT_PRIVATE_OJA_C1 / r**2 if c1 is None else rates[0], rates[1])
+        plan, _ = _private_oja_plan(budget, rel, beta, source, amplification, clip, alpha=alpha,
+                                    note=clip_note(r, C, share))
+        with staged.stage(plan, noise) as releaser:
+            W, used = _private_oja_run(source, rates, beta, releaser, show_progress)
+            report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
+                                     notes=plan.notes, stacklevel=5, events=[clip.event, *plan.events])
+        diagnostics = {"clip": r, "histogram_noise_std": clip.release.scale}
     return SubspaceResult(
         components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-        diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": float(c1), "c2": float(c2),
-                     "rank_method": rank_method, "amplification": amplification},
+        diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": rates[0], "c2": rates[1],
+                     "rank_method": rank_method, "amplification": amplification, **diagnostics},
     )
+
+
+def _private_oja_run(source: _Source, rates: tuple[float, float], beta: float, releaser: Releaser,
+                     show_progress: bool | None) -> tuple[np.ndarray, int]:
+    """Inside the charged block: the initial iterate, the secret order, one noisy step per row."""
+    W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
+    rows = source.reader(releaser.generator)
+    return _run_rows(rows, W, source.parts, rates, beta, releaser, source.owner, show_progress, source.n)
+
+
+def _oja_noise_per_clip2(alpha: float, beta: float, source: _Source, n: int) -> float:
+    """The balance rule's ``nu`` for Private Oja (public: n is public under replace-one).
+
+    One step's noise (d x k', std ``alpha S`` per unit eta; k' = k for block updates, 1 per part of
+    deflation) has spectral norm ``alpha S (sqrt(d) + sqrt(k'))`` (S per unit ``r^2``, as at the bound)
+    and competes with the signal of its one row. Summed over the n steps that see each row once:
+    ``nu = n alpha S (sqrt(d) + sqrt(k'))``. That is always above n (every step is noise-dominated:
+    ``alpha S sqrt(d) > 1``), so the clip goes to the floor quantile
+    (:data:`~dpspectral.privacy.adaptive.FLOOR_QUANTILE` of the rows below it). Measured against
+    ``sqrt(n)`` times the per-step value (the noises in quadrature) in docs/algorithms/oja.md,
+    "Adaptive clipping": the floor is better or equal in every cell.
+    """
+    k_iter = source.k if len(source.parts) == 1 else 1
+    C = source.row_norm
+    per_step = alpha * private_oja_sensitivity(beta, k_iter, C) / C**2 * (math.sqrt(source.d)
+                                                                          + math.sqrt(k_iter))
+    return max(n, 1) * per_step
+
+
+def _validate_stream(source: _Source) -> int | None:
+    """A re-readable stream read once at the bound before any charge: finite, and within the bound with
+    ``on_norm_violation="raise"`` (the one-pass path checks every block after the charge instead).
+    Returns its row count (public under replace-one) when no n was given; None for in-memory data."""
+    if source.in_memory:
+        return None
+    from ..moments import accumulate
+
+    moments = accumulate(source.data, row_norm=source.row_norm, on_norm_violation=source.mode,
+                         want_sum=False, want_second=False, owner=source.owner,
+                         show_progress=source.block_progress)
+    return int(moments.n)
+
+
+def _adaptive_clip_stage(source: _Source, clip: RowClipPlan, staged: StagedRelease, noise: Any,
+                         nu_of_n: Callable[[int], float]) -> tuple[_Source, float]:
+    """Validation pass (a stream), the released norm histogram and clip r (stage one), and the source
+    re-opened at r (rows clipped at r, never refused: they were checked at the bound).
+
+    ``nu_of_n(n)``: the method's balance-rule ``nu`` for n rows (public under replace-one).
+    """
+    counted = _validate_stream(source)
+    n = source.n if source.n is not None else counted
+    assert n is not None
+    r = release_row_clip(source.data, clip, staged, noise, noise_per_clip2=nu_of_n(n), d=source.d,
+                         n_public=n, owner=source.owner, show_progress=source.block_progress)
+    rows = None if source.in_memory else _Rows(source.data, r, "clip", source.owner,
+                                               show_progress=source.block_progress)
+    return dataclasses.replace(source, rows=rows, row_norm=r, mode="clip"), r
 
 
 def _private_oja_source(X: Any, k: Any, C: float, *, calibration: str, n_samples: int | None,
@@ -804,12 +901,21 @@ def _private_oja_source(X: Any, k: Any, C: float, *, calibration: str, n_samples
 
 
 def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, source: _Source,
-                      amplification: str) -> tuple[ReleasePlan, float]:
-    """The plan of :func:`private_oja` (one Gaussian release per step) and its noise multiplier."""
+                      amplification: str, clip: RowClipPlan | None = None, *, alpha: float | None = None,
+                      note: str | None = None) -> tuple[ReleasePlan, float]:
+    """The plan of :func:`private_oja` (one Gaussian release per step) and its noise multiplier.
+
+    With ``clip`` (adaptive clipping) the multiplier is calibrated for the composition with the norm
+    histogram; ``alpha`` (the multiplier planned before) restates the plan at the released clip
+    (``source.row_norm``) with the same events.
+    """
     notes = [_order_note(source.in_memory, "each row in exactly one step (parallel composition)")]
     events: tuple[dp_accounting.DpEvent, ...]
     if amplification == "none":
-        alpha = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        if alpha is None:
+            alpha = (analytic_noise_multiplier(budget.epsilon, budget.delta) if clip is None else
+                     calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                               relation=relation))
         events = (dp_accounting.GaussianDpEvent(alpha),)
     else:
         assert source.n is not None
@@ -823,6 +929,7 @@ def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, so
     sens = private_oja_sensitivity(beta, source.k if len(source.parts) == 1 else 1,
                                    sensitivity_norm(source.row_norm))
     step = NoisyRelease(_STEP, "gaussian", sens * alpha, sens)
+    notes += [note] if note else []
     return ReleasePlan("private_oja", relation, events, (step,), tuple(notes)), alpha
 
 
@@ -1376,6 +1483,8 @@ def dp_pca(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
+    adaptive_clip: bool = True,
+    clip_share: float | None = None,
     _plan_only: bool = False,
 ) -> SubspaceResult:
     """DP-PCA (Algorithm 3): minibatch Oja with private range and mean estimation.
@@ -1442,6 +1551,16 @@ def dp_pca(
     ``random_state="secure"``: exact discrete Laplace / Gaussian draws from OS entropy, the Laplace
     histograms' on every bin (a step whose Algorithm 5 range exceeds 65536 bins is skipped: a function
     of released values); the report's ``noise_source`` says which source was used.
+
+    Adaptive clipping (``adaptive_clip=True``, default): where the box can never act (public sizes,
+    e.g. MNIST's d p; the plan above is ``ParallelDpEvent([GaussianDpEvent(m)])``), with
+    ``calibration="tight"`` and an input that can be read twice, a noisy norm histogram is released
+    first (:mod:`dpspectral.privacy.adaptive`, ``clip_share`` of the budget, default 0.02) and the rows
+    are clipped at the clip r post-processed from it: ``S`` above holds with C replaced by the public
+    r (so do the eigenvalue grid's top ``2 r^4`` and the default ``c1 = 100 / r^2``); m is calibrated for
+    ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)])])``. Where Algorithms
+    4 and 5 act, their private range estimate already adapts the noise to the gradients' spread: one
+    release as above. Diagnostics ``clip`` and ``histogram_noise_std`` when it runs.
     """
     budget, rel, source, config = _dp_pca_setup(
         X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
@@ -1452,14 +1571,53 @@ def dp_pca(
         tail_scale=tail_scale, tail_exponent=tail_exponent, c1=c1, c2=c2, block_size=block_size,
         truncation=truncation, range_fraction=range_fraction)
     noise = noise_source(random_state)
+    clip = None  # adaptive clipping: only where every batch is released with noise from the bound
+    if adaptive_clip and calibration == "tight" and not config.adaptive and needs_two_passes_ok(X):
+        clip = plan_row_clip(budget, rel, source.row_norm, clip_share or DEFAULT_CLIP_SHARE)
+        config = dataclasses.replace(config, s_gauss=calibrate(
+            clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta, relation=rel))
     plan = _dp_pca_plan(config, rel, source.in_memory, calibration, seeded=isinstance(noise, SeededNoise))
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return list(plan.events)  # type: ignore[return-value]
+        return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
+    if clip is not None:
+        return _dp_pca_adaptive(source, config, clip, plan, accountant, noise, budget, show_progress,
+                                (c1, rank_method, histogram, clip_share or DEFAULT_CLIP_SHARE))
     with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
         W, log, used = _dp_pca_run(source, config, releaser, show_progress)
     report = releaser.report(mechanism="dp_pca", budget=budget, calibration=calibration,
                              notes=plan.notes, stacklevel=5)
     return _dp_pca_result(W, log, used, report, config, rank_method, histogram)
+
+
+def _dp_pca_adaptive(source: _Source, config: _DpPcaConfig, clip: RowClipPlan, plan: ReleasePlan,
+                     accountant: Accountant | None, noise: Any, budget: PrivacyBudget,
+                     show_progress: bool | None, options: tuple[Any, str, str, float]) -> SubspaceResult:
+    """DP-PCA where every batch mean is released with noise from the bound (Algorithms 4 and 5 cannot
+    act), with the rows clipped at a released clip r (stage one, as :func:`minibatch_oja`): the public
+    bound of a batch sum, the eigenvalue grid's top and the default c1 follow r; the same multiplier."""
+    from .minibatch import batch_sizes, noise_per_clip2
+
+    c1, rank_method, histogram, share = options
+    staged = clip.staged(accountant, "dp_pca", plan.events)
+    C = source.row_norm
+    part = (source.n or 0) // len(source.parts)
+    sizes = [config.B] if config.B is not None else batch_sizes(part, config.n_batches,
+                                                                  config.warmup_fraction)
+    source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: noise_per_clip2(
+        config.s_gauss, source.d, config.block, [min(sizes), n - min(sizes)]))
+    grad_bound = sensitivity_norm(r) ** 2
+    config = dataclasses.replace(
+        config, grad_bound=grad_bound, eig_bound=2.0 * grad_bound**2,
+        pub_sens=min(math.sqrt(config.block), math.sqrt(2.0)) * grad_bound,
+        c1=100.0 / r**2 if c1 is None else config.c1)
+    plan = dataclasses.replace(plan, notes=plan.notes + (clip_note(r, C, share),))
+    with staged.stage(plan, noise) as releaser:
+        W, log, used = _dp_pca_run(source, config, releaser, show_progress)
+    report = releaser.report(mechanism="dp_pca", budget=budget, calibration="tight", notes=plan.notes,
+                             stacklevel=6, events=[clip.event, *plan.events])
+    out = _dp_pca_result(W, log, used, report, config, rank_method, histogram)
+    out.diagnostics.update({"clip": r, "histogram_noise_std": clip.release.scale})
+    return out
 
 
 def _dp_pca_setup(X: Any, k: Any, *, epsilon: float, delta: float, row_norm: float,
