@@ -219,7 +219,8 @@ def _fit_lda(X, y, acc, onv):
 
 
 #: Methods whose default release is staged (adaptive clip of the uncentred rows: two ledger entries).
-STAGED_BY_DEFAULT = {"analyze_gauss", "mod_sulq", "noisy_power"}
+STAGED_BY_DEFAULT = {"analyze_gauss", "mod_sulq", "noisy_power", "moments", "dp_spca", "dp_vrpca"}
+STAGED_BY_DEFAULT |= {"minibatch_oja", "private_oja"}  # adaptive row clip of the streaming methods
 
 ESTIMATORS = {"DPPCA": _fit_dppca, "DPLowRank[covariance_lrf]": _fit_lowrank,
               "DPFisherDiscriminant": _fit_fda, "DistributedDPPCA": _fit_distributed,
@@ -235,7 +236,9 @@ def test_estimators_refuse_bad_input_before_the_charge(name, case):
         X, _ = _clean()
         out = observe(lambda acc: fit(X, y, acc, "raise"))
         assert not out.raised, out.error
-        assert len(out.ledger) == (2 if name == "DPPCA" else 1)  # DPPCA: auto -> staged Analyze Gauss
+        # DPPCA: auto -> staged Analyze Gauss; the FDA/LDA estimators: the staged moments release
+        assert len(out.ledger) == (2 if name in ("DPPCA", "DPFisherDiscriminant",
+                                                 "DPLinearDiscriminantAnalysis") else 1)
         return
     onv = "raise" if case == "norm" else None
     outcomes = []
