@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dpspectral import dp_spca, dp_vrpca
+from dpspectral import dp_spca, dp_vrpca, noisy_power
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_adaptive_clip import _raw  # noqa: E402
 
-METHODS = {"dp_spca": dp_spca, "dp_vrpca": dp_vrpca}
+METHODS = {"noisy_power": noisy_power, "dp_spca": dp_spca, "dp_vrpca": dp_vrpca}
 
 
 def main() -> None:
