@@ -59,7 +59,7 @@ def _histogram_event(share: float = DEFAULT_CLIP_SHARE) -> dp_accounting.Gaussia
 
 # -- events -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fn,kw,tol", [
-    (dp_spca, {}, 5e-3),  # full batches: PoissonSampled(1, .) under the PLD (calibration tol 1e-4)
+    (dp_spca, {}, 1e-6),  # full batches: all Gaussian (the histogram and the T steps)
     (dp_spca, {"sampling_rate": 0.5, "n_steps": 6, "clip_share": 0.05}, 5e-3),
     (dp_vrpca, {}, 1e-6),  # the m full gradients only: all Gaussian
     (dp_vrpca, {"n_steps": 3}, 5e-3),  # full gradients and inner steps
@@ -85,10 +85,9 @@ def test_spca_multiplier_is_the_smallest_certified():
     res = dp_spca(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0)
     hist, steps = res.privacy.events
     s = res.diagnostics["noise_multiplier"]
-    assert steps == dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(1.0, dp_accounting.GaussianDpEvent(s)), 3)
-    smaller = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(1.0, dp_accounting.GaussianDpEvent(0.99 * s)), 3)
+    # full batches: Gaussian steps over the replace-one shift (test_pinned_stochastic.py)
+    assert steps == dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), 3)
+    smaller = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(0.99 * s), 3)
     assert epsilon_of(dp_accounting.ComposedDpEvent([hist, smaller]), DELTA, relation="replace_one") > EPS
 
 
@@ -102,7 +101,8 @@ def test_spca_draws_the_planned_noise_at_the_released_clip():
     s_h = res.privacy.events[0].noise_multiplier
     assert g.draws[0][0] == pytest.approx(s_h * math.sqrt(2.0))  # the norm histogram (sensitivity sqrt 2)
     assert res.diagnostics["histogram_noise_std"] == pytest.approx(s_h * math.sqrt(2.0))
-    step = res.diagnostics["noise_multiplier"] * 2.0 * (r * SLACK) ** 2  # Delta = 2 r^2
+    # full batches: the replace-one shift 2 sqrt(2) r^2 (one row's Delta = 2 r^2 times sqrt 2)
+    step = res.diagnostics["noise_multiplier"] * 2.0 * math.sqrt(2.0) * (r * SLACK) ** 2
     assert g.draws[1:] == [(pytest.approx(step), (10, 3))] * 3
     assert res.diagnostics["noise_std"] == pytest.approx(step)
     # the power-step learning rate at the released clip (public), not at row_norm
@@ -214,7 +214,9 @@ def test_secure_noise_runs_both_stages(fn):
     acc = Accountant(10.0, 1e-3)
     res = fn(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state="secure", accountant=acc)
     assert res.privacy.noise_source == "secure" and len(acc.entries) == 2
-    assert 0 < res.diagnostics["clip"] < 0.75
+    # OS entropy cannot be seeded: on 500 rows the released clip is above 0.75 in ~15% of runs (it was a
+    # flaky bound), so only that a clip was released within the bound is checked
+    assert 0 < res.diagnostics["clip"] <= 1.0
 
 
 @pytest.mark.parametrize("fn", [dp_spca, dp_vrpca])

@@ -157,20 +157,56 @@ def test_stochastic_row_contribution_from_a_worst_row_built_by_hand():
     assert np.linalg.norm(2 * np.outer(C * u, C * u) @ D_) == pytest.approx(4 * C**2)
 
 
-def test_dp_spca_noise_drawn_has_the_calibrated_scale():
-    """One step (T = 1, q = 1) on zero rows: ``V1 = normalise(V0 + (eta / (q n)) std z)``. The
-    accountant's epsilon for ``PoissonSampled(q, Gaussian(std_measured / (2 C^2)))`` (the contribution
-    bound from the hand-built worst row, read by the PLD under replace-one) must equal the claim."""
-    epsilon = 2.0
+def test_dp_spca_full_batch_shift_from_a_pair_built_by_hand():
+    """A full-batch DP-SPCA step releases ``2 A V + Z``; replacing x by y moves it by ``2 (x x^T - y y^T)
+    V``. Built by hand: ``x = C e_1``, ``y = C e_2``, ``V = [e_1, e_2]`` give ``||.||_F = 2 sqrt(2)
+    C^2`` (sqrt 2 above one row's ``2 C^2``, sqrt 2 below the ``2 * 2 C^2`` a Poisson-sampled event over
+    one row's contribution is read as); no pair of norm <= C and no orthonormal V (random search,
+    1 to d columns) exceeds it."""
+    rng = np.random.default_rng(3)
+    d, C = 6, 1.5
+    x, y, V = C * np.eye(d)[0], C * np.eye(d)[1], np.eye(d)[:, :2]
+    built = np.linalg.norm(2 * (np.outer(x, x) - np.outer(y, y)) @ V)
+    assert built == pytest.approx(2 * math.sqrt(2) * C**2)
+    for _ in range(3000):
+        a, b = rng.standard_normal((2, d))
+        a *= C * rng.random() ** 0.25 / np.linalg.norm(a)
+        b *= C * rng.random() ** 0.25 / np.linalg.norm(b)
+        W = np.linalg.qr(rng.standard_normal((d, int(rng.integers(1, d + 1)))))[0]
+        assert np.linalg.norm(2 * (np.outer(a, a) - np.outer(b, b)) @ W) <= built * (1 + 1e-12)
+
+
+def _spca_std(epsilon: float, q: float, guess: float) -> float:
+    """Measured per-step noise std of one DP-SPCA step (T = 1, k = p = 1) on zero rows."""
 
     def run(X, rate, seed):
-        return dp_spca(X, 1, epsilon=epsilon, delta=DELTA, row_norm=1.0, n_steps=1, sampling_rate=1.0,
+        return dp_spca(X, 1, epsilon=epsilon, delta=DELTA, row_norm=1.0, n_steps=1, sampling_rate=q,
                        learning_rate=rate, random_state=seed, adaptive_clip=False).components[:, 0]
 
-    std_guess = 2.0 * 2.0  # order of magnitude only (multiplier ~2 at epsilon 2, times 2 C^2)
-    big = 2e-4 / std_guess
-    std = _measured_std(run, D, SEEDS, 1e-14, big) / big
-    event = lambda s: dp_accounting.PoissonSampledDpEvent(1.0, dp_accounting.GaussianDpEvent(s))  # noqa: E731
+    big = 2e-4 / guess * q  # the step moves by (eta / (q n)) std z: keep it ~2e-4 per coordinate
+    return _measured_std(run, D, SEEDS, 1e-14, big) / (big / q)
+
+
+def test_dp_spca_noise_drawn_has_the_calibrated_scale():
+    """Full batches (q = 1, the default), one step on zero rows: ``V1 = normalise(V0 + (eta / n) std z)``.
+    The accountant's epsilon for ``Gaussian(std_measured / (2 sqrt(2) C^2))`` (the shift of the pair
+    built by hand above) must equal the claim: noise drawn over a shift sqrt 2 smaller (one row's
+    ``2 C^2``) certifies about sqrt 2 times epsilon, sqrt 2 larger (``4 C^2``) well below it."""
+    epsilon = 2.0
+    std = _spca_std(epsilon, 1.0, 2.0 * 2.0 * math.sqrt(2))  # multiplier ~2 at epsilon 2, times the shift
+    shift = 2.0 * math.sqrt(2)  # C = 1
+    eps_hi = epsilon_of(dp_accounting.GaussianDpEvent(std * (1 - TOL) / shift), DELTA)
+    eps_lo = epsilon_of(dp_accounting.GaussianDpEvent(std * (1 + TOL) / shift), DELTA)
+    assert eps_lo <= epsilon <= eps_hi, (std, eps_lo, eps_hi)
+
+
+def test_dp_spca_sampled_noise_drawn_has_the_calibrated_scale():
+    """Sampled steps (q = 1/2, as the paper's q = 1/n), one step on zero rows: the accountant's epsilon
+    for ``PoissonSampled(q, Gaussian(std_measured / (2 C^2)))`` (one row's contribution, the worst row
+    built by hand above, read by the PLD under replace-one) must equal the claim."""
+    epsilon, q = 2.0, 0.5
+    std = _spca_std(epsilon, q, 2.0 * 2.0)
+    event = lambda s: dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s))  # noqa: E731
     eps_hi = epsilon_of(event(std * (1 - TOL) / 2.0), DELTA, accounting="pld")
     eps_lo = epsilon_of(event(std * (1 + TOL) / 2.0), DELTA, accounting="pld")
     assert eps_lo <= epsilon <= eps_hi, (std, eps_lo, eps_hi)

@@ -67,7 +67,10 @@ def test_paper_settings_are_passed_only_to_the_paper_rows() -> None:
     assert spca["n_steps"] == n and spca["sampling_rate"] == 1 / n and spca["block_size"] == k
     assert shang2021.paper_settings("dp_vrpca", n, k)["n_epochs"] == shang2021.VRPCA_EPOCHS
     assert shang2021.paper_settings("noisy_power", n, k) == {"n_iter": shang2021.PPI_ITERATIONS,
-                                                              "block_size": k}
+                                                              "block_size": k, "adaptive_clip": False}
+    # the adaptive clipping added by issue 16 does not leak into the rows of the paper's settings
+    assert spca["adaptive_clip"] is False
+    assert shang2021.paper_settings("dp_vrpca", n, k)["adaptive_clip"] is False
     assert shang2021.paper_settings("analyze_gauss", n, k) == {}
     settings = {(m[1], m[3]) for m in shang2021.METHODS}
     for name in ("noisy_power", "dp_spca", "dp_vrpca"):

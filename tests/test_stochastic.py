@@ -14,6 +14,7 @@ from dpspectral.datasets import load_libsvm, spiked_covariance
 from dpspectral.metrics import projection_distance
 from dpspectral.privacy import epsilon_of
 from dpspectral.privacy.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy.gaussian import analytic_noise_multiplier
 
 DELTA = 1e-3
 
@@ -38,7 +39,27 @@ def test_zero_noise_converges_to_the_top_subspace(fn, kw, spiked):
     assert projection_distance(top, V) < 0.3  # and the exact top subspace is the spike
 
 
-@pytest.mark.parametrize("fn,kw", [(dp_spca, {"n_steps": 200}),
+def test_tight_full_batch_spca_is_gaussian_over_the_replace_one_shift(spiked):
+    """Full batches (the default q = 1): T = 200 Gaussian steps over the shift ``2 sqrt(2) C^2`` (the
+    pair built by hand in test_pinned_stochastic.py), composed exactly (Gaussian DP): the multiplier is
+    ``sqrt(T)`` times one release's, the noise std is it times ``2 sqrt(2) C^2``, and 1% less noise is
+    not certified."""
+    X, _ = spiked
+    C, T = 0.8, 200
+    res = dp_spca(X[:500], 2, epsilon=1.0, delta=DELTA, row_norm=C, random_state=0, adaptive_clip=False,
+                  n_steps=T)  # the adaptive path: test_adaptive_clip_stochastic.py
+    s = res.diagnostics["noise_multiplier"]
+    assert res.privacy.events == (dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), T),)
+    assert s == pytest.approx(analytic_noise_multiplier(1.0, DELTA) * math.sqrt(T), rel=1e-9)
+    assert res.diagnostics["noise_std"] == pytest.approx(s * 2 * math.sqrt(2) * C**2, rel=1e-9)
+    eps = epsilon_of(res.privacy.events, DELTA, relation="replace_one")
+    assert eps <= 1.0 and eps == pytest.approx(1.0, abs=1e-6)
+    assert res.privacy.certified and res.privacy.epsilon == pytest.approx(eps)
+    smaller = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(0.99 * s), T)
+    assert epsilon_of(smaller, DELTA, relation="replace_one") > 1.0
+
+
+@pytest.mark.parametrize("fn,kw", [(dp_spca, {"n_steps": 20, "sampling_rate": 0.2}),
                                    (dp_vrpca, {"n_steps": 50, "n_epochs": 2, "sampling_rate": 0.1})])
 def test_tight_multiplier_matches_the_accountant(fn, kw, spiked):
     X, _ = spiked
@@ -50,6 +71,8 @@ def test_tight_multiplier_matches_the_accountant(fn, kw, spiked):
     assert res.privacy.certified and res.privacy.epsilon == pytest.approx(eps)
     # a noise multiplier 1% smaller would not be certified
     s = res.diagnostics["noise_multiplier"]
+    if fn is dp_spca:  # sampled steps: std over one row's contribution 2 C^2 (read as a 4 C^2 shift)
+        assert res.diagnostics["noise_std"] == pytest.approx(2.0 * s, rel=1e-9)
     sampled = [e for e in events if isinstance(e.event, dp_accounting.PoissonSampledDpEvent)][0]
     q = sampled.event.sampling_probability
     smaller = [e if e is not sampled else dp_accounting.SelfComposedDpEvent(

@@ -187,15 +187,17 @@ def paper_settings(name: str, n: int, k: int) -> dict[str, Any]:
     DP-SPCA: ``T = n`` steps, Poisson rate ``q = 1/n``, ``eta = LR_SCALE / sqrt(n)`` (module docstring),
     a k-column iterate. DP-VRPCA: the same per epoch, ``VRPCA_EPOCHS`` epochs, the worst-case noise of the
     inner steps and 10% of the budget for the full gradients (its tight calibration before issue 16).
-    PPI: a k-column block and ``PPI_ITERATIONS`` iterations. Keywords a function does not take are
-    dropped by :func:`_fit` (so the reproduction runs on any version of the library).
+    PPI: a k-column block and ``PPI_ITERATIONS`` iterations. All three clip the rows at ``row_norm``
+    (``adaptive_clip=False``: the paper's single release, and these rows' settings before issue 16's
+    adaptive clipping). Keywords a function does not take are dropped by :func:`_fit` (so the
+    reproduction runs on any version of the library).
     """
     if name == "noisy_power":
-        return {"n_iter": PPI_ITERATIONS, "block_size": k}
+        return {"n_iter": PPI_ITERATIONS, "block_size": k, "adaptive_clip": False}
     if name not in ("dp_spca", "dp_vrpca"):
         return {}
     out: dict[str, Any] = {"n_steps": n, "sampling_rate": 1.0 / n, "learning_rate": LR_SCALE / math.sqrt(n),
-                           "block_size": k}
+                           "block_size": k, "adaptive_clip": False}
     if name == "dp_vrpca":
         out.update(n_epochs=VRPCA_EPOCHS, full_gradient_share=0.1, adaptive_noise=False)
     return out

@@ -15,10 +15,13 @@ Relation and accounting. Replace-one neighbours (the paper's "differ in only one
 public, which the step scale ``1/(q n)`` needs). Sampled steps are
 ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s`` = noise std / the bound ``Delta`` on one
 row's contribution; a replaced row moves a sampled sum by at most ``2 Delta``, which is how
-``dp_accounting``'s PLD accountant reads sampled events under ``REPLACE_ONE``. Unsampled releases of
-the same run (DP-VRPCA's full gradients) keep the library's convention (std over the whole shift
-between neighbours); ``SampledGaussianAccountant`` reads them that way in its no-amplification bound
-and its PLD reads them as half the shift, which only overstates their cost (sound).
+``dp_accounting``'s PLD accountant reads sampled events under ``REPLACE_ONE``. Unsampled releases
+(DP-VRPCA's full gradients, and every full-batch step, ``q = 1``, of both methods with the tight
+calibration) are ``GaussianDpEvent(s)`` with the library's convention: std over the whole replace-one
+shift between neighbours, e.g. ``||2 (x x^T - y y^T) V||_F <= 2 sqrt(2) C^2`` for a DP-SPCA step, not
+the ``2 Delta = 4 C^2`` a Poisson event at ``q = 1`` is read as; ``SampledGaussianAccountant`` reads them
+that way in its no-amplification bound and its PLD reads them as half the shift, which only overstates
+their cost (sound).
 
 Validate, then charge, then release. Both methods need random row access (an array, a memmap, a
 sparse matrix; not a one-shot stream). The whole input is validated (numeric, 2-D, finite and, with
@@ -280,9 +283,10 @@ _PRIVACY_DOC = """
         Public bound C on each row's norm; rows above it are clipped (or rejected).
     relation : {"replace_one"}
     calibration : {"tight", "paper"}
-        ``"tight"`` (default): the sampled-Gaussian noise multiplier found by the accountant for
-        (epsilon, delta). ``"paper"``: the paper's noise formula verbatim; the result reports what
-        the accountant certifies for it and warns when that exceeds the request.
+        ``"tight"`` (default): the noise multiplier found by the accountant for (epsilon, delta)
+        (sampled-Gaussian steps for ``sampling_rate < 1``, Gaussian ones with full batches).
+        ``"paper"``: the paper's noise formula verbatim; the result reports what the accountant
+        certifies for it and warns when that exceeds the request.
     accountant : Accountant, optional
     random_state : None, int, SeedSequence, Generator or "secure"
         Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
@@ -343,31 +347,52 @@ def dp_spca(
     its random start (spec §C.3.7); pass them to reproduce the paper. ``block_size`` (p): the columns
     of the iterate, default ``min(d, 10 k)`` with full batches (free in privacy, as for
     :func:`dp_vrpca`; the top-k left singular vectors of the last step are returned: MNIST k = 10
-    0.683 -> 0.83 at epsilon 0.25) and k with a given ``sampling_rate`` (the paper's block version).
+    0.683 -> 0.751 at epsilon 0.25, 0.833 with the full-batch Gaussian event below) and k with a given
+    ``sampling_rate`` (the paper's block version).
     ``rdp_epsilon_share`` (mu in the paper; the old name ``mu`` still works, with a FutureWarning) is
     used by ``calibration="paper"`` only: the share ``mu`` of epsilon its formula gives the Rényi-DP
     bound of the T steps, the rest ``(1 - mu) epsilon`` paying for the conversion to (epsilon, delta).
 
     Privacy
     -------
-    Relation: replace-one. One row's contribution to a step is ``2 x x^T V`` with
-    ``||2 x x^T V||_F = 2 ||x|| ||V^T x|| <= 2 C^2 = Delta`` (V orthonormal; G = 2 for C = 1); a replaced
-    row moves the sampled sum by at most ``2 Delta`` (for any number of orthonormal columns p). Each step is
-    ``PoissonSampledDpEvent(q, GaussianDpEvent(s))`` with ``s = std / Delta``; T steps compose.
+    Relation: replace-one (the only one supported: the step scale ``1/(q n)`` needs a public n). One
+    row's contribution to a step is ``2 x x^T V`` with ``||2 x x^T V||_F = 2 ||x|| ||V^T x|| <= 2 C^2 =
+    Delta`` (V orthonormal; G = 2 for C = 1); a replaced row moves the sampled sum by at most
+    ``2 Delta`` (for any number of orthonormal columns p).
+
+    Sampled steps (``q < 1``, the paper's settings): each step is ``PoissonSampledDpEvent(q,
+    GaussianDpEvent(s))`` with ``s = std / Delta`` (the PLD accountant reads it under replace-one as a
+    shift of up to ``2 Delta``); T steps compose.
+
+    Full batches (``q = 1``, the default; ``"tight"``): every row is in every step, so a step releases
+    ``2 A V + Z`` (``A = X^T X``, V orthonormal, fixed by the released past) and replacing x by y moves it
+    by ``||2 (x x^T - y y^T) V||_F <= 2 ||x x^T - y y^T||_F ||V||_2 = 2 sqrt(||x||^4 + ||y||^4 -
+    2 (x.y)^2) <= 2 sqrt(2) C^2``, reached at ``x = C e_1``, ``y = C e_2``, ``V = [e_1, e_2, ...]``. Each
+    step is therefore ``GaussianDpEvent(s)`` with ``s = std / (2 sqrt(2) C^2)``, over the real shift
+    (``PoissonSampledDpEvent(1, .)`` over one row's ``Delta`` is read as a shift of ``2 Delta = 4 C^2``,
+    sqrt 2 above it; the accounting before issue 16's change). The T Gaussian releases compose exactly
+    (Gaussian DP) to one with multiplier ``s / sqrt(T)``: s is ``sqrt(T)`` times the multiplier of one
+    Gaussian release of (epsilon, delta). (With one column, p = 1, the shift is at most ``2 C^2``: the
+    eigenvalues of ``x x^T - y y^T`` lie in ``[-C^2, C^2]``; not used. Under add/remove one row's
+    ``2 x x^T V``, ``Delta = 2 C^2``, would be the shift; the method supports replace-one only.)
+
     ``"tight"``: s is the smallest multiplier for which the accountant certifies (epsilon, delta).
     ``"paper"``: ``std = lambda_1 = sqrt(20 T alpha G^2 / (n^2 eps mu))``, ``alpha = log(1/delta) /
-    ((1 - mu) eps) + 1`` (times C^2), which the accountant does not certify in the paper's own
-    settings (spec §C.3): the result is then marked uncertified.
+    ((1 - mu) eps) + 1`` (times C^2), accounted as the sampled steps above for any q (unchanged), which
+    the accountant does not certify in the paper's own settings (spec §C.3): the result is then marked
+    uncertified.
 
     Adaptive clipping (default with ``"tight"``; :mod:`dpspectral.privacy.adaptive`): a noisy histogram
     of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(clip_share)``;
     one row moves one unit of count between two bins, L2 sensitivity ``sqrt(2)``), and the steps run on
     the rows clipped at the clip ``r <= C`` post-processed from it. ``r`` is public, so the bound above
-    holds with C replaced by r: ``Delta = 2 r^2`` (and the default learning rate is ``100 q n / r^2``).
-    s is the smallest multiplier for which the accountant certifies the whole run,
-    ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(PoissonSampledDpEvent(q,
-    GaussianDpEvent(s)), T)])``; both stages are declared (and checked against the ledger's ceiling)
-    before the first, and every row is read and validated at C before anything is charged.
+    holds with C replaced by r: ``Delta = 2 r^2``, the full-batch shift ``2 sqrt(2) r^2`` (and the
+    default learning rate is ``100 q n / r^2``). s is the smallest multiplier for which the accountant
+    certifies the whole run, ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(E, T)])`` with
+    ``E = PoissonSampledDpEvent(q, GaussianDpEvent(s))`` (q < 1) or ``GaussianDpEvent(s)`` (q = 1: s is
+    ``sqrt(T)`` times the multiplier of one Gaussian release composed with the histogram); both stages
+    are declared (and checked against the ledger's ceiling) before the first, and every row is read and
+    validated at C before anything is charged.
     """
     owner = "dp_spca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
@@ -404,8 +429,9 @@ def dp_spca(
 
 
 #: DP-SPCA's defaults (issue 16): full batches, three steps, each a power step, on an oversampled block
-#: (MNIST k = 10 with p = 10k: 3 steps 0.751 / 0.901 / 0.974 at epsilon 0.25 / 0.5 / 1, 5 steps 0.707 /
-#: 0.854 / 0.958; with p = k and 5 steps 0.683 / 0.821 / 0.940).
+#: (MNIST k = 10 with p = 10k: 3 steps 0.833 / 0.948 / 0.987 at epsilon 0.25 / 0.5 / 1 with the Gaussian
+#: full-batch event, 0.751 / 0.901 / 0.974 with the Poisson event at q = 1 before it; 5 steps 0.707 /
+#: 0.854 / 0.958 and p = k with 5 steps 0.683 / 0.821 / 0.940, both with the Poisson event).
 SPCA_SAMPLING_RATE = 1.0
 SPCA_STEPS = 3
 SPCA_POWER_STEP = 100.0
@@ -414,20 +440,33 @@ SPCA_POWER_STEP = 100.0
 def _spca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n: int, n_steps: int,
                q: float, mu: float, calibration: str, accounting: str,
                clip: RowClipPlan | None = None) -> tuple[ReleasePlan, float]:
-    """DP-SPCA's T sampled Gaussian steps (and their noise multiplier), from public inputs; with
-    ``clip``, the multiplier is calibrated for the composition with the norm histogram."""
+    """DP-SPCA's T Gaussian steps (and their noise multiplier), from public inputs: sampled (q < 1, or
+    the paper's calibration) over one row's contribution, full batches (q = 1, tight) over the
+    replace-one shift; with ``clip``, the multiplier is calibrated for the composition with the norm
+    histogram."""
     Cs = sensitivity_norm(row_norm)
     delta_row = _G * Cs**2  # one row's contribution 2 x x^T V, the bound the multiplier refers to
     notes = ["Poisson sampling with rate q (each row independently per step)."]
-    if calibration == "tight":
+    sens = delta_row
+    if calibration == "tight" and q == 1.0:
+        # full batches: a replaced row moves 2 A V by ||2 (x x^T - y y^T) V||_F <= 2 sqrt(2) C^2; the T
+        # Gaussian releases compose exactly to one (Gaussian DP): s = sqrt(T) times the multiplier of one
+        # release of the budget (or of what the norm histogram leaves)
+        sens = math.sqrt(2.0) * delta_row
+        s = split_noise_multiplier(_rest_multiplier(budget, accounting, clip) * math.sqrt(n_steps), [1.0])[0]
+        events = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), n_steps)
+        notes = ["Full batches (q = 1): every step reads every row."]
+    elif calibration == "tight":
         s = _calibrate_sampled(q, n_steps, budget.epsilon, budget.delta, accounting, None, 0, clip)
+        events = _step_events(q, s, n_steps)
     else:
         alpha = math.log(1.0 / budget.delta) / ((1.0 - mu) * budget.epsilon) + 1.0
         lam1 = math.sqrt(20.0 * n_steps * alpha * _G**2 / (n**2 * budget.epsilon * mu)) * Cs**2
         s = lam1 / delta_row
+        events = _step_events(q, s, n_steps)
         notes.append(f"paper noise lambda_1 = {lam1:.6g} (alpha = {alpha:.6g}, mu = {mu:g}).")
-    plan = ReleasePlan("dp_spca", relation, (_step_events(q, s, n_steps),),
-                       (NoisyRelease("step", "gaussian", s * delta_row, delta_row),), tuple(notes))
+    plan = ReleasePlan("dp_spca", relation, (events,), (NoisyRelease("step", "gaussian", s * sens, sens),),
+                       tuple(notes))
     return plan, s
 
 
