@@ -148,8 +148,9 @@ def test_accounted_grid_search_workflow(lowrank_data):
     res = select_subspace(fits, lowrank_data, epsilon=0.5, row_norm=1.0, accountant=acc,
                           random_state=0)
     assert res.candidate is fits[res.index]
-    # analyze_gauss's default is staged (norm histogram, then the scatter at the released clip)
-    assert [e.label for e in acc.entries] == ["analyze_gauss", "analyze_gauss", "noisy_power",
+    # analyze_gauss's and noisy_power's defaults are staged (norm histogram, then the release at the
+    # released clip)
+    assert [e.label for e in acc.entries] == ["analyze_gauss", "analyze_gauss", "noisy_power", "noisy_power",
                                               "select_subspace"]
     assert res.privacy.epsilon == pytest.approx(0.5) and res.privacy.certified
 

@@ -286,9 +286,11 @@ _PCA: tuple[Method, ...] = (
         name="dp_spca", family="stochastic", paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 1",
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca.stochastic", "dp_spca"),
-        summary="Noisy Poisson-sampled stochastic power steps with polar retraction",
-        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "clip_share"},
-        passes="n_steps Poisson samples (random row access)", memory="O(dk)",
+        summary="Noisy stochastic power steps with polar retraction (full batches by default; Poisson "
+                "samples with a sampling_rate)",
+        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "clip_share", "block_size"},
+        passes="1 norm histogram + n_steps (full batches by default; Poisson samples with a sampling_rate)",
+        memory="O(dk)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
     ),
     Method(
