@@ -155,3 +155,25 @@ def test_noisy_power_adaptive_refusal_charges_nothing():
     with pytest.raises(ValueError):
         noisy_power(bad, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=acc2, random_state=0)
     assert len(acc2.entries) == 0
+
+
+def test_noisy_power_iterates_on_the_rows_clipped_at_the_released_clip(monkeypatch):
+    """The matrix the iterations multiply is the scatter of the rows clipped at the released clip."""
+    import dpspectral.pca.power as power_module
+
+    X, _ = _spiked(n=3000, d=10)
+    seen = []
+    real = power_module._iterate
+
+    def spy(A, *args, **kwargs):
+        seen.append(A.copy())
+        return real(A, *args, **kwargs)
+
+    monkeypatch.setattr(power_module, "_iterate", spy)
+    res = noisy_power(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0)
+    r = res.diagnostics["clip"]
+    assert r < 1.0
+    norms = np.linalg.norm(X, axis=1)
+    Xc = X * np.minimum(1.0, r / norms)[:, None]
+    (A,) = seen
+    np.testing.assert_allclose(A, Xc.T @ Xc, rtol=1e-9, atol=1e-9)

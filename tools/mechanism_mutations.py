@@ -40,6 +40,27 @@ class Mutation:
 
 MUTATIONS: list[Mutation] = [
     Mutation(
+        "noisy_power adaptive: the iterations read the rows at C while the noise is at the released clip",
+        "pca/power.py",
+        "        moments = accumulate(X, row_norm=released_clip, on_norm_violation=\"clip\", want_sum=False,",
+        "        moments = accumulate(X, row_norm=C, on_norm_violation=\"clip\", want_sum=False,",
+        "tests/test_adaptive_clip_iterative.py",
+    ),
+    Mutation(
+        "noisy_power adaptive: the iterations calibrated without the histogram's share",
+        "pca/power.py",
+        "        s = calibrate(make if clip is None else clip.compose(make), budget.epsilon, budget.delta,",
+        "        s = calibrate(make, budget.epsilon, budget.delta,",
+        "tests/test_adaptive_clip_iterative.py",
+    ),
+    Mutation(
+        "adaptive stage: histogram multiplier s_total / sqrt(share) -> s_total",
+        "privacy/adaptive.py",
+        "    s_hist = s_total / math.sqrt(share)",
+        "    s_hist = s_total",
+        "tests/test_adaptive_clip_iterative.py",
+    ),
+    Mutation(
         "private mean replace-one sensitivity 2C -> C",
         "pca/covariance.py",
         "    return (2.0 if relation is Relation.REPLACE_ONE else 1.0) * row_norm",
