@@ -24,11 +24,18 @@ from typing import Any
 import numpy as np
 
 __all__ = ["COVERED_METHODS", "config_context", "dispatch_enabled", "from_numpy", "get_config",
-           "get_namespace_and_device", "is_device_array", "like", "same_space", "set_config",
-           "to_numpy", "vector_norm"]
+           "get_namespace_and_device", "is_device_array", "like", "refuse_device", "same_space",
+           "set_config", "to_numpy", "vector_norm"]
 
-#: The methods that compute in the input's namespace (the covariance path and the noisy power method).
-COVERED_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power")
+#: The methods that compute in the input's namespace (the covariance path, the noisy power method and
+#: the streaming minibatch Oja).
+COVERED_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power", "minibatch_oja")
+
+#: Why the row-by-row streaming methods stay on the host (:func:`refuse_device`).
+ROW_BY_ROW = ("its inner loop is one row (or one small minibatch) per step, with a per-step noisy "
+              "histogram and a compiled (numba) kernel on the host: on a GPU each step would be a few "
+              "tiny kernel launches, slower than the CPU loop (minibatch_oja is the batched streaming "
+              "method that runs on a device).")
 
 _local = threading.local()
 
@@ -124,6 +131,21 @@ def get_namespace_and_device(X: Any, owner: str = "dpspectral") -> tuple[Any, An
         raise TypeError(f"{owner} needs real numeric data; got a {kind} of dtype {dtype}. "
                         "Nothing was charged.")
     return xp, array_api_compat.device(X)
+
+
+def refuse_device(X: Any, owner: str, why: str = ROW_BY_ROW) -> None:
+    """Refuse a device array (switch on or off) in a method that runs on the host only.
+
+    A ``TypeError`` naming ``why``, the covered methods and the conversion, before anything is read
+    or charged; NumPy-path input (arrays, memmaps, sparse, Dask, lists, streams) passes.
+    """
+    if not is_device_array(X):
+        return
+    raise TypeError(
+        f"{owner} does not run on device arrays (got a {type(X).__module__.split('.')[0]} array): {why} "
+        f"Array API dispatch covers {', '.join(COVERED_METHODS)}. Convert the data to run {owner} on "
+        "the host (dpspectral.to_numpy(X)). Nothing was charged."
+    )
 
 
 def work_dtype(X: Any, xp: Any) -> Any:

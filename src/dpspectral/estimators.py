@@ -469,8 +469,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         if self.method_ not in COVERED_METHODS:
             raise ValueError(
                 f"{owner}: method={self.method_!r} does not run on device arrays; array API dispatch "
-                f"covers {', '.join(COVERED_METHODS)} (docs/array-api.md says why the streaming and "
-                "stochastic methods are not covered). Name one of them, or convert the data with "
+                f"covers {', '.join(COVERED_METHODS)} (docs/array-api.md says why the row-by-row streaming "
+                "and the stochastic methods are not covered). Name one of them, or convert the data with "
                 "dpspectral.to_numpy(X). Nothing was charged."
             )
         self.n_features_in_ = int(X.shape[1])

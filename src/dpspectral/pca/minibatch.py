@@ -30,6 +30,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
+from .._array_api import from_numpy, get_namespace_and_device, isfinite_all, work_dtype
 from .._validation import check_mechanism_inputs
 from ..constraints import (
     DELTA,
@@ -45,22 +46,23 @@ from ..constraints import (
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..moments import needs_two_passes_ok
+from ..moments import accumulate, needs_two_passes_ok
 from ..privacy.accounting import Accountant, ParallelDpEvent, calibrate
 from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_clip, clip_note, plan_row_clip
 from ..privacy.budget import PrivacyBudget, Relation
-from ..privacy.clipping import NormViolation, sensitivity_norm
+from ..privacy.clipping import NormViolation, clip_threshold, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
-from .oja import _adaptive_clip_stage, _open_source, _order_note, _prepare_source, _Rows, _Source
+from .oja import _adaptive_clip_stage, _n_rows, _open_source, _order_note, _prepare_source, _Rows, _Source
 
 __all__ = ["batch_sizes", "default_block_size", "minibatch_oja", "minibatch_sensitivity", "noise_per_clip2"]
 
 _OWNER = "minibatch_oja"
 _BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
 _CHUNK_ELEMENTS = 1 << 20  # values per chunk of rows read at a time (8 MB of float64)
+_DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API dispatch): few, large kernels
 
 #: Defaults (measured in docs/algorithms/oja.md, "Minibatch Oja"): three warm-up batches of 5% of the
 #: rows, then one batch of the remaining 85%.
@@ -204,13 +206,17 @@ def _noisy_batch(releaser: Releaser, statistic: np.ndarray) -> np.ndarray:
     return np.asarray(releaser.add(_BATCH, statistic))
 
 
-def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser) -> tuple[np.ndarray, int]:
+def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser,
+         where: tuple[Any, Any] = (None, None)) -> tuple[np.ndarray, int]:
     """The pass (after the charge): initial frame, permutation (in-memory input), one release per batch.
 
     The iterate has ``block`` >= k columns; the result is the top-k left singular vectors of the last
-    released batch sum (post-processing).
+    released batch sum (post-processing). ``where``: ``(xp, device)`` of a device array (array API
+    dispatch; :func:`_run_xp`), ``(None, None)`` for the NumPy path.
     """
     W = orthonormalize(releaser.generator.standard_normal((source.d, block)), "qr")
+    if where[0] is not None:
+        return _run_xp(source, sizes, W, releaser, where)
     rows: _Rows = source.reader(releaser.generator)
     G = W
     for t, size in enumerate(sizes):
@@ -221,11 +227,67 @@ def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser) -> t
     return np.ascontiguousarray(U[:, : source.k]), rows.row
 
 
+def _clip_xp(chunk: Any, r: float, xp: Any) -> Any:
+    """Rows of norm above ``r`` scaled to ``r``, on the device (the NumPy path's ``clip_rows``; the data
+    were checked finite before the charge; a norm that overflows is computed from the scaled row)."""
+    norms = xp.linalg.vector_norm(chunk, axis=1)
+    if not isfinite_all(norms, xp):  # finite entries whose squares overflow: the norm of the scaled row
+        big = xp.max(xp.abs(chunk), axis=1)
+        safe = xp.where(big > 0, big, xp.ones_like(big))
+        norms = big * xp.linalg.vector_norm(chunk / safe[:, None], axis=1)
+    over = norms > clip_threshold(r)
+    ones = xp.ones_like(norms)
+    return chunk * xp.where(over, r / xp.where(over, norms, ones), ones)[:, None]
+
+
+def _run_xp(source: _Source, sizes: list[int], W0: np.ndarray, releaser: Releaser,
+            where: tuple[Any, Any]) -> tuple[Any, int]:
+    """:func:`_run` where the data live: the same initial frame and permutation (the host generator, draw
+    for draw as on the NumPy path), then the batch sums, the noise (the releaser's device source), QR
+    and the final SVD in the data's namespace, on its device."""
+    X, (xp, device) = source.data, where
+    assert source.n is not None  # an in-memory array
+    dtype = work_dtype(X, xp)
+    order = from_numpy(releaser.generator.permutation(source.n), xp, device)
+    W = G = from_numpy(W0, xp, device, dtype)
+    step = max(1, _DEVICE_CHUNK_ELEMENTS // max(source.d, 1))
+    start = 0
+    for size in sizes:
+        S = xp.zeros(tuple(W.shape), dtype=dtype, device=device)
+        for a in range(start, start + size, step):
+            chunk = xp.astype(xp.take(X, order[a:min(a + step, start + size)], axis=0), dtype, copy=False)
+            chunk = _clip_xp(chunk, source.row_norm, xp)
+            S = S + chunk.T @ (chunk @ W)
+        G = releaser.add(_BATCH, S)
+        W = orthonormalize(G, "qr")
+        start += size
+    U = xp.linalg.svd(G, full_matrices=False)[0]
+    return U[:, : source.k], start
+
+
+def _device_source(X: Any, xp: Any, n_samples: int | None, C: float,
+                   on_norm_violation: NormViolation) -> int:
+    """A device array validated whole where it lives (finite; within C with ``"raise"``), before any
+    charge (only a yes/no comes back); its row count."""
+    n = _n_rows(X, n_samples, _OWNER)
+    accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False, want_second=False,
+               owner=_OWNER, xp=xp)  # refuses 0 rows
+    assert n is not None
+    return n
+
+
 def _source(X: Any, k: Any, C: float, n_samples: int | None, on_norm_violation: NormViolation,
-            n_batches: int, warmup_fraction: float,
-            show_progress: bool | None) -> tuple[_Source, list[int]]:
-    """Validate the data (an in-memory input whole, before any charge) and fix the public batch sizes."""
-    src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, _OWNER)
+            n_batches: int, warmup_fraction: float, show_progress: bool | None,
+            where: tuple[Any, Any] = (None, None)) -> tuple[_Source, list[int]]:
+    """Validate the data (an in-memory input whole, before any charge) and fix the public batch sizes.
+
+    ``where``: ``(xp, device)`` of a device array (array API dispatch), validated on its device.
+    """
+    n: int | None
+    if where[0] is not None:
+        src, n, in_memory = X, _device_source(X, where[0], n_samples, C, on_norm_violation), True
+    else:
+        src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, _OWNER)
     if n is None:
         raise ValueError(
             f"{_OWNER}: a stream needs n_samples (public under replace-one) to set the batch sizes.")
@@ -298,24 +360,33 @@ def minibatch_oja(
     stages). A re-readable stream is read three times: once at C to validate it (finite; within C
     with ``on_norm_violation="raise"``) before any charge, once for the histogram, once for the
     batches (memory as in one pass).
+
+    Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
+    validated, clipped, multiplied and decomposed (QR, SVD) in its namespace, on its device; the plan
+    and the accountant stay on the host. The same mechanism, sensitivities and events; the noise is
+    drawn on the device by :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded device
+    generator: the same law, a different stream than NumPy's; the report's ``noise_source`` is
+    ``"seeded-device"``; ``random_state="secure"`` is refused there). The initial frame and the secret
+    permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
     """
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=(Relation.REPLACE_ONE,),
     )
-    noise = noise_source(random_state)
+    where = get_namespace_and_device(X, _OWNER)  # array API dispatch: (xp, device); NumPy: (None, None)
+    noise = noise_source(random_state, like=X if where[0] is not None else None)
     share = clip_share or DEFAULT_CLIP_SHARE
     clip = plan_row_clip(budget, rel, C, share) if adaptive_clip and needs_two_passes_ok(X) else None
     if clip is not None:  # the whole cost from public inputs, before anything is read
         precheck(accountant, (clip.event, *_plan(budget, rel, 1, C, 1, True, clip)[0].events), rel)
     source, sizes = _source(X, k, C, n_samples, on_norm_violation, int(n_batches), float(warmup_fraction),
-                            show_progress)
+                            show_progress, where)
     block = _block_size(block_size, source.d, source.k)
     plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory, clip)
     diagnostics: dict[str, Any] = {}
     if clip is None:
         with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
-            W, used = _run(source, sizes, block, releaser)
+            W, used = _run(source, sizes, block, releaser, where)
             report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
                                      notes=plan.notes, stacklevel=4)
     else:
@@ -324,7 +395,7 @@ def minibatch_oja(
         source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: nu)
         plan = at_clip(plan, r, C, {_BATCH: 2}, clip_note(r, C, share))  # the same multiplier, at r
         with staged.stage(plan, noise) as releaser:
-            W, used = _run(source, sizes, block, releaser)
+            W, used = _run(source, sizes, block, releaser, where)
             report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
                                      notes=plan.notes, stacklevel=4, events=[clip.event, *plan.events])
         diagnostics = {"clip": r, "histogram_noise_std": clip.release.scale}
@@ -340,7 +411,8 @@ _PARAMETERS_DOC = """
     Parameters
     ----------
     X : array-like (n_samples, n_features), memmap, sparse, Dask array, list of blocks, or a stream
-        The private data. Never modified.
+        The private data. Never modified. With array API dispatch on, a PyTorch or CuPy array (any
+        namespace ``array-api-compat`` knows): computed on its device, ``components`` in its namespace.
     k : int
         Number of components, in [1, n_features].
     epsilon, delta : float

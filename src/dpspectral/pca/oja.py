@@ -65,6 +65,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
+from .._array_api import refuse_device
 from .._progress import progress
 from .._validation import check_mechanism_inputs
 from ..constraints import (
@@ -562,6 +563,7 @@ def oja(
     privacy report says ``certified=False`` (a ``NonPrivateDpEvent``); nothing is charged.
     """
     owner = "oja"
+    refuse_device(X, owner)  # host only (docs/array-api.md)
     C = math.inf if row_norm is None else float(row_norm)
     n = _n_rows(X, n_samples, owner)
     rows = _Rows(X, C, "clip", owner)
@@ -968,6 +970,7 @@ def _order_note(in_memory: bool, what: str) -> str:
 def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: str,
                     owner: str) -> tuple[Any, int | None, bool]:
     """(source, n, in_memory): an in-memory input is validated whole here, before any charge."""
+    refuse_device(X, owner)  # host only (docs/array-api.md: why the row-by-row methods are not covered)
     src = _as_source(X)
     in_memory = validate_rows(src, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     if not in_memory:
