@@ -373,3 +373,22 @@ def test_switch_is_scoped():
             assert not dpspectral.get_config()["array_api_dispatch"]
         assert dpspectral.get_config()["array_api_dispatch"]
     assert not dpspectral.get_config()["array_api_dispatch"]
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_device_clip_keeps_rounded_rows_within_the_bound(dtype_name):
+    """float32 norms are off by ~1e-7 sqrt(d): the shared device clip computes norms in float64 and
+    scales float32 rows a few ulps below the bound, so every stored row is within it (exact check)."""
+    xps = pytest.importorskip("array_api_strict")
+    from dpspectral._array_api import clip_rows_xp, to_numpy
+
+    rng = np.random.default_rng(0)
+    d = 2000
+    X = rng.normal(size=(400, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X *= (1.0 + rng.uniform(-3e-7, 3e-7, size=400))[:, None]  # rows straddling the bound 1
+    Xd = xps.asarray(X.astype(dtype_name))
+    clipped, _, n_over = clip_rows_xp(Xd, 1.0, xps)
+    out = to_numpy(clipped).astype(np.float64)
+    assert n_over > 0
+    assert np.linalg.norm(out, axis=1).max() <= 1.0 + 1e-10  # clip_threshold's slack only

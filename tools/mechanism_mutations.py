@@ -40,6 +40,13 @@ class Mutation:
 
 MUTATIONS: list[Mutation] = [
     Mutation(
+        "device paths: the shared clip scales over-bound rows by 1 (no clip)",
+        "_array_api.py",
+        "    factors = xp.where(over, target / xp.where(over, norms, ones), ones)",
+        "    factors = ones",
+        "tests/test_array_api.py",
+    ),
+    Mutation(
         "noisy_power adaptive: the iterations read the rows at C while the noise is at the released clip",
         "pca/power.py",
         "        moments = accumulate(X, row_norm=released_clip, on_norm_violation=\"clip\", want_sum=False,",

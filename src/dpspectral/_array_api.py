@@ -228,3 +228,30 @@ def isfinite_all(B: Any, xp: Any) -> bool:
     """Whether every entry of a device array is finite (one value back to the host)."""
     return bool(xp.all(xp.isfinite(B)))
 
+
+
+def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
+    """``(clipped block, norms, number of rows above the bound)`` on ``block``'s device.
+
+    The shared clip of the device paths (the NumPy path's ``clip_rows``): the norms are computed in
+    float64 whatever the block's dtype (a float32 norm is off by about ``1e-7 sqrt(d)`` relative, enough
+    for a row just above the bound to pass), and rows above the bound are scaled to
+    ``row_norm (1 - 4 eps)`` for a dtype of machine epsilon ``eps`` other than float64, so that the
+    stored, rounded row stays within ``row_norm`` (float64 scales to ``row_norm``, as NumPy's path does).
+    Every row is multiplied by its factor (1 within the bound): the same work whatever the data. The
+    caller checked (or checks) finiteness: a NaN norm never counts as above the bound here.
+    """
+    from .privacy.clipping import clip_threshold
+
+    wide = xp.astype(block, xp.float64, copy=False)
+    norms = xp.linalg.vector_norm(wide, axis=1)
+    if not isfinite_all(norms, xp) and isfinite_all(wide, xp):  # finite entries whose squares overflow
+        scale = xp.max(xp.abs(wide), axis=1)
+        norms = scale * xp.linalg.vector_norm(wide / scale[:, None], axis=1)
+    over = norms > clip_threshold(row_norm)
+    narrow = block.dtype != xp.float64
+    target = row_norm * (1.0 - 4.0 * float(xp.finfo(block.dtype).eps)) if narrow else row_norm
+    ones = xp.ones_like(norms)
+    factors = xp.where(over, target / xp.where(over, norms, ones), ones)
+    n_over = int(xp.sum(xp.astype(over, xp.int64)))
+    return block * xp.astype(factors, block.dtype)[:, None], norms, n_over

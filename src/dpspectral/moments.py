@@ -376,7 +376,7 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly. Returns arrays of
     ``xp`` (``n`` and the count of clipped rows as ints).
     """
-    from ._array_api import from_numpy, isfinite_all, work_dtype
+    from ._array_api import clip_rows_xp, from_numpy, isfinite_all, work_dtype
     from ._array_api import get_namespace_and_device as _where
 
     n, d = (int(s) for s in X.shape)
@@ -393,21 +393,15 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
         block = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
         if center is not None:
             block = block - center
-        norms = xp.linalg.vector_norm(block, axis=1)
-        if not isfinite_all(norms, xp):
-            if not isfinite_all(block, xp):
-                raise not_finite_error(owner)
-            scale = xp.max(xp.abs(block), axis=1)  # finite entries whose squares overflow
-            norms = scale * xp.linalg.vector_norm(block / scale[:, None], axis=1)
-        over = norms > clip_threshold(row_norm)
-        n_over = int(xp.sum(xp.astype(over, xp.int64)))
+        if not isfinite_all(block, xp):
+            raise not_finite_error(owner)
+        clipped, _, n_over = clip_rows_xp(block, row_norm, xp)
         n_clipped += n_over
         if on_norm_violation == "raise" and n_over:
             raise norm_violation_error(owner, row_norm)
         if not (want_sum or want_second):  # a validation pass: nothing to accumulate
             continue
-        ones = xp.ones_like(norms)
-        block = block * xp.where(over, row_norm / xp.where(over, norms, ones), ones)[:, None]
+        block = clipped
         if want_sum:
             total = total + xp.sum(block, axis=0)
         if want_second:

@@ -30,7 +30,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from .._array_api import from_numpy, get_namespace_and_device, isfinite_all, work_dtype
+from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
 from .._validation import check_mechanism_inputs
 from ..constraints import (
     DELTA,
@@ -50,7 +50,7 @@ from ..moments import accumulate, needs_two_passes_ok
 from ..privacy.accounting import Accountant, ParallelDpEvent, calibrate
 from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_clip, clip_note, plan_row_clip
 from ..privacy.budget import PrivacyBudget, Relation
-from ..privacy.clipping import NormViolation, clip_threshold, sensitivity_norm
+from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
@@ -228,16 +228,9 @@ def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser,
 
 
 def _clip_xp(chunk: Any, r: float, xp: Any) -> Any:
-    """Rows of norm above ``r`` scaled to ``r``, on the device (the NumPy path's ``clip_rows``; the data
-    were checked finite before the charge; a norm that overflows is computed from the scaled row)."""
-    norms = xp.linalg.vector_norm(chunk, axis=1)
-    if not isfinite_all(norms, xp):  # finite entries whose squares overflow: the norm of the scaled row
-        big = xp.max(xp.abs(chunk), axis=1)
-        safe = xp.where(big > 0, big, xp.ones_like(big))
-        norms = big * xp.linalg.vector_norm(chunk / safe[:, None], axis=1)
-    over = norms > clip_threshold(r)
-    ones = xp.ones_like(norms)
-    return chunk * xp.where(over, r / xp.where(over, norms, ones), ones)[:, None]
+    """Rows of norm above ``r`` scaled to ``r``, on the device (:func:`~dpspectral._array_api.clip_rows_xp`;
+    the data were checked finite before the charge)."""
+    return clip_rows_xp(chunk, r, xp)[0]
 
 
 def _run_xp(source: _Source, sizes: list[int], W0: np.ndarray, releaser: Releaser,
