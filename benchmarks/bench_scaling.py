@@ -13,7 +13,7 @@ adaptive clip: three reads of the data) and the bare ``X^T X`` + ``eigh`` (one r
 noise: the limit on this hardware). ``--dask-workers``: the n sweep also on a Dask array (row blocks
 of 250,000 rows, persisted on a ``LocalCluster`` of that many single-thread workers, made the active
 client) with its own limit ``(X.T @ X).compute()`` + ``eigh``. ``--torch``: the n sweep also through
-the array API on PyTorch's CPU device (``sklearn.config_context(array_api_dispatch=True)``), when
+the array API on PyTorch's CPU device (``dpspectral.config_context(array_api_dispatch=True)``), when
 PyTorch and the array API path are installed. A GPU line is drawn only where one was measured
 (``--torch`` on a machine with CUDA uses it); no device was lent to the session that wrote this, so
 ``docs/benchmarks.md`` says which lines were measured where.
@@ -65,15 +65,15 @@ def _numpy_point(n: int, d: int, repeats: int) -> dict[str, float]:
 
 def _torch_point(n: int, d: int, repeats: int) -> dict[str, float] | None:
     try:
-        import sklearn
         import torch
     except ImportError:
         return None
+    from dpspectral import config_context
     device = "cuda" if torch.cuda.is_available() else "cpu"
     X = torch.asarray(_rows(n, d), device=device)
 
     def fit() -> None:
-        with sklearn.config_context(array_api_dispatch=True):
+        with config_context(array_api_dispatch=True):
             DPPCA(K, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0).fit(X)
         if device == "cuda":
             torch.cuda.synchronize()

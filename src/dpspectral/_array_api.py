@@ -238,8 +238,9 @@ def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
     for a row just above the bound to pass), and rows above the bound are scaled to
     ``row_norm (1 - 4 eps)`` for a dtype of machine epsilon ``eps`` other than float64, so that the
     stored, rounded row stays within ``row_norm`` (float64 scales to ``row_norm``, as NumPy's path does).
-    Every row is multiplied by its factor (1 within the bound): the same work whatever the data. The
-    caller checked (or checks) finiteness: a NaN norm never counts as above the bound here.
+    Every row is multiplied by its factor (1 within the bound): the same work whatever the data. A NaN
+    norm never counts as above the bound here: the caller refuses a block whose norms are not all finite
+    (they are finite exactly when its entries are).
     """
     from .privacy.clipping import clip_threshold
 
@@ -248,6 +249,7 @@ def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
     if not isfinite_all(norms, xp) and isfinite_all(wide, xp):  # finite entries whose squares overflow
         scale = xp.max(xp.abs(wide), axis=1)
         norms = scale * xp.linalg.vector_norm(wide / scale[:, None], axis=1)
+    # the returned norms are finite exactly when every entry of the block is (the caller's check)
     over = norms > clip_threshold(row_norm)
     narrow = block.dtype != xp.float64
     target = row_norm * (1.0 - 4.0 * float(xp.finfo(block.dtype).eps)) if narrow else row_norm

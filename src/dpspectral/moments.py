@@ -393,9 +393,9 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
         block = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
         if center is not None:
             block = block - center
-        if not isfinite_all(block, xp):
+        clipped, norms, n_over = clip_rows_xp(block, row_norm, xp)
+        if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
             raise not_finite_error(owner)
-        clipped, _, n_over = clip_rows_xp(block, row_norm, xp)
         n_clipped += n_over
         if on_norm_violation == "raise" and n_over:
             raise norm_violation_error(owner, row_norm)
