@@ -240,6 +240,8 @@ def accumulate(
         n_clipped += int(np.count_nonzero(over))
         if on_norm_violation == "raise" and over.any():
             raise norm_violation_error(owner, row_norm)
+        if not (want_sum or want_second):  # a validation pass (finite, within the bound): nothing to add
+            continue
         # One code path whatever the data: every block is scaled by its per-row factors (1 for rows
         # within the bound) into a new array, so the work done (and the time taken) does not depend
         # on how many rows, or which, exceed the bound. The caller's array is never written.
