@@ -169,16 +169,18 @@ def balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, his
     number of rows at or above it reaches the target: the clip is its *upper* edge (at most ``C``), so
     that as the noise vanishes no row is clipped (the exact eigensolver in the limit).
 
-    ``floor_rows`` (optional; public or released): the target never exceeds it, so that a noise so
-    large that ``kappa`` exceeds the number of rows clips at the norm ``floor_rows`` rows reach (a low
-    quantile) instead of falling back to ``C`` (the iterative methods: signal and noise both scale
+    ``floor_rows`` (optional; public or released): the target never exceeds it (less ``BALANCE_Z``
+    standard deviations of the noisy count walked, so that a noisy histogram cannot walk past the floor
+    into the empty bins below the norms), so that a noise so large that ``kappa`` exceeds the number of
+    rows clips at the norm ``floor_rows`` rows reach (a low quantile) instead of falling back to ``C`` (the iterative methods: signal and noise both scale
     with ``r^2`` once every row is clipped, so the clip need not go lower).
     """
     at_or_above = np.cumsum(noisy_counts[::-1])[::-1]  # at_or_above[i]: rows in bins i, i+1, ...
     walked = np.arange(at_or_above.size, 0, -1, dtype=float)  # bins summed into at_or_above[i]
     target = np.maximum(kappa + BALANCE_Z * hist_std * np.sqrt(walked), 0.5)
-    if floor_rows is not None:
-        target = np.minimum(target, max(float(floor_rows), 0.5))
+    if floor_rows is not None:  # less the same noise allowance: a noisy walk must not pass the floor
+        floor = np.maximum(float(floor_rows) - BALANCE_Z * hist_std * np.sqrt(walked), 0.5)
+        target = np.minimum(target, floor)
     reached = np.flatnonzero(at_or_above >= target)
     if reached.size == 0:  # too few rows to tell anything from the noise: the public bound
         return float(C)
