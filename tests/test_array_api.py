@@ -269,7 +269,7 @@ def test_secure_noise_on_a_device_is_refused(namespace):
     assert acc.entries == ()
 
 
-@pytest.mark.parametrize("method", ["dp_spca", "private_oja", "local_gaussian"])
+@pytest.mark.parametrize("method", ["dp_pca", "private_oja", "local_gaussian"])
 def test_methods_not_covered_are_named(method):
     acc = _ledger()
     with config_context(array_api_dispatch=True), pytest.raises(ValueError, match="analyze_gauss, mod_sulq"):

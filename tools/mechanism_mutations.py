@@ -110,6 +110,20 @@ MUTATIONS: list[Mutation] = [
         "tests/test_pinned_stochastic.py",
     ),
     Mutation(
+        "DP-SPCA/DP-VRPCA device products clip at 2 C instead of C (issue 20)",
+        "pca/stochastic.py",
+        "        block, norms, _ = clip_rows_xp(xp.astype(chunk, dtype, copy=False), C, xp)\n",
+        "        block, norms, _ = clip_rows_xp(xp.astype(chunk, dtype, copy=False), 2.0 * C, xp)\n",
+        "tests/test_array_api_stochastic.py",
+    ),
+    Mutation(
+        "DP-SPCA/DP-VRPCA device steps read every row where a Poisson sample is accounted (issue 20)",
+        "pca/stochastic.py",
+        "        if self.q == 1.0:  # every row: nothing to draw\n",
+        "        if self.q > 0.0:  # every row: nothing to draw\n",
+        "tests/test_array_api_stochastic.py",
+    ),
+    Mutation(
         "DP-VRPCA full-gradient shift 2 sqrt(2) C^2 / n -> 2 C^2 / n (issue 16)",
         "pca/stochastic.py",
         "        shift_full = math.sqrt(2.0) * _G * Cs**2 / n\n",
@@ -119,8 +133,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DP-VRPCA adaptive inner noise at half the public distance ||V - V~||_2 (issue 16)",
         "pca/stochastic.py",
-        "    ratio = float(np.linalg.norm(diff, 2)) / 2.0",
-        "    ratio = float(np.linalg.norm(diff, 2)) / 4.0",
+        "    ratio = _spectral_norm(diff) / 2.0",
+        "    ratio = _spectral_norm(diff) / 4.0",
         "tests/test_pinned_stochastic.py",
     ),
     Mutation(

@@ -36,6 +36,12 @@ sensitivity (and the default learning rate) at ``r``, the multipliers calibrated
 with the histogram's event (:mod:`~dpspectral.privacy.adaptive`). The rows are in memory, so they are
 read again at ``r``; the paper's calibration keeps its single release.
 
+Device arrays (issue 20; ``docs/array-api.md``): with array API dispatch on, a PyTorch/CuPy array is
+validated, clipped, multiplied, retracted (``xp.linalg``) and decomposed where it lives, the noise drawn
+there by :class:`~dpspectral.privacy.device_noise.DeviceNoise`; the plan, the calibration and the
+accountant stay on the host, and the random start and the Poisson samples (``q < 1``) are the host
+generator's draws, as on the NumPy path.
+
 Accounting. ``accounting="auto"`` or ``"pld"`` (the PLD accountant, which reads Poisson-sampled
 Gaussian events under replace-one). ``dp_accounting``'s RDP accountant has no Poisson-sampled event
 under replace-one, so ``"rdp"`` (and ``"gaussian"``, which has no sampling) are refused with a clear
@@ -54,6 +60,14 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
+from .._array_api import (
+    clip_rows_xp,
+    from_numpy,
+    get_namespace_and_device,
+    is_device_array,
+    isfinite_all,
+    work_dtype,
+)
 from .._progress import progress
 from .._validation import check_mechanism_inputs, check_n_components
 from ..constraints import (
@@ -72,6 +86,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
+from ..moments import accumulate
 from ..privacy.accounting import Accountant, AccountingMethod, calibrate
 from ..privacy.adaptive import (
     DEFAULT_CLIP_SHARE,
@@ -163,13 +178,20 @@ def _step_events(q: float, multiplier: float, steps: int) -> dp_accounting.DpEve
 
 
 class _Sampler:
-    """Poisson row samples, clipped, drawn from the run's generator."""
+    """Poisson row samples, clipped, drawn from the run's generator.
 
-    def __init__(self, X: np.ndarray, q: float, C: float, on_norm_violation: NormViolation,
+    A device array (array API dispatch): the sample's indices are drawn by the host generator exactly as
+    on the NumPy path (a binomial count, then that many distinct indices, sorted), moved to the device,
+    and the rows gathered (``xp.take``) and clipped there; with ``q = 1`` every row is the sample and
+    nothing is drawn (the NumPy path's draw is then a permutation it sorts back: the same rows).
+    """
+
+    def __init__(self, X: Any, q: float, C: float, on_norm_violation: NormViolation,
                  rng: np.random.Generator, owner: str) -> None:
         self.X, self.q, self.C, self.mode, self.rng = X, q, C, on_norm_violation, rng
         self.owner = owner
-        self.n = X.shape[0]
+        self.n = int(X.shape[0])
+        self.xp, self.device = get_namespace_and_device(X, owner)  # (None, None): the NumPy path
 
     def draw(self) -> np.ndarray:
         b = int(self.rng.binomial(self.n, self.q))
@@ -183,18 +205,75 @@ class _Sampler:
         out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False, owner=self.owner)
         return np.asarray(out)
 
+    def product(self, W: Any) -> Any:
+        """``sum_{i in S} c(x_i) c(x_i)^T W`` over a fresh Poisson sample S (zeros when S is empty)."""
+        if self.xp is None:
+            B = self.draw()
+            return B.T @ (B @ W) if B.shape[0] else np.zeros(W.shape)
+        if self.q == 1.0:  # every row: nothing to draw
+            return _full_product_xp(self.X, W, self.C, self.xp, self.owner)
+        b = int(self.rng.binomial(self.n, self.q))
+        if b == 0:
+            return self.xp.zeros_like(W)
+        idx = self.rng.choice(self.n, size=b, replace=False)
+        idx.sort()
+        rows = from_numpy(idx, self.xp, self.device)  # the host's draw, moved once
+        return _full_product_xp(self.X, W, self.C, self.xp, self.owner, rows=rows)
 
-def _retract(V: np.ndarray) -> np.ndarray:
+    def on_data(self, a: np.ndarray) -> Any:
+        """A host array (the random start) on the data's device, in the dtype computed in."""
+        if self.xp is None:
+            return a
+        return from_numpy(a, self.xp, self.device, work_dtype(self.X, self.xp))
+
+
+def _retract(V: Any) -> Any:
+    """The polar factor ``V (V^T V)^{-1/2}`` (one column: ``V / ||V||``), in ``V``'s namespace."""
+    if is_device_array(V):
+        return _retract_xp(V)
     if V.shape[1] == 1:
         norm = float(np.linalg.norm(V))
         return V / norm if norm > 0 else V
     return orthonormalize(V, "polar")
 
 
+def _retract_xp(V: Any) -> Any:
+    """:func:`_retract` on the device (``xp.linalg``): the same formula as ``orthonormalize(V, "polar")``."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(V)
+    if V.shape[1] == 1:
+        norm = float(xp.linalg.vector_norm(V))
+        return V / norm if norm > 0 else V
+    w, U = xp.linalg.eigh(V.T @ V)
+    if float(w[0]) > 1e-8 * float(w[-1]) > 0:
+        return V @ ((U / xp.sqrt(w)) @ U.T)
+    U, _, Wt = xp.linalg.svd(V, full_matrices=False)
+    return U @ Wt
+
+
+def _top_left(Y: Any, k: int) -> Any:
+    """The top-k left singular vectors of ``Y`` (post-processing), in ``Y``'s namespace."""
+    if is_device_array(Y):
+        import array_api_compat
+
+        return array_api_compat.array_namespace(Y).linalg.svd(Y, full_matrices=False)[0][:, :k]
+    return np.linalg.svd(Y, full_matrices=False)[0][:, :k]
+
+
+def _spectral_norm(a: Any) -> float:
+    """``||a||_2`` (the largest singular value) as a float, in ``a``'s namespace."""
+    if is_device_array(a):
+        import array_api_compat
+
+        return float(array_api_compat.array_namespace(a).linalg.matrix_norm(a, ord=2))
+    return float(np.linalg.norm(a, 2))
+
+
 def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float,
                    relation: Any, calibration: str, on_norm_violation: str, owner: str,
                    accounting: Any,
-                   ) -> tuple[np.ndarray, PrivacyBudget, Relation, float]:
+                   ) -> tuple[Any, PrivacyBudget, Relation, float]:
     # replace-one only: the paper's relation, and the step scale uses n (public only under it)
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
@@ -207,16 +286,28 @@ def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float
             "the PLD accountant covers (dp_accounting's RDP accountant supports Poisson sampling under "
             "add/remove only)."
         )
-    X = _load_rows(X, owner)
-    # the whole input, before anything is charged (not only the rows a step happens to sample)
-    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    check_n_components(k, X.shape[1], owner, name="k")
+    X = _rows_validated(X, C, on_norm_violation, owner)
+    check_n_components(k, int(X.shape[1]), owner, name="k")
     if k > X.shape[0]:
         raise ValueError(
             f"The 'k' parameter of {owner} must be at most the number of rows ({X.shape[0]}): the "
             f"stochastic gradients cannot span more directions than the data. Got {k} instead."
         )
     return X, budget, rel, C
+
+
+def _rows_validated(X: Any, C: float, on_norm_violation: str, owner: str) -> Any:
+    """The whole input validated (numeric, 2-D, non-empty, finite; within C with ``"raise"``) before
+    anything is charged, not only the rows a step happens to sample. A device array (array API
+    dispatch) is checked where it lives (only a yes/no comes back) and returned as it is."""
+    xp, _ = get_namespace_and_device(X, owner)
+    if xp is not None:
+        accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,  # type: ignore[arg-type]
+                   want_sum=False, want_second=False, owner=owner, xp=xp)  # refuses 0 rows
+        return X
+    X = _load_rows(X, owner)
+    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    return X
 
 
 def _row_clip_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, calibration: str,
@@ -274,7 +365,9 @@ _PRIVACY_DOC = """
     Parameters
     ----------
     X : array-like or np.memmap of shape (n_samples, n_features)
-        Private data (random row access is needed). Never modified.
+        Private data (random row access is needed). Never modified. With array API dispatch on, a
+        PyTorch or CuPy array (any namespace ``array-api-compat`` knows): computed on its device,
+        ``components`` in its namespace, device and dtype (float32 or float64; integers in float64).
     k : int
         Dimension of the subspace, in [1, n_features].
     epsilon, delta : float
@@ -393,6 +486,18 @@ def dp_spca(
     ``sqrt(T)`` times the multiplier of one Gaussian release composed with the histogram); both stages
     are declared (and checked against the ledger's ceiling) before the first, and every row is read and
     validated at C before anything is charged.
+
+    Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
+    validated (finite; within C with ``on_norm_violation="raise"``) on its device before anything is
+    charged, and the clipped products, the noise, the retraction and the final SVD are computed in its
+    namespace, on its device; the plan and the accountant stay on the host. The same mechanism,
+    sensitivities and events; the noise is drawn on the device by
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded device generator: the same law, a
+    different stream than NumPy's; the report's ``noise_source`` is ``"seeded-device"``;
+    ``random_state="secure"`` is refused there, nothing charged). The random start and, for ``q < 1``,
+    each Poisson sample (a binomial count, then the distinct indices) are drawn by the host generator as
+    on the NumPy path and moved to the device; with ``q = 1`` every row is in every step and nothing is
+    drawn.
     """
     owner = "dp_spca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
@@ -404,7 +509,7 @@ def dp_spca(
     q = SPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
     T = SPCA_STEPS if n_steps is None else int(n_steps)
     p = _vrpca_block(k, d, block_size if block_size is not None or sampling_rate is None else k, owner)
-    noise = noise_source(random_state)
+    noise = noise_source(random_state, like=X)  # a device array: DeviceNoise on its device
     clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
     plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(rdp_epsilon_share),
                          calibration=calibration, accounting=accounting, clip=clip)
@@ -474,18 +579,17 @@ def _spca_steps(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Rele
                 scale: float, show_progress: bool | None, owner: str) -> np.ndarray:
     """Inside the release block: ``V_t = polar(V_{t-1} + scale (sum_S 2 x x^T V_{t-1} + Z_t))`` with p
     columns; the top-k left singular vectors of the last step's ``Y`` (post-processing) when p > k."""
-    d = X.shape[1]
-    V = orthonormalize(releaser.generator.standard_normal((d, p)), "qr")
+    d = int(X.shape[1])
+    V = sampler.on_data(orthonormalize(releaser.generator.standard_normal((d, p)), "qr"))
     Y = V
     for _ in progress(range(n_steps), total=n_steps, desc=owner, enabled=show_progress,
                       min_total=2000):
-        B = sampler.draw()
-        gradient = 2.0 * (B.T @ (B @ V)) if B.shape[0] else np.zeros((d, p))
+        gradient = 2.0 * sampler.product(V)
         Y = V + scale * releaser.add("step", gradient)
         V = _retract(Y)
     if p == k:
         return V
-    return np.linalg.svd(Y, full_matrices=False)[0][:, :k]
+    return _top_left(Y, k)
 
 
 @validated(_VRPCA_PARAMS)
@@ -560,6 +664,18 @@ def dp_vrpca(
     calibrated for the composition ``ComposedDpEvent([GaussianDpEvent(s_h), <the events above>])`` (the
     full gradients' share is then a share of what the histogram leaves). Both stages are declared (and
     checked against the ledger's ceiling) before the first; every row is validated at C before any charge.
+
+    Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
+    validated (finite; within C with ``on_norm_violation="raise"``) on its device before anything is
+    charged, and the clipped products, the noise, the retraction and the final SVD are computed in its
+    namespace, on its device; the plan and the accountant stay on the host. The same mechanism,
+    sensitivities and events; the noise is drawn on the device by
+    :class:`~dpspectral.privacy.device_noise.DeviceNoise` (a seeded device generator: the same law, a
+    different stream than NumPy's; the report's ``noise_source`` is ``"seeded-device"``;
+    ``random_state="secure"`` is refused there, nothing charged). The random start and, for ``q < 1``,
+    each Poisson sample (a binomial count, then the distinct indices) are drawn by the host generator as
+    on the NumPy path and moved to the device; with ``q = 1`` every row is in every step and nothing is
+    drawn.
     """
     owner = "dp_vrpca"
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
@@ -571,7 +687,7 @@ def dp_vrpca(
     share = (VRPCA_FULL_SHARE if q == 1.0 else VRPCA_SAMPLED_FULL_SHARE) if full_gradient_share is None \
         else float(full_gradient_share)
     p = _vrpca_block(k, d, block_size, owner)
-    noise = noise_source(random_state)
+    noise = noise_source(random_state, like=X)  # a device array: DeviceNoise on its device
     clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
     plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q, full_gradient_share=share,
                           calibration=calibration, accounting=accounting, clip=clip)
@@ -725,8 +841,8 @@ def _vrpca_epochs(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Re
                   on_norm_violation: NormViolation, n_steps: int, n_epochs: int, learning_rate: float,
                   adaptive: bool, show_progress: bool | None, owner: str) -> np.ndarray:
     """Inside the release block: m epochs of a full gradient and T variance-reduced steps; top-k."""
-    n, d = X.shape
-    V = orthonormalize(releaser.generator.standard_normal((d, p)), "qr")
+    n, d = (int(s) for s in X.shape)
+    V = sampler.on_data(orthonormalize(releaser.generator.standard_normal((d, p)), "qr"))
     scale = learning_rate / (sampler.q * n)
     total = n_epochs * n_steps
     steps = iter(progress(range(total), total=total, desc=owner, enabled=show_progress,
@@ -743,20 +859,19 @@ def _vrpca_epochs(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Re
             if tight and t == 0:  # V = V~: the term is zero whatever the data; nothing is released
                 Y = V + learning_rate * full
             else:
-                B = sampler.draw()
-                term = 2.0 * (B.T @ (B @ (V - anchor))) if B.shape[0] else np.zeros((d, p))
+                term = 2.0 * sampler.product(V - anchor)
                 Y = V + learning_rate * full + scale * _vr_noisy(releaser, term, V - anchor, adaptive)
             V = _retract(Y)
     if p == k:
         return V
-    return np.linalg.svd(Y, full_matrices=False)[0][:, :k]  # post-processing of the last step
+    return _top_left(Y, k)  # post-processing of the last step
 
 
 def _vr_noisy(releaser: Releaser, term: np.ndarray, diff: np.ndarray, adaptive: bool) -> np.ndarray:
     """The step's term plus its noise; with ``adaptive``, scaled to the public ``||V - V~||_2 / 2``."""
     if not adaptive:
         return releaser.add("step", term)
-    ratio = float(np.linalg.norm(diff, 2)) / 2.0  # V, V~ are functions of released values
+    ratio = _spectral_norm(diff) / 2.0  # V, V~ are functions of released values
     if ratio == 0.0:
         return term  # zero whatever the data
     if ratio >= 1.0:
@@ -767,9 +882,11 @@ def _vr_noisy(releaser: Releaser, term: np.ndarray, diff: np.ndarray, adaptive: 
         return r.add("step", term)
 
 
-def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
-                  owner: str = "dp_vrpca") -> np.ndarray:
-    """``sum_i c(x_i) c(x_i)^T V`` over clipped rows, in blocks (never forms d x d)."""
+def _full_product(X: Any, V: Any, C: float, mode: NormViolation, owner: str = "dp_vrpca") -> Any:
+    """``sum_i c(x_i) c(x_i)^T V`` over clipped rows, in blocks (never forms d x d); a device array's on
+    its device (:func:`_full_product_xp`)."""
+    if is_device_array(X):
+        return _full_product_xp(X, V, C, get_namespace_and_device(X, owner)[0], owner)
     n, d = X.shape
     out = np.zeros((d, V.shape[1]))
     rows = max(1, (1 << 22) // max(d, 1))
@@ -780,6 +897,31 @@ def _full_product(X: np.ndarray, V: np.ndarray, C: float, mode: NormViolation,
         # copy=True: the block may be a view of the caller's array (scaled rows go to a copy)
         block, _ = clip_rows(block, C, on_norm_violation=mode, copy=True, first_row=a, owner=owner)
         out += block.T @ (block @ V)
+    return out
+
+
+
+#: Values per chunk of rows on a device (array API dispatch): few, large kernels (as minibatch_oja).
+_DEVICE_CHUNK_ELEMENTS = 1 << 24
+
+
+def _full_product_xp(X: Any, V: Any, C: float, xp: Any, owner: str, rows: Any = None) -> Any:
+    """``sum_i c(x_i) c(x_i)^T V`` on the device, over every row of ``X`` or over the rows ``rows`` (a
+    device array of indices, gathered with ``xp.take``), in chunks of about 2^24 entries, each clipped at
+    C (:func:`~dpspectral._array_api.clip_rows_xp`); the d x p sum never leaves the device. The data
+    were validated before the charge (every row within C with ``"raise"``); a NaN/inf seen here (the
+    array changed since) is refused as on the NumPy path."""
+    n = int(X.shape[0]) if rows is None else int(rows.shape[0])
+    dtype = V.dtype
+    step = max(1, _DEVICE_CHUNK_ELEMENTS // max(int(X.shape[1]), 1))
+    out = xp.zeros_like(V)
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        chunk = X[a:b, ...] if rows is None else xp.take(X, rows[a:b], axis=0)
+        block, norms, _ = clip_rows_xp(xp.astype(chunk, dtype, copy=False), C, xp)
+        if not isfinite_all(norms, xp):
+            raise not_finite_error(owner)
+        out = out + block.T @ (block @ V)
     return out
 
 
