@@ -377,8 +377,9 @@ def test_switch_is_scoped():
 
 @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
 def test_device_clip_keeps_rounded_rows_within_the_bound(dtype_name):
-    """float32 norms are off by ~1e-7 sqrt(d): the shared device clip computes norms in float64 and
-    scales float32 rows a few ulps below the bound, so every stored row is within it (exact check)."""
+    """float32 norms are off by up to ~1e-7 d relative: the shared device clip scales every float32 row
+    whose computed norm is within that error of the bound a little inside it, so every stored row is
+    within the bound (checked exactly in float64); rows at the bound up to rounding are not refused."""
     xps = pytest.importorskip("array_api_strict")
     from dpspectral._array_api import clip_rows_xp, to_numpy
 
@@ -390,5 +391,8 @@ def test_device_clip_keeps_rounded_rows_within_the_bound(dtype_name):
     Xd = xps.asarray(X.astype(dtype_name))
     clipped, _, n_over = clip_rows_xp(Xd, 1.0, xps)
     out = to_numpy(clipped).astype(np.float64)
-    assert n_over > 0
+    given = X.astype(dtype_name).astype(np.float64)
+    assert (np.abs(out - given).max(axis=1) > 0).sum() > 0  # rows at the bound were scaled
+    if dtype_name == "float32":
+        assert n_over == 0  # ... but none is refused: they are at the bound up to float32 rounding
     assert np.linalg.norm(out, axis=1).max() <= 1.0 + 1e-10  # clip_threshold's slack only

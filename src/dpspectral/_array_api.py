@@ -27,9 +27,9 @@ __all__ = ["COVERED_METHODS", "config_context", "dispatch_enabled", "from_numpy"
            "get_namespace_and_device", "is_device_array", "like", "refuse_device", "same_space",
            "set_config", "to_numpy", "vector_norm"]
 
-#: The methods that compute in the input's namespace (the covariance path, the noisy power method and
-#: the streaming minibatch Oja).
-COVERED_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power", "minibatch_oja")
+#: The methods that compute in the input's namespace (the covariance path, the noisy power method, the
+#: streaming minibatch Oja and the gradient-perturbation methods DP-SPCA and DP-VRPCA).
+COVERED_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power", "minibatch_oja", "dp_spca", "dp_vrpca")
 
 #: Why the row-by-row streaming methods stay on the host (:func:`refuse_device`).
 ROW_BY_ROW = ("its inner loop is one row (or one small minibatch) per step, with a per-step noisy "
@@ -94,6 +94,9 @@ def get_namespace_and_device(X: Any, owner: str = "dpspectral") -> tuple[Any, An
     Refused (a ``TypeError``, nothing read or charged): a device array with dispatch off, float16 or
     another non-float/integer dtype, or ``array-api-compat`` missing.
     """
+    target = getattr(X, "device_target", None)
+    if target is not None:  # host rows streamed to a named device (device=; dpspectral._device_stream)
+        return target
     if not is_device_array(X):
         return None, None
     kind = f"{type(X).__module__.split('.')[0]} array"
@@ -233,27 +236,36 @@ def isfinite_all(B: Any, xp: Any) -> bool:
 def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
     """``(clipped block, norms, number of rows above the bound)`` on ``block``'s device.
 
-    The shared clip of the device paths (the NumPy path's ``clip_rows``): the norms are computed in
-    float64 whatever the block's dtype (a float32 norm is off by about ``1e-7 sqrt(d)`` relative, enough
-    for a row just above the bound to pass), and rows above the bound are scaled to
-    ``row_norm (1 - 4 eps)`` for a dtype of machine epsilon ``eps`` other than float64, so that the
-    stored, rounded row stays within ``row_norm`` (float64 scales to ``row_norm``, as NumPy's path does).
-    Every row is multiplied by its factor (1 within the bound): the same work whatever the data. A NaN
-    norm never counts as above the bound here: the caller refuses a block whose norms are not all finite
-    (they are finite exactly when its entries are).
+    The shared clip of the device paths (the NumPy path's ``clip_rows``); every row is multiplied by its
+    factor (1 within the bound): the same work whatever the data. float64 blocks: rows above the bound
+    are scaled to ``row_norm``, as on NumPy's path. Narrower dtypes (float32), computed in their own
+    dtype (a float64 copy would cost the device's bandwidth): a computed norm is within a relative
+    ``gamma_d + u`` of the true one (``u`` the unit roundoff, ``gamma_d = d u / (1 - d u)``, the classic
+    bound for a sum of d squares), so every row whose computed norm exceeds ``row_norm (1 - s)``,
+    ``s = 2 gamma_d + 2 eps``, is scaled to ``row_norm (1 - s)(1 - 4 eps)``: the true norm of every stored,
+    rounded row is then within ``row_norm``. The count returned (for ``on_norm_violation="raise"``)
+    counts only rows clearly above the bound (computed norm above ``row_norm (1 + 1e-10)(1 + s)``), so
+    rows at the bound up to rounding are clipped, never refused. A NaN norm never counts as above the
+    bound: the caller refuses a block whose norms are not all finite (they are exactly when its
+    entries are).
     """
     from .privacy.clipping import clip_threshold
 
-    wide = xp.astype(block, xp.float64, copy=False)
-    norms = xp.linalg.vector_norm(wide, axis=1)
-    if not isfinite_all(norms, xp) and isfinite_all(wide, xp):  # finite entries whose squares overflow
-        scale = xp.max(xp.abs(wide), axis=1)
-        norms = scale * xp.linalg.vector_norm(wide / scale[:, None], axis=1)
-    # the returned norms are finite exactly when every entry of the block is (the caller's check)
-    over = norms > clip_threshold(row_norm)
-    narrow = block.dtype != xp.float64
-    target = row_norm * (1.0 - 4.0 * float(xp.finfo(block.dtype).eps)) if narrow else row_norm
+    norms = xp.linalg.vector_norm(block, axis=1)
+    if not isfinite_all(norms, xp) and isfinite_all(block, xp):  # finite entries whose squares overflow
+        scale = xp.max(xp.abs(block), axis=1)
+        norms = scale * xp.linalg.vector_norm(block / scale[:, None], axis=1)
+    if block.dtype == xp.float64:
+        over = refused = norms > clip_threshold(row_norm)
+        target = row_norm
+    else:
+        eps = float(xp.finfo(block.dtype).eps)
+        d_u = int(block.shape[1]) * eps / 2.0
+        slack = 2.0 * d_u / (1.0 - d_u) + 2.0 * eps
+        over = norms > row_norm * (1.0 - slack)
+        refused = norms > clip_threshold(row_norm) * (1.0 + slack)
+        target = row_norm * (1.0 - slack) * (1.0 - 4.0 * eps)
     ones = xp.ones_like(norms)
     factors = xp.where(over, target / xp.where(over, norms, ones), ones)
-    n_over = int(xp.sum(xp.astype(over, xp.int64)))
-    return block * xp.astype(factors, block.dtype)[:, None], norms, n_over
+    n_over = int(xp.sum(xp.astype(refused, xp.int64)))
+    return block * factors[:, None], norms, n_over

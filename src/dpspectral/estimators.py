@@ -18,7 +18,15 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._array_api import COVERED_METHODS, get_namespace_and_device, is_device_array, same_space
+from ._array_api import (
+    COVERED_METHODS,
+    config_context,
+    get_namespace_and_device,
+    is_device_array,
+    like,
+    same_space,
+)
+from ._device_stream import DEVICE, stream_to_device
 from ._validation import check_choice, check_n_components
 from .constraints import (
     CALIBRATION,
@@ -215,6 +223,13 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
         Extra keyword arguments of the chosen method (see its docstring).
+    device : None, str, torch.device or an array, default=None
+        Out-of-core on a device (``analyze_gauss``, ``mod_sulq``, ``noisy_power``): host rows (an array,
+        a memmap, an iterable of row blocks) are copied to ``device`` one block at a time, clipped and
+        summed there; the noise is drawn there and the fitted arrays live there (``dpspectral.to_numpy``
+        gives NumPy; ``transform`` also takes host data, moved to the device). A string or
+        ``torch.device`` means PyTorch ("cuda", "cuda:1", "cpu"); an array means its namespace and
+        device. None: compute where the data live. ``docs/array-api.md``, "Out-of-core on a device".
 
     Attributes
     ----------
@@ -280,6 +295,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         copy: bool = True,
         on_norm_violation: str = "clip",
         method_params: dict[str, Any] | None = None,
+        device: Any = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -299,6 +315,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.copy = copy
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
+        self.device = device
 
     _task = "pca"
     _required_parameters = ("epsilon", "delta", "row_norm")
@@ -320,6 +337,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "copy": BOOL,
         "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
+        "device": [NONE, DEVICE],
     }
     #: Method options that are also estimator parameters: passed on when not None, and refused (named)
     #: for a method that does not take them.
@@ -413,7 +431,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self._check_parameter_table()
         self._choose_method(X)
         budget, row_norm, method, relation = self._validate_params_dp()
-        if self._fit_on_device(X):
+        if self.device is not None:
+            X = self._stream_to_device(X)  # out-of-core on the named device (docs/array-api.md)
+        elif self._fit_on_device(X):
             pass  # array API dispatch: X stays in its namespace, on its device (docs/array-api.md)
         elif _is_array_like_for_sklearn(X):
             X = validate_data(
@@ -470,13 +490,35 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             raise ValueError(
                 f"{owner}: method={self.method_!r} does not run on device arrays; array API dispatch "
                 f"covers {', '.join(COVERED_METHODS)} (docs/array-api.md says why the row-by-row streaming "
-                "and the stochastic methods are not covered). Name one of them, or convert the data with "
+                "methods are not covered). Name one of them, or convert the data with "
                 "dpspectral.to_numpy(X). Nothing was charged."
             )
         self.n_features_in_ = int(X.shape[1])
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         return True
+
+    #: The methods ``device=`` streams host rows through (out-of-core on a device).
+    _DEVICE_METHODS = ("analyze_gauss", "mod_sulq", "noisy_power")
+
+    def _stream_to_device(self, X: Any) -> Any:
+        """``device=``: ``X`` (host rows, or an array on that device) as a stream of blocks onto it."""
+        owner = type(self).__name__
+        if self.method_ not in self._DEVICE_METHODS:
+            raise ValueError(
+                f"{owner}: method={self.method_!r} does not stream data to a device; device= covers "
+                f"{', '.join(self._DEVICE_METHODS)} (docs/array-api.md). Name one of them, or leave "
+                "device=None. Nothing was charged.")
+        if not isinstance(X, np.ndarray) and not is_device_array(X) and not sp.issparse(X) \
+                and _is_array_like_for_sklearn(X):  # a DataFrame or nested lists: sklearn's conversion
+            X = validate_data(self, X, dtype=(np.float64, np.float32), ensure_all_finite=False,
+                              copy=False, reset=True)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        X = stream_to_device(X, self.device, owner)
+        if X.shape is not None:
+            self.n_features_in_ = int(X.shape[1])
+        return X
 
     def _store_on_device(self, result: Any) -> None:
         """The fitted attributes in the components' namespace and device (array API dispatch)."""
@@ -485,6 +527,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         V = result.components
         xp, device = array_api_compat.array_namespace(V), array_api_compat.device(V)
         d, k = (int(s) for s in V.shape)
+        self.n_features_in_ = d
         self.components_ = xp.asarray(V.T, copy=True)
         mean = xp.zeros((d,), dtype=V.dtype, device=device) if result.mean is None else result.mean
         self.mean_ = xp.asarray(mean, dtype=V.dtype, device=device)
@@ -564,7 +607,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     def _device_product(self, X: Any, method: str) -> Any:
         """``X - mean_`` (transform) or ``X`` (inverse_transform) in the fitted namespace and dtype."""
         owner = type(self).__name__
-        same_space(self.components_, X, owner, method)
+        if self.device is not None and is_device_array(self.components_) and not is_device_array(X):
+            X = like(np.asarray(X), self.components_)  # device=: host data moved to the fitted device
+        with config_context(array_api_dispatch=True if self.device is not None else None):
+            same_space(self.components_, X, owner, method)  # device= needs no dispatch switch
         import array_api_compat
 
         xp = array_api_compat.array_namespace(X)

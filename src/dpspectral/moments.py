@@ -60,8 +60,8 @@ def _is_block_source(X: Any) -> bool:
 
 
 def needs_two_passes_ok(X: Any) -> bool:
-    """Whether ``X`` can be read twice (everything but a bare iterator)."""
-    return not isinstance(X, Iterator)
+    """Whether ``X`` can be read twice (everything but a bare iterator, or a stream of one)."""
+    return not isinstance(X, Iterator) and bool(getattr(X, "stream_reiterable", True))
 
 
 def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> Any:
@@ -203,7 +203,8 @@ def accumulate(
         ``second`` is the full symmetric d x d matrix.
     """
     if xp is not None:
-        return _accumulate_xp(X, xp, row_norm, center, on_norm_violation, want_sum, want_second, owner)
+        return _accumulate_xp(X, xp, row_norm, center, on_norm_violation, want_sum, want_second, owner,
+                              show_progress)
     if is_dask_array(X):
         return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner)
     n = 0
@@ -371,45 +372,73 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
-                   want_sum: bool, want_second: bool, owner: str) -> Moments:
+                   want_sum: bool, want_second: bool, owner: str,
+                   show_progress: bool | None = None) -> Moments:
     """The array API branch of :func:`accumulate`: every block clipped and summed on ``X``'s device.
 
-    The same clipping as the NumPy path (every row scaled by its factor, 1 within the bound; finite
-    check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly. Returns arrays of
-    ``xp`` (``n`` and the count of clipped rows as ints).
+    ``X`` is a device array (sliced there) or host rows streamed to a device block by block
+    (:class:`~dpspectral._device_stream.DeviceStream`, ``device=``): the device holds one block and the
+    ``d x d`` sum. The same clipping as the NumPy path (every row scaled by its factor, 1 within the
+    bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
+    Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
     """
     from ._array_api import clip_rows_xp, from_numpy, isfinite_all, work_dtype
     from ._array_api import get_namespace_and_device as _where
+    from ._device_stream import device_blocks
 
-    n, d = (int(s) for s in X.shape)
     dtype, device = work_dtype(X, xp), _where(X, owner)[1]
-    if center is not None:
-        if tuple(center.shape) != (d,):
-            raise ValueError(f"{owner}: the centre has shape {tuple(center.shape)}, expected ({d},).")
-        center = from_numpy(center, xp, device, dtype)
-    total = xp.zeros((d,), dtype=dtype, device=device)
-    second = xp.zeros((d, d), dtype=dtype, device=device)
-    n_clipped = 0
-    rows = max(1, _BLOCK_ELEMENTS // max(d, 1))
-    for a in range(0, n, rows):
-        block = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
+    n, n_clipped, d = 0, 0, None
+    total = second = None
+    for _, raw in device_blocks(X, xp, owner, show_progress):
+        block = xp.astype(raw, dtype, copy=False)
+        if d is None:
+            d = int(block.shape[1])
+            if center is not None:
+                if tuple(center.shape) != (d,):
+                    raise ValueError(f"{owner}: the centre has shape {tuple(center.shape)}, expected ({d},).")
+                center = from_numpy(center, xp, device, dtype)
+            total = xp.zeros((d,), dtype=dtype, device=device)
+            second = xp.zeros((d, d), dtype=dtype, device=device)
+        if block.shape[0] == 0:
+            continue
+        n += int(block.shape[0])
         if center is not None:
             block = block - center
+        if not (want_sum or want_second):  # a validation pass: the norms only, nothing scaled or added
+            n_over = _check_rows_xp(block, row_norm, on_norm_violation, owner, xp)
+            n_clipped += n_over
+            continue
         clipped, norms, n_over = clip_rows_xp(block, row_norm, xp)
         if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
             raise not_finite_error(owner)
         n_clipped += n_over
         if on_norm_violation == "raise" and n_over:
             raise norm_violation_error(owner, row_norm)
-        if not (want_sum or want_second):  # a validation pass: nothing to accumulate
-            continue
-        block = clipped
         if want_sum:
-            total = total + xp.sum(block, axis=0)
+            total = total + xp.sum(clipped, axis=0)
         if want_second:
-            second = second + block.T @ block
-    if n == 0:
+            second = second + clipped.T @ clipped
+    if d is None or n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    assert second is not None
     second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
     return Moments(n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
                    n_clipped=n_clipped)
+
+
+def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation, owner: str,
+                   xp: Any) -> int:
+    """A validation pass's check of one device block: finite, and the rows above the bound (counted,
+    or refused with ``"raise"``), without scaling the rows. With ``"raise"`` the norms are float64, as
+    :func:`~dpspectral._array_api.clip_rows_xp` computes them (a norm that overflows with finite entries
+    is above any bound); with ``"clip"`` (nothing refused: the count is not used) in the block's dtype."""
+    from ._array_api import isfinite_all
+
+    wide = xp.astype(block, xp.float64, copy=False) if on_norm_violation == "raise" else block
+    norms = xp.linalg.vector_norm(wide, axis=1)
+    if not isfinite_all(norms, xp) and not isfinite_all(block, xp):  # NaN/inf in the data: refused
+        raise not_finite_error(owner)
+    n_over = int(xp.sum(xp.astype(norms > clip_threshold(row_norm), xp.int64)))
+    if on_norm_violation == "raise" and n_over:
+        raise norm_violation_error(owner, row_norm)
+    return n_over

@@ -38,6 +38,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm
+from .._device_stream import DEVICE, stream_to_device
 from .._validation import check_mechanism_inputs, check_n_components, check_share
 from ..constraints import (
     CALIBRATION,
@@ -663,6 +664,12 @@ _COMMON_DOC = """
         Accountant used to certify the released events.
     show_progress : bool or None
         Progress bar over blocks (None: on a terminal, for long inputs).
+    device : None, str, torch.device, or an array
+        (analyze_gauss, mod_sulq) Out-of-core on a device: host rows (an array, a memmap, row blocks)
+        are copied to ``device`` one block at a time, clipped and summed there (every pass), the noise
+        is drawn there, and the result's arrays are on it (``dpspectral.to_numpy`` for NumPy). A string
+        or ``torch.device`` means PyTorch ("cuda", "cuda:1", "cpu"); an array means its namespace and
+        device. None: compute where the data live. ``docs/array-api.md``, "Out-of-core on a device".
 
     Returns
     -------
@@ -684,6 +691,7 @@ ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": [NONE, SHARE],
     "clip_share": [NONE, SHARE],
     "noise_shape": [NONE, Options(("goe", "iid"))],
+    "device": [NONE, DEVICE],
 }
 
 
@@ -709,6 +717,7 @@ def analyze_gauss(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
+    device: Any = None,
 ) -> SubspaceResult:
     """Analyze Gauss (Dwork, Talwar, Thakurta and Zhang, STOC 2014): Gaussian noise on X^T X.
 
@@ -750,7 +759,8 @@ def analyze_gauss(
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
     return _covariance_pca(
-        "analyze_gauss", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        "analyze_gauss", stream_to_device(X, device, "analyze_gauss"), k, epsilon=epsilon, delta=delta,
+        row_norm=row_norm, relation=relation,
         calibration=calibration, centering=centering, mean_share=mean_share,
         release_count=release_count, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
@@ -782,6 +792,7 @@ def mod_sulq(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
+    device: Any = None,
 ) -> SubspaceResult:
     """MOD-SULQ (Chaudhuri, Sarwate and Sinha, NIPS 2012): symmetric Gaussian noise on X^T X / n.
 
@@ -806,7 +817,8 @@ def mod_sulq(
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
     return _covariance_pca(
-        "mod_sulq", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        "mod_sulq", stream_to_device(X, device, "mod_sulq"), k, epsilon=epsilon, delta=delta,
+        row_norm=row_norm, relation=relation,
         calibration=calibration, centering=centering, mean_share=mean_share,
         release_count=release_count, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,

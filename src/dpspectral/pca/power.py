@@ -30,6 +30,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like
+from .._device_stream import DEVICE, stream_to_device
 from .._progress import progress
 from .._validation import check_mechanism_inputs, check_n_components
 from ..constraints import (
@@ -99,7 +100,7 @@ _N_COMPONENTS = Interval(1, None, "left", integer=True)
 _PARAMS: Table = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "n_iter": _N_ITER,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
+    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE], "device": [NONE, DEVICE],
 }
 
 
@@ -126,9 +127,13 @@ def _check_block_size(block_size: Any, k: int, d: int | None, owner: str) -> int
 
 
 def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, row_norm: float,
-              relation: Relation | str, calibration: str,
-              on_norm_violation: str) -> tuple[PrivacyBudget, Relation, float, int, int]:
-    """The public inputs, checked before anything is read or charged (the table checked the rest)."""
+              relation: Relation | str, calibration: str, on_norm_violation: str,
+              device: Any = None) -> tuple[Any, PrivacyBudget, Relation, float, int, int]:
+    """The public inputs, checked before anything is read or charged (the table checked the rest).
+
+    Returns ``X`` itself, or streamed to ``device`` when one is named (out-of-core on a device).
+    """
+    X = stream_to_device(X, device, _OWNER)
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=_RELATIONS,
@@ -138,7 +143,7 @@ def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, 
         k = check_n_components(k, d_known, _OWNER, name="k")
     else:
         check_params({"k": _N_COMPONENTS}, {"k": k}, _OWNER)
-    return budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
+    return X, budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
 
 
 def _plan(budget: PrivacyBudget, relation: Relation, calibration: str, row_norm: float,
@@ -209,6 +214,7 @@ def noisy_power(
     show_progress: bool | None = None,
     adaptive_clip: bool = True,
     clip_share: float | None = None,
+    device: Any = None,
 ) -> SubspaceResult:
     """Private power iteration (Hardt and Roth 2013; Hardt and Price 2014), row-level variant.
 
@@ -250,9 +256,9 @@ def noisy_power(
     ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
     is drawn by the host generator, as on the NumPy path, then moved to the device.
     """
-    budget, rel, C, k, p = _validate(
+    X, budget, rel, C, k, p = _validate(
         X, k, block_size, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, on_norm_violation=on_norm_violation)
+        calibration=calibration, on_norm_violation=on_norm_violation, device=device)
     L = int(n_iter)
     xp, _ = get_namespace_and_device(X, _OWNER)  # array API dispatch (None: the NumPy path)
     noise = noise_source(random_state, like=X)
@@ -359,6 +365,12 @@ noisy_power.__doc__ = (noisy_power.__doc__ or "") + """
         paper calibration and for a one-shot iterator (it needs a second read).
     clip_share : float in (0, 1) or None
         The histogram's share of the budget (default 0.02).
+    device : None, str, torch.device, or an array
+        Out-of-core on a device: host rows (an array, a memmap, row blocks) are copied to ``device`` one
+        block at a time and clipped and summed there (every pass); the noise, the iterations and the
+        result are there (``dpspectral.to_numpy`` for NumPy). A string or ``torch.device`` means
+        PyTorch ("cuda", "cpu"); an array means its namespace and device. None: where the data live.
+        ``docs/array-api.md``, "Out-of-core on a device".
 
     Returns
     -------

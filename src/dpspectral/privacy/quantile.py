@@ -77,8 +77,10 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
     from .._array_api import dispatch_enabled, get_namespace_and_device, is_device_array
     from ..moments import _as_float_block, _iter_blocks, is_dask_array
 
-    if is_device_array(X) and dispatch_enabled():  # the norms on X's device, the counts to the host
-        return _norm_histogram_xp(X, *get_namespace_and_device(X, owner), edges, center, owner)
+    if hasattr(X, "device_target") or (is_device_array(X) and dispatch_enabled()):
+        # the norms on X's device (a device array, or host rows streamed there: device=), the counts back
+        return _norm_histogram_xp(X, *get_namespace_and_device(X, owner), edges, center, owner,
+                                  show_progress)
     counts = np.zeros(edges.size + 1, dtype=np.float64)
     if is_dask_array(X):
         import dask.array as da
@@ -109,27 +111,36 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
 
 
 def _norm_histogram_xp(X: Any, xp: Any, device: Any, edges: np.ndarray, center: Any,
-                       owner: str) -> np.ndarray:
+                       owner: str, show_progress: bool | None = None) -> np.ndarray:
     """The array API branch of :func:`norm_histogram` (the same bins, the same refusal of NaN/inf).
 
     On the device: ``#{i: ||x_i - center|| >= e_j}`` for every edge; only that short vector comes back.
+    ``X`` is a device array or host rows streamed there block by block (``device=``); each block is
+    compared with the edges in pieces of at most ``2^24`` entries.
     """
     from .._array_api import from_numpy, isfinite_all, to_numpy, work_dtype
+    from .._device_stream import device_blocks
 
-    n, d = (int(s) for s in X.shape)
     dtype = work_dtype(X, xp)
     edges_x = from_numpy(np.asarray(edges, dtype=np.float64), xp, device, dtype)
     center_x = None if center is None else from_numpy(center, xp, device, dtype)
     at_or_above = xp.zeros((edges.size,), dtype=xp.int64, device=device)
-    rows = max(1, (1 << 24) // max(d, edges.size, 1))
-    for a in range(0, n, rows):
-        raw = xp.astype(X[a:min(n, a + rows), ...], dtype, copy=False)
-        block = raw if center_x is None else raw - center_x
-        norms = xp.linalg.vector_norm(block, axis=1)  # an overflow gives inf: the top bin, as on NumPy
-        if not isfinite_all(norms, xp) and not isfinite_all(raw, xp):  # NaN/inf in the data: refused
-            raise not_finite_error(owner)
-        at_or_above = at_or_above + xp.sum(xp.astype(norms[:, None] >= edges_x[None, :], xp.int64),
-                                           axis=0)
+    n = 0
+    for _, block in device_blocks(X, xp, owner, show_progress):
+        raw = xp.astype(block, dtype, copy=False)
+        n += int(raw.shape[0])
+        if raw.shape[0] == 0:
+            continue
+        m, rows = int(raw.shape[0]), max(1, (1 << 24) // max(int(raw.shape[1]), edges.size, 1))
+        for a in range(0, m, rows):
+            part = raw[a:min(m, a + rows), ...]
+            shifted = part if center_x is None else part - center_x
+            norms = xp.linalg.vector_norm(shifted, axis=1)  # an overflow gives inf: the top bin, as on NumPy
+            if not isfinite_all(norms, xp) and not isfinite_all(part, xp):  # NaN/inf in the data: refused
+                raise not_finite_error(owner)
+            # counted in float32 (exact: a chunk has fewer than 2^24 rows), then added as integers
+            counts = xp.sum(xp.astype(norms[:, None] >= edges_x[None, :], xp.float32), axis=0)
+            at_or_above = at_or_above + xp.astype(counts, xp.int64)
     ge = to_numpy(at_or_above).astype(np.float64)
     # bin 0: below edges[0]; bin i: [edges[i-1], edges[i]); the last: at or above edges[-1]
     return np.concatenate(([n - ge[0]], ge[:-1] - ge[1:], ge[-1:]))
@@ -172,8 +183,9 @@ def balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, his
     ``floor_rows`` (optional; public or released): the target never exceeds it (less ``BALANCE_Z``
     standard deviations of the noisy count walked, so that a noisy histogram cannot walk past the floor
     into the empty bins below the norms), so that a noise so large that ``kappa`` exceeds the number of
-    rows clips at the norm ``floor_rows`` rows reach (a low quantile) instead of falling back to ``C`` (the iterative methods: signal and noise both scale
-    with ``r^2`` once every row is clipped, so the clip need not go lower).
+    rows clips at the norm ``floor_rows`` rows reach (a low quantile) instead of falling back to ``C``
+    (the iterative methods: signal and noise both scale with ``r^2`` once every row is clipped, so the
+    clip need not go lower).
     """
     at_or_above = np.cumsum(noisy_counts[::-1])[::-1]  # at_or_above[i]: rows in bins i, i+1, ...
     walked = np.arange(at_or_above.size, 0, -1, dtype=float)  # bins summed into at_or_above[i]
