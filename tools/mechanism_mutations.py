@@ -40,6 +40,13 @@ class Mutation:
 
 MUTATIONS: list[Mutation] = [
     Mutation(
+        "device paths: float32 clip without its rounding margin",
+        "_array_api.py",
+        "        slack = 2.0 * d_u / (1.0 - d_u) + 2.0 * eps",
+        "        slack = 0.0",
+        "tests/test_array_api.py",
+    ),
+    Mutation(
         "device paths: the shared clip scales over-bound rows by 1 (no clip)",
         "_array_api.py",
         "    factors = xp.where(over, target / xp.where(over, norms, ones), ones)",
