@@ -745,3 +745,36 @@ def test_dp_rayleigh_flow_noise_pinned(calibration, monkeypatch):
     eps_hi = bw_epsilon((sa[0] ** -2 + sb[0] ** -2) ** -0.5, delta)
     eps_lo = bw_epsilon((sa[1] ** -2 + sb[1] ** -2) ** -0.5, delta)
     assert eps_lo <= claim.epsilon <= eps_hi and claim.epsilon <= eps * (1 + 1e-9)
+
+
+def test_dpsr_phase2_with_a_public_b_pinned(monkeypatch):
+    """A user pair whose B is public (its sensitivity 0): no phase 1 and no Lambda_B release; Phi~ is the
+    public reduction of B, and every phase-2 gradient carries noise of std ``p sqrt(m) 2 ||dA||_2
+    ||Phi~||_2^2`` (k = 1: the spectral bound; the whole budget on phase 2; ``||Phi~||_2^2 =
+    1 / min(eig(B) + xi)`` exactly, from B itself). The plan line that no other pinned test reaches."""
+    from dpspectral.gep.scatter import PairSensitivity, symmetric_definite_pair
+
+    eps, delta, xi, m, d = 1.0, 1e-5, 0.01, 15, 5
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(d, d))
+    A = G @ G.T / d
+    B = np.diag(np.linspace(0.5, 2.0, d))  # public
+    sens = PairSensitivity(a_frobenius=0.03, b_frobenius=0.0, a_spectral=0.02, b_spectral=0.0)
+    pair = symmetric_definite_pair(A, B, sensitivity=sens, regularization=xi)
+    assert pair.b_is_public
+    phases = _instrument_dpsr(monkeypatch)
+    z = []
+    runs = 40
+    phi_norm2 = 1.0 / (0.5 + xi)
+    for seed in range(runs):
+        res = dpsr(pair, 1, epsilon=eps, delta=delta, regularization=xi, n_iter=m, random_state=seed)
+        (ph2,) = phases[-1:]
+        Phit = res.whitening
+        assert np.linalg.norm(Phit, 2) ** 2 == pytest.approx(phi_norm2, rel=1e-9)
+        noise2 = _phase_noise(ph2, Phit.T @ A @ Phit)[0]
+        z.append(noise2 / (2 * 0.02 * phi_norm2))
+        assert len(res.privacy.events) == 1  # phase 2 only
+    assert len(phases) == runs  # one phase per run
+    measured = _gauss_std_interval(np.concatenate(z, axis=None))
+    assert _inside(bw_multiplier(eps, delta) * math.sqrt(m), measured), measured
+    assert res.privacy.certified and res.privacy.epsilon == pytest.approx(eps, rel=1e-6)

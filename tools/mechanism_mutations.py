@@ -40,6 +40,13 @@ class Mutation:
 
 MUTATIONS: list[Mutation] = [
     Mutation(
+        "DPSR phase 2 with a public B: noise without ||Phi~||_2^2",
+        "gep/reduction.py",
+        '        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base * phi_norm2, delta2_base * phi_norm2)',
+        '        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base, delta2_base * phi_norm2)',
+        "tests/test_pinned_dp_pca_gep.py",
+    ),
+    Mutation(
         "device paths: float32 clip without its rounding margin",
         "_array_api.py",
         "        slack = 2.0 * d_u / (1.0 - d_u) + 2.0 * eps",
