@@ -92,6 +92,8 @@ AUDIT_DELTA = 1e-5
 #: Public bounds of the pairs: the row norm C and the Priv1/Priv2 change b.
 ROW_NORM = 1.0
 PRIV_BOUND = 1.0
+#: The public sketch seed of the sketching low-rank methods in every audit run.
+AUDIT_SKETCH_SEED = 20_251_126
 #: Family-wise false-positive rate of a whole audit (Bonferroni over its rows).
 FAMILY_ALPHA = 0.01
 #: Rows of the PCA pairs unless a method's settings say otherwise.
@@ -558,6 +560,10 @@ def _method_kwargs(method: Method, relation: Relation, epsilon: float,
         kwargs["row_norm"] = ROW_NORM
     if method.task == "lowrank" and "bound" in method.options:
         kwargs["bound"] = PRIV_BOUND
+    if "sketch_seed" in method.options:
+        # the sketches' randomness is public (the adversary knows it): one fixed seed for every run, so
+        # that the runs differ only in the secret noise and the audit is reproducible
+        kwargs["sketch_seed"] = AUDIT_SKETCH_SEED
     used: dict[str, Any] = {}
     for key, value in AUDIT_SETTINGS.get(method.name, {}).items():
         if key in method.options:
