@@ -233,21 +233,20 @@ def isfinite_all(B: Any, xp: Any) -> bool:
 
 
 
-def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
-    """``(clipped block, norms, number of rows above the bound)`` on ``block``'s device.
+def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, float]:
+    """``(norms, rows to clip, number of rows to refuse, clip target)`` of a device block (no scaling).
 
-    The shared clip of the device paths (the NumPy path's ``clip_rows``); every row is multiplied by its
-    factor (1 within the bound): the same work whatever the data. float64 blocks: rows above the bound
-    are scaled to ``row_norm``, as on NumPy's path. Narrower dtypes (float32), computed in their own
-    dtype (a float64 copy would cost the device's bandwidth): a computed norm is within a relative
-    ``gamma_d + u`` of the true one (``u`` the unit roundoff, ``gamma_d = d u / (1 - d u)``, the classic
-    bound for a sum of d squares), so every row whose computed norm exceeds ``row_norm (1 - s)``,
-    ``s = 2 gamma_d + 2 eps``, is scaled to ``row_norm (1 - s)(1 - 4 eps)``: the true norm of every stored,
-    rounded row is then within ``row_norm``. The count returned (for ``on_norm_violation="raise"``)
-    counts only rows clearly above the bound (computed norm above ``row_norm (1 + 1e-10)(1 + s)``), so
-    rows at the bound up to rounding are clipped, never refused. A NaN norm never counts as above the
-    bound: the caller refuses a block whose norms are not all finite (they are exactly when its
-    entries are).
+    The rule of the device paths (:func:`clip_rows_xp`; the validation passes use it alone). float64
+    blocks: the NumPy path's rule (above ``row_norm (1 + 1e-10)``: clipped to ``row_norm``, or refused).
+    Narrower dtypes (float32), computed in their own dtype (a float64 copy would cost the device's
+    bandwidth): a computed norm is within a relative ``gamma_d + u`` of the true one (``u`` the unit
+    roundoff, ``gamma_d = d u / (1 - d u)``, the classic bound for a sum of d squares), so every row whose
+    computed norm exceeds ``row_norm (1 - s)``, ``s = 2 gamma_d + 2 eps``, is scaled to
+    ``row_norm (1 - s)(1 - 4 eps)``: the true norm of every stored, rounded row is then within
+    ``row_norm``. Only rows clearly above the bound (computed norm above ``row_norm (1 + 1e-10)(1 + s)``)
+    count as refused (``on_norm_violation="raise"``): rows at the bound up to rounding are clipped, never
+    refused. A NaN norm is neither: the caller refuses a block whose norms are not all finite (they are
+    exactly when its entries are).
     """
     from .privacy.clipping import clip_threshold
 
@@ -265,7 +264,14 @@ def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
         over = norms > row_norm * (1.0 - slack)
         refused = norms > clip_threshold(row_norm) * (1.0 + slack)
         target = row_norm * (1.0 - slack) * (1.0 - 4.0 * eps)
+    return norms, over, int(xp.sum(xp.astype(refused, xp.int64))), target
+
+
+def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
+    """``(clipped block, norms, number of rows refused)`` on ``block``'s device (the rule of
+    :func:`row_norms_xp`). Every row is multiplied by its factor (1 within the bound): the same work
+    whatever the data."""
+    norms, over, n_refused, target = row_norms_xp(block, row_norm, xp)
     ones = xp.ones_like(norms)
     factors = xp.where(over, target / xp.where(over, norms, ones), ones)
-    n_over = int(xp.sum(xp.astype(refused, xp.int64)))
-    return block * factors[:, None], norms, n_over
+    return block * factors[:, None], norms, n_refused

@@ -61,11 +61,12 @@ def orthonormalize(V: np.ndarray, method: str = "qr") -> np.ndarray:
         return Q * s
     if method == "polar":
         # V (V^T V)^{-1/2} through the k x k Gram matrix (cheap for tall V); SVD when it is
-        # ill-conditioned.
-        w, U = np.linalg.eigh(V.T @ V)
-        if w[0] > 1e-8 * w[-1] > 0:
-            return V @ ((U / np.sqrt(w)) @ U.T)
-        U, _, Wt = np.linalg.svd(V, full_matrices=False)
+        # ill-conditioned. In V's own namespace (NumPy, or a device array's).
+        xp = _namespace(V) if _on_device(V) else np
+        w, U = xp.linalg.eigh(V.T @ V)
+        if float(w[0]) > 1e-8 * float(w[-1]) > 0:
+            return V @ ((U / xp.sqrt(w)) @ U.T)
+        U, _, Wt = xp.linalg.svd(V, full_matrices=False)
         return U @ Wt
     raise ValueError(f"The 'method' parameter must be 'qr' or 'polar'. Got {method!r} instead.")
 

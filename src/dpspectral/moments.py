@@ -428,17 +428,14 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
 
 def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation, owner: str,
                    xp: Any) -> int:
-    """A validation pass's check of one device block: finite, and the rows above the bound (counted,
-    or refused with ``"raise"``), without scaling the rows. With ``"raise"`` the norms are float64, as
-    :func:`~dpspectral._array_api.clip_rows_xp` computes them (a norm that overflows with finite entries
-    is above any bound); with ``"clip"`` (nothing refused: the count is not used) in the block's dtype."""
-    from ._array_api import isfinite_all
+    """A validation pass's check of one device block, by the rule of the device clip
+    (:func:`~dpspectral._array_api.row_norms_xp`), without scaling the rows: finite, and the rows above
+    the bound counted (or refused with ``"raise"``)."""
+    from ._array_api import isfinite_all, row_norms_xp
 
-    wide = xp.astype(block, xp.float64, copy=False) if on_norm_violation == "raise" else block
-    norms = xp.linalg.vector_norm(wide, axis=1)
-    if not isfinite_all(norms, xp) and not isfinite_all(block, xp):  # NaN/inf in the data: refused
+    norms, _, n_over, _ = row_norms_xp(block, row_norm, xp)
+    if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
         raise not_finite_error(owner)
-    n_over = int(xp.sum(xp.astype(norms > clip_threshold(row_norm), xp.int64)))
     if on_norm_violation == "raise" and n_over:
         raise norm_violation_error(owner, row_norm)
     return n_over
