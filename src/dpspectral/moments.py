@@ -22,8 +22,9 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
 from ._progress import progress
-from .privacy.clipping import NormViolation, clip_rows, clip_threshold
+from .privacy.clipping import NormViolation, clip_rows, clip_threshold, row_norms
 from .privacy.pipeline import NonPrivateDataError, as_numeric_2d, norm_violation_error, not_finite_error
+from .privacy.quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
 
 __all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
            "needs_two_passes_ok", "unknown_columns_error"]
@@ -40,6 +41,9 @@ class Moments:
     sum: np.ndarray | None
     second: np.ndarray | None
     n_clipped: int
+    #: With ``norm_edges``: the counts of the row norms (centred, before clipping) in the bins of
+    #: :func:`~dpspectral.privacy.quantile.norm_histogram`, counted in the same pass.
+    norm_counts: np.ndarray | None = None
 
 
 def is_dask_array(X: Any) -> bool:
@@ -180,6 +184,7 @@ def accumulate(
     owner: str = "dpspectral",
     show_progress: bool | None = None,
     xp: Any = None,
+    norm_edges: np.ndarray | None = None,
 ) -> Moments:
     """Sum and/or ``X^T X`` of the rows ``clip(x - center)``, in one pass over ``X``.
 
@@ -196,6 +201,11 @@ def accumulate(
     xp : array namespace, optional
         For a non-NumPy array ``X`` with array API dispatch on (``dpspectral._array_api``): the
         moments are computed in that namespace, on ``X``'s device, and returned as its arrays.
+    norm_edges : ndarray, optional
+        Public bin edges (:func:`~dpspectral.privacy.quantile.norm_edges`): the same pass also counts
+        the norms ``||x - center||`` in those bins (``Moments.norm_counts``, the exact counts of
+        :func:`~dpspectral.privacy.quantile.norm_histogram`; not private: the caller releases them), so
+        a validation pass doubles as the histogram pass of adaptive clipping.
 
     Returns
     -------
@@ -204,10 +214,12 @@ def accumulate(
     """
     if xp is not None:
         return _accumulate_xp(X, xp, row_norm, center, on_norm_violation, want_sum, want_second, owner,
-                              show_progress)
+                              show_progress, norm_edges)
     if is_dask_array(X):
-        return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner)
+        return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner,
+                                norm_edges)
     n = 0
+    counts = np.zeros(0 if norm_edges is None else norm_edges.size + 1)
     d: int | None = None
     total = None
     second = None
@@ -228,6 +240,8 @@ def accumulate(
             block = (block.toarray() if sp.issparse(block) else block) - center
         n += block.shape[0]
         if sp.issparse(block):
+            if norm_edges is not None:
+                counts += bin_counts(row_norms(block), norm_edges)
             block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
                                        copy=True, first_row=first_row, owner=owner)
             n_clipped += clipped
@@ -237,6 +251,8 @@ def accumulate(
                 second += (block.T @ block).toarray()
             continue
         norms = _dense_row_norms(block, first_row, owner)
+        if norm_edges is not None:
+            counts += bin_counts(norms, norm_edges)
         over = norms > clip_threshold(row_norm)
         n_clipped += int(np.count_nonzero(over))
         if on_norm_violation == "raise" and over.any():
@@ -260,7 +276,7 @@ def accumulate(
         second = np.ascontiguousarray(np.triu(second) + np.triu(second, 1).T)
     return Moments(
         n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
-        n_clipped=n_clipped,
+        n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
     )
 
 
@@ -294,9 +310,11 @@ def _accumulate_dask(
     want_sum: bool,
     want_second: bool,
     owner: str,
+    norm_edges: np.ndarray | None = None,
 ) -> Moments:
     """The moments of a Dask array: one task per row block computes the block's packed partial
-    (counts, sum, upper triangle of ``X^T X`` of its clipped rows), and Dask sums the partials in a tree
+    (counts, sum, upper triangle of ``X^T X`` of its clipped rows, the norm counts with
+    ``norm_edges``), and Dask sums the partials in a tree
     (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
     Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
     block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
@@ -312,9 +330,10 @@ def _accumulate_dask(
     if center is not None and center.shape != (d,):
         raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
     X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
-    width = _partial_width(d, want_sum, want_second)
+    n_bins = 0 if norm_edges is None else norm_edges.size + 1
+    width = _partial_width(d, want_sum, want_second) + n_bins
     partials = X.map_blocks(
-        _block_partial, center, float(row_norm), want_sum, want_second,
+        _block_partial, center, float(row_norm), want_sum, want_second, norm_edges,
         chunks=((1,) * X.numblocks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)),
     )
     total = np.asarray(partials.sum(axis=0).compute())
@@ -329,9 +348,10 @@ def _accumulate_dask(
     second = None
     if want_second:
         second = np.zeros((d, d))
-        second[np.triu_indices(d)] = total[3 + (d if want_sum else 0):]
+        second[np.triu_indices(d)] = total[3 + (d if want_sum else 0):width - n_bins]
         second = second + np.triu(second, 1).T
-    return Moments(n=n, d=d, sum=s, second=second, n_clipped=n_over)
+    return Moments(n=n, d=d, sum=s, second=second, n_clipped=n_over,
+                   norm_counts=None if norm_edges is None else total[width - n_bins:])
 
 
 def _partial_width(d: int, want_sum: bool, want_second: bool) -> int:
@@ -340,7 +360,7 @@ def _partial_width(d: int, want_sum: bool, want_second: bool) -> int:
 
 
 def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_sum: bool,
-                   want_second: bool) -> np.ndarray:
+                   want_second: bool, norm_edges: np.ndarray | None = None) -> np.ndarray:
     """One row block's packed partial (runs on a Dask worker; see :func:`_accumulate_dask`).
 
     A block with NaN or infinity is only flagged (the caller refuses the data when any is found); the
@@ -351,7 +371,8 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
     d = block.shape[1]
     if center is not None:
         block = block - center
-    out = np.zeros((1, _partial_width(d, want_sum, want_second)))
+    width = _partial_width(d, want_sum, want_second)
+    out = np.zeros((1, width + (0 if norm_edges is None else norm_edges.size + 1)))
     out[0, 0] = block.shape[0]
     if block.shape[0] == 0:
         return out
@@ -362,18 +383,22 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
         return out
     over = norms > clip_threshold(row_norm)
     out[0, 1] = np.count_nonzero(over)
+    if norm_edges is not None:
+        out[0, width:] = bin_counts(norms, norm_edges)
+    if not (want_sum or want_second):  # a validation pass: nothing to scale or add
+        return out
     block = block * np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)[:, None]
     if want_sum:
         out[0, 3:3 + d] = block.sum(axis=0)
     if want_second:
         second = blas.dsyrk(1.0, block.T, trans=0, lower=0)
-        out[0, 3 + (d if want_sum else 0):] = second[np.triu_indices(d)]
+        out[0, 3 + (d if want_sum else 0):width] = second[np.triu_indices(d)]
     return out
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
                    want_sum: bool, want_second: bool, owner: str,
-                   show_progress: bool | None = None) -> Moments:
+                   show_progress: bool | None = None, norm_edges: np.ndarray | None = None) -> Moments:
     """The array API branch of :func:`accumulate`: every block clipped and summed on ``X``'s device.
 
     ``X`` is a device array (sliced there) or host rows streamed to a device block by block
@@ -382,13 +407,15 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
     Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
     """
-    from ._array_api import clip_rows_xp, from_numpy, isfinite_all, work_dtype
+    from ._array_api import clip_rows_xp, from_numpy, isfinite_all, to_numpy, work_dtype
     from ._array_api import get_namespace_and_device as _where
     from ._device_stream import device_blocks
 
     dtype, device = work_dtype(X, xp), _where(X, owner)[1]
     n, n_clipped, d = 0, 0, None
     total = second = None
+    edges_x = None if norm_edges is None else from_numpy(np.asarray(norm_edges, float), xp, device, dtype)
+    at_or_above = None if norm_edges is None else xp.zeros((norm_edges.size,), dtype=xp.int64, device=device)
     for _, raw in device_blocks(X, xp, owner, show_progress):
         block = xp.astype(raw, dtype, copy=False)
         if d is None:
@@ -405,12 +432,16 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
         if center is not None:
             block = block - center
         if not (want_sum or want_second):  # a validation pass: the norms only, nothing scaled or added
-            n_over = _check_rows_xp(block, row_norm, on_norm_violation, owner, xp)
+            norms, n_over = _check_rows_xp(block, row_norm, on_norm_violation, owner, xp)
             n_clipped += n_over
+            if at_or_above is not None:
+                at_or_above = at_or_above + count_at_or_above_xp(norms, edges_x, xp, device)
             continue
         clipped, norms, n_over = clip_rows_xp(block, row_norm, xp)
         if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
             raise not_finite_error(owner)
+        if at_or_above is not None:
+            at_or_above = at_or_above + count_at_or_above_xp(norms, edges_x, xp, device)
         n_clipped += n_over
         if on_norm_violation == "raise" and n_over:
             raise norm_violation_error(owner, row_norm)
@@ -422,15 +453,16 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     assert second is not None
     second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
+    counts = None if at_or_above is None else counts_from_at_or_above(to_numpy(at_or_above), n)
     return Moments(n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
-                   n_clipped=n_clipped)
+                   n_clipped=n_clipped, norm_counts=counts)
 
 
 def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation, owner: str,
-                   xp: Any) -> int:
+                   xp: Any) -> tuple[Any, int]:
     """A validation pass's check of one device block, by the rule of the device clip
     (:func:`~dpspectral._array_api.row_norms_xp`), without scaling the rows: finite, and the rows above
-    the bound counted (or refused with ``"raise"``)."""
+    the bound counted (or refused with ``"raise"``). Returns the norms and that count."""
     from ._array_api import isfinite_all, row_norms_xp
 
     norms, _, n_over, _ = row_norms_xp(block, row_norm, xp)
@@ -438,4 +470,4 @@ def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation
         raise not_finite_error(owner)
     if on_norm_violation == "raise" and n_over:
         raise norm_violation_error(owner, row_norm)
-    return n_over
+    return norms, n_over

@@ -230,8 +230,9 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
 #: analyze_gauss and mod_sulq also clip the rows (uncentred or privately centred) at a private quantile of
 #: their norms, and take the noise's shape.
 _ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share", "noise_shape"}
-_ADAPTIVE_PASSES = ("3 with adaptive clipping (checks or private sum, norm histogram, scatter); 1 with "
-                    "adaptive_clip=False (2 privately centred) or a one-shot stream")
+_ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms, scatter; 3 privately "
+                    "centred: sum, centred norms, scatter); 1 with adaptive_clip=False (2 privately "
+                    "centred) or a one-shot stream")
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)

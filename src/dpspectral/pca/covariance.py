@@ -464,14 +464,17 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
     """centering None (or a public centre) with adaptive clipping: a staged release of two stages.
 
     Pass 1 validates the whole input (finite; norms, with ``on_norm_violation="raise"``) before
-    anything is charged. Stage 1 releases the noisy histogram of the row norms (and, under add/remove
+    anything is charged, and counts the row norms in the histogram's public bins (kept until stage 1:
+    one pass less over the data). Stage 1 releases the noisy histogram of the row norms (and, under add/remove
     with ``release_count``, the noisy count), from which the clip ``r`` (the balance rule, or a given
     quantile) is post-processed; stage 2 the scatter of the rows clipped at ``r``, with the planned noise
     multiplier times its sensitivity at ``r``. The whole cost is declared and checked up front.
     """
+    edges = norm_edges(C * (1.0 - _EDGE_SLACK))  # rows at the bound (up to rounding) in the top bin
+    # one pass validates the rows and counts their norms (kept here until the histogram's stage)
     first = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
                        want_sum=False, want_second=False, owner=kind, show_progress=show_progress,
-                       xp=xp)
+                       xp=xp, norm_edges=edges)
     check_n_components(k, first.d, kind, name="k")
     plan = make_plan(first.n, first.d)
     event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
@@ -480,8 +483,7 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
                            [tuple(event_of[name] for name in stage1), (event_of["scatter"],)])
     out = _Released()
     out.center = center
-    edges = norm_edges(C * (1.0 - _EDGE_SLACK))  # rows at the bound (up to rounding) in the top bin
-    counts = norm_histogram(X, edges, center=center, owner=kind, show_progress=show_progress)
+    counts = first.norm_counts
     stage = ReleasePlan(kind, plan.relation, tuple(event_of[n] for n in stage1),
                         tuple(plan[n] for n in stage1))
     with staged.stage(stage, noise) as releaser:

@@ -128,14 +128,11 @@ def validate_rows(
         True when the whole input was checked; False for a one-shot stream (an iterator or a
         callable), which is read once, after the charge (see the module's note on streams).
     """
-    from ..moments import is_dask_array
-    from .clipping import clip_threshold
+    from ..moments import accumulate, is_dask_array
 
     if _is_stream(X):
         return False
     if is_dask_array(X):
-        import dask.array as da
-
         if X.ndim != 2:
             raise ValueError(
                 f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of "
@@ -143,16 +140,11 @@ def validate_rows(
             )
         if X.dtype.kind not in "biuf":
             raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
-        Xf = X.astype(np.float64)
-        if center is not None:
-            Xf = Xf - center
-        finite = bool(da.isfinite(Xf).all().compute())
-        if not finite:
-            raise not_finite_error(owner)
-        if on_norm_violation == "raise" and row_norm is not None:
-            worst = float(da.sqrt((Xf * Xf).sum(axis=1)).max().compute()) if Xf.shape[0] else 0.0
-            if worst > clip_threshold(row_norm):
-                raise norm_violation_error(owner, row_norm)
+        # one task per row block (finite; rows above the bound counted), the flags summed in a tree
+        accumulate(X, row_norm=math.inf if row_norm is None else row_norm, center=center,
+                   on_norm_violation="raise" if on_norm_violation == "raise" and row_norm is not None
+                   else "clip",
+                   want_sum=False, want_second=False, owner=owner)
         return True
     blocks: Sequence[Any] = X if isinstance(X, (list, tuple)) and X and not _is_scalar_row(X) else [X]
     for block in blocks:

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from .budget import Relation
 from .pipeline import not_finite_error
 
-__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "OCTAVES", "balanced_clip",
+__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "OCTAVES", "balanced_clip", "bin_counts",
            "clip_from_histogram", "histogram_sensitivity", "norm_edges", "norm_histogram"]
 
 #: The bins cover ``[C 2^-OCTAVES, C]`` (plus one bin below and one above) ...
@@ -83,16 +83,7 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
                                   show_progress)
     counts = np.zeros(edges.size + 1, dtype=np.float64)
     if is_dask_array(X):
-        import dask.array as da
-
-        Xf = X.astype(np.float64)
-        if center is not None:
-            Xf = Xf - center
-        if not bool(da.isfinite(Xf).all().compute()):
-            raise not_finite_error(owner)
-        norms = np.asarray(da.sqrt((Xf * Xf).sum(axis=1)).compute())
-        np.add.at(counts, np.searchsorted(edges, norms, side="right"), 1.0)
-        return counts
+        return _norm_histogram_dask(X, edges, center, owner)
     d: int | None = None
     for first_row, raw in _iter_blocks(X, owner, show_progress):
         block = _as_float_block(raw, first_row, d, owner)
@@ -106,8 +97,46 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
             dense = dense - center
         with np.errstate(over="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->i", dense, dense))
-        np.add.at(counts, np.searchsorted(edges, norms, side="right"), 1.0)
+        counts += bin_counts(norms, edges)
     return counts
+
+
+def bin_counts(norms: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The counts of ``norms`` in the bins of :func:`norm_histogram` (float64, ``edges.size + 1``
+    of them): bin 0 below ``edges[0]``, bin ``i`` in ``[edges[i-1], edges[i])``, the last at or above
+    ``edges[-1]`` (an infinite norm, from a finite row whose square overflows, too)."""
+    return np.bincount(np.searchsorted(edges, norms, side="right"),
+                       minlength=edges.size + 1).astype(np.float64)
+
+
+def _norm_histogram_dask(X: Any, edges: np.ndarray, center: np.ndarray | None, owner: str) -> np.ndarray:
+    """The Dask branch of :func:`norm_histogram`: one task per row block counts its norms (and flags
+    NaN/inf), Dask sums the short count vectors in a tree; nothing of size n moves to the caller."""
+    from ..moments import check_dask_columns
+
+    check_dask_columns(X)
+    X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+    partials = X.map_blocks(_block_counts, edges, center, chunks=((1,) * X.numblocks[0], (edges.size + 2,)),
+                            dtype=np.float64, meta=np.empty((0, 0)))
+    total = np.asarray(partials.sum(axis=0).compute())
+    if total[0]:
+        raise not_finite_error(owner)
+    return total[1:]
+
+
+def _block_counts(block: Any, edges: np.ndarray, center: np.ndarray | None) -> np.ndarray:
+    """One Dask block's ``[has NaN/inf, counts...]`` (runs on a worker)."""
+    dense = np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
+    out = np.zeros((1, edges.size + 2))
+    if not np.isfinite(dense).all():
+        out[0, 0] = 1.0
+        return out
+    if center is not None:
+        dense = dense - center
+    with np.errstate(over="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", dense, dense))
+    out[0, 1:] = bin_counts(norms, edges)
+    return out
 
 
 def _norm_histogram_xp(X: Any, xp: Any, device: Any, edges: np.ndarray, center: Any,
@@ -138,10 +167,27 @@ def _norm_histogram_xp(X: Any, xp: Any, device: Any, edges: np.ndarray, center: 
             norms = xp.linalg.vector_norm(shifted, axis=1)  # an overflow gives inf: the top bin, as on NumPy
             if not isfinite_all(norms, xp) and not isfinite_all(part, xp):  # NaN/inf in the data: refused
                 raise not_finite_error(owner)
-            # counted in float32 (exact: a chunk has fewer than 2^24 rows), then added as integers
-            counts = xp.sum(xp.astype(norms[:, None] >= edges_x[None, :], xp.float32), axis=0)
-            at_or_above = at_or_above + xp.astype(counts, xp.int64)
-    ge = to_numpy(at_or_above).astype(np.float64)
+            at_or_above = at_or_above + count_at_or_above_xp(norms, edges_x, xp, device)
+    return counts_from_at_or_above(to_numpy(at_or_above), n)
+
+
+def count_at_or_above_xp(norms: Any, edges_x: Any, xp: Any, device: Any) -> Any:
+    """``#{i: norms_i >= e_j}`` for every edge, on the norms' device (an int64 vector of ``xp``), the
+    norms compared with the edges in pieces of at most ``2^24`` comparisons."""
+    m = int(norms.shape[0])
+    rows = max(1, (1 << 24) // max(int(edges_x.shape[0]), 1))
+    at_or_above = xp.zeros(edges_x.shape, dtype=xp.int64, device=device)
+    for a in range(0, m, rows):
+        piece = norms[a:min(m, a + rows)]
+        # counted in float32 (exact: a piece has fewer than 2^24 rows), then added as integers
+        counts = xp.sum(xp.astype(piece[:, None] >= edges_x[None, :], xp.float32), axis=0)
+        at_or_above = at_or_above + xp.astype(counts, xp.int64)
+    return at_or_above
+
+
+def counts_from_at_or_above(at_or_above: np.ndarray, n: int) -> np.ndarray:
+    """The bin counts of :func:`bin_counts` from ``#{i: norm_i >= e_j}`` and the number of rows."""
+    ge = np.asarray(at_or_above, dtype=np.float64)
     # bin 0: below edges[0]; bin i: [edges[i-1], edges[i]); the last: at or above edges[-1]
     return np.concatenate(([n - ge[0]], ge[:-1] - ge[1:], ge[-1:]))
 
