@@ -9,8 +9,9 @@ Usage (from the project root, after ``make install-dev``; an idle machine, the t
 Two sweeps, each on synthetic float64 rows scaled into the unit ball (a public bound ``row_norm = 1``):
 time against n at d = 100, and time against d at n = 10^5. For every point: the median of ``--repeats``
 ``DPPCA(10, epsilon=1, delta=1e-6, row_norm=1)`` fits with the defaults (Analyze Gauss with the
-adaptive clip: three reads of the data) and the bare ``X^T X`` + ``eigh`` (one read, no clipping, no
-noise: the limit on this hardware). ``--dask-workers``: the n sweep also on a Dask array (row blocks
+adaptive clip: two reads of the data, the validation pass counting the norms) and the bare
+``X^T X`` + ``eigh`` (one read, no clipping, no noise: the limit on this hardware). ``--dask-workers``:
+the n sweep also on a Dask array (row blocks
 of 250,000 rows, persisted on a ``LocalCluster`` of that many single-thread workers, made the active
 client) with its own limit ``(X.T @ X).compute()`` + ``eigh``. ``--torch``: the n sweep also through
 the array API on PyTorch's CPU device (``dpspectral.config_context(array_api_dispatch=True)``), when
