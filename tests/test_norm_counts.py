@@ -118,3 +118,24 @@ def test_adaptive_dppca_reads_the_data_twice() -> None:
     same = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X)
     np.testing.assert_allclose(fitted.components_, same.components_, atol=1e-10)
     assert any(note.startswith("Adaptive clipping") for note in fitted.privacy_.notes)
+
+
+def test_clipped_moments_in_pieces_equal_the_direct_ones() -> None:
+    """The clipped rows are added in pieces of at least 1024 rows (a shared buffer): with d = 300 a
+    block of 2,600 rows is three pieces, rows above the bound in each; the sum and X^T X equal the
+    direct clipped ones, in memory and on Dask (one block and several)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2600, 300)) / 15.0  # norms about 1.15: most rows above the bound 1, some not
+    X[::7] *= 0.5
+    factors = np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))
+    assert 0.2 < np.mean(factors < 1.0) < 0.95
+    Y = X * factors[:, None]
+    sources: dict[str, object] = {"dense": X, "blocks": [X[:1500], X[1500:]]}
+    da = pytest.importorskip("dask.array")
+    sources["dask one block"] = da.from_array(X, chunks=(2600, 300))
+    sources["dask blocks"] = da.from_array(X, chunks=(1100, 300))
+    for name, source in sources.items():
+        got = accumulate(source, row_norm=1.0, want_sum=True, want_second=True)
+        assert got.sum is not None and got.second is not None
+        np.testing.assert_allclose(got.sum, Y.sum(axis=0), atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(got.second, Y.T @ Y, atol=1e-9, err_msg=name)

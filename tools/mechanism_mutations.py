@@ -40,6 +40,27 @@ class Mutation:
 
 MUTATIONS: list[Mutation] = [
     Mutation(
+        "moments: the clipped pieces added without their per-row factors (no clip)",
+        "moments.py",
+        "        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)",
+        "        np.multiply(block[a:a + rows], 1.0, out=piece)",
+        "tests/test_covariance.py",
+    ),
+    Mutation(
+        "moments: every piece scaled by the first piece's factors",
+        "moments.py",
+        "        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)",
+        "        np.multiply(block[a:a + rows], factors[:piece.shape[0], None], out=piece)",
+        "tests/test_norm_counts.py",
+    ),
+    Mutation(
+        "Dask partial: rows above the bound not counted as clipped, nor clipped",
+        "moments.py",
+        "    over = norms > clip_threshold(row_norm)\n    out[0, 1] = np.count_nonzero(over)",
+        "    over = norms > np.inf\n    out[0, 1] = np.count_nonzero(over)",
+        "tests/test_norm_counts.py",
+    ),
+    Mutation(
         "DPSR phase 2 with a public B: noise without ||Phi~||_2^2",
         "gep/reduction.py",
         '        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base * phi_norm2, delta2_base * phi_norm2)',
