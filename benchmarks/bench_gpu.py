@@ -147,7 +147,7 @@ def _sklearn_fit(X: Any) -> Callable[[], Any] | str:
     except ImportError as exc:
         return f"scikit-learn not importable: {exc}"
     if isinstance(X, np.ndarray):
-        return "scikit-learn has no out-of-core device path (IncrementalPCA runs on the host)"
+        return "no out-of-core device path in scikit-learn (IncrementalPCA runs on the host)"
 
     def fit() -> Any:
         with sklearn.config_context(array_api_dispatch=True):
@@ -269,7 +269,7 @@ def _table(lines: list[dict[str, Any]], device_name: str) -> str:
         fit, lim, sk, cpu = m.get("dppca", {}), m.get("limit", {}), m.get("sklearn", {}), m.get("cpu_dppca")
         nan = float("nan")
         streamed = " (streamed)" if lim.get("streamed") else ""
-        sk_text = f"{sk['median_s']:.3f}" if "median_s" in sk else f"n/a ({sk.get('skipped', '')[:60]})"
+        sk_text = f"{sk['median_s']:.3f}" if "median_s" in sk else f"n/a ({sk.get('skipped', '')[:80]})"
         cpu_text = f"{cpu['median_s']:.2f} ({cpu['device_speedup']:.1f}x)" if cpu else ""
         out.append(f"| {case}{streamed} | {n:,} x {d} | {dtype} | {fit.get('median_s', nan):.3f} | "
                    f"{lim.get('median_s', nan):.3f} | {fit.get('ratio_to_limit', nan):.2f} | "
