@@ -139,3 +139,15 @@ def test_clipped_moments_in_pieces_equal_the_direct_ones() -> None:
         assert got.sum is not None and got.second is not None
         np.testing.assert_allclose(got.sum, Y.sum(axis=0), atol=1e-9, err_msg=name)
         np.testing.assert_allclose(got.second, Y.T @ Y, atol=1e-9, err_msg=name)
+
+
+def test_adaptive_noisy_power_reads_the_data_twice() -> None:
+    from dpspectral import noisy_power
+
+    X = _rows(6)
+    source = _CountingSource(X)
+    got = noisy_power(source, 2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0)
+    assert source.passes == 2  # validation + counts, then the scatter at the released clip
+    same = noisy_power(X, 2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0)
+    np.testing.assert_allclose(got.components, same.components, atol=1e-10)
+    assert len(got.privacy.events) == 2  # the histogram and the iterations, as before

@@ -280,7 +280,8 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca.power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
         options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip", "clip_share"}),
-        memory="O(d^2)",
+        memory="O(d^2)", passes=("2 by default (checks that also count the norms, then X^T X at the released "
+                                 "clip); 1 with adaptive_clip=False or a one-shot stream"),
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
     ),
     Method(

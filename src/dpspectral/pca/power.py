@@ -247,7 +247,9 @@ def noisy_power(
     noisy histogram of the row norms is released first (``clip_share`` of the budget) and the rows
     are clipped at the clip post-processed from it (:mod:`dpspectral.privacy.adaptive`): the
     sensitivity above holds with C replaced by that public clip; the multiplier is calibrated for
-    ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``.
+    ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``. The data
+    are read twice: the validation pass also counts the row norms in the histogram's public bins (the
+    exact counts stay here until the histogram's stage adds its noise), then ``X^T X`` at the clip.
 
     Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
     events; the noise is drawn on the data's device by
@@ -268,8 +270,10 @@ def noisy_power(
     plan = _plan(budget, rel, calibration, C, L, p, clip)
     precheck(accountant, ((clip.event,) if clip else ()) + plan.events, rel)
     # The first pass reads (and, for an in-memory input, validates) every row before any charge.
+    # With the adaptive clip it also counts the row norms in the histogram's public bins (released later).
     moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=clip is None, owner=_OWNER, show_progress=show_progress, xp=xp)
+                         want_second=clip is None, owner=_OWNER, show_progress=show_progress, xp=xp,
+                         norm_edges=None if clip is None else clip.edges)
     k = check_n_components(k, moments.d, _OWNER, name="k")
     p = _check_block_size(block_size, k, moments.d, _OWNER)
     plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
@@ -286,7 +290,8 @@ def noisy_power(
             math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
         released_clip = release_row_clip(
             X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
-            n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress)
+            n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress,
+            counts=moments.norm_counts)
         share = clip_share or DEFAULT_CLIP_SHARE
         plan = at_clip(plan, released_clip, C, {"iteration": 2},
                        clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r

@@ -82,6 +82,11 @@ class RowClipPlan:
         """``m -> ComposedDpEvent([histogram, make_event(m)])``: calibrate the method's noise to the rest."""
         return lambda m: dp_accounting.ComposedDpEvent([self.event, make_event(m)])
 
+    @property
+    def edges(self) -> np.ndarray:
+        """The histogram's public bin edges (rows at the bound, up to rounding, in the top bin)."""
+        return norm_edges(self.row_norm * (1.0 - _EDGE_SLACK))
+
     def stage_plan(self, label: str) -> ReleasePlan:
         """The plan of stage one (the histogram alone)."""
         return ReleasePlan(label, self.relation, (self.event,), (self.release,))
@@ -104,7 +109,8 @@ def plan_row_clip(budget: PrivacyBudget, relation: Relation, row_norm: float,
 
 def release_row_clip(X: Any, plan: RowClipPlan, staged: StagedRelease, noise: Any, *,
                      noise_per_clip2: float, d: int, n_public: int | None, owner: str,
-                     center: np.ndarray | None = None, show_progress: bool | None = None) -> float:
+                     center: np.ndarray | None = None, show_progress: bool | None = None,
+                     counts: np.ndarray | None = None) -> float:
     """Stage one: release the norm histogram and return the clip ``r <= C`` (post-processing).
 
     ``noise_per_clip2`` (``nu``, public): the spectral norm of the method's noise on the quantity that
@@ -112,10 +118,13 @@ def release_row_clip(X: Any, plan: RowClipPlan, staged: StagedRelease, noise: An
     step sees every row; mini-batches see each row once). The balance rule places about
     ``BALANCE_FACTOR sqrt(d) nu`` rows above the clip, never fewer than ``1 - FLOOR_QUANTILE`` of them
     below it. The caller has read and validated the rows at ``C`` before (nothing charged on refusal).
+    ``counts``: the exact counts in ``plan.edges``, when the caller's validation pass counted them
+    (``accumulate(..., norm_edges=plan.edges)``); else this reads ``X`` once more to count them.
     """
     C = plan.row_norm
-    edges = norm_edges(C * (1.0 - _EDGE_SLACK))
-    counts = norm_histogram(X, edges, center=center, owner=owner, show_progress=show_progress)
+    edges = plan.edges
+    if counts is None:
+        counts = norm_histogram(X, edges, center=center, owner=owner, show_progress=show_progress)
     with staged.stage(plan.stage_plan(owner), noise) as releaser:
         noisy_counts = releaser.add("norm_histogram", counts)
     n_rows = float(n_public) if n_public is not None else float(np.sum(noisy_counts))
