@@ -278,11 +278,8 @@ def noisy_power(
     p = _check_block_size(block_size, k, moments.d, _OWNER)
     plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
     released_clip = None
-    if clip is None:
-        with release(plan, accountant, noise) as releaser:
-            assert moments.second is not None
-            Y = _iterate(moments.second, p, L, releaser, show_progress)
-        events = plan.events
+    if clip is None:  # one release (the context managers below charge on entry, not when made)
+        stage, events = release(plan, accountant, noise), plan.events
     else:
         staged = clip.staged(accountant, _OWNER, plan.events)
         spec = plan["iteration"]
@@ -298,10 +295,10 @@ def noisy_power(
         # the rows clipped at the released clip (never refused: they were checked at C above)
         moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
                              want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
-        with staged.stage(plan, noise) as releaser:
-            assert moments.second is not None
-            Y = _iterate(moments.second, p, L, releaser, show_progress)
-        events = (clip.event, *plan.events)
+        stage, events = staged.stage(plan, noise), (clip.event, *plan.events)
+    with stage as releaser:
+        assert moments.second is not None
+        Y = _iterate(moments.second, p, L, releaser, show_progress)
     # Post-processing of the last release: its top-k left singular vectors, ordered.
     U = _left_singular_vectors(Y)
     # frames: certify_release, report, noisy_power, the constraint check, the caller
