@@ -15,8 +15,8 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from _adaptive import RecordingGenerator as _RecordingGenerator
 from _pinned import bw_multiplier, clip_by_hand
-from test_adaptive_clip_iterative import _RecordingGenerator
 
 from dpspectral import Accountant, DPFisherDiscriminant, DPLinearDiscriminantAnalysis, private_fda
 from dpspectral.gep.moments import DEFAULT_SHARES, moments_fda, moments_sensitivity, release_moments

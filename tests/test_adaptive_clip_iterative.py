@@ -14,6 +14,9 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from _adaptive import RecordingGenerator as _RecordingGenerator
+from _adaptive import sin_theta as _sin
+from _adaptive import spiked as _spiked
 
 from dpspectral.pca.power import noisy_power
 from dpspectral.privacy.accounting import Accountant, epsilon_of
@@ -23,30 +26,6 @@ from dpspectral.privacy.gaussian import analytic_noise_multiplier
 from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan
 
 EPS, DELTA = 1.0, 1e-6
-
-
-def _spiked(n: int = 4000, d: int = 12, scale: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of norm about ``scale / 4`` with one strong direction (the truth ``v``)."""
-    rng = np.random.default_rng(seed)
-    v = np.zeros(d)
-    v[0] = 1.0
-    X = rng.normal(size=(n, d)) * 0.3 + rng.normal(size=(n, 1)) * 3.0 * v
-    X *= scale / 4.0 / np.median(np.linalg.norm(X, axis=1))
-    return X, v
-
-
-def _sin(u: np.ndarray, v: np.ndarray) -> float:
-    return float(math.sqrt(max(0.0, 1.0 - float(u[:, 0] @ v) ** 2)))
-
-
-class _RecordingGenerator(np.random.Generator):
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.draws: list[tuple[float, tuple[int, ...]]] = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):  # type: ignore[override]
-        self.draws.append((float(scale), tuple(np.atleast_1d(size)) if size is not None else ()))
-        return super().normal(loc, scale, size)
 
 
 # -- the shared stage -------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from _adaptive import RecordingGenerator as _RecordingGenerator
+from _adaptive import sin_theta as _sin
+from _adaptive import spiked as _spiked
 
 import dpspectral.pca.oja as oja_module
 from dpspectral.pca.minibatch import minibatch_oja, minibatch_sensitivity
@@ -29,32 +32,6 @@ from dpspectral.privacy.clipping import sensitivity_norm
 from dpspectral.privacy.gaussian import analytic_noise_multiplier
 
 EPS, DELTA = 1.0, 1e-6
-
-
-def _spiked(n: int = 4000, d: int = 12, scale: float = 1.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of median norm ``scale / 4`` with one strong direction (the truth ``v = e_1``)."""
-    rng = np.random.default_rng(seed)
-    v = np.zeros(d)
-    v[0] = 1.0
-    X = rng.normal(size=(n, d)) * 0.3 + rng.normal(size=(n, 1)) * 3.0 * v
-    X *= scale / 4.0 / np.median(np.linalg.norm(X, axis=1))
-    return X, v
-
-
-def _sin(W: np.ndarray, v: np.ndarray) -> float:
-    return float(math.sqrt(max(0.0, 1.0 - float(W[:, 0] @ v) ** 2)))
-
-
-class _RecordingGenerator(np.random.Generator):
-    """Records every ``normal`` draw (the pipeline's Gaussian releases): (scale, shape)."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.draws: list[tuple[float, tuple[int, ...]]] = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):  # type: ignore[override]
-        self.draws.append((float(scale), tuple(np.atleast_1d(size)) if size is not None else ()))
-        return super().normal(loc, scale, size)
 
 
 def _method_event(name: str, res) -> dp_accounting.DpEvent:

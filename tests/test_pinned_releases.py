@@ -311,7 +311,7 @@ def test_adaptive_clip_releases_pinned(relation, monkeypatch):
 # -- the uncentred path with adaptive clipping: norm histogram (and count), scatter at the clip --------
 @pytest.mark.parametrize("relation,release_count", [("replace_one", False), ("add_remove", True)])
 def test_uncentred_adaptive_clip_releases_pinned(relation, release_count, monkeypatch):
-    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+    from dpspectral.privacy.quantile import bound_edges, norm_histogram
 
     # enough rows for the released counts to move the clip (the balance rule keeps C when the noisy
     # counts cannot tell: about 25 histogram standard deviations, 1,100 rows here)
@@ -330,7 +330,7 @@ def test_uncentred_adaptive_clip_releases_pinned(relation, release_count, monkey
         assert_scale(np.array([r.n_samples for r in results]) - n, diag["count_noise_std"])
         multipliers.append(diag["count_noise_std"] / _count_sensitivity())
     # the histogram of the raw norms (public edges from C): its noise at the declared scale
-    truth = norm_histogram(X, norm_edges(C * (1 - cov_module._EDGE_SLACK)), center=None, owner="t")
+    truth = norm_histogram(X, bound_edges(C), center=None, owner="t")
     assert_scale(np.array([h - truth for h in hist.calls]), diag["histogram_noise_std"])
     multipliers.append(diag["histogram_noise_std"] / _histogram_sensitivity(relation))
     # the scatter of the rows clipped at the released clip r: the planned multiplier times the

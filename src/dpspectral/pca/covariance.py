@@ -69,6 +69,7 @@ from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, StagedReleas
 from ..privacy.quantile import (
     BALANCE_FACTOR,
     balanced_clip,
+    bound_edges,
     clip_from_histogram,
     histogram_sensitivity,
     norm_edges,
@@ -95,9 +96,6 @@ DEFAULT_CLIP_QUANTILE = 0.1
 #: The budget shares of the norm histogram: centred path, uncentred path.
 DEFAULT_CLIP_SHARE = 0.05
 UNCENTRED_CLIP_SHARE = 0.02
-#: Norms within this relative distance below the public bound count as at the bound (rows scaled to
-#: unit norm have computed norms 1 - 1e-16): the histogram's edges are ``norm_edges(C (1 - SLACK))``.
-_EDGE_SLACK = 1e-9
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
 
@@ -470,7 +468,7 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
     quantile) is post-processed; stage 2 the scatter of the rows clipped at ``r``, with the planned noise
     multiplier times its sensitivity at ``r``. The whole cost is declared and checked up front.
     """
-    edges = norm_edges(C * (1.0 - _EDGE_SLACK))  # rows at the bound (up to rounding) in the top bin
+    edges = bound_edges(C)  # rows at the bound (up to rounding) in the top bin
     # one pass validates the rows and counts their norms (kept here until the histogram's stage)
     first = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
                        want_sum=False, want_second=False, owner=kind, show_progress=show_progress,

@@ -42,7 +42,7 @@ import numpy as np
 from .budget import PrivacyBudget, Relation
 from .gaussian import analytic_noise_multiplier
 from .pipeline import NoisyRelease, ReleasePlan, StagedRelease
-from .quantile import BALANCE_FACTOR, balanced_clip, histogram_sensitivity, norm_edges, norm_histogram
+from .quantile import BALANCE_FACTOR, balanced_clip, bound_edges, histogram_sensitivity, norm_histogram
 
 __all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "clip_note", "plan_row_clip",
            "release_row_clip"]
@@ -53,8 +53,6 @@ DEFAULT_CLIP_SHARE = 0.02
 #: The clip never goes below the norm this share of rows falls under (the noise-dominated limit: once
 #: every row is clipped, signal and noise both scale with ``r^2``).
 FLOOR_QUANTILE = 0.1
-#: Norms within this relative distance below the bound count as at the bound (unit rows).
-_EDGE_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class RowClipPlan:
     @property
     def edges(self) -> np.ndarray:
         """The histogram's public bin edges (rows at the bound, up to rounding, in the top bin)."""
-        return norm_edges(self.row_norm * (1.0 - _EDGE_SLACK))
+        return bound_edges(self.row_norm)
 
     def stage_plan(self, label: str) -> ReleasePlan:
         """The plan of stage one (the histogram alone)."""

@@ -133,14 +133,8 @@ def validate_rows(
     if _is_stream(X):
         return False
     if is_dask_array(X):
-        if X.ndim != 2:
-            raise ValueError(
-                f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of "
-                f"shape {X.shape}."
-            )
-        if X.dtype.kind not in "biuf":
-            raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
-        # one task per row block (finite; rows above the bound counted), the flags summed in a tree
+        # 2-D, numeric, known width; then one task per row block (finite; rows above the bound
+        # counted), the flags summed in a tree
         accumulate(X, row_norm=math.inf if row_norm is None else row_norm, center=center,
                    on_norm_violation="raise" if on_norm_violation == "raise" and row_norm is not None
                    else "clip",

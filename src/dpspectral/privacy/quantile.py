@@ -41,8 +41,9 @@ import scipy.sparse as sp
 from .budget import Relation
 from .pipeline import not_finite_error
 
-__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "OCTAVES", "balanced_clip", "bin_counts",
-           "clip_from_histogram", "histogram_sensitivity", "norm_edges", "norm_histogram"]
+__all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "EDGE_SLACK", "OCTAVES", "balanced_clip",
+           "bin_counts", "bound_edges", "clip_from_histogram", "histogram_sensitivity", "norm_edges",
+           "norm_histogram"]
 
 #: The bins cover ``[C 2^-OCTAVES, C]`` (plus one bin below and one above) ...
 OCTAVES = 8
@@ -55,10 +56,21 @@ BALANCE_FACTOR = 0.5
 BALANCE_Z = 3.0
 
 
+#: Norms within this relative distance below the public bound count as at the bound (rows scaled to
+#: unit norm have computed norms 1 - 1e-16): :func:`bound_edges`.
+EDGE_SLACK = 1e-9
+
+
 def norm_edges(row_norm: float) -> np.ndarray:
     """The public bin edges ``C 2^(-j/BINS_PER_OCTAVE)``, ``j = BINS_PER_OCTAVE OCTAVES, ..., 0``."""
     j = np.arange(BINS_PER_OCTAVE * OCTAVES, -1, -1, dtype=float)
     return float(row_norm) * np.exp2(-j / BINS_PER_OCTAVE)
+
+
+def bound_edges(row_norm: float) -> np.ndarray:
+    """The edges for a clip at most the public bound: ``norm_edges(C (1 - EDGE_SLACK))``, so rows at
+    the bound (up to rounding) fall in the top bin, the bin of the bound itself."""
+    return norm_edges(float(row_norm) * (1.0 - EDGE_SLACK))
 
 
 def histogram_sensitivity(relation: Relation) -> float:
