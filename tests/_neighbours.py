@@ -34,6 +34,7 @@ from dpspectral import Accountant
 
 __all__ = [
     "Outcome",
+    "assert_exception_is_data_free",
     "assert_message_is_data_free",
     "assert_same_public_view",
     "fitted_attributes",
@@ -237,3 +238,23 @@ def assert_message_is_data_free(message: str, *, forbidden_numbers: Iterable[int
         )
     for text in forbidden_substrings:
         assert text not in message, f"the message quotes {text!r} (a private value): {message!r}"
+
+
+def assert_exception_is_data_free(exc: BaseException, *, forbidden_numbers: Iterable[int] = (),
+                                  forbidden_substrings: Iterable[str] = ()) -> None:
+    """:func:`assert_message_is_data_free` on an exception and on everything chained under it.
+
+    A clean message is not enough when NumPy's or scikit-learn's error (which quotes the offending cell)
+    is kept as the ``__cause__`` or ``__context__``: the traceback prints it too.
+    """
+    numbers, texts = tuple(forbidden_numbers), tuple(forbidden_substrings)
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is s for s in seen):
+            continue
+        seen.append(e)
+        assert_message_is_data_free(f"{type(e).__name__}: {e}", forbidden_numbers=numbers,
+                                    forbidden_substrings=texts)
+        todo += [e.__cause__, e.__context__]

@@ -544,6 +544,23 @@ def test_fit_add_remove_without_a_released_count(small_data, tmp_path, capsys):
     assert "400" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_model_json_saves_the_exact_n_only_where_n_is_public(small_data, tmp_path, relation):
+    # replace-one: n is a public input (neighbours have the same n), saved exactly; add/remove: n is
+    # private, and model.json holds the released noisy count (charged with the fit), never the exact n
+    npy, *_ = small_data
+    out = tmp_path / "m"
+    assert main(["fit", str(npy), "--k", "2", *FIT, "--relation", relation, "--out", str(out)]) == 0
+    model = json.loads((out / "model.json").read_text())
+    events = json.loads((out / "privacy.json").read_text())["events"]
+    if relation == "replace_one":
+        assert model["n_samples"] == 400.0
+        assert len(events) == 2  # the norm histogram, the scatter
+    else:
+        assert model["n_samples"] is not None and model["n_samples"] != 400.0
+        assert len(events) == 3  # and the count, released with noise under the same budget
+
+
 def test_fit_drops_data_dependent_warnings_keeps_privacy_warnings(small_data, tmp_path, capsys, monkeypatch):
     # Old code: every warning raised while the private data were processed reached stderr, e.g.
     # NumPy's overflow warnings, whose occurrence depends on the values.

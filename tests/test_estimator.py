@@ -204,12 +204,17 @@ def test_fit_on_a_dask_cluster(lowrank_data):
 
 @pytest.mark.parametrize("method", ["ppca", "exponential"])
 def test_pure_epsilon_methods_report_delta_zero(method, lowrank_data):
-    # A delta given to the estimator is not passed to a pure epsilon-DP method, and the report says
-    # what the method guarantees (delta = 0), not the delta given.
+    # A delta given to the estimator is not passed to a pure epsilon-DP method: a warning says so at
+    # fit, and the report says what the method guarantees (delta = 0), with a note on the unused delta.
+    from dpspectral import PureEpsilonWarning
+
     acc = Accountant(5.0, 1e-5)
-    est = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method=method, accountant=acc,
-                random_state=0).fit(lowrank_data)
+    with pytest.warns(PureEpsilonWarning, match=rf"method='{method}' is pure epsilon-DP.*delta = 0"):
+        est = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method=method, accountant=acc,
+                    random_state=0).fit(lowrank_data)
     assert est.privacy_.delta == 0.0 and est.privacy_.certified
+    assert est.privacy_.requested_delta == 0.0
+    assert any("delta=1e-06 given was not used" in note for note in est.privacy_.notes)
     assert est.privacy_.epsilon == pytest.approx(1.0, rel=1e-9)
     assert acc.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
 

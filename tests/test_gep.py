@@ -393,7 +393,7 @@ def test_accountant_records_and_refuses_before_noise(fpair):
         sr_dp(fpair, 2, epsilon=0.8, delta=DELTA, accountant=acc, random_state=0)
     assert len(acc.entries) == 1
     est = DPFisherDiscriminant(2, epsilon=0.6, delta=DELTA, row_norm=1.0, accountant=acc,
-                               random_state=0)
+                               random_state=0, classes=[0, 1, 2])
     X, y = _fda_data(np.random.default_rng(0), n=300)
     est.fit(X, y)
     assert len(acc.entries) == 3  # the moments default: two stages (norm histogram, moments)
@@ -452,14 +452,14 @@ def test_audit_of_the_first_dpsr_phase():
 
 def test_bad_labels():
     X = np.random.default_rng(0).normal(size=(10, 3)) / 3
-    with pytest.raises(ValueError, match="one class only.*Pass the public list of labels"):
-        fda_pair(X, np.zeros(10), row_norm=1.0)
+    # classes=None: one label present is no refusal (A = 0; the pair equals that of any public list)
+    np.testing.assert_allclose(fda_pair(X, np.zeros(10), row_norm=1.0).A, 0.0, atol=1e-12)
     with pytest.raises(ValueError, match="not in the public 'classes' \\[0, 1\\]") as err:
         fda_pair(X, np.array([0] * 5 + [1] * 4 + [-2.7001]), row_norm=1.0, classes=[0, 1])
     assert "2.7" not in str(err.value)  # issue 15 item 4: no label read from y is quoted
     with pytest.raises(ValueError, match="'classes'.*at least 2"):
         fda_pair(X, np.zeros(10), row_norm=1.0, classes=[0])
-    with pytest.raises(ValueError, match="'y'.*9 labels for 10 rows"):
+    with pytest.raises(ValueError, match="'y'.*one label per row of X"):
         fda_pair(X, np.zeros(9), row_norm=1.0)
     with pytest.raises(ValueError, match="NaN or infinity"):
         fda_pair(np.where(np.arange(30).reshape(10, 3) == 9, np.nan, X), np.arange(10) % 2, row_norm=1.0)

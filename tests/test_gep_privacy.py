@@ -3,7 +3,9 @@
 * A class with one member, a single class present, or a class absent from the data never makes a fit
   refuse when the public ``classes`` are given: the sensitivity proof covers them, and neighbours that
   differ in one label (a class reduced to one member, or emptied) give the same public view.
-* ``classes=None`` reads the label set from ``y``: the privacy report says so in words.
+* ``classes=None`` releases the label set (a thresholded noisy count per label, charged in the same
+  report): a label of one member is left out, and the report says how the set was released
+  (tests/test_gep_label_release.py checks the mechanism).
 * ``n_components > n_classes - 1`` is refused (as scikit-learn's LDA), before anything is charged.
 * Validate, then charge: bad input is refused before the ledger is charged, with messages that name
   what the user called and no row, value, label or eigenvalue of the private data.
@@ -104,12 +106,13 @@ def test_a_class_emptied_and_a_single_class_present_are_fitted():
 
 
 def test_singleton_class_with_labels_from_the_data_is_fitted():
-    """classes=None: a class with one member is no longer refused (the label set is unchanged)."""
-    X, y = _data()
+    """classes=None: a class with one member is not refused; its label is not released (the label
+    release's threshold), and the fit goes on with the others."""
+    X, y = _data(n=3000)
     y = y.copy()
     y[np.flatnonzero(y == 2)[1:]] = 0     # class 2 has one member
     est = _fit(X, y)(None)
-    assert list(est.classes_) == [0, 1, 2] and est.n_components_ == 2
+    assert list(est.classes_) == [0, 1] and est.n_components_ == 1
 
 
 def test_fda_pair_handles_empty_and_one_member_classes_exactly():
@@ -128,19 +131,22 @@ def test_fda_pair_handles_empty_and_one_member_classes_exactly():
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 23 item 3: classes=None reads the label set from the data, and says so
+# classes=None releases the label set, in the same report
 # ------------------------------------------------------------------------------------------------
 
 
-def test_labels_from_the_data_are_reported_as_not_protected():
-    X, y = _data()
+def test_labels_from_the_data_are_released_in_the_same_report():
+    X, y = _data(n=3000)
     est = _fit(X, y)(None)
-    assert any("NOT protected" in note and "'classes'" in note for note in est.privacy_.notes)
+    assert est.privacy_.certified and list(est.classes_) == [0, 1, 2]
+    assert any("set of labels was released privately" in note for note in est.privacy_.notes)
     res = private_fda(X, y, 2, random_state=0, **KW)
-    assert any("NOT protected" in note for note in res.privacy.notes)
+    assert res.privacy.certified and any("released privately" in note for note in res.privacy.notes)
     given = _fit(X, y, classes=[0, 1, 2])(None)
-    assert not any("NOT protected" in note for note in given.privacy_.notes)
+    assert not any("released privately" in note for note in given.privacy_.notes)
+    assert not any("NOT protected" in note for out in (est, given) for note in out.privacy_.notes)
     # with public classes a neighbour that changes the label set changes no public field
+    X, y = _data()
     a = observe(_fit(X, y, classes=[0, 1, 2, 3]))
     b = observe(_fit(X, np.where(np.arange(len(y)) == 0, 3, y), classes=[0, 1, 2, 3]))
     assert_same_public_view(a, b, FDA_RELEASED)
@@ -148,12 +154,14 @@ def test_labels_from_the_data_are_reported_as_not_protected():
 
 
 def test_one_label_with_labels_from_the_data_is_refused_without_quoting_it():
-    X, _ = _data()
+    """A single label in y: released (one label), then refused; the label stage stays charged."""
+    X, _ = _data(n=3000)
     acc = Accountant(10.0, DELTA)
-    with pytest.raises(ValueError, match="one class only.*'classes'") as err:
+    with pytest.raises(ValueError, match="fewer than 2 labels.*'classes'") as err:
         DPFisherDiscriminant(epsilon=1.0, delta=DELTA, row_norm=1.0, accountant=acc).fit(
             X, np.full(len(X), -2.7001))
-    assert "2.7" not in str(err.value) and acc.entries == ()
+    assert "2.7" not in str(err.value) and "3000" not in str(err.value)
+    assert len(acc.entries) == 1 and acc.entries[0].status == "released"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -163,11 +171,13 @@ def test_one_label_with_labels_from_the_data_is_refused_without_quoting_it():
 
 @pytest.mark.parametrize("classes", [None, [0, 1, 2]])
 def test_n_components_above_n_classes_minus_one_is_refused_before_the_charge(classes):
-    X, y = _data()
+    """With public classes before any charge; with classes=None right after the label release (the
+    number of classes is a released value then), before the later stages."""
+    X, y = _data(n=3000)
     acc = Accountant(10.0, DELTA)
     with pytest.raises(ValueError, match=r"'n_components' parameter of DPFisherDiscriminant.*n_classes - 1"):
         DPFisherDiscriminant(3, classes=classes, accountant=acc, **KW).fit(X, y)
-    assert acc.entries == ()
+    assert len(acc.entries) == (0 if classes is not None else 1)
     assert DPFisherDiscriminant(2, classes=classes, random_state=0, **KW).fit(X, y).n_components_ == 2
 
 

@@ -85,10 +85,11 @@ def test_unseen_public_class_follows_the_documented_rule():
 @pytest.mark.parametrize("kwargs,fit,match", [
     (dict(classes=[0, 1, 2]), dict(y=np.r_[np.zeros(599, int), 5]), "not in the public 'classes'"),
     (dict(), dict(y=np.zeros(10, int)), "inconsistent numbers of samples"),
-    (dict(), dict(y=np.zeros(600, int)), "one class only"),
     (dict(), dict(X=np.full((600, 6), np.nan)), "NaN"),
     (dict(), dict(y=np.r_[np.zeros(599), np.nan]), "NaN|continuous"),
-    (dict(n_components=3), dict(), "n_components"),
+    (dict(n_components=3, classes=[0, 1, 2]), dict(), "n_components"),
+    (dict(n_components=7), dict(), "n_components"),  # classes=None: > n_features, before the charge
+    (dict(priors=[0.2, 0.3, 0.5]), dict(), "'priors' parameter.*'classes'"),  # priors need public classes
     (dict(ridge=0.0), dict(), "'ridge' parameter"),
     (dict(ridge=-2.0), dict(), "'ridge' parameter"),
     (dict(priors=[0.5, 0.6, -0.1]), dict(), "'priors' parameter"),
@@ -102,6 +103,16 @@ def test_bad_input_is_refused_before_anything_is_charged(kwargs, fit, match):
     with pytest.raises((ValueError, TypeError), match=match):
         DPLinearDiscriminantAnalysis(accountant=acc, **args).fit(fit.get("X", X), fit.get("y", y))
     assert acc.entries == ()
+
+
+def test_a_single_label_is_refused_after_the_label_release():
+    """classes=None and one label in y: the label set is released (one label), then the fit refuses
+    with a data-free message; the label stage stays charged (a decision on a released value)."""
+    X, _ = _data()
+    acc = Accountant()
+    with pytest.raises(ValueError, match="fewer than 2 labels") as err:
+        DPLinearDiscriminantAnalysis(accountant=acc, **KW).fit(X, np.zeros(600, int))
+    assert "600" not in str(err.value) and len(acc.entries) == 1
 
 
 def test_public_priors_replace_the_released_ones():

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _neighbours import observe
-from test_nothing_charged import CLASSES, ESTIMATORS, N_SITES, K, N, _call, _clean
+from _neighbours import assert_exception_is_data_free, assert_message_is_data_free, observe
+from test_nothing_charged import CLASSES, ESTIMATORS, N_SITES, D, K, N, _call, _clean
 
 from dpspectral import methods
 
@@ -90,14 +90,14 @@ def _streaming(cls_name: str) -> Callable[..., Any]:
         kw = dict(epsilon=1.0, delta=1e-5, accountant=acc, random_state=0, sketch_seed=7)
         kw.update(over)
         if cls_name == "CovarianceLRF":
-            state = cls(X.shape[1], K, row_norm=1.0, **kw)
+            state = cls(D, K, row_norm=1.0, **kw)
             state.insert_many(X)
-        elif cls_name == "ContinualLRF":
-            state = cls(X.shape, K, 4, **kw)
-            state.step(rows=[17], cols=[1], values=[float(X[17, 1])])
+        elif cls_name == "ContinualLRF":  # one cell of the data, as the caller holds it (not converted here)
+            state = cls((N, D), K, 4, **kw)
+            state.step(rows=[17], cols=[1], values=[X[17, 1]])
         else:
-            state = cls(X.shape, K, **kw)
-            state.update(17, 1, float(X[17, 1]))
+            state = cls((N, D), K, **kw)
+            state.update(17, 1, X[17, 1])
         return state.release()
     return call
 
@@ -123,7 +123,7 @@ def _sites(fn_name: str) -> Callable[..., Any]:
 def _select_subspace(X, y, acc, **over):
     from dpspectral.model_selection import select_subspace
 
-    candidates = [np.eye(X.shape[1])[:, :K], np.eye(X.shape[1])[:, K:2 * K]]
+    candidates = [np.eye(D)[:, :K], np.eye(D)[:, K:2 * K]]
     kw = dict(epsilon=1.0, row_norm=1.0, accountant=acc, random_state=0)
     kw.update(over)
     return select_subspace(candidates, X, **kw)
@@ -296,3 +296,157 @@ def test_estimators_refuse_negative_epsilon_and_unknown_options(cls_name):
         labelled = cls_name in ("DPFisherDiscriminant", "DPLinearDiscriminantAnalysis")
         est.fit(data, y) if labelled else est.fit(data)
     assert not acc.entries
+
+
+# --- Input that is not a real 2-D numeric table: refused with a message that quotes no data ------------
+#
+# NumPy's and scikit-learn's own messages quote the data (``could not convert string to float: '...'``,
+# ``Expected 2D array, got 1D array instead: array=[...]``, ``Complex data not supported\n[[...]]``), and
+# so does an exception chained under a clean one. Each kind of bad input below is fed to every public
+# callable that takes data; the refusal must name the problem, quote none of the data's distinctive
+# values (neither in its text nor in its __cause__/__context__ chain nor in a warning), and charge nothing.
+# polars is tested where it is installed (it is not a dependency); pandas where it is installed.
+
+SECRET_NUMBER = 0.0314159  # in cell (0, 0) of every variant
+SECRET_IMAG = 0.2718281  # the imaginary parts of the complex variant
+SECRET_TEXT = "secret-cell"  # the text cell of the text variants, at (17, 1)
+FORBIDDEN = ("0.0314", "314159", "0.2718", "271828", "secret-cell")
+
+BAD_KINDS = ("text", "complex", "1-D", "pandas", "polars")
+_FRAMES = ("pandas", "polars")
+
+# What the message must name, by kind (the problem, in the library's words).
+_NAMES_PROBLEM = {"text": ("numeric", "number"), "complex": ("complex",), "1-D": ("1-D", "2-D"),
+                  "pandas": ("numeric",), "polars": ("numeric",)}
+
+# Callers that take one cell or one row of the data (not a table): no 1-D or DataFrame variant.
+_ONE_VALUE = {"TurnstileLRF", "ContinualLRF", "TurnstileSpaceOptimalLRF", "local_gaussian_report"}
+
+
+def _bad_table(kind: str) -> Any:
+    X, _ = _clean()
+    X = X.copy()
+    X[0, 0] = SECRET_NUMBER
+    names = [f"f{j}" for j in range(D)]
+    if kind == "text":
+        Z = X.astype(object)
+        Z[17, 1] = SECRET_TEXT
+        return Z
+    if kind == "complex":
+        Z = X.astype(complex)
+        Z[0, 0] += 1j * SECRET_IMAG
+        Z[17, 1] += 1j * SECRET_IMAG
+        return Z
+    if kind == "1-D":
+        return X[:, 0].copy()
+    if kind == "pandas":
+        pd = pytest.importorskip("pandas")
+        cols: dict[str, Any] = {n: X[:, j] for j, n in enumerate(names)}
+        cols["f1"] = [SECRET_TEXT if i == 17 else float(v) for i, v in enumerate(X[:, 1])]
+        return pd.DataFrame(cols)
+    if kind == "polars":
+        pl = pytest.importorskip("polars")
+        cols = {n: X[:, j] for j, n in enumerate(names)}
+        cols["f1"] = [SECRET_TEXT if i == 17 else repr(float(v)) for i, v in enumerate(X[:, 1])]
+        return pl.DataFrame(cols)
+    raise AssertionError(kind)
+
+
+def assert_refusal_quotes_no_data(out: Any, what: str) -> None:
+    assert out.raised, f"{what}: accepted the input"
+    try:
+        assert_exception_is_data_free(out.exception, forbidden_substrings=FORBIDDEN)
+        for _, text in out.warnings:
+            assert_message_is_data_free(text, forbidden_substrings=FORBIDDEN)
+    except AssertionError as exc:
+        raise AssertionError(f"{what}: {exc}") from None
+
+
+def _bad_kind_cases():
+    for name in sorted(set(CALLERS) - NO_DATA_ARGUMENT):
+        for kind in BAD_KINDS:
+            if name in _ONE_VALUE and (kind == "1-D" or kind in _FRAMES):
+                continue
+            yield pytest.param(name, kind, id=f"{name}-{kind}")
+
+
+@pytest.mark.parametrize("name, kind", list(_bad_kind_cases()))
+def test_non_numeric_or_1d_input_is_refused_with_a_data_free_message(name, kind):
+    X = _bad_table(kind)
+    _, y = _clean()
+    out = observe(lambda acc: CALLERS[name](X, y, acc))
+    assert_refusal_quotes_no_data(out, f"{name} on {kind} input")
+    assert isinstance(out.exception, (TypeError, ValueError)), f"{name}: {out.error}"
+    message = out.error[1]
+    assert any(word in message for word in _NAMES_PROBLEM[kind]), f"{name}: {message!r}"
+    if kind in _FRAMES:  # the text column is named by its public name, not by a cell
+        assert "'f1'" in message, f"{name}: {message!r}"
+    if name in CHARGED_AT_CREATION:
+        assert len(out.ledger) == 1 and out.ledger[0][2] == "released", out.ledger
+    else:
+        assert out.ledger == (), f"{name} charged the ledger before refusing: {out.ledger}"
+
+
+def _fitted(cls_name: str) -> Any:
+    import dpspectral
+
+    X, y = _clean()
+    cls = getattr(dpspectral, cls_name)
+    kw = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
+    if cls_name in ("DPFisherDiscriminant", "DPLinearDiscriminantAnalysis"):
+        return cls(K, classes=CLASSES, **kw).fit(X, y)
+    if cls_name == "DistributedDPPCA":
+        return cls(K, engine="inprocess", **kw).fit([X[: N // N_SITES], X[N // N_SITES:]])
+    return cls(K, **kw).fit(X)
+
+
+# The methods of a fitted estimator that read new data (the projections and the classifier's scores).
+READ_DATA = [("DPPCA", "transform"), ("DPPCA", "inverse_transform"), ("DPFisherDiscriminant", "transform"),
+             ("DPLinearDiscriminantAnalysis", "transform"), ("DPLinearDiscriminantAnalysis", "predict"),
+             ("DPLinearDiscriminantAnalysis", "predict_proba"),
+             ("DPLinearDiscriminantAnalysis", "decision_function"), ("DistributedDPPCA", "transform")]
+
+
+@pytest.mark.parametrize("kind", ["text", "complex", "1-D", "pandas", "polars"])
+@pytest.mark.parametrize("cls_name, method", READ_DATA, ids=[f"{c}.{m}" for c, m in READ_DATA])
+def test_fitted_estimators_refuse_bad_new_data_with_a_data_free_message(cls_name, method, kind):
+    est = _fitted(cls_name)
+    X = _bad_table(kind)
+    if method == "inverse_transform" and kind != "1-D":  # its input lives in the projected space
+        X = X[:, :K] if kind not in _FRAMES else X[["f0", "f1"]]
+    out = observe(lambda acc: getattr(est, method)(X))
+    assert_refusal_quotes_no_data(out, f"{cls_name}.{method} on {kind} input")
+    assert isinstance(out.exception, (TypeError, ValueError)), f"{cls_name}.{method}: {out.error}"
+    assert any(word in out.error[1] for word in _NAMES_PROBLEM[kind]), out.error[1]
+
+
+# Labels the classifiers cannot use: refused before the charge, quoting no label and no row count.
+def _bad_labels(kind: str) -> Any:
+    _, y = _clean()
+    if kind == "complex":
+        return y + 1j * SECRET_NUMBER
+    if kind == "text-with-numbers":  # a text label among the public integer classes
+        return np.array([SECRET_TEXT if i == 17 else int(v) for i, v in enumerate(y)], dtype=object)
+    if kind == "2-D":
+        return np.column_stack([y, y + SECRET_NUMBER])
+    if kind == "not-a-class":
+        z = y.astype(float)
+        z[17] = SECRET_NUMBER
+        return z
+    raise AssertionError(kind)
+
+
+LABELLED = ["DPFisherDiscriminant", "DPLinearDiscriminantAnalysis", "moments", "dpsr", "sr_dp",
+            "private_fda"]
+
+
+@pytest.mark.parametrize("kind", ["complex", "text-with-numbers", "2-D", "not-a-class"])
+@pytest.mark.parametrize("name", LABELLED)
+def test_bad_labels_are_refused_with_a_data_free_message(name, kind):
+    X, _ = _clean()
+    y = _bad_labels(kind)
+    out = observe(lambda acc: CALLERS[name](X, y, acc))
+    assert_refusal_quotes_no_data(out, f"{name} on {kind} labels")
+    assert isinstance(out.exception, (TypeError, ValueError)), f"{name}: {out.error}"
+    assert "'y'" in out.error[1] or "label" in out.error[1], out.error[1]
+    assert out.ledger == (), f"{name} charged the ledger before refusing: {out.ledger}"

@@ -36,10 +36,12 @@ def _instances() -> list[BaseEstimator]:
     return [
         DPPCA(1, row_norm=100.0, **_PRIVACY),
         DPPCA(1, row_norm=100.0, relation="add_remove", centering="private", **_PRIVACY),
-        DPPCA(1, row_norm=100.0, method="ppca", **_PRIVACY),  # pure epsilon-DP (delta not passed on)
+        # pure epsilon-DP: delta 0 (a positive delta would be unused, with a PureEpsilonWarning)
+        DPPCA(1, row_norm=100.0, method="ppca", **{**_PRIVACY, "delta": 0.0}),
         DPLowRank(1, method_params={"sketch_seed": 0}, **_PRIVACY),
         DPLowRank(1, method="covariance_lrf", row_norm=100.0, method_params={"sketch_seed": 0}, **_PRIVACY),
-        DPFisherDiscriminant(1, row_norm=100.0, **_PRIVACY),
+        # a large epsilon: the checks' small data pass the private label release's threshold (classes=None)
+        DPFisherDiscriminant(1, row_norm=100.0, epsilon=1e4, delta=1e-5, random_state=0),
         DistributedDPPCA(1, row_norm=100.0, engine="inprocess", **_PRIVACY),
         # the classifier checks ask for training accuracy on small blobs: a large epsilon (the noise is
         # calibrated as always; the checks test the scikit-learn contract, not the privacy/utility trade-off)
@@ -139,7 +141,7 @@ def _tiny_fit(cls):
     X = rng.normal(size=(120, 4)) / 4
     if cls is DPFisherDiscriminant:
         y = np.arange(120) % 3
-        return DPFisherDiscriminant(1, epsilon=1.0, delta=1e-5, row_norm=1.0, n_iter=3,
+        return DPFisherDiscriminant(1, epsilon=1.0, delta=1e-5, row_norm=1.0, n_iter=3, classes=[0, 1, 2],
                                     random_state="secure").fit(X, y)
     if cls is DistributedDPPCA:
         return DistributedDPPCA(1, epsilon=1.0, delta=1e-5, row_norm=1.0, engine="inprocess",

@@ -56,7 +56,7 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "Dask partial: rows above the bound not counted as clipped, nor clipped",
         "moments.py",
-        "    over = norms > clip_threshold(row_norm)\n    out[0, 1] = np.count_nonzero(over)",
+        "    over = norms > clip_threshold(row_norm * scale)\n    out[0, 1] = np.count_nonzero(over)",
         "    over = norms > np.inf\n    out[0, 1] = np.count_nonzero(over)",
         "tests/test_norm_counts.py",
     ),
@@ -995,6 +995,27 @@ MUTATIONS: list[Mutation] = [
         "            clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon",
         "            dp_accounting.GaussianDpEvent, budget.epsilon",
         "tests/test_adaptive_clip_streaming.py",
+    ),
+    Mutation(
+        "clipping: norms compared with a bound far from 1 without the power-of-two scaling",
+        "privacy/clipping.py",
+        "    if 2.0 ** -k < row_norm < 2.0 ** k:\n        return 1.0",
+        "    if True:\n        return 1.0",
+        "tests/test_clipping_range.py",
+    ),
+    Mutation(
+        "dpdispca add/remove: one array cut into sites by position, not by a random site per row",
+        "distributed/protocol.py",
+        "            parts = _random_split(data, n_sites, rng)\n",
+        "            parts = _split_rows(data, n_sites)\n",
+        "tests/test_neighbour_invariance.py",
+    ),
+    Mutation(
+        "dpdispca add/remove: the row blocks of one Dask array accepted as sites",
+        "distributed/protocol.py",
+        "    if n_private and sites.numblocks[0] > 1:\n",
+        "    if False:\n",
+        "tests/test_neighbour_invariance.py",
     ),
 ]
 

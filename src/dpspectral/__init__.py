@@ -13,6 +13,7 @@ from .privacy import (
     BudgetExceededError,
     PrivacyBudget,
     PrivacyReport,
+    PureEpsilonWarning,
     Relation,
     UncertifiedPrivacyWarning,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Method",
     "PrivacyBudget",
     "PrivacyReport",
+    "PureEpsilonWarning",
     "Relation",
     "SubspaceResult",
     "UncertifiedPrivacyWarning",

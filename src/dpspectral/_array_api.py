@@ -233,8 +233,13 @@ def isfinite_all(B: Any, xp: Any) -> bool:
 
 
 
-def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, float]:
-    """``(norms, rows to clip, number of rows to refuse, clip target)`` of a device block (no scaling).
+def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, float, Any]:
+    """``(norms, rows to clip, number of rows to refuse, clip target, plain norms)`` of a device block
+    (the rows not clipped). ``norms`` and ``target`` are of the rows scaled by the public power of two
+    :func:`~dpspectral.privacy.clipping.norm_scale` of the bound in the block's dtype (1 for most
+    bounds; for a bound far from 1 the squares of the rows near it would be subnormal or overflow, and a
+    norm computed from them would no longer be within a relative rounding error): their ratio is the
+    factor of the unscaled row. ``plain norms`` are the rows' own norms (finite for finite rows).
 
     The rule of the device paths (:func:`clip_rows_xp`; the validation passes use it alone). float64
     blocks: the NumPy path's rule (above ``row_norm (1 + 1e-10)``: clipped to ``row_norm``, or refused).
@@ -248,12 +253,18 @@ def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, f
     refused. A NaN norm is neither: the caller refuses a block whose norms are not all finite (they are
     exactly when its entries are).
     """
-    from .privacy.clipping import clip_threshold
+    from .privacy.clipping import clip_threshold, norm_scale
 
-    norms = xp.linalg.vector_norm(block, axis=1)
+    scale = norm_scale(row_norm, np.float64 if block.dtype == xp.float64 else np.float32)
+    norms = xp.linalg.vector_norm(block if scale == 1.0 else block * scale, axis=1)
+    plain = norms if scale == 1.0 else norms / scale
     if not isfinite_all(norms, xp) and isfinite_all(block, xp):  # finite entries whose squares overflow
-        scale = xp.max(xp.abs(block), axis=1)
-        norms = scale * xp.linalg.vector_norm(block / scale[:, None], axis=1)
+        top = xp.max(xp.abs(block), axis=1)
+        top = xp.where(top > 0, top, xp.ones_like(top))
+        unit = xp.linalg.vector_norm(block / top[:, None], axis=1)
+        plain = top * unit
+        norms = plain if scale == 1.0 else (top * scale) * unit  # inf beyond the dtype: factor 0
+    row_norm = row_norm * scale  # the bound of the scaled rows, in [1, 2) when scale != 1
     if block.dtype == xp.float64:
         over = refused = norms > clip_threshold(row_norm)
         target = row_norm
@@ -264,14 +275,14 @@ def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, f
         over = norms > row_norm * (1.0 - slack)
         refused = norms > clip_threshold(row_norm) * (1.0 + slack)
         target = row_norm * (1.0 - slack) * (1.0 - 4.0 * eps)
-    return norms, over, int(xp.sum(xp.astype(refused, xp.int64))), target
+    return norms, over, int(xp.sum(xp.astype(refused, xp.int64))), target, plain
 
 
 def clip_rows_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int]:
     """``(clipped block, norms, number of rows refused)`` on ``block``'s device (the rule of
     :func:`row_norms_xp`). Every row is multiplied by its factor (1 within the bound): the same work
     whatever the data."""
-    norms, over, n_refused, target = row_norms_xp(block, row_norm, xp)
+    norms, over, n_refused, target, plain = row_norms_xp(block, row_norm, xp)
     ones = xp.ones_like(norms)
     factors = xp.where(over, target / xp.where(over, norms, ones), ones)
-    return block * factors[:, None], norms, n_refused
+    return block * factors[:, None], plain, n_refused

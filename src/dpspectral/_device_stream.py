@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import as_numeric_array, check_numeric_dtype
 from .constraints import Constraint
 
 __all__ = ["DEVICE", "DeviceStream", "device_blocks", "resolve_device", "stream_to_device"]
@@ -111,8 +112,7 @@ def _host_dtype(dtype: Any, owner: str) -> np.dtype:
     dtype = np.dtype(dtype)
     if dtype == np.float16:
         raise half_precision_error(owner)
-    if dtype.kind not in "biuf":
-        raise TypeError(f"{owner} needs numeric data; got dtype {dtype}. Nothing was charged.")
+    check_numeric_dtype(dtype, owner)  # text, complex...: refused, quoting nothing from the data
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
@@ -228,11 +228,9 @@ def stream_to_device(X: Any, device: Any, owner: str) -> Any:
         first_dtype, source = _peek_dtype(X)
         return DeviceStream(source, xp, dev, _host_dtype(first_dtype, owner), None,
                             reiterable=not isinstance(source, Iterator))
+    checked = as_numeric_array(X, owner, convert_object=False)  # numeric, 2-D; refusals quote no cell
     if not isinstance(X, np.ndarray):
-        X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"{owner} expects 2-D data of shape (n_samples, n_features); got shape "
-                         f"{X.shape}. Nothing was charged.")
+        X = checked  # (an ndarray, a memmap included, is kept as it is: checked, not read)
     return DeviceStream(X, xp, dev, _host_dtype(X.dtype, owner), (int(X.shape[0]), int(X.shape[1])), True)
 
 

@@ -560,6 +560,8 @@ def _method_kwargs(method: Method, relation: Relation, epsilon: float,
         kwargs["row_norm"] = ROW_NORM
     if method.task == "lowrank" and "bound" in method.options:
         kwargs["bound"] = PRIV_BOUND
+    if method.task == "gep":  # the pair's labels are the public classes (no label-set release to audit)
+        kwargs["classes"] = (0, 1)
     if "sketch_seed" in method.options:
         # the sketches' randomness is public (the adversary knows it): one fixed seed for every run, so
         # that the runs differ only in the secret noise and the audit is reproducible

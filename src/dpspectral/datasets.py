@@ -57,7 +57,7 @@ from typing import IO, Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_generator
+from ._validation import as_generator, as_numeric_array
 from .constraints import NONE, Interval, Options, Types, check_params, validated
 from .linalg import orthonormalize
 from .privacy.clipping import clip_rows, row_norms
@@ -1539,11 +1539,8 @@ def normalize_rows_nonprivate(X: np.ndarray | sp.spmatrix | sp.sparray) -> Any:
     if sp.issparse(X):
         Xc = sp.csr_matrix(X, dtype=np.float64, copy=True)
     else:
-        Xc = np.array(X, dtype=np.float64, copy=True)
-        if Xc.ndim != 2:
-            raise ValueError(
-                f"The 'X' parameter of normalize_rows_nonprivate must be 2-D. Got shape {Xc.shape} instead."
-            )
+        # numeric and 2-D, or a refusal that quotes no cell; then a float64 copy
+        Xc = np.array(as_numeric_array(X, "normalize_rows_nonprivate", name="X"), dtype=np.float64, copy=True)
     norms = row_norms(Xc)
     if not np.all(np.isfinite(norms)):
         raise ValueError(

@@ -10,13 +10,14 @@ option only some methods take) stay in each estimator's ``_validate_params_dp``,
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._array_api import (
     COVERED_METHODS,
@@ -27,7 +28,7 @@ from ._array_api import (
     same_space,
 )
 from ._device_stream import DEVICE, stream_to_device
-from ._validation import check_choice, check_n_components
+from ._validation import as_numeric_array, check_choice, check_n_components, validated_data
 from .constraints import (
     CALIBRATION,
     DELTA,
@@ -44,7 +45,7 @@ from .constraints import (
 )
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
-from .privacy.budget import PrivacyBudget, Relation, as_relation
+from .privacy.budget import PrivacyBudget, PureEpsilonWarning, Relation, as_relation
 from .registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
@@ -147,6 +148,12 @@ class _DPEstimator(BaseEstimator):
         return values
 
 
+def _pure_epsilon_note(method: str, delta: float) -> str:
+    """The warning (and report note) for a delta given to a pure epsilon-DP method."""
+    return (f"method={method!r} is pure epsilon-DP: it ran at delta = 0 (a stronger guarantee, the one "
+            f"its privacy report states); the delta={delta:g} given was not used. Pass delta=0 to say so.")
+
+
 def _is_array_like_for_sklearn(X: Any) -> bool:
     """In-memory data that sklearn's validation may convert (not a memmap, Dask array or stream)."""
     if isinstance(X, np.memmap) or is_dask_array(X):
@@ -171,7 +178,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     delta : float
         In [0, 1); must be > 0 for the Gaussian mechanisms. Required. The pure epsilon-DP methods
         (``"ppca"``, ``"exponential"``) have no delta: it is not passed to them, and ``privacy_``
-        reports ``delta = 0`` (what they guarantee), never the delta given here.
+        reports ``delta = 0`` (what they guarantee), never the delta given here; with a positive
+        delta, ``fit`` warns (:class:`~dpspectral.PureEpsilonWarning`) and the report notes it.
     row_norm : float
         Public bound on each row's Euclidean norm (after centring). Rows above it are clipped per
         row (``x * min(1, row_norm / ||x||)``), or rejected with ``on_norm_violation="raise"``.
@@ -399,6 +407,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         else:
             # Pure epsilon-DP methods (and the non-private baseline) have no delta: it is not
             # passed on, and the privacy report says delta = 0 (what the method guarantees).
+            if budget.delta > 0 and method.private and method.certified:
+                warnings.warn(_pure_epsilon_note(method.name, budget.delta), PureEpsilonWarning,
+                              stacklevel=3)
             budget = PrivacyBudget(budget.epsilon, 0.0)
         if "centering" not in method.options and self.centering is not None:
             raise ValueError(
@@ -436,7 +447,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         elif self._fit_on_device(X):
             pass  # array API dispatch: X stays in its namespace, on its device (docs/array-api.md)
         elif _is_array_like_for_sklearn(X):
-            X = validate_data(
+            X = validated_data(
                 self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                 # finiteness is checked block by block (with the row index) in dpspectral.moments
                 ensure_all_finite=False, copy=False, reset=True,
@@ -511,7 +522,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 "device=None. Nothing was charged.")
         if not isinstance(X, np.ndarray) and not is_device_array(X) and not sp.issparse(X) \
                 and _is_array_like_for_sklearn(X):  # a DataFrame or nested lists: sklearn's conversion
-            X = validate_data(self, X, dtype=(np.float64, np.float32), ensure_all_finite=False,
+            X = validated_data(self, X, dtype=(np.float64, np.float32), ensure_all_finite=False,
                               copy=False, reset=True)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
@@ -571,9 +582,14 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.privacy_ = self._report(result.privacy)
 
     def _report(self, report: PrivacyReport) -> PrivacyReport:
-        """The privacy report, with auto's choice as a note."""
+        """The privacy report, with auto's choice as a note (and a delta given but not used)."""
         if self.method == "auto" and report is not None:
             note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
+            report = dataclasses.replace(report, notes=(*report.notes, note))
+        method = get_method(self.method_)
+        if report is not None and not method.needs_delta and method.private and method.certified \
+                and self.delta:
+            note = _pure_epsilon_note(method.name, float(self.delta))  # type: ignore[arg-type]
             report = dataclasses.replace(report, notes=(*report.notes, note))
         return report
 
@@ -586,7 +602,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         check_is_fitted(self, "components_")
         if is_device_array(self.components_) or is_device_array(X):
             return self._device_product(X, "transform") @ self.components_.T
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                           reset=False)
         if sp.issparse(X):
             return np.asarray(X @ self.components_.T) - self.mean_ @ self.components_.T
@@ -597,10 +613,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         check_is_fitted(self, "components_")
         if is_device_array(self.components_) or is_device_array(X):
             return self._device_product(X, "inverse_transform") @ self.components_ + self.mean_
-        Z = np.asarray(X, dtype=float)
-        if Z.ndim != 2 or Z.shape[1] != self.n_components_:
+        owner = f"{type(self).__name__}.inverse_transform"
+        Z = np.asarray(as_numeric_array(X, owner, name="X"), dtype=float)
+        if Z.shape[1] != self.n_components_:
             raise ValueError(
-                f"inverse_transform expects shape (n_samples, {self.n_components_}); got {Z.shape}."
+                f"{owner} expects shape (n_samples, {self.n_components_}); got {Z.shape[1]} columns."
             )
         return Z @ self.components_ + self.mean_
 
@@ -788,7 +805,7 @@ class DPLowRank(_DPEstimator):
         self._check_parameter_table()
         method, kwargs = self._validate_params_dp()
         if _is_array_like_for_sklearn(A):
-            A = validate_data(
+            A = validated_data(
                 self, A, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                 # finiteness (and row norms) are checked by the method itself, before its charge
                 ensure_all_finite=False, copy=False, reset=True,

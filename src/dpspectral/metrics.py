@@ -40,6 +40,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
+from ._validation import as_numeric_array
+
 __all__ = [
     "additive_error",
     "aligned_distance",
@@ -79,15 +81,7 @@ def _as_float_array(x: Any, name: str, owner: str) -> np.ndarray:
             f"The '{name}' parameter of {owner} must be a dense array. Got a sparse "
             f"{type(x).__name__} instead."
         )
-    try:
-        a = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"The '{name}' parameter of {owner} must be an array. Got {x!r}.") from exc
-    if a.dtype.kind not in "biuf":
-        raise TypeError(
-            f"The '{name}' parameter of {owner} must be a real numeric array. Got dtype "
-            f"{a.dtype} instead."
-        )
+    a = as_numeric_array(x, owner, name=name, ndim=None, convert_object=False)  # quotes no value
     if a.dtype != np.float32:
         a = a.astype(np.float64, copy=False)
     return a

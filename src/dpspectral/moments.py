@@ -22,8 +22,15 @@ import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
 from ._progress import progress
-from .privacy.clipping import NormViolation, clip_rows, clip_threshold, row_norms
-from .privacy.pipeline import NonPrivateDataError, as_numeric_2d, norm_violation_error, not_finite_error
+from ._validation import as_numeric_array, check_numeric_layout
+from .privacy.clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
+from .privacy.pipeline import (
+    NonPrivateDataError,
+    as_numeric_2d,
+    is_one_shot,
+    norm_violation_error,
+    not_finite_error,
+)
 from .privacy.quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
 
 __all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
@@ -64,8 +71,9 @@ def _is_block_source(X: Any) -> bool:
 
 
 def needs_two_passes_ok(X: Any) -> bool:
-    """Whether ``X`` can be read twice (everything but a bare iterator, or a stream of one)."""
-    return not isinstance(X, Iterator) and bool(getattr(X, "stream_reiterable", True))
+    """Whether ``X`` can be read twice: anything but a one-shot stream
+    (:func:`~dpspectral.privacy.pipeline.is_one_shot`)."""
+    return not is_one_shot(X)
 
 
 def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> Any:
@@ -92,17 +100,18 @@ def _raise_not_finite(block: Any, first_row: int, owner: str) -> None:
     raise not_finite_error(owner)
 
 
-def _dense_row_norms(block: np.ndarray, first_row: int, owner: str) -> np.ndarray:
-    """Row norms of a dense block; also the finiteness check (a NaN/inf makes its row's norm so)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-    if not np.isfinite(norms).all():
-        if not np.isfinite(block).all():
-            _raise_not_finite(block, first_row, owner)
-        # finite entries whose squares overflow: rescale those rows first
-        bad = ~np.isfinite(norms)
-        scale = np.max(np.abs(block[bad]), axis=1)
-        norms[bad] = scale * np.linalg.norm(block[bad] / scale[:, None], axis=1)
-    return norms
+def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float = 1.0) -> np.ndarray:
+    """Row norms of a dense block scaled by ``scale`` (the public power of two
+    :func:`~dpspectral.privacy.clipping.norm_scale` of the bound: compare them with ``row_norm * scale``);
+    also the finiteness check (a NaN/inf makes its row's norm so)."""
+    if scale == 1.0:
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        if np.isfinite(norms).all():
+            return norms
+    if not np.isfinite(block).all():
+        _raise_not_finite(block, first_row, owner)
+    # rows scaled piece by piece, and finite rows whose squares overflow rescaled by their largest entry
+    return scaled_row_norms(block, scale)
 
 
 def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
@@ -153,13 +162,10 @@ def _iter_blocks(X: Any, owner: str, show_progress: bool | None) -> Iterator[tup
         yield from _blocks_of_array(X, owner, show_progress)
         return
     if not hasattr(X, "shape") or not hasattr(X, "__getitem__"):
-        X = np.asarray(X)
-    if getattr(X, "ndim", 2) != 2:
-        raise ValueError(
-            f"{owner} expects 2-D data of shape (n_samples, n_features); got shape "
-            f"{getattr(X, 'shape', None)}. Reshape your data, e.g. X.reshape(-1, 1) for a single "
-            "feature."
-        )
+        X = as_numeric_array(X, owner, convert_object=False)  # lists of rows: refusals quote no cell
+    elif len(X.shape) != 2:
+        raise ValueError(f"{owner} expects 2-D data of shape (n_samples, n_features); got a "
+                         f"{len(X.shape)}-D array.")
     yield from _blocks_of_array(X, owner, show_progress)
 
 
@@ -220,6 +226,7 @@ def accumulate(
                                 norm_edges)
     n = 0
     counts = np.zeros(0 if norm_edges is None else norm_edges.size + 1)
+    scale = norm_scale(row_norm)  # norms compared on rows scaled by a public power of two (1 for most C)
     d: int | None = None
     total = None
     second = None
@@ -241,7 +248,7 @@ def accumulate(
         n += block.shape[0]
         if sp.issparse(block):
             if norm_edges is not None:
-                counts += bin_counts(row_norms(block), norm_edges)
+                counts += bin_counts(scaled_row_norms(block, scale) / scale, norm_edges)
             block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
                                        copy=True, first_row=first_row, owner=owner)
             n_clipped += clipped
@@ -250,16 +257,16 @@ def accumulate(
             if want_second:
                 second += (block.T @ block).toarray()
             continue
-        norms = _dense_row_norms(block, first_row, owner)
+        norms = _dense_row_norms(block, first_row, owner, scale)  # of the rows scaled by `scale`
         if norm_edges is not None:
-            counts += bin_counts(norms, norm_edges)
-        over = norms > clip_threshold(row_norm)
+            counts += bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
+        over = norms > clip_threshold(row_norm * scale)
         n_clipped += int(np.count_nonzero(over))
         if on_norm_violation == "raise" and over.any():
             raise norm_violation_error(owner, row_norm)
         if not (want_sum or want_second):  # a validation pass (finite, within the bound): nothing to add
             continue
-        second = _add_clipped(block, norms, over, row_norm, total if want_sum else None,
+        second = _add_clipped(block, norms, over, row_norm * scale, total if want_sum else None,
                               second if want_second else None)
     if d is None or n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
@@ -311,14 +318,8 @@ def _accumulate_dask(
     (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
     Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
     block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
-    if X.ndim != 2:
-        raise ValueError(
-            f"{owner} expects 2-D data of shape (n_samples, n_features); got a Dask array of shape "
-            f"{X.shape}."
-        )
+    check_numeric_layout(X, owner, what="a Dask array")  # numeric, 2-D (no shape quoted: n is private)
     check_dask_columns(X)
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"{owner} needs numeric data; got a Dask array of dtype {X.dtype}.")
     d = int(X.shape[1])
     if center is not None and center.shape != (d,):
         raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
@@ -369,19 +370,20 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
     out[0, 0] = block.shape[0]
     if block.shape[0] == 0:
         return out
+    scale = norm_scale(row_norm)  # the rows' norms scaled by a public power of two (1 for most C)
     try:
-        norms = _dense_row_norms(block, 0, "dpspectral")
+        norms = _dense_row_norms(block, 0, "dpspectral", scale)
     except NonPrivateDataError:  # NaN or infinity in the block: flagged, refused by the caller
         out[0, 2] = 1
         return out
-    over = norms > clip_threshold(row_norm)
+    over = norms > clip_threshold(row_norm * scale)
     out[0, 1] = np.count_nonzero(over)
     if norm_edges is not None:
-        out[0, width:] = bin_counts(norms, norm_edges)
+        out[0, width:] = bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
     if not (want_sum or want_second):  # a validation pass: nothing to scale or add
         return out
     total = np.zeros(d) if want_sum else None
-    second = _add_clipped(block, norms, over, row_norm, total,
+    second = _add_clipped(block, norms, over, row_norm * scale, total,
                           np.zeros((d, d), order="F") if want_second else None)
     if total is not None:
         out[0, 3:3 + d] = total
@@ -400,6 +402,8 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
                  total: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
     """Add the clipped rows of a dense block to ``total`` (their sum, in place) and ``second`` (the
     upper triangle of their ``X^T X``, a Fortran-ordered d x d array, updated in place; returned).
+    ``norms`` and ``row_norm`` are both of the rows scaled by the bound's public power of two
+    (:func:`~dpspectral.privacy.clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
     One code path whatever the data: every row is scaled by its factor (1 within the bound,
     ``row_norm / ||x||`` above it) into a new piece, so the work done (and the time taken) does not
@@ -490,7 +494,7 @@ def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation
     the bound counted (or refused with ``"raise"``). Returns the norms and that count."""
     from ._array_api import isfinite_all, row_norms_xp
 
-    norms, _, n_over, _ = row_norms_xp(block, row_norm, xp)
+    _, _, n_over, _, norms = row_norms_xp(block, row_norm, xp)
     if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
         raise not_finite_error(owner)
     if on_norm_violation == "raise" and n_over:

@@ -126,7 +126,7 @@ class Method:
         One line: when to choose it.
     other_tasks : tuple of str
         Further tasks whose estimator also runs ``function`` (``"distributed"`` for DPdisPCA: the same
-        callable takes one matrix split into ``n_sites`` rows blocks, or the sites themselves).
+        callable takes one matrix split into ``n_sites`` sites, or the sites themselves).
     solver : callable or None
         ``task="gep"`` only: the solver on a scatter pair, ``solver(pair, k, [sparsity,] *, epsilon,
         delta, regularization, calibration, accountant, random_state, ...) -> GEPResult`` (used by

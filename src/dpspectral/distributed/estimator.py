@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .._validation import validated_data
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -246,7 +247,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
             min_samples = 1 if Relation(self.relation).n_is_public else 0
         except ValueError:
             min_samples = 1  # a bad relation is refused by the protocol, with its message
-        return validate_data(self, sites, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+        return validated_data(self, sites, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              ensure_all_finite=False, ensure_min_samples=min_samples, copy=False,
                              reset=True)
 
@@ -269,8 +270,9 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
 
         Parameters
         ----------
-        sites : list of per-site arrays (or Dask futures), a Dask array whose row blocks are the sites,
-            or one 2-D array-like (a single site; a nested list of numbers is one matrix)
+        sites : list of per-site arrays (or Dask futures), a Dask array whose row blocks are the sites
+            (under add/remove only with one row block), or one 2-D array-like (a single site; a nested
+            list of numbers is one matrix)
         y : ignored
 
         Returns
@@ -281,7 +283,11 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         -------
         That of :func:`~dpspectral.distributed.dpdispca`: every site's release is ``(epsilon, delta)``-DP
         for its own rows under ``relation``; the sites' rows are disjoint, so the aggregate has the same
-        guarantee (parallel composition). The ledger is charged once, before any site releases.
+        guarantee (parallel composition). A list's entries are the sites' own rows. A Dask array's row
+        blocks are positions in one ordered array, which a row added or removed moves: under add/remove
+        an array of several row blocks is refused before anything is charged (pass one entry per site,
+        or use ``relation="replace_one"``, where a replaced row keeps its position). The ledger is
+        charged once, before any site releases.
         """
         self._check_parameter_table()
         entry = self._validate_params_dp()
@@ -360,7 +366,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` on the released components (``X @ components_.T``; no clipping, no centring)."""
         check_is_fitted(self, "components_")
-        Xv = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32))
+        Xv = validated_data(self, X, reset=False, accept_sparse=("csr", "csc"),
+                            dtype=(np.float64, np.float32))
         return np.asarray(Xv @ self.components_.T)
 
     @property

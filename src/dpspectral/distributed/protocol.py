@@ -16,6 +16,7 @@ Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. 
 from __future__ import annotations
 
 import math
+import secrets
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, check_mechanism_inputs, check_n_components
+from .._validation import as_generator, as_numeric_array, check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
     EPSILON,
@@ -143,6 +144,19 @@ def _is_secure(random_state: Any) -> bool:
     return isinstance(random_state, str) and random_state == SECURE
 
 
+def _seed_root(random_state: Any) -> np.random.SeedSequence | str:
+    """The run's root ``SeedSequence`` (read once from ``random_state``), or :data:`SECURE`."""
+    if _is_secure(random_state):
+        return SECURE
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, np.random.Generator | np.random.RandomState):
+        rng = as_generator(random_state)
+        return np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
+    as_generator(random_state)  # validation: None or a non-negative int
+    return np.random.SeedSequence(None if random_state is None else int(random_state))
+
+
 def spawn_site_seeds(random_state: Any, n_sites: int) -> list[SiteSeed]:
     """One independent ``SeedSequence`` per site, from ``SeedSequence(random_state).spawn(n_sites)``.
 
@@ -150,17 +164,8 @@ def spawn_site_seeds(random_state: Any, n_sites: int) -> list[SiteSeed]:
     children) or a ``Generator`` (64 bits of entropy drawn from it); ``"secure"``: every site gets
     ``"secure"`` and draws from its own OS entropy with exact samplers (nothing to reproduce).
     """
-    if _is_secure(random_state):
-        return [SECURE] * n_sites
-    if isinstance(random_state, np.random.SeedSequence):
-        root = random_state
-    elif isinstance(random_state, np.random.Generator | np.random.RandomState):
-        rng = as_generator(random_state)
-        root = np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
-    else:
-        as_generator(random_state)  # validation: None or a non-negative int
-        root = np.random.SeedSequence(None if random_state is None else int(random_state))
-    return list(root.spawn(n_sites))
+    root = _seed_root(random_state)
+    return [SECURE] * n_sites if isinstance(root, str) else list(root.spawn(n_sites))
 
 
 def _is_dask_array(X: Any) -> bool:
@@ -178,10 +183,7 @@ def _check_local_site(X: Any, s: int, owner: str, *, empty_ok: bool) -> tuple[An
         if data.dtype.kind not in "biuf":
             raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead.")
     else:
-        data = np.asarray(X)
-        if data.dtype.kind not in "biuf":
-            raise TypeError(f"{where} must be numeric. Got dtype {data.dtype} instead (encode the columns "
-                            "first).")
+        data = as_numeric_array(X, where, ndim=None, convert_object=False)  # the refusal quotes no cell
         if data.ndim != 2:
             raise ValueError(f"{where} must be a 2-D array of shape (n_samples, n_features). Got a "
                              f"{data.ndim}-D array instead.")
@@ -194,15 +196,50 @@ def _check_local_site(X: Any, s: int, owner: str, *, empty_ok: bool) -> tuple[An
     return data, int(n), int(d)
 
 
-def _split_rows(X: Any, n_sites: int, owner: str, *, empty_ok: bool) -> list[Any]:
-    """Contiguous near-equal row blocks. Under add/remove (``empty_ok``: n private) some may be empty,
-    so the check reads only n_sites, and the message does not quote n."""
-    n = X.shape[0]
+def _check_n_sites(n_sites: Any, n: int, owner: str, *, empty_ok: bool) -> int:
+    """``n_sites`` in [1, n]; under add/remove (``empty_ok``: n private) only ``>= 1``, so the check reads
+    only n_sites, and the message does not quote n."""
     upper = None if empty_ok else n
     check_params({"n_sites": Interval(1, upper, "both" if upper is not None else "left", integer=True)},
                  {"n_sites": n_sites}, owner)
+    return int(n_sites)
+
+
+def _split_rows(X: Any, n_sites: int) -> list[Any]:
+    """Contiguous near-equal row blocks (replace-one: n is public and a replaced row keeps its position,
+    so a neighbour changes one block)."""
     bounds = np.linspace(0, X.shape[0], int(n_sites) + 1).round().astype(int)
     return [X[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _random_split(X: Any, n_sites: int, rng: np.random.Generator) -> list[Any]:
+    """Add/remove: every row's site is an independent uniform draw from ``rng`` (one ``rng.random()`` per
+    row, in row order), never its position.
+
+    A split by position moves rows across every later boundary when a row is added or removed (n is
+    private), so about half the sites would change. Here the rows' draws are i.i.d. and independent of
+    the data: for a row added or removed, the other rows' sites have the same joint law in both data sets,
+    and coupling them leaves every site but the one holding that row unchanged, so the parallel
+    composition over sites holds (each output is a mixture over the draws of (epsilon, delta)-close
+    pairs). The draws come from a stream of the run's secret randomness and are never output. Each site
+    gets a copy of its rows, in their original order.
+    """
+    n = int(X.shape[0])
+    site = np.minimum((rng.random(n) * n_sites).astype(np.intp), n_sites - 1)
+    order = np.argsort(site, kind="stable")
+    cuts = np.cumsum(np.bincount(site, minlength=n_sites))[:-1]
+    return [X[rows] for rows in np.split(order, cuts)]
+
+
+def _partition_stream(root: np.random.SeedSequence | str,
+                      n_sites: int) -> tuple[np.random.Generator, list[SiteSeed]]:
+    """The add/remove partition's generator and the sites' seeds: child ``n_sites`` of the run's
+    ``SeedSequence`` (spawned with the sites' children 0..S-1, so site s keeps child s), or OS entropy
+    for ``random_state="secure"``."""
+    if isinstance(root, str):
+        return np.random.default_rng(secrets.randbits(128)), [SECURE] * n_sites
+    *sites, partition = root.spawn(n_sites + 1)
+    return np.random.default_rng(partition), list(sites)
 
 
 class _RowBlocks(list):  # type: ignore[type-arg]
@@ -214,6 +251,8 @@ class _Sites:
     handles: list[Any]
     n_features: int | None
     sizes: list[int | None] = field(default_factory=list)
+    #: the sites' seeds when the run's randomness was already read (an array split under add/remove)
+    seeds: list[SiteSeed] | None = None
 
 
 def _is_remote(data: Any) -> bool:
@@ -228,14 +267,27 @@ def _same_features(d: int | None, d_s: int, s: int, owner: str,
     return d_s
 
 
-def _dask_array_sites(sites: Any, n_sites: int | None, owner: str) -> _Sites:
-    """A Dask array whose row blocks are the sites (checked at their sites)."""
+def _dask_array_sites(sites: Any, n_sites: int | None, owner: str, *, n_private: bool) -> _Sites:
+    """A Dask array whose row blocks are the sites (checked at their sites).
+
+    Under add/remove (``n_private``) an array of several row blocks is refused: its chunk boundaries are
+    positions in one ordered array, which a row added or removed moves (rows would cross into other
+    sites, against the parallel composition over sites).
+    """
     if n_sites is not None:
         raise ValueError(f"The 'n_sites' parameter of {owner} must be None for a Dask array: its row "
                          "blocks are the sites (rechunk the rows to change them).")
     if sites.ndim != 2:
         raise ValueError(f"The 'sites' parameter of {owner} must be a 2-D Dask array. Got shape "
                          f"{sites.shape} instead.")
+    if n_private and sites.numblocks[0] > 1:
+        raise ValueError(
+            f"The 'sites' parameter of {owner}: under add/remove neighbours the row blocks of one Dask "
+            "array cannot be the sites. Its chunk boundaries are positions in one ordered array: adding "
+            "or removing a row moves other rows across them into other sites, and the guarantee needs "
+            "every row to stay in its site. Pass a list with one entry per site (arrays, Dask arrays or "
+            "futures), each holding that site's own rows, or use relation='replace_one' (the number of "
+            "rows is public and a replaced row keeps its position). Nothing was charged.")
     check_dask_columns(sites)  # an unknown width: a clear error (compute_chunk_sizes), nothing charged
     X = sites.rechunk({1: -1}) if sites.numblocks[1] > 1 else sites
     blocks = list(X.to_delayed()[:, 0])
@@ -280,7 +332,7 @@ def _list_sites(sites: Sequence[Any], owner: str, *, allow_empty: bool,
 
 def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation | None = None,
               row_norm: float | None = None, on_norm_violation: str = "clip",
-              validate: bool = True) -> _Sites:
+              validate: bool = True, random_state: Any = None) -> _Sites:
     """The sites' data handles: in-memory arrays (validated whole), Dask futures, or Dask collections.
 
     In-memory sites are validated here, before the ledger is charged (:func:`validate_rows`: finite,
@@ -288,6 +340,11 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
     nor the site that holds it. ``validate=False`` reads the structure only (the number of features).
     Under add/remove (``relation``) a site may hold no rows; under replace-one (or ``relation=None``)
     every site needs one. Data held by Dask (futures, collections) are checked at their site.
+
+    One array with ``n_sites``: contiguous near-equal row blocks under replace-one; under add/remove
+    every row's site is drawn from ``random_state`` (:func:`_random_split`), after the values are
+    validated, and the sites' seeds are spawned with that draw (``_Sites.seeds``). A Dask array of
+    several row blocks is refused under add/remove (:func:`_dask_array_sites`).
     """
     empty_ok = relation is not None and not relation.n_is_public
     allow_empty = empty_ok or not validate  # structure only: the emptiness is checked by the real pass
@@ -297,7 +354,7 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
             validate_rows(data, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
 
     if _is_dask_array(sites):
-        return _dask_array_sites(sites, n_sites, owner)
+        return _dask_array_sites(sites, n_sites, owner, n_private=empty_ok)
     if isinstance(sites, (list, tuple)):
         if n_sites is not None:
             raise ValueError(f"The 'n_sites' parameter of {owner} must be None when 'sites' is a list of "
@@ -305,7 +362,14 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
         return _list_sites(sites, owner, allow_empty=allow_empty, check_values=check_values)
     if hasattr(sites, "shape") or hasattr(sites, "__array__"):
         data, n, d = _check_local_site(sites, 0, owner, empty_ok=allow_empty or n_sites is not None)
-        parts = [data] if n_sites is None else _split_rows(data, n_sites, owner, empty_ok=allow_empty)
+        if n_sites is not None:
+            n_sites = _check_n_sites(n_sites, n, owner, empty_ok=allow_empty)
+        if n_sites is not None and empty_ok:  # add/remove: a random site per row, never its position
+            check_values(data)
+            rng, seeds = _partition_stream(_seed_root(random_state), n_sites)
+            parts = _random_split(data, n_sites, rng)
+            return _Sites(parts, d, [int(p.shape[0]) for p in parts], seeds=seeds)
+        parts = [data] if n_sites is None else _split_rows(data, n_sites)
         if not allow_empty and any(p.shape[0] == 0 for p in parts):
             raise ValueError(f"The 'sites' parameter of {owner} must hold at least one row.")
         check_values(data)
@@ -450,7 +514,7 @@ def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism:
     )
     check_params(PARAMETER_CONSTRAINTS, params, owner)
     parsed = _as_sites(sites, params["n_sites"], owner, relation=rel, row_norm=C,
-                       on_norm_violation=params["on_norm_violation"])
+                       on_norm_violation=params["on_norm_violation"], random_state=params["random_state"])
     S = len(parsed.handles)
     k, rank = _check_sized(k, params["intermediate_rank"], params["min_sites"], parsed.n_features, S, owner)
     weights = _check_weighting(params["weighting"], S, owner)
@@ -589,7 +653,8 @@ def _run_protocol(
     run = _validate(sites, k, params, owner, mechanism)
     plan, run_plan = _plan(run)
     eng = _as_engine(engine, owner)
-    seeds = spawn_site_seeds(random_state, len(run.sites.handles))
+    seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(random_state,
+                                                                                 len(run.sites.handles))
     noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
     with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
         outcomes, payloads, agg, releaser = _release(
@@ -621,7 +686,17 @@ _PRIVACY_DOC = """
     Privacy
     -------
     Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
-    (the sites hold disjoint rows; which site holds which rows is public). Each site releases the upper
+    (the sites hold disjoint rows). Which site holds which rows: a list of per-site data is the sites'
+    own (public, structural). One array with ``n_sites`` is cut into contiguous near-equal blocks under
+    replace-one (n is public and a replaced row keeps its position; this assumes that the row order does
+    not depend on the data). Under add/remove n is private, and a cut by position would move rows across
+    every later boundary when a row is added or removed (about half the sites would change); there every
+    row's site is an independent uniform draw from the run's secret randomness (child S of
+    ``SeedSequence(random_state)``, or OS entropy for ``"secure"``; never output), so the other rows'
+    sites have the same law with or without a given row, and coupling them, a neighbour changes one site.
+    A Dask array's row blocks are the sites under replace-one; under add/remove an array of several row
+    blocks is refused before anything is charged (its chunk boundaries are positions too): pass one
+    entry per site. Each site releases the upper
     triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
     L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
     (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
@@ -653,9 +728,10 @@ _PARAMS_DOC = """
     sites : list of per-site data, a Dask array, or one 2-D array
         A list with one entry per site: a 2-D array or sparse matrix of shape (N_s, D) (validated here;
         on the Dask engine scattered to one worker per site), a ``distributed.Future`` of such an array
-        (already on a worker), or a Dask collection; or a Dask array whose row blocks are the sites; or one
-        2-D array (one site, or ``n_sites`` contiguous row blocks). Never modified. Under add/remove a
-        site may hold no rows (N_s is private); under replace-one every site needs one.
+        (already on a worker), or a Dask collection; or a Dask array whose row blocks are the sites (under
+        add/remove only with one row block: see Privacy); or one 2-D array (one site, or ``n_sites``
+        sites). Never modified. Under add/remove a site may hold no rows (N_s is private); under
+        replace-one every site needs one.
     k : int
         Number of components K, in [1, D].
     epsilon : float
@@ -671,8 +747,10 @@ _PARAMS_DOC = """
         R, the rank of the proxies (``variant="proxy"``); default ``min(D, max(2 K, (D + 1) // 2))``
         (:func:`default_rank`, issue 16); the paper's (and the authors' code's) is ``min(2 K, D)``.
     n_sites : int, optional
-        Only for a single 2-D array: split its rows into this many contiguous, near-equal sites (under
-        add/remove it may exceed the number of rows: some sites are then empty).
+        Only for a single 2-D array: split its rows into this many sites. Under replace-one: contiguous,
+        near-equal row blocks. Under add/remove: every row's site is an independent uniform draw from
+        the run's secret randomness (not its position; see Privacy), so the sites' sizes vary, some may
+        be empty, and ``n_sites`` may exceed the number of rows; each site holds a copy of its rows.
     weighting : {"equal", "size"} or array-like of shape (n_sites,), default="equal"
         ``"equal"``: ``w_s = 1/S'`` (the paper). ``"size"``: ``w_s = N_s / N'`` (sites of different
         sizes; :mod:`~dpspectral.distributed.aggregator`). An array: public per-site weights.
@@ -697,7 +775,8 @@ _PARAMS_DOC = """
         Ledger to spend against; a run that would exceed it is refused before any site releases.
     random_state : None, int, SeedSequence, Generator or "secure"
         Site s draws its noise from child s of ``SeedSequence(random_state).spawn(S)``, so the result does
-        not depend on the engine or the order in which sites finish. ``"secure"``: every site draws from
+        not depend on the engine or the order in which sites finish; one array split under add/remove
+        draws its rows' sites from child S. ``"secure"``: every site draws from
         its own OS entropy with exact discrete samplers (:class:`~dpspectral.privacy.noise.SecureNoise`;
         not reproducible); the report's ``noise_source`` says which.
     on_norm_violation : {"clip", "raise"}

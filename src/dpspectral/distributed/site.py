@@ -461,7 +461,8 @@ def _site_scatter(data: Any, plan: SitePlan, owner: str) -> tuple[np.ndarray, in
             raise SiteInputError(f"{owner}: the data must be 2-D (n_samples, n_features); got a "
                                  f"{arr.ndim}-D array.")
         if arr.dtype.kind not in "biuf":
-            raise SiteInputError(f"{owner} needs numeric data; got dtype {arr.dtype}.")
+            shown = "text" if arr.dtype.kind in "US" else f"dtype {arr.dtype}"  # a text dtype's width is data
+            raise SiteInputError(f"{owner} needs numeric data; got {shown}.")
         _check_features(int(arr.shape[1]), plan, owner)
         if arr.shape[0] == 0:
             return _empty_site(int(arr.shape[1]), plan, owner)

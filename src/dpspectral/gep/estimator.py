@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -10,8 +11,9 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .._validation import validated_data
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -32,16 +34,30 @@ from ..estimators import (
     method_names,
     require,
 )
-from ..privacy.accounting import Accountant, PrivacyReport
+from ..privacy.accounting import Accountant, PrivacyReport, certify_release
 from ..privacy.budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
+from ..privacy.noise import noise_source
+from ..privacy.pipeline import StagedRelease
 from ..registry import Method, get_method, methods
 from ._common import check_int, check_xi
+from .labels import plan_label_release, solver_budget
 from .moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from .result import GEPResult
 from .scatter import build_fda_pair, check_classes
 from .solve import default_regularization, solve_pair
 
 __all__ = ["DPFisherDiscriminant"]
+
+
+class _ReachedTheCharge(Exception):
+    """Raised by :class:`_ProbeAccountant` when a solver reaches its charge (its checks all passed)."""
+
+
+class _ProbeAccountant(Accountant):
+    """A ledger that stops a solver at its first charge or precheck: nothing recorded, nothing drawn."""
+
+    def check(self, event: Any, relation: Any) -> float:
+        raise _ReachedTheCharge
 
 
 class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
@@ -102,13 +118,15 @@ default="moments"
     sparsity : int or None, default=None
         s, the non-zeros per direction, for the sparse methods.
     classes : array-like or None, default=None
-        The public list of labels (at least 2). **Pass it for the full guarantee**: the class list,
-        the default ``n_components`` and every output shape then come from it, and a class absent
-        from the data, a class with one member, or a single class present are handled by the
-        mechanism (no refusal that one record decides). None (scikit-learn's behaviour): the labels
-        present in ``y`` are the classes; that set is read from the private labels and treated as
-        public, i.e. NOT protected (``privacy_.notes`` says so), and fewer than 2 labels in ``y`` is
-        an error.
+        The public list of labels (at least 2): the class list, the default ``n_components`` and every
+        output shape then come from it, and a class absent from the data, a class with one member, or
+        a single class present are handled by the mechanism (no refusal that one record decides).
+        None (scikit-learn's behaviour): the set of labels is released privately first, in the same
+        report (:mod:`dpspectral.gep.labels`: a label present is kept iff its noisy count passes a
+        public threshold, about 145 rows at epsilon = 1, delta = 1e-6), and ``classes_``,
+        ``n_components_`` and the shapes come from that release; fewer than 2 labels kept is an error
+        after that charge. ``"moments"`` leaves out the rows of a label not kept; a paper method runs
+        on every row (its pair does not depend on which labels are named).
     accountant : Accountant or None, default=None
         Shared ledger with a ceiling, shared by reference across ``clone``; a fit is refused before any
         noise is drawn when it would exceed it.
@@ -133,8 +151,8 @@ default="moments"
     eigenvalues_ : ndarray of shape (n_components,) or None
         Released estimates of the generalized eigenvalues.
     classes_ : ndarray
-        The public ``classes`` as given or, with ``classes=None``, the labels present in ``y``
-        (read from the data and treated as public: not protected).
+        The public ``classes`` as given or, with ``classes=None``, the labels kept by the private
+        label release.
     n_components_ : int
     n_features_in_ : int
     privacy_ : PrivacyReport
@@ -294,8 +312,14 @@ default="moments"
         first Gaussian release (a noisy norm histogram; the two compose to the budget), the directions
         post-processing. The paper
         methods: that of the chosen solver (:func:`~dpspectral.gep.private_fda`), for replace-one
-        neighbours. A record is a row and its label. The whole input is validated before anything is
-        charged; ``method="sr"`` releases nothing private (``privacy_.certified`` is False).
+        neighbours. A record is a row and its label. With ``classes=None`` the label set is released
+        first (:mod:`dpspectral.gep.labels`: Gaussian counts of L2 sensitivity ``sqrt(2)`` / ``1``, a
+        threshold charged as ``EpsilonDeltaDpEvent(0, delta_L)``); the later stages, or the paper solver
+        (calibrated to the Gaussian budget left), complete the requested budget, and ``privacy_``
+        composes every event. The whole input is validated, and the paper solver's own checks run,
+        before anything is charged; a check on the released label set fails after the label stage
+        (charged). ``method="sr"`` releases nothing private (``privacy_.certified`` is False; its
+        ``classes_`` are the labels present).
         """
         owner = type(self).__name__
         self._check_parameter_table()
@@ -305,17 +329,21 @@ default="moments"
             self._n_components(int(public.size), None)
         # under add/remove (moments) an empty data set is a neighbour like any other: released, not refused
         empty_ok = self._relation(entry, owner) is Relation.ADD_REMOVE
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+        X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              reset=True, ensure_min_samples=0 if empty_ok else 1)
         d = X.shape[1]
-        if public is not None:
-            self._n_components(int(public.size), d)
+        self._n_components(None if public is None else int(public.size), d)
         if entry.name == MOMENTS:
             return self._fit_moments(X, y, public)
         # the whole input (rows and labels) is validated here, before the solver charges the ledger
         pair = build_fda_pair(X, y, row_norm=float(self.row_norm),  # type: ignore[arg-type]
                               classes=public, on_norm_violation=self.on_norm_violation, owner=owner)
         assert pair.classes is not None
+        if entry.private and public is None:  # the label set released first, then the solver
+            result, classes, k = self._release_with_labels(entry, pair, y, d)
+            assert result.privacy is not None
+            self._store(result, result.privacy, classes, k)
+            return self
         k = self._n_components(int(pair.classes.size), d)
         if entry.private:
             result = self._release(entry, pair, k)
@@ -338,22 +366,80 @@ default="moments"
                                    classes=public, relation=self._relation(get_method(MOMENTS), owner),
                                    calibration=self.calibration, random_state=self.random_state,
                                    on_norm_violation=self.on_norm_violation, owner=owner, **options)
-        k = self._n_components(int(prepared.classes.size), X.shape[1])  # before the charge
         ridge = DEFAULT_RIDGE if self.ridge is None else float(self.ridge)
-        result = fisher_result(prepared.release(self.accountant, self.random_state), k, ridge)
+        d = int(X.shape[1])
+        found: dict[str, int] = {}
+        if public is not None:
+            found["k"] = self._n_components(int(public.size), d)  # before the charge
+            moments = prepared.release(self.accountant, self.random_state)
+        else:  # classes=None: the label set is released first; n_components checked against it
+
+            def on_classes(released: np.ndarray) -> None:
+                found["k"] = self._n_components(int(released.size), d, released=True)
+
+            moments = prepared.release(self.accountant, self.random_state, on_classes)
+        result = fisher_result(moments, found["k"], ridge)
         assert result.privacy is not None
-        self._store(result, result.privacy, prepared.classes, k)
+        self._store(result, result.privacy, moments.classes, found["k"])
         return self
 
-    def _release(self, entry: Method, pair: Any, k: int) -> GEPResult:
-        """The private solver of the registry entry on the pair (charges the ledger)."""
+    def _release_with_labels(self, entry: Method, pair: Any, y: Any,
+                             d: int) -> tuple[GEPResult, np.ndarray, int]:
+        """``classes=None`` with a paper solver: release the label set, then run the solver.
+
+        The label stage (:mod:`dpspectral.gep.labels`) and a stand-in for the solver's cost (one
+        Gaussian of the multiplier left to it) are checked against the ledger up front; the solver is
+        then calibrated to the epsilon of that Gaussian at ``delta - delta_L``
+        (:func:`~dpspectral.gep.labels.solver_budget`), with the next draws of the same noise stream.
+        The pair does not depend on which labels are released (an absent class contributes 0): only
+        ``classes_`` and the number of components do. The report composes every event of the run.
+        """
+        owner = type(self).__name__
+        budget = PrivacyBudget(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
+        relation = self._relation(entry, owner)
+        labels = plan_label_release(budget, relation)
+        solver = solver_budget(labels)
+        self._check_solver_options(entry, pair, solver)  # the solver's refusals, before any charge
+        staged = StagedRelease(self.accountant, relation, owner,  # refused before any draw
+                               [labels.events, (dp_accounting.GaussianDpEvent(labels.rest_multiplier()),)])
+        noise = noise_source(self.random_state)
+        _, index = np.unique(np.asarray(y), return_inverse=True)
+        classes, _ = labels.released(pair.classes, index.ravel(), staged, noise, owner)
+        k = self._n_components(int(classes.size), d, released=True)
+        # the solver continues the same seeded stream (independent draws), or takes fresh OS entropy
+        stream = "secure" if noise.name == "secure" else noise.generator
+        result = self._release(entry, pair, k, budget=solver, random_state=stream)
+        assert result.privacy is not None
+        events = [*labels.events, *result.privacy.events]
+        privacy = certify_release(events, mechanism=result.privacy.mechanism, budget=budget,
+                                  relation=relation, calibration=result.privacy.calibration,
+                                  noise_source=noise.name, notes=(*result.privacy.notes, labels.note()),
+                                  stacklevel=4)
+        return dataclasses.replace(result, privacy=privacy), classes, k
+
+    def _check_solver_options(self, entry: Method, pair: Any, solver: PrivacyBudget) -> None:
+        """Run the solver's own checks (options, the pair, the plan) up to its charge, which a probe
+        ledger stops: nothing is recorded or drawn. Its refusals then come before the label stage."""
+        secure = isinstance(self.random_state, str)  # "secure": the secure source's own refusals
+        try:
+            self._release(entry, pair, 1, budget=solver, random_state="secure" if secure else 0,
+                          accountant=_ProbeAccountant())
+        except _ReachedTheCharge:
+            return
+
+    def _release(self, entry: Method, pair: Any, k: int, budget: PrivacyBudget | None = None,
+                 random_state: Any = None, accountant: Any = None) -> GEPResult:
+        """The private solver of the registry entry on the pair (charges the ledger); ``budget``,
+        ``random_state`` and ``accountant`` (after a label release, or a probe) replace the estimator's."""
         options: dict[str, Any] = dict(self.method_params or {})
-        options.update(calibration=self.calibration, accountant=self.accountant,
-                       random_state=self.random_state)
+        options.update(calibration=self.calibration,
+                       accountant=self.accountant if accountant is None else accountant,
+                       random_state=self.random_state if budget is None else random_state)
         if "n_iter" in entry.options:  # the iterative solvers
             options.setdefault("n_iter", self.n_iter)
-        return solve_pair(pair, k, method=entry.name, epsilon=float(self.epsilon),  # type: ignore[arg-type]
-                          delta=float(self.delta),  # type: ignore[arg-type]
+        epsilon = float(self.epsilon) if budget is None else budget.epsilon  # type: ignore[arg-type]
+        delta = float(self.delta) if budget is None else budget.delta  # type: ignore[arg-type]
+        return solve_pair(pair, k, method=entry.name, epsilon=epsilon, delta=delta,
                           regularization=self._xi(entry),
                           sparsity=self.sparsity, owner=type(self).__name__, **options)
 
@@ -386,11 +472,25 @@ default="moments"
         self.n_components_ = k
         self.privacy_: PrivacyReport = privacy
 
-    def _n_components(self, n_classes: int, n_features: int | None) -> int:
-        """``n_components`` (or its default) checked against ``min(n_classes - 1, n_features)``."""
+    def _n_components(self, n_classes: int | None, n_features: int | None, released: bool = False) -> int:
+        """``n_components`` (or its default) checked against ``min(n_classes - 1, n_features)``.
+
+        ``n_classes``: the public ``classes``' length or (``released``) the number of labels the private
+        label release kept; None (``classes=None``, before the fit): only ``n_features`` bounds it. No
+        message quotes a number read from the data.
+        """
         owner = type(self).__name__
-        source = ("in the public 'classes'" if self.classes is not None
-                  else "found in y (classes=None: read from the data, treated as public)")
+        if n_classes is None:
+            if self.n_components is None or n_features is None:
+                return 1
+            k = check_int(self.n_components, "n_components", 1, None, owner)
+            if k > n_features:
+                raise ValueError(f"The 'n_components' parameter of {owner} must be an int in "
+                                 f"[1, n_features = {n_features}]. Got {self.n_components!r} instead.")
+            return k
+        source = ("labels kept by the private label release (classes=None; the release stays charged: pass "
+                  "the public 'classes' to check this before the fit)" if released
+                  else "classes in the public 'classes'")
         upper = n_classes - 1 if n_features is None else min(n_classes - 1, n_features)
         if self.n_components is None:
             return max(1, upper)
@@ -400,8 +500,8 @@ default="moments"
                      else f"min(n_classes - 1, n_features) = min({n_classes - 1}, {n_features})")
             raise ValueError(
                 f"The 'n_components' parameter of {owner} must be an int in [1, {bound}] (Fisher "
-                f"discriminant analysis has at most n_classes - 1 directions; {n_classes} classes "
-                f"{source}). Got {self.n_components!r} instead."
+                f"discriminant analysis has at most n_classes - 1 directions; {n_classes} {source}). "
+                f"Got {self.n_components!r} instead."
             )
         return k
 
@@ -412,7 +512,7 @@ default="moments"
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` on the released directions: ``X @ scalings_``."""
         check_is_fitted(self, "scalings_")
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                           reset=False)
         if sp.issparse(X):
             return np.asarray(X @ self.scalings_)

@@ -10,8 +10,9 @@ from scipy.special import expit, softmax
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .._validation import validated_data
 from ..constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
 from ..estimators import ACCOUNTANT, BOOL, N_COMPONENTS, RELATION, _DPEstimator
 from ..privacy.accounting import Accountant, PrivacyReport
@@ -48,12 +49,14 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         Public bound on each row's Euclidean norm; rows above it are clipped per row (or refused with
         ``on_norm_violation="raise"``). Required: chosen without looking at the data.
     classes : array-like or None, default=None
-        The public list of labels (at least 2). **Pass it for the full guarantee.** A public class with
-        no rows (or one row) is not an error: its released count is floored at the public
-        ``max(1, sigma_T sqrt(d) / row_norm)`` and its mean is the released sum over that count,
-        projected onto the row-norm ball (mostly noise: such a class gets a small prior and is rarely
-        predicted). None: the labels found in ``y`` (treated as public, NOT protected; fewer than 2 is
-        an error).
+        The public list of labels (at least 2). A public class with no rows (or one row) is not an
+        error: its released count is floored at the public ``max(1, sigma_T sqrt(d) / row_norm)`` and
+        its mean is the released sum over that count, projected onto the row-norm ball (mostly noise:
+        such a class gets a small prior and is rarely predicted). None: the set of labels is released
+        privately first (:mod:`dpspectral.gep.labels`, charged in the same report): a label present is
+        kept iff its noisy count passes a public threshold (about 145 rows at epsilon = 1, delta =
+        1e-6; in ``privacy_.notes``), the rows of a label not kept are left out, and fewer than 2
+        labels kept is an error after that charge. Pass ``classes`` to keep every public label.
     relation : {"replace_one", "add_remove"} or None, default=None
         A record is a row and its label. None: replace-one (n public); under add/remove n and the counts
         are private.
@@ -61,8 +64,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         Ridge added to the released within-class scatter, in units of the public noise scale
         ``sigma_S sqrt(d)`` (> 0); None: 1.0 (measured on four data sets, docs/algorithms/gep.md).
     priors : array-like of shape (n_classes,) or None, default=None
-        Public class priors (positive, summing to 1, in the order of ``classes``); None: from the
-        released counts.
+        Public class priors (positive, summing to 1, in the order of ``classes``; they need the public
+        ``classes``); None: from the released counts.
     accountant : Accountant or None, default=None
         Shared ledger with a ceiling (by reference across ``clone``); a fit over it is refused before any
         noise is drawn.
@@ -95,8 +98,9 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         Released generalized eigenvalues over their sum.
     n_components_, n_features_in_ : int
     privacy_ : PrivacyReport
-        Two Gaussian events (norm histogram, moments; one with ``adaptive_clip=False``); the relation,
-        epsilon, delta, certified.
+        Two Gaussian events (norm histogram, moments; one with ``adaptive_clip=False``), preceded with
+        ``classes=None`` by the label set's two (its Gaussian counts and the threshold's
+        ``EpsilonDeltaDpEvent``); the relation, epsilon, delta, certified.
     moments_ : ReleasedMoments
         The release itself (every value in it is noisy or public).
 
@@ -183,28 +187,43 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         (second moment), ``2 C`` (class sums), ``sqrt(2)`` (counts); add/remove ``C^2``, ``C``, ``1``; with
         adaptive clipping (default) C is the clip released by a first Gaussian release (the norm
         histogram: ``sqrt(2)`` replace-one, ``1`` add/remove), the two events composing to the budget.
-        Everything stored is post-processing. Nothing is charged when a check fails.
+        With ``classes=None`` the label set is released before them (a Gaussian stability histogram:
+        counts of L2 sensitivity ``sqrt(2)`` / ``1``, a threshold a one-record label passes with
+        probability at most ``delta_L / 2`` / ``delta_L``; :mod:`dpspectral.gep.labels`) and the
+        Gaussian stages share ``(epsilon, delta - delta_L)``; the rows of a label not kept are left out
+        (a per-row map of the released set). Everything stored is post-processing. Nothing is charged
+        when a check on public inputs fails; a check on the released label set (fewer than 2 labels,
+        ``n_components`` too large) fails after the label stage, which stays charged.
         """
         owner = type(self).__name__
         self._check_parameter_table()
         public = None if self.classes is None else check_classes(self.classes, owner)
         if public is not None:
             self._n_components(int(public.size), None)
-            self._priors(int(public.size))
+        self._priors(None if public is None else int(public.size))
         # under add/remove an empty data set is a neighbour like any other (released, not refused)
         empty_ok = self._relation() is Relation.ADD_REMOVE
-        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+        X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              reset=True, ensure_min_samples=0 if empty_ok else 1)
         check_classification_targets(y)  # a continuous target is outside the labels' domain
         prepared = prepare_moments(X, y, epsilon=self.epsilon, delta=self.delta, row_norm=self.row_norm,
                                    classes=public, relation=self._relation(), random_state=self.random_state,
                                    on_norm_violation=self.on_norm_violation, adaptive_clip=self.adaptive_clip,
                                    clip_share=self.clip_share, owner=owner)
-        n_classes = int(prepared.classes.size)
-        k = self._n_components(n_classes, X.shape[1])  # all before the charge
-        priors = self._priors(n_classes)
-        moments = prepared.release(self.accountant, self.random_state)
-        self._store(moments, k, priors)
+        d = int(X.shape[1])
+        if public is not None:
+            k = self._n_components(int(public.size), d)  # all before the charge
+            moments = prepared.release(self.accountant, self.random_state)
+            self._store(moments, k, self._priors(int(public.size)))
+            return self
+        self._n_components(None, d)  # classes=None: n_components <= n_features before the charge
+        found: dict[str, int] = {}
+
+        def on_classes(released: np.ndarray) -> None:  # after the label release, before the moments
+            found["k"] = self._n_components(int(released.size), d, released=True)
+
+        moments = prepared.release(self.accountant, self.random_state, on_classes)
+        self._store(moments, found["k"], None)
         return self
 
     def _relation(self) -> Any:
@@ -216,10 +235,17 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         except (ValueError, TypeError):
             return self.relation
 
-    def _priors(self, n_classes: int) -> np.ndarray | None:
-        """The public priors, checked: positive, summing to 1, one per class (None: from the release)."""
+    def _priors(self, n_classes: int | None) -> np.ndarray | None:
+        """The public priors, checked: positive, summing to 1, one per class (None: from the release).
+
+        ``n_classes`` None (``classes=None``): priors are refused before anything is read (they are
+        given in the order of a public class list)."""
         if self.priors is None:
             return None
+        if n_classes is None:
+            raise ValueError(f"The 'priors' parameter of {type(self).__name__} needs the public 'classes' "
+                             "(priors are given in their order; with classes=None the label set is "
+                             "released privately during the fit). Pass 'classes', or priors=None.")
         p = np.asarray(self.priors, dtype=float) if np.ndim(self.priors) == 1 else np.array([np.nan])
         if p.shape != (n_classes,) or not np.all(np.isfinite(p)) or np.any(p <= 0) or \
                 not np.isclose(p.sum(), 1.0):
@@ -227,15 +253,27 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
                              f"floats summing to 1 (one per class). Got {self.priors!r} instead.")
         return p
 
-    def _n_components(self, n_classes: int, n_features: int | None) -> int:
-        """``n_components`` (or its default) in ``[1, min(n_classes - 1, n_features)]``, as sklearn's LDA."""
+    def _n_components(self, n_classes: int | None, n_features: int | None, released: bool = False) -> int:
+        """``n_components`` (or its default) in ``[1, min(n_classes - 1, n_features)]``, as sklearn's LDA.
+
+        ``n_classes``: the public ``classes``' length or (``released``) the number of labels the private
+        label release kept; None (``classes=None``, before the fit): only ``n_features`` bounds it. No
+        message quotes a number read from the data."""
+        if n_classes is None:
+            if self.n_components is not None and n_features is not None and self.n_components > n_features:
+                raise ValueError(f"The 'n_components' parameter of {type(self).__name__} must be an int in "
+                                 f"[1, n_features = {n_features}]. Got {self.n_components!r} instead.")
+            return 1
         upper = n_classes - 1 if n_features is None else min(n_classes - 1, n_features)
         if self.n_components is None:
             return max(1, upper)
         if self.n_components > upper:
+            where = (" n_classes is the number of labels the private label release kept (classes=None; "
+                     "pass the public 'classes' to fix it before the fit), and the release stays charged."
+                     if released else "")
             raise ValueError(f"The 'n_components' parameter of {type(self).__name__} must be an int in "
                              f"[1, min(n_classes - 1, n_features) = {upper}] (as scikit-learn's "
-                             f"LinearDiscriminantAnalysis). Got {self.n_components!r} instead.")
+                             f"LinearDiscriminantAnalysis).{where} Got {self.n_components!r} instead.")
         return int(self.n_components)
 
     def _store(self, moments: ReleasedMoments, k: int, priors: np.ndarray | None) -> None:
@@ -255,6 +293,13 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self.n_components_ = k
         self.moments_ = moments
         self.privacy_: PrivacyReport = moments.privacy
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Class scores ``X @ coef_.T + intercept_`` (one score per row for two classes)."""
+        check_is_fitted(self, "coef_")
+        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities: softmax of the class scores (logistic of the score for two classes)."""
@@ -276,7 +321,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` on the released Fisher directions: ``X @ scalings_``."""
         check_is_fitted(self, "scalings_")
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
+        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
         return np.asarray(X @ self.scalings_) if sp.issparse(X) else np.asarray(X @ self.scalings_)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]

@@ -59,14 +59,27 @@ scales times ``(r / C)^2``, ``r / C`` and 1). By Gaussian DP the two compose ada
 ``1 / s^2 (h + (1 - h)) = 1 / s^2``: exactly the budget of one ``GaussianDpEvent(s)``. The report
 carries both events.
 
+*Without public classes* (``classes=None``) the label set is released first, in the same run
+(:mod:`dpspectral.gep.labels`): a Gaussian stability histogram of the labels present (counts of L2
+sensitivity ``sqrt(2)`` replace-one, 1 add/remove; share 0.05 of ``1 / s^2``), a threshold that a label
+of one record passes with probability at most ``delta_L / 2`` (replace-one) or ``delta_L`` (add/remove),
+``delta_L = 0.1 delta``, charged as ``EpsilonDeltaDpEvent(0, delta_L)``; every Gaussian stage (label
+counts, norm histogram, moments) is then calibrated together to ``(epsilon, delta - delta_L)``. The rows
+of a label not kept are left out before the moments (a per-row map of the released set: a replace-one
+pair stays one or becomes an add/remove pair, whose sensitivities above are smaller), and n is then
+private: the released counts replace it. Three stages, all declared up front.
+
 Refusals (a label outside ``classes``, NaN, a row over the bound with ``on_norm_violation="raise"``,
 bad public parameters) happen before the charge and are about the input's domain, never about one
 in-domain record: a public class with no rows, or one row, or a single class present, is not an error.
+With ``classes=None``, fewer than 2 labels kept (or k above the number kept minus one) fails after the
+label stage, a decision on released values (the label stage stays charged).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,9 +109,17 @@ from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import check_row_norm, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, as_numeric_2d, release, validate_rows
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    StagedRelease,
+    as_numeric_2d,
+    validate_rows,
+)
+from .labels import plan_label_release
 from .result import GEPResult
-from .scatter import LABELS_FROM_DATA_NOTE, _clip, _labels, check_classes
+from .scatter import _clip, _labels, check_classes
 
 __all__ = [
     "DEFAULT_RIDGE",
@@ -176,7 +197,8 @@ def moments_sensitivity(relation: Relation | str, row_norm: float) -> dict[str, 
 
 
 def moments_plan(budget: PrivacyBudget, relation: Relation | str, row_norm: float,
-                 shares: Any = DEFAULT_SHARES, clip_share: float | None = None) -> ReleasePlan:
+                 shares: Any = DEFAULT_SHARES, clip_share: float | None = None,
+                 label_share: float | None = None) -> ReleasePlan:
     """The one release of the moments, from public inputs only (epsilon, delta, relation, C, shares).
 
     One ``GaussianDpEvent(s)`` (s: the analytic multiplier of (epsilon, delta)) and three
@@ -184,13 +206,17 @@ def moments_plan(budget: PrivacyBudget, relation: Relation | str, row_norm: floa
     together are that one Gaussian mechanism). With ``clip_share`` (adaptive clipping) the norm histogram
     takes that share of ``1 / s^2`` first (:func:`~dpspectral.privacy.adaptive.plan_row_clip`: multiplier
     ``s / sqrt(clip_share)``) and the moments the rest: ``s`` becomes ``s / sqrt(1 - clip_share)``, so the
-    two Gaussian events compose to exactly the budget's.
+    two Gaussian events compose to exactly the budget's. With ``label_share`` (``classes=None``: the
+    label set released first, :mod:`dpspectral.gep.labels`) that share is taken too (``budget`` is then
+    the Gaussian stages' ``(epsilon, delta - delta_L)``).
     """
     rel = as_relation(relation)
     sens = moments_sensitivity(rel, row_norm)
     s = analytic_noise_multiplier(budget.epsilon, budget.delta)
-    if clip_share is not None:  # the norm histogram's share first (Gaussian DP: an exact split)
-        s = split_noise_multiplier(s, [float(clip_share), 1.0 - float(clip_share)])[1]
+    taken = (0.0 if clip_share is None else float(clip_share)) + (0.0 if label_share is None
+                                                                  else float(label_share))
+    if taken > 0:  # the earlier stages' shares first (Gaussian DP: an exact split)
+        s = split_noise_multiplier(s, [taken, 1.0 - taken])[1]
     parts = split_noise_multiplier(s, [float(w) for w in shares])
     releases = tuple(NoisyRelease(name, "gaussian", m * sens[name], sens[name])
                      for name, m in zip(_PARTS, parts, strict=True))
@@ -213,12 +239,13 @@ class ReleasedMoments:
     counts : ndarray of shape (n_classes,)
         Noisy class counts (not floored; may be negative or fractional).
     classes : ndarray
-        The public classes (or, with ``classes=None``, the labels found in y, treated as public).
+        The public classes (or, with ``classes=None``, the labels kept by the private label release).
     row_norm : float
         The public bound C.
     relation : Relation
     n_samples : int or None
-        n when public (replace-one); None under add/remove.
+        n when public (replace-one with public classes); None under add/remove, and with
+        ``classes=None`` (rows of a label not kept are left out, so the number used is private).
     noise_std : dict
         The noise standard deviation of each part (public: from the plan).
     privacy : PrivacyReport
@@ -349,8 +376,8 @@ def release_moments(
     row_norm : float
         Public bound C; rows above it are clipped per row (or refused with ``on_norm_violation="raise"``).
     classes : array-like or None
-        The public labels (at least 2). None: the labels found in ``y``, treated as public (NOT
-        protected; the report says so).
+        The public labels (at least 2). None: the label set is released privately first, in the same
+        report (module docstring; rows of a label not kept are left out).
     relation : {"replace_one", "add_remove"}
     budget_shares : three floats summing to 1
         Shares of the Gaussian-DP budget for (second moment, class sums, class counts).
@@ -380,7 +407,9 @@ def release_moments(
     sqrt(1 - h))`` for the moments at the released clip ``r`` (a function of the histogram only, so
     public for the second stage; every row is clipped at ``r`` before use, so the sensitivities hold
     with C replaced by ``r``); by Gaussian DP they compose to exactly one ``GaussianDpEvent(s)``. Both
-    are declared and checked against the ledger before the first. The whole input is validated before
+    are declared and checked against the ledger before the first. With ``classes=None`` the label set's
+    release comes first (module docstring: its Gaussian counts and ``EpsilonDeltaDpEvent(0, delta_L)``,
+    the Gaussian stages sharing ``(epsilon, delta - delta_L)``). The whole input is validated before
     the charge; the refusals are about the input's domain.
     """
     prepared = prepare_moments(X, y, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
@@ -419,50 +448,64 @@ class PreparedMoments:
     owner: str
     clip_share: float | None = None
 
-    def release(self, accountant: Accountant | None, random_state: Any) -> ReleasedMoments:
+    def release(self, accountant: Accountant | None, random_state: Any,
+                on_classes: Callable[[np.ndarray], None] | None = None) -> ReleasedMoments:
         """Charge the plan, then release the statistics (the plan is built from public inputs).
 
-        With adaptive clipping: both stages declared up front; stage one the norm histogram and the clip
-        ``r`` from it; stage two the moments of the rows clipped at ``r`` (the plan restated at ``r``).
+        Every stage is declared up front (:class:`StagedRelease`, refused before any draw). With
+        ``classes=None`` stage one releases the label set (:mod:`dpspectral.gep.labels`) and the rows of
+        a label not kept are left out; ``on_classes(released classes)`` then runs (the checks that
+        depend on the number of classes: after the label stage, before the others). With adaptive
+        clipping the norm histogram and the clip ``r`` from it come next; last, the moments of the rows
+        clipped at ``r`` (the plan restated at ``r``).
         """
         noise = noise_source(random_state)
         share = self.clip_share
-        clip = None if share is None else plan_row_clip(self.budget, self.relation, self.row_norm, share)
-        plan = moments_plan(self.budget, self.relation, self.row_norm, self.shares, share)
+        labels = None if self.classes_public else plan_label_release(self.budget, self.relation)
+        gaussian = self.budget if labels is None else labels.rest  # what the Gaussian stages share
+        clip = None if share is None else plan_row_clip(gaussian, self.relation, self.row_norm, share)
+        plan = moments_plan(gaussian, self.relation, self.row_norm, self.shares, share,
+                            None if labels is None else labels.share)
+        stages = [*(() if labels is None else (labels.events,)), *(() if clip is None else ((clip.event,),)),
+                  tuple(plan.events)]
+        staged = StagedRelease(accountant, self.relation, MOMENTS, stages)  # refused before any draw
+        X, index, classes = self.X, self.index, self.classes
+        if labels is not None:  # released first; the rows of a label not kept are left out
+            classes, index = labels.released(self.classes, self.index, staged, noise, self.owner)
+            X, index = X[index >= 0], index[index >= 0]
+        if on_classes is not None:
+            on_classes(classes)
         released_clip = None
-        if clip is None or share is None:
-            with release(plan, accountant, noise) as r:  # refused before any draw
-                S_hat, T_hat, n_hat = self._draw(r, self.row_norm)
-            events = plan.events
-        else:
-            staged = clip.staged(accountant, MOMENTS, plan.events)  # refused before any draw
+        if clip is not None and share is not None:
             n_public = int(self.X.shape[0]) if self.relation.n_is_public else None
             released_clip = release_row_clip(
                 self.X, clip, staged, noise, noise_per_clip2=_noise_norm_per_clip2(plan, self.X.shape[1]),
                 d=int(self.X.shape[1]), n_public=n_public, owner=self.owner)
             plan = at_clip(plan, released_clip, self.row_norm, _CLIP_POWER,
                            clip_note(released_clip, self.row_norm, share))
-            with staged.stage(plan, noise) as r:  # the same multiplier, sensitivities at the clip
-                S_hat, T_hat, n_hat = self._draw(r, released_clip)
-            events = (clip.event, *plan.events)
-        notes = plan.notes + (() if self.classes_public else (LABELS_FROM_DATA_NOTE,))
+        radius = self.row_norm if released_clip is None else released_clip
+        with staged.stage(plan, noise) as r:  # the same multiplier, sensitivities at the clip
+            S_hat, T_hat, n_hat = _draw(r, X, index, int(classes.size), radius, self.owner)
+        notes = plan.notes + (() if labels is None else (labels.note(),))
         report = r.report(mechanism=MOMENTS, budget=self.budget, calibration="tight", notes=notes,
-                          stacklevel=5, events=list(events))
-        public_n = self.relation is Relation.REPLACE_ONE
+                          stacklevel=5, events=staged.events)
+        public_n = self.relation is Relation.REPLACE_ONE and labels is None  # rows left out: n private
         return ReleasedMoments(
-            second=S_hat, sums=T_hat, counts=n_hat, classes=self.classes, row_norm=self.row_norm,
+            second=S_hat, sums=T_hat, counts=n_hat, classes=classes, row_norm=self.row_norm,
             relation=self.relation, n_samples=int(self.X.shape[0]) if public_n else None,
             noise_std={name: plan[name].scale for name in _PARTS}, privacy=report, notes=notes,
             clip=released_clip, histogram_noise_std=None if clip is None else clip.release.scale,
         )
 
-    def _draw(self, r: Releaser, radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Inside the charged block: the moments of the rows clipped at ``radius``, with the planned noise."""
-        S, T, counts = _exact_moments(self.X, self.index, int(self.classes.size), radius, self.owner)
-        S_hat = r.add_symmetric("second", S, shape="goe")  # off-diagonal noise / sqrt(2)
-        T_hat = np.asarray(r.add("sums", T), dtype=np.float64)
-        n_hat = np.asarray(r.add("counts", counts), dtype=np.float64)
-        return S_hat, T_hat, n_hat
+
+def _draw(r: Releaser, X: Any, index: np.ndarray, n_classes: int, radius: float,
+          owner: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inside the charged block: the moments of the rows clipped at ``radius``, with the planned noise."""
+    S, T, counts = _exact_moments(X, index, n_classes, radius, owner)
+    S_hat = r.add_symmetric("second", S, shape="goe")  # off-diagonal noise / sqrt(2)
+    T_hat = np.asarray(r.add("sums", T), dtype=np.float64)
+    n_hat = np.asarray(r.add("counts", counts), dtype=np.float64)
+    return S_hat, T_hat, n_hat
 
 
 def prepare_moments(X: Any, y: Any, *, epsilon: Any, delta: Any, row_norm: Any, classes: Any = None,
@@ -662,8 +705,9 @@ def moments_fda(
     -------
     That of :func:`release_moments` (a record is a row and its label; replace-one or add/remove): by
     default two Gaussian events, the norm histogram and the moments at the released clip, composing to
-    the budget; with ``adaptive_clip=False`` one. The directions are post-processing. Parameters are
-    checked before the data are read.
+    the budget; with ``adaptive_clip=False`` one; with ``classes=None`` the label set's release first
+    (k is then checked against the number of labels kept, after that stage). The directions are
+    post-processing. Parameters are checked before the data are read.
     """
     if epsilon is None or delta is None or row_norm is None:
         raise TypeError(f"{owner} needs epsilon, delta and row_norm (public privacy parameters; none has a "
@@ -674,9 +718,16 @@ def moments_fda(
                                relation=relation, budget_shares=budget_shares, calibration=calibration,
                                random_state=random_state, on_norm_violation=on_norm_violation,
                                adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner)
-    # classes=None: the labels found; and k <= d (before the charge)
-    k = _check_k(k, min(int(prepared.classes.size), int(prepared.X.shape[1]) + 1), owner)
-    return fisher_result(prepared.release(accountant, random_state), k, ridge)
+    d = int(prepared.X.shape[1])
+    if classes is not None:  # k <= d too, before the charge
+        k = _check_k(k, min(int(prepared.classes.size), d + 1), owner)
+        return fisher_result(prepared.release(accountant, random_state), k, ridge)
+    _check_k(k, d + 1, owner)  # k <= d before the charge; k <= n_classes - 1 once the labels are released
+
+    def check_released(released: np.ndarray) -> None:
+        _check_k(k, min(int(released.size), d + 1), owner, released=True)
+
+    return fisher_result(prepared.release(accountant, random_state, check_released), int(k), ridge)
 
 
 def fisher_result(moments: ReleasedMoments, k: int, ridge: float) -> GEPResult:
@@ -692,14 +743,19 @@ def fisher_result(moments: ReleasedMoments, k: int, ridge: float) -> GEPResult:
                      diagnostics=diagnostics)
 
 
-def _check_k(k: Any, n_classes: int | None, owner: str) -> int:
+def _check_k(k: Any, n_classes: int | None, owner: str, released: bool = False) -> int:
     """k in ``[1, n_classes - 1]`` (scikit-learn's LDA refuses more, and more than n_features: the caller
-    passes ``min(n_classes, n_features + 1)``); only the lower bound when unknown."""
+    passes ``min(n_classes, n_features + 1)``); only the lower bound when unknown. ``released``: the
+    number of classes is that of the private label release (``classes=None``), checked after it."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 or (
             n_classes is not None and k > n_classes - 1):
         bound = "inf)" if n_classes is None else f"n_classes - 1 = {n_classes - 1}]"
+        where = (" n_classes is the number of labels the private label release kept (classes=None; "
+                 "pass the public 'classes' to fix it before the fit), and the release stays charged."
+                 if released else "")
         raise ValueError(f"The 'k' parameter of {owner} must be an int in [1, {bound} (Fisher "
-                         f"discriminant analysis has at most n_classes - 1 directions). Got {k!r} instead.")
+                         f"discriminant analysis has at most n_classes - 1 directions).{where} Got {k!r} "
+                         "instead.")
     return int(k)
 
 

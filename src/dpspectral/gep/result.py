@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import as_numeric_array
 from ..privacy.accounting import PrivacyReport
 
 __all__ = ["GEPResult"]
@@ -50,4 +51,5 @@ class GEPResult:
 
     def transform(self, X: Any) -> np.ndarray:
         """``X @ vectors`` (no centring)."""
+        X = as_numeric_array(X, "GEPResult.transform", name="X", ndim=None, accept_sparse=True)
         return np.asarray(X @ self.vectors)

@@ -22,7 +22,10 @@ one point changes a scatter by a PSD rank-one matrix of spectral (= Frobenius) n
 The identity holds for ``|P| = 0`` (the first point of an empty class adds a zero scatter) and
 ``|P| = 1``, so the bounds below cover neighbours in which a class is empty, has one member, or is the
 only class present (then ``A = 0``): none of these is an error when ``classes`` is given, and the
-class list, the number of components and every shape come from the public ``classes``.
+class list, the number of components and every shape come from the public ``classes``. With
+``classes=None`` the labels present index the classes: A and B are those of any public list holding
+them (an absent class contributes 0), so the bounds hold as well; the set itself is private and is
+published only through a private release (:mod:`dpspectral.gep.labels`).
 
 *B (within-class).* ``n B = sum_k S(C_k)``. Replacing ``(x, a)`` by ``(x', b)`` removes x from class a
 and adds x' to class b (the same class or not): ``n dB = P - Q`` with P, Q PSD rank one, each of norm
@@ -68,6 +71,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import as_label_array
 from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Options, Types, check_params, renamed
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
@@ -197,7 +201,8 @@ class ScatterPair:
     row_norm : float or None
         The public row bound C used for the sensitivities.
     classes : ndarray or None
-        The labels (FDA): public inputs or, when not given, the labels present (treated as public).
+        The labels (FDA): the public ``classes`` or, when not given, the labels present (private, like
+        A and B: never released as they are).
     notes : tuple of str
     """
 
@@ -263,30 +268,21 @@ def _labels(y: Any, n: int, classes: Any, owner: str) -> tuple[np.ndarray, np.nd
     With public ``classes`` the class list, and so every shape, comes from them: a class absent from
     the data, a class with one member, or a single class present are all handled by the mechanism (the
     sensitivity proof covers them; module docstring). With ``classes=None`` the labels present in ``y``
-    are the classes (treated as public, not protected), and fewer than 2 of them is an error: the
-    label set is then a public input of too few labels. No message quotes a label read from ``y``.
+    (any number, none included) index the rows: private, never an output here and never a refusal. The
+    scatter pair is the same as with any public list holding them (an absent class contributes 0), and
+    a caller that publishes the label set releases it first (:mod:`dpspectral.gep.labels`). No message
+    quotes a label read from ``y``.
     """
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"The 'y' parameter of {owner} must be a 1-D array of labels. Got shape "
-                         f"{y.shape} instead.")
+    y = as_label_array(y, owner)  # 1-D (a column vector raveled), not complex; quotes no label
     if y.shape[0] != n:
-        raise ValueError(f"The 'y' parameter of {owner} has {y.shape[0]} labels for {n} rows of X.")
+        raise ValueError(f"The 'y' parameter of {owner} must hold one label per row of X; the numbers differ "
+                         "(neither is quoted: the number of rows is private under add/remove).")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError(f"The 'y' parameter of {owner} contains NaN or infinity.")
     if classes is None:
         cls, idx = np.unique(y, return_inverse=True)
-        if cls.size < 2:
-            raise ValueError(
-                f"The 'y' parameter of {owner} holds one class only: with classes=None the set of "
-                "labels is read from y (and treated as public), and Fisher discriminant analysis needs "
-                "at least 2. Pass the public list of labels as 'classes' to fit anyway (a class that is "
-                "absent from the data, or has one member, is handled by the mechanism)."
-            )
         return idx.ravel(), cls
     cls = check_classes(classes, owner)
     order = np.argsort(cls, kind="stable")
@@ -294,6 +290,8 @@ def _labels(y: Any, n: int, classes: Any, owner: str) -> tuple[np.ndarray, np.nd
         pos = np.clip(np.searchsorted(cls[order], y), 0, cls.size - 1)
         ok = np.asarray(cls[order][pos] == y, dtype=bool)
     except (TypeError, ValueError):
+        ok = None  # raised below, outside the handler: NumPy's error is not chained as its context
+    if ok is None:
         raise TypeError(f"The 'y' parameter of {owner}: the labels cannot be compared with the public "
                         "'classes' (different types).") from None
     if not ok.all():
@@ -329,14 +327,6 @@ def _symmetrize(M: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-#: The privacy report's note when ``classes=None``: the label set was read from the private labels.
-LABELS_FROM_DATA_NOTE = (
-    "classes=None: the set of labels (and with it classes_, the default number of components and the "
-    "output's shape) was read from the private labels y and is treated as public: it is NOT protected "
-    "by the guarantee. Pass the public list of labels as 'classes' for the full guarantee."
-)
-
-
 def fda_pair(
     X: Any,
     y: Any,
@@ -359,8 +349,10 @@ def fda_pair(
     classes : array-like or None
         The public list of labels (at least 2). A class absent from the data, a class with one
         member and a single class present are handled by the mechanism (the sensitivities cover
-        them). None: the labels present in ``y`` are the classes, treated as public and NOT protected
-        (``ScatterPair.notes`` says so; pass ``classes`` for the full guarantee).
+        them). None: the labels present in ``y`` (any number) index the classes; the pair is the same
+        as with any public list that holds them (an absent class contributes 0), so the sensitivities
+        hold. ``ScatterPair.classes`` is then private (never released by the solvers);
+        :class:`~dpspectral.DPFisherDiscriminant` releases the label set before publishing it.
     on_norm_violation : {"clip", "raise"}
 
     Returns
@@ -372,7 +364,7 @@ def fda_pair(
     Raises
     ------
     ValueError
-        ``classes=None`` with fewer than 2 labels in ``y``, a label outside the public ``classes``,
+        A label outside the public ``classes``,
         NaN/inf, a row over the bound with ``on_norm_violation="raise"``, empty data. No message
         names a row, a value or a label read from ``y``.
 
@@ -416,7 +408,7 @@ def build_fda_pair(X: Any, y: Any, *, row_norm: float, classes: Any, on_norm_vio
     B = _symmetrize(W / n)
     return ScatterPair(
         A=A, B=B, sensitivity=fda_sensitivity(n, C), kind="fda", n_samples=n, row_norm=C,
-        classes=cls, notes=() if classes is not None else (LABELS_FROM_DATA_NOTE,),
+        classes=cls,
     )
 
 

@@ -148,8 +148,10 @@ def private_fda(
     classes : array-like, optional
         Public list of labels (at least 2): the class list comes from it, and a class absent from the
         data, a class with one member or a single class present is handled by the mechanism. Default
-        None: the labels present in ``y`` are used and treated as public, NOT protected (the privacy
-        report says so); pass ``classes`` for the full guarantee.
+        None: ``method="moments"`` releases the label set privately first, in the same report
+        (:mod:`dpspectral.gep.labels`; labels with few records are left out with their rows, fewer than
+        2 kept is an error after that charge); a paper solver needs none (k is given and the scatter
+        pair is the same whichever labels are named, so no label set is published).
     on_norm_violation : {"clip", "raise"}
     **kwargs
         Options of the solver (``n_iter``, ``eta_b``, ``calibration``, ``accountant``,
@@ -163,7 +165,8 @@ def private_fda(
     -------
     That of the solver, for replace-one neighbours where a record is a row and its label, with the
     sensitivities of :func:`fda_sensitivity`; ``method="moments"``: that of
-    :func:`~dpspectral.gep.moments.release_moments` (replace-one or add/remove, one Gaussian event).
+    :func:`~dpspectral.gep.moments.release_moments` (replace-one or add/remove, Gaussian events; with
+    ``classes=None`` preceded by the label set's release, charged in the same report).
     Validate, then charge: the whole input (rows and labels) is checked before the solver charges the
     ledger, and no message names a row, a value or a label read from ``y``.
     """

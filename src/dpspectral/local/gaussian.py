@@ -35,7 +35,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_n_components
+from .._validation import as_numeric_array, check_n_components
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -58,14 +58,22 @@ from ..moments import (
     _iter_blocks,
     accumulate,
     n_features_of,
-    needs_two_passes_ok,
 )
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, classic_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    is_one_shot,
+    open_one_shot,
+    precheck,
+    read_then_release,
+    release,
+)
 from ..results import SubspaceResult
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
@@ -221,9 +229,7 @@ def local_gaussian_report(
     """
     owner = "local_gaussian_report"
     budget, C = _check_common(epsilon, delta, row_norm, owner)
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"The 'x' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
+    arr = as_numeric_array(x, owner, name="x", ndim=None, convert_object=False)  # quotes no value
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(
             f"The 'x' parameter of {owner} must be a non-empty 1-D array (one record). Got shape "
@@ -347,7 +353,8 @@ def local_gaussian(
     is ``sigma / sqrt(2)`` at the same privacy. (The same release is also (epsilon, delta)-DP under
     replace-one neighbours in the central model.) With an accountant, every row is read and validated
     before the charge (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal
-    costs nothing; a failure after the charge is a failed release that stays charged.
+    costs nothing; a one-shot stream (an iterator of blocks) is charged before it is read, and a
+    failure after the charge (a bad block of such a stream) is a failed release that stays charged.
     """
     budget, C = _check_common(epsilon, delta, row_norm, _OWNER)
     rel = as_relation(relation, owner=_OWNER)
@@ -400,12 +407,20 @@ def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C:
     It has exactly the law of the average of the n reports' noise (entry std ``sigma / sqrt(n)``, and
     ``sigma / sqrt(2 n)`` off the diagonal with ``"goe"``).
     """
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=_OWNER, show_progress=show_progress)
-    d, n = moments.d, moments.n
-    check_n_components(k, d, _OWNER, name="k")
-    plan = _plan(budget, calibration, C, _OWNER, n_users=n)
-    with release(plan, accountant, noise) as releaser:
+    def read(data: Any) -> Any:
+        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                             want_second=True, owner=_OWNER, show_progress=show_progress)
+        check_n_components(k, moments.d, _OWNER, name="k")
+        return moments
+
+    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
+        if d is not None:
+            check_n_components(k, d, _OWNER, name="k")
+        return _plan(budget, calibration, C, _OWNER, n_users=n)
+
+    # the pipeline's order: read (and validated) before the charge; a one-shot stream after it
+    with read_then_release(X, read, plan_for, accountant, noise, owner=_OWNER) as (moments, releaser):
+        d, n = moments.d, moments.n
         assert moments.second is not None
         if shape == "iid":  # the paper's shape, drawn as before issue 16 (same seeds, same numbers)
             average = releaser.add_symmetric("average", moments.second / n)
@@ -421,15 +436,14 @@ def _release_reports(X: Any, k: int, budget: PrivacyBudget, calibration: str, C:
                      accountant: Any, noise: Any, on_norm_violation: NormViolation,
                      show_progress: bool | None, shape: str) -> _Released:
     """simulate_sum=False: every user's report (in blocks of users), averaged by the server."""
-    if accountant is not None:
+    if is_one_shot(X):
+        # read once, after the charge (the pipeline's rule): a bad block is a failed release
+        X, d_first = open_one_shot(X, _OWNER)
+        if d_first is not None:
+            check_n_components(k, d_first, _OWNER, name="k")
+    elif accountant is not None:
         # Users draw their noise while the data are read: validate every row first (a pass
         # without noise), then charge, then generate the reports.
-        if not needs_two_passes_ok(X):
-            raise ValueError(
-                f"{_OWNER} with simulate_sum=False and an accountant reads the data twice "
-                "(validation, then the reports); pass a re-iterable source (an array, a list "
-                "of blocks, or a callable returning a fresh iterator) or use simulate_sum=True."
-            )
         checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
                              want_sum=False, want_second=False, owner=_OWNER)
         check_n_components(k, checked.d, _OWNER, name="k")

@@ -62,6 +62,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import as_numeric_array
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -669,9 +670,7 @@ def local_lrf_report(
 
 def _user_row(row: Any, n: int, owner: str) -> np.ndarray:
     """The user's row: numeric, of length n, finite (the messages quote no value)."""
-    arr = np.asarray(row)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"The 'row' parameter of {owner} must be numeric. Got dtype {arr.dtype}.")
+    arr = as_numeric_array(row, owner, name="row", ndim=None, convert_object=False)  # quotes no value
     if arr.shape != (n,):
         raise ValueError(
             f"The 'row' parameter of {owner} must be a 1-D array of length n={n} (one row). Got shape "

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_mechanism_inputs
+from .._validation import as_numeric_array, check_mechanism_inputs
 from ..constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, renamed, validated
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
@@ -226,12 +226,10 @@ class CovarianceLRF(SketchState):
         """
         owner = f"{type(self).__name__}.insert_many"
         X = rows.toarray() if sp.issparse(rows) else rows
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{owner}: rows must be a numeric 2-D array ({exc}).") from exc
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"{owner}: rows must have shape (b, {self.n_features}). Got {X.shape}.")
+        X = np.asarray(as_numeric_array(X, owner, name="rows"), dtype=np.float64)  # quotes no cell
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"{owner}: rows must have shape (b, {self.n_features}). Got {X.shape[1]} "
+                             "columns.")
         if X.shape[0] == 0:
             return
         if not np.isfinite(X).all():

@@ -31,7 +31,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_choice
+from .._validation import as_numeric_array, check_choice
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -120,21 +120,14 @@ def check_matrix(A: Any, owner: str) -> Any:
     :mod:`dpspectral.privacy.pipeline`). A NaN or infinity is refused with a message that names no
     entry, no value and no count (:func:`~dpspectral.privacy.pipeline.not_finite_error`).
     """
-    if sp.issparse(A):
-        if np.asarray(A.data).dtype.kind not in "biuf":
-            raise TypeError(f"{owner}: the matrix must be numeric. Got a sparse matrix of dtype {A.dtype}.")
-        M = sp.csr_matrix(A, dtype=np.float64)
+    # numeric, real and 2-D, with refusals that quote nothing from the matrix (as_numeric_array)
+    checked = as_numeric_array(A, owner, accept_sparse=True)
+    if sp.issparse(checked):
+        M = sp.csr_matrix(checked, dtype=np.float64)
         if not np.isfinite(M.data).all():
             raise not_finite_error(owner)
     else:
-        try:
-            M = np.asarray(A, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"{owner}: the matrix must be a numeric 2-D array. Got {type(A).__name__}."
-            ) from exc
-        if M.ndim != 2:
-            raise ValueError(f"{owner}: the matrix must be 2-D. Got an array of shape {M.shape}.")
+        M = np.asarray(checked, dtype=np.float64)
         if not np.isfinite(M).all():
             raise not_finite_error(owner)
     if min(M.shape) < 1:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._validation import as_numeric_array
 from ..results import LowRankResult
 
 __all__ = ["GramResult", "RowSubspaceResult", "project_rows"]
@@ -21,7 +22,8 @@ __all__ = ["GramResult", "RowSubspaceResult", "project_rows"]
 def project_rows(A: Any, V: np.ndarray) -> np.ndarray:
     """``A V V^T`` for the data owner's A (m x n), with a clear error for a wrong shape."""
     n = int(V.shape[0])
-    if len(getattr(A, "shape", ())) != 2 or int(A.shape[1]) != n:
+    A = as_numeric_array(A, "reconstruct", name="A", ndim=None, accept_sparse=True)  # quotes no cell
+    if len(A.shape) != 2 or int(A.shape[1]) != n:
         raise ValueError(f"reconstruct(A) needs a 2-D A with {n} columns (the length of V's columns).")
     return np.asarray((A @ V) @ V.T)
 

@@ -65,7 +65,16 @@ from ..privacy.gaussian import (
     split_noise_multiplier,
 )
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, StagedRelease, precheck, release
+from ..privacy.pipeline import (
+    NoisyRelease,
+    ReleasePlan,
+    Releaser,
+    StagedRelease,
+    is_one_shot,
+    precheck,
+    read_then_release,
+    release,
+)
 from ..privacy.quantile import (
     BALANCE_FACTOR,
     balanced_clip,
@@ -234,6 +243,13 @@ def _validate(kind: _NoiseKind, X: Any, *, epsilon: float, delta: float, row_nor
         )
     if kind == "mod_sulq" and calibration == "paper":
         budget.require_delta(owner)
+        if is_one_shot(X):
+            raise ValueError(
+                "mod_sulq with calibration='paper' sets its noise from n, which a one-shot stream gives "
+                "only once it is read, after the charge; pass a re-iterable source (a list of blocks, "
+                "or a callable returning a fresh iterator) or use calibration='tight'. Nothing was "
+                "charged."
+            )
     center = _parse_centering(centering, owner)
     if isinstance(center, str):
         mean_share = check_share(mean_share, "mean_share", owner)
@@ -491,10 +507,12 @@ def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | 
     # the rows counted: n (public under replace-one), else the released count or the histogram's total
     n_rows = float(first.n) if plan.relation.n_is_public else (
         out.noisy_count if out.noisy_count is not None else float(noisy_counts.sum()))
-    if quantile is None:  # the balance rule: the clip above which about `kappa` rows lie (public)
+    if quantile is None:  # the balance rule: its target is a clip with about `kappa` rows above it (public)
         kappa = BALANCE_FACTOR * math.sqrt(first.d) * _noise_norm_per_clip2(plan, noise_shape, first.d)
         out.clip = _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, C)
-        what = f"the released clip above which about {kappa:.3g} rows lie (balance rule)"
+        what = (f"chosen by the balance rule from the released histogram, whose target (about {kappa:.3g} "
+                "rows above the clip) is a public number set by the noise level and d, not a count of "
+                "the data")
     else:
         clip = clip_from_histogram(noisy_counts, edges, quantile, max(n_rows, 1.0))
         out.clip = C if clip >= edges[-1] else clip  # the top bin: the public bound itself
@@ -527,15 +545,24 @@ def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kin
                        k: int, C: float, epsilon: float, noise_shape: str, accountant: Any, noise: Any,
                        on_norm_violation: NormViolation,
                        show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """One pass (it reads every row of an in-memory input before the charge), then one release."""
-    moments = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
-                         want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
-                         xp=xp)
-    check_n_components(k, moments.d, kind, name="k")
-    plan = make_plan(moments.n, moments.d)
+    """One pass, then one release, in the pipeline's order (:func:`read_then_release`): an input that
+    can be re-read is read (and so validated) before the charge; a one-shot stream after it."""
+    def read(data: Any) -> Any:
+        moments = accumulate(data, row_norm=C, center=center, on_norm_violation=on_norm_violation,
+                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
+                             xp=xp)
+        check_n_components(k, moments.d, kind, name="k")
+        return moments
+
+    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
+        if d is not None:
+            check_n_components(k, d, kind, name="k")
+        return make_plan(n, d)  # type: ignore[no-any-return]
+
     out = _Released()
     out.center = center
-    with release(plan, accountant, noise) as releaser:
+    with read_then_release(X, read, plan_for, accountant, noise, owner=kind) as (moments, releaser):
+        plan = releaser.plan
         if _has(plan, "count"):
             out.noisy_count = releaser.add("count", float(moments.n))
         out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon, noise_shape)
@@ -658,7 +685,9 @@ _COMMON_DOC = """
         Secret: it draws the noise (see docs/privacy-caveats.md).
     on_norm_violation : {"clip", "raise"}
         With ``"raise"`` the whole input is checked before the ledger is charged (a refusal costs
-        nothing but says that some row broke the bound). With ``centering="private"`` the raw rows
+        nothing but says that some row broke the bound); a one-shot stream (an iterator of blocks) is
+        checked as it is read, after the charge (a refusal then stays charged, marked failed in the
+        ledger). With ``centering="private"`` the raw rows
         are checked; the rows centred by the released mean are clipped to C (never refused).
     accounting : {"auto", "gaussian", "pld", "rdp"}
         Accountant used to certify the released events.

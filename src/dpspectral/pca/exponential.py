@@ -147,7 +147,7 @@ from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, read_then_release
 from ..results import SubspaceResult
 
 __all__ = [
@@ -885,14 +885,26 @@ def _exponential_mechanism(
     d_known = n_features_of(X)
     if d_known is not None:
         precheck(accountant, make_plan(d_known).events, rel)  # fail fast, before any reading
-    # Validate (this pass reads every row of an in-memory input), then charge, then release.
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=kind, show_progress=show_progress)
-    k = check_n_components(k, moments.d, kind, name="k")
-    plan = make_plan(moments.d)
-    # A failure after the charge (the sampler's cap) is a failed release: it stays charged.
-    with release(plan, accountant, noise) as releaser:
-        assert moments.second is not None
+
+    def read(data: Any) -> Any:
+        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                             want_second=True, owner=kind, show_progress=show_progress)
+        check_n_components(k, moments.d, kind, name="k")
+        return moments
+
+    def plan_for(n: int | None, d: int | None) -> _ExponentialPlan:
+        if d is None:  # a stream whose width cannot be looked up before the charge
+            raise ValueError(f"{kind}: the number of features must be known before the charge.")
+        check_n_components(k, d, kind, name="k")
+        return make_plan(d)
+
+    # The pipeline's order: read (validated) before the charge, a one-shot stream after it. A failure
+    # after the charge (a bad block of such a stream, the sampler's cap) is a failed release: it stays
+    # charged.
+    with read_then_release(X, read, plan_for, accountant, noise, owner=kind) as (moments, releaser):
+        k = check_n_components(k, moments.d, kind, name="k")
+        plan = releaser.plan
+        assert isinstance(plan, _ExponentialPlan) and moments.second is not None
         values, total, V, concentrations, n_coordinates = _release_directions(
             plan, moments.second, k, releaser, envelope, max_proposals)
     # frames: certify_release, report, here, ppca/exponential_pca, the constraint check, the caller
@@ -930,10 +942,12 @@ _PRIVACY_DOC = """
     add/remove; module docstring), one event; the certified epsilon at ``delta = 0`` is the sum
     of the events (Laplace releases included).
 
-    The whole input is read (and, for an in-memory input, validated) before the ledger is charged.
-    If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`, whose message names
-    only public inputs), the run is a failed release that stays charged; whether that happens, like
-    the running time of rejection sampling, depends on the data (docs/privacy-caveats.md).
+    The whole input is read (and validated) before the ledger is charged; a one-shot stream (an
+    iterator of blocks) is charged first and read after, so a bad block of it is a failed release
+    that stays charged. If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`,
+    whose message names only public inputs), the run is a failed release that stays charged;
+    whether that happens, like the running time of rejection sampling, depends on the data
+    (docs/privacy-caveats.md).
 """
 
 

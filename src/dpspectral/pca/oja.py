@@ -34,9 +34,11 @@ from the one noise source (``random_state="secure"``: OS entropy and exact discr
 the initial iterate and the row permutation from its secret generator. With the seeded source, Private
 Oja's step noise is drawn by blocks from an SFC64 stream seeded from that generator (NumPy's ziggurat,
 compiled; the same law) and DP-PCA's coordinate histograms in one vector draw (issue 20: seeded results
-of those paths changed once). A stream arrives after
-the charge: every row read is checked the same way (whether or not it ends up in a step), and a bad
-block is a *failed release*: it stays charged and the ledger marks it failed. Error messages name the
+of those paths changed once). A one-shot stream (an iterator of blocks) arrives after
+the charge (the pipeline's rule for every method): every row read is checked the same way (whether or
+not it ends up in a step), and a bad block is a *failed release*: it stays charged and the ledger marks
+it failed. A callable returning a fresh iterator is read once before the charge and checked whole, as
+an in-memory input. Error messages name the
 kind of problem, never a row, a value or a count. The paper splits (epsilon, delta) in half between
 Algorithms 4 and 5 (basic composition); on disjoint rows each can have the whole budget, which halves
 the noise (``calibration="tight"``, the default).
@@ -67,7 +69,7 @@ import scipy.sparse as sp
 
 from .._array_api import refuse_device
 from .._progress import progress
-from .._validation import check_mechanism_inputs
+from .._validation import as_numeric_array, check_mechanism_inputs
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -111,6 +113,7 @@ from ..privacy.pipeline import (
     ReleasePlan,
     Releaser,
     StagedRelease,
+    is_one_shot,
     not_finite_error,
     release,
     validate_rows,
@@ -286,13 +289,12 @@ class _Rows:
             return False
         if sp.issparse(block):
             block = block.toarray()
-        block = np.asarray(block)
+        block = as_numeric_array(block, self.owner, ndim=None, convert_object=False)  # quotes no cell
         if block.ndim == 1:
             block = block[None, :]
         if block.ndim != 2:
-            raise ValueError(f"{self.owner}: every block of a stream must be 2-D; got {block.shape}.")
-        if block.dtype.kind not in "biuf":
-            raise TypeError(f"{self.owner} needs numeric data; got dtype {block.dtype}.")
+            raise ValueError(f"{self.owner}: every block of a stream must be 2-D; got a {block.ndim}-D "
+                             "block.")
         if self.d is None:
             self.d = int(block.shape[1])
         elif block.shape[1] != self.d:
@@ -852,10 +854,12 @@ def _oja_noise_per_clip2(alpha: float, beta: float, source: _Source, n: int) -> 
 
 def _validate_stream(source: _Source) -> int | None:
     """A re-readable stream read once at the bound before any charge: finite, and within the bound with
-    ``on_norm_violation="raise"`` (the one-pass path checks every block after the charge instead).
+    ``on_norm_violation="raise"`` (a one-shot stream is checked block by block after the charge instead).
     Returns its row count (public under replace-one) when no n was given; None for in-memory data."""
     if source.in_memory:
         return None
+    if isinstance(source.data, _CheckedStream):  # read and checked when the source was prepared
+        return source.data.n_rows
     from ..moments import accumulate
 
     moments = accumulate(source.data, row_norm=source.row_norm, on_norm_violation=source.mode,
@@ -967,6 +971,28 @@ def _order_note(in_memory: bool, what: str) -> str:
             "breaks parallel composition; shuffle it with secret randomness first).")
 
 
+class _CheckedStream:
+    """A re-iterable stream (a callable returning a fresh iterator of row blocks) read once before the
+    charge: every block checked (finite; within the bound with ``on_norm_violation="raise"``), so its
+    refusal costs nothing (the pipeline's rule: only a one-shot stream is read after the charge).
+    ``n_rows``: the rows counted (public under replace-one)."""
+
+    def __init__(self, source: Callable[[], Any], n_rows: int) -> None:
+        self.source = source
+        self.n_rows = n_rows
+
+    def __call__(self) -> Any:
+        return self.source()
+
+    @classmethod
+    def of(cls, source: Any, C: float, on_norm_violation: str, owner: str) -> _CheckedStream:
+        from ..moments import accumulate
+
+        checked = accumulate(source, row_norm=C, on_norm_violation=on_norm_violation,  # type: ignore[arg-type]
+                             want_sum=False, want_second=False, owner=owner)
+        return cls(source, int(checked.n))
+
+
 def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: str,
                     owner: str) -> tuple[Any, int | None, bool]:
     """(source, n, in_memory): an in-memory input is validated whole here, before any charge."""
@@ -974,6 +1000,8 @@ def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: 
     src = _as_source(X)
     in_memory = validate_rows(src, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     if not in_memory:
+        if not is_one_shot(src):  # re-iterable (a callable): validated before the charge, as in memory
+            src = _CheckedStream.of(src, C, on_norm_violation, owner)
         return src, _n_rows(X, n_samples, owner), False
     src = _indexable(src)
     n = _n_rows(src, n_samples, owner)

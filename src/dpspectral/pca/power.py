@@ -62,7 +62,7 @@ from ..privacy.adaptive import (
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, read_then_release
 from ..results import SubspaceResult
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
@@ -144,6 +144,13 @@ def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, 
     else:
         check_params({"k": _N_COMPONENTS}, {"k": k}, _OWNER)
     return X, budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
+
+
+def _sizes(k: int, block_size: Any, d: int | None) -> tuple[int, int]:
+    """``(k, p)`` checked against the number of features d (as far as it is known)."""
+    if d is not None:
+        k = check_n_components(k, d, _OWNER, name="k")
+    return k, _check_block_size(block_size, k, d, _OWNER)
 
 
 def _plan(budget: PrivacyBudget, relation: Relation, calibration: str, row_norm: float,
@@ -238,9 +245,10 @@ def noisy_power(
     (``||x x^T X||_F = ||x|| ||X^T x|| <= C^2``). ``X_{l-1}`` is computed from earlier releases (and
     the data-independent start), so it is the same for both neighbours and the L releases compose
     adaptively. Event: ``SelfComposedDpEvent(GaussianDpEvent(sigma / Delta), L)``. The final SVD
-    is post-processing of ``Y_L``. The data are read (an in-memory input validated whole: finite,
-    and within the bound with ``on_norm_violation="raise"``) before the ledger is charged, so a
-    refusal costs nothing; a failure after the charge is a failed release that stays charged.
+    is post-processing of ``Y_L``. The data are read (validated whole: finite, and within the bound
+    with ``on_norm_violation="raise"``) before the ledger is charged, so a refusal costs nothing;
+    a one-shot stream (an iterator of blocks) is charged before it is read, and a failure after the
+    charge (a bad block of such a stream) is a failed release that stays charged.
     ``random_state`` is secret (it draws the noise).
 
     Adaptive clipping (default with ``calibration="tight"`` and an input that can be read twice): a
@@ -269,36 +277,13 @@ def noisy_power(
     # Plan every release before reading the data or drawing any randomness; fail fast.
     plan = _plan(budget, rel, calibration, C, L, p, clip)
     precheck(accountant, ((clip.event,) if clip else ()) + plan.events, rel)
-    # The first pass reads (and, for an in-memory input, validates) every row before any charge.
-    # With the adaptive clip it also counts the row norms in the histogram's public bins (released later).
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=clip is None, owner=_OWNER, show_progress=show_progress, xp=xp,
-                         norm_edges=None if clip is None else clip.edges)
-    k = check_n_components(k, moments.d, _OWNER, name="k")
-    p = _check_block_size(block_size, k, moments.d, _OWNER)
-    plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
-    released_clip = None
-    if clip is None:  # one release (the context managers below charge on entry, not when made)
-        stage, events = release(plan, accountant, noise), plan.events
+    if clip is None:  # one pass and one release, in the pipeline's order (a one-shot stream: charged first)
+        run = _one_release(X, k, block_size, budget, rel, calibration, C, L, accountant, noise,
+                           on_norm_violation, show_progress, xp)
     else:
-        staged = clip.staged(accountant, _OWNER, plan.events)
-        spec = plan["iteration"]
-        nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(rel, 1.0) * (
-            math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
-        released_clip = release_row_clip(
-            X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
-            n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress,
-            counts=moments.norm_counts)
-        share = clip_share or DEFAULT_CLIP_SHARE
-        plan = at_clip(plan, released_clip, C, {"iteration": 2},
-                       clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r
-        # the rows clipped at the released clip (never refused: they were checked at C above)
-        moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
-                             want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
-        stage, events = staged.stage(plan, noise), (clip.event, *plan.events)
-    with stage as releaser:
-        assert moments.second is not None
-        Y = _iterate(moments.second, p, L, releaser, show_progress)
+        run = _staged_release(X, k, block_size, budget, rel, calibration, C, L, accountant, noise,
+                              on_norm_violation, show_progress, xp, clip, clip_share)
+    Y, moments, plan, events, releaser, k, p, released_clip = run
     # Post-processing of the last release: its top-k left singular vectors, ordered.
     U = _left_singular_vectors(Y)
     # frames: certify_release, report, noisy_power, the constraint check, the caller
@@ -319,6 +304,60 @@ def noisy_power(
         components=fix_signs(U[:, :k]), values=None, privacy=report,
         n_samples=float(moments.n) if rel.n_is_public else None, diagnostics=diagnostics,
     )
+
+
+_Run = tuple[Any, Any, ReleasePlan, tuple[Any, ...], Releaser, int, int, float | None]
+
+
+def _one_release(X: Any, k: int, block_size: Any, budget: PrivacyBudget, rel: Relation,
+                 calibration: str, C: float, L: int, accountant: Any, noise: Any,
+                 on_norm_violation: NormViolation, show_progress: bool | None, xp: Any) -> _Run:
+    """``A`` at the bound C and the L releases (:func:`read_then_release`: an input that can be
+    re-read is read, and validated, before the charge; a one-shot stream after it)."""
+    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
+        return _plan(budget, rel, calibration, C, L, _sizes(k, block_size, d)[1], None)
+
+    def read(data: Any) -> Any:
+        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                             want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
+        _sizes(k, block_size, moments.d)
+        return moments
+
+    with read_then_release(X, read, plan_for, accountant, noise, owner=_OWNER) as (moments, releaser):
+        k_d, p = _sizes(k, block_size, moments.d)
+        Y = _iterate(moments.second, p, L, releaser, show_progress)
+    return Y, moments, releaser.plan, tuple(releaser.plan.events), releaser, k_d, p, None
+
+
+def _staged_release(X: Any, k: int, block_size: Any, budget: PrivacyBudget, rel: Relation,
+                    calibration: str, C: float, L: int, accountant: Any, noise: Any,
+                    on_norm_violation: NormViolation, show_progress: bool | None, xp: Any,
+                    clip: Any, clip_share: float | None) -> _Run:
+    """The adaptive clip: the validation pass (it counts the row norms in the histogram's public bins,
+    released later), the released clip r (stage one), then ``A`` at r and the L releases."""
+    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
+                         want_second=False, owner=_OWNER, show_progress=show_progress, xp=xp,
+                         norm_edges=clip.edges)
+    k, p = _sizes(k, block_size, moments.d)
+    plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
+    staged = clip.staged(accountant, _OWNER, plan.events)
+    spec = plan["iteration"]
+    nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(rel, 1.0) * (
+        math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
+    released_clip = release_row_clip(
+        X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
+        n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress,
+        counts=moments.norm_counts)
+    share = clip_share or DEFAULT_CLIP_SHARE
+    plan = at_clip(plan, released_clip, C, {"iteration": 2},
+                   clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r
+    # the rows clipped at the released clip (never refused: they were checked at C above)
+    moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
+                         want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
+    assert moments.second is not None
+    with staged.stage(plan, noise) as releaser:
+        Y = _iterate(moments.second, p, L, releaser, show_progress)
+    return Y, moments, plan, (clip.event, *plan.events), releaser, k, p, released_clip
 
 
 noisy_power.__doc__ = (noisy_power.__doc__ or "") + """

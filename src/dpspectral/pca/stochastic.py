@@ -69,7 +69,7 @@ from .._array_api import (
     work_dtype,
 )
 from .._progress import progress
-from .._validation import check_mechanism_inputs, check_n_components
+from .._validation import as_numeric_array, check_mechanism_inputs, check_n_components, check_numeric_layout
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -136,15 +136,10 @@ def _load_rows(X: Any, owner: str) -> np.ndarray:
     """Random row access is needed: an in-memory array or a memmap (never modified)."""
     if hasattr(X, "toarray"):
         X = X.toarray()
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if getattr(X, "ndim", 0) != 2:
-        raise ValueError(
-            f"{owner} expects 2-D data of shape (n_samples, n_features); got shape "
-            f"{getattr(X, 'shape', None)}."
-        )
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"{owner} needs numeric data; got dtype {X.dtype}.")
+    if isinstance(X, np.ndarray) or not (hasattr(X, "shape") and hasattr(X, "dtype")):
+        X = as_numeric_array(X, owner, convert_object=False)  # lists, DataFrames; a memmap stays unread
+    else:  # another array with random row access (HDF5, zarr): not read here
+        check_numeric_layout(X, owner)
     if X.shape[0] == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     return X

@@ -17,6 +17,7 @@ __all__ = [
     "BudgetExceededError",
     "PrivacyBudget",
     "PrivacyError",
+    "PureEpsilonWarning",
     "Relation",
     "UncertifiedPrivacyWarning",
     "as_relation",
@@ -33,6 +34,11 @@ class BudgetExceededError(PrivacyError):
 
 class UncertifiedPrivacyWarning(UserWarning):
     """The noise used does not certify the requested (epsilon, delta) under our accountant."""
+
+
+class PureEpsilonWarning(UserWarning):
+    """A positive delta was given to a pure epsilon-DP method: it runs at delta 0 (what it guarantees,
+    and what its privacy report states); the delta given is not used."""
 
 
 class Relation(enum.StrEnum):

@@ -11,6 +11,13 @@ Two learners, both releasing (for our uses) only the index of the heaviest bin:
 :func:`stable_histogram`
     The stability-based histogram (Karwa and Vadhan 2018, Lemma 2.3; spec-pca-gep.md §A.3): Laplace
     noise on the non-empty bins only and a threshold, for countably many bins; (epsilon, delta)-DP.
+:func:`gaussian_stable_histogram`
+    Its Gaussian variant, drawn inside a charged release (the private label set of the Fisher
+    discriminant with ``classes=None``): Gaussian noise on the non-empty bins and a threshold that a bin
+    of count 1 passes with probability at most ``delta / 2`` (replace-one; ``delta`` add/remove). Its
+    noise is one ``GaussianDpEvent`` that composes exactly with the run's other Gaussian releases; the
+    threshold's failure is ``EpsilonDeltaDpEvent(0, delta)``, composed by basic composition
+    (:func:`gaussian_stable_histogram_events`; Privacy below).
 
 Privacy (both)
 --------------
@@ -21,6 +28,25 @@ the other passes the threshold: with threshold ``1 + shift * ln(2 / delta) / eps
 passes with probability ``delta / 4`` (``P(Lap(b) > b ln(2/delta)) = delta / 4``); there are at most
 two such bins (replace-one; one under add/remove), so the failure probability is at most ``delta / 2``,
 within delta.
+
+The Gaussian variant (:func:`gaussian_stable_histogram`), inside a run of later releases that read the
+kept bins: let ``U`` be the bins occupied in D or D', and P* the same run with every bin of ``U``
+noised (count 0 where empty). P*(D) and P*(D') differ by a Gaussian mechanism on counts of L2
+sensitivity ``sqrt(2)`` (replace-one: one unit moved between two bins) or 1 (add/remove), composed
+with the rest: (epsilon, delta_G(epsilon)) for every epsilon, delta_G the privacy profile of all the
+Gaussian releases. A bin occupied on one side only has count exactly 1 there. The run on D equals P*(D)
+unless a bin empty in D passes (probability ``p0 = P(Z > t)``), and P*(D') restricted to outputs
+without the bin that D' lacks is P(D') times ``1 - p0`` (that bin's noise is independent, and while it
+is not kept the run is the same). Splitting the outputs of D on whether they hold its one-sided bin
+(probability ``q = P(1 + Z > t)``):
+``P(D)(S) <= q + p0 + P*(D)(S') <= q + p0 + e^eps P*(D')(S') + delta_G <= e^eps P(D')(S) + delta_G +
+q + p0`` (``S'``: the outputs of S without that bin). So the run is (epsilon, delta_G(epsilon) + q + p0)-DP
+for every epsilon, with ``q + p0 <= 2 q`` (replace-one) and ``q`` (add/remove; one side only has a
+one-sided bin): no ``e^eps`` factor, so the failure composes with the ledger's other events as an
+``EpsilonDeltaDpEvent(0, delta)`` when ``q <= delta / 2`` (replace-one) or ``q <= delta`` (add/remove).
+The threshold is ``1 + sigma z`` with ``z = Phi^-1(1 - q)`` for the seeded (continuous) Gaussian, and
+``z = sqrt(2 ln(1 / q))`` with sigma widened by the grid for any other source (the exact discrete
+Gaussian is sub-Gaussian: ``P(Z >= t) <= exp(-t^2 / (2 sigma^2))``).
 
 Noise source
 ------------
@@ -47,11 +73,14 @@ import numpy as np
 from ..constraints import EPSILON, NONE, Interval, check_params
 from .accounting import EpsilonDeltaDpEvent
 from .budget import Relation, as_relation
-from .noise import NoiseSource, SeededNoise
+from .noise import NoiseSource, SeededNoise, grid
 from .pipeline import Releaser
 
 __all__ = [
     "MAX_SECURE_BINS",
+    "gaussian_stable_histogram",
+    "gaussian_stable_histogram_events",
+    "gaussian_stable_threshold",
     "histogram_shift",
     "laplace_histogram_event",
     "laplace_histogram_mode",
@@ -269,3 +298,63 @@ def stable_histogram_mode(
 def stable_histogram_event(epsilon: float, delta: float) -> dp_accounting.DpEvent:
     """The (epsilon, delta) event of one stability-based histogram."""
     return EpsilonDeltaDpEvent(float(epsilon), float(delta))
+
+
+def _one_sided_bins(relation: Relation | str) -> int:
+    """Bins that one record can fill or empty: two under replace-one (its old and its new bin), one under
+    add/remove."""
+    return 2 if as_relation(relation) is Relation.REPLACE_ONE else 1
+
+
+def gaussian_stable_threshold(std: float, delta: float, relation: Relation | str, *,
+                              exact: bool = True) -> float:
+    """The noisy count a bin must exceed: a bin of count <= 1 passes with probability at most
+    ``delta / 2`` (replace-one) or ``delta`` (add/remove) (module docstring: Privacy).
+
+    ``exact``: the continuous Gaussian's tail (``Phi^-1``, the seeded source); else the sub-Gaussian
+    bound ``sqrt(2 ln(1 / q))`` (any Gaussian-like source, e.g. the exact discrete Gaussian), with
+    ``std`` the source's (widened) standard deviation.
+    """
+    from scipy.stats import norm
+
+    q = float(delta) / _one_sided_bins(relation)
+    z = float(norm.isf(q)) if exact else math.sqrt(2.0 * math.log(1.0 / q))
+    return 1.0 + float(std) * z
+
+
+def gaussian_stable_histogram_events(noise_multiplier: float,
+                                     delta: float) -> tuple[dp_accounting.DpEvent, dp_accounting.DpEvent]:
+    """The events of one Gaussian stability histogram: ``GaussianDpEvent(multiplier)`` (the noise, the
+    multiplier over the counts' L2 sensitivity) and ``EpsilonDeltaDpEvent(0, delta)`` (the threshold)."""
+    return dp_accounting.GaussianDpEvent(float(noise_multiplier)), EpsilonDeltaDpEvent(0.0, float(delta))
+
+
+def gaussian_stable_histogram(counts: Any, *, releaser: Releaser, name: str, delta: float,
+                              relation: Relation | str) -> tuple[np.ndarray, float]:
+    """The bins of ``counts`` (all occupied: counts >= 1) kept by the Gaussian stability histogram.
+
+    Noise: the planned Gaussian release ``name`` of the charged ``releaser`` (one vector draw from the
+    seeded source; one exact draw per bin from any other, so its grid widening does not depend on the
+    number of bins). Returns ``(kept, threshold)``: a boolean mask over the bins and the public
+    threshold (:func:`gaussian_stable_threshold`). Only the mask is meant to be released; the noisy
+    counts stay inside.
+
+    Privacy
+    -------
+    Module docstring: with ``releaser``'s plan charging :func:`gaussian_stable_histogram_events` at the
+    release's multiplier and ``delta``, (epsilon, delta_G(epsilon) + delta) composed with the run.
+    """
+    spec = releaser.plan[name]
+    if spec.kind != "gaussian" or spec.sensitivity is None or not spec.sensitivity > 0:
+        raise ValueError(f"{releaser.plan.label}: release {name!r} must be Gaussian with a positive "
+                         "sensitivity (the counts' L2 sensitivity).")
+    values = np.asarray(counts, dtype=np.float64).ravel()
+    seeded = isinstance(releaser.noise, SeededNoise)
+    if seeded:
+        noisy = np.asarray(releaser.add(name, values), dtype=np.float64)
+        std = spec.scale
+    else:
+        noisy = np.array([releaser.add(name, float(c)) for c in values], dtype=np.float64)
+        std = spec.scale * (spec.sensitivity + grid(spec.scale)) / spec.sensitivity
+    threshold = gaussian_stable_threshold(std, delta, relation, exact=seeded)
+    return noisy > threshold, threshold

@@ -23,18 +23,28 @@ Public randomness (a sketch that is published, the seed of a public sketch) neve
 secret generator: :func:`public_seed` draws it from OS entropy unless the caller declares a public
 seed, so that nothing published reveals the generator that draws the noise.
 
-**Streams.** For a one-shot iterator of row blocks the data arrive after the charge: a bad block is a
-failed release that stays charged (stated in each streaming method's docstring). Every row read is
+**Streams: one rule for every method.** A *one-shot stream* (:func:`is_one_shot`: an iterator of row
+blocks, such as a generator, or a stream that says it cannot be re-read) cannot be validated before the
+charge: it is charged before its rows are read (only the first block's number of columns, a public fact
+like an array's shape, is looked at first: :func:`open_one_shot`), and a failure decided by the data
+after that (NaN or infinity, a row over the bound with ``on_norm_violation="raise"``, no rows) is a
+failed release: it stays charged and the ledger marks it. Every other input (an array, a memmap, a
+sparse or Dask array, a list of blocks, a callable returning a fresh iterator) is read, and so
+validated, before the charge, so its refusal costs nothing. Mechanisms whose statistic is computed in
+one pass take this order from :func:`read_then_release`; the row-by-row methods read inside the
+charged block and validate an in-memory input first (:func:`validate_rows`). Every row read is
 validated the same way, whether or not the method uses it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import itertools
 import math
 import numbers
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,6 +52,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import as_numeric_array
 from .budget import Relation
 
 __all__ = [
@@ -52,11 +63,14 @@ __all__ = [
     "StagedRelease",
     "as_numeric_2d",
     "charge",
+    "is_one_shot",
+    "open_one_shot",
     "precheck",
     "release",
     "norm_violation_error",
     "not_finite_error",
     "public_seed",
+    "read_then_release",
     "validate_rows",
 ]
 
@@ -86,20 +100,50 @@ def norm_violation_error(owner: str, row_norm: float) -> NonPrivateDataError:
 def as_numeric_2d(X: Any, owner: str) -> np.ndarray:
     """``X`` as a 2-D numeric NumPy array (no copy when it is one), or a clear error naming ``owner``.
 
-    Only public facts (the dtype, the number of dimensions and the shape) appear in the message.
+    The shared conversion (:func:`~dpspectral._validation.as_numeric_array`): the message names the
+    problem (text, complex values, the number of dimensions) and at most a column, never a value or the
+    number of rows. An object array is refused (the mechanisms read the caller's array again later),
+    naming the first column with a cell that is not a number.
     """
-    arr = np.asarray(X)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{owner} needs numeric data; got an array of dtype {arr.dtype} (convert or encode the "
-            "columns first)."
-        )
-    if arr.ndim != 2:
-        raise ValueError(
-            f"{owner} expects 2-D data of shape (n_samples, n_features); got an array of shape "
-            f"{arr.shape}. Reshape your data, e.g. X.reshape(-1, 1) for a single feature."
-        )
-    return arr
+    return as_numeric_array(X, owner, ndim=2, convert_object=False)
+
+
+def is_one_shot(X: Any) -> bool:
+    """Whether ``X`` is a one-shot stream: an iterator of row blocks (a generator, ``iter(blocks)``) or a
+    stream that says it cannot be re-read (``stream_reiterable=False``).
+
+    Such a source cannot be validated before the charge: every mechanism charges it before its rows are
+    read, and a failure decided by the data after that stays charged (the module's note on streams).
+    """
+    return isinstance(X, Iterator) or getattr(X, "stream_reiterable", True) is False
+
+
+def open_one_shot(X: Any, owner: str) -> tuple[Any, int | None]:
+    """A one-shot stream, ready to be read after the charge, and its number of features.
+
+    The first block is taken from the stream and put back in front of the rest; only its number of
+    columns is looked at (a public fact, like an array's shape), never its values, so that a plan that
+    depends on the width (and the check of ``k``) is settled before the charge. A stream with no block,
+    or whose first block is not 2-D, is refused here (nothing charged: its format, not its values).
+    Returns ``(stream, n_features)``; ``n_features`` is None for a stream that cannot be peeked.
+    """
+    inner = X if isinstance(X, Iterator) else getattr(X, "source", None)
+    if not isinstance(inner, Iterator):
+        return X, None
+    first = next(inner, None)
+    if first is None:
+        raise ValueError(f"{owner}: the stream holds no block of rows (at least one row is required). "
+                         "Nothing was charged.")
+    shape = first.shape if hasattr(first, "shape") else np.shape(first)
+    if len(shape) != 2:
+        raise ValueError(f"{owner}: every block of a stream must be 2-D, of shape (n_rows, n_features); "
+                         f"the first block has shape {tuple(shape)}. Nothing was charged.")
+    rest = itertools.chain([first], inner)
+    if inner is X:
+        return rest, int(shape[1])
+    opened = copy.copy(X)  # a wrapper of a one-shot iterator (a stream onto a device): the same, re-chained
+    opened.source = rest
+    return opened, int(shape[1])
 
 
 def _is_stream(X: Any) -> bool:
@@ -159,8 +203,10 @@ def _validate_block(
     block: Any, *, row_norm: float | None, on_norm_violation: str, owner: str,
     center: np.ndarray | None,
 ) -> None:
-    from .clipping import clip_threshold, row_norms
+    from .clipping import clip_threshold, norm_scale, scaled_row_norms
 
+    # norms compared on rows scaled by a public power of two (exact; 1 for most bounds): see clipping
+    scale = 1.0 if row_norm is None else norm_scale(row_norm)
     if sp.issparse(block):
         values = np.asarray(block.data)
         if values.dtype.kind not in "biuf":
@@ -169,9 +215,9 @@ def _validate_block(
             raise not_finite_error(owner)
         if on_norm_violation == "raise" and row_norm is not None:
             dense_center = center is not None and np.any(center)
-            norms = (row_norms(np.asarray(block.toarray(), dtype=float) - center) if dense_center
-                     else row_norms(sp.csr_matrix(block, dtype=np.float64)))
-            if norms.size and float(norms.max()) > clip_threshold(row_norm):
+            norms = scaled_row_norms(np.asarray(block.toarray(), dtype=float) - center if dense_center
+                                     else sp.csr_matrix(block, dtype=np.float64), scale)
+            if norms.size and float(norms.max()) > clip_threshold(row_norm * scale):
                 raise norm_violation_error(owner, row_norm)
         return
     arr = as_numeric_2d(block, owner)
@@ -183,9 +229,12 @@ def _validate_block(
         if not np.isfinite(part).all():
             raise not_finite_error(owner)
         if on_norm_violation == "raise" and row_norm is not None:
-            with np.errstate(over="ignore"):  # a finite row whose square overflows is over any bound
-                norms = np.sqrt(np.einsum("ij,ij->i", part, part))
-            if norms.size and float(norms.max()) > clip_threshold(row_norm):
+            if scale == 1.0:
+                with np.errstate(over="ignore"):  # a finite row whose square overflows is over the bound
+                    norms = np.sqrt(np.einsum("ij,ij->i", part, part))
+            else:
+                norms = scaled_row_norms(part, scale)
+            if norms.size and float(norms.max()) > clip_threshold(row_norm * scale):
                 raise norm_violation_error(owner, row_norm)
 
 
@@ -361,6 +410,24 @@ class Releaser:
         spec = self._spec(name)
         return self.noise.gaussian(spec.scale, size, spec.sensitivity)
 
+    def restate(self, plan: ReleasePlan) -> None:
+        """Serve ``plan`` instead: the charged plan restated with a fact learnt while reading.
+
+        For a one-shot stream, charged before it is read (:func:`read_then_release`): a release whose
+        scale depends on ``n`` (an average over the rows) is stated once ``n`` is known. The events and
+        the relation must be those charged; anything else is refused (inside the block: a failed
+        release, still charged).
+        """
+        if not self._open:
+            raise RuntimeError(f"{self.plan.label}: plan restated after its release block ended.")
+        if tuple(plan.events) != tuple(self.plan.events) or plan.relation is not self.plan.relation:
+            raise RuntimeError(
+                f"{self.plan.label}: a restated plan must record the events and relation charged."
+            )
+        if getattr(self.noise, "name", "") == "secure":
+            _check_secure_plan(plan)
+        self.plan = plan
+
     @contextlib.contextmanager
     def adapted(self, name: str, *, scale: float, sensitivity: float) -> Iterator[Releaser]:
         """Release ``name`` at a sensitivity learnt from an earlier release of the same run.
@@ -441,6 +508,43 @@ def release(plan: ReleasePlan, accountant: Any, noise: Any) -> Iterator[Releaser
             yield releaser
     finally:
         releaser._open = False
+
+
+@contextlib.contextmanager
+def read_then_release(
+    X: Any,
+    read: Callable[[Any], Any],
+    plan_for: Callable[[int | None, int | None], ReleasePlan],
+    accountant: Any,
+    noise: Any,
+    *,
+    owner: str,
+) -> Iterator[tuple[Any, Releaser]]:
+    """The one order of a release whose statistic is computed in one pass over ``X``.
+
+    ``read(X)`` makes that pass (it validates every block it reads) and returns what it computed, with
+    the public facts ``n`` and ``d``; ``plan_for(n, d)`` builds the plan from public inputs and those
+    facts (``None`` when not known yet). Yields ``(what read returned, the Releaser)``.
+
+    * Anything that can be read before the charge (in memory, a list of blocks, a callable returning
+      a fresh iterator) is read first: a refusal decided by the data costs nothing; then
+      ``plan_for(n, d)`` is charged (:func:`release`).
+    * A one-shot stream (:func:`is_one_shot`) cannot be: ``plan_for(None, d)`` (``d``, the first
+      block's width: :func:`open_one_shot`) is charged before its rows are read, and ``read`` runs
+      inside the charged block, so a failure decided by the data (NaN, a row over the bound with
+      ``on_norm_violation="raise"``, no rows) stays charged and is marked failed. The plan is then
+      restated with ``n`` (:meth:`Releaser.restate`: the same events).
+    """
+    if not is_one_shot(X):
+        done = read(X)
+        with release(plan_for(done.n, done.d), accountant, noise) as releaser:
+            yield done, releaser
+        return
+    stream, d = open_one_shot(X, owner)
+    with release(plan_for(None, d), accountant, noise) as releaser:
+        done = read(stream)
+        releaser.restate(plan_for(done.n, done.d))
+        yield done, releaser
 
 
 class StagedRelease:
