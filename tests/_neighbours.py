@@ -1,4 +1,4 @@
-"""Shared helpers of the neighbour-invariance and nothing-charged tests (issues 15 and 23).
+"""Shared helpers of the neighbour-invariance and nothing-charged tests.
 
 The rule these helpers check: nothing derived from the data leaves the library unless it was released
 with noise. For two neighbouring data sets run with the same seed, everything a user can observe that

@@ -1,4 +1,4 @@
-"""Adaptive row clipping of the Fisher moments release (issue 16, item 4; gep/moments.py, adaptive.py).
+"""Adaptive row clipping of the Fisher moments release (gep/moments.py, adaptive.py).
 
 The default moments release (DPFisherDiscriminant, private_fda, DPLinearDiscriminantAnalysis) is staged: a
 noisy norm histogram (share ``DEFAULT_CLIP_SHARE`` of ``1 / s^2``), then the second moment, class sums and

@@ -1,4 +1,4 @@
-"""Adaptive row clipping of the iterative methods (issue 16, item 4; privacy/adaptive.py).
+"""Adaptive row clipping of the iterative methods (privacy/adaptive.py).
 
 Each method's default (``calibration="tight"``, an input that can be read twice) releases a noisy norm
 histogram first and runs at the released clip. Checked here: the events (the histogram's multiplier is

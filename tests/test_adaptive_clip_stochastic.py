@@ -1,4 +1,4 @@
-"""Adaptive row clipping of DP-SPCA and DP-VRPCA (issue 16, item 4; privacy/adaptive.py).
+"""Adaptive row clipping of DP-SPCA and DP-VRPCA (privacy/adaptive.py).
 
 Both methods' default (``calibration="tight"``; their rows are in memory, so always re-readable) releases a
 noisy norm histogram first and runs at the released clip r: the steps' and full gradients' noise at the

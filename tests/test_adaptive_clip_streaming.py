@@ -1,4 +1,4 @@
-"""Adaptive row clipping of the streaming methods (issue 16, item 4): minibatch_oja and private_oja.
+"""Adaptive row clipping of the streaming methods: minibatch_oja and private_oja.
 
 The default (an input that can be read twice; Private Oja without amplification) releases a noisy norm
 histogram first (privacy/adaptive.py) and runs at the released clip r. Checked here: the two stages'

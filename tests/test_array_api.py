@@ -1,4 +1,4 @@
-"""Array API support (issue 20, item 1): the covered methods compute in the input's namespace, on CPU.
+"""Array API support: the covered methods compute in the input's namespace, on CPU.
 
 With array-api-strict (a strict, NumPy-backed namespace: any call outside the standard fails) and with
 PyTorch's CPU device (``pytest.importorskip("torch")``), so CI needs no GPU. What is checked:

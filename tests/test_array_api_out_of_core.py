@@ -1,4 +1,4 @@
-"""Out-of-core on a device (issue 20 item 2): host rows streamed through the device in blocks (``device=``).
+"""Out-of-core on a device: host rows streamed through the device in blocks (``device=``).
 
 On PyTorch's CPU device (so CI needs no GPU) and array-api-strict (a device named by an array). What is
 checked:

@@ -1,4 +1,4 @@
-"""Array API support for the gradient-perturbation methods (issue 20, item 1): ``dp_spca``, ``dp_vrpca``.
+"""Array API support for the gradient-perturbation methods: ``dp_spca``, ``dp_vrpca``.
 
 With the switch on, both compute in the input's namespace, on its device: the validation (before any
 charge), the clipped full-batch products ``X^T (X V)`` (or a Poisson sample's, ``q < 1``, its indices

@@ -1,4 +1,4 @@
-"""Array API support for the streaming methods (issue 20, item 1): ``minibatch_oja`` on the device.
+"""Array API support for the streaming methods: ``minibatch_oja`` on the device.
 
 ``minibatch_oja`` (noisy block-power steps on disjoint minibatches, after the adaptive clip's norm
 histogram) computes in the input's namespace, on its device; ``private_oja``, ``dp_pca`` and ``oja``

@@ -1,4 +1,4 @@
-"""Smoke checks of benchmarks/bench_utility.py (issue 16, item 5), so that the script cannot rot.
+"""Smoke checks of benchmarks/bench_utility.py, so that the script cannot rot.
 
 The benchmark is a script of the checkout, loaded here from its path. Everything runs on a tiny spiked
 set (n = 3,000, d = 40) in a few seconds.

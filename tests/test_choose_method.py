@@ -1,4 +1,4 @@
-"""method="auto" (issue 16, item 3): the decision table, from public facts only, and DPPCA's use of it.
+"""method="auto": the decision table, from public facts only, and DPPCA's use of it.
 
 Deterministic, except the utility check, which is seeded: a spiked set where Analyze Gauss recovers the
 top direction (sin theta < 0.2; a random direction in d = 20 has sin theta > 0.9 with probability

@@ -133,7 +133,10 @@ def test_fit_csv_with_label_private_centering_then_transform_csv(small_data, tmp
     assert header == "pc1,pc2,pc3"
     Z = np.loadtxt(z, delimiter=",", skiprows=1)
     assert Z.shape == (400, 3)
-    assert np.allclose(Z, (X - np.asarray(model["mean"])) @ C.T, atol=1e-8)
+    # the centred rows are clipped at the model's --row-norm before the projection, as in the fit
+    R = X - np.asarray(model["mean"])
+    R *= np.minimum(1.0, 1.0 / np.linalg.norm(R, axis=1))[:, None]
+    assert np.allclose(Z, R @ C.T, atol=1e-8)
 
 
 def test_fit_is_deterministic_under_a_seed(small_data, tmp_path):
@@ -409,7 +412,7 @@ def test_plot_metric_vs_epsilon_writes_png(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# privacy of what `fit` / `transform` print and save (issue 15): each test fails on the old code
+# privacy of what `fit` / `transform` print and save: each test fails on the old code
 # ----------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Privacy of the ``dpspectral fit`` / ``transform`` boundary (issues 15 and 23).
+"""Privacy of the ``dpspectral fit`` / ``transform`` boundary.
 
 Two structural tests over the command line:
 

@@ -1,4 +1,4 @@
-"""The shape of the code (issue 19, item 5): short functions, documented public functions.
+"""The shape of the code: short functions, documented public functions.
 
 * No function in ``src/`` has more than ``MAX_LINES`` lines of code (its docstring not counted) unless
   the first line of its body is a comment starting with ``# long:`` that says why it is clearer whole.

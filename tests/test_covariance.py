@@ -244,7 +244,7 @@ def test_private_centering_with_raise_checks_raw_rows_and_clips_centred_ones(rng
         analyze_gauss(X, 2, centering="private", calibration="paper", **KW)
 
 
-# -- adaptive clipping of the uncentred path (issue 16, item 4) ------------------------------------
+# -- adaptive clipping of the uncentred path ------------------------------------
 def test_uncentred_adaptive_clip_at_the_bound_for_unit_rows(lowrank_data):
     """Rows at the bound (up to rounding): the released clip is the bound itself, and the only cost
     is the histogram's share (the scatter's noise std grows by 1 / sqrt(1 - share))."""
@@ -376,7 +376,7 @@ def test_moments_of_rows_slightly_and_far_above_the_bound(rng):
 
 
 def test_wishart_through_the_estimator_needs_calibration_paper(lowrank_data):
-    # an explicit "tight" is refused; the default (None) takes its only calibration, "paper" (issue 16)
+    # an explicit "tight" is refused; the default (None) takes its only calibration, "paper"
     with pytest.raises(ValueError, match="'calibration'.*'paper'.*uncertified baseline"):
         DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, method="wishart",
               calibration="tight").fit(lowrank_data)

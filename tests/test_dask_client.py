@@ -1,4 +1,4 @@
-"""Dask the way Dask users work (issue 20, item 3): the caller's cluster is used, never replaced.
+"""Dask the way Dask users work: the caller's cluster is used, never replaced.
 
 * With an active ``distributed.Client`` (an in-process ``LocalCluster(processes=False)``), a ``DPPCA`` fit
   on a Dask array and a DPdisPCA fit with ``engine="dask"`` run their tasks on that client

@@ -293,7 +293,7 @@ def test_inprocess_site_failures_are_left_out() -> None:
     message = r"site 1 was left out of the release \(failed: its step raised an error at the site; its type"
     with pytest.warns(SiteFailureWarning, match=message) as record:
         res = dpdispca(sites, 3, random_state=0, **KW)
-    # the exception's type and text stay at the site (they may describe its rows): issue 23 item 4
+    # the exception's type and text stay at the site (they may describe its rows)
     assert res.contributing_sites == (0, 2) and "stay at the site" in res.failed_sites[1]
     for text in [*res.failed_sites.values(), *(str(w.message) for w in record)]:
         assert "RuntimeError" not in text and "disk" not in text
@@ -544,7 +544,7 @@ def test_estimator_starts_its_own_local_cluster() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# privacy at the protocol's boundaries (issues 15, 19, 23): deterministic, in process
+# privacy at the protocol's boundaries: deterministic, in process
 
 
 def _loader_that_fails() -> np.ndarray:
@@ -552,7 +552,7 @@ def _loader_that_fails() -> np.ndarray:
 
 
 def test_a_site_failure_reaches_the_aggregator_without_its_text() -> None:
-    """Issue 23 item 4: whatever a site's step raises, the aggregator learns that it failed and a
+    """Whatever a site's step raises, the aggregator learns that it failed and a
     data-independent reason only (failed on the code before the fix: the text went into failed_sites,
     the warning and SiteFailureError)."""
     dask = pytest.importorskip("dask")
@@ -586,7 +586,7 @@ def test_a_site_failure_reaches_the_aggregator_without_its_text() -> None:
 
 
 def test_no_site_timing_reaches_the_aggregator() -> None:
-    """Issue 23 item 4: a site's time depends on its rows; no timing is sent or exposed (the fields
+    """A site's time depends on its rows; no timing is sent or exposed (the fields
     existed before the fix)."""
     import dataclasses
 
@@ -604,7 +604,7 @@ DISTRIBUTED_RELEASED = ("components", "values", "total", "n_samples")
 
 
 def test_a_site_emptied_under_add_remove_is_not_dropped_or_refused() -> None:
-    """Issue 23 item 6: under add/remove a site's row count is private, so a site with no rows releases
+    """Under add/remove a site's row count is private, so a site with no rows releases
     its noise on a zero scatter like any other site (before the fix: refused in memory, dropped with a
     warning naming it as a Dask array's block)."""
     from _neighbours import assert_same_public_view, observe
@@ -642,7 +642,7 @@ def test_a_site_emptied_under_add_remove_is_not_dropped_or_refused() -> None:
 
 @pytest.mark.parametrize("case", ["nan", "inf", "norm"])
 def test_in_memory_sites_are_validated_whole_before_the_charge(case: str) -> None:
-    """Issue 15 item 3 / 23 item 4: nothing charged, and the text names neither the row nor the site
+    """Nothing charged, and the text names neither the row nor the site
     (before the fix: NaN named the site; a row over the bound was charged and the site dropped)."""
     texts = []
     for site, rows in ((0, (37,)), (2, (11, 13, 17))):
@@ -679,7 +679,7 @@ def test_a_failed_run_stays_charged_and_is_marked_failed() -> None:
 
 
 def test_fit_transform_projects_every_site() -> None:
-    """Issue 19: ``DistributedDPPCA().fit_transform(sites)`` raised ValueError (sites are a list)."""
+    """``DistributedDPPCA().fit_transform(sites)`` works although sites are a list."""
     sites = _sites(3, n=40)
     est = DistributedDPPCA(2, engine="inprocess", random_state=0, **KW)
     Z = est.fit_transform(sites)
@@ -693,7 +693,7 @@ def test_fit_transform_projects_every_site() -> None:
     assert empty.fit_transform([sites[0], sites[1][:0]]).shape == (40, 2)
 
 
-# -- issue 16: utility with defaults ------------------------------------------------------------------
+# -- utility with defaults ------------------------------------------------------------------
 def test_defaults_beat_a_random_subspace_on_a_spiked_set():
     """Unit rows, n = 4000 over S = 4 sites, d = 10, k = 1, epsilon = 1, delta = 1e-6, defaults (proxy of
     rank (D + 1) // 2 = 5). Measured over 20 seeds: sin theta 0.0275 (sd 0.0065, max 0.040), the same for

@@ -192,8 +192,8 @@ def test_readme_says_what_make_test_runs():
 
 
 def test_methods_command_uses_the_readme_words(capsys):
-    # issue 25: `dpspectral methods` called optimal_space_lrf and sr "known not to be differentially
-    # private" where the README calls them non-private references; both now use the registry's words
+    # `dpspectral methods` must call optimal_space_lrf and sr what the README calls them (non-private
+    # references, not "known not to be differentially private"): both use the registry's words
     import json
 
     from dpspectral import cli

@@ -1,4 +1,4 @@
-"""DPLowRank(method="auto") (issue 18): the method follows the relation asked for, never changes it."""
+"""DPLowRank(method="auto"): the method follows the relation asked for, never changes it."""
 
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def test_secure_noise_source(lowrank_data):
     ({"method": "mod_sulq", "relation": "add_remove"}, ValueError, "'relation'.*mod_sulq"),
     ({"method": "wishart", "calibration": "tight"}, ValueError, "'calibration'.*'paper'"),
     ({"accountant": "mine"}, TypeError, "'accountant'"),
-    # the parameter table (issue 19 item 2): every parameter checked before the data are read
+    # the parameter table: every parameter checked before the data are read
     ({"n_components": 1.5}, TypeError, "'n_components' parameter of DPPCA must be an int in \\[1, inf\\)"),
     ({"copy": "yes"}, TypeError, "'copy' parameter of DPPCA must be a bool"),
     ({"mean_share": 1.5}, ValueError, "'mean_share' parameter of DPPCA must be a float in \\(0, 1\\)"),
@@ -122,7 +122,7 @@ def test_secure_noise_source(lowrank_data):
     ({"on_norm_violation": "ignore"}, ValueError, "'on_norm_violation'.*'clip', 'raise'"),
     ({"method": "private_frobenius_lrf"}, ValueError, "PCA method.*use DPLowRank"),
     ({"method": "noisy_power", "centering": "private"}, ValueError, "'centering'.*must be None.*noisy_power"),
-    # adaptive clipping and the noise's shape (issue 16): estimator parameters, in the table
+    # adaptive clipping and the noise's shape: estimator parameters, in the table
     ({"adaptive_clip": "yes"}, TypeError, "'adaptive_clip' parameter of DPPCA must be"),
     ({"clip_quantile": 1.5}, ValueError, "'clip_quantile' parameter of DPPCA must be"),
     ({"clip_share": 0.0}, ValueError, "'clip_share' parameter of DPPCA must be"),
@@ -220,7 +220,7 @@ def test_pure_epsilon_methods_report_delta_zero(method, lowrank_data):
 
 
 def test_a_method_with_one_calibration_uses_it_by_default(rng):
-    """Issue 16 item 2: DPPCA(method="wishart") used to fail on the default calibration="tight"."""
+    """DPPCA(method="wishart") works with the estimator's default calibration="tight"."""
     import warnings
 
     from dpspectral import UncertifiedPrivacyWarning
@@ -236,7 +236,7 @@ def test_a_method_with_one_calibration_uses_it_by_default(rng):
         DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="wishart", calibration="tight").fit(X)
 
 
-# -- adaptive clipping through the estimator (issue 16, item 4) ------------------------------------
+# -- adaptive clipping through the estimator ------------------------------------
 def test_adaptive_clip_parameters_reach_the_method(lowrank_data):
     from dpspectral.pca import analyze_gauss
 

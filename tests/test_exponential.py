@@ -264,7 +264,7 @@ def test_ppca_spends_everything_on_directions_and_k_equals_d_is_free_at_the_end(
     r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0)
     assert r.values is None and r.total is None
     assert r.diagnostics["directions_epsilon"] == pytest.approx(1.0)
-    old = {"allocation": "equal", "accounting": "per_direction"}  # the behaviour before issue 16
+    old = {"allocation": "equal", "accounting": "per_direction"}  # the papers' split and accounting
     r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0, **old)
     assert r.diagnostics["vector_epsilons"] == pytest.approx([1.0])
     r = ppca(X, 4, epsilon=1.0, row_norm=1.0, random_state=0, **old)
@@ -470,7 +470,7 @@ def test_end_to_end_audit_of_ppca(relation):
 
 
 def test_sampler_error_names_only_public_inputs():
-    # issue 23: the acceptance rate (and the envelope chosen, and how many were accepted) depend on
+    # the acceptance rate (and the envelope chosen, and how many were accepted) depend on
     # M, the private data in the mechanisms; the message names only public inputs.
     M = np.diag(np.linspace(1.0, 0.0, 30) * 50.0)
     with pytest.raises(BinghamSamplerError) as info:
@@ -509,7 +509,7 @@ def test_parameters_are_declared_in_a_constraint_table(fn) -> None:
     assert acc.entries == ()
 
 
-# -- issue 16: joint accounting of the deflated directions and the adaptive split -----------------
+# -- joint accounting of the deflated directions and the adaptive split -----------------
 def _log_mean_exp_sphere3(M: np.ndarray) -> float:
     """log E[exp(u^T M u)] for u uniform on S^2 (Archimedes: u_3 = t is uniform on [-1, 1])."""
     m = np.sort(np.linalg.eigvalsh(M))[::-1]

@@ -97,7 +97,7 @@ def test_sr_rejects_a_non_definite_b():
     B = np.diag([1.0, 0.5, 0.0, -0.2])
     with pytest.raises(ValueError, match="not positive definite after regularisation") as err:
         simultaneous_reduction(A, B, 2, regularization=0.1)
-    assert "-0.2" not in str(err.value)  # issue 23 item 4: no eigenvalue of the private B
+    assert "-0.2" not in str(err.value)  # no eigenvalue of the private B
     assert simultaneous_reduction(A, B, 2, regularization=0.3).vectors.shape == (4, 2)
 
 
@@ -456,7 +456,7 @@ def test_bad_labels():
     np.testing.assert_allclose(fda_pair(X, np.zeros(10), row_norm=1.0).A, 0.0, atol=1e-12)
     with pytest.raises(ValueError, match="not in the public 'classes' \\[0, 1\\]") as err:
         fda_pair(X, np.array([0] * 5 + [1] * 4 + [-2.7001]), row_norm=1.0, classes=[0, 1])
-    assert "2.7" not in str(err.value)  # issue 15 item 4: no label read from y is quoted
+    assert "2.7" not in str(err.value)  # no label read from y is quoted
     with pytest.raises(ValueError, match="'classes'.*at least 2"):
         fda_pair(X, np.zeros(10), row_norm=1.0, classes=[0])
     with pytest.raises(ValueError, match="'y'.*one label per row of X"):
@@ -511,7 +511,7 @@ def test_user_pair_checks():
     with pytest.raises(ValueError, match="of private_gep is not positive definite after") as err:
         private_gep(A, B_bad, 2, epsilon=1.0, delta=DELTA, sensitivity=sens, regularization=0.01,
                     accountant=acc)
-    assert "0.5" not in str(err.value) and acc.entries == ()  # issue 23 item 4: no eigenvalue of B
+    assert "0.5" not in str(err.value) and acc.entries == ()  # no eigenvalue of B
     with pytest.raises(ValueError, match="'A'.*must be symmetric") as err:
         private_gep(A + np.triu(np.full((4, 4), 0.123456), 1), B, 2, epsilon=1.0, delta=DELTA,
                     sensitivity=sens)
@@ -567,7 +567,7 @@ def test_registry_callable_takes_regularization_and_the_old_xi_with_a_warning():
 
 
 # ------------------------------------------------------------------------------------------------
-# the ridge from the noise (issue 17, item 2)
+# the ridge from the noise
 # ------------------------------------------------------------------------------------------------
 
 _NOISE_RIDGE_METHODS = [(sr_dp, {}), (dpsr, {}), (dpsrs, {"sparsity": 32}), (dp_rayleigh_flow, {}),

@@ -74,7 +74,7 @@ def test_nonprivate_reference_is_the_simultaneous_reduction_of_the_unclipped_pai
     np.testing.assert_allclose(np.abs(r.vectors), np.abs(ref.vectors), rtol=1e-8, atol=1e-10)
 
 
-# The CLI's wording of these refusals belongs to the CLI (issue 19 gives every paper its own options):
+# The CLI's wording of these refusals belongs to the CLI (every paper has its own options):
 # here, only that the chen2025 option is refused, before any work, with a message naming it.
 @pytest.mark.parametrize("argv, named", [
     (["reproduce", "liu2022", "--clf-rows", "10"], "--clf-rows"),

@@ -99,7 +99,7 @@ def test_clone_shares_the_accountant():
     ({"n_components": 6}, None, "'n_components'"),
     ({"n_iter": 0}, None, "'n_iter'"),
     ({"calibration": "loose"}, None, "'calibration'"),
-    # the parameter table (issue 19 item 2)
+    # the parameter table
     ({"n_components": 0}, None, "'n_components' parameter of DPFisherDiscriminant must be an int"),
     ({"n_iter": 2.5}, None, "'n_iter' parameter of DPFisherDiscriminant must be an int in \\[1, inf\\)"),
     ({"accountant": "mine"}, None, "'accountant' parameter of DPFisherDiscriminant must be a dpspectral"),

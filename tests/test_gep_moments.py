@@ -1,4 +1,4 @@
-"""The moments release of the Fisher discriminant (issue 17): sensitivities on worst-case neighbours, the
+"""The moments release of the Fisher discriminant: sensitivities on worst-case neighbours, the
 plan (one Gaussian event), the zero-noise limit, bad input (nothing charged), the default estimator.
 
 Statistical tests are seeded; their false-positive rate is stated where they draw noise.

@@ -1,4 +1,4 @@
-"""Privacy at the boundaries of the GEP / Fisher-discriminant code (issues 15 and 23).
+"""Privacy at the boundaries of the GEP / Fisher-discriminant code.
 
 * A class with one member, a single class present, or a class absent from the data never makes a fit
   refuse when the public ``classes`` are given: the sensitivity proof covers them, and neighbours that
@@ -65,7 +65,7 @@ def _fit(X, y, method="dpsr", **params):
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 23 item 5 / issue 15 item 4: no refusal that one record decides
+# no refusal that one record decides
 # ------------------------------------------------------------------------------------------------
 
 
@@ -165,7 +165,7 @@ def test_one_label_with_labels_from_the_data_is_refused_without_quoting_it():
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 15 item 5: n_components <= n_classes - 1; messages name what the user called
+# n_components <= n_classes - 1; messages name what the user called
 # ------------------------------------------------------------------------------------------------
 
 
@@ -209,7 +209,7 @@ def test_messages_name_what_the_user_called(call, name):
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 15 item 4 / issue 23 item 4: validate, then charge; data-free messages
+# validate, then charge; data-free messages
 # ------------------------------------------------------------------------------------------------
 
 

@@ -139,7 +139,7 @@ def test_laplace_mode_all_bins_occupied_and_no_data():
 def test_laplace_mode_rejects_bins_outside_the_range(bins):
     with pytest.raises(ValueError, match=r"must lie in the public range \[0, 3\]") as info:
         laplace_histogram_mode(np.array(bins), 0, 3, scale=1.0, random_state=np.random.default_rng(0))
-    # the message names the public range only, never an offending (private) value (issue 15)
+    # the message names the public range only, never an offending (private) value
     outside = [b for b in bins if not 0 <= b <= 3]
     assert not any(str(b) in str(info.value).replace("[0, 3]", "") for b in outside)
 

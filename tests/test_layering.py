@@ -1,4 +1,4 @@
-"""The library stands on its own (issue 19): layers import one way, CLI -> reproductions -> library.
+"""The library stands on its own: layers import one way, CLI -> reproductions -> library.
 
 * ``import dpspectral`` loads neither matplotlib, markdown-it-py nor :mod:`dpspectral_reproduce`;
 * no module of ``src/dpspectral`` imports :mod:`dpspectral_reproduce`, except ``cli.py`` inside its

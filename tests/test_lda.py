@@ -1,4 +1,4 @@
-"""DPLinearDiscriminantAnalysis (issue 17): scikit-learn's LDA in the zero-noise limit, one release charged,
+"""DPLinearDiscriminantAnalysis: scikit-learn's LDA in the zero-noise limit, one release charged,
 bad input refused before the charge, utility on a seeded set."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_one_release_is_charged_and_reported():
     assert len(acc.entries) == 2 and clf.privacy_.certified and clf.privacy_.epsilon <= 1.0
     assert len(clf.privacy_.events) == 2 and clf.privacy_.relation.value == "replace_one"
     one = DPLinearDiscriminantAnalysis(classes=[0, 1, 2], random_state=0, adaptive_clip=False, **KW).fit(X, y)
-    assert len(one.privacy_.events) == 1 and one.moments_.clip is None  # issue 17's one release
+    assert len(one.privacy_.events) == 1 and one.moments_.clip is None  # the one release at the bound
     ar = DPLinearDiscriminantAnalysis(classes=[0, 1, 2], relation="add_remove", random_state=0, **KW)
     ar.fit(X, y)
     assert ar.privacy_.relation.value == "add_remove" and ar.moments_.n_samples is None

@@ -1,4 +1,4 @@
-"""private_local_lrf's default Gram protocol (issue 18): the local model's limit, not random level.
+"""private_local_lrf's default Gram protocol: the local model's limit, not random level.
 
 The paper's protocol (``protocol="sketch"``, Upadhyay's Fig. 9) sends reports linear in the row, so the
 signal of the server's sums grows like ``sqrt(m)``, as their noise does: its U is at random level at any

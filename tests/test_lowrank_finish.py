@@ -1,4 +1,4 @@
-"""Issue 18: never worse than the zero matrix, results that say what they need, continual_lrf's fast path,
+"""Never worse than the zero matrix, results that say what they need, continual_lrf's fast path,
 bad method_params, and each method's V against a random subspace where its regime allows."""
 
 from __future__ import annotations

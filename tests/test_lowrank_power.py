@@ -1,5 +1,5 @@
 """Hardt–Roth's noisy subspace iteration (the default ``hardt_roth``), the subspace-only release and the
-singular-value shrinkage that keeps every reconstruction no worse than the zero matrix (issue 18)."""
+singular-value shrinkage that keeps every reconstruction no worse than the zero matrix."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Privacy at the boundaries of the low-rank factorizations (issues 23 and 25).
+"""Privacy at the boundaries of the low-rank factorizations.
 
 Nothing data-derived in the diagnostics; one published snapshot per streaming state (in memory and in
 its files); public randomness independent of the secret generator; users that regenerate the sketches
@@ -258,7 +258,7 @@ def test_user_regenerates_the_sketches_and_refuses_altered_ones():
     row = np.full(6, 0.1)
     kw = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
     good = local_lrf_report(row, 0, setup, rng=1, **kw)
-    scaled = dataclasses.replace(setup, Phi=setup.Phi * 100, T=setup.T * 100)  # epsilon ~ 139 (issue 23)
+    scaled = dataclasses.replace(setup, Phi=setup.Phi * 100, T=setup.T * 100)  # epsilon ~ 139
     with pytest.raises(ValueError, match="does not match the sketches of its public seed"):
         local_lrf_report(row, 0, scaled, rng=1, **kw)
     with pytest.raises(ValueError, match="does not match"):
@@ -371,7 +371,7 @@ def test_non_private_reference_lists_no_relation():
 
 
 # ----------------------------------------------------------------------------------------------
-# issue 25: the noise actually drawn, against an independently derived scale
+# the noise actually drawn, against an independently derived scale
 # ----------------------------------------------------------------------------------------------
 
 
@@ -398,7 +398,7 @@ def _variance_matches(noise: np.ndarray, sigma: float) -> None:
 
 
 def test_space_optimal_noise_has_the_independently_derived_scale(monkeypatch):
-    """Priv1: (Y_r, Z) sensitivity sqrt(c_psi + c_s c_tt) (issue 25: the c_tt factor must be there).
+    """Priv1: (Y_r, Z) sensitivity sqrt(c_psi + c_s c_tt) (the c_tt factor must be there).
 
     Neighbours ``Â' - Â = u z^T`` (unit u, z = (v, 0)): ``||Psi u z^T||_F = ||Psi u||`` and
     ``||S u z^T T^T||_F = ||S u|| ||T z||``; each squared norm is a chi-square over its sketch's rows
@@ -464,7 +464,7 @@ def test_frobenius_noise_has_the_independently_derived_scale(monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# issue 15 item 3: validate the whole matrix, then charge; data-independent messages
+# validate the whole matrix, then charge; data-independent messages
 # ----------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Turnstile Private-Space-Optimal-LRF (Upadhyay 2018, Figure 5, Theorem 47; issue 24): the state equals
+"""Turnstile Private-Space-Optimal-LRF (Upadhyay 2018, Figure 5, Theorem 47): the state equals
 the one-shot Priv1 sketches, the one-publication rule, state files, space, bad input."""
 
 from __future__ import annotations

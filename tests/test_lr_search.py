@@ -85,7 +85,7 @@ def test_bad_input(spiked: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# validate, charge first, secret split, independent runs (issues 15 and 23)
+# validate, charge first, secret split, independent runs
 
 
 def test_the_search_is_charged_before_any_candidate_runs(spiked: np.ndarray, monkeypatch) -> None:

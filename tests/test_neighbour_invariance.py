@@ -1,4 +1,4 @@
-"""Neighbour invariance: the structural test of issue 23 (Deliver 2).
+"""Neighbour invariance: the structural test of the privacy boundaries.
 
 For every registered private method (and option sets that take other code paths: private centring, a
 noisy count, sparse / block / iterator inputs, the paper's calibration, DPdisPCA's weightings), every

@@ -1,4 +1,4 @@
-"""The release pipeline's noise sources and plans (issue 19, item 1).
+"""The release pipeline's noise sources and plans.
 
 * The exact samplers (CKS20) follow their laws: chi-square goodness of fit against the exact discrete
   pmf, run on a seeded ``random.Random`` (the samplers take their bits as an argument; the OS CSPRNG is

@@ -1,4 +1,4 @@
-"""The norm histogram of adaptive clipping counted in the validation pass (issue 20, one pass less).
+"""The norm histogram of adaptive clipping counted in the validation pass.
 
 ``accumulate(..., norm_edges=edges)`` counts the row norms in the histogram's public bins while it
 validates the rows; ``DPPCA``'s uncentred adaptive path releases those counts instead of reading the data

@@ -99,7 +99,7 @@ def test_dp_pca_converges_at_huge_epsilon(k, rank_method, schedule, spiked):
 
 
 # ---------------------------------------------------------------------------------------------
-# utility with the defaults (issue 16): better than a random subspace by a stated margin
+# utility with the defaults: better than a random subspace by a stated margin
 
 
 def _spiked_unit(n: int, d: int, seed: int, scale: float = 1.0) -> np.ndarray:
@@ -674,7 +674,7 @@ def test_private_oja_with_shuffling():
 
 
 # ---------------------------------------------------------------------------------------------
-# validate, then charge (issue 15 item 3); secret row permutation (issue 23 item 14)
+# validate, then charge; secret row permutation
 
 
 def _with_bad_row(X: np.ndarray, kind: str) -> np.ndarray:
@@ -753,7 +753,7 @@ def test_in_memory_rows_are_permuted_with_the_secret_generator(name, small, monk
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 20: the seeded steps' noise by blocks, and the fused k = 1 loop
+# the seeded steps' noise by blocks, and the fused k = 1 loop
 
 
 def test_seeded_step_noise_is_numpys_ziggurat_on_sfc64():

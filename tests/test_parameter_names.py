@@ -1,4 +1,4 @@
-"""Descriptive public parameter names; the paper's symbol goes in the docstring (issue 19, item 2).
+"""Descriptive public parameter names; the paper's symbol goes in the docstring.
 
 Every public callable in the ``__all__`` of ``dpspectral``, of its subpackages and of the public modules
 ``dpspectral.metrics`` and ``dpspectral.datasets`` (functions, classes' ``__init__`` and public

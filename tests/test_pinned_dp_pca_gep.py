@@ -1,4 +1,4 @@
-"""Pinned releases of DP-PCA (Liu et al. 2022, Alg. 3-5), DPSR / DPSRS and DP-Rayleigh-Flow (issue 25).
+"""Pinned releases of DP-PCA (Liu et al. 2022, Alg. 3-5), DPSR / DPSRS and DP-Rayleigh-Flow.
 
 For every release inside each mechanism the tests here
 

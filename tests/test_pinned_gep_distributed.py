@@ -1,4 +1,4 @@
-"""Pinned releases of the Fisher-discriminant pair (SR+DP) and of a DPdisPCA site (issue 25).
+"""Pinned releases of the Fisher-discriminant pair (SR+DP) and of a DPdisPCA site.
 
 Each test derives what it needs without the library's formulas:
 

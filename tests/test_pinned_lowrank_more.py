@@ -1,5 +1,4 @@
-"""Every release of the streaming, continual, covariance, Hardt–Roth and local low-rank methods, pinned
-(issue 25, deliver 1).
+"""Every release of the streaming, continual, covariance, Hardt–Roth and local low-rank methods, pinned.
 
 For each release the tests here
 

@@ -1,4 +1,4 @@
-"""Pinned calibrations of DP-SPCA, DP-VRPCA and Private Oja (issue 25): independent derivations.
+"""Pinned calibrations of DP-SPCA, DP-VRPCA and Private Oja: independent derivations.
 
 For each release: (a) the sensitivity is derived here from a worst neighbouring pair built by hand
 (not from the library's formula); (b) the noise the mechanism actually draws is measured on data where
@@ -245,7 +245,7 @@ def test_clipping_by_effect(fn, kw, data):
 
 
 
-# -- DP-VRPCA (issue 16 defaults: full batches, released full gradients, adaptive inner noise) ---------
+# -- DP-VRPCA (defaults: full batches, released full gradients, adaptive inner noise) ---------
 def test_dp_vrpca_full_gradient_shift_from_a_pair_built_by_hand():
     """A replaced row moves the mean gradient ``2 A V~ / n`` by ``2 (x x^T - y y^T) V~ / n``. Built by
     hand: ``x = C e_1``, ``y = C e_2`` and ``V~ = [e_1, e_2]`` give ``||.||_F = 2 sqrt(2) C^2 / n``; no

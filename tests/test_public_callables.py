@@ -1,4 +1,4 @@
-"""Every public callable rejects bad input clearly and charges nothing (issue 19, "Bad input").
+"""Every public callable rejects bad input clearly and charges nothing.
 
 The public callables are enumerated from the ``__all__`` of the package and its subpackages: every one
 that takes an ``epsilon`` must be covered here (registry methods through their entry, estimators and the

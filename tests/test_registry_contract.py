@@ -21,7 +21,7 @@ from dpspectral import registry as registry_module
 from dpspectral.privacy import epsilon_of
 from dpspectral.registry import ESTIMATORS, MODELS, TASKS, FunctionRef, get_method, methods_markdown
 
-ALL = methods(task="pca")
+ALL = [m for m in methods(task="pca") if m.private]  # the DP contracts (the non-private oja: below)
 IDS = [m.name for m in ALL]
 
 
@@ -175,7 +175,7 @@ def test_pure_and_approximate_entries():
     kinds = {m.name: m.privacy_kind for m in EVERY}
     assert kinds["ppca"] == kinds["exponential"] == "pure"
     assert kinds["analyze_gauss"] == kinds["dpsr"] == kinds["dpdispca"] == "approximate"
-    assert kinds["wishart"] == kinds["sr"] == kinds["optimal_space_lrf"] == "none"
+    assert kinds["wishart"] == kinds["sr"] == kinds["optimal_space_lrf"] == kinds["oja"] == "none"
 
 
 def test_registry_imports_no_mechanism():
@@ -231,6 +231,21 @@ def test_pca_function_and_estimator_give_the_same_components(method, lowrank_dat
     res = _quiet(_run, method, lowrank_data, 2, seed=7, **extra)
     np.testing.assert_allclose(est.components_, res.components.T, rtol=0, atol=1e-12)
     assert est.privacy_.epsilon == res.privacy.epsilon and est.privacy_.delta == res.privacy.delta
+
+
+def test_non_private_pca_reference_through_function_and_estimator(lowrank_data):
+    """oja: the same components both ways, flagged non-private, nothing charged, no privacy inputs used."""
+    m = get_method("oja")
+    assert not m.private and m.relations == () and "DPPCA" in m.estimators
+    res = _quiet(m.function, lowrank_data, 2, row_norm=1.0, random_state=7)
+    acc = dpspectral.Accountant(epsilon=1.0, delta=1e-6)
+    est = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="oja", random_state=7, accountant=acc)
+    with pytest.warns(dpspectral.UncertifiedPrivacyWarning, match="NON-PRIVATE"):
+        est.fit(lowrank_data)
+    np.testing.assert_allclose(est.components_, res.components.T, rtol=0, atol=1e-12)
+    assert not est.privacy_.certified and acc.entries == ()
+    with pytest.raises(ValueError, match="'centering' parameter of DPPCA must be None for method='oja'"):
+        DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method="oja", centering="private").fit(lowrank_data)
 
 
 def test_the_value_comparison_sees_the_seed(lowrank_data):

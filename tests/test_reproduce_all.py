@@ -437,7 +437,7 @@ def test_browser_loads_the_committed_reproductions(tmp_path: Path) -> None:
 
 def test_full_run_warns_that_it_takes_over_half_an_hour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 25: the full `reproduce all` took over half an hour without a word of warning
+    # the full `reproduce all` took over half an hour without a word of warning
     class Stop(Exception):
         pass
 

@@ -71,7 +71,7 @@ def test_quick_run_structure_and_values(quick_run: tuple[Path, str]) -> None:
     expected = {chen2025.DPSR, chen2025.SRDP, chen2025.DPRF, chen2025.DPRF_NP, chen2025.SR, chen2025.LDA}
     assert expected <= methods
     assert chen2025.DPSR + chen2025.PAPER_SUFFIX in methods
-    # issue 17: the noise-ridge rows and the registry's best certified method, certified, at epsilon = 1
+    # the noise-ridge rows and the registry's best certified method, certified, at epsilon = 1
     best = [r for r in runs if r["part"] == "best"]
     assert {chen2025.DPSR_NOISE, chen2025.SRDP_NOISE} <= {r["method"] for r in best}
     if chen2025.best_certified_method() == "moments":

@@ -115,9 +115,9 @@ def test_cli_rejects_options_of_other_experiments(tmp_path: Path) -> None:
 
 
 def test_quick_mode_uses_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # issue 25: `reproduce imtiaz2018 --quick` skipped MNIST / a9a ("no data folder") although the
-    # default folder existed. Now quick mode resolves the folder like the full run: $DPSPECTRAL_DATA,
-    # else ~/dpspectral_data (issue 19; never the working directory itself).
+    # `reproduce imtiaz2018 --quick` must not skip MNIST / a9a ("no data folder") when the default
+    # folder exists: quick mode resolves the folder like the full run: $DPSPECTRAL_DATA,
+    # else ~/dpspectral_data (never the working directory itself).
     class Stop(Exception):
         pass
 

@@ -66,7 +66,7 @@ def test_cli_reproduce_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
           if r["part"] == "gaussian" and r["method"] == liu2022.DP_PCA}
     assert dp[(10_000, 0.5)] == liu2022.NOT_RUN_N
     assert dp[(100_000, 2.0)] == "ok"
-    # the library-default rows (issue 16) and minibatch Oja (issue 24) run next to the paper's versions;
+    # the library-default rows and minibatch Oja run next to the paper's versions;
     # minibatch Oja beats a random direction (sin ~ 0.95 in d = 10) by far at n = 1e5 (seeded run)
     mb = [float(r["sin_theta"]) for r in runs if r["part"] == "gaussian" and r["n"] == "100000"
           and r["method"] == liu2022.MINIBATCH_OJA and float(r["epsilon"]) == 2.0]
@@ -126,9 +126,9 @@ def test_missing_data_dir_is_a_user_error(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_quick_mode_reads_the_default_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # issue 25: `reproduce liu2022 --quick` promised real data but skipped them although a data folder
-    # existed. Quick mode resolves the folder as the full run does, in scikit-learn's convention
-    # (issue 19): --data, else $DPSPECTRAL_DATA, else ~/dpspectral_data; never the working directory.
+    # `reproduce liu2022 --quick` promises real data, so it must not skip them when a data folder
+    # exists. Quick mode resolves the folder as the full run does, in scikit-learn's convention:
+    # --data, else $DPSPECTRAL_DATA, else ~/dpspectral_data; never the working directory.
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("DPSPECTRAL_DATA", str(home))

@@ -60,7 +60,7 @@ def test_quick_run_end_to_end(shared_data: Path, tmp_path: Path) -> None:
 
 
 def test_paper_settings_are_passed_only_to_the_paper_rows() -> None:
-    # issue 16 changed the defaults of PPI, DP-SPCA and DP-VRPCA: the rows that mean the paper's
+    # the library's defaults of PPI, DP-SPCA and DP-VRPCA are not the paper's: the rows that mean the paper's
     # algorithms pass its settings explicitly, the "library defaults" rows pass nothing
     n, k = 2000, 3
     spca = shang2021.paper_settings("dp_spca", n, k)
@@ -68,7 +68,7 @@ def test_paper_settings_are_passed_only_to_the_paper_rows() -> None:
     assert shang2021.paper_settings("dp_vrpca", n, k)["n_epochs"] == shang2021.VRPCA_EPOCHS
     assert shang2021.paper_settings("noisy_power", n, k) == {"n_iter": shang2021.PPI_ITERATIONS,
                                                               "block_size": k, "adaptive_clip": False}
-    # the adaptive clipping added by issue 16 does not leak into the rows of the paper's settings
+    # the library's adaptive clipping does not leak into the rows of the paper's settings
     assert spca["adaptive_clip"] is False
     assert shang2021.paper_settings("dp_vrpca", n, k)["adaptive_clip"] is False
     assert shang2021.paper_settings("analyze_gauss", n, k) == {}

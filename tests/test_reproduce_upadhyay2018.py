@@ -80,7 +80,7 @@ def test_cli_reproduce_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "δ = 1/m" in text and "ε = 1" in text and "row-level" in text and "Priv1" in text
     assert "Where we are better or worse than the paper" in text
-    # the streaming panel (issue 24): one row per distinct size of the quick rows of Tables 3-6
+    # the streaming panel: one row per distinct size of the quick rows of Tables 3-6
     stream = _rows(out / "streaming.csv")
     sizes = {(get_table(t).rows[i].m, get_table(t).rows[i].n, get_table(t).rows[i].k,
               get_table(t).rows[i].alpha_code) for t in (3, 4, 5, 6) for i in u18.QUICK_ROWS[t]}
@@ -136,7 +136,7 @@ def test_quick_rows_are_the_smallest_dimensions() -> None:
 
 
 def test_real_data_panel_writes_its_table(tmp_path):
-    """The opt-in real-data panel (issue 18) on 2,000 MNIST t10k images, k = 5, one epsilon: the table
+    """The opt-in real-data panel on 2,000 MNIST t10k images, k = 5, one epsilon: the table
     is written and the row-level power iteration's V beats a random V (skipped without MNIST)."""
     import os
 
@@ -157,7 +157,7 @@ def test_real_data_panel_writes_its_table(tmp_path):
 
 
 def test_streaming_panel_bytes_and_streamed_equals_one_shot() -> None:
-    """The streaming panel (issue 24) at three paper sizes: the bytes are those of the states' arrays and of
+    """The streaming panel at three paper sizes: the bytes are those of the states' arrays and of
     the closed forms, within 3x the paper's (m + n) k / alpha words, and the streamed Priv1 factorization is
     the one-shot one for the same seeds (rounding level)."""
     from dpspectral.lowrank import TurnstileLRF

@@ -1,4 +1,4 @@
-"""``random_state="secure"`` in every low-rank mechanism (issue 19, item 5).
+"""``random_state="secure"`` in every low-rank mechanism.
 
 Each public function and streaming state of :mod:`dpspectral.lowrank` runs with the secure noise source
 (OS entropy, exact discrete Gaussian on a fine grid): it answers, its report says

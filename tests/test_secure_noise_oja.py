@@ -1,4 +1,4 @@
-"""Oja, Private Oja and DP-PCA with the secure noise source (``random_state="secure"``, issue 19).
+"""Oja, Private Oja and DP-PCA with the secure noise source (``random_state="secure"``).
 
 The secure source draws exact discrete Gaussian / Laplace samples from OS entropy, one coordinate at a
 time in pure Python, so the runs here are tiny (d = 3, tens of steps). Each public function is run

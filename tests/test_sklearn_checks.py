@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks on every estimator of the library (issue 19 item 6).
+"""scikit-learn's estimator checks on every estimator of the library.
 
 Every public scikit-learn estimator of ``dpspectral`` is listed here (a test enumerates them), each in
 the settings the checks need: a ``row_norm`` large enough that the checks' small data are barely
@@ -90,7 +90,7 @@ def test_distributed_fit_transform_on_sites_and_on_one_array():
     assert empty.fit_transform(np.zeros((0, 6))).shape == (0, 2)
 
 
-# --- The parameter tables (issue 19 item 2) ------------------------------------------------------------
+# --- The parameter tables ------------------------------------------------------------
 
 ESTIMATOR_CLASSES = [DPPCA, DPLowRank, DPFisherDiscriminant, DistributedDPPCA]
 

@@ -87,7 +87,7 @@ def test_paper_calibration_is_flagged_on_the_papers_a9a_setting(shared_data):
     X, _ = load_libsvm(shared_data / "a9a" / "a9a.gz", n_features=123)
     X = X / np.linalg.norm(X, axis=1, keepdims=True)
     with pytest.warns(UncertifiedPrivacyWarning, match="dp_spca"):
-        n = X.shape[0]  # the paper's experimental settings (the defaults changed in issue 16)
+        n = X.shape[0]  # the paper's experimental settings (not the defaults)
         res = dp_spca(X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, calibration="paper",
                       n_steps=n, sampling_rate=1.0 / n, learning_rate=1.0 / (2 * n), random_state=0)
     assert not res.privacy.certified and res.privacy.epsilon > 10.0
@@ -175,7 +175,7 @@ def test_accountant_records_the_run(spiked):
 
 
 # ---------------------------------------------------------------------------------------------
-# validate, then charge (issue 15 item 3); accounting (issue 23 item 15)
+# validate, then charge; accounting
 
 
 def _bad(X: np.ndarray, kind: str) -> np.ndarray:
@@ -268,7 +268,7 @@ def test_parameters_are_declared_in_a_constraint_table(fn, spiked) -> None:
     assert acc.entries == ()
 
 
-# -- issue 16: DP-VRPCA's defaults -----------------------------------------------------------------------
+# -- DP-VRPCA's defaults -----------------------------------------------------------------------
 def _unit_spiked(n: int, d: int, seed: int = 0):
     X, _ = spiked_covariance(n, d, 1, spike=10.0, random_state=seed)
     X = X / np.linalg.norm(X, axis=1, keepdims=True)
@@ -282,8 +282,8 @@ def _sin(V: np.ndarray, top: np.ndarray) -> float:
 
 def test_vrpca_defaults_beat_a_random_subspace_on_a_spiked_set():
     """Unit rows, n = 2000, d = 10, k = 1, epsilon = 1, delta = 1e-6, defaults. Measured over 20 seeds:
-    sin theta 0.039 (sd 0.009, max 0.057); a random direction: mean 0.95, its 0.1% quantile 0.48 (before
-    issue 16 the defaults stayed near their random start). Bound 0.15 per seed: 12 sd above the mean,
+    sin theta 0.039 (sd 0.009, max 0.057); a random direction: mean 0.95, its 0.1% quantile 0.48 (the
+    paper's settings stay near their random start). Bound 0.15 per seed: 12 sd above the mean,
     false-positive rate < 1e-9 per seed (Gaussian tail), 3 seeds."""
     X, top = _unit_spiked(2000, 10)
     for seed in range(3):

@@ -137,6 +137,30 @@ def _nonneg_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int | str:
+    """``--seed``: a non-negative integer, or ``secure`` (OS entropy and exact samplers)."""
+    if text == "secure":
+        return text
+    try:
+        return _nonneg_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer or secure, got {text!r}") from None
+
+
+def _budget(text: str) -> tuple[float, float]:
+    """``--budget EPSILON[,DELTA]`` (delta 0 when omitted), checked as a privacy budget."""
+    from .privacy.budget import PrivacyBudget
+
+    eps_text, _, delta_text = text.partition(",")
+    try:
+        budget = PrivacyBudget(float(eps_text), float(delta_text) if delta_text.strip() else 0.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be EPSILON or EPSILON,DELTA with epsilon in (0, inf) and delta in [0, 1), e.g. 3,1e-5; "
+            f"got {text!r}") from None
+    return budget.epsilon, budget.delta
+
+
 def _add_data_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data loading")
     g.add_argument("--format", choices=_DATA_FORMATS, default=None,
@@ -163,13 +187,106 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drop-column", metavar="COL", action="append", default=None,
                    help="CSV only: a column that is neither a feature nor the label (header name or "
                         "position, e.g. an index column); repeat for several")
+    g.add_argument("--delimiter", metavar="CHAR", type=_delimiter, default=None,
+                   help="CSV only: the field separator, one character, e.g. ';' or '\\t' (or tab) "
+                        "(default: a comma; transform: the one the model was fitted with)")
     g.add_argument("--schema", metavar="FILE", default=None,
-                   help='JSON file of public declarations: {"header": true|false, "categories": '
-                        '{"COL": ["A", "B"]}} (for categories with commas; --header/--no-header and '
-                        "--categories may add to it but not contradict it)")
+                   help='JSON file of public declarations: {"header": true|false, "delimiter": ";", '
+                        '"categories": {"COL": ["A", "B"]}, "scaling": {"COL": {"lower": 0, "upper": '
+                        '100}, "COL2": {"center": 50, "scale": 10}}}, each key optional. "scaling" is a '
+                        "public per-column map applied before the fit (and by transform): lower/upper "
+                        "clips the column to [lower, upper] and maps it to [-1, 1]; center/scale gives "
+                        "(x - center) / scale. Columns are named as in model.json's feature_names (x0, "
+                        "x1, ... for a CSV file without a header), or by position for unnamed (.npy) "
+                        "data. --header/--no-header, --delimiter and --categories may add to it but not "
+                        "contradict it")
 
 
-_SCHEMA_KEYS = ("header", "categories")
+_SCHEMA_KEYS = ("header", "delimiter", "categories", "scaling")
+
+#: Characters refused as a CSV delimiter: they occur in numbers, quote fields or end records.
+_BAD_DELIMITERS = set('".+-\r\n')
+
+
+def _delimiter(text: str) -> str:
+    """``--delimiter``: one character; ``\\t`` (backslash and t, as typed in a shell) or ``tab`` is a tab."""
+    value = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(text, text)
+    if len(value) != 1 or value in _BAD_DELIMITERS or value.isalnum():
+        raise argparse.ArgumentTypeError(
+            "must be one character that cannot occur in a number (not a letter, digit, '.', '+', '-', "
+            f"a quote or a line break), or \\t (tab); got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """The public declarations about a data file, from --schema, the options and (transform) the model.
+
+    ``delimiter`` None: not declared (the loader's comma); ``scaling``: ``{column: rule}``, each rule
+    ``{"lower": a, "upper": b}`` or ``{"center": m, "scale": s}``.
+    """
+
+    header: bool | None = None
+    categories: dict[int | str, list[str]] | None = None
+    delimiter: str | None = None
+    scaling: dict[int | str, dict[str, float]] | None = None
+
+
+def _check_scaling(raw: Any, where: str) -> dict[int | str, dict[str, float]]:
+    """The "scaling" of a schema or a model, checked (its values are public declarations: quotable)."""
+    shape = ('"scaling" must map columns to {"lower": a, "upper": b} (a < b) or {"center": m, '
+             '"scale": s} (s > 0), with finite numbers')
+    if not isinstance(raw, dict):
+        raise CLIError(f"{where}: {shape}.")
+    out: dict[int | str, dict[str, float]] = {}
+    for key, rule in raw.items():
+        if (not isinstance(rule, dict) or set(rule) not in ({"lower", "upper"}, {"center", "scale"})
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+                           for v in rule.values())):
+            raise CLIError(f"{where}: {shape}; got {rule!r} for the column {key!r}.")
+        values = {k: float(v) for k, v in rule.items()}
+        if ("lower" in values and not values["lower"] < values["upper"]) or values.get("scale", 1.0) <= 0:
+            raise CLIError(f"{where}: {shape}; got {rule!r} for the column {key!r}.")
+        spec = _column_spec(str(key))
+        if spec in out:
+            raise CLIError(f"{where}: \"scaling\" names the column {key!r} twice.")
+        out[spec] = values
+    return out
+
+
+def _apply_scaling(X: Any, feature_names: Sequence[str] | None,
+                   scaling: dict[int | str, dict[str, float]] | None) -> Any:
+    """The declared public per-column map: clip to [lower, upper] and map to [-1, 1], or
+    (x - center) / scale. A fixed public map of each row, so it costs no privacy."""
+    if not scaling:
+        return X
+    if sp.issparse(X):
+        raise CLIError("\"scaling\" in --schema applies to dense data (CSV, Parquet, .npy), not to sparse "
+                       "LIBSVM data (a shift would fill in the zeros).")
+    names = list(feature_names) if feature_names is not None else None
+    d = X.shape[1]
+    X = np.array(X, dtype=np.float64, copy=True)
+    for spec, rule in scaling.items():
+        if names is not None:
+            if not isinstance(spec, str) or names.count(spec) != 1:
+                raise CLIError(
+                    f"\"scaling\" in --schema names the column {spec!r}, which is not one feature "
+                    "column of the data; name the columns as model.json's feature_names does (the header's "
+                    "names, or x0, x1, ... by position in a CSV file without a header).")
+            j = names.index(spec)
+        else:
+            if not isinstance(spec, int) or not -d <= spec < d:
+                raise CLIError(f"\"scaling\" in --schema: the data have no column names, so columns are "
+                               f"positions in [{-d}, {d - 1}]; got {spec!r}.")
+            j = spec % d
+        col = X[:, j]
+        if "lower" in rule:
+            a, b = rule["lower"], rule["upper"]
+            np.clip(col, a, b, out=col)
+            X[:, j] = (2.0 * col - (a + b)) / (b - a)
+        else:
+            X[:, j] = (col - rule["center"]) / rule["scale"]
+    return X
 
 
 def _parse_categories(items: Sequence[str] | None) -> dict[int | str, list[str]]:
@@ -207,15 +324,28 @@ def _read_schema(path: str | None) -> dict[str, Any]:
     if not isinstance(cats, dict) or not all(isinstance(v, list) for v in cats.values()):
         raise CLIError(f"--schema {path!r}: \"categories\" must map column names or positions to lists "
                        "of strings.")
-    return {"header": schema.get("header"), "categories": {_column_spec(k): v for k, v in cats.items()}}
+    delimiter = schema.get("delimiter")
+    if delimiter is not None:
+        try:
+            if not isinstance(delimiter, str):
+                raise argparse.ArgumentTypeError(f"must be a one-character string; got {delimiter!r}")
+            delimiter = _delimiter(delimiter)
+        except argparse.ArgumentTypeError as err:
+            raise CLIError(f"--schema {path!r}: \"delimiter\" {err}.") from None
+    scaling = schema.get("scaling")
+    return {"header": schema.get("header"), "categories": {_column_spec(k): v for k, v in cats.items()},
+            "delimiter": delimiter,
+            "scaling": None if scaling is None else _check_scaling(scaling, f"--schema {path!r}")}
 
 
-def _declarations(args: argparse.Namespace, model_data: dict[str, Any] | None = None
-                  ) -> tuple[bool | None, dict[int | str, list[str]] | None]:
-    """The public declarations (header, categories) from --schema, --header and --categories.
+def _declarations(args: argparse.Namespace, model_data: dict[str, Any] | None = None,
+                  data_format: str | None = None) -> _Declared:
+    """The public declarations from --schema, --header, --delimiter and --categories.
 
-    ``transform`` passes the ``data`` section of the model: its categories are used when the command
-    line declares none (the projection needs the fitted encoding).
+    ``transform`` passes the ``data`` section of the model and the format of its DATA: the model's
+    header, delimiter (CSV data) and categories (CSV and Parquet data) are used where the command line
+    declares none, and its scaling always (the projection needs the fitted encoding; a --schema
+    "scaling" that differs from it is refused).
     """
     schema = _read_schema(getattr(args, "schema", None))
     header = schema.get("header")
@@ -223,14 +353,30 @@ def _declarations(args: argparse.Namespace, model_data: dict[str, Any] | None = 
         if header is not None and header != args.header:
             raise CLIError("--header/--no-header contradicts the \"header\" of --schema.")
         header = args.header
+    delimiter = schema.get("delimiter")
+    if args.delimiter is not None:
+        if delimiter is not None and delimiter != args.delimiter:
+            raise CLIError("--delimiter contradicts the \"delimiter\" of --schema.")
+        delimiter = args.delimiter
     categories: dict[int | str, list[str]] = dict(schema.get("categories") or {})
     for spec, cats in _parse_categories(args.categories).items():
         if spec in categories and categories[spec] != cats:
             raise CLIError(f"--categories {spec}=... contradicts the categories of --schema for that column.")
         categories[spec] = cats
-    if not categories and model_data and model_data.get("categories"):
-        categories = {_column_spec(k): list(v) for k, v in model_data["categories"].items()}
-    return header, (categories or None)
+    scaling = schema.get("scaling")
+    if model_data is not None:
+        if data_format == "csv":
+            header = model_data.get("header") if header is None else header
+            delimiter = model_data.get("delimiter") if delimiter is None else delimiter
+        if not categories and model_data.get("categories") and data_format in ("csv", "parquet"):
+            categories = {_column_spec(k): list(v) for k, v in model_data["categories"].items()}
+        fitted = _check_scaling(model_data.get("scaling") or {}, "model.json")
+        if scaling is not None and scaling != fitted:
+            raise CLIError("The \"scaling\" of --schema differs from the one the model was fitted with "
+                           "(model.json); transform applies the model's.")
+        scaling = fitted
+    return _Declared(header=header, categories=categories or None, delimiter=delimiter,
+                     scaling=scaling or None)
 
 
 def _column_spec(text: str) -> int | str:
@@ -243,7 +389,8 @@ def _column_spec(text: str) -> int | str:
 def _load_features(path: str, *, fmt: str | None, label_column: str | None,
                    n_features: int | None, header: bool | None = None,
                    categories: dict[int | str, list[str]] | None = None,
-                   drop_columns: Sequence[str] | None = None) -> tuple[Any, Any, str]:
+                   drop_columns: Sequence[str] | None = None,
+                   delimiter: str | None = None) -> tuple[Any, Any, str]:
     """Load DATA with ``dpspectral.datasets.load``; returns (X, feature_names, format).
 
     CSV and Parquet are parsed strictly: text columns need declared public ``categories`` and a
@@ -258,6 +405,10 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
         if fmt != "csv":
             raise CLIError(f"--header/--no-header applies to CSV data only. Got format {fmt!r}.")
         kwargs["header"] = header
+    if delimiter is not None:
+        if fmt != "csv":
+            raise CLIError(f"--delimiter applies to CSV data only. Got format {fmt!r}.")
+        kwargs["delimiter"] = delimiter
     if categories:
         if fmt not in ("csv", "parquet"):
             raise CLIError(f"--categories applies to CSV and Parquet data only. Got format {fmt!r}.")
@@ -405,10 +556,22 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
     opt.add_argument("--on-norm-violation", choices=("clip", "raise"), default="clip",
                      help="rows above --row-norm: clip them per row (DP-safe) or refuse the data "
                           "(default: clip)")
-    opt.add_argument("--seed", type=_nonneg_int, default=None,
+    opt.add_argument("--seed", type=_seed, default=None,
                      help="seed of the noise, for reproducible research runs (default: fresh operating-"
                           "system entropy). It is a secret: whoever knows it can remove the noise; it is "
-                          "not saved in model.json")
+                          "not saved in model.json. 'secure': noise from OS entropy by exact discrete "
+                          "samplers (not reproducible; for deployment)")
+    led = p.add_argument_group("privacy ledger (a budget shared by runs)")
+    led.add_argument("--ledger", metavar="FILE", default=None,
+                     help="charge this run to the ledger FILE (JSON), shared by runs; a run that could "
+                          "exceed the ledger's budget is refused before DATA is read, and nothing is "
+                          "charged. Runs are composed by the accountant (dp_accounting events); the check "
+                          "before reading counts this run at its full (--epsilon, --delta)")
+    led.add_argument("--budget", metavar="EPSILON[,DELTA]", type=_budget, default=None,
+                     help="the ledger's total budget, given when the ledger is created (delta 0 when "
+                          "omitted, which only pure-epsilon methods fit in), e.g. 3,1e-5")
+    led.add_argument("--ledger-label", metavar="TEXT", default=None,
+                     help="the run's label in the ledger (default: 'fit METHOD on FILE NAME')")
     _add_data_options(p)
 
 
@@ -447,32 +610,71 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
 def _run_fit(args: argparse.Namespace) -> int:
     from dpspectral_reproduce.report import write_json  # stdlib + NumPy only
 
-    from . import __version__
     from .estimators import DPPCA
+    from .privacy.accounting import RANDOM_STATE_NOTE
 
     method, relation, calibration = _check_fit_args(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out {str(out)!r} exists and is not a folder.")
-    header, categories = _declarations(args)
+    decl = _declarations(args)
+    _check_ledger_args(args, method, calibration)
     centering = None if args.centering == "none" else "private"
-    est = DPPCA(
-        args.k, epsilon=args.epsilon, delta=args.delta, row_norm=args.row_norm, method=method.name,
-        relation=relation, calibration=calibration, centering=centering, mean_share=args.mean_share,
-        random_state=args.seed, on_norm_violation=args.on_norm_violation,
-        # No progress bar: its count of blocks follows n and its rate is a timing.
-        method_params={"show_progress": False} if "show_progress" in method.options else None,
-    )
-    with _private_warnings(args.debug):
-        X, feature_names, fmt = _load_features(args.data, fmt=args.format, label_column=args.label_column,
-                                               n_features=args.n_features, header=header,
-                                               categories=categories, drop_columns=args.drop_column)
-        est.fit(X)
+    # a pure-epsilon method ignores --delta: the delta it spends is 0
+    delta_spent = args.delta if method.needs_delta else 0.0
+    with _ledger_run(args, method.name, relation, delta_spent) as ledger_run:
+        est = DPPCA(
+            args.k, epsilon=args.epsilon, delta=args.delta, row_norm=args.row_norm, method=method.name,
+            relation=relation, calibration=calibration, centering=centering, mean_share=args.mean_share,
+            random_state=args.seed, on_norm_violation=args.on_norm_violation,
+            accountant=None if ledger_run is None else ledger_run.accountant,
+            # No progress bar: its count of blocks follows n and its rate is a timing.
+            method_params={"show_progress": False} if "show_progress" in method.options else None,
+        )
+        with _private_warnings(args.debug):
+            X, feature_names, fmt = _load_features(
+                args.data, fmt=args.format, label_column=args.label_column, n_features=args.n_features,
+                header=decl.header, categories=decl.categories, drop_columns=args.drop_column,
+                delimiter=decl.delimiter)
+            X = _apply_scaling(X, feature_names, decl.scaling)
+            est.fit(X)
+        if ledger_run is not None:
+            ledger_run.report = est.privacy_
     privacy = est.privacy_
-
     out.mkdir(parents=True, exist_ok=True)
     np.save(out / "components.npy", est.components_)
-    model = {
+    write_json(_model_json(args, est, method, relation, calibration, feature_names, fmt, decl),
+               out / "model.json")
+    write_json(privacy.to_dict(), out / "privacy.json")
+
+    # Printed: public inputs and released values only (no row count, no timing).
+    d = est.n_features_in_
+    _out(f"fitted {method.name} on {d}-feature {fmt} data ({'sparse' if sp.issparse(X) else 'dense'}): "
+         f"{est.n_components_} components")
+    if getattr(args, "auto_reason", None):
+        _out(f"--method auto chose {method.name}: {args.auto_reason}")
+    _out(f"privacy: {privacy}")
+    for note in privacy.notes:
+        if note == RANDOM_STATE_NOTE and args.seed is None:
+            continue  # about a seed; none was given (the noise came from OS entropy)
+        _out(f"  note: {note}")
+    evr = ", ".join(f"{v:.3f}" for v in est.explained_variance_ratio_[: min(10, est.n_components_)])
+    _out(f"explained variance ratio (released): {evr}{' ...' if est.n_components_ > 10 else ''}")
+    if ledger_run is not None:
+        _out(ledger_run.summary)
+    _out(f"wrote {out / 'components.npy'}, {out / 'model.json'}, {out / 'privacy.json'}")
+    return 0
+
+
+def _model_json(args: argparse.Namespace, est: Any, method: Any, relation: str, calibration: str,
+                feature_names: Sequence[str] | None, fmt: str, decl: _Declared) -> dict[str, Any]:
+    """model.json: released values and public inputs only (no path but the data file's name)."""
+    from . import __version__
+
+    privacy = est.privacy_
+    centering = None if args.centering == "none" else "private"
+    clip = (est.result_.diagnostics or {}).get("clip")
+    return {
         "format": "dpspectral-pca-model",
         "format_version": 1,
         "dpspectral_version": __version__,
@@ -485,7 +687,8 @@ def _run_fit(args: argparse.Namespace) -> int:
             "mean_share": args.mean_share if centering else None,
             "on_norm_violation": args.on_norm_violation,
             # The noise seed is secret (whoever knows it can subtract the noise): never saved.
-            "seed": None if args.seed is None else "given (secret, not saved)",
+            "seed": ("secure" if args.seed == "secure"
+                     else None if args.seed is None else "given (secret, not saved)"),
         },
         "n_components": int(est.n_components_),
         "n_features": int(est.n_features_in_),
@@ -499,28 +702,163 @@ def _run_fit(args: argparse.Namespace) -> int:
         "centered": centering is not None,
         "mean": est.mean_ if centering is not None else None,
         "feature_names": list(feature_names) if feature_names is not None else None,
-        # Public inputs only: the path, the format and the user's declarations.
-        "data": {"source": str(args.data), "format": fmt, "label_column": args.label_column,
-                 "drop_columns": args.drop_column,
-                 "header": header, "categories": {str(k): v for k, v in (categories or {}).items()}},
+        # The public bound at which the fit clipped each row (after the centring when centred), which
+        # transform applies too; and the smaller clip the method released for its statistic, if any.
+        "clip": {"norm": float(args.row_norm), "after_centering": centering is not None,
+                 "released_adaptive_clip": None if clip is None else float(clip)},
+        # Public inputs only: the file's name (no folder), the format and the user's declarations.
+        "data": {"source": Path(args.data).name, "format": fmt, "label_column": args.label_column,
+                 "drop_columns": args.drop_column, "header": decl.header,
+                 "delimiter": (decl.delimiter or ",") if fmt == "csv" else None,
+                 "categories": {str(k): v for k, v in (decl.categories or {}).items()},
+                 "scaling": {str(k): v for k, v in (decl.scaling or {}).items()}},
         "privacy": str(privacy),
     }
-    write_json(model, out / "model.json")
-    write_json(privacy.to_dict(), out / "privacy.json")
 
-    # Printed: public inputs and released values only (no row count, no timing).
-    d = est.n_features_in_
-    _out(f"fitted {method.name} on {d}-feature {fmt} data ({'sparse' if sp.issparse(X) else 'dense'}): "
-         f"{est.n_components_} components")
-    if getattr(args, "auto_reason", None):
-        _out(f"--method auto chose {method.name}: {args.auto_reason}")
-    _out(f"privacy: {privacy}")
-    for note in privacy.notes:
-        _out(f"  note: {note}")
-    evr = ", ".join(f"{v:.3f}" for v in est.explained_variance_ratio_[: min(10, est.n_components_)])
-    _out(f"explained variance ratio (released): {evr}{' ...' if est.n_components_ > 10 else ''}")
-    _out(f"wrote {out / 'components.npy'}, {out / 'model.json'}, {out / 'privacy.json'}")
-    return 0
+
+# ----------------------------------------------------------------------------------------------
+# the privacy ledger of fit (--ledger FILE, --budget EPSILON[,DELTA])
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_ledger_args(args: argparse.Namespace, method: Any, calibration: str) -> None:
+    """The ledger options, checked before anything is charged or read."""
+    if args.ledger is None:
+        if args.budget is not None or args.ledger_label is not None:
+            raise CLIError("--budget and --ledger-label apply with --ledger FILE only.")
+        return
+    path = Path(args.ledger)
+    if path.exists() and not path.is_file():
+        raise CLIError(f"--ledger {args.ledger!r} exists and is not a file.")
+    if not path.exists() and args.budget is None:
+        raise CLIError(f"--ledger {args.ledger!r} does not exist; give --budget EPSILON[,DELTA] to create "
+                       "it.")
+    if not path.parent.is_dir():
+        raise CLIError(f"--ledger {args.ledger!r}: its folder does not exist.")
+    if not method.certified or calibration != "tight":
+        raise CLIError(f"--ledger charges certified, accountant-calibrated runs only (--calibration tight): "
+                       f"the cost of {method.name} with calibration {calibration!r} is not known before "
+                       "it runs.")
+
+
+def _open_ledger(args: argparse.Namespace, path: Path) -> Any:
+    """The ledger of --ledger (read, or new with --budget); a damaged file is refused, never reset."""
+    from .privacy.accounting import Accountant
+    from .privacy.ledger import LedgerFile, LedgerFileError, read_ledger
+
+    if not path.exists():
+        epsilon, delta = args.budget
+        return LedgerFile(path, Accountant(epsilon, delta))
+    try:
+        ledger = read_ledger(path)
+    except LedgerFileError as err:
+        raise CLIError(f"--ledger: {err}") from None
+    ceiling = ledger.accountant.ceiling
+    assert ceiling is not None  # read_ledger refuses a ledger without one
+    if args.budget is not None and args.budget != (ceiling.epsilon, ceiling.delta):
+        raise CLIError(f"--budget is given when a ledger is created; {args.ledger!r} has the budget "
+                       f"({ceiling.epsilon:g}, {ceiling.delta:g}), which does not change.")
+    return ledger
+
+
+def _ledger_precheck(args: argparse.Namespace, ledger: Any, cost: Any, relation: str) -> None:
+    """Refuse, before DATA is read, a run whose full (epsilon, delta) could exceed the ledger's budget."""
+    from .privacy.accounting import epsilon_of
+    from .privacy.budget import BudgetExceededError
+
+    acc, name, delta = ledger.accountant, args.ledger, cost.delta
+    budget = acc.ceiling
+    try:
+        acc.check(cost, relation)
+    except BudgetExceededError:
+        after = epsilon_of([*acc.events, cost], budget.delta, relation=acc.relation or relation,
+                           accounting=acc.accounting)
+        why = (f" (its delta {delta:g} is above the ledger's delta {budget.delta:g})"
+               if delta > budget.delta else "")
+        raise CLIError(
+            f"--ledger {name!r}: refused before reading DATA: this run at (epsilon={args.epsilon:g}, "
+            f"delta={delta:g}){why} could bring the ledger to epsilon={after:.4g} at delta="
+            f"{budget.delta:g}, above its budget epsilon={budget.epsilon:g} (spent so far: "
+            f"{acc.epsilon_spent():.4g} in {len(ledger.runs)} runs). Nothing was read or charged.") from None
+    except ValueError:  # another neighbouring relation
+        if acc.relation is None:
+            raise
+        raise CLIError(
+            f"--ledger {name!r} holds runs under {acc.relation.value} neighbours and this run is under "
+            f"{relation}; guarantees under different relations do not compose (use --relation "
+            f"{acc.relation.value}, or another ledger). Nothing was read or charged.") from None
+
+
+@dataclass
+class _LedgerRun:
+    """What a run charged to ``--ledger`` shares with :func:`_run_fit`."""
+
+    accountant: Any
+    report: Any = None
+    summary: str = ""
+
+
+@contextlib.contextmanager
+def _ledger_run(args: argparse.Namespace, method: str, relation: str, delta: float
+                ) -> Iterator[_LedgerRun | None]:
+    """Around the reading and the fit: check the ledger, reserve this run's cost, record what it spent.
+
+    Under the ledger's lock: the ledger is read (or created with --budget; a corrupt file or one of
+    another format version is refused, never reset); the run, counted at its full requested (epsilon,
+    delta), must fit in the budget, or it is refused here, before DATA is read, and nothing is
+    charged. That cost is then written to the file as a reservation (so that a run killed midway stays
+    charged), the fit charges its actual events to the accountant (the library's check again, before
+    any noise), and the file is rewritten with those events in place of the reservation.
+    """
+    if args.ledger is None:
+        yield None
+        return
+    from datetime import UTC, datetime
+
+    from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, epsilon_of
+    from .privacy.ledger import LedgerFile, locked, write_ledger
+
+    name = args.ledger
+    path = Path(name)
+    with locked(path):
+        ledger = _open_ledger(args, path)
+        acc = ledger.accountant
+        budget = acc.ceiling
+        cost = EpsilonDeltaDpEvent(float(args.epsilon), float(delta))
+        _ledger_precheck(args, ledger, cost, relation)
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        label = args.ledger_label or f"fit {method} on {Path(args.data).name}"
+        record = {"label": label, "command": "fit", "time": started, "method": method,
+                  "relation": relation, "requested_epsilon": float(args.epsilon),
+                  "requested_delta": float(delta)}
+        n0 = len(acc.entries)
+        reserved = Accountant.from_dict(acc.to_dict())
+        reserved.spend(cost, relation, label=f"reserved for: {label}")
+        write_ledger(LedgerFile(path, reserved, [*ledger.runs, {
+            **record, "epsilon": float(args.epsilon), "delta": float(delta),
+            "status": "reserved: the run did not finish", "entries": [n0, n0 + 1]}]))
+        run = _LedgerRun(acc)
+
+        def finish(status: str) -> None:
+            new = acc.entries[n0:]
+            runs = list(ledger.runs)
+            if new:  # charged: recorded whatever happened next (the data may have met the noise)
+                report = run.report
+                eps = report.epsilon if report is not None else epsilon_of(
+                    [e.event for e in new], delta, relation=relation, accounting=acc.accounting)
+                runs.append({**record, "epsilon": float(eps), "delta": float(delta), "status": status,
+                             "entries": [n0, len(acc.entries)]})
+            write_ledger(LedgerFile(path, acc, runs))  # nothing charged: the reservation is removed
+            total, at = acc.spent()
+            run.summary = (f"ledger {name}: spent epsilon={total:.4g} of {budget.epsilon:g} at delta="
+                           f"{at:g} over {len(runs)} runs")
+
+        try:
+            yield run
+        except BaseException as err:
+            finish(f"failed: {type(err).__name__}")
+            raise
+        finish("released")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -533,6 +871,13 @@ def _configure_transform(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="DIR", required=True, help="a folder written by `dpspectral fit`")
     p.add_argument("--out", metavar="FILE", required=True,
                    help="output file: .npy (NumPy array) or .csv (header pc1..pcK)")
+    p.add_argument("--clip", action=argparse.BooleanOptionalAction, default=True,
+                   help="clip each row (after the model's centring) at the bound the fit clipped at, "
+                        "as saved in model.json, before projecting (default); --no-clip projects the "
+                        "rows as they are")
+    p.add_argument("--no-label-column", action="store_true",
+                   help="DATA has no label column (by default the model's --label-column is dropped, "
+                        "as in the fit)")
     _add_data_options(p)
 
 
@@ -567,24 +912,56 @@ def _run_transform(args: argparse.Namespace) -> int:
     suffix = out.suffix.lower()
     if suffix not in (".npy", ".csv"):
         raise CLIError(f"--out must end in .npy or .csv. Got {str(out)!r}.")
+    from .privacy.clipping import check_row_norm, clip_rows
+
     components, center, meta = _read_model(Path(args.model))
     k, d = components.shape
     fmt = args.format
+    guessed = fmt or _guess_format(args.data)
     n_features = args.n_features
-    if n_features is None and (fmt == "libsvm" or (fmt is None and _guess_is_libsvm(args.data))):
+    if n_features is None and guessed == "libsvm":
         n_features = d  # LIBSVM width is the largest index present; use the model's width
-    model_data = meta.get("data") if isinstance(meta.get("data"), dict) else None
-    header, categories = _declarations(args, model_data)  # the fitted categories unless redeclared
+    model_data: dict[str, Any] = meta["data"] if isinstance(meta.get("data"), dict) else {}
+    if args.no_label_column and args.label_column is not None:
+        raise CLIError("--label-column and --no-label-column contradict each other.")
+    # What the fit declared, unless the command line says otherwise: the label column, the dropped
+    # columns, the header, the delimiter, the categories and the scaling.
+    decl = _declarations(args, model_data, guessed)
+    label = args.label_column
+    if label is None and not args.no_label_column and guessed in ("csv", "parquet", "npy"):
+        label = model_data.get("label_column")
+    drop = args.drop_column
+    if drop is None and guessed == "csv":
+        drop = model_data.get("drop_columns")
+    bound = None
+    if args.clip:
+        clip_info: dict[str, Any] = meta["clip"] if isinstance(meta.get("clip"), dict) else {}
+        params: dict[str, Any] = meta["params"] if isinstance(meta.get("params"), dict) else {}
+        try:
+            bound = check_row_norm(clip_info.get("norm", params.get("row_norm")), "model.json")
+        except (TypeError, ValueError):
+            raise CLIError(f"The model {args.model!r} records no valid clipping bound (model.json "
+                           "\"clip\" or params.row_norm); use --no-clip to project without "
+                           "clipping.") from None
     with _private_warnings(args.debug):
-        X, _, _ = _load_features(args.data, fmt=fmt, label_column=args.label_column, n_features=n_features,
-                                 header=header, categories=categories, drop_columns=args.drop_column)
-    if X.shape[1] != d:
-        raise CLIError(
-            f"DATA {args.data!r} has {X.shape[1]} feature columns but the model was fitted on {d}."
-        )
-    Z = np.asarray(X @ components.T, dtype=float)
-    if center is not None:
-        Z = Z - center @ components.T
+        X, names, _ = _load_features(args.data, fmt=fmt, label_column=label, n_features=n_features,
+                                     header=decl.header, categories=decl.categories, drop_columns=drop,
+                                     delimiter=decl.delimiter)
+        if X.shape[1] != d:
+            raise CLIError(
+                f"DATA {args.data!r} has {X.shape[1]} feature columns but the model was fitted on {d}."
+            )
+        fitted_names = meta.get("feature_names")
+        if (names is not None and fitted_names is not None and decl.header is not False
+                and list(names) != list(fitted_names)):
+            raise CLIError(f"The columns of DATA {args.data!r} (by their header names) are not the "
+                           "model's feature_names, in the same order.")
+        X = _apply_scaling(X, names, decl.scaling)
+        if center is not None:
+            X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=float) - center
+        if bound is not None:
+            X, _ = clip_rows(X, bound, on_norm_violation="clip")
+        Z = np.asarray(X @ components.T, dtype=float)
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".npy":
         np.save(out, Z)
@@ -592,18 +969,20 @@ def _run_transform(args: argparse.Namespace) -> int:
         column_names = ",".join(f"pc{i + 1}" for i in range(k))
         np.savetxt(out, Z, delimiter=",", header=column_names, comments="", fmt="%.10g")
     # No row count on stdout (logs travel further than the output file).
+    clipped = f", rows clipped at {bound:.4g}" if bound is not None else ""
     _out(f"projected {d}-feature data on {k} components of the {meta.get('method', '?')} model "
-         f"({'centred' if center is not None else 'uncentred'}); wrote {out} ({k} columns)")
+         f"({'centred' if center is not None else 'uncentred'}{clipped}); wrote {out} ({k} columns)")
     return 0
 
 
-def _guess_is_libsvm(path: str) -> bool:
+def _guess_format(path: str) -> str | None:
+    """The format guessed from DATA's name, or None (the loader then reports the problem)."""
     from . import datasets
 
     try:
-        return datasets.guess_format(datasets.resolve_path(path, name="DATA")) == "libsvm"
+        return datasets.guess_format(datasets.resolve_path(path, name="DATA"))
     except (OSError, ValueError, TypeError):
-        return False  # the loader reports the problem
+        return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -750,17 +1129,22 @@ COMMANDS: tuple[Command, ...] = (
         epilog="examples:\n  dpspectral fit data.csv --label-column label --k 5 --epsilon 1 --delta 1e-6 "
                "--row-norm 1 --out model/\n"
                "  dpspectral fit flows.csv --label-column label --categories proto=tcp,udp,icmp --k 5 "
-               "--epsilon 1 --delta 1e-6 --row-norm 1 --out model/",
+               "--epsilon 1 --delta 1e-6 --row-norm 1 --out model/\n"
+               "  dpspectral fit survey.csv --delimiter ';' --schema schema.json --label-column label --k 5 "
+               "--epsilon 0.5 --delta 1e-6 --row-norm 2 --ledger budget.json --budget 3,1e-5 --out model/",
     ),
     Command(
         name="transform",
         help="project a data file with a fitted model",
-        description="Project DATA on the components saved by `dpspectral fit` ((X - mean) @ components.T; "
-                    "the mean only when the model was centred). Post-processing: no privacy is spent.",
+        description="Project DATA on the components saved by `dpspectral fit`: clip((X - mean)) @ "
+                    "components.T, the mean only when the model was centred, each row clipped at the "
+                    "model's --row-norm as in the fit (--no-clip: not clipped). The declarations recorded "
+                    "in model.json (label and dropped columns, header, delimiter, categories, scaling) "
+                    "are reused unless the command line overrides them (the scaling cannot be). "
+                    "Post-processing: no privacy is spent.",
         configure=_configure_transform,
         run=_run_transform,
-        epilog="example:\n  dpspectral transform data.csv --label-column label --model model/ "
-               "--out projected.npy",
+        epilog="example:\n  dpspectral transform data.csv --model model/ --out projected.npy",
     ),
     Command(
         name="demo",

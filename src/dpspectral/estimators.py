@@ -45,7 +45,13 @@ from .constraints import (
 )
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
-from .privacy.budget import PrivacyBudget, PureEpsilonWarning, Relation, as_relation
+from .privacy.budget import (
+    PrivacyBudget,
+    PureEpsilonWarning,
+    Relation,
+    UncertifiedPrivacyWarning,
+    as_relation,
+)
 from .registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
 
 __all__ = ["DPLowRank", "DPPCA"]
@@ -190,6 +196,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         from public facts only — the relation, delta = 0 or not, d and whether the data are a stream
         (:func:`dpspectral.registry.choose_method`; ``docs/choosing-a-method.md``). The choice and its
         reason are ``method_`` and ``method_reason_``, and a note of the privacy report.
+        ``"oja"`` is the non-private reference (never on private data): it takes no privacy
+        parameters (epsilon, delta, relation, calibration and accountant are not used, nothing is
+        charged) and ``fit`` warns (:class:`~dpspectral.UncertifiedPrivacyWarning`).
     relation : {"replace_one", "add_remove", "local"} or None, default=None
         The neighbouring relation protected; None takes the method's default (its first listed
         relation: replace-one for the central methods, "local" for the local ones).
@@ -209,8 +218,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         ``docs/algorithms/covariance.md``). None takes the method's default (on for ``analyze_gauss``
         and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism.
     clip_quantile : float in (0, 1) or None, default=None
-        The quantile of the norms the adaptive clip estimates; None: the method's default (0.9 for
-        uncentred rows, 0.1 for privately centred ones).
+        The quantile of the norms the adaptive clip estimates; None: the method's default (for
+        uncentred rows, or rows centred at a public centre, the balance rule, which picks the clip from
+        the released histogram and the noise instead of a fixed quantile; 0.1 for privately centred
+        rows).
     clip_share : float in (0, 1) or None, default=None
         Share of the Gaussian budget spent on the norm histogram; None: the method's default (0.02
         uncentred, 0.05 centred).
@@ -389,6 +400,15 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
         owner = type(self).__name__
         method = get_method(self.method_, owner=owner)
+        if not method.private:  # a non-private reference (oja): no relation, calibration or budget
+            if self.on_norm_violation != "clip":
+                raise ValueError(f"The 'on_norm_violation' parameter of {owner} must be 'clip' for "
+                                 f"method={method.name!r}, which clips rows at row_norm. Got "
+                                 f"{self.on_norm_violation!r} instead.")
+            self._check_method_options(method, owner)
+            self.calibration_ = method.default_calibration
+            budget = PrivacyBudget(float(self.epsilon), 0.0)  # type: ignore[arg-type]
+            return budget, float(self.row_norm), method, Relation.REPLACE_ONE  # type: ignore[arg-type]
         relation = supported_relation(method, self.relation, owner)
         calibration = method.default_calibration if self.calibration is None else self.calibration
         self.calibration_ = calibration
@@ -411,6 +431,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 warnings.warn(_pure_epsilon_note(method.name, budget.delta), PureEpsilonWarning,
                               stacklevel=3)
             budget = PrivacyBudget(budget.epsilon, 0.0)
+        self._check_method_options(method, owner)
+        return budget, float(self.row_norm), method, relation  # type: ignore[arg-type]
+
+    def _check_method_options(self, method: Method, owner: str) -> None:
+        """Refuse an estimator parameter the method does not take (centering, adaptive clipping...)."""
         if "centering" not in method.options and self.centering is not None:
             raise ValueError(
                 f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
@@ -422,7 +447,6 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                     f"The '{name}' parameter of {owner} must be None for method={method.name!r}, "
                     f"which does not take it. Got {getattr(self, name)!r} instead."
                 )
-        return budget, float(self.row_norm), method, relation  # type: ignore[arg-type]
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
         """Fit the private principal subspace.
@@ -474,20 +498,16 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         if twice:
             raise ValueError(f"{owner}: {twice} given both as parameters and in method_params; give "
                              "each once (as a parameter).")
-        result = method.function(
-            X,
-            k,
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            row_norm=row_norm,
-            relation=relation,
-            calibration=self.calibration_,
-            accountant=self.accountant,
-            random_state=self.random_state,
-            on_norm_violation=self.on_norm_violation,
-            **options,
-            **(self.method_params or {}),
-        )
+        privacy: dict[str, Any] = dict(
+            epsilon=budget.epsilon, delta=budget.delta, relation=relation, calibration=self.calibration_,
+            accountant=self.accountant, on_norm_violation=self.on_norm_violation,
+        ) if method.private else {}
+        if not method.private:  # epsilon, delta, relation, calibration and accountant are not used
+            warnings.warn(f"{owner}(method={method.name!r}) is a NON-PRIVATE reference: nothing is "
+                          "differentially private and nothing is charged.", UncertifiedPrivacyWarning,
+                          stacklevel=2)
+        result = method.function(X, k, row_norm=row_norm, random_state=self.random_state, **privacy,
+                                 **options, **(self.method_params or {}))
         self._store(result)
         return self
 

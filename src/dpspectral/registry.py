@@ -341,6 +341,16 @@ _PCA: tuple[Method, ...] = (
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
     ),
     Method(
+        name="oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 1 (Oja's algorithm)",
+        model="streaming",
+        relations=(),  # not private: it protects no neighbouring relation
+        certified=False, calibrations=("none",),
+        function=_ref("pca.oja", "oja"),
+        summary="Non-private reference: one Oja step per row, no noise; single pass",
+        needs_delta=False, options=_OJA_OPTIONS, private=False, memory="O(dk)",
+        regime="Never on private data: the non-private reference the streaming methods are measured against",
+    ),
+    Method(
         name="local_gaussian", family="local", paper="Wang & Xu (TCS 2020)",
         model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
         function=_ref("local.gaussian", "local_gaussian"),
@@ -502,7 +512,7 @@ _LOWRANK: tuple[Method, ...] = (
 # one pass builds the scatter pair (A, B) of the clipped rows; the solvers then read only the pair
 _GEP: tuple[Method, ...] = (
     Method(
-        name="moments", family="gep", paper="sufficient-statistics perturbation (issue 17; no paper)",
+        name="moments", family="gep", paper="sufficient-statistics perturbation (no paper)",
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight",),
         function=_ref("gep.moments", "moments_fda"), solver=_ref("gep.moments", "moments_pair_solver"),
         summary="One Gaussian release of X^T X, class sums and counts (rows clipped at a released clip); "
@@ -519,7 +529,8 @@ _GEP: tuple[Method, ...] = (
         function=_fda("dpsr"), solver=_ref("gep.reduction", "dpsr"),
         summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
         options=_SR_OPTIONS, task="gep", memory="O(d^2)",
-        regime="The default private Fisher discriminant (labelled rows, dense directions)",
+        regime="The paper's private Fisher discriminant (labelled rows, dense directions; the default of "
+               "DPFisherDiscriminant is moments); the default solver of private_gep for a given pair",
     ),
     Method(
         name="dpsrs", family="gep", paper=f"{_CHEN}, Alg. 3",

@@ -20,7 +20,7 @@ once from the training rows, then solved to k = 10 directions by
   components);
 * DPSR at epsilon = 1 over a grid of xi (the paper's grid search), with the non-private SR beside it.
 * at epsilon = 1, beside the paper's method: DPSR and SR+DP with the ridge from the noise
-  (``regularization="noise"``, issue 17) and the library's best certified Fisher discriminant read from
+  (``regularization="noise"``) and the library's best certified Fisher discriminant read from
   the registry (:func:`best_certified_method`: ``"moments"`` when registered, at most classes - 1
   directions), against the paper's Table 2 numbers (the report's first table).
 
@@ -657,7 +657,8 @@ def _run_dataset(ctx: _Context, grid: _Grid, *, seed: int, show_progress: bool |
 
 def best_certified_method() -> str:
     """The library's best certified Fisher discriminant, read from the registry (chosen by the benchmark
-    of issue 17, not by this run): ``"moments"`` when registered, else SR+DP with the noise ridge."""
+    ``benchmarks/bench_gep.py sweep``, not by this run): ``"moments"`` when registered, else SR+DP with
+    the noise ridge."""
     from dpspectral.registry import methods
 
     names = {m.name for m in methods(task="gep") if m.private and m.certified}
@@ -665,8 +666,8 @@ def best_certified_method() -> str:
 
 
 def _best_rows(ctx: _Context, grid: _Grid, *, seed: int) -> list[dict[str, Any]]:
-    """At the table's epsilon: DPSR and SR+DP with the noise-scaled ridge (the library's defaults since
-    issue 17; the paper's xi elsewhere) and the best certified method, ``grid.repeats`` repeats each."""
+    """At the table's epsilon: DPSR and SR+DP with the noise-scaled ridge (the library's defaults; the
+    paper's xi elsewhere) and the best certified method, ``grid.repeats`` repeats each."""
     from dpspectral.gep import solve_pair
     from dpspectral.registry import get_method
 
@@ -1301,8 +1302,8 @@ def _report_best(res: Chen2025Result) -> list[str]:
     lines = [f"## The paper, the paper's method, and the library's best certified method (ε = {te:g})", "",
              "Macro F1 and accuracy (%, mean over repeats), SVM / RBF / RF on the same projections. The "
              "paper reports no accuracy. Rows: the paper's Table 2 DPSR; ours with the paper's method (DPSR, "
-             "ξ = 0.01, tight and the paper's calibration); DPSR and SR+DP with the ridge from the noise "
-             "(issue 17); the best certified method from the registry (chosen by `benchmarks/bench_gep.py "
+             "ξ = 0.01, tight and the paper's calibration); DPSR and SR+DP with the ridge from the noise; "
+             "the best certified method from the registry (chosen by `benchmarks/bench_gep.py "
              "sweep`, not by this run; at most classes − 1 directions).", ""]
     rows = []
     labels = [(DPSR, "ours, the paper's method (DPSR, ξ = 0.01)"),

@@ -8,11 +8,11 @@ gradients against their mean. Everything else here is our own check of the paper
 
 a. **Error against n on Gaussian data** (Remark 3.4, Corollary 5.2): ``sin(w, v1)`` of Oja, Private
    Oja (the paper's version, with and without amplification by shuffling, and the library's defaults),
-   DP-PCA (as the library ran it before issue 16 with pure-Laplace histograms, the paper's
-   stability-based histograms, and the library's defaults), minibatch Oja (issue 24, defaults) and
+   DP-PCA (the paper's schedule with pure-Laplace histograms, the paper's stability-based
+   histograms, and the library's defaults), minibatch Oja (the library's defaults) and
    Analyze Gauss on spiked Gaussian rows, for several d and epsilon, against the paper's rate
    ``sqrt(d/n) + d/(eps n)`` (its shape only: the constants are not given). The paper's versions get
-   their settings explicitly (:data:`PAPER_PRIVATE_OJA`, :data:`BEFORE_DP_PCA`), the "library
+   their settings explicitly (:data:`PAPER_PRIVATE_OJA`, :data:`PAPER_DP_PCA_LAPLACE`), the "library
    defaults" rows nothing, so they follow the library.
 b. **Example 4.1** (signal/noise separation): ``x_i = s_i + n_i`` with ``s_i = +-v`` and
    ``n_i ~ N(0, sigma^2 I)``; the paper predicts DP-PCA's error vanishes as ``sigma -> 0`` while Private
@@ -44,8 +44,8 @@ eta from ``lambda_1 - lambda_2``): Oja and Private Oja ``alpha = 2``, ``c2 = c1`
 at the edge: over five starts at d = 10, n = 1e5 non-private Oja's error ranged 0.016-0.089, with
 alpha = 2 it was 0.017-0.018); DP-PCA ``alpha = 4``, ``c2 = 1`` (chosen from a few noiseless and noisy
 runs at d = 10, n = 3e6..1e7; the error was flat in alpha within the noise). On real data the paper rows
-use the library's rates before issue 16 (Private Oja c1 = c2 = 10, DP-PCA c1 = 100, c2 = 1); the "library
-defaults" rows get no learning rate (neither on synthetic data): whatever the library does now.
+use fixed rates (Private Oja c1 = c2 = 10, DP-PCA c1 = 100, c2 = 1), not tuned on the data; the "library
+defaults" rows get no learning rate (neither on synthetic data): whatever the library does by default.
 
 Privacy
 -------
@@ -127,7 +127,7 @@ OJA = "Oja (non-private)"
 PRIVATE_OJA = "Private Oja (paper)"
 PRIVATE_OJA_SHUFFLED = "Private Oja (paper, shuffled)"
 PRIVATE_OJA_DEFAULT = "Private Oja (library defaults)"
-DP_PCA = "DP-PCA (before issue 16)"
+DP_PCA = "DP-PCA (Laplace histograms)"
 DP_PCA_STABLE = "DP-PCA (paper: stable histograms)"
 DP_PCA_DEFAULT = "DP-PCA (library defaults)"
 MINIBATCH_OJA = "minibatch Oja (library defaults)"
@@ -138,20 +138,20 @@ NON_PRIVATE = (SAMPLE_PCA, OJA)
 NOT_RUN_N = "not run (n too small)"
 NOT_RUN_SHUFFLE = "not run (shuffling cannot certify epsilon)"
 
-#: The paper's settings of Private Oja (Algorithm 2) as the library ran it before issue 16: beta =
+#: The paper's settings of Private Oja (Algorithm 2): beta =
 #: row_norm^2, the k-column block update; eta_t = c1 / (c2 + t) with c1 = c2 = 10 on real data (on
 #: synthetic data the oracle rates of :func:`_learning_rates`).
 PAPER_PRIVATE_OJA: dict[str, Any] = {"gradient_clip": 1.0, "rank_method": "block", "amplification": "none",
                                      "c1": 10.0, "c2": 10.0}
-#: DP-PCA (Algorithms 3-5) as the library ran it before issue 16: the paper's schedule (equal minibatches
+#: DP-PCA (Algorithms 3-5) with the paper's schedule and pure-Laplace histograms (equal minibatches
 #: B = n / ln(n)^2, a k-column iterate, Algorithm 5's truncation at every step, halves for Algorithms 4
 #: and 5), K = 1, a = 1/2, half-width 2r, pure-Laplace histograms; c1 = 100, c2 = 1 on real data.
-BEFORE_DP_PCA: dict[str, Any] = {"schedule": "paper", "batch_size": None, "batch_constant": 1.0,
+PAPER_DP_PCA_LAPLACE: dict[str, Any] = {"schedule": "paper", "batch_size": None, "batch_constant": 1.0,
                                  "rank_method": "block",
                                  "histogram": "laplace", "half_width_mult": 2.0, "tail_scale": 1.0,
                                  "tail_exponent": 0.5, "failure_probability": 0.01, "n_groups": None,
                                  "histogram_share": 0.5, "c1": 100.0, "c2": 1.0}
-#: label -> (registry name, keyword arguments, whether it is a paper/pre-issue version: those get the
+#: label -> (registry name, keyword arguments, whether it is a paper version: those get the
 #: oracle learning rates on synthetic data; the "library defaults" rows get nothing but (eps, delta))
 _ALGORITHMS: dict[str, tuple[str, dict[str, Any], bool]] = {
     SAMPLE_PCA: ("eigh", {}, True),
@@ -159,8 +159,8 @@ _ALGORITHMS: dict[str, tuple[str, dict[str, Any], bool]] = {
     PRIVATE_OJA: ("private_oja", PAPER_PRIVATE_OJA, True),
     PRIVATE_OJA_SHUFFLED: ("private_oja", {**PAPER_PRIVATE_OJA, "amplification": "shuffle"}, True),
     PRIVATE_OJA_DEFAULT: ("private_oja", {}, False),
-    DP_PCA: ("dp_pca", BEFORE_DP_PCA, True),
-    DP_PCA_STABLE: ("dp_pca", {**BEFORE_DP_PCA, "histogram": "stable"}, True),
+    DP_PCA: ("dp_pca", PAPER_DP_PCA_LAPLACE, True),
+    DP_PCA_STABLE: ("dp_pca", {**PAPER_DP_PCA_LAPLACE, "histogram": "stable"}, True),
     DP_PCA_DEFAULT: ("dp_pca", {}, False),
     MINIBATCH_OJA: ("minibatch_oja", {}, False),
     ANALYZE_GAUSS: ("analyze_gauss", {}, False),
@@ -854,19 +854,19 @@ def _settings_lines(result: Liu2022Result, ex_n: int, repeats: int, quick: bool)
         "non-private).",
         f"* **Example 4.1 (part b):** d = {EX41_D}, n = {ex_n:,}, ε = {EX41_EPSILON:g}; rows "
         "`s (c_i v + g_i)`, `c_i = ±1`, `g_i ~ N(0, σ² I)`, `s = 1/(1 + σ(√d + sqrt(2 ln(100 N))))`.",
-        "* **Three kinds of rows.** *(paper)* and *(before issue 16)*: the paper's algorithms with their "
-        "settings passed explicitly (`PAPER_PRIVATE_OJA`, `BEFORE_DP_PCA` in the module: what the library "
-        "ran by default before issue 16), so that the new defaults do not leak into them; *(library "
+        "* **Three kinds of rows.** *(paper)* and *(Laplace histograms)*: the paper's "
+        "algorithms with their settings passed explicitly (`PAPER_PRIVATE_OJA`, `PAPER_DP_PCA_LAPLACE` in "
+        "the module), so that the library's defaults do not leak into them; *(library "
         "defaults)*: the certified defaults of the library as of this run, with nothing passed but "
-        "(ε, δ) and `row_norm = 1` — no oracle learning rate, no tuning; **minibatch Oja** (issue 24: "
+        "(ε, δ) and `row_norm = 1` — no oracle learning rate, no tuning; **minibatch Oja** ("
         "the paper's Eq. (7), a few noisy block-power steps on disjoint minibatches, one pass) with its "
         "defaults.",
         "* **Learning rates of the paper rows** `η_t = c1/(c2 + t)` (units of `row_norm = 1`): on "
         "synthetic data `c1 = α / gap` with the population eigengap of the scaled rows (an oracle "
         f"choice, as in the theorems, where η depends on λ1 − λ2); Oja and Private Oja α = {OJA_ALPHA:g}, "
-        f"c2 = c1; DP-PCA α = {DP_PCA_ALPHA:g}, c2 = 1. Real data: the library's rates before issue 16 "
+        f"c2 = c1; DP-PCA α = {DP_PCA_ALPHA:g}, c2 = 1. Real data: fixed rates "
         "(Oja / Private Oja c1 = c2 = 10, DP-PCA c1 = 100, c2 = 1), no tuning on the data.",
-        "* **DP-PCA (before issue 16):** minibatch `B = n / ln(n)²`, K = 1, a = 1/2, truncation "
+        f"* **{DP_PCA}:** minibatch `B = n / ln(n)²`, K = 1, a = 1/2, truncation "
         "half-width 2r, tight calibration (each of Algorithms 4 and 5 gets the whole (ε, δ) by parallel "
         "composition on disjoint rows), pure-Laplace histograms over a public range of bins. **DP-PCA "
         "(paper: stable histograms)** uses the thresholded (stability-based) histogram learner of the "

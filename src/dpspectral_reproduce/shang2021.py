@@ -14,8 +14,8 @@ What it does
   MOD-SULQ (paper calibration), Analyze Gauss (the library default), noisy power / PPI, DP-SPCA and
   DP-VRPCA, each of the last three three ways: the paper's settings (step counts, step sizes,
   sampling rates, block size, as below) with the paper's noise formula ("paper"; not for PPI), the
-  paper's settings with the sound "tight" calibration (what this reproduction reported before issue
-  16), and the library's certified defaults as they are now (issue 16), delta = 1e-3. Metrics: the
+  paper's settings with the sound "tight" calibration, and the library's certified defaults
+  (full-batch power-like steps, oversampled blocks), delta = 1e-3. Metrics: the
   paper's ``||V - V*||_F^2`` after Procrustes alignment (:func:`dpspectral.metrics.aligned_distance`)
   and ``||V V^T - V* V*^T||_F`` (:func:`dpspectral.metrics.projection_distance`), ``V*`` the exact
   top-k eigenvectors of ``X^T X``. ``n_rows`` subsamples the data of Figure 1.
@@ -34,7 +34,7 @@ epoch for DP-VRPCA, :data:`VRPCA_EPOCHS` epochs) and use the public step size
 limit (epsilon = 1e8, paper noise formula) on an 8,000-row a9a subsample: there, for k = 1 / 5,
 DP-SPCA reaches projection distance ~0.1 / ~0.5 and DP-VRPCA ~0.001 / ~0.02 (the 1/(2n) default:
 1.38 / 3.06, random). The sampling rate is the paper's ``q = 1/n`` (Poisson). These "paper settings"
-(:func:`paper_settings`) are passed explicitly, so the library's defaults (changed by issue 16) do not
+(:func:`paper_settings`) are passed explicitly, so the library's defaults (which differ from them) do not
 leak into the rows that mean the paper's algorithms; the "library defaults" rows pass nothing.
 
 Privacy
@@ -79,14 +79,14 @@ TABLE_EPSILON = 0.1
 TABLE_K = 10
 LR_SCALE = 3.0
 VRPCA_EPOCHS = 3
-PPI_ITERATIONS = 20  # the library's default before issue 16, as the old reproduction ran PPI
+PPI_ITERATIONS = 20  # iterations of the paper-settings PPI rows
 SVM_C_GRID = (0.1, 1.0, 10.0, 100.0)
 TRAIN_SHARE = 0.1  # of the whole data set (the paper: "10% of each dataset was used for training")
 NON_PRIVATE = "non-private"
 PAPER, DEFAULTS = "paper", "defaults"
 
 #: (label, registry name, calibration, settings): ``PAPER`` passes :func:`paper_settings`, ``DEFAULTS``
-#: nothing (the library's certified defaults, whatever they are now).
+#: nothing (the library's certified defaults as of the run).
 METHODS: tuple[tuple[str, str, str, str], ...] = (
     ("MOD-SULQ (paper)", "mod_sulq", "paper", PAPER),
     ("Gaussian / AG (tight)", "analyze_gauss", "tight", DEFAULTS),
@@ -181,16 +181,15 @@ def _top_k(X: np.ndarray, k: int) -> np.ndarray:
 
 
 def paper_settings(name: str, n: int, k: int) -> dict[str, Any]:
-    """The paper's experimental settings of ``name`` on n rows (what the library's defaults were before
-    issue 16), for the rows that mean the paper's algorithm; ``{}`` for the covariance methods.
+    """The paper's experimental settings of ``name`` on n rows, for the rows that mean the paper's
+    algorithm; ``{}`` for the covariance methods.
 
     DP-SPCA: ``T = n`` steps, Poisson rate ``q = 1/n``, ``eta = LR_SCALE / sqrt(n)`` (module docstring),
     a k-column iterate. DP-VRPCA: the same per epoch, ``VRPCA_EPOCHS`` epochs, the worst-case noise of the
-    inner steps and 10% of the budget for the full gradients (its tight calibration before issue 16).
+    inner steps and 10% of the budget for the full gradients (its tight calibration with sampled steps).
     PPI: a k-column block and ``PPI_ITERATIONS`` iterations. All three clip the rows at ``row_norm``
-    (``adaptive_clip=False``: the paper's single release, and these rows' settings before issue 16's
-    adaptive clipping). Keywords a function does not take are dropped by :func:`_fit` (so the
-    reproduction runs on any version of the library).
+    (``adaptive_clip=False``: the paper's single release). Keywords a function does not take are
+    dropped by :func:`_fit` (so the reproduction runs on any version of the library).
     """
     if name == "noisy_power":
         return {"n_iter": PPI_ITERATIONS, "block_size": k, "adaptive_clip": False}
@@ -486,8 +485,8 @@ def _side_by_side_lines(result: Shang2021Result, datasets: Sequence[str], ks: Se
                 rows.append(row)
     return ["## Side by side: the paper's versions, the library's defaults, Analyze Gauss", "",
             "`‖VVᵀ − V*V*ᵀ‖_F` (mean over repeats; 0 = exact, about √(2k) = random). The "
-            "*(library defaults)* columns are the certified defaults after issue 16; *(tight, paper "
-            "settings)* is what the certified versions gave before it.", "",
+            "*(library defaults)* columns are the library's certified defaults; *(tight, paper "
+            "settings)* are the paper's settings with the noise our accountant certifies.", "",
             report.markdown_table(rows, ["data", "k", "ε", *labels]).rstrip(), ""]
 
 
@@ -555,9 +554,9 @@ def _report(result: Shang2021Result, *, datasets: Sequence[str], ks: Sequence[in
         f"{PPI_ITERATIONS} iterations.",
         "* **Three versions of PPI, DP-SPCA and DP-VRPCA:** *(paper)* = the paper's settings above with "
         "the paper's noise formula; *(tight, paper settings)* = the same settings with the noise our "
-        "accountant certifies (what this reproduction reported as 'tight' before issue 16); *(library "
-        "defaults)* = the library's certified defaults as of this run (issue 16 replaced the defaults "
-        "of all three: full-batch power-like steps, oversampled blocks); nothing is passed but (ε, δ).",
+        "accountant certifies; *(library "
+        "defaults)* = the library's certified defaults as of this run (for all three: full-batch "
+        "power-like steps, oversampled blocks); nothing is passed but (ε, δ).",
         "* **Metric:** the paper's `||V_k - V*_k||_F^2` depends on the arbitrary signs/rotation of the "
         "bases; we report it after the optimal orthogonal alignment (`aligned_distance`) and also the "
         "basis-free `||VV^T - V*V*^T||_F` (`projection_distance`). `V*` is the exact top-k "

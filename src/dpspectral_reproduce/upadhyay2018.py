@@ -18,7 +18,7 @@ columns in :mod:`~dpspectral_reproduce.upadhyay2018_tables`. This module re-runs
   against the local expected-error formula (Tables 8-10; Table 9's alphas are the float running sum of
   :func:`~dpspectral_reproduce.upadhyay2018_tables.table9_alphas`).
 * **Table 11 (J.3)**: non-private Optimal-Space-LRF: total error / optimal error against 1 + alpha.
-* **Streaming states (issue 24)**, for every size of the chosen rows of Tables 3-6: the bytes of the
+* **Streaming states**, for every size of the chosen rows of Tables 3-6: the bytes of the
   turnstile Private-Space-Optimal-LRF state (Figure 5, Theorem 47; :class:`~dpspectral.lowrank.
   turnstile_space_optimal.TurnstileSpaceOptimalLRF`) against the Priv2 ``TurnstileLRF`` state and the
   paper's ``O((m + n) k / alpha)`` bound, and the streamed factorization of the row's input against the
@@ -368,7 +368,7 @@ class Upadhyay2018Result:
     table_seconds : dict of int -> float
         Wall time per table.
     streaming : list of dict
-        The streaming panel (issue 24; :func:`~dpspectral_reproduce.upadhyay2018_streaming.
+        The streaming panel (:func:`~dpspectral_reproduce.upadhyay2018_streaming.
         streaming_panel`): one row per distinct size of the chosen rows of Tables 3-6, the bytes of the
         Priv1 (Figure 5) and Priv2 turnstile states and the streamed vs one-shot Priv1 error
         (``streaming.csv``, ``streaming.md``).
@@ -458,7 +458,7 @@ def _summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _streaming(out: Path, result: Upadhyay2018Result, rows_of: Mapping[int, Sequence[int]],
                seed: int) -> list[dict[str, Any]]:
-    """The streaming panel (issue 24) on the chosen rows of Tables 3-6; writes streaming.csv/.md."""
+    """The streaming panel on the chosen rows of Tables 3-6; writes streaming.csv/.md."""
     from .upadhyay2018_streaming import COLUMNS, streaming_markdown, streaming_panel
 
     if not any(t in rows_of for t in (3, 4, 5, 6)):

@@ -1,4 +1,4 @@
-"""The real-data panel of ``reproduce upadhyay2018`` (issue 18): paper 002's methods on MNIST.
+"""The real-data panel of ``reproduce upadhyay2018``: Upadhyay's methods on MNIST.
 
 Upadhyay's experiments use uniform matrices with entries in the thousands, where unit-scale privacy noise
 is negligible. This panel runs the same methods (library defaults) on MNIST's first ``rows`` training

@@ -1,4 +1,4 @@
-"""The streaming panel of ``reproduce upadhyay2018`` (issue 24): Figure 5's space-optimal turnstile state.
+"""The streaming panel of ``reproduce upadhyay2018``: Figure 5's space-optimal turnstile state.
 
 For every distinct size (m, n, k, alpha) of the central tables (3-6) that the run covers, this panel
 

@@ -1,4 +1,4 @@
-"""Statistical privacy audit of Analyze Gauss with adaptive clipping (issue 16, item 4).
+"""Statistical privacy audit of Analyze Gauss with adaptive clipping.
 
 The staged releases — centred: private mean, private quantile of the centred norms (noisy histogram),
 scatter of the centred rows clipped at the released quantile; uncentred (the default path): noisy

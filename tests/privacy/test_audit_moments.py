@@ -1,4 +1,4 @@
-"""Statistical privacy audit of the moments release (issue 17) on worst-case neighbouring pairs.
+"""Statistical privacy audit of the moments release on worst-case neighbouring pairs.
 
 The statistic is the likelihood-ratio projection of the whole release (upper triangle of S, class sums,
 class counts, each part divided by its noise scale) on the direction of the neighbours' difference: a

@@ -72,7 +72,7 @@ class SiteOutcome:
     worker : str or None
         Where the step ran (a Dask worker address), when known.
 
-    No timing is kept: how long a site took depends on its private rows (issue 23).
+    No timing is kept: how long a site took depends on its private rows.
     """
 
     site: int

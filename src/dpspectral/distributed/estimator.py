@@ -60,7 +60,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
     row_norm : float
         Required: the public bound on each row's norm (rows above it are clipped at their site).
     intermediate_rank : int or None, default=None
-        R, the rank of each site's proxy; None is ``min(D, max(2 K, (D + 1) // 2))`` (issue 16; the
+        R, the rank of each site's proxy; None is ``min(D, max(2 K, (D + 1) // 2))`` (the
         paper's is ``min(2 K, D)``).
     method : str, default="dpdispca"
         A name from ``dpspectral.methods(task="distributed")`` (the registry's distributed entries; today

@@ -94,7 +94,7 @@ class SiteReport:
         Why the site is missing: a data-independent reason (the kind of problem, or a generic text;
         :func:`~dpspectral.distributed.site.failure_reason`), never a row, value, count or timing.
 
-    No timing is reported: how long a site took depends on its private rows (issue 23).
+    No timing is reported: how long a site took depends on its private rows.
     """
 
     site: int
@@ -393,7 +393,7 @@ PARAMETER_CONSTRAINTS: dict[str, Any] = {
 
 
 def default_rank(k: int, d: int | None) -> int:
-    """The proxies' default rank R (issue 16): ``min(D, max(2 K, (D + 1) // 2))``.
+    """The proxies' default rank R: ``min(D, max(2 K, (D + 1) // 2))``.
 
     The paper's ``R = 2K`` drops, at every site, the directions that are below that site's own noise
     level but add up coherently over the sites (on MNIST, S = 10 sites, epsilon = 0.5: 0.761 of the
@@ -745,7 +745,7 @@ _PARAMS_DOC = """
     calibration : {"tight", "paper"}
     intermediate_rank : int, optional
         R, the rank of the proxies (``variant="proxy"``); default ``min(D, max(2 K, (D + 1) // 2))``
-        (:func:`default_rank`, issue 16); the paper's (and the authors' code's) is ``min(2 K, D)``.
+        (:func:`default_rank`); the paper's (and the authors' code's) is ``min(2 K, D)``.
     n_sites : int, optional
         Only for a single 2-D array: split its rows into this many sites. Under replace-one: contiguous,
         near-equal row blocks. Under add/remove: every row's site is an independent uniform draw from

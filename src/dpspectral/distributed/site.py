@@ -197,7 +197,7 @@ class SitePayload:
     normalised : bool
         True when ``matrix`` is on the scale of ``A_s = S_s / N_s``; False for the unnormalised scatter.
 
-    No timing travels: how long a site took depends on its private rows (issue 23).
+    No timing travels: how long a site took depends on its private rows.
     """
 
     site: int

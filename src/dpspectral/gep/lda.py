@@ -1,4 +1,4 @@
-"""``DPLinearDiscriminantAnalysis``: a private LDA classifier from one release of the moments (issue 17)."""
+"""``DPLinearDiscriminantAnalysis``: a private LDA classifier from one release of the moments."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         moments of the rows clipped there (:mod:`dpspectral.privacy.adaptive`). Under a loose bound it
         cuts the noise by ``(r / row_norm)^2`` (second moment) and ``r / row_norm`` (class sums); rows
         already at the bound keep it (1 % more noise for the histogram's share). False: the one release at
-        ``row_norm`` (issue 17's mechanism).
+        ``row_norm``.
     clip_share : float in (0, 1) or None, default=None
         The norm histogram's share of the budget (None: 0.02).
 

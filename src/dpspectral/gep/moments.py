@@ -1,4 +1,4 @@
-"""Fisher discriminant and LDA from ONE private release of the clipped rows' moments (issue 17).
+"""Fisher discriminant and LDA from ONE private release of the clipped rows' moments.
 
 Sufficient-statistics perturbation: the rows are clipped to the public bound C, and three statistics
 are released once, with the Gaussian mechanism, in one plan (:func:`moments_plan`):
@@ -390,7 +390,7 @@ def release_moments(
         is released first (``clip_share`` of the budget) and ``r`` post-processed from it by the balance
         rule (:mod:`dpspectral.privacy.adaptive`); the moments are then those of the rows clipped at
         ``r``, with the same noise multipliers times their sensitivities at ``r``. False: the one
-        release at C (issue 17's mechanism).
+        release at C.
     clip_share : float in (0, 1) or None
         The histogram's share of ``1 / s^2`` (None: 0.02). Ignored with ``adaptive_clip=False``.
 

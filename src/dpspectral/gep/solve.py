@@ -131,7 +131,7 @@ def private_fda(
     row_norm : float
         Public row bound C (rows clipped per row); never derived from the data.
     method : {"moments", "dpsr", "dpsrs", "sr_dp", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "sr"}
-        Default ``"moments"`` (issue 17: the best certified method, docs/algorithms/gep.md; the default of
+        Default ``"moments"`` (the best certified method, docs/algorithms/gep.md; the default of
         :class:`~dpspectral.DPFisherDiscriminant` too). ``"sr"`` is the non-private reference (epsilon,
         delta ignored; ``privacy`` is None).
         ``"moments"``: one release of the clipped rows' moments (:func:`~dpspectral.gep.moments.moments_fda`;

@@ -8,7 +8,7 @@ Protocol (``../shared/papers/spec-pca-gep.md`` §B.6, RECONSTRUCTED)::
 
 ``upper(M)`` is the vector of ``M[np.triu_indices(d)]`` (row-major upper triangle with the diagonal).
 
-Noise shape (issue 16). ``noise_shape="goe"`` (default with ``calibration="tight"``): the noise of an
+Noise shape. ``noise_shape="goe"`` (default with ``calibration="tight"``): the noise of an
 off-diagonal entry has std ``sigma / sqrt(2)``, the diagonal's ``sigma`` (the Gaussian orthogonal
 ensemble). It is the Gaussian mechanism on the Frobenius-isometric vector ``iso(M)`` (the diagonal, and
 ``sqrt(2)`` times each entry above it: ``||iso(M)||_2 = ||M||_F``) followed by the fixed rescaling back
@@ -422,7 +422,7 @@ def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C:
     with read_then_release(X, read, plan_for, accountant, noise, owner=_OWNER) as (moments, releaser):
         d, n = moments.d, moments.n
         assert moments.second is not None
-        if shape == "iid":  # the paper's shape, drawn as before issue 16 (same seeds, same numbers)
+        if shape == "iid":  # the paper's shape (i.i.d. entries on and above the diagonal)
             average = releaser.add_symmetric("average", moments.second / n)
         else:
             w = _iso_weights(d, shape)

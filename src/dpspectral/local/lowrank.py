@@ -1,6 +1,6 @@
 """Private-Local-LRF (Upadhyay, NeurIPS 2018, Figure 9 / Theorem 57): non-interactive LDP low-rank PCA.
 
-:func:`private_local_lrf`'s default (``protocol="gram"``, issue 18) is not the paper's: each user sends
+:func:`private_local_lrf`'s default (``protocol="gram"``) is not the paper's: each user sends
 the Local Gaussian report of its row and the server releases V and S (the local model's limit; the
 paper's linear reports stay at random level at any practical epsilon, docs/algorithms/lowrank.md). The
 paper's protocol below is ``protocol="sketch"`` (and :func:`local_lrf_report` / :func:`local_lrf_aggregate`).
@@ -844,7 +844,7 @@ def private_local_lrf(
 ) -> LowRankResult:
     """Private low-rank factorization in the local model: each row of A is one user (no trusted curator).
 
-    **Default, ``protocol="gram"``** (issue 18): every user sends the Local Gaussian report of its row,
+    **Default, ``protocol="gram"``**: every user sends the Local Gaussian report of its row,
     ``iso(a a^T)`` plus Gaussian noise (:func:`~dpspectral.local.gaussian.local_gaussian`, ``n (n + 1) / 2``
     floats), the server averages them and releases V (n x k, the top-k eigenvectors) and S (k; the
     spiked-Wigner estimate of the singular values, 0 below the noise edge): a

@@ -366,7 +366,7 @@ class ContinualLRF:
     def _seeded_node(self, tau: int, level: int, r: np.ndarray, c: np.ndarray,
                      x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The noisy node completed at tau: its children's exact sums (noisy - regenerated noise), plus
-        the batch, plus its own noise (the draws and the arithmetic of earlier versions)."""
+        the batch, plus its own noise (fixed draws and arithmetic: seeded results repeat across versions)."""
         Y, ZT = self._batch_sums(r, c, x)
         for child in range(level):  # the prefix nodes it replaces: exact sums = noisy - own noise
             y, zt = self._nodes[child]

@@ -543,7 +543,8 @@ def space_optimal_noise(owner: str, budget: PrivacyBudget, relation: Relation, s
 
 def _space_optimal_sketch(B: Any, Psi: np.ndarray, S: np.ndarray, T: np.ndarray, so: SpaceOptimalNoise,
                           releaser: Releaser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The released ``(Y_c, Y_r, Z)`` of Priv1 (inside the release block; draws in the old order).
+    """The released ``(Y_c, Y_r, Z)`` of Priv1 (inside the release block; draws in a fixed order:
+    Omega's seed, then the noise of Y_r and Z).
 
     ``Y_c = [B, sigma_min I] Omega`` with a secret ``Omega`` (input perturbation, from the secret
     generator, used once and dropped); ``Y_r = Psi Â + N1`` and ``Z = S Â T^T + N2`` with the planned

@@ -437,7 +437,8 @@ def state_checksum(
     """sha256 over the format version, the configuration JSON, the status flags and the arrays' bytes.
 
     ``noise`` is the noise source of the state (public: it is in the privacy report); a state drawn by
-    the secure source hashes it too (a seeded state's checksum is the one of earlier versions).
+    the secure source hashes it too (a seeded state's checksum leaves it out, so seeded files of
+    earlier versions still verify).
     """
     h = hashlib.sha256()
     h.update(f"dpspectral-sketch-state/{STATE_FORMAT_VERSION}\n".encode())
@@ -911,7 +912,7 @@ class TurnstileLRF(SketchState):
         source = self.privacy.noise_source
         checksum = state_checksum(config_json, status, self._publication, arrays, source)
         extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
-        if source != "seeded":  # a seeded file is the one of earlier versions
+        if source != "seeded":  # a seeded file has no entry (as in earlier versions' files)
             extra["noise_source"] = np.array(source)
         return write_state_file(
             path,

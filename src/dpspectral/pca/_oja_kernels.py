@@ -8,7 +8,7 @@ at about 2 ns each (NumPy's own ``Generator.standard_normal`` costs 10-12 ns on 
 which made Private Oja draw-bound): NumPy's ziggurat (the same algorithm and the same tables, taken
 from numba's copy of NumPy's), fed by SFC64 (NumPy's ``SFC64`` algorithm, Doty-Humphrey's small fast
 chaotic generator) compiled inline, its state seeded from the run's seeded generator
-(:func:`sfc64_state`). The law of every draw is N(0, 1) as before; the stream differs from NumPy's.
+(:func:`sfc64_state`). Every draw is N(0, 1), NumPy's law; the stream differs from NumPy's.
 """
 
 from __future__ import annotations

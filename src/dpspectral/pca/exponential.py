@@ -6,16 +6,16 @@ Two mechanisms, both pure epsilon-DP (``delta = 0``):
   with density proportional to ``exp(c v^T A v)``, ``A = sum_i c(x_i) c(x_i)^T`` the scatter matrix of
   the clipped rows (the exponential mechanism with utility ``v^T A v``). For k > 1 the directions are
   drawn one at a time on the orthogonal complement of the earlier ones (jointly accounted, the
-  budget split from privately released eigenvalues; ``epsilon / k`` each before issue 16).
+  budget split from privately released eigenvalues; the paper's mechanism gives ``epsilon / k`` each).
 * :func:`exponential_pca` — Amin, Dick, Kulesza, Munoz Medina and Vassilvitskii (NeurIPS 2019),
   Algorithm 1 restricted to PCA: Laplace-noised eigenvalues (the top k and the sum of the others) and
   k exponential-mechanism directions with deflation; the budget split is a parameter.
 
-Since issue 16 both default to a jointly accounted deflation (the k draws cost ``(k + 1) c C^2``, not
+Both default to a jointly accounted deflation (the k draws cost ``(k + 1) c C^2``, not
 ``2 k c C^2``, under replace-one), a split of the directions' budget chosen from privately released
 eigenvalues, and an optional choice of coordinates from a privately released diagonal (see "Joint
 accounting" below). ``allocation="equal", accounting="per_direction", coordinate_share=0`` (and, for
-ppca, ``eigenvalue_share=0``) give the mechanisms as they were.
+ppca, ``eigenvalue_share=0``) give the papers' mechanisms with step-by-step accounting.
 
 The sampler (:class:`BinghamSampler`, :func:`sample_bingham`) draws *exactly* from the vector Bingham
 distribution ``p(v) ∝ exp(v^T M v)`` on the unit sphere by rejection from one of two envelopes, chosen
@@ -74,8 +74,8 @@ In the deflated steps the utility is ``u^T P^T A P u`` with ``P`` (an orthonorma
 complement of the released directions) a function of earlier releases, hence the same for both
 neighbours: the bounds above hold with ``V = P u``, and the steps compose adaptively.
 
-Joint accounting of the deflated directions (ours; issue 16)
------------------------------------------------------------
+Joint accounting of the deflated directions (ours)
+-------------------------------------------------
 The k deflated draws have, on the Stiefel manifold, the density
 ``p_X(V) = prod_j exp(c_j v_j^T A v_j) / Z_j(X, v_<j)``, ``Z_j`` the normaliser of step j on the
 complement of ``v_<j`` (``E_u exp(c_j u^T A u)``, u uniform there). For neighbours X, X' (replace x by
@@ -91,7 +91,7 @@ the same as step by step. A direction with ``c_j = 0`` (uniform on the complemen
 ``c_j`` may be chosen from earlier releases (post-processing) as long as the bound equals the planned
 ``epsilon`` of the directions, which is what the adaptive split does; the event is one
 ``EpsilonDeltaDpEvent(epsilon_directions, 0)``. ``accounting="per_direction"`` keeps the step-by-step
-constants (the behaviour before issue 16).
+constants (the papers' accounting).
 
 The adaptive split and the coordinates (post-processing). With ``allocation="adaptive"`` the budget
 goes to the first m directions at equal c (the others are free), m maximising the captured energy
@@ -1014,7 +1014,7 @@ def ppca(
         ``values``). None (default): ``PPCA_EIGENVALUE_SHARE`` (0.05) when k > 1, the allocation is
         adaptive and the calibration "tight", else 0 (CSS12's mechanism releases no eigenvalues).
         ``eigenvalue_share=0, allocation="equal", accounting="per_direction", coordinate_share=0``
-        is the mechanism before issue 16 (``epsilon / k`` per direction).
+        is CSS12's mechanism with ``epsilon / k`` per direction.
     {common_parameters}
 
     Returns
@@ -1107,11 +1107,11 @@ def exponential_pca(
     allocation : {"adaptive", "equal"}
         ``"adaptive"`` (default): the directions' budget goes, in equal parts, to the first m
         directions, m chosen from the released eigenvalues (post-processing; the others are uniform on
-        the complement, which costs nothing). ``"equal"``: all k directions, equal parts (before
-        issue 16). Needs ``eigenvalue_share > 0``.
+        the complement, which costs nothing). ``"equal"``: all k directions, equal parts (the
+        papers' split). Needs ``eigenvalue_share > 0``.
     accounting : {"joint", "per_direction"}
         ``"joint"`` (default): the k draws certified together, ``C^2 (max c + sum c)`` under
-        replace-one (module docstring); ``"per_direction"``: ``2 C^2 c_j`` each (before issue 16).
+        replace-one (module docstring); ``"per_direction"``: ``2 C^2 c_j`` each (step by step).
         The same under add/remove. ``calibration="paper"`` always uses per-direction budgets.
     coordinate_share : float
         In [0, 1): share of epsilon for a Laplace release of ``diag(A)`` that proposes coordinates to

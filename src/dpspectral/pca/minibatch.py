@@ -377,13 +377,14 @@ def minibatch_oja(
     block = _block_size(block_size, source.d, source.k)
     plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory, clip)
     diagnostics: dict[str, Any] = {}
+    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
     if clip is None:
-        with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+        with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
             W, used = _run(source, sizes, block, releaser, where)
             report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
                                      notes=plan.notes, stacklevel=4)
     else:
-        staged = clip.staged(accountant, _OWNER, plan.events)
+        staged = clip.staged(accountant, _OWNER, plan.events, n_rows=n_rows)
         nu = noise_per_clip2(multiplier, source.d, block, sizes)
         source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: nu)
         plan = at_clip(plan, r, C, {_BATCH: 2}, clip_note(r, C, share))  # the same multiplier, at r

@@ -33,13 +33,12 @@ through the histogram learners, which draw from the releaser at the plan's scale
 from the one noise source (``random_state="secure"``: OS entropy and exact discrete samplers), and
 the initial iterate and the row permutation from its secret generator. With the seeded source, Private
 Oja's step noise is drawn by blocks from an SFC64 stream seeded from that generator (NumPy's ziggurat,
-compiled; the same law) and DP-PCA's coordinate histograms in one vector draw (issue 20: seeded results
-of those paths changed once). A one-shot stream (an iterator of blocks) arrives after
-the charge (the pipeline's rule for every method): every row read is checked the same way (whether or
-not it ends up in a step), and a bad block is a *failed release*: it stays charged and the ledger marks
-it failed. A callable returning a fresh iterator is read once before the charge and checked whole, as
-an in-memory input. Error messages name the
-kind of problem, never a row, a value or a count. The paper splits (epsilon, delta) in half between
+compiled; the same law) and DP-PCA's coordinate histograms in one vector draw. A one-shot stream (an
+iterator of blocks) arrives after the charge (the pipeline's rule for every method): every row read
+is checked the same way (whether or not it ends up in a step), and a bad block is a *failed release*:
+it stays charged and the ledger marks it failed. A callable returning a fresh iterator is read once
+before the charge and checked whole, as an in-memory input. Error messages name the kind of problem,
+never a row, a value or a count. The paper splits (epsilon, delta) in half between
 Algorithms 4 and 5 (basic composition); on disjoint rows each can have the whole budget, which halves
 the noise (``calibration="tight"``, the default).
 
@@ -454,8 +453,8 @@ def _seeded_step_noise(releaser: Releaser) -> tuple[np.ndarray, float] | None:
     That source's release is ``std`` times i.i.d. standard normals (``generator.normal(0, std)``); they
     are drawn by blocks with :func:`~dpspectral.pca._oja_kernels.standard_normals` (NumPy's ziggurat on
     an SFC64 state seeded from the run's generator: the same law, five times faster than NumPy's
-    ``Generator``; the stream differs from before issue 20). Any other source (secure, or a subclass)
-    draws through :meth:`Releaser.gaussian`. ``releaser.generator`` refuses after the block.
+    ``Generator``; a different stream from ``Generator.standard_normal``). Any other source (secure, or
+    a subclass) draws through :meth:`Releaser.gaussian`. ``releaser.generator`` refuses after the block.
     """
     from ._oja_kernels import sfc64_state
 
@@ -594,9 +593,9 @@ def _fmt21_closed_form(eps0: float, n: int, delta: float) -> float:
     """Feldman, McMillan, Talwar (FOCS 2021), Theorem 3.1, as in the authors' reference code.
 
     ``log(1 + (1 - e^{-eps0}) / (1 + e^{-eps0 - e}) (a + c))`` with ``a = 8 sqrt(e^eps0 ln(4/delta) / n)``,
-    ``c = 8 e^eps0 / n``, ``e = ln(1 + a + c)``, valid for ``eps0 <= ln(n / (16 ln(4 / delta)))``. (An
-    earlier version of this module used the factor ``(e^eps0 - 1) / (e^eps0 + 1)``, i.e. the
-    denominator ``1 + e^{-eps0}``, which is up to 12% smaller: not the theorem.) Kept as a cross-check;
+    ``c = 8 e^eps0 / n``, ``e = ln(1 + a + c)``, valid for ``eps0 <= ln(n / (16 ln(4 / delta)))``. (The
+    factor ``(e^eps0 - 1) / (e^eps0 + 1)``, i.e. the denominator ``1 + e^{-eps0}``, is up to 12%
+    smaller: not the theorem.) Kept as a cross-check;
     :func:`shuffle_amplified_epsilon` uses the numerical bound, which is far tighter.
     """
     a = 8.0 * math.sqrt(math.exp(eps0) * math.log(4.0 / delta) / n)
@@ -746,8 +745,8 @@ def private_oja(
     gradients is at most ``C^2`` for k = 1 by the half-ball argument and ``sqrt(2) C^2`` for any k;
     k = 1 for each part of ``rank_method="deflation"``); the noise std ``eta_t S alpha`` makes alpha
     the noise multiplier of a ``GaussianDpEvent(alpha)`` (the plan's release ``"step"``: std
-    ``S alpha`` and sensitivity ``S`` per unit eta; before issue 16 it used ``S = 2 beta``, twice the
-    noise at the default clip). Steps are assigned to rows by a data-independent permutation (drawn
+    ``S alpha`` and sensitivity ``S`` per unit eta; the bound ``S = 2 beta`` would give twice the noise at the
+    default clip). Steps are assigned to rows by a data-independent permutation (drawn
     here for in-memory data; assumed for a stream, whose order must not depend on the data), so by
     parallel composition the run is as private as one step: ``amplification="none"`` (default) takes
     alpha from the exact Gaussian curve for (epsilon, delta) (the paper's "alpha = O(log(n/delta) /
@@ -763,7 +762,7 @@ def private_oja(
     steps' noise (``std`` times i.i.d. N(0, 1), the same law) is drawn by blocks of 2048 steps with
     NumPy's ziggurat on an SFC64 state seeded from the secret generator
     (:func:`~dpspectral.pca._oja_kernels.standard_normals`, bit-identical to NumPy's
-    ``Generator(SFC64).standard_normal``; issue 20 changed the stream once, for speed).
+    ``Generator(SFC64).standard_normal``, about five times faster).
 
     Adaptive clipping (default with ``amplification="none"`` and an input that can be read twice:
     arrays, memmaps, sparse, Dask, lists of blocks, a callable returning a fresh iterator of blocks; a
@@ -775,7 +774,7 @@ def private_oja(
     ``c1 = 10 / r^2`` (a given ``gradient_clip`` or ``c1`` is kept); alpha is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), GaussianDpEvent(alpha)])`` (the histogram and the steps each
     see every row once: basic composition). A re-readable stream is read three times (validated at C
-    before any charge, the histogram, the steps; memory O(dk) as before). ``adaptive_clip=False``: the
+    before any charge, the histogram, the steps; memory O(dk)). ``adaptive_clip=False``: the
     single release at C; ``clip_share``: the histogram's share of the budget (default 0.02). Diagnostics
     ``clip`` and ``histogram_noise_std`` with adaptive clipping.
     """
@@ -798,13 +797,14 @@ def private_oja(
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
         return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
     diagnostics: dict[str, Any] = {}
+    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
     if clip is None:
-        with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+        with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
             W, used = _private_oja_run(source, rates, beta, releaser, show_progress)
             report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
                                      notes=plan.notes, stacklevel=5)
     else:
-        staged = clip.staged(accountant, owner, plan.events)
+        staged = clip.staged(accountant, owner, plan.events, n_rows=n_rows)
         source, r = _adaptive_clip_stage(source, clip, staged, noise,
                                          functools.partial(_oja_noise_per_clip2, alpha, beta, source))
         # everything set by the bound C follows the released clip r: the default gradient clip
@@ -1613,7 +1613,8 @@ def dp_pca(
     if clip is not None:
         return _dp_pca_adaptive(source, config, clip, plan, accountant, noise, budget, show_progress,
                                 (c1, rank_method, histogram, clip_share or DEFAULT_CLIP_SHARE))
-    with release(plan, accountant, noise) as releaser:  # a bad block of a stream: a failed release
+    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
+    with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
         W, log, used = _dp_pca_run(source, config, releaser, show_progress)
     report = releaser.report(mechanism="dp_pca", budget=budget, calibration=calibration,
                              notes=plan.notes, stacklevel=5)
@@ -1629,7 +1630,7 @@ def _dp_pca_adaptive(source: _Source, config: _DpPcaConfig, clip: RowClipPlan, p
     from .minibatch import batch_sizes, noise_per_clip2
 
     c1, rank_method, histogram, share = options
-    staged = clip.staged(accountant, "dp_pca", plan.events)
+    staged = clip.staged(accountant, "dp_pca", plan.events, n_rows=source.n if source.in_memory else None)
     C = source.row_norm
     part = (source.n or 0) // len(source.parts)
     sizes = [config.B] if config.B is not None else batch_sizes(part, config.n_batches,

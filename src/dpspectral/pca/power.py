@@ -340,7 +340,7 @@ def _staged_release(X: Any, k: int, block_size: Any, budget: PrivacyBudget, rel:
                          norm_edges=clip.edges)
     k, p = _sizes(k, block_size, moments.d)
     plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
-    staged = clip.staged(accountant, _OWNER, plan.events)
+    staged = clip.staged(accountant, _OWNER, plan.events, n_rows=moments.n)
     spec = plan["iteration"]
     nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(rel, 1.0) * (
         math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)

@@ -6,8 +6,8 @@ normalisation). Paper: ``../shared/papers/000_*.txt``; specification and the pro
 paper's privacy claims: ``../shared/papers/spec-pca-gep.md`` §C.
 
 Sampling. Every step uses a Poisson sample of the rows (each row independently with probability
-``q``; ``q = 1/n`` is one row per step on average, like the paper's uniform index; the defaults since
-issue 16 use full batches, ``q = 1``), so the accountant certifies exactly what runs. The update is
+``q``; ``q = 1/n`` is one row per step on average, like the paper's uniform index; the defaults use
+full batches, ``q = 1``), so the accountant certifies exactly what runs. The update is
 ``V' = V + (eta / (q n)) (sum_{i in S} g_i(V) + N(0, (s Delta)^2))`` (plus, in DP-VRPCA, the released
 full gradient), i.e. a step along an unbiased estimate of the mean gradient ``2 A V / n``.
 
@@ -30,13 +30,13 @@ validate_rows`) *before* the ledger is charged, so whether a fit is refused neve
 rows a step happens to sample, and a refusal costs nothing. Errors name the kind of problem, never a
 row, a value or a count.
 
-Adaptive clipping (issue 16; default with the tight calibration): a noisy norm histogram is released
+Adaptive clipping (default with the tight calibration): a noisy norm histogram is released
 first and the steps run on the rows clipped at the clip ``r <= C`` post-processed from it, every
 sensitivity (and the default learning rate) at ``r``, the multipliers calibrated for the composition
 with the histogram's event (:mod:`~dpspectral.privacy.adaptive`). The rows are in memory, so they are
 read again at ``r``; the paper's calibration keeps its single release.
 
-Device arrays (issue 20; ``docs/array-api.md``): with array API dispatch on, a PyTorch/CuPy array is
+Device arrays (``docs/array-api.md``): with array API dispatch on, a PyTorch/CuPy array is
 validated, clipped, multiplied, retracted (``xp.linalg``) and decomposed where it lives, the noise drawn
 there by :class:`~dpspectral.privacy.device_noise.DeviceNoise`; the plan, the calibration and the
 accountant stay on the host, and the random start and the Poisson samples (``q < 1``) are the host
@@ -332,11 +332,11 @@ def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None,
     """
     if getattr(noise, "name", "") == "secure":  # every stage's releases, before the first is charged
         _check_secure_plan(plan)
-    if clip is None:
-        with release(plan, accountant, noise) as releaser:  # a failure inside stays charged
+    if clip is None:  # the rows are in memory: n is known (for the report)
+        with release(plan, accountant, noise, n_rows=X.shape[0]) as releaser:  # a failure: stays charged
             yield _Run(releaser, plan, row_norm, on_norm_violation, plan.events)
         return
-    staged = clip.staged(accountant, owner, plan.events)
+    staged = clip.staged(accountant, owner, plan.events, n_rows=X.shape[0])
     r = release_row_clip(X, clip, staged, noise, noise_per_clip2=noise_per_clip2, d=X.shape[1],
                          n_public=X.shape[0], owner=owner, show_progress=show_progress)  # replace-one
     plan = at_clip(plan, r, row_norm, powers, clip_note(r, row_norm, clip_share or DEFAULT_CLIP_SHARE))
@@ -416,7 +416,7 @@ def dp_spca(
     """DP-SPCA (Algorithm 1 of Shang et al. 2021): noisy stochastic power steps, block version.
 
     ``V_t = polar(V_{t-1} + (eta / (q n)) (sum_{i in S_t} 2 x_i x_i^T V_{t-1} + Z_t))``, ``S_t`` a
-    Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults (issue 16, measured in
+    Poisson sample with rate q, ``Z_t`` i.i.d. Gaussian. Defaults (measured in
     docs/algorithms/stochastic.md): full batches ``q = 1``, ``n_steps = 3`` and a learning rate
     ``100 q n / C^2`` that makes each step a (noisy) power step. The paper's experimental settings
     (``n_steps = n``, ``learning_rate = 1 / (2 n)``, ``sampling_rate = 1 / n``) leave the iterate near
@@ -446,7 +446,7 @@ def dp_spca(
     2 (x.y)^2) <= 2 sqrt(2) C^2``, reached at ``x = C e_1``, ``y = C e_2``, ``V = [e_1, e_2, ...]``. Each
     step is therefore ``GaussianDpEvent(s)`` with ``s = std / (2 sqrt(2) C^2)``, over the real shift
     (``PoissonSampledDpEvent(1, .)`` over one row's ``Delta`` is read as a shift of ``2 Delta = 4 C^2``,
-    sqrt 2 above it; the accounting before issue 16's change). The T Gaussian releases compose exactly
+    sqrt 2 above it, so it would cost sqrt 2 more noise). The T Gaussian releases compose exactly
     (Gaussian DP) to one with multiplier ``s / sqrt(T)``: s is ``sqrt(T)`` times the multiplier of one
     Gaussian release of (epsilon, delta). (With one column, p = 1, the shift is at most ``2 C^2``: the
     eigenvalues of ``x x^T - y y^T`` lie in ``[-C^2, C^2]``; not used. Under add/remove one row's
@@ -486,7 +486,7 @@ def dp_spca(
     X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
                                        on_norm_violation, owner, accounting)
     n, d = X.shape
-    # Defaults (issue 16): full batches (q = 1), a few steps, and a learning rate that makes each step
+    # Defaults: full batches (q = 1), a few steps, and a learning rate that makes each step
     # a power step (the polar retraction of V + eta G is then ~ the polar factor of G): the paper's
     # experimental settings (T = n, eta = 1/(2n), q = 1/n) leave the iterate at its random start.
     q = SPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
@@ -516,9 +516,9 @@ def dp_spca(
                           diagnostics=diagnostics)
 
 
-#: DP-SPCA's defaults (issue 16): full batches, three steps, each a power step, on an oversampled block
+#: DP-SPCA's defaults: full batches, three steps, each a power step, on an oversampled block
 #: (MNIST k = 10 with p = 10k: 3 steps 0.833 / 0.948 / 0.987 at epsilon 0.25 / 0.5 / 1 with the Gaussian
-#: full-batch event, 0.751 / 0.901 / 0.974 with the Poisson event at q = 1 before it; 5 steps 0.707 /
+#: full-batch event, 0.751 / 0.901 / 0.974 if accounted as a Poisson event at q = 1; 5 steps 0.707 /
 #: 0.854 / 0.958 and p = k with 5 steps 0.683 / 0.821 / 0.940, both with the Poisson event).
 SPCA_SAMPLING_RATE = 1.0
 SPCA_STEPS = 3
@@ -604,7 +604,7 @@ def dp_vrpca(
 
     Epoch s: a full gradient ``mu_s = 2 A V~ / n`` at the anchor ``V~``; inner steps
     ``V_t = polar(V_{t-1} + eta (mu_s + (1 / (q n)) (sum_{i in S_t} 2 x_i x_i^T (V_{t-1} - V~) + Z_t)))``;
-    the anchor becomes the last iterate. Defaults (issue 16, measured in docs/algorithms/stochastic.md):
+    the anchor becomes the last iterate. Defaults (measured in docs/algorithms/stochastic.md):
     full batches (``q = 1``) and the power-step learning rate ``100 q n / C^2`` of :func:`dp_spca`,
     ``n_epochs = 3`` epochs of ``n_steps = 1`` step (each epoch's released full gradient then moves the
     iterate: a noisy power step; further inner steps are available and cost budget), an oversampled
@@ -702,14 +702,14 @@ def dp_vrpca(
     )
 
 
-#: DP-VRPCA's defaults (issue 16): full batches, 3 epochs of one power step (``SPCA_POWER_STEP``) on
+#: DP-VRPCA's defaults: full batches, 3 epochs of one power step (``SPCA_POWER_STEP``) on
 #: the released full gradient, an oversampled block of 10 k columns; with inner steps, half of the
 #: Gaussian-DP budget for the full gradients.
 VRPCA_SAMPLING_RATE = 1.0
 VRPCA_EPOCHS = 3
 VRPCA_STEPS = 1
 VRPCA_FULL_SHARE = 0.5  # of the Gaussian-DP mu^2 (full batches: every release is Gaussian)
-VRPCA_SAMPLED_FULL_SHARE = 0.1  # of (epsilon, delta) with sampled steps (as before issue 16)
+VRPCA_SAMPLED_FULL_SHARE = 0.1  # of (epsilon, delta) with sampled steps
 VRPCA_OVERSAMPLING = 10
 
 
@@ -911,7 +911,7 @@ def _full_product_xp(X: Any, V: Any, C: float, xp: Any, owner: str, rows: Any = 
 for _f in (dp_spca, dp_vrpca):
     _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
 dp_vrpca.__doc__ = (dp_vrpca.__doc__ or "") + """
-    DP-VRPCA's own parameters (defaults since issue 16; the paper's in brackets)
+    DP-VRPCA's own parameters (the library's defaults; the paper's in brackets)
     ----------------------------------------------------------------------------
     n_epochs : int, default 3 [m]
         Epochs; each releases one full gradient.

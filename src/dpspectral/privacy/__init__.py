@@ -32,6 +32,7 @@ from .gaussian import (
     split_noise_multiplier,
     symmetric_gaussian,
 )
+from .guardrails import PrivacyParameterWarning, check_privacy_parameters
 
 __all__ = [
     "Accountant",
@@ -42,6 +43,7 @@ __all__ = [
     "ParallelDpEvent",
     "PrivacyBudget",
     "PrivacyError",
+    "PrivacyParameterWarning",
     "PrivacyReport",
     "PureDpAccountant",
     "SampledGaussianAccountant",
@@ -52,6 +54,7 @@ __all__ = [
     "as_relation",
     "calibrate",
     "certify_release",
+    "check_privacy_parameters",
     "check_row_norm",
     "classic_noise_multiplier",
     "clip_rows",

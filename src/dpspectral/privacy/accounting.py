@@ -27,6 +27,7 @@ import abc
 import functools
 import itertools
 import math
+import numbers
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +47,7 @@ from .budget import (
     UncertifiedPrivacyWarning,
     as_relation,
 )
+from .guardrails import check_privacy_parameters
 
 __all__ = [
     "Accountant",
@@ -61,6 +63,8 @@ __all__ = [
     "certify_release",
     "compose",
     "epsilon_of",
+    "event_from_dict",
+    "event_to_dict",
     "make_accountant",
 ]
 
@@ -730,13 +734,18 @@ def certify_release(
     notes: Sequence[str] = (),
     stacklevel: int = 3,
     noise_source: str = "seeded",
+    n_rows: int | None = None,
 ) -> PrivacyReport:
     """The report of a run: what the accountant certifies for ``events`` against the request.
 
     When the certified epsilon exceeds the requested one (a paper's formula that does not hold, a
     non-private baseline), the report says ``certified=False`` and an
-    :class:`UncertifiedPrivacyWarning` is raised.
+    :class:`UncertifiedPrivacyWarning` is raised. A request that is valid but weak (a large epsilon,
+    a large delta) raises a :class:`~dpspectral.privacy.guardrails.PrivacyParameterWarning`
+    (:func:`~dpspectral.privacy.guardrails.check_privacy_parameters`; ``n_rows``, the public number of
+    rows under replace-one neighbours when it is known, is used only there).
     """
+    check_privacy_parameters(budget, relation, mechanism=mechanism, n_rows=n_rows, stacklevel=stacklevel)
     eps = epsilon_of(list(events), budget.delta, relation=relation, accounting=accounting)
     certified = bool(eps <= budget.epsilon)
     all_notes = list(notes)
@@ -923,7 +932,11 @@ class Accountant:
                 f"Refused: this release would bring the accountant to epsilon={after:.6g} at "
                 f"delta={self._report_delta:.3g}, above its ceiling epsilon="
                 f"{self.ceiling.epsilon:.6g} (spent so far: {self.epsilon_spent():.6g}). "
-                "Nothing was released."
+                "Nothing was released." + (
+                    " This release has no finite epsilon at delta=0 (Gaussian noise never has), and "
+                    "this accountant's ceiling has delta=0 (the default): give the Accountant a delta, "
+                    f"e.g. Accountant(epsilon={self.ceiling.epsilon:g}, delta=1e-6)."
+                    if math.isinf(after) and self._report_delta == 0 else "")
             )
         return after
 
@@ -946,3 +959,132 @@ class Accountant:
             f"Accountant({ceiling}, relation={rel}, spends={len(self._entries)}, "
             f"epsilon_spent={self.epsilon_spent():.4g})"
         )
+
+    # -- saving --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The whole ledger as JSON-serialisable data, read back exactly by :meth:`from_dict`.
+
+        The ceiling, the relation, the accounting method and every entry (label, event, epsilon
+        after it, status). Events are written by :func:`event_to_dict`. Everything in a ledger is
+        public: events are built from public inputs only.
+        """
+        with self._lock:
+            return {
+                "ceiling": None if self.ceiling is None else {
+                    "epsilon": self.ceiling.epsilon, "delta": self.ceiling.delta},
+                "report_delta": self._report_delta,
+                "relation": None if self.relation is None else self.relation.value,
+                "accounting": self.accounting,
+                "entries": [
+                    {"label": e.label, "event": event_to_dict(e.event),
+                     "epsilon_after": e.epsilon_after, "status": e.status}
+                    for e in self._entries
+                ],
+            }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Accountant:
+        """An accountant holding the ledger that :meth:`to_dict` wrote.
+
+        Everything is checked: a malformed ledger raises ``ValueError`` (it never yields an empty or
+        partial ledger, which would forget spending).
+        """
+        def bad(what: str) -> ValueError:
+            return ValueError(f"Not an Accountant ledger: {what}.")
+
+        if not isinstance(data, dict):
+            raise bad("not a JSON object")
+        keys = {"ceiling", "report_delta", "relation", "accounting", "entries"}
+        if set(data) != keys:
+            raise bad(f"the keys must be {', '.join(sorted(keys))}")
+        ceiling = data["ceiling"]
+        try:
+            if ceiling is None:
+                acc = cls(None, _real(data["report_delta"]), accounting=data["accounting"])
+            else:
+                if not isinstance(ceiling, dict) or set(ceiling) != {"epsilon", "delta"}:
+                    raise bad('"ceiling" must be null or {"epsilon": ..., "delta": ...}')
+                acc = cls(_real(ceiling["epsilon"]), _real(ceiling["delta"]),
+                          accounting=data["accounting"])
+                if _real(data["report_delta"]) != acc._report_delta:
+                    raise bad('"report_delta" differs from the ceiling\'s delta')
+            if data["relation"] is not None:
+                acc.relation = as_relation(data["relation"], owner="Accountant")
+        except (TypeError, ValueError) as err:
+            raise bad(str(err).rstrip(".")) from None
+        entries = data["entries"]
+        if not isinstance(entries, list):
+            raise bad('"entries" must be a list')
+        for item in entries:
+            if not isinstance(item, dict) or set(item) != {"label", "event", "epsilon_after", "status"}:
+                raise bad("an entry must have the keys label, event, epsilon_after and status")
+            if not isinstance(item["label"], str) or not isinstance(item["status"], str):
+                raise bad("an entry's label and status must be strings")
+            acc._entries.append(LedgerEntry(label=item["label"], event=event_from_dict(item["event"]),
+                                            epsilon_after=_real(item["epsilon_after"]),
+                                            status=item["status"]))
+        if acc._entries and acc.relation is None:
+            raise bad("a ledger with entries must name its relation")
+        return acc
+
+
+def _real(value: Any) -> float:
+    """A JSON number (not a bool) as a float; ``ValueError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _event_classes() -> dict[str, type]:
+    """Every event kind :func:`event_from_dict` reads: dp_accounting's and this module's."""
+    classes = {c.__name__: c for c in vars(dpe).values()
+               if isinstance(c, type) and issubclass(c, dp_accounting.DpEvent) and attr.has(c)}
+    classes.update(ParallelDpEvent=ParallelDpEvent, EpsilonDeltaDpEvent=EpsilonDeltaDpEvent)
+    return classes
+
+
+def event_to_dict(event: dp_accounting.DpEvent) -> dict[str, Any]:
+    """A ``DpEvent`` as JSON-serialisable data (``{"type": class name, field: value, ...}``), read back
+    exactly by :func:`event_from_dict`; nested events are written the same way."""
+    cls = type(event)
+    if _event_classes().get(cls.__name__) is not cls:
+        raise TypeError(f"event_to_dict cannot write a {cls.__name__}.")
+
+    def encode(value: Any) -> Any:
+        if isinstance(value, dp_accounting.DpEvent):
+            return event_to_dict(value)
+        if isinstance(value, (list, tuple)):
+            return [encode(v) for v in value]
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value)
+        raise TypeError(f"event_to_dict cannot write the value of a {cls.__name__} field.")
+
+    return {"type": cls.__name__, **{f.name: encode(getattr(event, f.name)) for f in attr.fields(cls)}}
+
+
+def event_from_dict(data: Any) -> dp_accounting.DpEvent:
+    """The ``DpEvent`` that :func:`event_to_dict` wrote; ``ValueError`` for anything else."""
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ValueError('Not a DpEvent: expected an object with a "type".')
+    cls = _event_classes().get(data["type"])
+    if cls is None:
+        raise ValueError(f"Not a DpEvent: unknown type {data['type']!r}.")
+    names = [f.name for f in attr.fields(cls)]
+    if set(data) != {"type", *names}:
+        raise ValueError(f"Not a {data['type']}: its fields are {', '.join(names) or 'none'}.")
+
+    def decode(value: Any) -> Any:
+        if isinstance(value, dict):
+            return event_from_dict(value)
+        if isinstance(value, list):
+            return [decode(v) for v in value]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"Not a {data['type']}: a field holds a {type(value).__name__}.")
+        return value
+
+    try:
+        return cls(**{name: decode(data[name]) for name in names})
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"Not a {data['type']}: {err}") from None

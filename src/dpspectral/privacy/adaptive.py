@@ -3,7 +3,7 @@
 A public bound ``C`` on the row norms is chosen before the data are seen and is often loose (raw
 pixel rows bounded by ``sqrt(d)``, rows whose typical norm is a third of the bound). Every method here
 adds noise proportional to its sensitivity at ``C`` (``C^2`` for a product with ``x x^T``), so a loose
-bound buys noise and nothing else. The covariance path clips at a released clip since issue 16
+bound buys noise and nothing else. The covariance path clips at a released clip
 (``pca/covariance.py``); this module gives the same to the methods whose releases are iterations
 (noisy power method, DP-SPCA, DP-VRPCA, mini-batch Oja, Private Oja) and to the Fisher moments:
 
@@ -89,10 +89,12 @@ class RowClipPlan:
         """The plan of stage one (the histogram alone)."""
         return ReleasePlan(label, self.relation, (self.event,), (self.release,))
 
-    def staged(self, accountant: Any, label: str,
-               method_events: tuple[dp_accounting.DpEvent, ...]) -> StagedRelease:
-        """Both stages declared (and checked against the ceiling) before the first."""
-        return StagedRelease(accountant, self.relation, label, [(self.event,), tuple(method_events)])
+    def staged(self, accountant: Any, label: str, method_events: tuple[dp_accounting.DpEvent, ...],
+               n_rows: int | None = None) -> StagedRelease:
+        """Both stages declared (and checked against the ceiling) before the first. ``n_rows``: the
+        number of rows when known before the charge, for the report (:class:`StagedRelease`)."""
+        return StagedRelease(accountant, self.relation, label, [(self.event,), tuple(method_events)],
+                             n_rows=n_rows)
 
 
 def plan_row_clip(budget: PrivacyBudget, relation: Relation, row_norm: float,

@@ -358,6 +358,10 @@ class Releaser:
         self.plan = plan
         self.noise = noise
         self._open = True
+        #: The number of rows when it was known before the charge (an input read first by
+        #: :func:`read_then_release`); passed to the report, which uses it only under replace-one
+        #: neighbours, where it is public (:mod:`dpspectral.privacy.guardrails`).
+        self.n_rows: int | None = None
 
     def _spec(self, name: str) -> NoisyRelease:
         if not self._open:
@@ -464,7 +468,7 @@ class Releaser:
         return certify_release(
             self.events if events is None else events, mechanism=mechanism, budget=budget,
             relation=self.plan.relation, calibration=calibration, noise_source=self.noise.name,
-            **kwargs,
+            **{"n_rows": self.n_rows, **kwargs},
         )
 
 
@@ -493,16 +497,19 @@ def _check_secure_plan(plan: ReleasePlan) -> None:
 
 
 @contextlib.contextmanager
-def release(plan: ReleasePlan, accountant: Any, noise: Any) -> Iterator[Releaser]:
+def release(plan: ReleasePlan, accountant: Any, noise: Any, *,
+            n_rows: int | None = None) -> Iterator[Releaser]:
     """Charge ``plan`` to ``accountant``, then hand the mechanism its noise (a :class:`Releaser`).
 
     The one order of every private computation: the plan was built from public inputs; the charge is
     refused before anything is drawn (:func:`charge`); the noise exists only inside the block; an
-    exception inside marks the ledger entry as a failed release (it stays charged).
+    exception inside marks the ledger entry as a failed release (it stays charged). ``n_rows``, the
+    number of rows when it was known before the charge, goes to the report (:attr:`Releaser.n_rows`).
     """
     if getattr(noise, "name", "") == "secure":
         _check_secure_plan(plan)
     releaser = Releaser(plan, noise)
+    releaser.n_rows = None if n_rows is None else int(n_rows)
     try:
         with charge(accountant, plan.events, plan.relation, plan.label):
             yield releaser
@@ -537,7 +544,7 @@ def read_then_release(
     """
     if not is_one_shot(X):
         done = read(X)
-        with release(plan_for(done.n, done.d), accountant, noise) as releaser:
+        with release(plan_for(done.n, done.d), accountant, noise, n_rows=done.n) as releaser:
             yield done, releaser
         return
     stream, d = open_one_shot(X, owner)
@@ -558,8 +565,10 @@ class StagedRelease:
     """
 
     def __init__(self, accountant: Any, relation: Relation, label: str,
-                 stage_events: Sequence[Sequence[dp_accounting.DpEvent]]) -> None:
+                 stage_events: Sequence[Sequence[dp_accounting.DpEvent]], *,
+                 n_rows: int | None = None) -> None:
         self.accountant = accountant
+        self.n_rows = n_rows  # known before the charge: for the reports (:attr:`Releaser.n_rows`)
         self.relation = relation
         self.label = label
         self.stage_events = [tuple(ev) for ev in stage_events]
@@ -577,7 +586,7 @@ class StagedRelease:
                 "front (its events or relation differ)."
             )
         self._next += 1
-        with release(plan, self.accountant, noise) as releaser:
+        with release(plan, self.accountant, noise, n_rows=self.n_rows) as releaser:
             yield releaser
 
     @property
