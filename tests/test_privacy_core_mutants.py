@@ -9,6 +9,7 @@ mutants are recorded in docs/privacy-audit.md ("Mutation testing").
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -25,7 +26,9 @@ from dpspectral.privacy import (
 from dpspectral.privacy.clipping import (
     ROUNDING_SLACK,
     clip_threshold,
+    norm_scale,
     row_norms,
+    scaled_row_norms,
     sensitivity_norm,
 )
 from dpspectral.privacy.gaussian import _SPLIT_MARGIN, analytic_noise_multiplier
@@ -219,6 +222,164 @@ def test_check_row_norm_messages():
         with pytest.raises(ValueError, match=r"^The 'row_norm' parameter of g must be a float in "
                            r"\(0, inf\)\. Got .* instead\.$"):
             check_row_norm(bad, owner="g")
+
+
+_F64_MAX = float(np.finfo(np.float64).max)
+
+
+@pytest.mark.parametrize(("C", "dtype", "expected"), [
+    # ordinary bounds, 2^-k < C < 2^k with k = maxexp / 4 (256 for float64, 32 for float32): 1.0
+    (1.0, np.float64, 1.0), (7.5, np.float64, 1.0), (1e-15, np.float64, 1.0), (1e15, np.float64, 1.0),
+    (np.nextafter(2.0**-256, 1.0), np.float64, 1.0), (np.nextafter(2.0**256, 1.0), np.float64, 1.0),
+    (1e-9, np.float32, 1.0), (np.nextafter(2.0**-32, 1.0), np.float32, 1.0),
+    (np.nextafter(2.0**32, 1.0), np.float32, 1.0),
+    # at and beyond 2^-+k: the power of two s with C s in [1, 2)
+    (2.0**-256, np.float64, 2.0**256), (2.0**256, np.float64, 2.0**-256), (2.0**-300, np.float64, 2.0**300),
+    (2.0**300, np.float64, 2.0**-300), (1.5 * 2.0**-700, np.float64, 2.0**700),
+    (1.75 * 2.0**900, np.float64, 2.0**-900), (2.0**-32, np.float32, 2.0**32),
+    (2.0**32, np.float32, 2.0**-32),
+    (1e-21, np.float32, 2.0**70), (2.0**-1022, np.float64, 2.0**1022),
+    # s stays a normal number of the dtype: 2^(maxexp - 1) at most, 2^minexp at least
+    (2.0**-1023, np.float64, 2.0**1023), (2.0**-1074, np.float64, 2.0**1023),
+    (2.0**1023, np.float64, 2.0**-1022), (_F64_MAX, np.float64, 2.0**-1022),
+    (2.0**-127, np.float32, 2.0**127), (1e-45, np.float32, 2.0**127), (2.0**126, np.float32, 2.0**-126),
+    (3e38, np.float32, 2.0**-126),
+])
+def test_norm_scale_exact_values(C, dtype, expected):
+    # pins every constant and comparison of norm_scale (the range of ordinary bounds, the exponent, the
+    # clamps to the dtype's normal range; one case per row, so a mutant meets a failing case early)
+    assert norm_scale(C, dtype) == expected
+    if dtype is np.float64:
+        assert norm_scale(C) == expected  # float64 by default
+
+
+def _exact_sq(row: np.ndarray, scale: float) -> Fraction:
+    """The exact squared norm of ``row * scale`` (of the stored values)."""
+    return sum(((Fraction(float(v)) * Fraction(scale)) ** 2 for v in np.ravel(row)), Fraction(0))
+
+
+def _check_norms(norms: np.ndarray, X, scale: float) -> None:
+    """``norms`` are the float64 norms of the rows of ``X * scale`` to within 1e-14 (NaN for a row with
+    NaN, inf for one with an infinity or whose norm is beyond float64's range), checked exactly."""
+    rows = X.toarray() if sp.issparse(X) else np.asarray(X)
+    assert norms.dtype == np.float64 and norms.shape == (rows.shape[0],)
+    for n, r in zip(norms.tolist(), rows, strict=True):
+        if np.isnan(r).any():
+            assert math.isnan(n)
+            continue
+        if np.isinf(r).any():
+            assert n == math.inf
+            continue
+        exact = _exact_sq(r, scale)
+        if exact == 0:
+            assert n == 0.0
+        elif exact > Fraction(_F64_MAX) ** 2:
+            assert n == math.inf
+        else:
+            assert abs(Fraction(n) ** 2 / exact - 1) <= Fraction(2, 10**14), (n, float(exact) ** 0.5)
+
+
+#: rows whose float64 norm differs from the float32 one ((1, 1e-4): 1 + 5e-9 against 1.0), a zero row
+_SMALL = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0], [1.0, 1e-4, 0.0], [-0.5, 0.25, 2.0]])
+
+
+@pytest.mark.parametrize(("kind", "scale"), [
+    (kind, scale) for kind in ("float64", "float32", "sparse64", "sparse32")
+    for scale in (1.0, 2.0, 2.0**-100, 2.0**100) + ((2.0**-600, 2.0**600) if "64" in kind else ())
+])
+def test_scaled_row_norms_against_an_exact_reference(kind, scale):
+    # every path of scaled_row_norms (float64 with scale 1, the scaled pieces, sparse), in float64 also
+    # for float32 rows (kills dtype=None, the fast path's `or` / `!=` / `2.0`, X / scale, a lost sqrt).
+    # The rows are _SMALL / scale (exact), so that the scaled squares are normal numbers.
+    dtype = np.float32 if kind.endswith("32") else np.float64
+    X = (_SMALL / scale).astype(dtype)
+    if kind.startswith("sparse"):
+        X = sp.csr_matrix(X)
+    _check_norms(scaled_row_norms(X, scale), X, scale)
+    if scale == 1.0:
+        _check_norms(scaled_row_norms(X), X, 1.0)  # the default scale is 1
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [(np.float32, 1.0), (np.float64, 2.0), (np.float64, 0.125)])
+def test_scaled_row_norms_pieces_cover_every_row(dtype, scale):
+    # 2,053 rows of 256 entries: pieces of 1,024 rows, the last one short (kills the loop's and the
+    # slices' mutants: a row skipped, a piece misplaced or cut)
+    rng = np.random.default_rng(5)
+    X = (rng.standard_normal((2053, 256)) * np.arange(1, 2054)[:, None]).astype(dtype)
+    norms = scaled_row_norms(X, scale)
+    expected = np.linalg.norm(X.astype(np.float64), axis=1) * scale
+    assert norms.dtype == np.float64
+    np.testing.assert_allclose(norms, expected, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 2.0, 0.25, 2.0**600])
+def test_scaled_row_norms_of_overflowing_and_non_finite_rows(sparse, scale):
+    # finite rows whose (scaled) squares overflow are computed again from the row over its largest
+    # entry, each its own (two of them: kills axis=None); a row with NaN or infinity keeps a NaN or
+    # infinite norm (in the same call: kills `all(axis=None)`); a norm beyond float64's range is inf;
+    # no overflow warning on any path (kills errstate(over=None))
+    import warnings
+
+    X = np.array([[1e200, 1e200, 0.0], [3e200, 4e200, 0.0], [np.nan, 1.0, 0.0], [np.inf, 0.0, 0.0],
+                  [3.0, 4.0, 0.0], [0.0, 0.0, 0.0], [1e10, -2e10, 0.0], [1e308, 1e308, 1e308]])
+    A = sp.csr_matrix(X) if sparse else X
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        norms = scaled_row_norms(A, scale)
+    _check_norms(norms, X, scale)
+
+
+def test_scaled_row_norms_of_float32_rows_whose_scaled_squares_overflow():
+    # float32 rows far below the bound: scaled by 2^1000, their squares overflow float64; the rows are
+    # scaled and the overflowing ones rescaled in float64 (in float32, 2^1000 is inf and a zero row's
+    # norm NaN: kills dtype=None in both places)
+    X = np.array([[1.0, 1.0], [0.5, -0.25], [0.0, 0.0]], dtype=np.float32)
+    _check_norms(scaled_row_norms(X, 2.0**1000), X, 2.0**1000)
+    _check_norms(scaled_row_norms(sp.csr_matrix(X), 2.0**1000), X, 2.0**1000)
+
+
+def test_clip_rows_target_exactly_at_the_bound_and_inside_it_for_float32():
+    # a float64 (dense or sparse) row is scaled to the bound exactly; a dense float32 row to
+    # C (1 - 4 eps32), so that its rounding stays within C (kills every mutation of the margin and of
+    # `narrow`: float64 or sparse rows would be aimed inside, float32 ones at C)
+    eps32 = float(np.finfo(np.float32).eps)
+    for dtype, expected in ((np.float64, 1.0), (np.float32, 1.0 - 4 * eps32)):
+        X = np.array([[2.0, 0.0], [0.25, 0.5]], dtype=dtype)
+        out, n = clip_rows(X, 1.0)
+        assert n == 1 and out.dtype == dtype
+        np.testing.assert_array_equal(out, np.array([[expected, 0.0], [0.25, 0.5]], dtype=dtype))
+        out, n = clip_rows(sp.csr_matrix(X), 1.0)  # sparse rows of either dtype: at C exactly
+        assert n == 1
+        np.testing.assert_array_equal(out.toarray(), [[1.0, 0.0], [0.25, 0.5]])
+
+
+def test_clip_rows_at_a_bound_far_from_one():
+    # C = 2^-700: norms compared at the scaled bound C s = 1 (kills `row_norm / s` and the norms computed
+    # without the scale, where the row's squares underflow to 0)
+    C = 2.0**-700
+    X = np.array([[2.0**-699, 0.0], [0.0, 2.0**-701], [3.0 * 2.0**-703, 4.0 * 2.0**-703]])
+    out, n = clip_rows(X, C)
+    assert n == 1
+    np.testing.assert_array_equal(out, [[C, 0.0], [0.0, 2.0**-701], [3.0 * 2.0**-703, 4.0 * 2.0**-703]])
+    with pytest.raises(ValueError, match="above row_norm"):
+        clip_rows(X[:1], C, on_norm_violation="raise")
+    out, n = clip_rows(X[1:], C, on_norm_violation="raise")
+    assert n == 0 and out is not None
+
+
+def test_clip_rows_uses_the_callers_norms_only_for_float64_rows_at_scale_one():
+    # norms given by the caller are used when norm_scale(C) == 1 and X is float64 (a row said to be of
+    # norm 2 is halved: kills `s == 1.0` / `s != 2.0`), and recomputed otherwise: at a scaled bound
+    # (kills `and narrow`) and for float32 rows
+    X = np.array([[0.3, 0.4]])
+    out, n = clip_rows(X, 1.0, norms=np.array([2.0]))
+    assert n == 1
+    np.testing.assert_array_equal(out, [[0.15, 0.2]])
+    out, n = clip_rows(np.array([[2.0**-699, 0.0]]), 2.0**-700, norms=np.zeros(1))
+    assert n == 1
+    out, n = clip_rows(np.array([[2.0, 0.0]], dtype=np.float32), 1.0, norms=np.zeros(1))
+    assert n == 1
 
 
 # -- pipeline.py -------------------------------------------------------------------------------
@@ -1165,7 +1326,7 @@ def test_sampled_accountant_ignores_an_empty_composition():
 
 
 def test_classic_noise_multiplier_refuses_a_bad_epsilon_with_its_table_message():
-    """Issue 19: the classic formula checks epsilon through the constraint table (exact message)."""
+    """The classic formula checks epsilon through the constraint table (exact message)."""
     from dpspectral.constraints import InvalidParameterError
     from dpspectral.privacy.gaussian import classic_noise_multiplier
 

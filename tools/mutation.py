@@ -263,6 +263,23 @@ EQUIVALENT.update({
 })
 
 
+# clipping.py: the power-of-two scaled norms (scaled_row_norms, norm_scale)
+_EINSUM = "einsum subscripts are case-sensitive labels: 'IJ,IJ->I' is the same contraction"
+_PIECE = ("the piece size only sets memory use and speed: each row's norm is computed from that row alone, "
+          "the same value whatever the piece (>= 1 row)")
+EQUIVALENT.update({
+    ("clipping.py", 'norms = np.sqrt(np.einsum("ij,ij->i", X, X))',
+     'norms = np.sqrt(np.einsum("IJ,IJ->I", X, X))'): _EINSUM,
+    ("clipping.py", 'np.einsum("ij,ij->i", piece, piece, out=norms[a:a + rows])',
+     'np.einsum("IJ,IJ->I", piece, piece, out=norms[a:a + rows])'): _EINSUM,
+    **{("clipping.py", "rows = max(1024, _PIECE_ELEMENTS // max(d, 1))", new): _PIECE
+       for new in ("rows = max(1025, _PIECE_ELEMENTS // max(d, 1))",
+                   "rows = max(1024, _PIECE_ELEMENTS // max(d, 2))")},
+    ("clipping.py", "for a in range(0, m, rows):", "for a in range(0, m, ):"):
+        "a step of 1 row computes overlapping pieces: every row's norm is still computed from that row "
+        "alone (several times), the same values, only slower",
+})
+
 _STATUS_RE = re.compile(r"^\s*(\S+):\s*(.+?)\s*$")
 
 
@@ -322,8 +339,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if not args.report_only:
         _prepare(args.workdir, files, args.tests, pytest_args)
+        # DASK_SCHEDULER: mutmut forks each mutant's test run from a process that has run the tests
+        # once; Dask's threaded scheduler keeps its thread pool in a module global, and a forked child
+        # inherits the pool without its threads, so a Dask test there (test_validate_rows_dask reaches
+        # norm_scale) waits forever. The synchronous scheduler runs the same graph in the calling thread.
         env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "NUMBA_NUM_THREADS": "1"}
+               "NUMBA_NUM_THREADS": "1", "DASK_SCHEDULER": "synchronous"}
         try:
             run = subprocess.run([*_mutmut(), "run", "--max-children", str(args.max_children)],
                                  cwd=args.workdir, env=env, capture_output=True, text=True,

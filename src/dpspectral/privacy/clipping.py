@@ -64,7 +64,7 @@ def norm_scale(row_norm: float, dtype: Any = np.float64) -> float:
     range: 256 for float64, 32 for float32, where the squares of the rows near C are normal numbers),
     else ``C s`` is in [1, 2). Scaling by it is exact (see the module's note on supported bounds)."""
     info = np.finfo(dtype)
-    k = int(info.maxexp) // 4
+    k = int(info.maxexp) >> 2  # a quarter of the exponent range: 256 (float64), 32 (float32)
     if 2.0 ** -k < row_norm < 2.0 ** k:
         return 1.0
     exponent = 1 - math.frexp(row_norm)[1]
@@ -109,35 +109,31 @@ def scaled_row_norms(X: np.ndarray | sp.spmatrix | sp.sparray, scale: float = 1.
     without a scaled copy of ``X`` (dense rows are scaled piece by piece). A finite row whose squares
     overflow is computed again from the row divided by its largest entry; a row with NaN or infinity has
     a NaN or infinite norm."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        Xs: Any = X * scale if scale != 1.0 else X
-        with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # a scaled entry or a square that overflows: handled below
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            Xs: Any = X * scale
             norms = np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
-    elif scale == 1.0 and X.dtype == np.float64:
-        with np.errstate(over="ignore"):
+        elif scale == 1.0 and X.dtype == np.float64:
             norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    else:
-        m, d = X.shape
-        rows = max(1024, _PIECE_ELEMENTS // max(d, 1))
-        norms = np.empty(m)
-        buffer = np.empty((min(rows, m), d))
-        with np.errstate(over="ignore"):
+        else:
+            m, d = X.shape
+            rows = max(1024, _PIECE_ELEMENTS // max(d, 1))
+            norms = np.empty(m)
+            buffer = np.empty((min(rows, m), d))
             for a in range(0, m, rows):
                 piece = buffer[:min(rows, m - a)]
-                np.multiply(X[a:a + rows], scale, out=piece)
+                np.multiply(X[a:a + rows], scale, out=piece, dtype=np.float64)  # 2^600: inf in float32
                 np.einsum("ij,ij->i", piece, piece, out=norms[a:a + rows])
-        np.sqrt(norms, out=norms)
-    bad = ~np.isfinite(norms)
-    if bad.any():
-        idx = np.flatnonzero(bad)
-        source: Any = X
-        rows_bad = np.asarray(source[idx].toarray() if sp.issparse(X) else source[idx], dtype=np.float64)
-        finite = np.isfinite(rows_bad).all(axis=1)
-        if finite.any():  # finite entries whose squares overflow: divide by the largest entry first
+            np.sqrt(norms, out=norms)
+        bad = ~np.isfinite(norms)
+        if bad.any():  # finite rows whose squares overflow: divided by their largest entry first
+            idx = np.flatnonzero(bad)
+            part: Any = X[idx]
+            rows_bad = part.toarray() if sp.issparse(part) else np.asarray(part, dtype=np.float64)
+            finite = np.isfinite(rows_bad).all(axis=1)  # a row with NaN or infinity keeps its norm
             top = np.max(np.abs(rows_bad[finite]), axis=1)
-            with np.errstate(over="ignore"):
-                norms[idx[finite]] = (top * scale) * np.linalg.norm(rows_bad[finite] / top[:, None], axis=1)
+            norms[idx[finite]] = (top * scale) * np.linalg.norm(rows_bad[finite] / top[:, None], axis=1)
     return norms
 
 
@@ -184,7 +180,7 @@ def clip_rows(
         How many rows were scaled. Data-dependent: for the caller's diagnostics only, never released.
     """
     s = norm_scale(row_norm)  # norms compared at the scaled bound row_norm * s (exact; 1 for most C)
-    narrow = not sp.issparse(X) and X.dtype != np.float64 and np.issubdtype(X.dtype, np.floating)
+    narrow = not sp.issparse(X) and X.dtype.kind == "f" and X.dtype != np.float64  # float32, float16
     if norms is None or s != 1.0 or narrow:
         norms = scaled_row_norms(X, s)  # float64 norms, also of float32 rows
     bound = row_norm * s
