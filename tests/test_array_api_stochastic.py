@@ -255,7 +255,10 @@ def test_dppca_attributes_in_the_input_namespace(namespace, method):
         Z = est.transform(Xd)
         back = est.inverse_transform(Z)
     for name in ("components_", "mean_", "explained_variance_", "explained_variance_ratio_"):
-        assert _module(getattr(est, name)) == _module(Xd), name
+        if hasattr(ref, name):  # the variances only where the method releases eigenvalues
+            assert _module(getattr(est, name)) == _module(Xd), name
+        else:
+            assert not hasattr(est, name), name
     assert est.n_features_in_ == D and est.n_components_ == K
     assert est.privacy_.epsilon == pytest.approx(ref.privacy_.epsilon, rel=1e-12)
     assert est.privacy_.events == ref.privacy_.events

@@ -1,13 +1,16 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
 from ._array_api import config_context, get_config, set_config, to_numpy
+from .costs import pipeline_cost
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
 from .estimators import DPPCA, DPLowRank
 from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
 from .gep.lda import DPLinearDiscriminantAnalysis
+from .linalg import UnresolvedVarianceWarning
 from .local import local_gaussian
 from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
 from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
+from .preprocessing import DPStandardScaler
 from .privacy import (
     Accountant,
     BudgetExceededError,
@@ -27,6 +30,7 @@ __all__ = [
     "DPFisherDiscriminant",
     "DPLinearDiscriminantAnalysis",
     "DPLowRank",
+    "DPStandardScaler",
     "GEPResult",
     "private_fda",
     "private_gep",
@@ -46,6 +50,7 @@ __all__ = [
     "Relation",
     "SubspaceResult",
     "UncertifiedPrivacyWarning",
+    "UnresolvedVarianceWarning",
     "analyze_gauss",
     "config_context",
     "get_config",
@@ -59,6 +64,7 @@ __all__ = [
     "mod_sulq",
     "noisy_power",
     "optimal_space_lrf",
+    "pipeline_cost",
     "private_frobenius_lrf",
     "private_space_optimal_lrf",
     "wishart",

@@ -658,8 +658,10 @@ def _run_fit(args: argparse.Namespace) -> int:
         if note == RANDOM_STATE_NOTE and args.seed is None:
             continue  # about a seed; none was given (the noise came from OS entropy)
         _out(f"  note: {note}")
-    evr = ", ".join(f"{v:.3f}" for v in est.explained_variance_ratio_[: min(10, est.n_components_)])
-    _out(f"explained variance ratio (released): {evr}{' ...' if est.n_components_ > 10 else ''}")
+    ratios = getattr(est, "explained_variance_ratio_", None)  # absent: the method releases no eigenvalues
+    if ratios is not None:
+        evr = ", ".join(f"{v:.3f}" for v in ratios[: min(10, est.n_components_)])
+        _out(f"explained variance ratio (released): {evr}{' ...' if est.n_components_ > 10 else ''}")
     if ledger_run is not None:
         _out(ledger_run.summary)
     _out(f"wrote {out / 'components.npy'}, {out / 'model.json'}, {out / 'privacy.json'}")
@@ -694,8 +696,8 @@ def _model_json(args: argparse.Namespace, est: Any, method: Any, relation: str, 
         "n_features": int(est.n_features_in_),
         "components_file": "components.npy",
         "components_layout": "rows (n_components, n_features), as scikit-learn's components_",
-        "explained_variance_ratio": est.explained_variance_ratio_,
-        "explained_variance": est.explained_variance_,
+        "explained_variance_ratio": getattr(est, "explained_variance_ratio_", None),
+        "explained_variance": getattr(est, "explained_variance_", None),
         # n under replace_one (public: neighbours have the same n), the released noisy count under
         # add_remove when the method releases one, else null.
         "n_samples": getattr(est, "n_samples_", None),

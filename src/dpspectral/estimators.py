@@ -26,6 +26,7 @@ from ._array_api import (
     is_device_array,
     like,
     same_space,
+    to_numpy,
 )
 from ._device_stream import DEVICE, stream_to_device
 from ._validation import as_numeric_array, check_choice, check_n_components, validated_data
@@ -43,6 +44,7 @@ from .constraints import (
     Types,
     check_params,
 )
+from .linalg import UnresolvedVarianceWarning, released_variances
 from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import (
@@ -256,9 +258,13 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         Released principal axes, by decreasing released eigenvalue.
     explained_variance_ : ndarray of shape (n_components,)
         Released eigenvalues divided by n (public under replace-one) or by a released noisy count
-        (add/remove); ``n - 1`` when centred. Clamped at 0.
+        (add/remove); ``n - 1`` when centred. Where the method reports its noise's spectral norm (the
+        covariance methods), each eigenvalue is debiased at that edge, and one at or below it is not
+        resolved by the release: 0, with an :class:`~dpspectral.UnresolvedVarianceWarning`. Only for
+        methods that release eigenvalues (reading it otherwise raises an AttributeError that says so).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Released eigenvalues over the trace of the released matrix.
+        Those eigenvalues over the larger of the released trace and their sum: in [0, 1], summing to
+        at most 1, never NaN. Post-processing of released quantities: it costs nothing.
     mean_ : ndarray of shape (n_features,)
         The centre subtracted (zeros when uncentred; public or released otherwise).
     n_samples_ : float
@@ -562,15 +568,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.components_ = xp.asarray(V.T, copy=True)
         mean = xp.zeros((d,), dtype=V.dtype, device=device) if result.mean is None else result.mean
         self.mean_ = xp.asarray(mean, dtype=V.dtype, device=device)
-        nan = xp.full((k,), float("nan"), dtype=V.dtype, device=device)
-        values = nan if result.values is None else xp.clip(result.values, min=0.0)
-        n, total = result.n_samples, result.total
-        if n is not None:
-            self.n_samples_ = float(n)
-            self.explained_variance_ = values / max(float(n) - (1.0 if result.mean is not None else 0.0), 1.0)
-        else:
-            self.explained_variance_ = nan
-        self.explained_variance_ratio_ = values / total if total is not None and total > 0 else nan
+        if result.n_samples is not None:
+            self.n_samples_ = float(result.n_samples)
+        self._store_variances(result, lambda a: xp.asarray(a, dtype=V.dtype, device=device))
 
     def _store(self, result: Any) -> None:
         V = result.components
@@ -586,20 +586,57 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         if not hasattr(self, "n_features_in_"):
             self.n_features_in_ = d
         self.mean_ = np.zeros(d) if result.mean is None else np.asarray(result.mean, dtype=float)
-        centred = result.mean is not None
-        values = np.maximum(result.values, 0.0) if result.values is not None else np.full(k, np.nan)
-        n = result.n_samples
-        if n is not None:
-            self.n_samples_ = float(n)
-            denom = max(float(n) - (1.0 if centred else 0.0), 1.0)
-            self.explained_variance_ = values / denom
-        else:
-            self.explained_variance_ = np.full(k, np.nan)
-        total = result.total
-        self.explained_variance_ratio_ = (
-            values / total if total is not None and total > 0 else np.full(k, np.nan)
-        )
+        if result.n_samples is not None:
+            self.n_samples_ = float(result.n_samples)
+        self._store_variances(result, np.asarray)
         self.privacy_ = self._report(result.privacy)
+
+    def _store_variances(self, result: Any, convert: Any) -> None:
+        """``explained_variance_`` and ``explained_variance_ratio_`` from released quantities only.
+
+        The released eigenvalues are debiased at the noise's public spectral norm where the method
+        reports it (an eigenvalue at or below it is not resolved: 0, with a warning), and the ratios
+        divide by the larger of the released trace and their sum (:func:`released_variances`): in
+        [0, 1], summing to at most 1, never NaN. A method that releases no eigenvalues leaves both
+        unset (reading them raises an AttributeError that says so).
+        """
+        self._variances = None
+        if result.values is None or result.total is None and result.n_samples is None:
+            return
+        variances = released_variances(to_numpy(result.values), None if result.total is None
+                                       else float(result.total), result.diagnostics.get("noise_edge"))
+        if not variances.resolved.all():
+            warnings.warn(
+                f"{type(self).__name__}: the release does not resolve the variance of "
+                f"{int((~variances.resolved).sum())} of the {variances.resolved.size} components at "
+                "this epsilon (their released eigenvalues lie within the noise): their "
+                "explained_variance_ and explained_variance_ratio_ are 0.",
+                UnresolvedVarianceWarning, stacklevel=3)
+        n = result.n_samples
+        denom = max(float(n) - (1.0 if result.mean is not None else 0.0), 1.0) if n is not None else None
+        ratio = convert(variances.ratios) if result.total is not None else None
+        self._variances = (None if denom is None else convert(variances.values / denom), ratio)
+
+    def _released_variance(self, which: int, name: str) -> Any:
+        stored = self.__dict__.get("_variances")
+        if stored is None or stored[which] is None:
+            method = self.__dict__.get("method_", self.method)
+            raise AttributeError(
+                f"{type(self).__name__}(method={method!r}) has no {name}: the method releases "
+                + ("no eigenvalues" if stored is None else "no total variance or row count")
+                + "; a covariance method (method='analyze_gauss') releases them."
+            )
+        return stored[which]
+
+    @property
+    def explained_variance_(self) -> Any:
+        """Released variance along each component (eigenvalue over n, or n - 1 when centred)."""
+        return self._released_variance(0, "explained_variance_")
+
+    @property
+    def explained_variance_ratio_(self) -> Any:
+        """Share of the released total variance along each component: in [0, 1], sum <= 1."""
+        return self._released_variance(1, "explained_variance_ratio_")
 
     def _report(self, report: PrivacyReport) -> PrivacyReport:
         """The privacy report, with auto's choice as a note (and a delta given but not used)."""

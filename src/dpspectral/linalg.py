@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
 
-__all__ = ["fix_signs", "orthonormalize", "top_k_eigh"]
+__all__ = ["ReleasedVariances", "UnresolvedVarianceWarning", "fix_signs", "orthonormalize",
+           "released_variances", "top_k_eigh"]
 
 
 def fix_signs(V: np.ndarray) -> np.ndarray:
@@ -94,3 +95,43 @@ def _fix_signs_xp(V: Any) -> Any:
     rows = xp.arange(d, device=array_api_compat.device(V))[:, None] == idx[None, :]
     signs = xp.sign(xp.sum(xp.where(rows, V, xp.zeros_like(V)), axis=0))
     return V * xp.where(signs == 0, xp.ones_like(signs), signs)
+
+
+class UnresolvedVarianceWarning(UserWarning):
+    """A release does not resolve the variance of some components: their released eigenvalues lie
+    within the noise's spectral norm, so their explained variance is reported as 0."""
+
+
+class ReleasedVariances(NamedTuple):
+    """Variances post-processed from released eigenvalues (:func:`released_variances`)."""
+
+    values: np.ndarray  #: the k eigenvalues, debiased at the noise edge, 0 where not resolved
+    ratios: np.ndarray  #: in [0, 1], summing to at most 1
+    resolved: np.ndarray  #: boolean, True where the released eigenvalue stands above the noise edge
+
+
+def released_variances(values: np.ndarray, total: float | None,
+                       noise_edge: float | None = None) -> ReleasedVariances:
+    """Eigenvalues and their ratios to the total, from released quantities only (post-processing).
+
+    ``values`` are the top eigenvalues of a released symmetric matrix ``S + E`` and ``total`` its
+    trace; ``noise_edge`` is the public spectral norm of the noise ``E`` (``R = 2 sigma_off sqrt(d)``
+    for a symmetric Gaussian matrix of off-diagonal std ``sigma_off``), None when unknown. An eigenvalue
+    ``lambda`` of ``S`` above ``R / 2`` appears at about ``lambda + R^2 / (4 lambda)`` (the spiked model's
+    outlier); so a released eigenvalue ``l`` above ``R`` is mapped back to
+    ``lambda = (l + sqrt(l^2 - R^2)) / 2``, and one at or below ``R`` is not resolved by the release
+    (reported as 0). Without an edge, negative values are set to 0. The ratios divide by
+    ``max(total, sum of the values)``: they lie in [0, 1], sum to at most 1, and are 0 (never NaN)
+    when nothing is resolved.
+    """
+    lam = np.asarray(values, dtype=np.float64)
+    if noise_edge is not None and noise_edge > 0:
+        resolved = lam > noise_edge
+        debiased = np.where(resolved, (lam + np.sqrt(np.maximum(lam * lam - noise_edge**2, 0.0))) / 2, 0.0)
+    else:
+        resolved = lam > 0
+        debiased = np.maximum(lam, 0.0)
+    denominator = max(float(total) if total is not None and np.isfinite(total) else 0.0,
+                      float(debiased.sum()))
+    ratios = debiased / denominator if denominator > 0 else np.zeros_like(debiased)
+    return ReleasedVariances(debiased, np.clip(ratios, 0.0, 1.0), resolved)

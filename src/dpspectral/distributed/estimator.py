@@ -22,6 +22,7 @@ from ..constraints import (
     Types,
 )
 from ..estimators import ACCOUNTANT, BOOL, N_COMPONENTS, _DPEstimator, method_names
+from ..linalg import released_variances
 from ..privacy.accounting import Accountant
 from ..privacy.budget import Relation
 from ..registry import Method, get_method
@@ -113,7 +114,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         Released eigenvalues over the public N (replace-one) or the sum of released noisy counts,
         clamped at 0; None when neither is available.
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        Released eigenvalues over the trace of ``A_c``.
+        Released eigenvalues over the larger of the trace of ``A_c`` and their sum: in [0, 1], summing
+        to at most 1, never NaN.
     mean_ : ndarray of shape (n_features,)
         Zeros (the second-moment matrix is not centred, as in the paper).
     n_samples_ : float or None
@@ -323,9 +325,9 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         self.n_features_in_ = int(self.components_.shape[1])
         self.n_samples_ = result.n_samples
         n = result.n_samples
-        self.explained_variance_ = None if not n else np.maximum(values, 0.0) / n
-        total = result.total or 0.0
-        self.explained_variance_ratio_ = values / total if total > 0 else np.full(values.shape, np.nan)
+        variances = released_variances(values, result.total)  # in [0, 1], sum <= 1, never NaN
+        self.explained_variance_ = None if not n else variances.values / n
+        self.explained_variance_ratio_ = variances.ratios
         self.mean_ = np.zeros(self.n_features_in_)
         self.privacy_ = result.privacy
         self.result_ = result

@@ -342,7 +342,7 @@ def _covariance_pca(
     report = released.releaser.report(mechanism=kind, budget=budget, calibration=calibration,
                                       accounting=accounting, notes=plan.notes, stacklevel=4,
                                       events=plan.events)
-    return _result(kind, plan, released, report, rel, released.clip or C)
+    return _result(kind, plan, released, report, rel, released.clip or C, release_args["noise_shape"])
 
 
 class _Released:
@@ -576,12 +576,17 @@ def _has(plan: ReleasePlan, name: str) -> bool:
 
 
 def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: Any, rel: Relation,
-            C: float) -> SubspaceResult:
+            C: float, noise_shape: str) -> SubspaceResult:
     """The result: released values and public facts of the plan only."""
     n_samples: float | None = float(released.n) if rel.n_is_public else released.noisy_count
+    d = int(released.vectors.shape[0])
     diagnostics: dict[str, Any] = {
         "noise_std": plan["scatter"].scale if kind != "wishart" else None,
         "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
+        "noise_shape": noise_shape,
+        # the noise's spectral norm (public): released eigenvalues at or below it are not resolved
+        "noise_edge": None if kind == "wishart" else
+        (math.sqrt(2.0 * d) if noise_shape == "goe" else 2.0 * math.sqrt(d)) * plan["scatter"].scale,
     }
     if _has(plan, "mean"):
         diagnostics["mean_noise_std"] = plan["mean"].scale
