@@ -230,12 +230,19 @@ def test_caller_data_untouched_and_clipped_at_the_site() -> None:
     res = dpdispca(sites, 3, random_state=0, **KW)
     assert all(np.array_equal(X, B) for X, B in zip(sites, before, strict=True))
     assert "clip" not in str(res.diagnostics)  # clipping counts never leave a site
-    # in-memory sites are validated whole before the charge: a refusal, nothing charged, no warning
+    # a listed site's rows are checked at the site: every site refuses, none is left to release
+    acc = Accountant(delta=1e-5)
+    with pytest.raises(SiteFailureError, match="only 0 of 3 sites answered"), \
+            pytest.warns(SiteFailureWarning, match="some row has Euclidean norm above row_norm=1"):
+        dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+    assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
+    # one array is validated whole before the charge: a refusal, nothing charged, no warning
     acc = Accountant(delta=1e-5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="^dpdispca: some row has Euclidean norm above row_norm=1"):
-            dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+            dpdispca(np.vstack(sites), 3, n_sites=3, on_norm_violation="raise", accountant=acc,
+                     random_state=0, **KW)
     assert acc.entries == ()
 
 
@@ -353,9 +360,9 @@ def test_audit_catches_the_papers_spectral_norm_noise() -> None:
         ([], {}, ValueError, "at least one site"),
         ([np.zeros(5)], {}, ValueError, "site 0 must be a 2-D array.*Got a 1-D array"),
         ([np.ones((4, 3)), np.ones((4, 2))], {}, ValueError, "site 1 has 2 features"),
-        ([np.array([[np.nan, 1.0, 0.0]])], {}, ValueError, "^dpdispca: the data contain NaN"),
+        (np.array([[np.nan, 1.0, 0.0]]), {}, ValueError, "^dpdispca: the data contain NaN"),
         ([np.array([["a", "b", "c"]])], {}, TypeError, "site 0 needs numeric data; got an array of text"),
-        ([np.ones((0, 3))], {}, ValueError, "at least one row"),
+        (np.ones((0, 3)), {}, ValueError, "at least one row"),
         ("abc", {}, TypeError, "'sites' parameter"),
         (np.ones((10, 3)) / 3, {"n_sites": 0}, ValueError, "'n_sites' parameter"),
         ([np.ones((10, 3)) / 3], {"n_sites": 2}, ValueError, "'n_sites' parameter"),
@@ -488,6 +495,34 @@ def test_dask_site_that_raises_and_one_that_times_out(cluster) -> None:  # type:
     finally:
         Event(name, client=client).set()
         blocker.result(timeout=30)
+
+
+def test_dask_and_inprocess_leave_out_the_same_in_memory_site(cluster) -> None:  # type: ignore[no-untyped-def]
+    """The same sites, one with a NaN: the same sites left out, the same warning and reason, the same
+    release and the same charge on both engines, whether the Dask sites are scattered by the engine or
+    were scattered by the caller (before the fix the in-memory run was refused whole)."""
+    c, client = cluster
+    workers = sorted(client.scheduler_info()["workers"])
+    sites = _sites(4)
+    sites[2] = _spoil(sites[2], (5,), "nan")
+    futures = [client.scatter(S, workers=[workers[s % 2]], hash=False) for s, S in enumerate(sites)]
+    runs = {}
+    for name, data, engine in (("inprocess", sites, "inprocess"), ("dask", sites, DaskEngine(client=client)),
+                               ("futures", futures, DaskEngine(client=client))):
+        acc = Accountant(delta=1e-5)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            res = dpdispca(data, 3, random_state=5, engine=engine, accountant=acc, **KW)
+        messages = [str(w.message) for w in record if issubclass(w.category, SiteFailureWarning)]
+        runs[name] = (res, messages, [(e.status, repr(e.event)) for e in acc.entries])
+    ref, ref_messages, ref_charge = runs["inprocess"]
+    assert ref.contributing_sites == (0, 1, 3) and "NaN" in ref.failed_sites[2]
+    assert len(ref_messages) == 1 and "site 2 was left out of the release (failed: " in ref_messages[0]
+    for name in ("dask", "futures"):
+        res, messages, charge = runs[name]
+        assert messages == ref_messages and charge == ref_charge, name
+        assert res.contributing_sites == ref.contributing_sites and res.failed_sites == ref.failed_sites
+        _same_release(res.components, ref.components)
 
 
 def test_worker_killed_in_the_middle_of_a_run() -> None:
@@ -633,37 +668,85 @@ def test_a_site_emptied_under_add_remove_is_not_dropped_or_refused() -> None:
     # one array split into more sites than rows: allowed under add/remove (n is private)
     res = dpdispca(sites[0][:2], 1, n_sites=4, relation="add_remove", random_state=0, **KW)
     assert res.contributing_sites == (0, 1, 2, 3)
-    # under replace-one N_s is public: an empty site is refused before anything is charged
+    # under replace-one N_s is public: an empty in-memory site is refused before anything is charged
     acc = Accountant(delta=1e-5)
     with pytest.raises(ValueError, match="site 1 must hold at least one row"):
         dpdispca(emptied, 3, accountant=acc, random_state=0, **KW)
     assert acc.entries == ()
+    # one array is refused whole before anything is charged
+    with pytest.raises(ValueError, match="at least one row"):
+        dpdispca(sites[1][:0], 3, accountant=acc, random_state=0, **KW)
+    assert acc.entries == ()
+
+
+def _spoil(X: np.ndarray, rows: tuple[int, ...], case: str) -> np.ndarray:
+    """A copy of a site's rows made bad: NaN, inf, rows of norm 123.456 (over the bound), or no rows."""
+    X = X.copy()
+    for r in rows:
+        if case == "nan":
+            X[r, 1] = np.nan
+        elif case == "inf":
+            X[r, 1] = np.inf
+        elif case == "norm":
+            X[r] *= 123.456 / np.linalg.norm(X[r])
+    return X[:0] if case == "empty" else X
 
 
 @pytest.mark.parametrize("case", ["nan", "inf", "norm"])
-def test_in_memory_sites_are_validated_whole_before_the_charge(case: str) -> None:
-    """Nothing charged, and the text names neither the row nor the site
-    (before the fix: NaN named the site; a row over the bound was charged and the site dropped)."""
-    texts = []
+def test_an_in_memory_site_with_bad_rows_is_left_out(case: str) -> None:
+    """A listed in-memory site whose rows are bad is left out with a warning naming the site, as on
+    Dask: the run is charged once, before the sites run, exactly as when every site contributes; the
+    release is the aggregate of the other sites' releases; no text names a row, a value or a count
+    (an empty site under replace-one is refused before the charge instead: its size is public)."""
+    clean = Accountant(delta=1e-5)
+    dpdispca(_sites(3), 3, on_norm_violation="raise", accountant=clean, random_state=0, **KW)
+    seeds = spawn_site_seeds(0, 3)
+    reasons = []
     for site, rows in ((0, (37,)), (2, (11, 13, 17))):
         sites = _sites(3)
-        for r in rows:
-            if case == "nan":
-                sites[site][r, 1] = np.nan
-            elif case == "inf":
-                sites[site][r, 1] = np.inf
-            else:
-                sites[site][r] *= 123.456 / np.linalg.norm(sites[site][r])
+        sites[site] = _spoil(sites[site], rows, case)
         acc = Accountant(delta=1e-5)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            with pytest.raises(ValueError) as err:
-                dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
-        assert acc.entries == ()
-        text = str(err.value)
-        assert "site" not in text and not any(str(r) in text for r in rows) and "123" not in text
-        texts.append(text)
-    assert texts[0] == texts[1]
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            res = dpdispca(sites, 3, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+        others = tuple(s for s in range(3) if s != site)
+        assert res.contributing_sites == others and set(res.failed_sites) == {site}
+        messages = [str(w.message) for w in record if issubclass(w.category, SiteFailureWarning)]
+        assert len(messages) == 1 and messages[0].startswith(f"dpdispca: site {site} was left out of the "
+                                                             "release (failed: its step raised ")
+        assert [(e.status, repr(e.event)) for e in acc.entries] == [
+            (e.status, repr(e.event)) for e in clean.entries]
+        assert acc.epsilon_spent() == clean.epsilon_spent()
+        expected = aggregate([site_step(sites[s], _plan(), seeds[s], s) for s in others], 3)
+        assert np.array_equal(res.components, expected.components)
+        for text in (*messages, res.failed_sites[site], repr(res.sites)):
+            assert not any(str(r) in text for r in rows) and "123" not in text
+        reasons.append(res.failed_sites[site].replace(f"site {site}", "site S"))
+    assert reasons[0] == reasons[1]  # the same text whichever site, rows, how many and how far
+
+
+def test_too_few_in_memory_sites_with_good_rows() -> None:
+    """Fewer than min_sites sites with good rows: SiteFailureError after the charge (the run stays
+    charged, marked failed), naming the sites, never a row or a value; the estimator leaves a bad site
+    out like dpdispca and its fitted attributes agree with the result."""
+    sites = _sites(3)
+    sites[0] = _spoil(sites[0], (37,), "nan")
+    sites[2] = _spoil(sites[2], (11,), "norm")
+    acc = Accountant(delta=1e-5)
+    with pytest.raises(SiteFailureError, match="only 1 of 3 sites answered, fewer than min_sites=2") as err, \
+            pytest.warns(SiteFailureWarning):
+        dpdispca(sites, 3, min_sites=2, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+    text = str(err.value)
+    assert "site 0: failed" in text and "site 2: failed" in text
+    assert not any(t in text for t in ("37", "11", "123"))
+    assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
+    with pytest.raises(SiteFailureError, match="on_site_failure='raise'"):
+        dpdispca(sites, 3, on_site_failure="raise", random_state=0, **KW)
+    est = DistributedDPPCA(3, engine="inprocess", random_state=0, **KW)
+    with pytest.warns(SiteFailureWarning, match="DistributedDPPCA: site 0 was left out of the release"):
+        est.fit(sites)  # clipping: only site 0 (NaN) is bad
+    assert est.sites_contributed_ == est.result_.contributing_sites == (1, 2)
+    assert set(est.sites_failed_) == {0} and est.n_samples_ == 600
 
 
 def test_a_failed_run_stays_charged_and_is_marked_failed() -> None:

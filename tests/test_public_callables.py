@@ -138,6 +138,14 @@ def _private_select(X, y, acc, **over):
     return private_select([0, 1], lambda j: float(np.sum(data[:, j])), **kw)
 
 
+def _standard_scaler(X, y, acc, **over):
+    from dpspectral import DPStandardScaler
+
+    kw = dict(bounds=(-1.0, 1.0), epsilon=1.0, delta=1e-5, accountant=acc, random_state=0)
+    kw.update(over)
+    return DPStandardScaler(**kw).fit(X)
+
+
 def _estimator(name: str) -> Callable[..., Any]:
     fit = ESTIMATORS[name]
 
@@ -160,6 +168,7 @@ EXTRA: dict[str, Callable[..., Any]] = {
     "pooled_pca": _sites("pooled_pca"),
     "select_subspace": _select_subspace,
     "private_select": _private_select,
+    "DPStandardScaler": _standard_scaler,
 }
 # Public callables taking an epsilon that are reached through another entry point, with the reason.
 REACHED_ELSEWHERE = {

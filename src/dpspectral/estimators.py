@@ -10,6 +10,9 @@ option only some methods take) stay in each estimator's ``_validate_params_dp``,
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
@@ -17,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._array_api import (
@@ -65,6 +69,8 @@ METHOD_PARAMS = [Types((dict,), "a dict"), NONE]
 #: checked against the chosen method's relations, by :func:`supported_relation`.
 RELATION = [Types((str, Relation), "a str or Relation"), NONE]
 N_COMPONENTS = [Interval(1, None, "left", integer=True), NONE]
+#: DPPCA's n_components: k, a fraction of the released variance in (0, 1), or None (all the features).
+PCA_N_COMPONENTS = [Interval(1, None, "left", integer=True), Interval(0, 1, "neither"), NONE]
 BOOL = Types((bool, np.bool_), "a bool")
 
 #: Why a required public parameter has no default (said when it is None).
@@ -162,6 +168,23 @@ def _pure_epsilon_note(method: str, delta: float) -> str:
             f"its privacy report states); the delta={delta:g} given was not used. Pass delta=0 to say so.")
 
 
+def _is_fraction(n_components: Any) -> bool:
+    """``n_components`` given as a fraction of the variance (a float in (0, 1); the table checked it)."""
+    return (isinstance(n_components, numbers.Real) and not isinstance(n_components, numbers.Integral)
+            and 0 < float(n_components) < 1)
+
+
+def _has_generative_model(est: Any) -> bool:
+    """Whether a fitted DPPCA has ``noise_variance_`` (else the AttributeError says why); True unfitted.
+
+    Gates ``get_covariance``, ``get_precision``, ``score_samples`` and ``score``: a release without
+    eigenvalues and a total has none of them (``hasattr`` is False), as scikit-learn's ``available_if``.
+    """
+    if "components_" in vars(est):
+        est.noise_variance_  # noqa: B018 - raises the AttributeError that names what is missing
+    return True
+
+
 def _is_array_like_for_sklearn(X: Any) -> bool:
     """In-memory data that sklearn's validation may convert (not a memmap, Dask array or stream)."""
     if isinstance(X, np.memmap) or is_dask_array(X):
@@ -179,8 +202,17 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
 
     Parameters
     ----------
-    n_components : int or None, default=None
-        Number of components k; None keeps all ``n_features``.
+    n_components : int, float in (0, 1) or None, default=None
+        Number of components k; None keeps all ``n_features``. A float in (0, 1) is a fraction of
+        the variance, as in scikit-learn: the method releases all ``n_features`` eigenvalues and the
+        total variance, and k is the smallest number of components whose cumulative released
+        ``explained_variance_ratio_`` exceeds the fraction (all of them when none does). The choice is
+        post-processing of that one release (it costs nothing more than fitting k = ``n_features``)
+        and is ``n_components_``. Only for the methods whose single release of a noisy
+        ``n_features x n_features`` matrix gives every eigenvalue and its trace at the same cost for
+        any k (``"analyze_gauss"``, ``"mod_sulq"``, ``"wishart"``, ``"local_gaussian"``), and only when
+        ``n_features`` is known before reading the data (not for a stream of blocks); refused before
+        anything is charged otherwise.
     epsilon : float
         Privacy parameter in (0, inf). Required (no default is read from anywhere).
     delta : float
@@ -241,6 +273,14 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         ``privacy_.noise_source`` says which source was used.
     copy : bool, default=True
         The caller's array is never modified; with ``copy=False`` only row blocks are copied.
+    whiten : bool, default=False
+        As in scikit-learn: ``transform`` divides each projected coordinate by the square root of its
+        released ``explained_variance_`` (at least the dtype's eps; a component whose variance the
+        release does not resolve has variance 0, and so a huge scale), and ``inverse_transform``
+        multiplies it back. Post-processing of released quantities: it costs nothing. Needs a method
+        that releases eigenvalues (``"analyze_gauss"``, ``"mod_sulq"``, ``"wishart"``,
+        ``"local_gaussian"``, ``"ppca"`` and ``"exponential"`` with k > 1 and a positive
+        ``eigenvalue_share``, ``"dpdispca"``); refused for the others before anything is charged.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
         Extra keyword arguments of the chosen method (see its docstring).
@@ -265,6 +305,21 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     explained_variance_ratio_ : ndarray of shape (n_components,)
         Those eigenvalues over the larger of the released trace and their sum: in [0, 1], summing to
         at most 1, never NaN. Post-processing of released quantities: it costs nothing.
+    singular_values_ : ndarray of shape (n_components,)
+        The square roots of the released (debiased) eigenvalues of the scatter of the clipped rows
+        (centred when ``mean_`` is): scikit-learn's singular values of the centred data, i.e.
+        ``sqrt(explained_variance_ * (n - 1))`` (``n`` when uncentred). Post-processing of released
+        quantities: it costs nothing. Only for methods that release eigenvalues (an AttributeError
+        otherwise, as for ``explained_variance_``).
+    noise_variance_ : float
+        scikit-learn's probabilistic PCA estimate of the noise variance: the average variance of the
+        ``n_features - n_components_`` components not kept, from the released total variance minus
+        the released variance of the kept components, divided by ``n_features - n_components_``,
+        floored at 0 (0 when every component is kept). Post-processing of released quantities: it
+        costs nothing. Only for methods that release eigenvalues and a total (an AttributeError
+        otherwise). It makes ``get_covariance``, ``get_precision``, ``score_samples`` and ``score``
+        available: scikit-learn's PCA formulas on these released quantities (also free); the scores
+        read the data passed to them, as ``transform`` does.
     mean_ : ndarray of shape (n_features,)
         The centre subtracted (zeros when uncentred; public or released otherwise).
     n_samples_ : float
@@ -280,6 +335,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     -----
     How many rows were clipped is data-dependent and is not exposed. ``transform`` applies the
     released projection to any data; it does not clip.
+
+    float32 data give a float32 model (``components_``, ``mean_``, the variances; ``transform`` of
+    float32 data is float32): the release itself is computed in float64 and then rounded, which is
+    post-processing. ``transform`` of a Dask array is a Dask array: the projection of each block of
+    rows, lazily (nothing is computed until the caller asks).
 
     Array API: with ``dpspectral.config_context(array_api_dispatch=True)`` (or scikit-learn's switch),
     a PyTorch or CuPy array is fitted where it lives by ``analyze_gauss``, ``mod_sulq`` or
@@ -318,6 +378,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         accountant: Accountant | None = None,
         random_state: Any = None,
         copy: bool = True,
+        whiten: bool = False,
         on_norm_violation: str = "clip",
         method_params: dict[str, Any] | None = None,
         device: Any = None,
@@ -338,6 +399,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self.accountant = accountant
         self.random_state = random_state
         self.copy = copy
+        self.whiten = whiten
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
         self.device = device
@@ -345,7 +407,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     _task = "pca"
     _required_parameters = ("epsilon", "delta", "row_norm")
     _parameter_constraints = {
-        "n_components": N_COMPONENTS,
+        "n_components": PCA_N_COMPONENTS,  # <= n_features, and a fraction only for some methods: fit
         "epsilon": EPSILON,
         "delta": DELTA,
         "row_norm": ROW_NORM,
@@ -360,6 +422,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
         "copy": BOOL,
+        "whiten": BOOL,  # and a method that releases eigenvalues: _check_variance_options
         "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
         "device": [NONE, DEVICE],
@@ -371,6 +434,72 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         "centering": "None, 'private' or a public centre of length n_features: checked by the method, "
                      "once n_features is known (and refused here for a method that does not centre)",
     }
+    #: The methods whose release includes eigenvalues (``explained_variance_``; ``whiten=True``), except
+    #: ppca with k = 1 and an ``eigenvalue_share`` of 0 (:meth:`_check_variance_options`).
+    _EIGENVALUE_METHODS = ("analyze_gauss", "mod_sulq", "wishart", "local_gaussian", "ppca", "exponential",
+                           "dpdispca")
+    #: The methods whose one release (a noisy d x d matrix) gives every eigenvalue and its trace at the
+    #: same cost for any k: ``n_components`` may be a fraction of the released variance.
+    _FRACTION_METHODS = ("analyze_gauss", "mod_sulq", "wishart", "local_gaussian")
+
+    def _check_variance_options(self, method: Method) -> None:
+        """``whiten`` and a fractional ``n_components`` need released eigenvalues: refused before the charge."""
+        owner = type(self).__name__
+        if _is_fraction(self.n_components) and method.name not in self._FRACTION_METHODS:
+            raise ValueError(
+                f"The 'n_components' parameter of {owner} must be an int or None for "
+                f"method={method.name!r}: a fraction of the variance (here {self.n_components!r}) is "
+                "chosen from the released eigenvalues and total variance of all the features, which only "
+                f"{', '.join(repr(m) for m in self._FRACTION_METHODS)} release at no extra cost. "
+                "Nothing was charged.")
+        share = (self.method_params or {}).get("eigenvalue_share")
+        no_values = (method.name not in self._EIGENVALUE_METHODS
+                     or (method.name in ("ppca", "exponential") and share is not None and share == 0)
+                     or (method.name == "ppca" and self.n_components == 1))
+        if self.whiten and no_values:
+            raise ValueError(
+                f"The 'whiten' parameter of {owner} must be False for method={method.name!r} (with these "
+                "options): whitening divides by the released explained variances, and this release has "
+                f"no eigenvalues. Name a method that releases them ({', '.join(self._FRACTION_METHODS)}). "
+                "Nothing was charged.")
+
+    def _n_components_for(self, d: int | None) -> int:
+        """The k the method runs with: ``n_components``, or ``n_features`` (None, or a fraction)."""
+        owner = type(self).__name__
+        k = self.n_components
+        if _is_fraction(k):
+            if d is None:
+                raise ValueError(
+                    f"The 'n_components' parameter of {owner} must be an int when the data are a stream "
+                    "of blocks: a fraction of the variance needs n_features before the data are read. "
+                    "Nothing was charged.")
+            return d
+        if k is not None and d is not None:
+            check_n_components(k, d, owner)
+        if k is None:
+            if d is None:
+                raise ValueError(
+                    f"The 'n_components' parameter of {owner} must be given when the data are a "
+                    "stream of blocks (n_features is not known in advance)."
+                )
+            k = d
+        return int(k)
+
+    def _keep_fraction(self, result: Any) -> Any:
+        """The result cut to the smallest k whose cumulative released ratio exceeds the fraction.
+
+        As scikit-learn chooses (``searchsorted(cumsum(ratios), fraction, side="right") + 1``), from the
+        released eigenvalues and total only (post-processing); all of them when the released ratios
+        never exceed the fraction (they sum to at most 1).
+        """
+        if not _is_fraction(self.n_components):
+            return result
+        variances = released_variances(to_numpy(result.values), None if result.total is None
+                                       else float(result.total), result.diagnostics.get("noise_edge"))
+        d = int(variances.ratios.size)
+        k = min(int(np.searchsorted(np.cumsum(variances.ratios), float(self.n_components),
+                                    side="right")) + 1, d)
+        return dataclasses.replace(result, components=result.components[:, :k], values=result.values[:k])
 
     def _choose_method(self, X: Any) -> None:
         """``method_`` and ``method_reason_``: the named method, or auto's choice from public facts."""
@@ -472,6 +601,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         self._check_parameter_table()
         self._choose_method(X)
         budget, row_norm, method, relation = self._validate_params_dp()
+        self._check_variance_options(method)
         if self.device is not None:
             X = self._stream_to_device(X)  # out-of-core on the named device (docs/array-api.md)
         elif self._fit_on_device(X):
@@ -482,17 +612,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 # finiteness is checked block by block (with the row index) in dpspectral.moments
                 ensure_all_finite=False, copy=False, reset=True,
             )
-        d = n_features_of(X)
-        k = self.n_components
-        if k is not None and d is not None:
-            check_n_components(k, d, owner)
-        if k is None:
-            if d is None:
-                raise ValueError(
-                    f"The 'n_components' parameter of {owner} must be given when the data are a "
-                    "stream of blocks (n_features is not known in advance)."
-                )
-            k = d
+        k = self._n_components_for(n_features_of(X))
         options: dict[str, Any] = {}
         if "centering" in method.options:
             options.update(centering=self.centering, mean_share=self.mean_share)
@@ -512,9 +632,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             warnings.warn(f"{owner}(method={method.name!r}) is a NON-PRIVATE reference: nothing is "
                           "differentially private and nothing is charged.", UncertifiedPrivacyWarning,
                           stacklevel=2)
+        dtype = np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
         result = method.function(X, k, row_norm=row_norm, random_state=self.random_state, **privacy,
                                  **options, **(self.method_params or {}))
-        self._store(result)
+        self._store(self._keep_fraction(result), dtype)
         return self
 
     def _fit_on_device(self, X: Any) -> bool:
@@ -572,7 +693,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             self.n_samples_ = float(result.n_samples)
         self._store_variances(result, lambda a: xp.asarray(a, dtype=V.dtype, device=device))
 
-    def _store(self, result: Any) -> None:
+    def _store(self, result: Any, dtype: Any = np.float64) -> None:
+        """The fitted attributes, from the released ``result``, in ``dtype`` (float32 data: float32)."""
         V = result.components
         d, k = V.shape
         self.result_ = result
@@ -581,14 +703,14 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             self._store_on_device(result)
             self.privacy_ = self._report(result.privacy)
             return
-        self.components_ = np.ascontiguousarray(V.T)
+        self.components_ = np.ascontiguousarray(V.T, dtype=dtype)
         self.n_components_ = k
         if not hasattr(self, "n_features_in_"):
             self.n_features_in_ = d
-        self.mean_ = np.zeros(d) if result.mean is None else np.asarray(result.mean, dtype=float)
+        self.mean_ = np.zeros(d, dtype=dtype) if result.mean is None else np.asarray(result.mean, dtype=dtype)
         if result.n_samples is not None:
             self.n_samples_ = float(result.n_samples)
-        self._store_variances(result, np.asarray)
+        self._store_variances(result, functools.partial(np.asarray, dtype=dtype))
         self.privacy_ = self._report(result.privacy)
 
     def _store_variances(self, result: Any, convert: Any) -> None:
@@ -615,7 +737,13 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         n = result.n_samples
         denom = max(float(n) - (1.0 if result.mean is not None else 0.0), 1.0) if n is not None else None
         ratio = convert(variances.ratios) if result.total is not None else None
-        self._variances = (None if denom is None else convert(variances.values / denom), ratio)
+        d, k = (int(s) for s in result.components.shape)
+        noise = None
+        if denom is not None and result.total is not None:  # probabilistic PCA: the average left over
+            noise = max(float(result.total) - float(variances.values.sum()), 0.0) / denom / (d - k) \
+                if k < d else 0.0
+        self._variances = (None if denom is None else convert(variances.values / denom), ratio,
+                           convert(np.sqrt(variances.values)), noise)
 
     def _released_variance(self, which: int, name: str) -> Any:
         stored = self.__dict__.get("_variances")
@@ -638,6 +766,16 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         """Share of the released total variance along each component: in [0, 1], sum <= 1."""
         return self._released_variance(1, "explained_variance_ratio_")
 
+    @property
+    def singular_values_(self) -> Any:
+        """Square roots of the released eigenvalues of the (centred) scatter, as scikit-learn's."""
+        return self._released_variance(2, "singular_values_")
+
+    @property
+    def noise_variance_(self) -> float:
+        """Probabilistic PCA's noise variance: the released variance left over, per component not kept."""
+        return self._released_variance(3, "noise_variance_")  # type: ignore[no-any-return]
+
     def _report(self, report: PrivacyReport) -> PrivacyReport:
         """The privacy report, with auto's choice as a note (and a delta given but not used)."""
         if self.method == "auto" and report is not None:
@@ -655,28 +793,162 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         return self.n_components_
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` on the released components: ``(X - mean_) @ components_.T``."""
+        """Project ``X`` on the released components: ``(X - mean_) @ components_.T``.
+
+        With ``whiten=True``, each coordinate is then divided by ``sqrt(explained_variance_)`` (at
+        least the dtype's eps), as scikit-learn does. A Dask array gives a Dask array (lazy: the
+        projection of each block of rows). Post-processing of the released model: it costs nothing.
+        """
         check_is_fitted(self, "components_")
         if is_device_array(self.components_) or is_device_array(X):
-            return self._device_product(X, "transform") @ self.components_.T
+            Z = self._device_product(X, "transform") @ self.components_.T
+            return Z / self._whiten_scale() if self.whiten else Z
+        if is_dask_array(X):
+            return self._dask_map(X, "transform")
         X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                           reset=False)
+        scale = self._whiten_scale() if self.whiten else None
         if sp.issparse(X):
-            return np.asarray(X @ self.components_.T) - self.mean_ @ self.components_.T
-        return (X - self.mean_) @ self.components_.T
+            Z = np.asarray(X @ self.components_.T) - self.mean_ @ self.components_.T
+            return Z if scale is None else Z / scale
+        return _project(X, self.mean_, self.components_, scale)
 
     def inverse_transform(self, X: Any) -> np.ndarray:
-        """Map projected data back: ``X @ components_ + mean_``."""
+        """Map projected data back: ``X @ components_ + mean_`` (undoing the whitening with ``whiten``).
+
+        A Dask array gives a Dask array (lazy). Post-processing of the released model: it costs nothing.
+        """
         check_is_fitted(self, "components_")
         if is_device_array(self.components_) or is_device_array(X):
-            return self._device_product(X, "inverse_transform") @ self.components_ + self.mean_
+            return self._device_product(X, "inverse_transform") @ self._back_components() + self.mean_
+        if is_dask_array(X):
+            return self._dask_map(X, "inverse_transform")
         owner = f"{type(self).__name__}.inverse_transform"
-        Z = np.asarray(as_numeric_array(X, owner, name="X"), dtype=float)
+        Z = as_numeric_array(X, owner, name="X")
+        Z = np.asarray(Z, dtype=Z.dtype if Z.dtype in (np.float32, np.float64) else np.float64)
         if Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"{owner} expects shape (n_samples, {self.n_components_}); got {Z.shape[1]} columns."
             )
-        return Z @ self.components_ + self.mean_
+        return _lift(Z, self.mean_, self._back_components())
+
+    def _whiten_scale(self) -> Any:
+        """``sqrt(explained_variance_)``, at least the dtype's eps (scikit-learn's whitening scale)."""
+        variance = self.explained_variance_
+        xp = _namespace(variance)
+        scale = xp.sqrt(variance)
+        eps = float(xp.finfo(scale.dtype).eps)
+        return xp.where(scale < eps, xp.full_like(scale, eps), scale)
+
+    def _back_components(self) -> Any:
+        """The rows ``inverse_transform`` maps back with: ``components_``, times sqrt(variance) if whitened."""
+        if not self.whiten:
+            return self.components_
+        xp = _namespace(self.components_)
+        return xp.sqrt(self.explained_variance_)[:, None] * self.components_
+
+    def _dask_map(self, X: Any, method: str) -> Any:
+        """``transform`` or ``inverse_transform`` of a Dask array, block by block of rows (lazy)."""
+        owner = f"{type(self).__name__}.{method}"
+        width, out = ((self.n_features_in_, self.n_components_) if method == "transform"
+                      else (self.n_components_, self.n_features_in_))
+        if X.ndim != 2 or X.shape[1] != width:
+            raise ValueError(f"{owner} expects shape (n_samples, {width}); got {X.ndim} dimensions "
+                             f"and {X.shape[-1] if X.ndim else 0} columns.")
+        if X.dtype.kind not in "fiub":
+            raise TypeError(f"{owner} expects a numeric Dask array; got dtype {X.dtype}.")
+        dtype = np.result_type(X.dtype if X.dtype.kind == "f" else np.float64, self.components_.dtype)
+        if method == "transform":
+            block = functools.partial(_project, mean=self.mean_, components=self.components_,
+                                      scale=self._whiten_scale() if self.whiten else None, dtype=dtype)
+        else:
+            block = functools.partial(_lift, mean=self.mean_, back=self._back_components(), dtype=dtype)
+        X = X.rechunk({1: -1})
+        return X.map_blocks(block, dtype=dtype, chunks=(X.chunks[0], (out,)), meta=np.empty((0, 0), dtype))
+
+    @available_if(_has_generative_model)
+    def get_covariance(self) -> Any:
+        """The covariance of the data under the released model (scikit-learn's PCA formula).
+
+        ``components_.T * (explained_variance_ - noise_variance_) @ components_ + noise_variance_ * I``
+        (a difference below 0 counts as 0; the components scaled by ``sqrt(explained_variance_)``
+        first with ``whiten``, as scikit-learn does). Post-processing of released quantities: it costs
+        nothing. Needs ``noise_variance_``.
+
+        Returns
+        -------
+        cov : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self, "components_")
+        components, diff, noise = self._generative_model()
+        cov = (components.T * diff) @ components
+        return cov + noise * _eye(int(cov.shape[0]), cov)
+
+    @available_if(_has_generative_model)
+    def get_precision(self) -> Any:
+        """The inverse of :meth:`get_covariance`, by the matrix inversion lemma (scikit-learn's formula).
+
+        A component whose variance does not exceed ``noise_variance_`` adds nothing to the covariance
+        and is left out of the lemma (scikit-learn would divide by 0 there). Post-processing of
+        released quantities: it costs nothing. Needs ``noise_variance_``.
+
+        Returns
+        -------
+        precision : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self, "components_")
+        components, diff, noise = self._generative_model()
+        xp = _namespace(components)
+        if noise == 0.0:
+            return xp.linalg.inv(self.get_covariance())
+        identity = _eye(int(components.shape[1]), components)
+        kept = diff > 0  # the others: a zero row (no term), and 1 on the diagonal instead of 1 / 0
+        components = xp.where(kept[:, None], components, xp.zeros_like(components))
+        diff = xp.where(kept, diff, xp.ones_like(diff))
+        inner = components @ components.T / noise + _eye(int(diff.shape[0]), components) / diff
+        precision = components.T @ xp.linalg.inv(inner) @ components
+        return precision / -(noise**2) + identity / noise
+
+    def _generative_model(self) -> tuple[Any, Any, float]:
+        """(components, max(explained_variance_ - noise_variance_, 0), noise_variance_), whitened as sklearn."""
+        noise = float(self.noise_variance_)
+        variance = self.explained_variance_
+        xp = _namespace(variance)
+        components = self.components_
+        if self.whiten:
+            components = components * xp.sqrt(variance)[:, None]
+        diff = xp.where(variance > noise, variance - noise, xp.zeros_like(variance))
+        return components, diff, noise
+
+    @available_if(_has_generative_model)
+    def score_samples(self, X: Any) -> Any:
+        """The log-likelihood of each row of ``X`` under the released model (scikit-learn's formula).
+
+        The Gaussian density with mean ``mean_`` and covariance :meth:`get_covariance`. It reads the
+        ``X`` given here (your use of the released model, as ``transform`` is); the model itself is
+        post-processing of released quantities and costs nothing. Needs ``noise_variance_``.
+
+        Returns
+        -------
+        ll : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "components_")
+        if is_device_array(self.components_) or is_device_array(X):
+            Xr = self._device_product(X, "transform")
+        else:
+            X = validated_data(self, X, dtype=(np.float64, np.float32), reset=False)
+            Xr = X - self.mean_
+        precision = self.get_precision()
+        xp = _namespace(precision)
+        sign, logdet = xp.linalg.slogdet(precision)
+        logdet = logdet if float(sign) > 0 else -float("inf")
+        log_like = -0.5 * xp.sum(Xr * (Xr @ precision), axis=1)
+        return log_like - 0.5 * (int(precision.shape[0]) * math.log(2.0 * math.pi) - logdet)
+
+    @available_if(_has_generative_model)
+    def score(self, X: Any, y: Any = None) -> float:
+        """The average log-likelihood of the rows of ``X`` (:meth:`score_samples`); ``y`` is ignored."""
+        return float(np.mean(to_numpy(self.score_samples(X))))
 
     def _device_product(self, X: Any, method: str) -> Any:
         """``X - mean_`` (transform) or ``X`` (inverse_transform) in the fitted namespace and dtype."""
@@ -697,8 +969,40 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _namespace(a: Any) -> Any:
+    """NumPy for a NumPy array, else the array's namespace (array API dispatch)."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return np
+    import array_api_compat
+
+    return array_api_compat.array_namespace(a)
+
+
+def _eye(n: int, like_array: Any) -> Any:
+    """The n x n identity in the namespace, dtype and device of ``like_array``."""
+    if isinstance(like_array, np.ndarray):
+        return np.eye(n, dtype=like_array.dtype)
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(like_array)
+    return xp.eye(n, dtype=like_array.dtype, device=array_api_compat.device(like_array))
+
+
+def _project(X: Any, mean: Any, components: Any, scale: Any = None, dtype: Any = None) -> Any:
+    """``(X - mean) @ components.T``, divided by ``scale`` when whitened (one block of rows)."""
+    Z = (X - mean) @ components.T
+    Z = Z if scale is None else Z / scale
+    return Z if dtype is None else Z.astype(dtype, copy=False)
+
+
+def _lift(Z: Any, mean: Any, back: Any, dtype: Any = None) -> Any:
+    """``Z @ back + mean``: the inverse of :func:`_project` (one block of rows)."""
+    X = Z @ back + mean
+    return X if dtype is None else X.astype(dtype, copy=False)
 
 
 class DPLowRank(_DPEstimator):

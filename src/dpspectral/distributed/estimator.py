@@ -237,8 +237,9 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         """One in-memory 2-D array (a single site): scikit-learn's structural checks, ``n_features_in_``.
 
         A nested list of numbers is one matrix (as scikit-learn reads it). Lists of sites, Dask arrays,
-        collections and futures, and memmaps are passed through unchanged (the protocol checks them,
-        whole, before the charge). Finiteness and row norms are the protocol's.
+        collections and futures, and memmaps are passed through unchanged (the protocol checks their
+        structure before the charge, and a list's rows at each site). Finiteness and row norms are the
+        protocol's.
         """
         distributed = (isinstance(sites, (list, tuple, np.memmap)) or _is_dask_array(sites)
                        or is_dask_collection(sites) or is_dask_future(sites))

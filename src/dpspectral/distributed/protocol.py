@@ -175,8 +175,10 @@ def _is_dask_array(X: Any) -> bool:
 
 def _check_local_site(X: Any, s: int, owner: str, *, empty_ok: bool) -> tuple[Any, int, int]:
     """Structure of an in-memory site: 2-D, numeric, at least one feature, and at least one row unless
-    ``empty_ok`` (add/remove neighbours, where N_s is private). Returns (data, n, d); never copies a
-    float64 array. The values are checked by :func:`validate_rows`, before the charge."""
+    ``empty_ok`` (add/remove neighbours, where N_s is private, or a list's entry, whose rows are checked
+    at its site). Returns (data, n, d); never copies a float64 array. The values are checked by
+    :func:`validate_rows`: before the charge for one array and the pooled baseline's blocks, at the site
+    for a list's entries (:func:`_list_sites`)."""
     where = f"The 'sites' parameter of {owner}: site {s}"
     if sp.issparse(X):
         data = sp.csr_matrix(X)
@@ -296,8 +298,15 @@ def _dask_array_sites(sites: Any, n_sites: int | None, owner: str, *, n_private:
 
 
 def _list_sites(sites: Sequence[Any], owner: str, *, allow_empty: bool,
-                check_values: Callable[[Any], None]) -> _Sites:
-    """One entry per site: in-memory arrays (structure first, then values), row blocks, Dask handles."""
+                check_values: Callable[[Any], None], rows_at_site: bool = True) -> _Sites:
+    """One entry per site: in-memory arrays, row blocks, Dask handles.
+
+    An in-memory entry's structure (2-D, numeric, its features) is checked here, before the charge. Its
+    rows (finite, none over ``row_norm`` with ``on_norm_violation="raise"``) are checked at its site when ``rows_at_site`` (the default), like the rows of data held
+    by Dask: a site whose rows are bad is left out of the release with a :class:`SiteFailureWarning`
+    naming it, whatever the engine. ``rows_at_site=False`` (a one-site baseline) checks them here, whole,
+    before the charge. The pooled baseline's row blocks are always checked here.
+    """
     if len(sites) == 0:
         raise ValueError(f"The 'sites' parameter of {owner} must hold at least one site. Got an empty "
                          f"{type(sites).__name__}.")
@@ -320,26 +329,29 @@ def _list_sites(sites: Sequence[Any], owner: str, *, allow_empty: bool,
                 d = _same_features(d, int(shape[1]), s, owner, "site 0 has")
             sizes.append(None)
         else:
+            # an empty site under replace-one is refused here, before the charge: N_s is public there
             data, n_s, d_s = _check_local_site(X, s, owner, empty_ok=allow_empty)
             d = _same_features(d, d_s, s, owner)
             handles.append(data)
             sizes.append(n_s)
     for data in handles:  # values last, after every site's structure (the texts name no site)
-        if not isinstance(data, _RowBlocks) and not _is_remote(data):
+        if not rows_at_site and not isinstance(data, _RowBlocks) and not _is_remote(data):
             check_values(data)
     return _Sites(handles, d, sizes)
 
 
 def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation | None = None,
               row_norm: float | None = None, on_norm_violation: str = "clip",
-              validate: bool = True, random_state: Any = None) -> _Sites:
-    """The sites' data handles: in-memory arrays (validated whole), Dask futures, or Dask collections.
+              validate: bool = True, random_state: Any = None, rows_at_site: bool = True) -> _Sites:
+    """The sites' data handles: in-memory arrays, Dask futures, or Dask collections.
 
-    In-memory sites are validated here, before the ledger is charged (:func:`validate_rows`: finite,
-    and no row over ``row_norm`` with ``on_norm_violation="raise"``); the errors name neither the row
-    nor the site that holds it. ``validate=False`` reads the structure only (the number of features).
-    Under add/remove (``relation``) a site may hold no rows; under replace-one (or ``relation=None``)
-    every site needs one. Data held by Dask (futures, collections) are checked at their site.
+    One in-memory array (split into sites or not) is validated whole here, before the ledger is charged
+    (:func:`validate_rows`: finite, and no row over ``row_norm`` with ``on_norm_violation="raise"``);
+    the errors name neither the row nor the site that holds it. A list's in-memory entries have their
+    structure checked here and their rows at their site (``rows_at_site``, see :func:`_list_sites`), as
+    data held by Dask (futures, collections) do. ``validate=False`` reads the structure only (the number
+    of features). Under add/remove (``relation``) a site may hold no rows; under replace-one (or
+    ``relation=None``) every site needs one.
 
     One array with ``n_sites``: contiguous near-equal row blocks under replace-one; under add/remove
     every row's site is drawn from ``random_state`` (:func:`_random_split`), after the values are
@@ -359,7 +371,8 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
         if n_sites is not None:
             raise ValueError(f"The 'n_sites' parameter of {owner} must be None when 'sites' is a list of "
                              "sites.")
-        return _list_sites(sites, owner, allow_empty=allow_empty, check_values=check_values)
+        return _list_sites(sites, owner, allow_empty=allow_empty, check_values=check_values,
+                           rows_at_site=rows_at_site)
     if hasattr(sites, "shape") or hasattr(sites, "__array__"):
         data, n, d = _check_local_site(sites, 0, owner, empty_ok=allow_empty or n_sites is not None)
         if n_sites is not None:
@@ -504,8 +517,10 @@ class _Inputs:
     on_norm_violation: NormViolation
 
 
-def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism: str) -> _Inputs:
-    """Every public parameter, then every in-memory site (whole: values included), before the charge."""
+def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism: str, *,
+              rows_at_site: bool = True) -> _Inputs:
+    """Every public parameter, then the sites' structure (one array: whole, values included), before the
+    charge; a list's in-memory sites have their rows checked at their site when ``rows_at_site``."""
     budget, rel, C = check_mechanism_inputs(
         epsilon=params["epsilon"], delta=params["delta"], row_norm=params["row_norm"],
         relation=params["relation"], calibration=params["calibration"],
@@ -514,7 +529,8 @@ def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism:
     )
     check_params(PARAMETER_CONSTRAINTS, params, owner)
     parsed = _as_sites(sites, params["n_sites"], owner, relation=rel, row_norm=C,
-                       on_norm_violation=params["on_norm_violation"], random_state=params["random_state"])
+                       on_norm_violation=params["on_norm_violation"], random_state=params["random_state"],
+                       rows_at_site=rows_at_site)
     S = len(parsed.handles)
     k, rank = _check_sized(k, params["intermediate_rank"], params["min_sites"], parsed.n_features, S, owner)
     weights = _check_weighting(params["weighting"], S, owner)
@@ -642,15 +658,19 @@ def _run_protocol(
     show_progress: bool | None,
     stacklevel: int,
     owner: str | None = None,
+    rows_at_site: bool = True,
 ) -> DistributedResult:
-    """Validate -> plan -> release (sites, aggregator) -> post-process: the body of every entry point."""
+    """Validate -> plan -> release (sites, aggregator) -> post-process: the body of every entry point.
+
+    ``rows_at_site=False`` (the one-site baselines): a list's in-memory site is validated whole before
+    the charge instead of at its site, where a bad site would be left out."""
     owner = owner or mechanism
     params = dict(epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
                   intermediate_rank=intermediate_rank, n_sites=n_sites, variant=variant, weighting=weighting,
                   spectrum=spectrum, site_timeout=site_timeout, min_sites=min_sites,
                   on_site_failure=on_site_failure, release_count=release_count, random_state=random_state,
                   on_norm_violation=on_norm_violation)
-    run = _validate(sites, k, params, owner, mechanism)
+    run = _validate(sites, k, params, owner, mechanism, rows_at_site=rows_at_site)
     plan, run_plan = _plan(run)
     eng = _as_engine(engine, owner)
     seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(random_state,
@@ -708,14 +728,20 @@ _PRIVACY_DOC = """
     ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
     rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
     proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
-    change the guarantee, provided a failure does not depend on the data (crashes, timeouts); the site
-    step's control flow reads only public sizes once the input is validated. What the aggregator learns
-    of a failed site is its status and a data-independent reason (the kind of problem, or a generic
-    text); no site timing is reported. Under add/remove a site with no rows releases its noise on a zero
-    scatter like any other (its row count is private); under replace-one an empty site is refused.
-    Validate, then plan, then charge: in-memory sites are validated whole (finite, and no row over C
-    with ``on_norm_violation="raise"``) before the ledger is charged, with messages that name no row,
-    count or site; data held by Dask is checked at its site. Every site's releases are planned from
+    change the guarantee when a failure does not depend on the data (crashes, timeouts); the site
+    step's control flow reads only public sizes once the input is validated. A site whose own rows are
+    bad (NaN/inf, a row over C with ``on_norm_violation="raise"``, no rows under replace-one) is left
+    out too, on either engine: whether site s fails is a function of site s's rows only, so "failed" is
+    one more output of site s's own mechanism, and it reveals what a refusal by that site would (some
+    row of it is invalid, and the kind of problem), nothing about the other sites' rows; the guarantee
+    holds on the domain of valid rows (finite, within C). What the aggregator learns of a failed site is
+    its status and a data-independent reason (the kind of problem, or a generic text); no site timing is
+    reported. Under add/remove a site with no rows releases its noise on a zero scatter like any other
+    (its row count is private); under replace-one an empty site is left out. Validate, then plan, then
+    charge: the sites' structure (2-D, numeric, the same D) is checked before the ledger is charged; one
+    array (split into sites or not) is validated whole there too (finite, and no row over C with
+    ``on_norm_violation="raise"``), with messages that name no row, count or site; the rows of a list's
+    sites, in memory or held by Dask, are checked at their site. Every site's releases are planned from
     public inputs (:func:`~dpspectral.distributed.site.site_release_plan`) and the run's parallel event
     is charged once, before any site is dispatched; each site then draws its noise through that plan
     from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
@@ -726,12 +752,15 @@ _PARAMS_DOC = """
     Parameters
     ----------
     sites : list of per-site data, a Dask array, or one 2-D array
-        A list with one entry per site: a 2-D array or sparse matrix of shape (N_s, D) (validated here;
-        on the Dask engine scattered to one worker per site), a ``distributed.Future`` of such an array
+        A list with one entry per site: a 2-D array or sparse matrix of shape (N_s, D) (its structure
+        checked here, its rows at its site; on the Dask engine scattered to one worker per site), a
+        ``distributed.Future`` of such an array
         (already on a worker), or a Dask collection; or a Dask array whose row blocks are the sites (under
         add/remove only with one row block: see Privacy); or one 2-D array (one site, or ``n_sites``
         sites). Never modified. Under add/remove a site may hold no rows (N_s is private); under
-        replace-one every site needs one.
+        replace-one every site needs one. A listed site whose rows are bad (NaN/inf, a row over
+        ``row_norm`` with ``on_norm_violation="raise"``, no rows under replace-one) is left out with a
+        :class:`SiteFailureWarning` naming it, on either engine; one array is refused whole.
     k : int
         Number of components K, in [1, D].
     epsilon : float
@@ -913,6 +942,7 @@ def local_pca(
         weighting="equal", spectrum=spectrum, engine="inprocess", site_timeout=None, min_sites=1,
         on_site_failure="raise", release_count=False, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=False, stacklevel=3,
+        rows_at_site=False,
     )
 
 

@@ -135,6 +135,7 @@ __all__ = [
     "moments_pair_solver",
     "moments_plan",
     "moments_sensitivity",
+    "moments_stages",
     "prepare_moments",
     "release_moments",
 ]
@@ -430,6 +431,25 @@ def _noise_norm_per_clip2(plan: ReleasePlan, d: int) -> float:
     return math.sqrt(2.0 * d) * per_r2
 
 
+def moments_stages(budget: PrivacyBudget, relation: Relation, row_norm: float, shares: Any = DEFAULT_SHARES,
+                   clip_share: float | None = None, *,
+                   classes_public: bool = True) -> tuple[Any, Any, ReleasePlan, list[tuple[Any, ...]]]:
+    """Every stage of a moments release, from public inputs only: ``(labels, clip, plan, stages)``.
+
+    ``labels``: the label-set stage (``classes_public=False``) or None; ``clip``: the norm histogram's
+    stage (``clip_share`` given: adaptive clipping) or None; ``plan``: the moments' plan at the public
+    bound; ``stages``: the events of each stage, in order (what :class:`StagedRelease` declares).
+    """
+    labels = None if classes_public else plan_label_release(budget, relation)
+    gaussian = budget if labels is None else labels.rest  # what the Gaussian stages share
+    clip = None if clip_share is None else plan_row_clip(gaussian, relation, row_norm, clip_share)
+    plan = moments_plan(gaussian, relation, row_norm, shares, clip_share,
+                        None if labels is None else labels.share)
+    stages = [*(() if labels is None else (labels.events,)), *(() if clip is None else ((clip.event,),)),
+              tuple(plan.events)]
+    return labels, clip, plan, stages
+
+
 @dataclass(frozen=True)
 class PreparedMoments:
     """Validated input and public parameters of a moments release, before the charge (private).
@@ -461,13 +481,8 @@ class PreparedMoments:
         """
         noise = noise_source(random_state)
         share = self.clip_share
-        labels = None if self.classes_public else plan_label_release(self.budget, self.relation)
-        gaussian = self.budget if labels is None else labels.rest  # what the Gaussian stages share
-        clip = None if share is None else plan_row_clip(gaussian, self.relation, self.row_norm, share)
-        plan = moments_plan(gaussian, self.relation, self.row_norm, self.shares, share,
-                            None if labels is None else labels.share)
-        stages = [*(() if labels is None else (labels.events,)), *(() if clip is None else ((clip.event,),)),
-                  tuple(plan.events)]
+        labels, clip, plan, stages = moments_stages(self.budget, self.relation, self.row_norm, self.shares,
+                                                    share, classes_public=self.classes_public)
         staged = StagedRelease(accountant, self.relation, MOMENTS, stages)  # refused before any draw
         X, index, classes = self.X, self.index, self.classes
         if labels is not None:  # released first; the rows of a label not kept are left out
