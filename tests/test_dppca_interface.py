@@ -81,7 +81,8 @@ def test_fraction_of_variance_chooses_from_the_released_ratios(data, fraction):
     est = _fit(data, fraction, data.mean(0))
     ref = PCA(fraction).fit(data)
     assert est.n_components_ == ref.n_components_
-    assert est.components_.shape == (est.n_components_, 6) and est.explained_variance_.shape == (est.n_components_,)
+    assert est.components_.shape == (est.n_components_, 6)
+    assert est.explained_variance_.shape == (est.n_components_,)
     assert est.transform(data).shape == (5000, est.n_components_)
     cumulative = np.cumsum(est.explained_variance_ratio_)
     assert cumulative[-1] > fraction and (est.n_components_ == 1 or cumulative[-2] <= fraction)

@@ -410,7 +410,8 @@ def _fitted(cls_name: str) -> Any:
 
 
 # The methods of a fitted estimator that read new data (the projections and the classifier's scores).
-READ_DATA = [("DPPCA", "transform"), ("DPPCA", "inverse_transform"), ("DPFisherDiscriminant", "transform"),
+READ_DATA = [("DPPCA", "transform"), ("DPPCA", "inverse_transform"), ("DPPCA", "score_samples"),
+             ("DPFisherDiscriminant", "transform"),
              ("DPLinearDiscriminantAnalysis", "transform"), ("DPLinearDiscriminantAnalysis", "predict"),
              ("DPLinearDiscriminantAnalysis", "predict_proba"),
              ("DPLinearDiscriminantAnalysis", "decision_function"), ("DistributedDPPCA", "transform")]

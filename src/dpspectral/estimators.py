@@ -443,7 +443,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     _FRACTION_METHODS = ("analyze_gauss", "mod_sulq", "wishart", "local_gaussian")
 
     def _check_variance_options(self, method: Method) -> None:
-        """``whiten`` and a fractional ``n_components`` need released eigenvalues: refused before the charge."""
+        """``whiten`` and a fractional ``n_components`` need released eigenvalues: else refused, uncharged."""
         owner = type(self).__name__
         if _is_fraction(self.n_components) and method.name not in self._FRACTION_METHODS:
             raise ValueError(
@@ -497,8 +497,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         variances = released_variances(to_numpy(result.values), None if result.total is None
                                        else float(result.total), result.diagnostics.get("noise_edge"))
         d = int(variances.ratios.size)
-        k = min(int(np.searchsorted(np.cumsum(variances.ratios), float(self.n_components),
-                                    side="right")) + 1, d)
+        fraction = float(self.n_components)  # type: ignore[arg-type]
+        k = min(int(np.searchsorted(np.cumsum(variances.ratios), np.float64(fraction), side="right")) + 1, d)
         return dataclasses.replace(result, components=result.components[:, :k], values=result.values[:k])
 
     def _choose_method(self, X: Any) -> None:
@@ -841,7 +841,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         return xp.where(scale < eps, xp.full_like(scale, eps), scale)
 
     def _back_components(self) -> Any:
-        """The rows ``inverse_transform`` maps back with: ``components_``, times sqrt(variance) if whitened."""
+        """The rows ``inverse_transform`` maps back with: ``components_``, times sqrt(variance) if whiten."""
         if not self.whiten:
             return self.components_
         xp = _namespace(self.components_)
@@ -910,7 +910,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         return precision / -(noise**2) + identity / noise
 
     def _generative_model(self) -> tuple[Any, Any, float]:
-        """(components, max(explained_variance_ - noise_variance_, 0), noise_variance_), whitened as sklearn."""
+        """(components, max(explained_variance_ - noise_variance_, 0), noise_variance_); whiten as sklearn."""
         noise = float(self.noise_variance_)
         variance = self.explained_variance_
         xp = _namespace(variance)
