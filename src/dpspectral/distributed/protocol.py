@@ -305,8 +305,9 @@ def _list_sites(sites: Sequence[Any], owner: str, *, allow_empty: bool,
     checked here, before the charge. Its rows (finite, none over ``row_norm`` with
     ``on_norm_violation="raise"``) are checked at its site when ``rows_at_site`` (the default), like the
     rows of data held by Dask: a site whose rows are bad is left out of the release with a
-    :class:`SiteFailureWarning` naming it, whatever the engine. ``rows_at_site=False`` (a one-site baseline) checks them here, whole,
-    before the charge. The pooled baseline's row blocks are always checked here.
+    :class:`SiteFailureWarning` naming it, whatever the engine. ``rows_at_site=False`` (a one-site
+    baseline) checks them here, whole, before the charge. The pooled baseline's row blocks are always
+    checked here.
     """
     if len(sites) == 0:
         raise ValueError(f"The 'sites' parameter of {owner} must hold at least one site. Got an empty "
