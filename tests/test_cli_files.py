@@ -174,7 +174,7 @@ def test_a_run_that_fails_after_its_charge_stays_charged(people, tmp_path, capsy
     data = _write(tmp_path / "people.csv", people, ";")
     ledger = tmp_path / "budget.json"
 
-    def broken_store(self, result):
+    def broken_store(self, result, *args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(DPPCA, "_store", broken_store)
