@@ -69,6 +69,14 @@ def _rule(name: str):
     return (lambda *a: f * mb_orig(*a)), (lambda *a: f * oja_orig(*a))
 
 
+def _patch(name: str) -> None:
+    """Patch the rules of :func:`_rule` in: minibatch's nu (read by minibatch_oja, and by dp_pca under the
+    name oja imports) and Private Oja's."""
+    mb_nu, oja_nu = _rule(name)
+    mb.noise_per_clip2 = oja.noise_per_clip2 = mb_nu
+    oja._oja_noise_per_clip2 = oja_nu
+
+
 def _score(X: np.ndarray, V: np.ndarray, A: np.ndarray | None, top: float) -> float:
     if A is None:  # spiked: sin theta to e_1
         w = V[:, 0] / np.linalg.norm(V[:, 0])
@@ -101,14 +109,14 @@ def run(dataset: str, method: str, args: argparse.Namespace) -> None:
         for eps in args.epsilons:
             for label, kw, rule in settings:
                 vals, clips = [], []
-                mb.noise_per_clip2, oja._oja_noise_per_clip2 = _rule(rule)
+                _patch(rule)
                 try:
                     for seed in range(args.seeds):
                         res = fn(X, k, epsilon=eps, delta=1e-6, row_norm=C, random_state=seed, **kw)
                         vals.append(_score(X, res.components, A, top))
                         clips.append(res.diagnostics.get("clip", C))
                 finally:
-                    mb.noise_per_clip2, oja._oja_noise_per_clip2 = _rule("default")
+                    _patch("default")
                 print(json.dumps({"dataset": dataset, "method": method, "scaling": scaling, "row_norm": C,
                                   "epsilon": eps, "setting": label,
                                   "metric": "captured" if A is not None else "sin",

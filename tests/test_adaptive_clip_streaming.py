@@ -200,16 +200,16 @@ def test_refusals_charge_nothing(name):
 @pytest.mark.parametrize("stream", [False, True])
 def test_minibatch_rows_are_clipped_at_the_released_clip(monkeypatch, stream):
     """The batch sums see only rows of norm <= r (the noise is planned at r)."""
-    import dpspectral.pca.minibatch as mb_module
+    import dpspectral.pca._stream as stream_module
 
     norms: list[float] = []
-    real = mb_module._chunk_sum
+    real = stream_module._chunk_sum
 
     def spy(chunk, W):
         norms.append(float(np.linalg.norm(chunk, axis=1).max()))
         return real(chunk, W)
 
-    monkeypatch.setattr(mb_module, "_chunk_sum", spy)
+    monkeypatch.setattr(stream_module, "_chunk_sum", spy)
     X, _ = _spiked(n=3000, d=6)
     source = (lambda: iter([X[:1000], X[1000:]])) if stream else X
     res = minibatch_oja(source, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, n_samples=3000, random_state=0)

@@ -34,7 +34,7 @@ BLOCK_ROWS = 200  # blocks of 200 rows: 8 blocks per pass
 
 @pytest.fixture(autouse=True)
 def _small_blocks(monkeypatch):
-    monkeypatch.setattr(dpspectral.moments, "_BLOCK_ELEMENTS", BLOCK_ROWS * D)
+    monkeypatch.setattr(dpspectral._rows, "_BLOCK_ELEMENTS", BLOCK_ROWS * D)
 
 
 def _spiked(seed: int = 0) -> np.ndarray:

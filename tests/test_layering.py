@@ -4,7 +4,9 @@
 * no module of ``src/dpspectral`` imports :mod:`dpspectral_reproduce`, except ``cli.py`` inside its
   functions (lazily, when it builds or runs ``demo`` and ``reproduce``);
 * no module of ``src/dpspectral_reproduce`` imports :mod:`dpspectral.cli`;
-* the modules the CLI imports to build its parsers load no plotting library.
+* the modules the CLI imports to build its parsers load no plotting library;
+* the modules of ``src/dpspectral`` import one another without a cycle, imports inside functions
+  included (``docs/architecture.md``, "Layers").
 
 Each check has a negative control on a synthetic module, so a walker that found nothing would fail.
 """
@@ -112,6 +114,106 @@ def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
         "dpspectral_reproduce/x.py imports dpspectral.cli",
         "dpspectral_reproduce/x.py imports dpspectral.cli.main",
     ]
+
+
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """The modules of the package at ``root`` and the modules of it each one imports.
+
+    Every import counts, at module level or inside a function (a deferred import is a dependency
+    too); ``from pkg import mod`` is an edge to the module ``pkg.mod``, ``from pkg import name`` one to
+    ``pkg`` (its ``__init__``).
+    """
+    modules: dict[str, bool] = {}  # name -> whether it is a package's __init__
+    paths: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_init = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_init else parts)
+        modules[name], paths[name] = is_init, path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in paths.items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if modules[name] else name.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                           for alias in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    """The library's modules form layers: no module imports, even lazily, one that imports it back."""
+    graph = _import_graph(SRC / "dpspectral")
+    assert len(graph) > 50 and graph["dpspectral.moments"]  # the walker saw the package
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
+    """Negative control: two modules that import each other (one of them inside a function, through a
+    relative ``from . import``) are reported as one cycle; a chain of imports is not."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub.b import g\n")
+    (pkg / "sub" / "b.py").write_text("def g():\n    from .. import a\n    return a\n")
+    (pkg / "c.py").write_text("import pkg.a\nfrom pkg.sub import b\n")
+    graph = _import_graph(pkg)
+    assert graph["pkg.c"] == {"pkg.a", "pkg.sub.b"}
+    assert _cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+    (pkg / "sub" / "b.py").write_text("def g():\n    return 1\n")
+    assert _cycles(_import_graph(pkg)) == []
 
 
 @pytest.mark.parametrize("command", ["demo", "reproduce"])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import dpspectral.pca._stream as stream_module
 import dpspectral.pca.minibatch as mb_module
 from dpspectral import Accountant
 from dpspectral.constraints import InvalidParameterError
@@ -92,7 +93,7 @@ def test_noise_scale_of_the_captured_releases(monkeypatch, k, block_size):
     captured: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, W, released) per batch
     chunks: list[np.ndarray] = []
     frames: list[np.ndarray] = []
-    chunk_sum, noisy_batch = mb_module._chunk_sum, mb_module._noisy_batch
+    chunk_sum, noisy_batch = stream_module._chunk_sum, mb_module._noisy_batch
 
     def chunk_spy(chunk, W):  # the rows the mechanism reads (after its clip) and its iterate
         chunks.append(chunk.copy())
@@ -107,9 +108,9 @@ def test_noise_scale_of_the_captured_releases(monkeypatch, k, block_size):
         frames.clear()
         return out
 
-    monkeypatch.setattr(mb_module, "_chunk_sum", chunk_spy)
+    monkeypatch.setattr(stream_module, "_chunk_sum", chunk_spy)
     monkeypatch.setattr(mb_module, "_noisy_batch", release_spy)
-    monkeypatch.setattr(mb_module, "_CHUNK_ELEMENTS", 8 * 64)  # several chunks per batch
+    monkeypatch.setattr(stream_module, "_CHUNK_ELEMENTS", 8 * 64)  # several chunks per batch
     X = spiked(400, 8, 3) * 3.0  # rows above the bound: the test clips them itself
     p = block_size or min(8, 20 * k)  # the default block: min(d, 20 k)
     sigma = analytic_noise_multiplier(1.0, DELTA) * min(math.sqrt(p), math.sqrt(2.0)) * C**2

@@ -729,16 +729,16 @@ def test_in_memory_rows_are_permuted_with_the_secret_generator(name, small, monk
     """Positional minibatches/steps need a data-independent assignment of rows: an array's rows are
     read in a uniformly random order drawn from the run's generator (not the caller's order); a stream
     is used as it comes, and the report states the assumption in words."""
-    import dpspectral.pca.oja as oja_module
+    import dpspectral.pca._stream as stream_module
 
     orders = []
-    real = oja_module._Rows
+    real = stream_module._Rows
 
     def spy(*args, **kw):
         orders.append(kw.get("order"))
         return real(*args, **kw)
 
-    monkeypatch.setattr(oja_module, "_Rows", spy)
+    monkeypatch.setattr(stream_module, "_Rows", spy)
     res = PRIVATE2[name](small, random_state=1)
     PRIVATE2[name](small, random_state=2)
     n = small.shape[0]

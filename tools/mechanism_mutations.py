@@ -335,7 +335,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "Oja/DP-PCA rows not clipped (_Rows.take)",
-        "pca/oja.py",
+        "pca/_stream.py",
         "out, _ = clip_rows(out, self.C,",
         "_unused, _ = clip_rows(out.copy(), self.C,",
         "tests/test_pinned_dp_pca_gep.py",
@@ -977,7 +977,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "streaming adaptive clip: rows clipped at the bound C, batch noise at the released clip (issue 16)",
-        "pca/oja.py",
+        "pca/_stream.py",
         'return dataclasses.replace(source, rows=rows, row_norm=r, mode="clip"), r',
         'return dataclasses.replace(source, rows=rows, mode="clip"), r',
         "tests/test_adaptive_clip_streaming.py",

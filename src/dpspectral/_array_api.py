@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .privacy.clipping import clip_threshold, norm_scale
+
 __all__ = ["COVERED_METHODS", "config_context", "dispatch_enabled", "from_numpy", "get_config",
            "get_namespace_and_device", "is_device_array", "like", "refuse_device", "same_space",
            "set_config", "to_numpy", "vector_norm"]
@@ -253,8 +255,6 @@ def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, f
     refused. A NaN norm is neither: the caller refuses a block whose norms are not all finite (they are
     exactly when its entries are).
     """
-    from .privacy.clipping import clip_threshold, norm_scale
-
     scale = norm_scale(row_norm, np.float64 if block.dtype == xp.float64 else np.float32)
     norms = xp.linalg.vector_norm(block if scale == 1.0 else block * scale, axis=1)
     plain = norms if scale == 1.0 else norms / scale

@@ -4,7 +4,7 @@
 ``device=`` target. The data stay where they are (a NumPy array, an ``np.memmap``, or an iterable of row
 blocks: a list, a generator, or a callable returning a fresh iterator); every pass (validation, norm
 histogram, scatter) copies one block of rows at a time to the device, clips it and adds its moments
-there. Memory on the device: one block (about 2^24 entries, ``moments._BLOCK_ELEMENTS``) plus the
+there. Memory on the device: one block (about 2^24 entries, ``_rows._BLOCK_ELEMENTS``) plus the
 ``d x d`` scatter. The noise is drawn on the device (:class:`~dpspectral.privacy.device_noise.DeviceNoise`,
 through the one release pipeline) and the results are arrays of the device's namespace, on it
 (``dpspectral.to_numpy`` gives NumPy back).
@@ -33,7 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_numeric_array, check_numeric_dtype
+from . import _rows as _rows_module
+from ._array_api import is_device_array, work_dtype
+from ._rows import (
+    _is_block_source,
+    _iter_blocks,
+    as_numeric_2d,
+    as_numeric_array,
+    check_numeric_dtype,
+    is_dask_array,
+)
 from .constraints import Constraint
 
 __all__ = ["DEVICE", "DeviceStream", "device_blocks", "resolve_device", "stream_to_device"]
@@ -45,8 +54,6 @@ class _DeviceTarget(Constraint):
     description = "a device string ('cuda', 'cuda:0', 'cpu'), a torch.device, or an array of the target"
 
     def accepts(self, value: Any) -> bool:
-        from ._array_api import is_device_array
-
         module = type(value).__module__.split(".")[0]
         return isinstance(value, str) or module == "torch" or is_device_array(value)
 
@@ -83,8 +90,6 @@ def _torch_target(device: Any, owner: str) -> tuple[Any, Any]:
 
 def resolve_device(device: Any, owner: str = "dpspectral") -> tuple[Any, Any]:
     """``(xp, device)`` of a ``device=`` target (module docstring); ``(None, None)`` for None."""
-    from ._array_api import is_device_array
-
     if device is None:
         return None, None
     if isinstance(device, str) or type(device).__module__.split(".")[0] == "torch" and not hasattr(
@@ -134,16 +139,12 @@ class DeviceStream:
         self.stream_reiterable = reiterable
         self.on_device = on_device
         if on_device:
-            from ._array_api import work_dtype
-
             self.dtype = work_dtype(source, xp)
         else:
             self.dtype = xp.float32 if host_dtype == np.float32 else xp.float64
 
     def _rows(self, d: int) -> int:
-        from . import moments
-
-        return max(1, moments._BLOCK_ELEMENTS // max(d, 1))
+        return max(1, _rows_module._BLOCK_ELEMENTS // max(d, 1))
 
     def blocks(self, owner: str, show_progress: bool | None = None) -> Iterator[tuple[int, Any]]:
         """``(first row, block on the device)``, blocks of at most ``_rows(d)`` rows, in order."""
@@ -154,9 +155,6 @@ class DeviceStream:
             for a in range(0, n, rows):
                 yield a, self.source[a:min(n, a + rows), ...]
             return
-        from .moments import _iter_blocks
-        from .privacy.pipeline import as_numeric_2d
-
         d: int | None = None
         for first_row, raw in _iter_blocks(self.source, owner, show_progress):
             if hasattr(raw, "tocsr") or type(raw).__module__.split(".")[0] != "numpy" and hasattr(
@@ -199,9 +197,6 @@ def stream_to_device(X: Any, device: Any, owner: str) -> Any:
     """
     if device is None:
         return X
-    from ._array_api import is_device_array
-    from .moments import _is_block_source, is_dask_array
-
     xp, dev = resolve_device(device, owner)
     if isinstance(X, DeviceStream):
         return X
@@ -247,8 +242,6 @@ def device_blocks(X: Any, xp: Any, owner: str, show_progress: bool | None = None
         return
     n, d = (int(s) for s in X.shape)
     if rows is None:
-        from . import moments
-
-        rows = max(1, moments._BLOCK_ELEMENTS // max(d, 1))
+        rows = max(1, _rows_module._BLOCK_ELEMENTS // max(d, 1))
     for a in range(0, n, rows):
         yield a, X[a:min(n, a + rows), ...]

@@ -57,7 +57,8 @@ from typing import IO, Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_generator, as_numeric_array
+from ._rows import as_numeric_array
+from ._validation import as_generator
 from .constraints import NONE, Interval, Options, Types, check_params, validated
 from .linalg import orthonormalize
 from .privacy.clipping import clip_rows, row_norms

@@ -33,7 +33,8 @@ from ._array_api import (
     to_numpy,
 )
 from ._device_stream import DEVICE, stream_to_device
-from ._validation import as_numeric_array, check_choice, check_n_components, validated_data
+from ._rows import as_numeric_array, is_dask_array, n_features_of
+from ._validation import check_choice, check_n_components, validated_data
 from .constraints import (
     CALIBRATION,
     DELTA,
@@ -49,7 +50,6 @@ from .constraints import (
     check_params,
 )
 from .linalg import UnresolvedVarianceWarning, released_variances
-from .moments import is_dask_array, n_features_of
 from .privacy.accounting import Accountant, PrivacyReport
 from .privacy.budget import (
     PrivacyBudget,

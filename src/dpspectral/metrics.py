@@ -40,7 +40,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
-from ._validation import as_numeric_array
+from ._rows import as_numeric_array
 
 __all__ = [
     "additive_error",

@@ -41,10 +41,11 @@ from .constraints import (
     validated,
 )
 from .moments import accumulate
+from .privacy._noise_base import NoiseSource
 from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from .privacy.budget import PrivacyBudget, Relation, as_relation
 from .privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
-from .privacy.noise import NoiseSource, noise_source
+from .privacy.noise import noise_source
 from .privacy.pipeline import ReleasePlan, precheck, release
 
 __all__ = ["SelectionResult", "private_select", "select_subspace"]

@@ -12,8 +12,6 @@ private by itself: the callers add noise to what is returned.
 
 from __future__ import annotations
 
-import mmap
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,22 +19,28 @@ import numpy as np
 import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
-from ._progress import progress
-from ._validation import as_numeric_array, check_numeric_layout
-from .privacy.clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
-from .privacy.pipeline import (
+from ._array_api import clip_rows_xp, from_numpy, isfinite_all, row_norms_xp, to_numpy, work_dtype
+from ._array_api import get_namespace_and_device as _where
+from ._device_stream import device_blocks
+from ._rows import (
     NonPrivateDataError,
-    as_numeric_2d,
+    _as_float_block,
+    _iter_blocks,
+    _raise_not_finite,
+    check_dask_columns,
+    check_numeric_layout,
+    is_dask_array,
     is_one_shot,
+    n_features_of,
     norm_violation_error,
     not_finite_error,
+    unknown_columns_error,
 )
+from .privacy.clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
 from .privacy.quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
 
 __all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
            "needs_two_passes_ok", "unknown_columns_error"]
-
-_BLOCK_ELEMENTS = 1 << 24  # ~128 MB of float64 per block
 
 
 @dataclass(frozen=True)
@@ -53,51 +57,10 @@ class Moments:
     norm_counts: np.ndarray | None = None
 
 
-def is_dask_array(X: Any) -> bool:
-    """True for a ``dask.array.Array`` (without importing dask when it is not loaded)."""
-    return type(X).__module__.startswith("dask.") and hasattr(X, "dask") and hasattr(X, "chunks")
-
-
-def _is_block_source(X: Any) -> bool:
-    if callable(X) and not hasattr(X, "shape"):
-        return True
-    if isinstance(X, Iterator):
-        return True
-    if isinstance(X, (list, tuple)) and X and all(
-        (hasattr(b, "ndim") and b.ndim == 2) or sp.issparse(b) for b in X
-    ):
-        return True
-    return False
-
-
 def needs_two_passes_ok(X: Any) -> bool:
     """Whether ``X`` can be read twice: anything but a one-shot stream
     (:func:`~dpspectral.privacy.pipeline.is_one_shot`)."""
     return not is_one_shot(X)
-
-
-def _as_float_block(block: Any, first_row: int, d: int | None, owner: str) -> Any:
-    """A float64 view (no copy when already float64) or sparse copy of one block, validated.
-
-    The caller's memory is never written through the returned array (clipping copies).
-    """
-    if sp.issparse(block):
-        block = sp.csr_matrix(block, dtype=np.float64)
-        values = block.data
-    else:
-        block = as_numeric_2d(block, owner).astype(np.float64, copy=False)
-        values = None
-    if d is not None and block.shape[1] != d:
-        raise ValueError(
-            f"{owner}: a block has {block.shape[1]} features, earlier blocks had {d}."
-        )
-    if values is not None and not np.isfinite(values).all():
-        _raise_not_finite(block, first_row, owner)
-    return block
-
-
-def _raise_not_finite(block: Any, first_row: int, owner: str) -> None:
-    raise not_finite_error(owner)
 
 
 def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float = 1.0) -> np.ndarray:
@@ -112,71 +75,6 @@ def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float
         _raise_not_finite(block, first_row, owner)
     # rows scaled piece by piece, and finite rows whose squares overflow rescaled by their largest entry
     return scaled_row_norms(block, scale)
-
-
-def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
-    n, d = X.shape
-    rows = max(1, _BLOCK_ELEMENTS // max(d, 1))
-    starts = range(0, n, rows)
-    release = _page_releaser(X)
-    for a in progress(starts, total=len(starts), desc=owner, enabled=show_progress, min_total=16):
-        b = min(n, a + rows)
-        yield a, X[a:b]
-        if release is not None:
-            release(a, b)
-
-
-def _page_releaser(X: Any) -> Callable[[int, int], None] | None:
-    """For a top-level C-ordered ``np.memmap``: drop the pages of rows [a, b) from memory."""
-    if not isinstance(X, np.memmap) or not isinstance(X.base, mmap.mmap):
-        return None
-    if not X.flags.c_contiguous or not hasattr(X.base, "madvise"):
-        return None
-    mm = X.base
-    start_in_map = int(X.offset) % mmap.ALLOCATIONGRANULARITY
-    row_bytes = X.strides[0]
-    page = mmap.PAGESIZE
-
-    def release(a: int, b: int) -> None:
-        lo = start_in_map + a * row_bytes
-        hi = start_in_map + b * row_bytes
-        lo -= lo % page
-        try:
-            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        except (OSError, ValueError):  # advice is best-effort
-            pass
-
-    return release
-
-
-def _iter_blocks(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
-    if _is_block_source(X):
-        source: Iterable[Any] = X() if callable(X) else X
-        row = 0
-        for block in source:
-            yield row, block
-            row += block.shape[0] if hasattr(block, "shape") else len(block)
-        return
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        yield from _blocks_of_array(X, owner, show_progress)
-        return
-    if not hasattr(X, "shape") or not hasattr(X, "__getitem__"):
-        X = as_numeric_array(X, owner, convert_object=False)  # lists of rows: refusals quote no cell
-    elif len(X.shape) != 2:
-        raise ValueError(f"{owner} expects 2-D data of shape (n_samples, n_features); got a "
-                         f"{len(X.shape)}-D array.")
-    yield from _blocks_of_array(X, owner, show_progress)
-
-
-def n_features_of(X: Any) -> int | None:
-    """Number of columns when it is known without reading the data (a Dask array of unknown width:
-    :func:`unknown_columns_error`)."""
-    check_dask_columns(X)
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) == 2:
-        return int(shape[1])
-    return None
 
 
 def accumulate(
@@ -278,28 +176,6 @@ def accumulate(
         n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
         n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
     )
-
-
-def unknown_columns_error(X: Any) -> ValueError:
-    """The error for a Dask array whose number of columns is unknown (its column chunks are NaN)."""
-    return ValueError(
-        f"A Dask array with unknown chunk sizes along its columns (shape {X.shape}, column chunks "
-        f"{X.chunks[1]}) cannot be fitted: the number of features must be known before anything is "
-        "released. Call X = X.compute_chunk_sizes() first (one pass over the data, nothing is released "
-        "or charged), or build it with known sizes (ddf.to_dask_array(lengths=True) for a Dask "
-        "DataFrame). Unknown row counts (NaN row chunks, e.g. after boolean row selection) are fine. "
-        "Nothing was charged."
-    )
-
-
-def check_dask_columns(X: Any) -> None:
-    """Raise :func:`unknown_columns_error` when ``X`` is a Dask array of unknown width."""
-    if is_dask_array(X) and len(X.shape) == 2 and _is_nan(X.shape[1]):
-        raise unknown_columns_error(X)
-
-
-def _is_nan(size: Any) -> bool:
-    return isinstance(size, float) and size != size
 
 
 def _accumulate_dask(
@@ -436,10 +312,6 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
     Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
     """
-    from ._array_api import clip_rows_xp, from_numpy, isfinite_all, to_numpy, work_dtype
-    from ._array_api import get_namespace_and_device as _where
-    from ._device_stream import device_blocks
-
     dtype, device = work_dtype(X, xp), _where(X, owner)[1]
     n, n_clipped, d = 0, 0, None
     total = second = None
@@ -492,8 +364,6 @@ def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation
     """A validation pass's check of one device block, by the rule of the device clip
     (:func:`~dpspectral._array_api.row_norms_xp`), without scaling the rows: finite, and the rows above
     the bound counted (or refused with ``"raise"``). Returns the norms and that count."""
-    from ._array_api import isfinite_all, row_norms_xp
-
     _, _, n_over, _, norms = row_norms_xp(block, row_norm, xp)
     if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
         raise not_finite_error(owner)

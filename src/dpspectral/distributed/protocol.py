@@ -25,7 +25,8 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_generator, as_numeric_array, check_mechanism_inputs, check_n_components
+from .._rows import as_numeric_array, check_dask_columns, is_dask_array
+from .._validation import as_generator, check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
     EPSILON,
@@ -39,11 +40,10 @@ from ..constraints import (
     check_choice,
     check_params,
 )
-from ..moments import check_dask_columns, is_dask_array
+from ..privacy._noise_base import NoiseSource
 from ..privacy.accounting import Accountant, AccountingMethod, ParallelDpEvent, compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation
-from ..privacy.noise import NoiseSource
 from ..privacy.pipeline import ReleasePlan, Releaser, release, validate_rows
 from ..results import SubspaceResult
 from .aggregator import Aggregate, aggregate

@@ -48,16 +48,18 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from .._rows import NonPrivateDataError
 from ..constraints import check_choice
 from ..linalg import fix_signs
 from ..moments import accumulate
 from ..pca.covariance import covariance_plan
+from ..privacy._noise_base import NoiseSource
 from ..privacy.accounting import compose
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import classic_noise_multiplier
-from ..privacy.noise import NoiseSource, SeededNoise, noise_source
-from ..privacy.pipeline import NoisyRelease, NonPrivateDataError, ReleasePlan, release, validate_rows
+from ..privacy.noise import SeededNoise, noise_source
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, release, validate_rows
 
 __all__ = [
     "SECURE",

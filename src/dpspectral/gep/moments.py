@@ -88,6 +88,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from .._rows import as_numeric_2d
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -109,14 +110,7 @@ from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import check_row_norm, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    StagedRelease,
-    as_numeric_2d,
-    validate_rows,
-)
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, StagedRelease, validate_rows
 from .labels import plan_label_release
 from .result import GEPResult
 from .scatter import _clip, _labels, check_classes

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_numeric_array
+from .._rows import as_numeric_array
 from ..privacy.accounting import PrivacyReport
 
 __all__ = ["GEPResult"]

@@ -71,12 +71,12 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_label_array
+from .._rows import as_label_array, as_numeric_2d
 from ..constraints import NONE, ON_NORM_VIOLATION, ROW_NORM, Interval, Options, Types, check_params, renamed
 from ..moments import accumulate
 from ..privacy.budget import Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, row_norms, sensitivity_norm
-from ..privacy.pipeline import as_numeric_2d, validate_rows
+from ..privacy.pipeline import validate_rows
 
 __all__ = [
     "PAIR_TABLE",

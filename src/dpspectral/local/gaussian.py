@@ -35,7 +35,8 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_numeric_array, check_n_components
+from .._rows import _as_float_block, _iter_blocks, as_numeric_array, is_one_shot, n_features_of
+from .._validation import check_n_components
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -52,13 +53,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import top_k_eigh
-from ..moments import (
-    _as_float_block,
-    _dense_row_norms,
-    _iter_blocks,
-    accumulate,
-    n_features_of,
-)
+from ..moments import _dense_row_norms, accumulate
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
@@ -68,7 +63,6 @@ from ..privacy.pipeline import (
     NoisyRelease,
     ReleasePlan,
     Releaser,
-    is_one_shot,
     open_one_shot,
     precheck,
     read_then_release,

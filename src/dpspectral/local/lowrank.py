@@ -62,7 +62,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_numeric_array
+from .._rows import as_numeric_array, not_finite_error
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -96,15 +96,7 @@ from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    not_finite_error,
-    public_seed,
-    release,
-    validate_rows,
-)
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed, release, validate_rows
 from ..results import LowRankResult
 
 __all__ = [

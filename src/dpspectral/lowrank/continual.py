@@ -33,9 +33,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..constraints import Interval, renamed, validated
+from ..privacy._noise_base import NoiseSource
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
-from ..privacy.noise import NoiseSource, SeededNoise, noise_source
+from ..privacy.noise import SeededNoise, noise_source
 from ..privacy.pipeline import ReleasePlan, Releaser, release
 from ..results import LowRankResult
 from .factorization import (

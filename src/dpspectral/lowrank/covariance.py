@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_numeric_array, check_mechanism_inputs
+from .._rows import as_numeric_array, not_finite_error
+from .._validation import check_mechanism_inputs
 from ..constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, renamed, validated
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import ReleasePlan, not_finite_error, release, validate_rows
+from ..privacy.pipeline import ReleasePlan, release, validate_rows
 from .factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,

@@ -31,7 +31,8 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_numeric_array, check_choice
+from .._rows import as_numeric_array, not_finite_error
+from .._validation import check_choice
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -50,7 +51,7 @@ from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy.budget import PrivacyBudget, Relation, as_relation
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, not_finite_error, public_seed, release
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed, release
 from ..results import LowRankResult
 from .sketches import (
     ALPHA,

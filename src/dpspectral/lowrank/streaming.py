@@ -46,11 +46,12 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .._rows import not_finite_error
 from ..constraints import renamed, validated
 from ..privacy.accounting import Accountant, PrivacyReport, certify_release
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.noise import grid, noise_source
-from ..privacy.pipeline import ReleasePlan, not_finite_error, release
+from ..privacy.pipeline import ReleasePlan, release
 from ..results import LowRankResult
 from .factorization import (
     PRIVATE_LRF_TABLE,

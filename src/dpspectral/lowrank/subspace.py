@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import as_numeric_array
+from .._rows import as_numeric_array
 from ..results import LowRankResult
 
 __all__ = ["GramResult", "RowSubspaceResult", "project_rows"]

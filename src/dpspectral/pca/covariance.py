@@ -39,6 +39,7 @@ import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm
 from .._device_stream import DEVICE, stream_to_device
+from .._rows import is_one_shot, n_features_of
 from .._validation import check_mechanism_inputs, check_n_components, check_share
 from ..constraints import (
     CALIBRATION,
@@ -55,7 +56,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import top_k_eigh
-from ..moments import accumulate, n_features_of, needs_two_passes_ok
+from ..moments import accumulate, needs_two_passes_ok
 from ..privacy.accounting import Accountant, AccountingMethod
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
@@ -70,7 +71,6 @@ from ..privacy.pipeline import (
     ReleasePlan,
     Releaser,
     StagedRelease,
-    is_one_shot,
     precheck,
     read_then_release,
     release,

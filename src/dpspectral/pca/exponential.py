@@ -126,6 +126,7 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
+from .._rows import n_features_of
 from .._validation import as_generator, check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
@@ -142,7 +143,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import fix_signs
-from ..moments import accumulate, n_features_of
+from ..moments import accumulate
 from ..privacy.accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm

@@ -24,7 +24,6 @@ every remaining row.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import dp_accounting
@@ -55,21 +54,28 @@ from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.noise import noise_source
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
 from ..results import SubspaceResult
-from .oja import _adaptive_clip_stage, _n_rows, _open_source, _order_note, _prepare_source, _Rows, _Source
+from ._stream import (
+    DEFAULT_N_BATCHES,
+    DEFAULT_WARMUP_FRACTION,
+    _adaptive_clip_stage,
+    _batch_sum,
+    _n_rows,
+    _open_source,
+    _order_note,
+    _prepare_source,
+    _Rows,
+    _Source,
+    batch_sizes,
+    default_block_size,
+    minibatch_sensitivity,
+    noise_per_clip2,
+)
 
 __all__ = ["batch_sizes", "default_block_size", "minibatch_oja", "minibatch_sensitivity", "noise_per_clip2"]
 
 _OWNER = "minibatch_oja"
 _BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
-_CHUNK_ELEMENTS = 1 << 20  # values per chunk of rows read at a time (8 MB of float64)
 _DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API dispatch): few, large kernels
-
-#: Defaults (measured in docs/algorithms/oja.md, "Minibatch Oja"): three warm-up batches of 5% of the
-#: rows, then one batch of the remaining 85%.
-DEFAULT_N_BATCHES = 4
-DEFAULT_WARMUP_FRACTION = 0.05
-#: The iterate has ``min(d, BLOCK_FACTOR k)`` columns (oversampling; see default_block_size).
-BLOCK_FACTOR = 20
 
 MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": Options(("tight",)),
@@ -80,77 +86,6 @@ MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     "on_norm_violation": ON_NORM_VIOLATION, "show_progress": [NONE, Types((bool,), "a bool")],
     "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
-
-
-def minibatch_sensitivity(k: int, row_norm: float) -> float:
-    """L2 (Frobenius) sensitivity of one batch sum ``sum_x x (x^T W)`` under replace-one.
-
-    ``min(sqrt(k), sqrt(2)) C^2`` for a d x k iterate: C^2 for k = 1 (the half-ball argument),
-    sqrt(2) C^2 for k >= 2 (derived in :func:`minibatch_oja`'s Privacy section). ``row_norm`` is the
-    bound the clipped rows satisfy (pass it through
-    :func:`~dpspectral.privacy.clipping.sensitivity_norm` first).
-    """
-    return min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2
-
-
-def smallest_n(n_batches: int, warmup_fraction: float) -> int:
-    """The smallest n for which every batch of the schedule has at least one row."""
-    if n_batches == 1:
-        return 1
-    n = max(n_batches, math.ceil(1.0 / warmup_fraction) - 1)
-    while math.floor(warmup_fraction * n) < 1 or n - (n_batches - 1) * math.floor(warmup_fraction * n) < 1:
-        n += 1
-        if n > 10**12:  # (n_batches - 1) * warmup_fraction >= 1: no n fits
-            raise ValueError(
-                f"{_OWNER}: {n_batches - 1} warm-up batches of warmup_fraction={warmup_fraction:g} "
-                "leave no rows for the last batch; lower n_batches or warmup_fraction.")
-    return n
-
-
-def batch_sizes(n: int, n_batches: int = DEFAULT_N_BATCHES,
-                warmup_fraction: float = DEFAULT_WARMUP_FRACTION) -> list[int]:
-    """The batch sizes for n rows (public): ``n_batches - 1`` warm-up batches, then the rest.
-
-    Raises ValueError naming the smallest n that works when a batch would be empty.
-    """
-    if (n_batches - 1) * warmup_fraction >= 1.0:
-        raise ValueError(
-            f"{_OWNER}: {n_batches - 1} warm-up batches of warmup_fraction={warmup_fraction:g} "
-            "leave no rows for the last batch; lower n_batches or warmup_fraction.")
-    need = smallest_n(n_batches, warmup_fraction)
-    if n < need:
-        raise ValueError(
-            f"{_OWNER}: n={n} rows is too few for n_batches={n_batches} with "
-            f"warmup_fraction={warmup_fraction:g} (every batch needs a row); the smallest n that works "
-            f"is {need}. Lower n_batches or raise warmup_fraction.")
-    warm = math.floor(warmup_fraction * n) if n_batches > 1 else 0
-    return [warm] * (n_batches - 1) + [n - warm * (n_batches - 1)]
-
-
-def default_block_size(n_features: int, k: int) -> int:
-    """p, the columns of the iterate, from public inputs: ``min(d, BLOCK_FACTOR k)``.
-
-    Extra columns cost nothing in sensitivity beyond p = 2 (``min(sqrt(p), sqrt(2))``), make the few
-    power steps converge and the short warm-up batches robust (measured in docs/algorithms/oja.md);
-    memory O(d p) = O(d k).
-    """
-    return min(n_features, max(k, BLOCK_FACTOR * k))
-
-
-def noise_per_clip2(multiplier: float, d: int, block: int, sizes: list[int]) -> float:
-    """The balance rule's ``nu`` (:func:`~dpspectral.privacy.adaptive.release_row_clip`), public.
-
-    One batch's noise ``Z_t`` (d x p, std ``m min(sqrt(p), sqrt 2) r^2``) has spectral norm about
-    ``nu_1 r^2 = m min(sqrt(p), sqrt 2) (sqrt(d) + sqrt(p)) r^2`` and competes with the signal of that
-    batch's rows only (a share ``|B_t| / n`` of the rows, by the secret permutation). Every step is a
-    power step that must make progress, so the batch with the least signal decides: ``#{rows of the
-    smallest batch above r} = nu_1``, i.e. ``nu = nu_1 n / min_t |B_t|`` over the whole data. With T
-    equal batches this is the sum of the T batches' ``nu_1`` (each row is seen once); with the default
-    schedule (three 5 % warm-up batches) ``20 nu_1``. Measured against ``nu_1 n / |B_T|`` (the last batch
-    alone), ``T nu_1`` and the floor in docs/algorithms/oja.md, "Adaptive clipping".
-    """
-    per_batch = multiplier * minibatch_sensitivity(block, 1.0) * (math.sqrt(d) + math.sqrt(block))
-    return per_batch * sum(sizes) / min(sizes)
 
 
 def _block_size(block_size: int | None, d: int, k: int) -> int:
@@ -179,26 +114,6 @@ def _plan(budget: PrivacyBudget, relation: Relation, k: int, row_norm: float, n_
                                     "composition: every batch has the full budget)"),)
     releases = (NoisyRelease(_BATCH, "gaussian", multiplier * sens, sens),)
     return ReleasePlan(_OWNER, relation, events, releases, notes), multiplier
-
-
-def _chunk_sum(chunk: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``sum_x x (x^T W)`` over some (clipped) rows: d x p, never a d x d matrix."""
-    return chunk.T @ (chunk @ W)
-
-
-def _batch_sum(rows: _Rows, size: int, W: np.ndarray, to_end: bool) -> np.ndarray:
-    """The batch statistic over the next ``size`` rows (every remaining row with ``to_end``: a
-    stream's last batch), read in chunks of ~8 MB so that a batch is never held whole."""
-    S = np.zeros_like(W)
-    chunk_rows = max(1, _CHUNK_ELEMENTS // max(W.shape[0], 1))
-    remaining = size
-    while to_end or remaining > 0:
-        chunk = rows.take(chunk_rows if to_end else min(chunk_rows, remaining))
-        if not chunk.shape[0]:
-            break
-        S += _chunk_sum(chunk, W)
-        remaining -= chunk.shape[0]
-    return S
 
 
 def _noisy_batch(releaser: Releaser, statistic: np.ndarray) -> np.ndarray:

@@ -64,11 +64,10 @@ from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
-import scipy.sparse as sp
 
 from .._array_api import refuse_device
 from .._progress import progress
-from .._validation import as_numeric_array, check_mechanism_inputs
+from .._validation import check_mechanism_inputs
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -85,7 +84,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..moments import _iter_blocks, _page_releaser, needs_two_passes_ok
+from ..moments import needs_two_passes_ok
 from ..privacy.accounting import (
     Accountant,
     EpsilonDeltaDpEvent,
@@ -94,9 +93,9 @@ from ..privacy.accounting import (
     SampledGaussianAccountant,
     calibrate,
 )
-from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, clip_note, plan_row_clip, release_row_clip
+from ..privacy.adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, clip_note, plan_row_clip
 from ..privacy.budget import PrivacyBudget, Relation
-from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
+from ..privacy.clipping import NormViolation, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier
 from ..privacy.histogram import (
     MAX_SECURE_BINS,
@@ -111,13 +110,24 @@ from ..privacy.pipeline import (
     NoisyRelease,
     ReleasePlan,
     Releaser,
-    StagedRelease,
-    is_one_shot,
-    not_finite_error,
     release,
-    validate_rows,
 )
 from ..results import SubspaceResult
+from ._stream import (
+    _adaptive_clip_stage,
+    _batch_sum,
+    _check_k,
+    _n_rows,
+    _open_source,
+    _order_note,
+    _parts,
+    _prepare_source,
+    _Rows,
+    _Source,
+    batch_sizes,
+    default_block_size,
+    noise_per_clip2,
+)
 
 __all__ = [
     "AnalysisRangeWarning",
@@ -136,7 +146,6 @@ Histogram = Literal["laplace", "stable"]
 #: >= row_norm^2 / (2 c1) = 0.05 row_norm^2 (Oja's alpha = c1 gap > 1/2; measured in docs/algorithms/oja.md)
 DEFAULT_PRIVATE_OJA_C1 = 10.0
 _CHUNK = 2048  # rows per compiled call / noise block in the row-by-row algorithms (the block stays in L2)
-_MEMMAP_BLOCK_ELEMENTS = 1 << 20  # values per block read from a memmap (8 MB of float64)
 #: DP-PCA's share of each minibatch for Algorithm 4 (range estimation) outside the paper's schedule
 DEFAULT_RANGE_FRACTION = 0.1
 _MATERIALISE = 1 << 22  # DP-PCA forms Algorithm 4's gradients only up to this many values (32 MB)
@@ -186,167 +195,7 @@ class AnalysisRangeWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------------------------------
-# input handling
-
-
-def _n_rows(X: Any, n_samples: int | None, owner: str) -> int | None:
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) == 2 and not callable(X):
-        if n_samples is not None and int(n_samples) != int(shape[0]):
-            raise ValueError(f"{owner}: n_samples={n_samples} but the data have {shape[0]} rows.")
-        return int(shape[0])
-    if isinstance(X, (list, tuple)) and X and np.ndim(X[0]) == 1:
-        return len(X)
-    return None if n_samples is None else int(n_samples)  # checked by the constraint table
-
-
-def _as_source(X: Any) -> Any:
-    """A list of 1-D rows is an array; anything else with ``shape`` or an iterable of blocks as is."""
-    if isinstance(X, (list, tuple)) and X and np.ndim(X[0]) == 1:
-        return np.asarray(X)
-    return X
-
-
-def _memmap_blocks(X: np.memmap) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, rows) blocks of ~8 MB of a memmap (views: the data are read when ``take`` copies them)."""
-    n, d = X.shape
-    step = max(1, _MEMMAP_BLOCK_ELEMENTS // max(d, 1))
-    for a in range(0, n, step):
-        yield a, X[a : min(n, a + step)]
-
-
-def _indexable(X: Any) -> Any:
-    """An in-memory input as one object with ``shape`` and row indexing (lists of blocks stacked)."""
-    from ..moments import is_dask_array
-
-    X = _as_source(X)
-    if isinstance(X, (list, tuple)):
-        blocks = list(X)
-        if any(sp.issparse(b) for b in blocks):
-            return sp.csr_matrix(sp.vstack([sp.csr_matrix(b) for b in blocks]))
-        return np.vstack([np.asarray(b) for b in blocks])
-    if sp.issparse(X):
-        return sp.csr_matrix(X)
-    if is_dask_array(X) or hasattr(X, "shape"):
-        return X
-    return np.asarray(X)
-
-
-def _permuted_blocks(X: Any, order: np.ndarray) -> Iterator[tuple[int, Any]]:
-    """(start, rows) blocks of ``X`` read in the order ``order`` (a permutation of its rows)."""
-    from ..moments import is_dask_array
-
-    n, d = X.shape
-    step = max(1, _MEMMAP_BLOCK_ELEMENTS // max(d, 1))
-    for a in range(0, n, step):
-        idx = order[a : a + step]
-        if is_dask_array(X):
-            yield a, np.asarray(X[idx].compute())
-        elif isinstance(X, np.ndarray):  # an array or memmap: take is a copy, faster than X[idx]
-            yield a, np.asarray(X).take(idx, axis=0)
-        else:
-            yield a, X[idx]  # fancy indexing: a copy, in the permuted order
-
-
-class _Rows:
-    """The rows of an array or a stream of row blocks, re-cut into float64 blocks of fixed sizes.
-
-    Every block is checked for finite values and clipped to the row norm C (a copy: the caller's data
-    are never modified). ``take(m)`` returns the next ``m`` rows (fewer at the end of the data).
-    ``order``: read the rows of an in-memory input in this order (a secret permutation).
-    """
-
-    def __init__(self, X: Any, C: float, mode: NormViolation, owner: str,
-                 show_progress: bool | None = None, order: np.ndarray | None = None) -> None:
-        self.C, self.mode, self.owner = C, mode, owner
-        src = _as_source(X) if order is None else _indexable(X)
-        # A memmap is read by small blocks and the pages of the rows already copied are dropped after
-        # every take (the generic path's 128 MB blocks stayed resident until done, and pages of a
-        # block's tail, re-read after the block's release, stayed for good: ~70 MB at 1e6 x 100).
-        # Not for a copy-on-write map, where dropping pages would discard the caller's changes.
-        self._release: Callable[[int, int], None] | None = None
-        self._released = 0  # the pages of rows [0, _released) have been released
-        self._blocks: Iterator[tuple[int, Any]]
-        if order is not None:
-            self._blocks = _permuted_blocks(src, order)
-        elif isinstance(src, np.memmap) and src.ndim == 2:
-            if getattr(src, "mode", None) != "c":
-                self._release = _page_releaser(src)
-            self._blocks = _memmap_blocks(src)
-        else:
-            self._blocks = _iter_blocks(src, owner, show_progress)
-        self._owned = order is not None  # the blocks are fresh copies (read in the secret order)
-        self._buffer: list[np.ndarray] = []
-        self._buffered = 0
-        self.row = 0  # rows handed out so far
-        self.d: int | None = None
-
-    def _pull(self) -> bool:
-        try:
-            _, block = next(self._blocks)
-        except StopIteration:
-            return False
-        if sp.issparse(block):
-            block = block.toarray()
-        block = as_numeric_array(block, self.owner, ndim=None, convert_object=False)  # quotes no cell
-        if block.ndim == 1:
-            block = block[None, :]
-        if block.ndim != 2:
-            raise ValueError(f"{self.owner}: every block of a stream must be 2-D; got a {block.ndim}-D "
-                             "block.")
-        if self.d is None:
-            self.d = int(block.shape[1])
-        elif block.shape[1] != self.d:
-            raise ValueError(
-                f"{self.owner}: the blocks of the data do not all have the same number of columns "
-                f"(the first had {self.d})."
-            )
-        if block.shape[0]:
-            self._buffer.append(block)
-            self._buffered += block.shape[0]
-        return True
-
-    def peek_features(self) -> int:
-        while self.d is None:
-            if not self._pull():
-                raise ValueError(f"{self.owner}: the data are empty (0 rows); at least one row is needed.")
-        return self.d
-
-    def take(self, m: int) -> np.ndarray:
-        while self._buffered < m and self._pull():
-            pass
-        if not self._buffer:
-            return np.empty((0, self.d or 0))
-        # Cut the first m rows off the buffered blocks, copying only those rows: concatenating whole
-        # blocks (up to 128 MB each from an array or memmap) at every block boundary dominated the
-        # time and doubled the resident memory.
-        pieces: list[np.ndarray] = []
-        got = 0
-        while self._buffer and got < m:
-            head = self._buffer[0]
-            if head.shape[0] <= m - got:
-                pieces.append(head)
-                self._buffer.pop(0)
-            else:
-                pieces.append(head[: m - got])
-                self._buffer[0] = head[m - got :]
-            got += pieces[-1].shape[0]
-        self._buffered -= got
-        if len(pieces) == 1 and self._owned and pieces[0].dtype == np.float64 and pieces[0].flags.writeable:
-            out = pieces[0]  # rows of a block copied by the permuted read: already private
-        elif len(pieces) == 1:
-            out = np.array(pieces[0], dtype=np.float64)  # a private copy
-        else:
-            out = np.concatenate(pieces).astype(np.float64, copy=False)  # a fresh array
-        if self._release is not None:
-            self._release(self._released, self.row + got)
-            self._released = self.row + got
-        if not np.isfinite(out).all():  # every row read, used in a step or not
-            raise not_finite_error(self.owner)
-        out, _ = clip_rows(out, self.C, on_norm_violation=self.mode, copy=False, first_row=self.row,
-                           owner=self.owner)
-        self.row += out.shape[0]
-        return np.asarray(out)
+# the iterate and its parts (the rows are read by pca/_stream.py)
 
 
 def _etas(c1: float, c2: float, t0: int, m: int) -> np.ndarray:
@@ -363,19 +212,6 @@ def _orth(W: np.ndarray) -> np.ndarray:
 
 def _deflate(W: np.ndarray, F: np.ndarray) -> np.ndarray:
     return W - F @ (F.T @ W) if F.shape[1] else W
-
-
-def _parts(n: int | None, k: int, rank_method: str, owner: str) -> list[int | None]:
-    """Rows per part: one part for block updates, k consecutive parts for deflation."""
-    if rank_method == "block" or k == 1:
-        return [None]
-    if n is None:
-        raise ValueError(
-            f"{owner}: rank_method='deflation' on a stream needs n_samples (public under replace-one) "
-            "to split the rows into k parts."
-        )
-    base = n // k
-    return [base] * (k - 1) + [None]  # the last part takes the rest
 
 
 _PartRun = Callable[[np.ndarray, int | None, np.ndarray], np.ndarray]
@@ -397,43 +233,6 @@ def _by_parts(W: np.ndarray, parts: list[int | None], run_part: _PartRun) -> np.
         comps.append(w)
         found = np.hstack([found, w])
     return np.hstack(comps)
-
-
-@dataclass
-class _Source:
-    """The rows a run reads and the public facts about them (sizes and options, never values)."""
-
-    data: Any  # the validated in-memory input, or the stream
-    rows: _Rows | None  # a stream's reader (opened to learn d); None for an in-memory input
-    n: int | None
-    in_memory: bool
-    d: int
-    k: int
-    parts: list[int | None]
-    row_norm: float
-    mode: NormViolation
-    owner: str
-    block_progress: bool | None
-
-    def reader(self, generator: np.random.Generator) -> _Rows:
-        """The rows in the order the run uses them: an in-memory input is read in a uniformly random
-        order drawn now from the secret ``generator`` (a stream in its arrival order)."""
-        if not self.in_memory:
-            assert self.rows is not None
-            return self.rows
-        assert self.n is not None
-        return _Rows(self.data, self.row_norm, self.mode, self.owner, show_progress=self.block_progress,
-                     order=generator.permutation(self.n))
-
-
-def _open_source(src: Any, n: int | None, in_memory: bool, k: Any, rank_method: str, C: float,
-                 mode: NormViolation, owner: str, block_progress: bool | None) -> _Source:
-    """The number of features (a stream's first block is read for it) and the checks that need it."""
-    rows = None if in_memory else _Rows(src, C, mode, owner, show_progress=block_progress)
-    d = int(src.shape[1]) if in_memory else rows.peek_features()  # type: ignore[union-attr]
-    k = _check_k(k, d, n, owner)
-    return _Source(src, rows, n, in_memory, d, k, _parts(n, k, rank_method, owner), C, mode, owner,
-                   block_progress)
 
 
 def _non_private_report(mechanism: str, notes: tuple[str, ...], source_name: str) -> PrivacyReport:
@@ -577,16 +376,6 @@ def oja(
     report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",), noise.name)
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
                           diagnostics={"c1": float(c1), "c2": float(c2), "rank_method": rank_method})
-
-
-def _check_k(k: Any, d: int, n: int | None, owner: str) -> int:
-    from .._validation import check_n_components
-
-    k = check_n_components(k, d, owner, name="k")
-    if n is not None and k > n:
-        raise ValueError(f"The 'k' parameter of {owner} must be at most the number of rows ({n}). "
-                         f"Got {k} instead.")
-    return k
 
 
 def _fmt21_closed_form(eps0: float, n: int, delta: float) -> float:
@@ -852,39 +641,6 @@ def _oja_noise_per_clip2(alpha: float, beta: float, source: _Source, n: int) -> 
     return max(n, 1) * per_step
 
 
-def _validate_stream(source: _Source) -> int | None:
-    """A re-readable stream read once at the bound before any charge: finite, and within the bound with
-    ``on_norm_violation="raise"`` (a one-shot stream is checked block by block after the charge instead).
-    Returns its row count (public under replace-one) when no n was given; None for in-memory data."""
-    if source.in_memory:
-        return None
-    if isinstance(source.data, _CheckedStream):  # read and checked when the source was prepared
-        return source.data.n_rows
-    from ..moments import accumulate
-
-    moments = accumulate(source.data, row_norm=source.row_norm, on_norm_violation=source.mode,
-                         want_sum=False, want_second=False, owner=source.owner,
-                         show_progress=source.block_progress)
-    return int(moments.n)
-
-
-def _adaptive_clip_stage(source: _Source, clip: RowClipPlan, staged: StagedRelease, noise: Any,
-                         nu_of_n: Callable[[int], float]) -> tuple[_Source, float]:
-    """Validation pass (a stream), the released norm histogram and clip r (stage one), and the source
-    re-opened at r (rows clipped at r, never refused: they were checked at the bound).
-
-    ``nu_of_n(n)``: the method's balance-rule ``nu`` for n rows (public under replace-one).
-    """
-    counted = _validate_stream(source)
-    n = source.n if source.n is not None else counted
-    assert n is not None
-    r = release_row_clip(source.data, clip, staged, noise, noise_per_clip2=nu_of_n(n), d=source.d,
-                         n_public=n, owner=source.owner, show_progress=source.block_progress)
-    rows = None if source.in_memory else _Rows(source.data, r, "clip", source.owner,
-                                               show_progress=source.block_progress)
-    return dataclasses.replace(source, rows=rows, row_norm=r, mode="clip"), r
-
-
 def _private_oja_source(X: Any, k: Any, C: float, *, calibration: str, n_samples: int | None,
                         on_norm_violation: NormViolation, rank_method: str,
                         amplification: str) -> _Source:
@@ -961,53 +717,6 @@ def private_oja_sensitivity(gradient_clip: float, k: int, row_norm: float) -> fl
     :func:`~dpspectral.pca.minibatch.minibatch_sensitivity`).
     """
     return min(2.0 * gradient_clip, min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2)
-
-
-def _order_note(in_memory: bool, what: str) -> str:
-    if in_memory:
-        return (f"Rows permuted uniformly at random with the secret generator before use; {what}.")
-    return (f"Stream: rows used in their arrival order, {what}. ASSUMPTION: that order does not depend "
-            "on the data (a stream sorted by a label, a value or a time that depends on the rows "
-            "breaks parallel composition; shuffle it with secret randomness first).")
-
-
-class _CheckedStream:
-    """A re-iterable stream (a callable returning a fresh iterator of row blocks) read once before the
-    charge: every block checked (finite; within the bound with ``on_norm_violation="raise"``), so its
-    refusal costs nothing (the pipeline's rule: only a one-shot stream is read after the charge).
-    ``n_rows``: the rows counted (public under replace-one)."""
-
-    def __init__(self, source: Callable[[], Any], n_rows: int) -> None:
-        self.source = source
-        self.n_rows = n_rows
-
-    def __call__(self) -> Any:
-        return self.source()
-
-    @classmethod
-    def of(cls, source: Any, C: float, on_norm_violation: str, owner: str) -> _CheckedStream:
-        from ..moments import accumulate
-
-        checked = accumulate(source, row_norm=C, on_norm_violation=on_norm_violation,  # type: ignore[arg-type]
-                             want_sum=False, want_second=False, owner=owner)
-        return cls(source, int(checked.n))
-
-
-def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: str,
-                    owner: str) -> tuple[Any, int | None, bool]:
-    """(source, n, in_memory): an in-memory input is validated whole here, before any charge."""
-    refuse_device(X, owner)  # host only (docs/array-api.md: why the row-by-row methods are not covered)
-    src = _as_source(X)
-    in_memory = validate_rows(src, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    if not in_memory:
-        if not is_one_shot(src):  # re-iterable (a callable): validated before the charge, as in memory
-            src = _CheckedStream.of(src, C, on_norm_violation, owner)
-        return src, _n_rows(X, n_samples, owner), False
-    src = _indexable(src)
-    n = _n_rows(src, n_samples, owner)
-    if not n:
-        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is needed.")
-    return src, n, True
 
 
 @functools.lru_cache(maxsize=64)
@@ -1627,8 +1336,6 @@ def _dp_pca_adaptive(source: _Source, config: _DpPcaConfig, clip: RowClipPlan, p
     """DP-PCA where every batch mean is released with noise from the bound (Algorithms 4 and 5 cannot
     act), with the rows clipped at a released clip r (stage one, as :func:`minibatch_oja`): the public
     bound of a batch sum, the eigenvalue grid's top and the default c1 follow r; the same multiplier."""
-    from .minibatch import batch_sizes, noise_per_clip2
-
     c1, rank_method, histogram, share = options
     staged = clip.staged(accountant, "dp_pca", plan.events, n_rows=source.n if source.in_memory else None)
     C = source.row_norm
@@ -1695,8 +1402,6 @@ def _batch_layout(n: int | None, batch_size: int | None, batch_constant: float, 
 
 def _part_batches(config: _DpPcaConfig, size: int) -> list[int]:
     """The batch sizes of a part of ``size`` rows under the warm-up schedule (public)."""
-    from .minibatch import batch_sizes
-
     return batch_sizes(size, config.n_batches, config.warmup_fraction)
 
 
@@ -1785,8 +1490,6 @@ def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int | None, *, ran
 def _dp_pca_block(source: _Source, rank_method: str, schedule: str, block_size: int | None) -> int:
     """Columns of the iterate: ``min(d, 20 k)`` (oversampling) under the warm-up schedule, k for the
     paper's; one per part for deflation."""
-    from .minibatch import default_block_size
-
     if rank_method == "deflation":
         return 1
     if block_size is None:
@@ -1977,8 +1680,6 @@ def _dp_pca_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray
 def _batch_sum_by_chunks(rows: _Rows, m: int, W: np.ndarray) -> tuple[np.ndarray, int]:
     """``(sum_i x_i (x_i^T W), rows read)`` over the next m rows, read by chunks of ~8 MB (the batch is
     never held whole: memory O(chunk + d p) whatever the batch size)."""
-    from .minibatch import _batch_sum
-
     before = rows.row
     S = _batch_sum(rows, m, W, to_end=False)
     return S, rows.row - before

@@ -32,6 +32,7 @@ import numpy as np
 from .._array_api import get_namespace_and_device, like
 from .._device_stream import DEVICE, stream_to_device
 from .._progress import progress
+from .._rows import n_features_of
 from .._validation import check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
@@ -49,7 +50,7 @@ from ..constraints import (
     validated,
 )
 from ..linalg import fix_signs, orthonormalize
-from ..moments import accumulate, n_features_of, needs_two_passes_ok
+from ..moments import accumulate, needs_two_passes_ok
 from ..privacy.accounting import Accountant, calibrate
 from ..privacy.adaptive import (
     DEFAULT_CLIP_SHARE,

@@ -69,7 +69,8 @@ from .._array_api import (
     work_dtype,
 )
 from .._progress import progress
-from .._validation import as_numeric_array, check_mechanism_inputs, check_n_components, check_numeric_layout
+from .._rows import as_numeric_array, check_numeric_layout, not_finite_error
+from .._validation import check_mechanism_inputs, check_n_components
 from ..constraints import (
     CALIBRATION,
     DELTA,
@@ -100,15 +101,7 @@ from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy.noise import noise_source
-from ..privacy.pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    _check_secure_plan,
-    not_finite_error,
-    release,
-    validate_rows,
-)
+from ..privacy.pipeline import NoisyRelease, ReleasePlan, Releaser, _check_secure_plan, release, validate_rows
 from ..results import SubspaceResult
 
 __all__ = ["dp_spca", "dp_vrpca"]

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from .pipeline import norm_violation_error
+from .._rows import norm_violation_error
 
 __all__ = [
     "ROUNDING_SLACK",

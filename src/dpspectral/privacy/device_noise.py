@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .noise import NoiseSource, _check_shape
+from ._noise_base import NoiseSource, _check_shape
 
 __all__ = ["DeviceNoise", "device_noise_source", "device_seed"]
 

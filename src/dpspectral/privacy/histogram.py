@@ -71,9 +71,10 @@ import dp_accounting
 import numpy as np
 
 from ..constraints import EPSILON, NONE, Interval, check_params
+from ._noise_base import NoiseSource
 from .accounting import EpsilonDeltaDpEvent
 from .budget import Relation, as_relation
-from .noise import NoiseSource, SeededNoise, grid
+from .noise import SeededNoise, grid
 from .pipeline import Releaser
 
 __all__ = [

@@ -49,6 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from ._noise_base import NoiseSource, _check_shape
+from .device_noise import device_noise_source
+
 __all__ = [
     "GRID_BITS",
     "NoiseSource",
@@ -68,48 +71,6 @@ GRID_BITS = 30
 def grid(scale: float) -> float:
     """The secure source's grid for a noise of this scale: ``2**(floor(log2 scale) - GRID_BITS)``."""
     return math.ldexp(1.0, math.floor(math.log2(scale)) - GRID_BITS)
-
-
-class NoiseSource:
-    """Where a release's noise comes from. Mechanisms receive one from :func:`noise_source`.
-
-    Attributes
-    ----------
-    name : str
-        ``"seeded"`` or ``"secure"`` (written in the privacy report).
-    generator : numpy.random.Generator
-        The secret generator for randomness other than additive noise (never published).
-    """
-
-    name: str = "abstract"
-    generator: np.random.Generator
-
-    def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:
-        """``statistic + N(0, std^2)`` coordinate-wise (``sensitivity``: L2, needed by the secure source)."""
-        raise NotImplementedError
-
-    def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
-        """``statistic + Laplace(scale)`` coordinate-wise (``sensitivity``: L1, for the secure source)."""
-        raise NotImplementedError
-
-    def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
-                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
-        """``matrix + E`` with ``E`` symmetric.
-
-        ``shape="iid"``: ``E`` i.i.d. ``N(0, std^2)`` on and above the diagonal (the Gaussian mechanism
-        on ``upper(M)``; ``sensitivity`` bounds ``||upper(M) - upper(M')||_2``). ``shape="goe"``: the
-        Gaussian mechanism on ``iso(M)`` (the diagonal, and ``sqrt(2)`` times each entry above it, so
-        ``||iso(M)||_2 = ||M||_F``) mapped back to ``upper(M)`` (post-processing): the diagonal's noise
-        has std ``std``, an off-diagonal entry's ``std / sqrt(2)`` (the Gaussian orthogonal ensemble);
-        ``sensitivity`` then bounds ``||M - M'||_F``. For a scatter ``sum x x^T`` both bounds are the
-        same (``||upper(x x^T)||_2 = ||x x^T||_F`` at a coordinate axis), so "goe" is the same
-        mechanism, with the same event, and less noise: its spectral norm is smaller by ``sqrt(2)``.
-        """
-        raise NotImplementedError
-
-    def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> np.ndarray:
-        """Noise alone, for mechanisms that use it inside a computation (``0 + N(0, std^2)``)."""
-        return np.asarray(self.add_gaussian(np.zeros(size), std, sensitivity))
 
 
 class SeededNoise(NoiseSource):
@@ -261,12 +222,6 @@ class SecureNoise(NoiseSource):
         return out.astype(matrix.dtype, copy=False)
 
 
-def _check_shape(shape: str) -> str:
-    if shape not in ("iid", "goe"):
-        raise ValueError(f"The noise shape must be 'iid' or 'goe'. Got {shape!r} instead.")
-    return shape
-
-
 def _iso_weights(d: int) -> np.ndarray:
     """``iso(M) = upper(M) * weights``: 1 on the diagonal, ``sqrt(2)`` above it."""
     i, j = np.triu_indices(d)
@@ -285,8 +240,6 @@ def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
     if isinstance(random_state, NoiseSource):
         return random_state
     if like is not None:
-        from .device_noise import device_noise_source
-
         device = device_noise_source(random_state, like)
         if device is not None:
             return device

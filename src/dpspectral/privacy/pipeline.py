@@ -52,8 +52,18 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_numeric_array
+from .._rows import (
+    NonPrivateDataError,
+    _is_block_source,
+    as_numeric_2d,
+    is_dask_array,
+    is_one_shot,
+    norm_violation_error,
+    not_finite_error,
+)
+from ..moments import accumulate
 from .budget import Relation
+from .clipping import clip_threshold, norm_scale, scaled_row_norms
 
 __all__ = [
     "NoisyRelease",
@@ -73,49 +83,6 @@ __all__ = [
     "read_then_release",
     "validate_rows",
 ]
-
-
-class NonPrivateDataError(ValueError):
-    """The data break a stated bound or contain NaN/inf. The message names no row and no value."""
-
-
-def not_finite_error(owner: str) -> NonPrivateDataError:
-    """The error for data with NaN or infinity (no position, no count: they are private)."""
-    return NonPrivateDataError(
-        f"{owner}: the data contain NaN or infinity. Remove or impute them before fitting (which rows "
-        "is not reported: it is a fact about the private data)."
-    )
-
-
-def norm_violation_error(owner: str, row_norm: float) -> NonPrivateDataError:
-    """The error for ``on_norm_violation="raise"`` (no row, norm or count: they are private)."""
-    return NonPrivateDataError(
-        f"{owner}: some row has Euclidean norm above row_norm={row_norm:g} and "
-        "on_norm_violation='raise'. Scale the rows, raise row_norm, or use on_norm_violation='clip' "
-        "(which rows, and how many, is not reported: it is a fact about the private data). The "
-        "refusal itself says that some row broke the bound (docs/privacy-caveats.md)."
-    )
-
-
-def as_numeric_2d(X: Any, owner: str) -> np.ndarray:
-    """``X`` as a 2-D numeric NumPy array (no copy when it is one), or a clear error naming ``owner``.
-
-    The shared conversion (:func:`~dpspectral._validation.as_numeric_array`): the message names the
-    problem (text, complex values, the number of dimensions) and at most a column, never a value or the
-    number of rows. An object array is refused (the mechanisms read the caller's array again later),
-    naming the first column with a cell that is not a number.
-    """
-    return as_numeric_array(X, owner, ndim=2, convert_object=False)
-
-
-def is_one_shot(X: Any) -> bool:
-    """Whether ``X`` is a one-shot stream: an iterator of row blocks (a generator, ``iter(blocks)``) or a
-    stream that says it cannot be re-read (``stream_reiterable=False``).
-
-    Such a source cannot be validated before the charge: every mechanism charges it before its rows are
-    read, and a failure decided by the data after that stays charged (the module's note on streams).
-    """
-    return isinstance(X, Iterator) or getattr(X, "stream_reiterable", True) is False
 
 
 def open_one_shot(X: Any, owner: str) -> tuple[Any, int | None]:
@@ -147,8 +114,6 @@ def open_one_shot(X: Any, owner: str) -> tuple[Any, int | None]:
 
 
 def _is_stream(X: Any) -> bool:
-    from ..moments import _is_block_source, is_dask_array
-
     return _is_block_source(X) and not is_dask_array(X) and not isinstance(X, (list, tuple))
 
 
@@ -172,8 +137,6 @@ def validate_rows(
         True when the whole input was checked; False for a one-shot stream (an iterator or a
         callable), which is read once, after the charge (see the module's note on streams).
     """
-    from ..moments import accumulate, is_dask_array
-
     if _is_stream(X):
         return False
     if is_dask_array(X):
@@ -203,8 +166,6 @@ def _validate_block(
     block: Any, *, row_norm: float | None, on_norm_violation: str, owner: str,
     center: np.ndarray | None,
 ) -> None:
-    from .clipping import clip_threshold, norm_scale, scaled_row_norms
-
     # norms compared on rows scaled by a public power of two (exact; 1 for most bounds): see clipping
     scale = 1.0 if row_norm is None else norm_scale(row_norm)
     if sp.issparse(block):

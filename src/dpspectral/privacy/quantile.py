@@ -38,8 +38,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._array_api import (
+    dispatch_enabled,
+    from_numpy,
+    get_namespace_and_device,
+    is_device_array,
+    isfinite_all,
+    to_numpy,
+    work_dtype,
+)
+from .._device_stream import device_blocks
+from .._rows import _as_float_block, _iter_blocks, check_dask_columns, is_dask_array, not_finite_error
 from .budget import Relation
-from .pipeline import not_finite_error
 
 __all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "EDGE_SLACK", "OCTAVES", "balanced_clip",
            "bin_counts", "bound_edges", "clip_from_histogram", "histogram_sensitivity", "norm_edges",
@@ -86,9 +96,6 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
     ``X`` (array, memmap, sparse, Dask, or re-iterable blocks), the same code path for every row. A
     PyTorch/CuPy array with array API dispatch on: the norms on its device, the counts (NumPy) here.
     """
-    from .._array_api import dispatch_enabled, get_namespace_and_device, is_device_array
-    from ..moments import _as_float_block, _iter_blocks, is_dask_array
-
     if hasattr(X, "device_target") or (is_device_array(X) and dispatch_enabled()):
         # the norms on X's device (a device array, or host rows streamed there: device=), the counts back
         return _norm_histogram_xp(X, *get_namespace_and_device(X, owner), edges, center, owner,
@@ -124,8 +131,6 @@ def bin_counts(norms: np.ndarray, edges: np.ndarray) -> np.ndarray:
 def _norm_histogram_dask(X: Any, edges: np.ndarray, center: np.ndarray | None, owner: str) -> np.ndarray:
     """The Dask branch of :func:`norm_histogram`: one task per row block counts its norms (and flags
     NaN/inf), Dask sums the short count vectors in a tree; nothing of size n moves to the caller."""
-    from ..moments import check_dask_columns
-
     check_dask_columns(X)
     X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
     partials = X.map_blocks(_block_counts, edges, center, chunks=((1,) * X.numblocks[0], (edges.size + 2,)),
@@ -159,9 +164,6 @@ def _norm_histogram_xp(X: Any, xp: Any, device: Any, edges: np.ndarray, center: 
     ``X`` is a device array or host rows streamed there block by block (``device=``); each block is
     compared with the edges in pieces of at most ``2^24`` entries.
     """
-    from .._array_api import from_numpy, isfinite_all, to_numpy, work_dtype
-    from .._device_stream import device_blocks
-
     dtype = work_dtype(X, xp)
     edges_x = from_numpy(np.asarray(edges, dtype=np.float64), xp, device, dtype)
     center_x = None if center is None else from_numpy(center, xp, device, dtype)
