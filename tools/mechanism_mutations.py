@@ -84,8 +84,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "noisy_power adaptive: the iterations read the rows at C while the noise is at the released clip",
         "pca/power.py",
-        "        moments = accumulate(X, row_norm=released_clip, on_norm_violation=\"clip\", want_sum=False,",
-        "        moments = accumulate(X, row_norm=C, on_norm_violation=\"clip\", want_sum=False,",
+        "    moments = accumulate(X, row_norm=released_clip, on_norm_violation=\"clip\", want_sum=False,",
+        "    moments = accumulate(X, row_norm=C, on_norm_violation=\"clip\", want_sum=False,",
         "tests/test_adaptive_clip_iterative.py",
     ),
     Mutation(
@@ -460,8 +460,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "moments adaptive clip: the rows clipped at the bound C while the noise is set at the released clip",
         "gep/moments.py",
-        "S_hat, T_hat, n_hat = self._draw(r, released_clip)",
-        "S_hat, T_hat, n_hat = self._draw(r, self.row_norm)",
+        "radius = self.row_norm if released_clip is None else released_clip",
+        "radius = self.row_norm",
         "tests/test_adaptive_clip_fisher.py",
     ),
     Mutation(
