@@ -237,7 +237,7 @@ def test_float16_is_refused(tmp_path):
     assert acc.entries == ()
 
 
-def test_nan_in_a_late_block_is_refused_before_the_charge():
+def test_nan_in_a_late_block_is_refused_before_the_charge_unless_the_stream_is_one_shot():
     acc = _ledger()
     X = _spiked()
     bad = X.copy()
@@ -245,17 +245,20 @@ def test_nan_in_a_late_block_is_refused_before_the_charge():
     pieces = [bad[a:a + 500] for a in range(0, N, 500)]
     sources = [pieces, lambda: iter(pieces), bad]
     for method in (analyze_gauss, mod_sulq, noisy_power):
-        for source in sources:
+        for source in sources:  # re-readable: validated whole before the charge
             with pytest.raises(NonPrivateDataError, match="NaN or infinity"):
                 method(source, K, epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc, device="cpu")
-        # a one-shot stream: one pass, which reads every block before the one release
-        with pytest.raises(NonPrivateDataError, match="NaN or infinity"):
-            method((p for p in pieces), K, epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc,
-                   device="cpu")
     with pytest.raises(NonPrivateDataError, match="on_norm_violation='raise'"):
         analyze_gauss(lambda: iter([X[:700], X[700:] * 3]), K, epsilon=1.0, delta=1e-5, row_norm=1.0,
                       accountant=acc, device="cpu", on_norm_violation="raise")
     assert acc.entries == ()
+    # a one-shot stream is charged before its rows are read: a failure decided by them stays charged
+    for method in (analyze_gauss, mod_sulq, noisy_power):
+        before = len(acc.entries)
+        with pytest.raises(NonPrivateDataError, match="NaN or infinity"):
+            method((p for p in pieces), K, epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc,
+                   device="cpu")
+        assert len(acc.entries) == before + 1 and acc.entries[-1].status.startswith("failed")
 
 
 def test_sparse_dask_other_namespace_and_uncovered_method_are_refused():
