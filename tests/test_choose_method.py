@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpspectral import DPPCA
+from dpspectral import DPPCA, UncentredWarning
 from dpspectral.registry import AUTO_MATRIX_BYTES, choose_method, get_method
 
 BIG_D = int((AUTO_MATRIX_BYTES / 8) ** 0.5) + 1
@@ -55,6 +55,9 @@ def test_auto_refuses_parameters_of_another_method_naming_its_choice():
     with pytest.raises(ValueError, match=r"method='auto' chose 'analyze_gauss' \(.*\).*\['n_steps'\]"):
         DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method_params={"n_steps": 5}).fit(X)
     with pytest.raises(ValueError, match="method='auto' chose 'ppca'.*does not centre"):
+        DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, centering=np.zeros(6)).fit(X)
+    # 'private' (the default) is not refused: ppca runs uncentred and says so
+    with pytest.warns(UncentredWarning, match="method='ppca' cannot centre"):
         DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, centering="private").fit(X)
 
 

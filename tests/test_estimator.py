@@ -26,7 +26,7 @@ def test_fit_transform_inverse(lowrank_data):
     assert back.shape == lowrank_data.shape
     assert est.privacy_.certified and est.privacy_.relation is Relation.REPLACE_ONE
     assert est.privacy_.epsilon == pytest.approx(1.0) and est.privacy_.delta == 1e-6
-    assert len(est.privacy_.events) == 2  # the norm histogram (adaptive clip), the scatter
+    assert len(est.privacy_.events) == 3  # the private mean, the centred norms' histogram, the scatter
     assert est.n_samples_ == 2000  # public under replace-one
     assert list(est.get_feature_names_out()) == ["dppca0", "dppca1", "dppca2"]
 
@@ -58,8 +58,8 @@ def test_private_centering_and_add_remove(rng):
 
 def test_add_remove_releases_count_and_spends_it(lowrank_data):
     est = DPPCA(2, relation="add_remove", random_state=0, **KW).fit(lowrank_data)
-    # norm histogram + count (stage 1 of adaptive clipping), scatter: within the one budget
-    assert len(est.privacy_.events) == 3
+    # private mean, count, norm histogram (adaptive clipping), scatter: within the one budget
+    assert len(est.privacy_.events) == 4
     assert est.privacy_.epsilon == pytest.approx(1.0, rel=1e-6)
     assert np.isfinite(est.explained_variance_).all()
 
@@ -121,7 +121,8 @@ def test_secure_noise_source(lowrank_data):
     ({"method_params": ["x"]}, TypeError, "'method_params' parameter of DPPCA must be a dict or None"),
     ({"on_norm_violation": "ignore"}, ValueError, "'on_norm_violation'.*'clip', 'raise'"),
     ({"method": "private_frobenius_lrf"}, ValueError, "PCA method.*use DPLowRank"),
-    ({"method": "noisy_power", "centering": "private"}, ValueError, "'centering'.*must be None.*noisy_power"),
+    ({"method": "noisy_power", "centering": [0.0, 0.0, 0.0]}, ValueError,
+     "'centering'.*must be None or 'private'.*noisy_power"),
     # adaptive clipping and the noise's shape: estimator parameters, in the table
     ({"adaptive_clip": "yes"}, TypeError, "'adaptive_clip' parameter of DPPCA must be"),
     ({"clip_quantile": 1.5}, ValueError, "'clip_quantile' parameter of DPPCA must be"),
@@ -159,23 +160,23 @@ def test_clone_shares_the_accountant(lowrank_data):
     twin = clone(est)
     assert twin.accountant is acc
     twin.fit(lowrank_data)
-    assert len(acc.entries) == 2  # one fit: norm histogram and scatter (adaptive clipping)
+    assert len(acc.entries) == 3  # one fit: private mean, norm histogram and scatter
 
 
 def test_grid_search_spends_against_the_real_budget(lowrank_data):
     y = (lowrank_data[:, 0] > 0).astype(int)
     # 2 candidates x 2 folds + 1 refit = 5 fits of eps = 1 each (GDP composition: sqrt(5) mu), each of
-    # two ledger entries (adaptive clipping: the norm histogram, then the scatter).
+    # three ledger entries (the private mean, the norm histogram, then the scatter).
     acc = Accountant(3.0, 1e-6)
     pipe = make_pipeline(DPPCA(accountant=acc, random_state=0, **KW), LogisticRegression())
     search = GridSearchCV(pipe, {"dppca__n_components": [1, 2]}, cv=2, error_score="raise")
     search.fit(lowrank_data, y)
-    assert len(acc.entries) == 10
+    assert len(acc.entries) == 15
     assert 1.0 < acc.epsilon_spent() <= 3.0
     # A second search takes the ledger past its ceiling: the fit that would cross it is refused.
     with pytest.raises(BudgetExceededError):
         search.fit(lowrank_data, y)
-    assert 10 < len(acc.entries) < 20 and len(acc.entries) % 2 == 0  # whole fits only
+    assert 15 < len(acc.entries) < 30 and len(acc.entries) % 3 == 0  # whole fits only
     assert acc.epsilon_spent() <= 3.0
 
 
@@ -241,12 +242,13 @@ def test_adaptive_clip_parameters_reach_the_method(lowrank_data):
     from dpspectral.pca import analyze_gauss
 
     for params in ({"adaptive_clip": False, "noise_shape": "iid"}, {"clip_quantile": 0.5, "clip_share": 0.1}):
-        est = DPPCA(2, method="analyze_gauss", random_state=5, **params, **KW).fit(lowrank_data)
+        est = DPPCA(2, method="analyze_gauss", centering=None, random_state=5, **params,
+                    **KW).fit(lowrank_data)
         res = analyze_gauss(lowrank_data, 2, random_state=5, **params, **KW)
         np.testing.assert_allclose(est.components_, res.components.T, rtol=0, atol=1e-12)
-    assert "clip" not in DPPCA(2, adaptive_clip=False, random_state=0, **KW).fit(
+    assert "clip" not in DPPCA(2, adaptive_clip=False, centering=None, random_state=0, **KW).fit(
         lowrank_data).result_.diagnostics  # the one-release mechanism: one event, no clip
-    est = DPPCA(2, adaptive_clip=False, random_state=0, **KW).fit(lowrank_data)
+    est = DPPCA(2, adaptive_clip=False, centering=None, random_state=0, **KW).fit(lowrank_data)
     assert len(est.privacy_.events) == 1
 
 

@@ -143,7 +143,7 @@ def test_select_subspace_law_on_clipped_rows(relation):
 def test_accounted_grid_search_workflow(lowrank_data):
     """Fits (each charged) and the private choice among them (charged too): the ledger sees all."""
     acc = Accountant(4.0, 1e-5)
-    fits = [DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method=m, accountant=acc,
+    fits = [DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, method=m, centering=None, accountant=acc,
                   random_state=0).fit(lowrank_data) for m in ("analyze_gauss", "noisy_power")]
     res = select_subspace(fits, lowrank_data, epsilon=0.5, row_norm=1.0, accountant=acc,
                           random_state=0)

@@ -113,9 +113,9 @@ class _CountingSource:
 def test_adaptive_dppca_reads_the_data_twice() -> None:
     X = _rows(3)
     source = _CountingSource(X)
-    fitted = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(source)
+    fitted = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, centering=None, random_state=0).fit(source)
     assert source.passes == 2  # validation + counts, then the scatter at the released clip
-    same = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(X)
+    same = DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, centering=None, random_state=0).fit(X)
     np.testing.assert_allclose(fitted.components_, same.components_, atol=1e-10)
     assert any(note.startswith("Adaptive clipping") for note in fitted.privacy_.notes)
 

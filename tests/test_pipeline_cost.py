@@ -142,7 +142,8 @@ def test_cross_validation_charges_every_fit():
         warnings.simplefilter("ignore")
         cross_val_score(pipe, X, y, cv=3)
     cost = pipeline_cost(pipe, n_features=D, n_fits=3)
-    assert len(acc.entries) == 3 * 5  # scaler 1, pca 2 and lda 2 (a norm histogram, then the release)
+    # scaler 1, pca 3 (private mean, norm histogram, scatter) and lda 2 (a norm histogram, the release)
+    assert len(acc.entries) == 3 * 6
     assert cost.charged_epsilon == pytest.approx(acc.epsilon_spent(), rel=1e-9)
     assert cost.charged_epsilon > pipeline_cost(pipe, n_features=D).charged_epsilon
 
@@ -198,5 +199,5 @@ def test_the_pipelines_page_runs_and_prints_what_it_says(capsys):
     first_output = re.search(r"```text\n(.*?)```", text, re.S).group(1)
     assert first_output.strip() in printed
     for stated in ("total: (1.371, 1e-05)-DP under replace_one neighbours", "1.3712 0.82", "2.7 True",
-                   "2.7 18", "2.53", "3.03"):
+                   "2.7 24", "2.53", "3.03"):
         assert stated in printed, stated

@@ -3,7 +3,7 @@
 from ._array_api import config_context, get_config, set_config, to_numpy
 from .costs import pipeline_cost
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
-from .estimators import DPPCA, DPLowRank
+from .estimators import DPPCA, DPLowRank, UncentredWarning
 from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
 from .gep.lda import DPLinearDiscriminantAnalysis
 from .linalg import UnresolvedVarianceWarning
@@ -49,6 +49,7 @@ __all__ = [
     "PureEpsilonWarning",
     "Relation",
     "SubspaceResult",
+    "UncentredWarning",
     "UncertifiedPrivacyWarning",
     "UnresolvedVarianceWarning",
     "analyze_gauss",

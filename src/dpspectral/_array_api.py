@@ -189,13 +189,14 @@ def from_numpy(a: Any, xp: Any, device: Any, dtype: Any = None) -> Any:
 
 
 def like(a: Any, ref: Any) -> Any:
-    """``a`` (NumPy) in ``ref``'s namespace, device and dtype; ``a`` itself when ``ref`` is NumPy."""
+    """``a`` (NumPy, or already of ``ref``'s namespace and device) in ``ref``'s namespace, device and
+    dtype; ``a`` itself when ``ref`` is NumPy."""
     if isinstance(ref, np.ndarray) or not is_device_array(ref):
         return a
     import array_api_compat
 
     xp = array_api_compat.array_namespace(ref)
-    return from_numpy(np.asarray(a), xp, array_api_compat.device(ref), ref.dtype)
+    return from_numpy(a if is_device_array(a) else np.asarray(a), xp, array_api_compat.device(ref), ref.dtype)
 
 
 def vector_norm(v: Any) -> float:

@@ -33,7 +33,7 @@ from ._array_api import (
     to_numpy,
 )
 from ._device_stream import DEVICE, stream_to_device
-from ._rows import as_numeric_array, is_dask_array, n_features_of
+from ._rows import as_numeric_array, is_dask_array, is_one_shot, n_features_of
 from ._validation import check_choice, check_n_components, validated_data
 from .constraints import (
     CALIBRATION,
@@ -60,7 +60,7 @@ from .privacy.budget import (
 )
 from .registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
 
-__all__ = ["DPLowRank", "DPPCA"]
+__all__ = ["DPLowRank", "DPPCA", "UncentredWarning"]
 
 #: Shared table entries of the estimators (the privacy entries come from :mod:`dpspectral.constraints`).
 ACCOUNTANT = [Types((Accountant,), "a dpspectral.Accountant"), NONE]
@@ -162,6 +162,36 @@ class _DPEstimator(BaseEstimator):
         return values
 
 
+class UncentredWarning(UserWarning):
+    """``centering="private"`` (DPPCA's default) where no private mean can be released (a method that
+    cannot centre, the paper's calibration, a one-shot stream): the fit ran uncentred, on the
+    second-moment matrix; ``centering=None`` asks for that release and silences the warning."""
+
+
+def _asks_private_centre(centering: Any) -> bool:
+    """Whether ``centering`` is the string ``"private"`` (not an array, which is never compared)."""
+    return isinstance(centering, str) and centering == "private"
+
+
+def _uncentred_note(why: str) -> str:
+    """The warning (and report note) for ``centering="private"`` where no private mean is released."""
+    return (f"centering='private' but {why}: the fit ran uncentred and computed the principal axes of "
+            "the second-moment matrix (X^T X / n), not of the covariance (a private mean needs "
+            "method='analyze_gauss' or 'mod_sulq' with calibration='tight' on data that can be read "
+            "twice). Pass centering=None to run uncentred without this warning.")
+
+
+def _why_uncentred(method: Method, calibration: str | None, X: Any) -> str | None:
+    """Why ``centering="private"`` cannot release a private mean here (None: it can)."""
+    if "centering" not in method.options:
+        return f"method={method.name!r} cannot centre the data"
+    if calibration != "tight":
+        return f"calibration={calibration!r} (the paper's mechanism) has no private mean"
+    if is_one_shot(X):
+        return "a one-shot stream is read once, and a private mean needs a pass of its own"
+    return None
+
+
 def _pure_epsilon_note(method: str, delta: float) -> str:
     """The warning (and report note) for a delta given to a pure epsilon-DP method."""
     return (f"method={method!r} is pure epsilon-DP: it ran at delta = 0 (a stronger guarantee, the one "
@@ -241,9 +271,18 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         None takes the method's default, its first listed calibration: ``"tight"`` for every
         certified method, ``"paper"`` for the non-private Wishart baseline (``method="wishart"``,
         which then warns that it is not certified). The one used is ``calibration_``.
-    centering : None, array of shape (n_features,), or "private", default=None
-        None: PCA of the second-moment matrix (as the papers do). An array: a public centre.
-        ``"private"``: a DP mean, spending ``mean_share`` of the budget.
+    centering : "private", None or array of shape (n_features,), default="private"
+        ``"private"``: centred PCA (of the covariance, as scikit-learn's ``PCA``) wherever a private
+        mean can be released: around a DP mean released in the same privacy report, spending
+        ``mean_share`` of the budget; the rows are clipped to ``row_norm`` after centring. That needs
+        ``"analyze_gauss"`` or ``"mod_sulq"`` with ``calibration="tight"`` on data that can be read
+        twice (``method="auto"`` chooses ``"analyze_gauss"`` unless delta = 0, the relation is
+        "local" or a d x d matrix does not fit in memory). Elsewhere (any other method, the paper's
+        calibration, a one-shot stream) the fit runs uncentred, on the second-moment matrix, with an
+        :class:`~dpspectral.UncentredWarning` and a note in the privacy report. None: PCA of the
+        second-moment matrix ``X^T X`` (as the papers do, and as the function API computes by
+        default). An array: a public centre (refused, before anything is charged, for a method that
+        cannot centre).
     mean_share : float, default=0.1
         Share of the Gaussian budget spent on the private mean (``centering="private"``).
     adaptive_clip : bool or None, default=None
@@ -369,7 +408,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         method: str = "auto",
         relation: str | None = None,
         calibration: str | None = None,
-        centering: Any = None,
+        centering: Any = "private",
         mean_share: float = 0.1,
         adaptive_clip: bool | None = None,
         clip_quantile: float | None = None,
@@ -431,8 +470,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
     #: for a method that does not take them.
     _method_options = ("adaptive_clip", "clip_quantile", "clip_share", "noise_shape")
     _parameters_checked_elsewhere = {
-        "centering": "None, 'private' or a public centre of length n_features: checked by the method, "
-                     "once n_features is known (and refused here for a method that does not centre)",
+        "centering": "'private', None or a public centre of length n_features: checked by the method, "
+                     "once n_features is known ('private' runs uncentred, with a warning, and a public "
+                     "centre is refused here, for a method that does not centre)",
     }
     #: The methods whose release includes eigenvalues (``explained_variance_``; ``whiten=True``), except
     #: ppca with k = 1 and an ``eigenvalue_share`` of 0 (:meth:`_check_variance_options`).
@@ -519,7 +559,8 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take the "
                 f"method_params {unknown}. Name the method these parameters belong to (method=...)."
             )
-        if self.centering is not None and "centering" not in entry.options:
+        if (self.centering is not None and not _asks_private_centre(self.centering)
+                and "centering" not in entry.options):
             raise ValueError(
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not centre the "
                 f"data; centering={self.centering!r} needs a covariance method (method='analyze_gauss')."
@@ -570,12 +611,18 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         return budget, float(self.row_norm), method, relation  # type: ignore[arg-type]
 
     def _check_method_options(self, method: Method, owner: str) -> None:
-        """Refuse an estimator parameter the method does not take (centering, adaptive clipping...)."""
+        """Refuse an estimator parameter the method does not take (centering, adaptive clipping...).
+
+        ``centering="private"`` (the default) with a method that cannot centre is not refused: ``fit``
+        runs it uncentred, with an :class:`UncentredWarning` (and a note in the privacy report).
+        """
         if "centering" not in method.options and self.centering is not None:
-            raise ValueError(
-                f"The 'centering' parameter of {owner} must be None for method={method.name!r}, "
-                f"which does not centre the data. Got {self.centering!r} instead."
-            )
+            if not _asks_private_centre(self.centering):
+                raise ValueError(
+                    f"The 'centering' parameter of {owner} must be None or 'private' for "
+                    f"method={method.name!r}, which does not centre the data ('private' runs it "
+                    f"uncentred, with a warning). Got {self.centering!r} instead."
+                )
         for name in self._method_options:
             if getattr(self, name) is not None and name not in method.options:
                 raise ValueError(
@@ -613,9 +660,15 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
                 ensure_all_finite=False, copy=False, reset=True,
             )
         k = self._n_components_for(n_features_of(X))
+        centering, uncentred = self.centering, None
+        if _asks_private_centre(centering):
+            why = _why_uncentred(method, self.calibration_, X)
+            if why is not None:
+                centering, uncentred = None, _uncentred_note(why)
+                warnings.warn(uncentred, UncentredWarning, stacklevel=2)
         options: dict[str, Any] = {}
         if "centering" in method.options:
-            options.update(centering=self.centering, mean_share=self.mean_share)
+            options.update(centering=centering, mean_share=self.mean_share)
         if "release_count" in method.options:
             options["release_count"] = True
         options.update({name: getattr(self, name) for name in self._method_options
@@ -635,6 +688,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         dtype = np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
         result = method.function(X, k, row_norm=row_norm, random_state=self.random_state, **privacy,
                                  **options, **(self.method_params or {}))
+        if uncentred is not None and result.privacy is not None:
+            result = dataclasses.replace(result, privacy=dataclasses.replace(
+                result.privacy, notes=(*result.privacy.notes, uncentred)))
         self._store(self._keep_fraction(result), dtype)
         return self
 
@@ -889,8 +945,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         """The inverse of :meth:`get_covariance`, by the matrix inversion lemma (scikit-learn's formula).
 
         A component whose variance does not exceed ``noise_variance_`` adds nothing to the covariance
-        and is left out of the lemma (scikit-learn would divide by 0 there). Post-processing of
-        released quantities: it costs nothing. Needs ``noise_variance_``.
+        and is left out of the lemma (scikit-learn would divide by 0 there). A ``noise_variance_`` of 0
+        with fewer components than features (a released total at or below the kept variance) leaves
+        the covariance singular: the dtype's eps times the largest released variance (at least the
+        eps) stands in for it, as whitening floors its scale. Post-processing of released quantities:
+        it costs nothing. Needs ``noise_variance_``.
 
         Returns
         -------
@@ -900,7 +959,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         components, diff, noise = self._generative_model()
         xp = _namespace(components)
         if noise == 0.0:
-            return xp.linalg.inv(self.get_covariance())
+            if int(xp.sum(xp.astype(diff > 0, xp.int64))) == int(components.shape[1]):
+                return xp.linalg.inv(self.get_covariance())  # full rank: the covariance is invertible
+            eps = float(xp.finfo(diff.dtype).eps)
+            noise = eps * max(1.0, float(xp.max(diff)) if int(diff.shape[0]) else 1.0)
         identity = _eye(int(components.shape[1]), components)
         kept = diff > 0  # the others: a zero row (no term), and 1 on the diagonal instead of 1 / 0
         components = xp.where(kept[:, None], components, xp.zeros_like(components))

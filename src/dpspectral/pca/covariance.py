@@ -661,9 +661,12 @@ _COMMON_DOC = """
         ``"tight"`` (default): the analytic Gaussian mechanism for the exact (epsilon, delta).
         ``"paper"``: the paper's own noise formula; the result is marked uncertified (with an
         :class:`UncertifiedPrivacyWarning`) where the accountant cannot certify the request.
-    centering : None, array of shape (n_features,), or "private"
-        None: the uncentred second-moment matrix (as in the papers). An array: a public centre.
-        ``"private"``: a DP mean spending ``mean_share`` of the budget (tight calibration only).
+    centering : None, array of shape (n_features,), or "private", default=None
+        None (the default): the functions compute the principal axes of the uncentred second-moment
+        matrix ``X^T X``, as the papers do. An array: a public centre. ``"private"``: centred PCA (of
+        the covariance, as scikit-learn's ``PCA``) around a DP mean released in the same privacy
+        report, spending ``mean_share`` of the budget (tight calibration only). The estimator
+        :class:`dpspectral.DPPCA` centres by default (``centering="private"``).
     mean_share : float
         Share of the Gaussian budget (of ``1/s^2``) given to the private mean.
     adaptive_clip, clip_quantile, clip_share : bool, float or None, float or None
