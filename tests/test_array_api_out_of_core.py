@@ -172,7 +172,7 @@ def test_a_device_named_by_an_array_array_api_strict(tmp_path):
 def test_dppca_device_parameter(tmp_path):
     X = _spiked()
     mm = _memmap(tmp_path, X)
-    params = dict(n_components=K, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=2)
+    params = dict(n_components=K, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=2, centering=None)
     est = DPPCA(**params, device="cpu").fit(mm)
     ref = analyze_gauss(mm, K, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=2, device="cpu")
     assert est.method_ == "analyze_gauss"

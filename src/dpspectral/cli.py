@@ -550,7 +550,9 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
                           "uncertified (default: the method's first)")
     opt.add_argument("--centering", choices=("none", "private"), default="none",
                      help="none: PCA of the second-moment matrix (as the papers do); private: subtract a "
-                          "DP mean that spends --mean-share of the budget (default: none)")
+                          "DP mean that spends --mean-share of the budget (analyze_gauss and mod_sulq with "
+                          "the tight calibration; elsewhere the fit runs uncentred, with a warning) "
+                          "(default: none)")
     opt.add_argument("--mean-share", type=float, default=0.1,
                      help="share of the budget spent on the private mean (default: 0.1)")
     opt.add_argument("--on-norm-violation", choices=("clip", "raise"), default="clip",
@@ -674,7 +676,9 @@ def _model_json(args: argparse.Namespace, est: Any, method: Any, relation: str, 
     from . import __version__
 
     privacy = est.privacy_
-    centering = None if args.centering == "none" else "private"
+    # centred when the fit released a mean (--centering private with a method that cannot centre runs
+    # uncentred, with a warning and a note in the privacy report)
+    centred = getattr(est.result_, "mean", None) is not None
     clip = (est.result_.diagnostics or {}).get("clip")
     return {
         "format": "dpspectral-pca-model",
@@ -686,7 +690,7 @@ def _model_json(args: argparse.Namespace, est: Any, method: Any, relation: str, 
             "n_components": args.k, "epsilon": args.epsilon,
             "delta": args.delta if method.needs_delta else est.privacy_.delta, "row_norm": args.row_norm,
             "relation": relation, "calibration": calibration, "centering": args.centering,
-            "mean_share": args.mean_share if centering else None,
+            "mean_share": args.mean_share if centred else None,
             "on_norm_violation": args.on_norm_violation,
             # The noise seed is secret (whoever knows it can subtract the noise): never saved.
             "seed": ("secure" if args.seed == "secure"
@@ -701,12 +705,12 @@ def _model_json(args: argparse.Namespace, est: Any, method: Any, relation: str, 
         # n under replace_one (public: neighbours have the same n), the released noisy count under
         # add_remove when the method releases one, else null.
         "n_samples": getattr(est, "n_samples_", None),
-        "centered": centering is not None,
-        "mean": est.mean_ if centering is not None else None,
+        "centered": centred,
+        "mean": est.mean_ if centred else None,
         "feature_names": list(feature_names) if feature_names is not None else None,
         # The public bound at which the fit clipped each row (after the centring when centred), which
         # transform applies too; and the smaller clip the method released for its statistic, if any.
-        "clip": {"norm": float(args.row_norm), "after_centering": centering is not None,
+        "clip": {"norm": float(args.row_norm), "after_centering": centred,
                  "released_adaptive_clip": None if clip is None else float(clip)},
         # Public inputs only: the file's name (no folder), the format and the user's declarations.
         "data": {"source": Path(args.data).name, "format": fmt, "label_column": args.label_column,
