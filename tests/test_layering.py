@@ -36,7 +36,7 @@ def _loaded_after(code: str) -> list[str]:
 def test_import_dpspectral_loads_no_plotting_and_no_reproductions() -> None:
     assert _loaded_after("import dpspectral") == []
     # also every public submodule the estimators and the registry pull in
-    modules = "dpspectral, dpspectral.estimators, dpspectral.registry, dpspectral.datasets"
+    modules = "dpspectral, dpspectral._estimators, dpspectral._registry, dpspectral.datasets"
     assert _loaded_after(f"import {modules}") == []
 
 
@@ -104,8 +104,8 @@ def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
                                 "def g():\n    from dpspectral_reproduce.commands import run_reproduce\n")
     assert _violations(lib, "dpspectral") == [
         "dpspectral/cli.py imports dpspectral_reproduce.papers at module level",
-        "dpspectral/estimators.py imports dpspectral_reproduce",
-        "dpspectral/estimators.py imports dpspectral_reproduce.demo",
+        "dpspectral/_estimators.py imports dpspectral_reproduce",
+        "dpspectral/_estimators.py imports dpspectral_reproduce.demo",
     ]
     rep = tmp_path / "dpspectral_reproduce"
     rep.mkdir()
@@ -195,7 +195,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles() -> None:
     """The library's modules form layers: no module imports, even lazily, one that imports it back."""
     graph = _import_graph(SRC / "dpspectral")
-    assert len(graph) > 50 and graph["dpspectral.moments"]  # the walker saw the package
+    assert len(graph) > 50 and graph["dpspectral._moments"]  # the walker saw the package
     assert _cycles(graph) == []
 
 
