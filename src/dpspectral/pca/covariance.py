@@ -58,7 +58,7 @@ from ..constraints import (
 )
 from ..linalg import top_k_eigh
 from ..moments import accumulate, needs_two_passes_ok
-from ..privacy._template import After, Drawn, Mechanism, Released, RunSettings, Symmetric, run
+from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
 from ..privacy.accounting import Accountant, AccountingMethod
 from ..privacy.budget import PrivacyBudget, Relation
 from ..privacy.clipping import NormViolation, sensitivity_norm
@@ -308,22 +308,6 @@ class _Checked:
     d: int | None
 
 
-@dataclass(frozen=True, eq=False)
-class _Rows:
-    """The validating pass over the rows (its moments) and the source, for the later passes."""
-
-    first: Any
-    X: Any
-
-    @property
-    def n(self) -> int:
-        return int(self.first.n)
-
-    @property
-    def d(self) -> int:
-        return int(self.first.d)
-
-
 class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
     """Covariance perturbation as the release template runs it (:mod:`dpspectral.privacy._template`).
 
@@ -384,7 +368,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
     def is_staged(self, inputs: _Checked) -> bool:
         return inputs.adaptive
 
-    def read(self, inputs: _Checked, X: Any) -> _Rows:
+    def read(self, inputs: _Checked, X: Any) -> Rows:
         """The first pass: every row validated (before the charge for anything but a one-shot stream).
 
         It computes what the first release needs: the scatter (one release), the sum of the clipped
@@ -397,7 +381,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             want_second=not (inputs.private_mean or inputs.adaptive),
             norm_edges=bound_edges(inputs.C) if inputs.adaptive and not inputs.private_mean else None)
         check_n_components(inputs.k, first.d, inputs.kind, name="k")
-        return _Rows(first, X)
+        return Rows(first, X)
 
     def _accumulate(self, inputs: _Checked, X: Any, **kw: Any) -> Any:
         return accumulate(X, owner=inputs.kind, show_progress=inputs.show_progress, xp=inputs.xp, **kw)
@@ -452,7 +436,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
         return (inputs.C if clip >= edges[-1] else clip,  # the top bin: the public bound itself
                 f"the released {inputs.clip_quantile:g}-quantile of their norms")
 
-    def statistic(self, inputs: _Checked, rows: _Rows, plan: ReleasePlan,
+    def statistic(self, inputs: _Checked, rows: Rows, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         names = [r.name for r in plan.releases] or ["scatter"]  # the Wishart plan states no release
         out: dict[str, Any] = {}
@@ -466,13 +450,13 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             out["scatter"] = After(lambda done: self._scatter(inputs, rows, done))
         return out
 
-    def _histogram(self, inputs: _Checked, rows: _Rows, released: Released) -> Any:
+    def _histogram(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
         if not inputs.private_mean:
             return rows.first.norm_counts  # counted in the validating pass
-        return norm_histogram(rows.X, norm_edges(inputs.C), center=self._center(inputs, rows, released),
+        return norm_histogram(rows.source, norm_edges(inputs.C), center=self._center(inputs, rows, released),
                               owner=inputs.kind, show_progress=inputs.show_progress)
 
-    def _center(self, inputs: _Checked, rows: _Rows, released: Released) -> Any:
+    def _center(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
         """The released mean (post-processing of the noisy sum and count), projected into the ball."""
         if "center" not in released:
             n_mean = float(rows.n)  # public under replace-one; a noisy count otherwise
@@ -485,7 +469,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             released["center"], released["n_mean"] = mu, n_mean
         return released["center"]
 
-    def _scatter(self, inputs: _Checked, rows: _Rows, released: Released) -> Any:
+    def _scatter(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
         """The scatter to release: from the first pass, or (a released centre or clip) a later one."""
         if inputs.private_mean or inputs.adaptive:
             # the rows centred by the released mean, or clipped at the released clip, are clipped
@@ -493,7 +477,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             # rows were checked in the first pass)
             clip = released.get("clip", inputs.C)
             center = self._center(inputs, rows, released) if inputs.private_mean else inputs.center
-            moments = self._accumulate(inputs, rows.X, row_norm=clip, center=center,
+            moments = self._accumulate(inputs, rows.source, row_norm=clip, center=center,
                                        on_norm_violation="clip", want_sum=False, want_second=True)
         else:
             moments, clip = rows.first, inputs.C
@@ -503,7 +487,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
         scale = 3.0 * clip**2 / (2.0 * n * inputs.epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
         return Drawn(lambda releaser: S + n * _gram(releaser.normal(0.0, math.sqrt(scale), (d, d + 1))))
 
-    def post_process(self, inputs: _Checked, rows: _Rows, released: Released,
+    def post_process(self, inputs: _Checked, rows: Rows, released: Released,
                      report: Any) -> SubspaceResult:
         """The top-k eigenvectors of the released scatter, and public facts of the plan."""
         values, vectors = top_k_eigh(released["scatter"], inputs.k)

@@ -42,7 +42,7 @@ from .._rows import is_one_shot
 from .noise import noise_source
 from .pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release
 
-__all__ = ["After", "Drawn", "Mechanism", "Released", "RunSettings", "Symmetric", "run"]
+__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run"]
 
 Inputs = TypeVar("Inputs")
 Result = TypeVar("Result")
@@ -68,6 +68,23 @@ class RunSettings:
     random_state: Any = None
     accounting: str = "auto"
     show_progress: bool | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """What a mechanism's validating pass computed (``first``: public ``n`` and ``d``, and the
+    statistic it accumulated) and the source of the rows, for a later pass inside the charge."""
+
+    first: Any
+    source: Any
+
+    @property
+    def n(self) -> int:
+        return int(self.first.n)
+
+    @property
+    def d(self) -> int:
+        return int(self.first.d)
 
 
 @dataclass(frozen=True)
