@@ -318,9 +318,6 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
 
     stacklevel = 3
 
-    def __init__(self, show_progress: bool | None) -> None:
-        self.show_progress = show_progress
-
     def check(self, inputs: CovarianceInputs, X: Any) -> _Checked:
         kind = inputs.kind
         self.label = kind

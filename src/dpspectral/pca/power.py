@@ -310,9 +310,6 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
     label = _OWNER
     stacklevel = 3  # frames above run: noisy_power, the constraint check, the caller
 
-    def __init__(self, show_progress: bool | None) -> None:
-        self.show_progress = show_progress
-
     def check(self, inputs: _PowerInputs, X: Any) -> _Checked:
         budget, rel, C, k, _ = _validate(
             X, inputs.k, inputs.block_size, epsilon=inputs.epsilon, delta=inputs.delta,

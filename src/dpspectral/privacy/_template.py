@@ -138,6 +138,9 @@ class Mechanism(Generic[Inputs, Result]):
     label: str = "mechanism"
     stacklevel: int = 2
 
+    def __init__(self, show_progress: bool | None = None) -> None:
+        self.show_progress = show_progress
+
     def check(self, inputs: Inputs, X: Any) -> Any:
         """Validate the public inputs (and the data's public shape); return them checked."""
         return inputs

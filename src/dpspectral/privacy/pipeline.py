@@ -362,7 +362,7 @@ class Releaser:
 
     def integers(self, low: int, high: int) -> int:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
-        return self.generator.integers(low, high)
+        return int(self.generator.integers(low, high))
 
     @property
     def events(self) -> list[dp_accounting.DpEvent]:
