@@ -86,12 +86,12 @@ def test_a_moved_module_path_still_works_and_warns() -> None:
     from dpspectral.pca import analyze_gauss
 
     with pytest.warns(DeprecationWarning, match="import 'analyze_gauss' from 'dpspectral.pca'"):
-        from dpspectral.pca.covariance import analyze_gauss as old  # noqa: PLC0415
+        from dpspectral.pca._covariance import analyze_gauss as old  # noqa: PLC0415
     assert old is analyze_gauss
     with pytest.warns(DeprecationWarning, match="not part of the public API"):
-        from dpspectral.privacy.pipeline import ReleasePlan  # noqa: F401, PLC0415
+        from dpspectral.privacy._pipeline import ReleasePlan  # noqa: F401, PLC0415
     with pytest.warns(DeprecationWarning, match="import 'DPPCA' from 'dpspectral'"):
-        assert dpspectral.estimators.DPPCA is dpspectral.DPPCA
+        assert dpspectral._estimators.DPPCA is dpspectral.DPPCA
 
 
 def test_a_stand_in_never_hides_a_public_function_of_the_same_name() -> None:
@@ -120,4 +120,4 @@ def test_the_stand_in_check_can_fail() -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="the module", category=DeprecationWarning)
         with pytest.raises(DeprecationWarning):
-            dpspectral.registry.get_method  # noqa: B018
+            dpspectral._registry.get_method  # noqa: B018

@@ -84,8 +84,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "noisy_power adaptive: the iterations read the rows at C while the noise is at the released clip",
         "pca/power.py",
-        "    moments = accumulate(X, row_norm=released_clip, on_norm_violation=\"clip\", want_sum=False,",
-        "    moments = accumulate(X, row_norm=C, on_norm_violation=\"clip\", want_sum=False,",
+        'moments = accumulate(rows.source, row_norm=released["clip"], on_norm_violation="clip",',
+        'moments = accumulate(rows.source, row_norm=inputs.C, on_norm_violation="clip",',
         "tests/test_adaptive_clip_iterative.py",
     ),
     Mutation(
@@ -119,15 +119,16 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "uncentred adaptive clip from the raw (un-noised) norm histogram (issue 16)",
         "pca/covariance.py",
-        'out.clip = _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, C)',
-        'out.clip = _balanced_clip(counts, edges, kappa, plan["histogram"].scale, C)',
+        'return _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, inputs.C), (',
+        'return _balanced_clip(released.rows.first.norm_counts, edges, kappa, plan["histogram"].scale,'
+        ' inputs.C), (',
         "tests/test_pinned_releases.py",
     ),
     Mutation(
         "adaptive clip: rows clipped at row_norm, scatter noise at the released clip (issue 16)",
         "pca/covariance.py",
-        "        moments = accumulate(X, row_norm=out.clip, center=center, on_norm_violation=\"clip\",",
-        "        moments = accumulate(X, row_norm=C, center=center, on_norm_violation=\"clip\",",
+        '            clip = released.get("clip", inputs.C)',
+        '            clip = inputs.C',
         "tests/test_pinned_releases.py",
     ),
     Mutation(

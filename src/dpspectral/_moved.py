@@ -1,7 +1,7 @@
 """Module paths that became private: the old public paths keep working for one release, with a warning.
 
 The library's implementation modules are private (``dpspectral.pca._covariance``); users import from the
-packages (``dpspectral.pca.analyze_gauss``). An old path such as ``dpspectral.pca.covariance`` resolves to a
+packages (``dpspectral.pca.analyze_gauss``). An old path such as ``dpspectral.pca._covariance`` resolves to a
 stand-in module that forwards every attribute to the private module and emits a ``DeprecationWarning``
 naming the public place to import from.
 """

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -66,16 +67,7 @@ from ..privacy._gaussian import (
     classic_noise_multiplier,
     split_noise_multiplier,
 )
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    StagedRelease,
-    precheck,
-    read_then_release,
-    release,
-)
+from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._quantile import (
     BALANCE_FACTOR,
     balanced_clip,
@@ -85,6 +77,7 @@ from ..privacy._quantile import (
     norm_edges,
     norm_histogram,
 )
+from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
@@ -267,260 +260,274 @@ def _validate(kind: _NoiseKind, X: Any, *, epsilon: float, delta: float, row_nor
     return budget, rel, C, center, mean_share
 
 
-def _covariance_pca(
-    kind: _NoiseKind,
-    X: Any,
-    k: int,
-    *,
-    epsilon: float,
-    delta: float,
-    row_norm: float,
-    relation: Relation | str,
-    calibration: str,
-    centering: Centering,
-    mean_share: float,
-    release_count: bool,
-    accountant: Accountant | None,
-    random_state: Any,
-    on_norm_violation: NormViolation,
-    accounting: AccountingMethod,
-    show_progress: bool | None,
-    allowed_relations: Sequence[Relation],
-    adaptive_clip: bool = False,
-    clip_quantile: float | None = None,
-    clip_share: float | None = None,
-    noise_shape: str | None = None,
-) -> SubspaceResult:
-    """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
-    budget, rel, C, center, mean_share = _validate(
-        kind, X, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share,
-        on_norm_violation=on_norm_violation, allowed_relations=allowed_relations)
-    xp = _array_api_namespace(kind, X)
-    noise = noise_source(random_state, like=X)
-    private_mean = isinstance(center, str)
-    d_known = n_features_of(X)
-    if d_known is not None:
-        check_n_components(k, d_known, kind, name="k")
-    n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
+@dataclass(frozen=True, eq=False)
+class CovarianceInputs:
+    """The public inputs of one covariance release (Analyze Gauss, MOD-SULQ, Wishart)."""
 
-    # adaptive clipping: centred (private mean) or uncentred; the paper's calibrations stay as published,
-    # and a one-shot stream (one read only) keeps the one-pass release
-    adaptive = adaptive_clip and calibration == "tight" and kind != "wishart" and (
-        private_mean or needs_two_passes_ok(X))
-    if clip_quantile is None and private_mean:  # uncentred: None is the balance rule
-        clip_quantile = DEFAULT_CLIP_QUANTILE
-    if clip_share is None:
-        clip_share = DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE
+    kind: _NoiseKind
+    k: int
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    centering: Centering
+    mean_share: float
+    release_count: bool
+    on_norm_violation: NormViolation
+    allowed_relations: tuple[Relation, ...]
+    adaptive_clip: bool = False
+    clip_quantile: float | None = None
+    clip_share: float | None = None
+    noise_shape: str | None = None
 
-    def make_plan(n: int | None, d: int | None) -> ReleasePlan:
+
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    """The inputs once checked: what the plan, the passes and the post-processing read (all public)."""
+
+    kind: _NoiseKind
+    k: int
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    center: np.ndarray | None  # a public centre
+    private_mean: bool
+    mean_share: float
+    release_count: bool
+    adaptive: bool
+    clip_quantile: float | None
+    clip_share: float
+    noise_shape: str
+    calibration: str
+    epsilon: float
+    on_norm_violation: NormViolation
+    show_progress: bool | None
+    xp: Any
+    n: int | None  # known before reading (an array's shape), else None
+    d: int | None
+
+
+class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
+    """Covariance perturbation as the release template runs it (:mod:`dpspectral.privacy._template`).
+
+    One release (the scatter, and the count under add/remove) from one pass; with a private mean, the
+    mean (and count) first, then the scatter of the rows centred by it, in the same charge; with
+    adaptive clipping a staged release (the norm histogram, then the scatter at the released clip).
+    """
+
+    stacklevel = 3
+
+    def check(self, inputs: CovarianceInputs, X: Any) -> _Checked:
+        kind = inputs.kind
+        self.label = kind
+        budget, rel, C, center, mean_share = _validate(
+            kind, X, epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm,
+            relation=inputs.relation, calibration=inputs.calibration, centering=inputs.centering,
+            mean_share=inputs.mean_share, on_norm_violation=inputs.on_norm_violation,
+            allowed_relations=inputs.allowed_relations)
+        xp = _array_api_namespace(kind, X)
+        private_mean = isinstance(center, str)
+        d_known = n_features_of(X)
+        n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
+        # adaptive clipping: centred (private mean) or uncentred; the paper's calibrations stay as
+        # published, and a one-shot stream (one read only) keeps the one-pass release
+        adaptive = inputs.adaptive_clip and inputs.calibration == "tight" and kind != "wishart" and (
+            private_mean or needs_two_passes_ok(X))
+        clip_quantile = inputs.clip_quantile
+        if clip_quantile is None and private_mean:  # uncentred: None is the balance rule
+            clip_quantile = DEFAULT_CLIP_QUANTILE
+        clip_share = inputs.clip_share
+        if clip_share is None:
+            clip_share = DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE
+        return _Checked(
+            kind=kind, k=inputs.k, budget=budget, relation=rel, C=C,
+            center=center if isinstance(center, np.ndarray) else None, private_mean=private_mean,
+            mean_share=mean_share, release_count=inputs.release_count, adaptive=adaptive,
+            clip_quantile=clip_quantile, clip_share=clip_share,
+            noise_shape=inputs.noise_shape or ("goe" if inputs.calibration == "tight" else "iid"),
+            calibration=inputs.calibration, epsilon=inputs.epsilon,
+            on_norm_violation=inputs.on_norm_violation, show_progress=self.show_progress, xp=xp,
+            n=n_known, d=d_known)
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan | None:
+        if d is not None:
+            check_n_components(inputs.k, d, inputs.kind, name="k")
+        if inputs.kind == "mod_sulq" and n is None and inputs.calibration == "paper":
+            return None  # its noise is a function of n: checked once the rows are counted
         return covariance_plan(
-            kind, budget=budget, relation=rel, calibration=calibration, row_norm=C, n=n, d=d,
-            private_mean=private_mean, release_count=release_count, mean_share=mean_share,
-            clip_share=clip_share if adaptive else None,
+            inputs.kind, budget=inputs.budget, relation=inputs.relation, calibration=inputs.calibration,
+            row_norm=inputs.C, n=n, d=d, private_mean=inputs.private_mean,
+            release_count=inputs.release_count, mean_share=inputs.mean_share,
+            clip_share=inputs.clip_share if inputs.adaptive else None,
         )
 
-    # Fail fast, before reading the data, when the budget cannot cover the run.
-    if kind != "mod_sulq" or n_known is not None:
-        precheck(accountant, make_plan(n_known, d_known).events, rel)
-    release_args: dict[str, Any] = dict(
-        kind=kind, k=k, C=C, epsilon=epsilon, accountant=accountant, noise=noise,
-        noise_shape=noise_shape or ("goe" if calibration == "tight" else "iid"),
-        on_norm_violation=on_norm_violation, show_progress=show_progress, xp=xp)
-    if adaptive and private_mean:
-        plan, released = _release_centred_adaptive(
-            X, make_plan, quantile=clip_quantile or DEFAULT_CLIP_QUANTILE, **release_args)
-    elif adaptive:
-        plan, released = _release_uncentred_adaptive(
-            X, make_plan, center=center if isinstance(center, np.ndarray) else None,
-            quantile=clip_quantile, **release_args)
-    elif private_mean:
-        plan, released = _release_centred(X, make_plan, **release_args)
-    else:
-        center_array = center if isinstance(center, np.ndarray) else None
-        plan, released = _release_uncentred(X, make_plan, center=center_array, **release_args)
-    report = released.releaser.report(mechanism=kind, budget=budget, calibration=calibration,
-                                      accounting=accounting, notes=plan.notes, stacklevel=4,
-                                      events=plan.events)
-    return _result(kind, plan, released, report, rel, released.clip or C, release_args["noise_shape"])
+    def is_staged(self, inputs: _Checked) -> bool:
+        return inputs.adaptive
 
+    def read(self, inputs: _Checked, X: Any) -> Rows:
+        """The first pass: every row validated (before the charge for anything but a one-shot stream).
 
-class _Released:
-    """What one run released (all public after the release) and its post-processing."""
+        It computes what the first release needs: the scatter (one release), the sum of the clipped
+        raw rows (a private mean), or only the counts of the row norms in the histogram's public bins
+        (adaptive clipping of the uncentred rows: kept until the histogram's stage, one pass less).
+        """
+        first = self._accumulate(
+            inputs, X, row_norm=inputs.C, center=None if inputs.private_mean else inputs.center,
+            on_norm_violation=inputs.on_norm_violation, want_sum=inputs.private_mean,
+            want_second=not (inputs.private_mean or inputs.adaptive),
+            norm_edges=bound_edges(inputs.C) if inputs.adaptive and not inputs.private_mean else None)
+        check_n_components(inputs.k, first.d, inputs.kind, name="k")
+        return Rows(first, X)
 
-    def __init__(self) -> None:
-        self.S_hat: np.ndarray
-        self.values: np.ndarray
-        self.vectors: np.ndarray
-        self.center: np.ndarray | None = None
-        self.noisy_count: float | None = None
-        self.n = 0
-        self.releaser: Releaser
-        self.clip: float | None = None  # the released clip of the centred rows (adaptive clipping)
+    def _accumulate(self, inputs: _Checked, X: Any, **kw: Any) -> Any:
+        return accumulate(X, owner=inputs.kind, show_progress=inputs.show_progress, xp=inputs.xp, **kw)
 
+    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        count = ("count",) if _has(plan, "count") else ()
+        if not inputs.adaptive:
+            return (("mean",) + count + ("scatter",) if inputs.private_mean else count + ("scatter",),)
+        if inputs.private_mean:
+            return ("mean",) + count, ("histogram",), ("scatter",)
+        return ("histogram",) + count, ("scatter",)
 
-def _release_centred(X: Any, make_plan: Any, *, kind: _NoiseKind, k: int, C: float, epsilon: float,
-                     noise_shape: str, accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """centering='private': pass 1 (sum of clipped raw rows: validates the whole input before the
-    charge), then one release (noisy sum, noisy count, noisy scatter of the rows centred by the
-    released mean). A failure inside (a re-read stream with a bad block) stays charged."""
-    first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                       want_second=False, owner=kind, show_progress=show_progress, xp=xp)
-    check_n_components(k, first.d, kind, name="k")
-    plan = make_plan(first.n, first.d)
-    out = _Released()
-    with release(plan, accountant, noise, n_rows=first.n) as releaser:
-        assert first.sum is not None
-        noisy_sum = releaser.add("mean", first.sum)
-        n_mean = float(first.n)  # public under replace-one; replaced by a noisy count otherwise
-        if _has(plan, "count"):
-            out.noisy_count = releaser.add("count", float(first.n))
-            n_mean = max(out.noisy_count, 1.0)
-        mu = noisy_sum / n_mean
-        norm_mu = vector_norm(mu)
-        if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-proc.)
-            mu *= C / norm_mu
-        out.center = mu
-        # Pass 2: the raw rows were checked in pass 1; the rows centred by the released mean are
-        # clipped to C (never refused: a refusal here would be decided by the data after the
-        # charge, and the centred rows may exceed C although the raw rows do not).
-        moments = accumulate(X, row_norm=C, center=mu, on_norm_violation="clip", want_sum=False,
-                             want_second=True, owner=kind, show_progress=show_progress, xp=xp)
-        out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon, noise_shape)
-        out.values, out.vectors = top_k_eigh(out.S_hat, k)
-    out.n, out.releaser = moments.n, releaser
-    return plan, out
+    def stage_plan(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        if not inputs.adaptive:
+            return plan
+        if names != ("scatter",):
+            return super().stage_plan(inputs, plan, names, released)
+        # the last stage: the scatter of the rows clipped at the clip post-processed from the released
+        # histogram, with the planned noise multiplier times its sensitivity at that clip
+        clip, rule = self._clip(inputs, plan, released)
+        released["clip"] = clip
+        planned = plan["scatter"]
+        sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(clip))
+        multiplier = planned.scale / (planned.sensitivity or 1.0)
+        scatter = NoisyRelease("scatter", "gaussian", multiplier * sensitivity, sensitivity)
+        event = plan.events[[r.name for r in plan.releases].index("scatter")]
+        what = "centred rows" if inputs.private_mean else "rows"
+        return ReleasePlan(inputs.kind, plan.relation, (event,), (scatter,), notes=(
+            f"Adaptive clipping: the {what} were clipped at {clip:.4g}, {rule} (public bound "
+            f"row_norm={inputs.C:g}).",))
 
-
-def _release_centred_adaptive(X: Any, make_plan: Any, *, quantile: float, kind: _NoiseKind, k: int,
-                              C: float, epsilon: float, noise_shape: str, accountant: Any, noise: Any,
-                              on_norm_violation: NormViolation,
-                              show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """centering='private' with adaptive clipping: a staged release of three stages.
-
-    Pass 1 (sum of clipped raw rows) validates the whole input before anything is charged. Stage 1
-    releases the noisy sum (and count); stage 2 the noisy histogram of the norms of the rows centred
-    by the released mean, from which the clip ``r`` (a quantile) is post-processed; stage 3 the
-    scatter of the centred rows clipped at ``r``, with the planned noise multiplier times its
-    sensitivity at ``r``. The whole cost is declared and checked up front (StagedRelease).
-    """
-    first = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=True,
-                       want_second=False, owner=kind, show_progress=show_progress, xp=xp)
-    check_n_components(k, first.d, kind, name="k")
-    plan = make_plan(first.n, first.d)
-    event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
-    stage1 = ("mean", "count") if _has(plan, "count") else ("mean",)
-    stages = [tuple(event_of[name] for name in stage1), (event_of["histogram"],), (event_of["scatter"],)]
-    staged = StagedRelease(accountant, plan.relation, kind, stages, n_rows=first.n)
-    out = _Released()
-
-    def stage_plan(names: tuple[str, ...], releases: tuple[NoisyRelease, ...]) -> ReleasePlan:
-        return ReleasePlan(kind, plan.relation, tuple(event_of[n] for n in names), releases)
-
-    with staged.stage(stage_plan(stage1, tuple(plan[n] for n in stage1)), noise) as releaser:
-        assert first.sum is not None
-        n_mean = float(first.n)  # public under replace-one; a noisy count otherwise
-        noisy_sum = releaser.add("mean", first.sum)
-        if _has(plan, "count"):
-            out.noisy_count = releaser.add("count", float(first.n))
-            n_mean = max(out.noisy_count, 1.0)
-    mu = noisy_sum / n_mean
-    norm_mu = vector_norm(mu)
-    if norm_mu > C:  # the true mean of clipped rows lies in the ball: project (post-processing)
-        mu *= C / norm_mu
-    out.center = mu
-    edges = norm_edges(C)
-    with staged.stage(stage_plan(("histogram",), (plan["histogram"],)), noise) as releaser:
-        counts = norm_histogram(X, edges, center=mu, owner=kind, show_progress=show_progress)
-        noisy_counts = releaser.add("histogram", counts)
-    out.clip = min(clip_from_histogram(noisy_counts, edges, quantile, n_mean), C)
-    return _scatter_at_released_clip(X, plan, staged, out, center=mu, what="centred rows",
-                                     rule=f"the released {quantile:g}-quantile of their norms",
-                                     kind=kind, k=k, C=C, epsilon=epsilon, noise_shape=noise_shape,
-                                     noise=noise, show_progress=show_progress, xp=xp)
-
-
-def _scatter_at_released_clip(X: Any, plan: ReleasePlan, staged: StagedRelease, out: _Released, *,
-                              center: np.ndarray | None, what: str, rule: str, kind: _NoiseKind,
-                              k: int, C: float, epsilon: float, noise_shape: str, noise: Any,
-                              show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """The last stage of adaptive clipping: the scatter of the rows clipped at the released clip
-    ``out.clip``, with the planned noise multiplier times its sensitivity at that clip."""
-    assert out.clip is not None
-    planned = plan["scatter"]
-    sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(out.clip))
-    multiplier = planned.scale / (planned.sensitivity or 1.0)
-    scatter = NoisyRelease("scatter", "gaussian", multiplier * sensitivity, sensitivity)
-    event = plan.events[[r.name for r in plan.releases].index("scatter")]
-    with staged.stage(ReleasePlan(kind, plan.relation, (event,), (scatter,)), noise) as releaser:
-        # the rows clipped at the released clip (never refused: a refusal here would be decided by
-        # the data after the charge; the raw rows were checked before it)
-        moments = accumulate(X, row_norm=out.clip, center=center, on_norm_violation="clip",
-                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
-                             xp=xp)
-        out.S_hat = _noisy_scatter(kind, moments, releaser, out.clip, epsilon, noise_shape)
-        out.values, out.vectors = top_k_eigh(out.S_hat, k)
-    out.n, out.releaser = moments.n, releaser
-    released_plan = ReleasePlan(kind, plan.relation, plan.events,
-                                tuple(r for r in plan.releases if r.name != "scatter") + (scatter,),
-                                notes=plan.notes + (
-                                    f"Adaptive clipping: the {what} were clipped at {out.clip:.4g}, "
-                                    f"{rule} (public bound row_norm={C:g}).",))
-    return released_plan, out
-
-
-def _release_uncentred_adaptive(X: Any, make_plan: Any, *, center: np.ndarray | None,
-                                quantile: float | None,
-                                kind: _NoiseKind, k: int, C: float, epsilon: float, noise_shape: str,
-                                accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                                show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """centering None (or a public centre) with adaptive clipping: a staged release of two stages.
-
-    Pass 1 validates the whole input (finite; norms, with ``on_norm_violation="raise"``) before
-    anything is charged, and counts the row norms in the histogram's public bins (kept until stage 1:
-    one pass less over the data). Stage 1 releases the noisy histogram of the row norms (and, under add/remove
-    with ``release_count``, the noisy count), from which the clip ``r`` (the balance rule, or a given
-    quantile) is post-processed; stage 2 the scatter of the rows clipped at ``r``, with the planned noise
-    multiplier times its sensitivity at ``r``. The whole cost is declared and checked up front.
-    """
-    edges = bound_edges(C)  # rows at the bound (up to rounding) in the top bin
-    # one pass validates the rows and counts their norms (kept here until the histogram's stage)
-    first = accumulate(X, row_norm=C, center=center, on_norm_violation=on_norm_violation,
-                       want_sum=False, want_second=False, owner=kind, show_progress=show_progress,
-                       xp=xp, norm_edges=edges)
-    check_n_components(k, first.d, kind, name="k")
-    plan = make_plan(first.n, first.d)
-    event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
-    stage1 = ("histogram", "count") if _has(plan, "count") else ("histogram",)
-    staged = StagedRelease(accountant, plan.relation, kind,
-                           [tuple(event_of[name] for name in stage1), (event_of["scatter"],)], n_rows=first.n)
-    out = _Released()
-    out.center = center
-    counts = first.norm_counts
-    stage = ReleasePlan(kind, plan.relation, tuple(event_of[n] for n in stage1),
-                        tuple(plan[n] for n in stage1))
-    with staged.stage(stage, noise) as releaser:
-        noisy_counts = releaser.add("histogram", counts)
-        if _has(plan, "count"):
-            out.noisy_count = releaser.add("count", float(first.n))
-    # the rows counted: n (public under replace-one), else the released count or the histogram's total
-    n_rows = float(first.n) if plan.relation.n_is_public else (
-        out.noisy_count if out.noisy_count is not None else float(noisy_counts.sum()))
-    if quantile is None:  # the balance rule: its target is a clip with about `kappa` rows above it (public)
-        kappa = BALANCE_FACTOR * math.sqrt(first.d) * _noise_norm_per_clip2(plan, noise_shape, first.d)
-        out.clip = _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, C)
-        what = (f"chosen by the balance rule from the released histogram, whose target (about {kappa:.3g} "
+    def _clip(self, inputs: _Checked, plan: ReleasePlan, released: Released) -> tuple[float, str]:
+        """The clip of the scatter's rows, post-processed from the released histogram (and its rule)."""
+        noisy_counts = released["histogram"]
+        if inputs.private_mean:
+            quantile = inputs.clip_quantile or DEFAULT_CLIP_QUANTILE
+            clip = clip_from_histogram(noisy_counts, norm_edges(inputs.C), quantile, released["n_mean"])
+            return min(clip, inputs.C), f"the released {quantile:g}-quantile of their norms"
+        edges = bound_edges(inputs.C)
+        if inputs.clip_quantile is None:  # the balance rule: a clip with about `kappa` rows above it
+            d = released.rows.d
+            kappa = BALANCE_FACTOR * math.sqrt(d) * _noise_norm_per_clip2(plan, inputs.noise_shape, d)
+            return _balanced_clip(noisy_counts, edges, kappa, plan["histogram"].scale, inputs.C), (
+                f"chosen by the balance rule from the released histogram, whose target (about {kappa:.3g} "
                 "rows above the clip) is a public number set by the noise level and d, not a count of "
                 "the data")
-    else:
-        clip = clip_from_histogram(noisy_counts, edges, quantile, max(n_rows, 1.0))
-        out.clip = C if clip >= edges[-1] else clip  # the top bin: the public bound itself
-        what = f"the released {quantile:g}-quantile of their norms"
-    return _scatter_at_released_clip(X, plan, staged, out, center=center, what="rows", rule=what,
-                                     kind=kind, k=k, C=C, epsilon=epsilon,
-                                     noise_shape=noise_shape, noise=noise, show_progress=show_progress,
-                                     xp=xp)
+        # the rows counted: n (public under replace-one), else the released count or the histogram's total
+        n_rows = float(released.rows.n) if plan.relation.n_is_public else (
+            released["count"] if "count" in released else float(noisy_counts.sum()))
+        clip = clip_from_histogram(noisy_counts, edges, inputs.clip_quantile, max(n_rows, 1.0))
+        return (inputs.C if clip >= edges[-1] else clip,  # the top bin: the public bound itself
+                f"the released {inputs.clip_quantile:g}-quantile of their norms")
+
+    def statistic(self, inputs: _Checked, rows: Rows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        names = [r.name for r in plan.releases] or ["scatter"]  # the Wishart plan states no release
+        out: dict[str, Any] = {}
+        if "mean" in names:
+            out["mean"] = rows.first.sum
+        if "histogram" in names:
+            out["histogram"] = After(lambda done: self._histogram(inputs, rows, done))
+        if "count" in names:
+            out["count"] = float(rows.n)
+        if "scatter" in names:
+            out["scatter"] = After(lambda done: self._scatter(inputs, rows, done))
+        return out
+
+    def _histogram(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
+        if not inputs.private_mean:
+            return rows.first.norm_counts  # counted in the validating pass
+        return norm_histogram(rows.source, norm_edges(inputs.C), center=self._center(inputs, rows, released),
+                              owner=inputs.kind, show_progress=inputs.show_progress)
+
+    def _center(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
+        """The released mean (post-processing of the noisy sum and count), projected into the ball."""
+        if "center" not in released:
+            n_mean = float(rows.n)  # public under replace-one; a noisy count otherwise
+            if "count" in released:
+                n_mean = max(released["count"], 1.0)
+            mu = released["mean"] / n_mean
+            norm_mu = vector_norm(mu)
+            if norm_mu > inputs.C:  # the true mean of clipped rows lies in the ball: project
+                mu *= inputs.C / norm_mu
+            released["center"], released["n_mean"] = mu, n_mean
+        return released["center"]
+
+    def _scatter(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
+        """The scatter to release: from the first pass, or (a released centre or clip) a later one."""
+        if inputs.private_mean or inputs.adaptive:
+            # the rows centred by the released mean, or clipped at the released clip, are clipped
+            # (never refused: a refusal here would be decided by the data after the charge; the raw
+            # rows were checked in the first pass)
+            clip = released.get("clip", inputs.C)
+            center = self._center(inputs, rows, released) if inputs.private_mean else inputs.center
+            moments = self._accumulate(inputs, rows.source, row_norm=clip, center=center,
+                                       on_norm_violation="clip", want_sum=False, want_second=True)
+        else:
+            moments, clip = rows.first, inputs.C
+        S, d, n = moments.second, moments.d, moments.n
+        if inputs.kind != "wishart":
+            return Symmetric(S, inputs.noise_shape)
+        scale = 3.0 * clip**2 / (2.0 * n * inputs.epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
+        return Drawn(lambda releaser: S + n * _gram(releaser.normal(0.0, math.sqrt(scale), (d, d + 1))))
+
+    def post_process(self, inputs: _Checked, rows: Rows, released: Released,
+                     report: Any) -> SubspaceResult:
+        """The top-k eigenvectors of the released scatter, and public facts of the plan."""
+        values, vectors = top_k_eigh(released["scatter"], inputs.k)
+        plan, rel, kind, shape = released.plan, inputs.relation, inputs.kind, inputs.noise_shape
+        C = released.get("clip", inputs.C)
+        d = int(vectors.shape[0])
+        noisy_count = released.get("count")
+        diagnostics: dict[str, Any] = {
+            "noise_std": plan["scatter"].scale if kind != "wishart" else None,
+            "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
+            "noise_shape": shape,
+            # the noise's spectral norm (public): released eigenvalues at or below it are not resolved
+            "noise_edge": None if kind == "wishart" else
+            (math.sqrt(2.0 * d) if shape == "goe" else 2.0 * math.sqrt(d)) * plan["scatter"].scale,
+        }
+        if _has(plan, "mean"):
+            diagnostics["mean_noise_std"] = plan["mean"].scale
+        if _has(plan, "count"):
+            diagnostics["count_noise_std"] = plan["count"].scale  # public: a function of (epsilon, delta)
+        if "clip" in released:
+            diagnostics["clip"] = released["clip"]  # released (post-processing of a noisy histogram)
+            if _has(plan, "mean"):
+                diagnostics["centred_clip"] = released["clip"]
+            diagnostics["histogram_noise_std"] = plan["histogram"].scale
+        center = released.get("center", inputs.center)
+        return SubspaceResult(
+            components=vectors,
+            values=values,
+            total=_trace(released["scatter"]),
+            mean=None if center is None else like(center, vectors),
+            n_samples=float(rows.n) if rel.n_is_public else noisy_count,
+            privacy=report,
+            diagnostics=diagnostics,
+        )
+
+
+def _gram(G: np.ndarray) -> np.ndarray:
+    return G @ G.T
+
+
+def _covariance_pca(inputs: CovarianceInputs, X: Any, settings: RunSettings) -> SubspaceResult:
+    """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
+    return run(_Covariance(settings.show_progress), inputs, X, settings)
 
 
 def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
@@ -541,71 +548,8 @@ def _balanced_clip(noisy_counts: np.ndarray, edges: np.ndarray, kappa: float, hi
     return balanced_clip(noisy_counts, edges, kappa, hist_std, C)
 
 
-def _release_uncentred(X: Any, make_plan: Any, *, center: np.ndarray | None, kind: _NoiseKind,
-                       k: int, C: float, epsilon: float, noise_shape: str, accountant: Any, noise: Any,
-                       on_norm_violation: NormViolation,
-                       show_progress: bool | None, xp: Any = None) -> tuple[ReleasePlan, _Released]:
-    """One pass, then one release, in the pipeline's order (:func:`read_then_release`): an input that
-    can be re-read is read (and so validated) before the charge; a one-shot stream after it."""
-    def read(data: Any) -> Any:
-        moments = accumulate(data, row_norm=C, center=center, on_norm_violation=on_norm_violation,
-                             want_sum=False, want_second=True, owner=kind, show_progress=show_progress,
-                             xp=xp)
-        check_n_components(k, moments.d, kind, name="k")
-        return moments
-
-    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
-        if d is not None:
-            check_n_components(k, d, kind, name="k")
-        return make_plan(n, d)  # type: ignore[no-any-return]
-
-    out = _Released()
-    out.center = center
-    with read_then_release(X, read, plan_for, accountant, noise, owner=kind) as (moments, releaser):
-        plan = releaser.plan
-        if _has(plan, "count"):
-            out.noisy_count = releaser.add("count", float(moments.n))
-        out.S_hat = _noisy_scatter(kind, moments, releaser, C, epsilon, noise_shape)
-        out.values, out.vectors = top_k_eigh(out.S_hat, k)
-    out.n, out.releaser = moments.n, releaser
-    return plan, out
-
-
 def _has(plan: ReleasePlan, name: str) -> bool:
     return any(r.name == name for r in plan.releases)
-
-
-def _result(kind: _NoiseKind, plan: ReleasePlan, released: _Released, report: Any, rel: Relation,
-            C: float, noise_shape: str) -> SubspaceResult:
-    """The result: released values and public facts of the plan only."""
-    n_samples: float | None = float(released.n) if rel.n_is_public else released.noisy_count
-    d = int(released.vectors.shape[0])
-    diagnostics: dict[str, Any] = {
-        "noise_std": plan["scatter"].scale if kind != "wishart" else None,
-        "sensitivity": _scatter_sensitivity(rel, sensitivity_norm(C)),
-        "noise_shape": noise_shape,
-        # the noise's spectral norm (public): released eigenvalues at or below it are not resolved
-        "noise_edge": None if kind == "wishart" else
-        (math.sqrt(2.0 * d) if noise_shape == "goe" else 2.0 * math.sqrt(d)) * plan["scatter"].scale,
-    }
-    if _has(plan, "mean"):
-        diagnostics["mean_noise_std"] = plan["mean"].scale
-    if _has(plan, "count"):
-        diagnostics["count_noise_std"] = plan["count"].scale  # public: a function of (epsilon, delta)
-    if released.clip is not None:
-        diagnostics["clip"] = released.clip  # released (post-processing of a noisy histogram)
-        if _has(plan, "mean"):
-            diagnostics["centred_clip"] = released.clip
-        diagnostics["histogram_noise_std"] = plan["histogram"].scale
-    return SubspaceResult(
-        components=released.vectors,
-        values=released.values,
-        total=_trace(released.S_hat),
-        mean=None if released.center is None else like(released.center, released.vectors),
-        n_samples=n_samples,
-        privacy=report,
-        diagnostics=diagnostics,
-    )
 
 
 def _array_api_namespace(kind: _NoiseKind, X: Any) -> Any:
@@ -628,17 +572,6 @@ def _trace(S: Any) -> float:
     xp = array_api_compat.array_namespace(S)
     return float(xp.sum(xp.linalg.diagonal(S)))
 
-
-def _noisy_scatter(kind: _NoiseKind, moments: Any, releaser: Releaser, C: float,
-                   epsilon: float, noise_shape: str) -> np.ndarray:
-    """The released scatter matrix ``S + E`` (inside the release block; ``E`` of ``noise_shape``)."""
-    assert moments.second is not None
-    S, d, n = moments.second, moments.d, moments.n
-    if kind == "wishart":
-        scale = 3.0 * C**2 / (2.0 * n * epsilon)  # Wishart_d(d+1, scale * I) on X^T X / n
-        G = releaser.generator.normal(0.0, math.sqrt(scale), size=(d, d + 1))
-        return S + n * (G @ G.T)
-    return releaser.add_symmetric("scatter", S, shape=noise_shape)
 
 
 _COMMON_DOC = """
@@ -796,16 +729,14 @@ def analyze_gauss(
     same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
-    return _covariance_pca(
-        "analyze_gauss", stream_to_device(X, device, "analyze_gauss"), k, epsilon=epsilon, delta=delta,
-        row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share,
-        release_count=release_count, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
-        allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
+    return _covariance_pca(CovarianceInputs(
+        "analyze_gauss", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
+        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
         adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
         noise_shape=noise_shape,
-    )
+    ), stream_to_device(X, device, "analyze_gauss"),
+        RunSettings(accountant, random_state, accounting, show_progress))
 
 
 @validated(ADAPTIVE_PARAMETERS)
@@ -854,16 +785,14 @@ def mod_sulq(
     same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
-    return _covariance_pca(
-        "mod_sulq", stream_to_device(X, device, "mod_sulq"), k, epsilon=epsilon, delta=delta,
-        row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share,
-        release_count=release_count, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
-        allowed_relations=(Relation.REPLACE_ONE,),
+    return _covariance_pca(CovarianceInputs(
+        "mod_sulq", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
+        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE,),
         adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
         noise_shape=noise_shape,
-    )
+    ), stream_to_device(X, device, "mod_sulq"),
+        RunSettings(accountant, random_state, accounting, show_progress))
 
 
 @validated(COVARIANCE_PARAMETERS)
@@ -897,13 +826,11 @@ def wishart(
     ``certified=False`` and ``epsilon=inf``, an :class:`UncertifiedPrivacyWarning` is raised, and an
     accountant with a finite ceiling refuses it. Only ``calibration="paper"`` exists.
     """
-    return _covariance_pca(
-        "wishart", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share,
-        release_count=release_count, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
-        allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-    )
+    return _covariance_pca(CovarianceInputs(
+        "wishart", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
+        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
+    ), X, RunSettings(accountant, random_state, accounting, show_progress))
 
 
 for _f in (analyze_gauss, mod_sulq, wishart):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -57,14 +58,14 @@ from ..privacy._adaptive import (
     DEFAULT_CLIP_SHARE,
     RowClipPlan,
     at_clip,
+    clip_from_counts,
     clip_note,
     plan_row_clip,
-    release_row_clip,
 )
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, read_then_release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
 
@@ -129,12 +130,8 @@ def _check_block_size(block_size: Any, k: int, d: int | None, owner: str) -> int
 
 def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, row_norm: float,
               relation: Relation | str, calibration: str, on_norm_violation: str,
-              device: Any = None) -> tuple[Any, PrivacyBudget, Relation, float, int, int]:
-    """The public inputs, checked before anything is read or charged (the table checked the rest).
-
-    Returns ``X`` itself, or streamed to ``device`` when one is named (out-of-core on a device).
-    """
-    X = stream_to_device(X, device, _OWNER)
+              ) -> tuple[PrivacyBudget, Relation, float, int, int]:
+    """The public inputs, checked before anything is read or charged (the table checked the rest)."""
     budget, rel, C = check_mechanism_inputs(
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=_RELATIONS,
@@ -144,7 +141,7 @@ def _validate(X: Any, k: Any, block_size: Any, *, epsilon: float, delta: float, 
         k = check_n_components(k, d_known, _OWNER, name="k")
     else:
         check_params({"k": _N_COMPONENTS}, {"k": k}, _OWNER)
-    return X, budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
+    return budget, rel, C, int(k), _check_block_size(block_size, int(k), d_known, _OWNER)
 
 
 def _sizes(k: int, block_size: Any, d: int | None) -> tuple[int, int]:
@@ -185,7 +182,7 @@ def _iterate(A: np.ndarray, block_size: int, n_iter: int, releaser: Releaser,
     """Inside the release block: ``Y_l = A X_{l-1} + G_l``, ``X_l = QR(Y_l)``; returns ``Y_L``."""
     d = A.shape[0]
     # the start from the host generator (as on the NumPy path), then on A's device
-    Xl = like(orthonormalize(releaser.generator.standard_normal((d, block_size))), A)
+    Xl = like(orthonormalize(releaser.standard_normal((d, block_size))), A)
     Y = Xl
     for _ in progress(range(n_iter), total=n_iter, desc=_OWNER, enabled=show_progress, min_total=50):
         Y = releaser.add("iteration", A @ Xl)
@@ -267,98 +264,140 @@ def noisy_power(
     ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
     is drawn by the host generator, as on the NumPy path, then moved to the device.
     """
-    X, budget, rel, C, k, p = _validate(
-        X, k, block_size, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, on_norm_violation=on_norm_violation, device=device)
-    L = int(n_iter)
-    xp, _ = get_namespace_and_device(X, _OWNER)  # array API dispatch (None: the NumPy path)
-    noise = noise_source(random_state, like=X)
-    adaptive = adaptive_clip and calibration == "tight" and needs_two_passes_ok(X)
-    clip = plan_row_clip(budget, rel, C, clip_share or DEFAULT_CLIP_SHARE) if adaptive else None
-    # Plan every release before reading the data or drawing any randomness; fail fast.
-    plan = _plan(budget, rel, calibration, C, L, p, clip)
-    precheck(accountant, ((clip.event,) if clip else ()) + plan.events, rel)
-    if clip is None:  # one pass and one release, in the pipeline's order (a one-shot stream: charged first)
-        run = _one_release(X, k, block_size, budget, rel, calibration, C, L, accountant, noise,
-                           on_norm_violation, show_progress, xp)
-    else:
-        run = _staged_release(X, k, block_size, budget, rel, calibration, C, L, accountant, noise,
-                              on_norm_violation, show_progress, xp, clip, clip_share)
-    Y, moments, plan, events, releaser, k, p, released_clip = run
-    # Post-processing of the last release: its top-k left singular vectors, ordered.
-    U = _left_singular_vectors(Y)
-    # frames: certify_release, report, noisy_power, the constraint check, the caller
-    report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                             notes=plan.notes, stacklevel=5, events=list(events))
-    spec = plan["iteration"]
-    diagnostics: dict[str, Any] = {
-        "noise_std": spec.scale,
-        "noise_multiplier": plan.events[0].event.noise_multiplier,  # type: ignore[attr-defined]
-        "sensitivity": spec.sensitivity,
-        "n_iter": L,
-        "block_size": p,
-    }
-    if clip is not None:
-        diagnostics["clip"] = released_clip  # released (post-processing of the noisy histogram)
-        diagnostics["histogram_noise_std"] = clip.release.scale
-    return SubspaceResult(
-        components=fix_signs(U[:, :k]), values=None, privacy=report,
-        n_samples=float(moments.n) if rel.n_is_public else None, diagnostics=diagnostics,
-    )
+    return run(_NoisyPower(show_progress), _PowerInputs(
+        k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        n_iter=n_iter, block_size=block_size, on_norm_violation=on_norm_violation,
+        adaptive_clip=adaptive_clip, clip_share=clip_share,
+    ), stream_to_device(X, device, _OWNER), RunSettings(accountant, random_state))
 
 
-_Run = tuple[Any, Any, ReleasePlan, tuple[Any, ...], Releaser, int, int, float | None]
+@dataclass(frozen=True)
+class _PowerInputs:
+    """The public inputs of the noisy power method."""
+
+    k: int
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    n_iter: int
+    block_size: int | None
+    on_norm_violation: NormViolation
+    adaptive_clip: bool
+    clip_share: float | None
 
 
-def _one_release(X: Any, k: int, block_size: Any, budget: PrivacyBudget, rel: Relation,
-                 calibration: str, C: float, L: int, accountant: Any, noise: Any,
-                 on_norm_violation: NormViolation, show_progress: bool | None, xp: Any) -> _Run:
-    """``A`` at the bound C and the L releases (:func:`read_then_release`: an input that can be
-    re-read is read, and validated, before the charge; a one-shot stream after it)."""
-    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
-        return _plan(budget, rel, calibration, C, L, _sizes(k, block_size, d)[1], None)
-
-    def read(data: Any) -> Any:
-        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                             want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
-        _sizes(k, block_size, moments.d)
-        return moments
-
-    with read_then_release(X, read, plan_for, accountant, noise, owner=_OWNER) as (moments, releaser):
-        k_d, p = _sizes(k, block_size, moments.d)
-        Y = _iterate(moments.second, p, L, releaser, show_progress)
-    return Y, moments, releaser.plan, tuple(releaser.plan.events), releaser, k_d, p, None
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    inputs: _PowerInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    k: int
+    calibration: str
+    clip: RowClipPlan | None  # adaptive clipping: the histogram's stage
+    xp: Any
+    n: int | None
+    d: int | None
 
 
-def _staged_release(X: Any, k: int, block_size: Any, budget: PrivacyBudget, rel: Relation,
-                    calibration: str, C: float, L: int, accountant: Any, noise: Any,
-                    on_norm_violation: NormViolation, show_progress: bool | None, xp: Any,
-                    clip: Any, clip_share: float | None) -> _Run:
-    """The adaptive clip: the validation pass (it counts the row norms in the histogram's public bins,
-    released later), the released clip r (stage one), then ``A`` at r and the L releases."""
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=False, owner=_OWNER, show_progress=show_progress, xp=xp,
-                         norm_edges=clip.edges)
-    k, p = _sizes(k, block_size, moments.d)
-    plan = _plan(budget, rel, calibration, C, L, p, clip)  # d is known now: the final block size
-    staged = clip.staged(accountant, _OWNER, plan.events, n_rows=moments.n)
-    spec = plan["iteration"]
-    nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(rel, 1.0) * (
-        math.sqrt(moments.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
-    released_clip = release_row_clip(
-        X, clip, staged, noise, noise_per_clip2=nu, d=moments.d,
-        n_public=moments.n if rel.n_is_public else None, owner=_OWNER, show_progress=show_progress,
-        counts=moments.norm_counts)
-    share = clip_share or DEFAULT_CLIP_SHARE
-    plan = at_clip(plan, released_clip, C, {"iteration": 2},
-                   clip_note(released_clip, C, share))  # the same multiplier, sensitivity at r
-    # the rows clipped at the released clip (never refused: they were checked at C above)
-    moments = accumulate(X, row_norm=released_clip, on_norm_violation="clip", want_sum=False,
-                         want_second=True, owner=_OWNER, show_progress=show_progress, xp=xp)
-    assert moments.second is not None
-    with staged.stage(plan, noise) as releaser:
-        Y = _iterate(moments.second, p, L, releaser, show_progress)
-    return Y, moments, plan, (clip.event, *plan.events), releaser, k, p, released_clip
+class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
+    """The noisy power method as the release template runs it: one release of the L iterations at
+    the bound C, or (adaptive clipping) the norm histogram first, then the iterations at the released
+    clip."""
+
+    label = _OWNER
+    stacklevel = 3  # frames above run: noisy_power, the constraint check, the caller
+
+    def check(self, inputs: _PowerInputs, X: Any) -> _Checked:
+        budget, rel, C, k, _ = _validate(
+            X, inputs.k, inputs.block_size, epsilon=inputs.epsilon, delta=inputs.delta,
+            row_norm=inputs.row_norm, relation=inputs.relation, calibration=inputs.calibration,
+            on_norm_violation=inputs.on_norm_violation)
+        xp, _ = get_namespace_and_device(X, _OWNER)  # array API dispatch (None: the NumPy path)
+        adaptive = inputs.adaptive_clip and inputs.calibration == "tight" and needs_two_passes_ok(X)
+        clip = plan_row_clip(budget, rel, C, inputs.clip_share or DEFAULT_CLIP_SHARE) if adaptive else None
+        d = n_features_of(X)
+        return _Checked(inputs, budget, rel, C, k, inputs.calibration, clip, xp,
+                        int(X.shape[0]) if d is not None and not math.isnan(X.shape[0]) else None, d)
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
+        _, p = _sizes(inputs.k, inputs.inputs.block_size, d)
+        plan = _plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C, int(inputs.inputs.n_iter),
+                     p, inputs.clip)
+        if inputs.clip is None:
+            return plan
+        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
+                           (inputs.clip.release, *plan.releases), plan.notes)
+
+    def is_staged(self, inputs: _Checked) -> bool:
+        return inputs.clip is not None
+
+    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        return (("norm_histogram",), ("iteration",)) if inputs.clip is not None else (("iteration",),)
+
+    def read(self, inputs: _Checked, X: Any) -> Rows:
+        """The validating pass: ``A`` at the bound C, or (adaptive) only the row norms' counts."""
+        clip = inputs.clip
+        first = accumulate(X, row_norm=inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
+                             want_sum=False, want_second=clip is None, owner=_OWNER,
+                             show_progress=self.show_progress, xp=inputs.xp,
+                             norm_edges=None if clip is None else clip.edges)
+        _sizes(inputs.k, inputs.inputs.block_size, first.d)
+        return Rows(first, X)
+
+    def stage_plan(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        stage = super().stage_plan(inputs, plan, names, released)
+        if inputs.clip is None or names != ("iteration",):
+            return stage
+        rows, spec = released.rows, plan["iteration"]
+        _, p = _sizes(inputs.k, inputs.inputs.block_size, rows.d)
+        nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(inputs.relation, 1.0) * (
+            math.sqrt(rows.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
+        clip = clip_from_counts(inputs.clip, released["norm_histogram"], noise_per_clip2=nu, d=rows.d,
+                                n_public=rows.n if inputs.relation.n_is_public else None)
+        released["clip"] = clip
+        share = inputs.inputs.clip_share or DEFAULT_CLIP_SHARE
+        # the same multiplier, the sensitivity at r
+        return at_clip(stage, clip, inputs.C, {"iteration": 2}, clip_note(clip, inputs.C, share))
+
+    def statistic(self, inputs: _Checked, rows: Rows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if plan.releases[0].name == "norm_histogram":
+            return {"norm_histogram": rows.first.norm_counts}  # counted in the validating pass
+        _, p = _sizes(inputs.k, inputs.inputs.block_size, rows.d)
+        moments = rows.first
+        if inputs.clip is not None:  # the rows clipped at the released clip (checked at C before)
+            moments = accumulate(rows.source, row_norm=released["clip"], on_norm_violation="clip",
+                                 want_sum=False, want_second=True, owner=_OWNER,
+                                 show_progress=self.show_progress, xp=inputs.xp)
+        released["n"] = moments.n
+        L = int(inputs.inputs.n_iter)
+        return {"iteration": Drawn(lambda releaser: _iterate(moments.second, p, L, releaser,
+                                                             self.show_progress))}
+
+    def post_process(self, inputs: _Checked, rows: Rows, released: Released, report: Any) -> SubspaceResult:
+        """The top-k left singular vectors of the last release, ordered."""
+        U = _left_singular_vectors(released["iteration"])
+        plan = released.plan
+        spec = plan["iteration"]
+        diagnostics: dict[str, Any] = {
+            "noise_std": spec.scale,
+            "noise_multiplier": plan.events[-1].event.noise_multiplier,  # type: ignore[attr-defined]
+            "sensitivity": spec.sensitivity,
+            "n_iter": int(inputs.inputs.n_iter),
+            "block_size": _sizes(inputs.k, inputs.inputs.block_size, rows.d)[1],
+        }
+        if inputs.clip is not None:
+            diagnostics["clip"] = released["clip"]  # released (post-processing of the noisy histogram)
+            diagnostics["histogram_noise_std"] = inputs.clip.release.scale
+        return SubspaceResult(
+            components=fix_signs(U[:, :inputs.k]), values=None, privacy=report,
+            n_samples=float(released["n"]) if inputs.relation.n_is_public else None,
+            diagnostics=diagnostics,
+        )
 
 
 noisy_power.__doc__ = (noisy_power.__doc__ or "") + """

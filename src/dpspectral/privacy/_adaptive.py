@@ -44,7 +44,8 @@ from ._gaussian import analytic_noise_multiplier
 from ._pipeline import NoisyRelease, ReleasePlan, StagedRelease
 from ._quantile import BALANCE_FACTOR, balanced_clip, bound_edges, histogram_sensitivity, norm_histogram
 
-__all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "clip_note", "plan_row_clip",
+__all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "clip_from_counts", "clip_note",
+           "plan_row_clip",
            "release_row_clip"]
 
 #: Budget share of the norm histogram (of ``1 / s_total^2``): the price when the bound is already tight
@@ -121,12 +122,18 @@ def release_row_clip(X: Any, plan: RowClipPlan, staged: StagedRelease, noise: An
     ``counts``: the exact counts in ``plan.edges``, when the caller's validation pass counted them
     (``accumulate(..., norm_edges=plan.edges)``); else this reads ``X`` once more to count them.
     """
-    C = plan.row_norm
-    edges = plan.edges
     if counts is None:
-        counts = norm_histogram(X, edges, center=center, owner=owner, show_progress=show_progress)
+        counts = norm_histogram(X, plan.edges, center=center, owner=owner, show_progress=show_progress)
     with staged.stage(plan.stage_plan(owner), noise) as releaser:
         noisy_counts = releaser.add("norm_histogram", counts)
+    return clip_from_counts(plan, noisy_counts, noise_per_clip2=noise_per_clip2, d=d, n_public=n_public)
+
+
+def clip_from_counts(plan: RowClipPlan, noisy_counts: np.ndarray, *, noise_per_clip2: float, d: int,
+                     n_public: int | None) -> float:
+    """The clip ``r <= C`` post-processed from the released histogram (:func:`release_row_clip`)."""
+    C = plan.row_norm
+    edges = plan.edges
     n_rows = float(n_public) if n_public is not None else float(np.sum(noisy_counts))
     kappa = BALANCE_FACTOR * math.sqrt(d) * noise_per_clip2
     return balanced_clip(noisy_counts, edges, kappa, plan.release.scale, C,

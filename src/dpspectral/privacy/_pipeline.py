@@ -346,6 +346,24 @@ class Releaser:
             raise RuntimeError(f"{self.plan.label}: randomness drawn after its release block ended.")
         return self.noise.generator
 
+    # --- named draws: randomness other than additive noise (sampling, shuffles, starting points) ---
+
+    def normal(self, loc: float, scale: float, size: Any) -> np.ndarray:
+        """Normal draws ``N(loc, scale^2)`` of shape ``size`` from the secret generator."""
+        return self.generator.normal(loc, scale, size=size)
+
+    def standard_normal(self, size: Any) -> np.ndarray:
+        """Standard normal draws of shape ``size`` (a random start, a secret sketch)."""
+        return self.generator.standard_normal(size)
+
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random permutation of ``range(n)`` (a secret order of the rows)."""
+        return self.generator.permutation(n)
+
+    def integers(self, low: int, high: int) -> int:
+        """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
+        return int(self.generator.integers(low, high))
+
     @property
     def events(self) -> list[dp_accounting.DpEvent]:
         """The events charged for this plan (for the privacy report)."""
