@@ -21,6 +21,7 @@ from .privacy import (
     Relation,
     UncertifiedPrivacyWarning,
 )
+from .public_basis import PublicBasis, with_public_basis
 from .registry import Method, get_method, methods
 from .results import LowRankResult, SubspaceResult
 
@@ -45,6 +46,7 @@ __all__ = [
     "Method",
     "PrivacyBudget",
     "PrivacyParameterWarning",
+    "PublicBasis",
     "PrivacyReport",
     "PureEpsilonWarning",
     "Relation",
@@ -69,4 +71,5 @@ __all__ = [
     "private_frobenius_lrf",
     "private_space_optimal_lrf",
     "wishart",
+    "with_public_basis",
 ]

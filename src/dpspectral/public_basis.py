@@ -348,6 +348,8 @@ def as_public_basis(value: Any, owner: str = "public_basis") -> PublicBasis:
     """
     if isinstance(value, PublicBasis):
         return value
+    if isinstance(value, list):
+        value = np.asarray(value)
     if isinstance(value, tuple) and value and isinstance(value[0], str):
         if value[0] != "dct2" or len(value) not in (2, 3):
             raise ValueError(f"The 'public_basis' parameter of {owner} must be a PublicBasis, an orthonormal "
@@ -429,6 +431,20 @@ def resolve_for(basis: PublicBasis, X: Any, k: int, options: dict[str, Any], own
                          k=int(k), n_samples=_n_rows_public(X, options), relation=relation, owner=owner)
 
 
+def _resolved(basis: PublicBasis | ResolvedBasis, X: Any, k: int, options: dict[str, Any], owner: str,
+              pure: bool) -> ResolvedBasis:
+    """``basis`` for this call: resolved now from public facts, or as the caller resolved it (checked)."""
+    if not isinstance(basis, ResolvedBasis):
+        return resolve_for(basis, X, k, options, owner, pure=pure)
+    d = n_features_of(X)
+    if d is not None:
+        basis.basis.check_features(d, owner)
+    if basis.n_atoms < int(k):
+        raise ValueError(f"{owner}: the basis keeps {basis.n_atoms} atoms, fewer than the {k} components "
+                         "asked for. Keep at least k atoms. Nothing was charged.")
+    return basis
+
+
 def with_public_basis(method: Any, basis: Any) -> Callable[..., Any]:
     """A registered method that runs inside a public basis: same signature, results in d dimensions.
 
@@ -437,8 +453,9 @@ def with_public_basis(method: Any, basis: Any) -> Callable[..., Any]:
     method : str, Method or callable
         A registry name (``dpspectral.methods(task="pca")`` or ``task="gep"``), a
         :class:`~dpspectral.Method`, or a PCA function of the registry's ``"pca"`` signature.
-    basis : PublicBasis, ndarray or tuple
-        :class:`PublicBasis`, an orthonormal ``d x d'`` matrix, or ``("dct2", shape[, n_atoms])``.
+    basis : PublicBasis, ndarray, tuple or ResolvedBasis
+        :class:`PublicBasis`, an orthonormal ``d x d'`` matrix, or ``("dct2", shape[, n_atoms])``
+        (or a basis already resolved for this fit by :meth:`PublicBasis.resolve`).
 
     Returns
     -------
@@ -474,21 +491,21 @@ def with_public_basis(method: Any, basis: Any) -> Callable[..., Any]:
         raise ValueError(f"with_public_basis: method {entry.name!r} is a {task} method; a public basis "
                          "covers the PCA and Fisher discriminant methods (task 'pca' or 'gep').")
     function = entry.function if isinstance(entry, Method) else entry
-    public = as_public_basis(basis, "with_public_basis")
+    public = basis if isinstance(basis, ResolvedBasis) else as_public_basis(basis, "with_public_basis")
     pure = isinstance(entry, Method) and not entry.needs_delta
     owner = f"with_public_basis({getattr(entry, 'name', getattr(function, '__name__', 'method'))!r})"
 
     if task == "gep":
         @functools.wraps(function)
         def run_gep(X: Any, y: Any, k: int, *args: Any, **kwargs: Any) -> Any:
-            resolved = resolve_for(public, X, k, kwargs, owner, pure=pure)
+            resolved = _resolved(public, X, k, kwargs, owner, pure)
             return _lift_gep(function(resolved.project(X), y, k, *args, **kwargs), resolved)
 
         return run_gep
 
     @functools.wraps(function)
     def run(X: Any, k: int, *args: Any, **kwargs: Any) -> Any:
-        resolved = resolve_for(public, X, k, kwargs, owner, pure=pure)
+        resolved = _resolved(public, X, k, kwargs, owner, pure)
         _public_centre(kwargs, resolved)
         return _lift_subspace(function(resolved.project(X), k, *args, **kwargs), resolved)
 
