@@ -431,6 +431,20 @@ def resolve_for(basis: PublicBasis, X: Any, k: int, options: dict[str, Any], own
                          k=int(k), n_samples=_n_rows_public(X, options), relation=relation, owner=owner)
 
 
+def project_for_fit(public_basis: Any, X: Any, *, epsilon: Any, delta: Any, relation: Any, k: int,
+                    owner: str) -> tuple[ResolvedBasis | None, Any]:
+    """An estimator's ``public_basis`` resolved for ``X`` (public facts only) and ``X`` projected onto it.
+
+    ``(None, X)`` without a basis. Refusals (orthonormality, dimension, d' < k, ``"auto"`` with a
+    private n) come before anything is charged.
+    """
+    if public_basis is None:
+        return None, X
+    options = {"epsilon": epsilon, "delta": delta, "relation": relation}
+    resolved = resolve_for(as_public_basis(public_basis, owner), X, k, options, owner)
+    return resolved, resolved.project(X)
+
+
 def _resolved(basis: PublicBasis | ResolvedBasis, X: Any, k: int, options: dict[str, Any], owner: str,
               pure: bool) -> ResolvedBasis:
     """``basis`` for this call: resolved now from public facts, or as the caller resolved it (checked)."""
