@@ -396,8 +396,8 @@ def _lift_gep(result: Any, basis: ResolvedBasis) -> Any:
     privacy = result.privacy
     if privacy is not None:
         privacy = dataclasses.replace(privacy, notes=(*privacy.notes, basis.note()))
-    return dataclasses.replace(result, vectors=basis.lift(result.vectors), whitening=basis.lift(result.whitening),
-                               privacy=privacy,
+    return dataclasses.replace(result, vectors=basis.lift(result.vectors),
+                               whitening=basis.lift(result.whitening), privacy=privacy,
                                diagnostics={**result.diagnostics, "public_basis": basis.facts()})
 
 

@@ -323,7 +323,8 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         elif hasattr(sites, "shape") and not isinstance(sites, (list, tuple)):
             source = sites
         else:
-            raise ValueError(f"{owner}: public_basis needs the sites as a list of arrays or one (Dask) array; "
+            raise ValueError(f"{owner}: public_basis needs the sites as a list of arrays or one (Dask) "
+                             "array; "
                              "for Dask futures or collections project each site's rows onto the basis "
                              "where they live first. Nothing was charged.")
         k = self.n_components if self.n_components is not None else 1

@@ -306,7 +306,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self.moments_ = moments
         self.privacy_: PrivacyReport = moments.privacy
         basis = self.__dict__.pop("_basis", None)
-        if basis is not None:  # released in the public basis: lift (w^T B^T x = (B w)^T x); moments_ stay in it
+        # released in the public basis: lift (w^T B^T x = (B w)^T x); moments_ stay in it
+        if basis is not None:
             self.coef_ = self.coef_ @ basis.matrix.T
             self.scalings_ = np.ascontiguousarray(basis.lift(self.scalings_))
             self.means_ = self.means_ @ basis.matrix.T
