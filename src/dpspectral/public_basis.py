@@ -42,9 +42,10 @@ __all__ = ["ORTHONORMAL_TOL", "PURE_EPSILON_ATOMS", "PublicBasis", "choose_n_ato
 #: Largest entry of ``|B^T B - I|`` accepted as orthonormal. Over it the lifted components are not
 #: orthonormal to the precision the results state; a float32 matrix of orthonormal columns passes.
 ORTHONORMAL_TOL = 1e-6
-#: d' under pure epsilon-DP (delta = 0): measured on MNIST (n = 1,000-20,000, epsilon 0.5-4), a fixed
-#: basis of 50-100 atoms captured 0.82 / 0.93 of the top-10 energy at epsilon 1 / 4, and the captured
-#: energy changes little across that range; 64 sits in it (``docs/public-basis.md``).
+#: d' under pure epsilon-DP (delta = 0): a fixed middle-sized basis (the exponential mechanism has no
+#: Gaussian multiplier for the approximate-DP rule); ``ppca`` inside 64 DCT atoms captures 0.57-0.63 of
+#: MNIST's top-10 energy (500-2,000 rows, epsilon 0.5-1) against 0.01-0.02 in 784 pixels
+#: (``docs/public-basis.md``).
 PURE_EPSILON_ATOMS = 64
 #: Fewest atoms the approximate-DP rule chooses (and at least k).
 MIN_ATOMS = 12
