@@ -4,6 +4,7 @@ from ._array_api import config_context, get_config, set_config, to_numpy
 from ._costs import pipeline_cost
 from ._estimators import DPPCA, DPLowRank, UncentredWarning
 from ._linalg import UnresolvedVarianceWarning
+from ._public_basis import PublicBasis, with_public_basis
 from ._registry import Method, get_method, methods
 from ._results import LowRankResult, SubspaceResult
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
@@ -64,6 +65,7 @@ __all__ = [
     "Method",
     "PrivacyBudget",
     "PrivacyParameterWarning",
+    "PublicBasis",
     "PrivacyReport",
     "PureEpsilonWarning",
     "Relation",
@@ -106,6 +108,7 @@ __all__ = [
     "turnstile_lrf",
     "turnstile_space_optimal_lrf",
     "wishart",
+    "with_public_basis",
 ]
 
 

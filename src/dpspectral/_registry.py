@@ -624,7 +624,7 @@ class Choice:
 
 
 def choose_method(*, relation: Relation | str | None = None, delta: float | None = None,
-                  n_features: int | None = None, stream: bool = False) -> Choice:
+                  n_features: int | None = None, stream: bool = False, public_basis: bool = False) -> Choice:
     """The PCA method for ``method="auto"``, from public facts only (docs/choosing-a-method.md).
 
     The decision table, first match wins:
@@ -636,6 +636,10 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     4. otherwise -> ``analyze_gauss``: the most accurate certified central method wherever
        ``d x d`` fits (measured: docs/choosing-a-method.md), replace-one or add/remove, any epsilon.
 
+    With ``public_basis=True`` the release runs in the basis's ``d'`` dimensions, so the size of a
+    ``d x d`` matrix does not matter (rule 3 is skipped) and the reason says so: ``ppca`` (pure
+    epsilon) or ``analyze_gauss`` inside the basis (docs/public-basis.md).
+
     Parameters
     ----------
     relation : str, Relation or None
@@ -646,6 +650,8 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
         d when known before reading (None for a stream of blocks).
     stream : bool
         Whether the data are a one-shot stream of blocks.
+    public_basis : bool
+        Whether a public basis was given (the method then runs inside it, in ``d'`` dimensions).
 
     Privacy
     -------
@@ -658,8 +664,12 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
     if rel is Relation.LOCAL:
         return Choice("local_gaussian", "relation='local': no trusted curator, every user randomises "
                       "their own row")
+    inside = (" inside the public basis (the release is d' x d': with few rows or a small epsilon the "
+              "basis keeps the noise of a d'-dimensional problem)") if public_basis else ""
     if delta is not None and float(delta) == 0.0:
-        return Choice("ppca", "delta=0: pure epsilon-DP, the exponential mechanism (ppca)")
+        return Choice("ppca", f"delta=0: pure epsilon-DP, the exponential mechanism (ppca){inside}")
+    if public_basis:
+        return Choice("analyze_gauss", f"central (epsilon, delta)-DP: Analyze Gauss{inside}")
     too_big = n_features is not None and 8 * n_features * n_features > AUTO_MATRIX_BYTES
     if too_big and rel is Relation.REPLACE_ONE:
         return Choice("minibatch_oja", f"d={n_features}: a d x d matrix exceeds "

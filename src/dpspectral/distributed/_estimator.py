@@ -20,8 +20,9 @@ from .._constraints import (
     Options,
     Types,
 )
-from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, _DPEstimator, method_names
+from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
 from .._linalg import released_variances
+from .._public_basis import _lift_subspace, as_public_basis, resolve_for
 from .._registry import Method, get_method
 from .._validation import validated_data
 from ..privacy._accounting import Accountant
@@ -106,6 +107,11 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         same result. ``"secure"``: every site draws its noise from its own OS entropy with exact discrete
         samplers (not reproducible; ``privacy_.noise_source == "secure"``).
     on_norm_violation : {"clip", "raise"}, default="clip"
+    public_basis : PublicBasis, ndarray, tuple or None, default=None
+        A public orthonormal basis (as ``DPPCA``'s): every site projects its rows onto the same d' atoms
+        before clipping, the protocol runs in d' dimensions and ``components_`` is lifted back (``B V``).
+        With ``n_atoms="auto"`` the rule's n is the rows of all the sites (public under replace-one).
+        ``docs/public-basis.md``.
 
     Attributes
     ----------
@@ -167,6 +173,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         accountant: Accountant | None = None,
         random_state: Any = None,
         on_norm_violation: str = "clip",
+        public_basis: Any = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -189,6 +196,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         self.accountant = accountant
         self.random_state = random_state
         self.on_norm_violation = on_norm_violation
+        self.public_basis = public_basis
 
     _task = "distributed"
     _required_parameters = ("epsilon", "delta", "row_norm")
@@ -214,6 +222,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
         "on_norm_violation": ON_NORM_VIOLATION,
+        "public_basis": PUBLIC_BASIS,
     }
     _parameters_checked_elsewhere = {
         "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "
@@ -295,9 +304,35 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         self._check_parameter_table()
         entry = self._validate_params_dp()
         sites = self._validate_single_site(sites)
+        basis, sites = self._project_sites(sites)
         result = self._release(entry, sites, self._k(sites))
-        self._store(result)
+        self._store(result if basis is None else _lift_subspace(result, basis))
         return self
+
+    def _project_sites(self, sites: Any) -> tuple[Any, Any]:
+        """``public_basis``: every site projects its rows onto the same basis (d' from public facts).
+
+        Under replace-one the rule's n is the number of rows of all the sites (public). Refused, before
+        anything is charged, for Dask futures or collections (project the rows where they live).
+        """
+        if self.public_basis is None:
+            return None, sites
+        owner = type(self).__name__
+        if isinstance(sites, (list, tuple)) and sites and all(hasattr(s, "shape") for s in sites):
+            source: Any = list(sites)
+        elif hasattr(sites, "shape") and not isinstance(sites, (list, tuple)):
+            source = sites
+        else:
+            raise ValueError(f"{owner}: public_basis needs the sites as a list of arrays or one (Dask) "
+                             "array; "
+                             "for Dask futures or collections project each site's rows onto the basis "
+                             "where they live first. Nothing was charged.")
+        k = self.n_components if self.n_components is not None else 1
+        basis = resolve_for(as_public_basis(self.public_basis, owner), source, int(k),
+                            {"epsilon": self.epsilon, "delta": self.delta, "relation": self.relation}, owner)
+        if isinstance(source, list):
+            return basis, [basis.project(s) for s in source]
+        return basis, basis.project(source)
 
     def _release(self, entry: Method, sites: Any, k: int) -> DistributedResult:
         """The registry entry's protocol, with this estimator's name in its messages."""

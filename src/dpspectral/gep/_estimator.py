@@ -28,11 +28,13 @@ from .._estimators import (
     ACCOUNTANT,
     METHOD_PARAMS,
     N_COMPONENTS,
+    PUBLIC_BASIS,
     RELATION,
     _DPEstimator,
     method_names,
     require,
 )
+from .._public_basis import _lift_gep, project_for_fit
 from .._registry import Method, get_method, methods
 from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
@@ -144,6 +146,10 @@ default="moments"
         default 0.02)).
     xi : float or "noise", optional
         The old name of ``regularization``; it still works, with a ``FutureWarning``, for one release.
+    public_basis : PublicBasis, ndarray, tuple or None, default=None
+        A public orthonormal basis (as ``DPPCA``'s): each row is projected onto its d' atoms before it is
+        clipped, the method releases in d' dimensions, and the directions are lifted back (``w -> B w``:
+        ``w^T (B^T x) = (B w)^T x``); the report notes the basis. ``docs/public-basis.md``.
 
     Attributes
     ----------
@@ -201,6 +207,7 @@ default="moments"
         on_norm_violation: str = "clip",
         method_params: dict[str, Any] | None = None,
         xi: Any = "deprecated",
+        public_basis: Any = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -219,6 +226,7 @@ default="moments"
         self.on_norm_violation = on_norm_violation
         self.method_params = method_params
         self.xi = xi
+        self.public_basis = public_basis
 
     _task = "gep"
     _required_parameters = ("row_norm",)
@@ -240,6 +248,7 @@ default="moments"
         "random_state": RANDOM_STATE,
         "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
+        "public_basis": PUBLIC_BASIS,
     }
     _parameters_checked_elsewhere = {
         "classes": "a public list of at least 2 labels or None: check_classes at fit, before the data "
@@ -343,6 +352,8 @@ default="moments"
         empty_ok = self._relation(entry, owner) is Relation.ADD_REMOVE
         X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              reset=True, ensure_min_samples=0 if empty_ok else 1)
+        self._basis, X = project_for_fit(self.public_basis, X, epsilon=self.epsilon, delta=self.delta,
+                                         relation=self._relation(entry, owner), k=1, owner=owner)
         d = X.shape[1]
         self._n_components(None if public is None else int(public.size), d)
         if entry.name == MOMENTS:
@@ -478,6 +489,10 @@ default="moments"
 
     def _store(self, result: GEPResult, privacy: PrivacyReport, classes: np.ndarray, k: int) -> None:
         """Keep the released quantities (and the public class list) as fitted attributes."""
+        basis = self.__dict__.pop("_basis", None)
+        if basis is not None:  # released in the public basis: directions lift as w -> B w
+            result = _lift_gep(result, basis)
+            privacy = dataclasses.replace(privacy, notes=(*privacy.notes, basis.note()))
         self.result_ = result
         self.scalings_ = np.ascontiguousarray(result.vectors)
         self.components_ = np.ascontiguousarray(result.vectors.T)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
-from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, RELATION, _DPEstimator
+from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, RELATION, _DPEstimator
+from .._public_basis import project_for_fit
 from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._budget import Relation, as_relation
@@ -81,6 +83,11 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         ``row_norm``.
     clip_share : float in (0, 1) or None, default=None
         The norm histogram's share of the budget (None: 0.02).
+    public_basis : PublicBasis, ndarray, tuple or None, default=None
+        A public orthonormal basis (as ``DPPCA``'s): each row is projected onto its d' atoms before it is
+        clipped, the moments are released in d' dimensions, and ``coef_``, ``scalings_``, ``means_`` are
+        lifted back (``w -> B w``: ``w^T (B^T x) = (B w)^T x``); ``covariance_`` is ``B Sigma' B^T``
+        (rank d', nothing off the basis); ``moments_`` stays in the basis. ``docs/public-basis.md``.
 
     Attributes
     ----------
@@ -140,6 +147,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         on_norm_violation: str = "clip",
         adaptive_clip: bool = True,
         clip_share: float | None = None,
+        public_basis: Any = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -154,6 +162,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self.on_norm_violation = on_norm_violation
         self.adaptive_clip = adaptive_clip
         self.clip_share = clip_share
+        self.public_basis = public_basis
 
     _task = "gep"
     _required_parameters = ("epsilon", "delta", "row_norm")
@@ -169,6 +178,7 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         "on_norm_violation": ON_NORM_VIOLATION,
         "adaptive_clip": BOOL,
         "clip_share": [NONE, SHARE],
+        "public_basis": PUBLIC_BASIS,
     }
     _parameters_checked_elsewhere = {
         "classes": "a public list of at least 2 labels or None: check_classes at fit, before the data",
@@ -206,6 +216,8 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                              reset=True, ensure_min_samples=0 if empty_ok else 1)
         check_classification_targets(y)  # a continuous target is outside the labels' domain
+        self._basis, X = project_for_fit(self.public_basis, X, epsilon=self.epsilon, delta=self.delta,
+                                         relation=self._relation(), k=1, owner=owner)
         prepared = prepare_moments(X, y, epsilon=self.epsilon, delta=self.delta, row_norm=self.row_norm,
                                    classes=public, relation=self._relation(), random_state=self.random_state,
                                    on_norm_violation=self.on_norm_violation, adaptive_clip=self.adaptive_clip,
@@ -293,6 +305,14 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self.n_components_ = k
         self.moments_ = moments
         self.privacy_: PrivacyReport = moments.privacy
+        basis = self.__dict__.pop("_basis", None)
+        # released in the public basis: lift (w^T B^T x = (B w)^T x); moments_ stay in it
+        if basis is not None:
+            self.coef_ = self.coef_ @ basis.matrix.T
+            self.scalings_ = np.ascontiguousarray(basis.lift(self.scalings_))
+            self.means_ = self.means_ @ basis.matrix.T
+            self.covariance_ = basis.matrix @ self.covariance_ @ basis.matrix.T  # rank d': 0 off the basis
+            self.privacy_ = dataclasses.replace(self.privacy_, notes=(*self.privacy_.notes, basis.note()))
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Class scores ``X @ coef_.T + intercept_`` (one score per row for two classes)."""
