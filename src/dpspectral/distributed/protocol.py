@@ -771,7 +771,7 @@ def _secure_keys(run: _Inputs, plan: SitePlan, eng: Engine, seeds: list[Any], sh
     """Round 1 (before the charge): every site checks its rows and sends its public key; a site with bad
     rows is left out (warned, named); sites that disagree on D or on the plan stop the round, named."""
     owner = run.owner
-    outcomes = eng.run(run.sites.handles, advertise_step, plan, seeds, timeout=run.timeout,
+    outcomes = eng.run(run.sites.handles, advertise_step, plan, seeds, timeout=run.timeout,  # type: ignore[arg-type]
                        show_progress=show_progress)
     digest = plan_digest(plan)
     ok = [o for o in outcomes if o.status == "ok"]
@@ -785,7 +785,8 @@ def _secure_keys(run: _Inputs, plan: SitePlan, eng: Engine, seeds: list[Any], sh
     _handle_faults(outcomes, owner, run.on_site_failure, stacklevel + 1, charged=False)
     if len(adverts) < run.min_sites:
         raise SiteFailureError(f"{owner}: only {len(adverts)} of {len(outcomes)} sites answered the key "
-                               f"round, fewer than min_sites={run.min_sites}; nothing was charged or released.")
+                               f"round, fewer than min_sites={run.min_sites}; nothing was charged or "
+                               "released.")
     if adverts:
         check_n_components(run.k, adverts[0].n_features, owner, name="k")
     return outcomes, adverts
