@@ -27,6 +27,7 @@ from ._protocol import (
     pooled_pca,
     spawn_site_seeds,
 )
+from ._secure import SecureAggregationError
 from ._site import SitePayload, SitePlan, plan_site_release, site_release_plan, site_step
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "DistributedResult",
     "Engine",
     "InProcessEngine",
+    "SecureAggregationError",
     "SiteFailureError",
     "SiteFailureWarning",
     "SiteOutcome",

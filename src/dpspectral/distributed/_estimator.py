@@ -85,6 +85,10 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
     variant : {"proxy", "full"}, default="proxy"
         ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
         baseline).
+    aggregation : {"independent", "secure"}, default="independent"
+        ``"secure"``: secure aggregation (every site adds a share of the pooled noise and masks its
+        message; the aggregator learns only the sum, with the pooled Analyze Gauss noise; extra
+        ``secure``). See :func:`~dpspectral.distributed.dpdispca` and ``docs/algorithms/distributed.md``.
     weighting : {"equal", "size"} or array-like, default="equal"
         Aggregation weights: ``1/S`` (the paper), ``N_s / N`` (sites of different sizes), or public
         per-site weights.
@@ -174,6 +178,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         random_state: Any = None,
         on_norm_violation: str = "clip",
         public_basis: Any = None,
+        aggregation: str = "independent",
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -197,6 +202,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         self.random_state = random_state
         self.on_norm_violation = on_norm_violation
         self.public_basis = public_basis
+        self.aggregation = aggregation
 
     _task = "distributed"
     _required_parameters = ("epsilon", "delta", "row_norm")
@@ -223,6 +229,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         "random_state": RANDOM_STATE,
         "on_norm_violation": ON_NORM_VIOLATION,
         "public_basis": PUBLIC_BASIS,
+        "aggregation": Options(("independent", "secure")),
     }
     _parameters_checked_elsewhere = {
         "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "
@@ -336,7 +343,10 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
 
     def _release(self, entry: Method, sites: Any, k: int) -> DistributedResult:
         """The registry entry's protocol, with this estimator's name in its messages."""
-        mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
+        if self.aggregation == "secure":
+            mechanism = f"{entry.name}_secure"
+        else:
+            mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
         return _run_protocol(
             sites, k, mechanism=mechanism, owner=type(self).__name__,
             variant=self.variant,  # type: ignore[arg-type]
@@ -350,7 +360,7 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
             on_site_failure=self.on_site_failure,  # type: ignore[arg-type]
             release_count=self.release_count, accountant=self.accountant, random_state=self.random_state,
             on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
-            accounting="auto", show_progress=None, stacklevel=4,
+            accounting="auto", show_progress=None, stacklevel=4, aggregation=self.aggregation,
         )
 
     def _store(self, result: DistributedResult) -> None:

@@ -15,6 +15,7 @@ Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 import warnings
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
@@ -45,9 +47,25 @@ from ..privacy._accounting import Accountant, AccountingMethod, ParallelDpEvent,
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation
 from ..privacy._noise_base import NoiseSource
-from ..privacy._pipeline import ReleasePlan, Releaser, release, validate_rows
+from ..privacy._pipeline import ReleasePlan, Releaser, precheck, release, validate_rows
 from ._aggregator import Aggregate, aggregate
 from ._engines import DaskEngine, Engine, InProcessEngine, SiteOutcome, is_dask_collection, is_dask_future
+from ._secure import (
+    MaskedMessage,
+    SecureAggregationError,
+    SecureRound,
+    advertise_step,
+    check_advert,
+    coalition_epsilon,
+    masking_neighbours,
+    message_step,
+    new_round_id,
+    plan_digest,
+    quantisation,
+    require_cryptography,
+    share_plan,
+    unmask,
+)
 from ._site import SECURE, SitePayload, SitePlan, SiteSeed, Spectrum, Variant, site_release_plan, site_step
 
 __all__ = [
@@ -404,6 +422,7 @@ PARAMETER_CONSTRAINTS: dict[str, Any] = {
     "site_timeout": [NONE, Interval(0, None, "neither")],
     "release_count": Types((bool, np.bool_), "a bool"),
     "random_state": RANDOM_STATE,
+    "aggregation": Options(("independent", "secure")),
 }
 
 
@@ -517,6 +536,26 @@ class _Inputs:
     on_site_failure: OnSiteFailure
     release_count: bool
     on_norm_violation: NormViolation
+    aggregation: str = "independent"
+
+
+def _check_secure(params: dict[str, Any], rel: Relation, owner: str) -> None:
+    """``aggregation="secure"``: replace-one, the tight calibration, no proxy rank, ``cryptography``
+    installed (all public; refused before anything is charged)."""
+    if params["aggregation"] != "secure":
+        return
+    if rel is not Relation.REPLACE_ONE:
+        raise ValueError(f"The 'relation' parameter of {owner} must be 'replace_one' with "
+                         "aggregation='secure' (the sites' weights need their public N_s). Nothing was "
+                         "charged.")
+    if params["calibration"] != "tight":
+        raise ValueError(f"The 'calibration' parameter of {owner} must be 'tight' with aggregation='secure' "
+                         "(the paper's noise is for independent releases). Nothing was charged.")
+    if params["intermediate_rank"] is not None:
+        raise ValueError(f"The 'intermediate_rank' parameter of {owner} must be None with "
+                         "aggregation='secure': the sites' noisy matrices are summed whole (a sum of rank-R "
+                         "proxies is not the proxy of the sum). Nothing was charged.")
+    require_cryptography(owner)
 
 
 def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism: str, *,
@@ -530,6 +569,7 @@ def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism:
         allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
     )
     check_params(PARAMETER_CONSTRAINTS, params, owner)
+    _check_secure(params, rel, owner)
     parsed = _as_sites(sites, params["n_sites"], owner, relation=rel, row_norm=C,
                        on_norm_violation=params["on_norm_violation"], random_state=params["random_state"],
                        rows_at_site=rows_at_site)
@@ -543,6 +583,7 @@ def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism:
         sites=parsed, k=k, rank=rank, weights=weights, timeout=None if timeout is None else float(timeout),
         min_sites=int(params["min_sites"]), on_site_failure=params["on_site_failure"],
         release_count=bool(params["release_count"]), on_norm_violation=params["on_norm_violation"],
+        aggregation=params["aggregation"],
     )
 
 
@@ -661,6 +702,7 @@ def _run_protocol(
     stacklevel: int,
     owner: str | None = None,
     rows_at_site: bool = True,
+    aggregation: str = "independent",
 ) -> DistributedResult:
     """Validate -> plan -> release (sites, aggregator) -> post-process: the body of every entry point.
 
@@ -671,8 +713,11 @@ def _run_protocol(
                   intermediate_rank=intermediate_rank, n_sites=n_sites, variant=variant, weighting=weighting,
                   spectrum=spectrum, site_timeout=site_timeout, min_sites=min_sites,
                   on_site_failure=on_site_failure, release_count=release_count, random_state=random_state,
-                  on_norm_violation=on_norm_violation)
+                  on_norm_violation=on_norm_violation, aggregation=aggregation)
     run = _validate(sites, k, params, owner, mechanism, rows_at_site=rows_at_site)
+    if run.aggregation == "secure":
+        return _run_secure(run, engine=engine, random_state=random_state, accountant=accountant,
+                           accounting=accounting, show_progress=show_progress, stacklevel=stacklevel + 1)
     plan, run_plan = _plan(run)
     eng = _as_engine(engine, owner)
     seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(random_state,
@@ -687,14 +732,139 @@ def _run_protocol(
     return _result(run, plan, outcomes, payloads, agg, report, eng.name)
 
 
+@dataclass(frozen=True)
+class _Traffic:
+    """What one site sent in a secure round (its reports' bytes), and its public N_s."""
+
+    nbytes: int
+    n_samples: int
+
+
+def _secure_weights(adverts: list[Any], weighting: Any) -> dict[int, float]:
+    """``w_s`` over the sites that answered round 1 (equal, by size, or public weights renormalised)."""
+    if isinstance(weighting, str):
+        if weighting == "equal":
+            return {a.site: 1.0 / len(adverts) for a in adverts}
+        total = sum(a.n_samples for a in adverts)
+        return {a.site: a.n_samples / total for a in adverts}
+    w = {a.site: float(weighting[a.site]) for a in adverts}
+    total = sum(w.values())
+    if not total > 0:
+        raise ValueError("The 'weighting' of the secure round gives the contributing sites a total weight of "
+                         "0; it must be > 0. Nothing was charged.")
+    return {s: v / total for s, v in w.items()}
+
+
+def _secure_round(run: _Inputs, plan: SitePlan, adverts: list[Any], multiplier: float) -> SecureRound:
+    """Round 2's public message, from round 1's answers (checked there): weights, grid, noise share."""
+    d = adverts[0].n_features
+    weights = _secure_weights(adverts, run.weights)
+    coefficients = {a.site: weights[a.site] / a.n_samples for a in adverts}
+    g, sensitivity, share = quantisation(coefficients, multiplier, run.row_norm, d, run.owner)
+    return SecureRound(site_plan=dataclasses.replace(plan, n_features=d),
+                       share_plan=share_plan(share, sensitivity, multiplier), round_id=new_round_id(),
+                       public_keys={a.site: a.public_key for a in adverts}, coefficients=coefficients, step=g)
+
+
+def _secure_keys(run: _Inputs, plan: SitePlan, eng: Engine, seeds: list[Any], show_progress: bool | None,
+                 stacklevel: int) -> tuple[list[SiteOutcome], list[Any]]:
+    """Round 1 (before the charge): every site checks its rows and sends its public key; a site with bad
+    rows is left out (warned, named); sites that disagree on D or on the plan stop the round, named."""
+    owner = run.owner
+    outcomes = eng.run(run.sites.handles, advertise_step, plan, seeds, timeout=run.timeout,  # type: ignore[arg-type]
+                       show_progress=show_progress)
+    digest = plan_digest(plan)
+    ok = [o for o in outcomes if o.status == "ok"]
+    adverts = [check_advert(o.payload, o.site, digest, owner) for o in ok]
+    dims = {a.n_features for a in adverts}
+    if len(dims) > 1:
+        first = adverts[0]
+        odd = next(a.site for a in adverts if a.n_features != first.n_features)
+        raise ValueError(f"The 'sites' parameter of {owner}: site {odd} has a different number of features "
+                         f"than site {first.site}. Nothing was charged.")
+    _handle_faults(outcomes, owner, run.on_site_failure, stacklevel + 1, charged=False)
+    if len(adverts) < run.min_sites:
+        raise SiteFailureError(f"{owner}: only {len(adverts)} of {len(outcomes)} sites answered the key "
+                               f"round, fewer than min_sites={run.min_sites}; nothing was charged or "
+                               "released.")
+    if adverts:
+        check_n_components(run.k, adverts[0].n_features, owner, name="k")
+    return outcomes, adverts
+
+
+def _run_secure(run: _Inputs, *, engine: Any, random_state: Any, accountant: Accountant | None,
+                accounting: AccountingMethod, show_progress: bool | None,
+                stacklevel: int) -> DistributedResult:
+    """Secure aggregation (:mod:`~dpspectral.distributed._secure`): keys, charge, masked messages, sum."""
+    owner = run.owner
+    run = dataclasses.replace(run, variant="full")
+    plan, _ = _plan(run)
+    scatter = plan.release_plan["scatter"]
+    multiplier = scatter.scale / (scatter.sensitivity or 1.0)
+    event = dp_accounting.GaussianDpEvent(multiplier)
+    note = ("Secure aggregation: the sites' noise shares sum to the pooled Analyze Gauss noise; against a "
+            "coalition of every other site a site keeps only its own share (diagnostics: coalition_epsilon).")
+    precheck(accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
+    eng = _as_engine(engine, owner)
+    seeds = spawn_site_seeds(random_state, len(run.sites.handles))
+    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    with eng.session(len(run.sites.handles)):
+        keys, adverts = _secure_keys(run, plan, eng, seeds, show_progress, stacklevel + 1)
+        rnd = _secure_round(run, plan, adverts, multiplier)
+        run_plan = ReleasePlan(run.mechanism, run.relation, (event,), notes=(note,))
+        with release(run_plan, accountant, noise) as releaser:
+            outcomes = eng.run(run.sites.handles, message_step, rnd, seeds,  # type: ignore[arg-type]
+                               timeout=run.timeout, show_progress=show_progress)
+            messages = {o.site: o.payload for o in outcomes if o.status == "ok" and o.site in rnd.public_keys}
+            missing = [o for o in outcomes if o.site in rnd.public_keys and o.status != "ok"]
+            if missing:
+                raise SecureAggregationError(
+                    f"{owner}: site {missing[0].site} did not send its masked message ({missing[0].status}: "
+                    f"{missing[0].error}); its masks cannot be removed, so the round was refused and nothing "
+                    "was released (it stays charged).")
+            packed = unmask(messages, rnd, owner)
+            d = rnd.n_features
+            n_total = sum(a.n_samples for a in adverts)
+            payload = SitePayload(site=rnd.sites[0], variant="full", matrix=packed, n_features=d,
+                                  n_samples=n_total, noisy_count=None, normalised=True)
+            agg = aggregate([payload], run.k, weighting="equal", spectrum=run.spectrum, owner=owner)
+    weights = _secure_weights(adverts, run.weights)
+    agg = dataclasses.replace(agg, weights=weights)
+    report = releaser.report(mechanism=run.mechanism, budget=run.budget, calibration=run.calibration,
+                             accounting=accounting, notes=run_plan.notes, stacklevel=stacklevel + 1)
+    sent = {a.site: a.nbytes for a in adverts}
+    for s, msg in messages.items():
+        sent[s] += msg.nbytes if isinstance(msg, MaskedMessage) else 0
+    sizes = {a.site: a.n_samples for a in adverts}
+    traffic = [SiteOutcome(o.site, "ok", payload=_Traffic(sent[o.site], sizes[o.site]),  # type: ignore[arg-type]
+                           worker=o.worker) if o.site in sent else o for o in keys]
+    result = _result(run, plan, traffic, [payload], agg, report, eng.name)
+    received = {s: 8 * 4 + sum(32 for _ in masking_neighbours(rnd.sites, s)) for s in rnd.sites}
+    share = rnd.share_plan["share"].scale
+    result.diagnostics.update({
+        "aggregation": "secure",
+        "n_contributing": len(rnd.sites),
+        "noise_std": share * math.sqrt(len(rnd.sites)),  # on A_c (normalised), the pooled noise
+        "share_noise_std": share,
+        "sensitivity": rnd.share_plan["share"].sensitivity,
+        "fixed_point_step": rnd.step,
+        "mask_degree": len(masking_neighbours(rnd.sites, rnd.sites[0])),
+        "coalition_epsilon": coalition_epsilon(multiplier, len(rnd.sites), run.budget.delta),
+        "bytes_received": received,
+        "intermediate_rank": None,
+    })
+    return result
+
+
 def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure: OnSiteFailure,
-                   stacklevel: int) -> list[Any]:
+                   stacklevel: int, charged: bool = True) -> list[Any]:
     failed = [o for o in outcomes if o.status != "ok"]
     ok = [o.site for o in outcomes if o.status == "ok"]
     if failed and on_site_failure == "raise":
         reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in failed)
+        nothing = "" if charged else " nothing was charged, and"
         raise SiteFailureError(f"{owner}: {len(failed)} of {len(outcomes)} sites did not answer "
-                               "(on_site_failure='raise'); nothing was released by the aggregator. "
+                               f"(on_site_failure='raise');{nothing} nothing was released by the aggregator. "
                                f"{reasons}")
     for o in failed:
         warnings.warn(
@@ -814,6 +984,18 @@ _PARAMS_DOC = """
     accounting : {"auto", "gaussian", "pld", "rdp"}
     show_progress : bool or None
         Progress bar over the sites (in-process engine).
+    aggregation : {"independent", "secure"}, default="independent"
+        ``"independent"``: the paper's protocol (each site's release carries the noise its own guarantee
+        needs). ``"secure"``: secure aggregation (:mod:`~dpspectral.distributed._secure`; extra
+        ``secure``): every site adds ``1/S'`` of the pooled noise variance to its noisy matrix, masks it
+        pairwise (X25519 keys, ChaCha20 masks modulo ``2**64``), and the aggregator decodes only the sum,
+        whose noise is that of Analyze Gauss on the pooled rows. Replace-one and ``calibration="tight"``
+        only; ``variant`` and ``spectrum`` of the proxy do not apply (the matrices are summed whole;
+        ``spectrum`` still chooses the released eigenvectors); sites with bad rows are left out before
+        the charge; a site missing after the charge ends the round with
+        :class:`~dpspectral.distributed._secure.SecureAggregationError` (nothing released, charged).
+        Against the aggregator alone the guarantee is ``(epsilon, delta)``; against a coalition of all
+        other sites, a site keeps only its own noise share (``diagnostics["coalition_epsilon"]``).
 
     Returns
     -------
@@ -856,6 +1038,7 @@ def dpdispca(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
+    aggregation: str = "independent",
 ) -> DistributedResult:
     """DPdisPCA (Imtiaz and Sarwate 2018, Algorithm 1): private PCA of data spread over sites.
 
@@ -863,15 +1046,23 @@ def dpdispca(
     symmetric Gaussian), and sends ``P_s = U_R Sigma_R^{1/2}`` of ``A_hat_s`` (``variant="proxy"``, D x R
     numbers) or ``A_hat_s`` itself (``variant="full"``, D (D+1)/2 numbers). The aggregator releases the top-K
     eigenvectors of ``A_c = sum_s w_s P_s P_s^T`` (or ``sum_s w_s A_hat_s``).
+
+    With ``aggregation="secure"`` the sites instead add shares of the pooled noise to their matrices and
+    mask them pairwise, so that the aggregator learns only their sum, which carries the noise of Analyze
+    Gauss on the pooled rows (:mod:`~dpspectral.distributed._secure`).
     """
+    if aggregation == "secure":
+        mechanism = "dpdispca_secure"
+    else:
+        mechanism = "dpdispca" if variant == "proxy" else "dpdispca_full"
     return _run_protocol(
-        sites, k, mechanism="dpdispca" if variant == "proxy" else "dpdispca_full", variant=variant,
+        sites, k, mechanism=mechanism, variant=variant,
         epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         intermediate_rank=intermediate_rank, n_sites=n_sites, weighting=weighting, spectrum=spectrum,
         engine=engine, site_timeout=site_timeout, min_sites=min_sites, on_site_failure=on_site_failure,
         release_count=release_count, accountant=accountant, random_state=random_state,
         on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
-        stacklevel=3,
+        stacklevel=3, aggregation=aggregation,
     )
 
 
