@@ -60,9 +60,9 @@ def module_page(name: str) -> str:
         names = grouped[kind]
         if not names:
             continue
-        template = {"class": "class.rst", "exception": "class.rst"}.get(kind, "base.rst")
-        lines += [heading, "-" * len(heading), "", ".. autosummary::", "   :toctree: generated/",
-                  f"   :template: {template}", "", *(f"   {n}" for n in names), ""]
+        # the pages' templates: docs/_templates/autosummary/{class,base}.rst
+        lines += [heading, "-" * len(heading), "", ".. autosummary::", "   :toctree: generated/", "",
+                  *(f"   {n}" for n in names), ""]
     return "\n".join(lines)
 
 

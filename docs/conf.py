@@ -85,6 +85,9 @@ autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"inherited-members": False}
 autodoc_typehints = "none"
+# A method documents itself: the docstrings of dp_accounting's and scikit-learn's base classes are
+# written for their own sites (their cross-references do not resolve here).
+autodoc_inherit_docstrings = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks: set[str] = set()
@@ -155,8 +158,16 @@ def _public_paths_only() -> None:
         ClassDocumenter.get_canonical_fullname = lambda self: None
 
 
+def _skip_member(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated metadata-routing methods (``set_fit_request`` ...)."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
 def setup(app):
     write_api_pages(HERE / "api")
     _public_paths_only()
+    app.connect("autodoc-skip-member", _skip_member)
     app.connect("build-finished", _copy_reproductions)
     return {"parallel_read_safe": True}
