@@ -51,8 +51,8 @@ def module_page(name: str) -> str:
     """The reStructuredText page of one public module: its summary and an autosummary table per kind."""
     module = importlib.import_module(name)
     title = f"``{name}``"
-    lines = [f".. _api-{name}:", "", title, "=" * len(title), "", f".. automodule:: {name}", "   :no-members:",
-             "   :no-index:", "", _summary(module), "", f".. currentmodule:: {name}", ""]
+    lines = [f".. _api-{name}:", "", title, "=" * len(title), "", f".. automodule:: {name}",
+             "   :no-members:", "   :no-index:", "", _summary(module), "", f".. currentmodule:: {name}", ""]
     grouped: dict[str, list[str]] = {kind: [] for _, kind in _KINDS}
     for public in module.__all__:
         grouped[_kind(getattr(module, public))].append(public)

@@ -25,8 +25,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(HERE))
 
-import dpspectral  # noqa: E402
 from _api import write_api_pages  # noqa: E402
+
+import dpspectral  # noqa: E402
 
 project = "dpspectral"
 author = "dpspectral developers"

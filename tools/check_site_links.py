@@ -60,7 +60,7 @@ def broken_links(root: Path) -> list[str]:
                 problems.append(f"{page_path.relative_to(root)}: {link} (unknown scheme)")
                 continue
             target = page_path if not parts.path else (page_path.parent / unquote(parts.path)).resolve()
-            if target.is_dir():  # a folder: its index page if it has one (the reproductions' figure folders have none)
+            if target.is_dir():  # its index page, if any (not the figure folders)
                 target = target / "index.html" if (target / "index.html").exists() else target
             where = page_path.relative_to(root)
             if not target.is_relative_to(root):
