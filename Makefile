@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: run test test-slow mutation mutation-ci mutation-mechanisms install install-dev lint bench bench-peers clean
+.PHONY: run test docs docs-check test-slow mutation mutation-ci mutation-mechanisms install install-dev lint bench bench-peers clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,10 @@ $(DEV_STAMP): pyproject.toml | $(PY)
 	$(PIP) install --quiet -e ".[dev,reproduce]"
 	touch $@ $(STAMP)
 
+$(DOCS_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e ".[docs]"
+	touch $@ $(STAMP)
+
 install: $(STAMP)
 install-dev: $(DEV_STAMP)
 
@@ -32,6 +37,17 @@ run: $(STAMP)
 ## pyproject.toml's addopts deselect them with -m 'not slow')
 test: $(DEV_STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile
+
+## make docs: the documentation site into docs/_build/html (Sphinx; warnings are errors). The gallery's
+## examples run; DPSPECTRAL_GALLERY_QUICK=1 runs them in their quick mode (what CI does)
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html -j auto -W --keep-going -q docs docs/_build/html
+
+## make docs-check: the built site's internal links and anchors (offline), then screenshots of three pages
+## in headless Chromium under reports/ci/ (needs /usr/bin/chromium)
+docs-check: $(DOCS_STAMP)
+	$(PY) tools/check_site_links.py docs/_build/html
+	$(PY) tools/site_screenshots.py docs/_build/html --out reports/ci
 
 ## make test-slow: only the long statistical tests kept out of CI
 test-slow: $(DEV_STAMP)
@@ -62,4 +78,4 @@ bench-peers: $(DEV_STAMP)
 	$(PY) benchmarks/bench_peers.py --quick --out reports/bench-quick
 
 clean:
-	rm -rf $(VENV) reports .pytest_cache
+	rm -rf $(VENV) reports .pytest_cache docs/_build docs/api docs/auto_examples

@@ -1,9 +1,10 @@
 """What users read says what is and why, never which tracker issue changed it.
 
 The package's sources (docstrings, comments, messages), the documentation pages (Markdown and HTML,
-the generated reproduction reports included), the README and the changelog must not cite issue numbers
-("issue 16", "issues 15, 23"): a reader has no tracker to look them up in. History belongs in
-CHANGELOG.md, in users' words. Data files (CSV, JSON run outputs) are not pages and are not scanned.
+the generated reproduction reports included), the gallery's examples, the README and the changelog
+must not cite issue numbers ("issue 16", "issues 15, 23"): a reader has no tracker to look them up in.
+History belongs in CHANGELOG.md, in users' words. Data files (CSV, JSON run outputs) are not pages and
+are not scanned.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ISSUE = re.compile(r"\bissues?[ -][0-9]+", re.IGNORECASE)
 SOURCE_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".html", ".toml", ".cfg", ".ini"}
 PAGE_SUFFIXES = {".md", ".html", ".htm"}
-SKIPPED_DIRS = {"__pycache__"}
+SKIPPED_DIRS = {"__pycache__", "_build"}  # _build: the site built from the pages scanned here
 
 
 def _files(folder: Path, suffixes: set[str]) -> list[Path]:
@@ -27,7 +28,7 @@ def _files(folder: Path, suffixes: set[str]) -> list[Path]:
 
 def _scanned() -> list[Path]:
     return [*_files(ROOT / "src", SOURCE_SUFFIXES), *_files(ROOT / "docs", PAGE_SUFFIXES),
-            ROOT / "README.md", ROOT / "CHANGELOG.md"]
+            *_files(ROOT / "examples", SOURCE_SUFFIXES), ROOT / "README.md", ROOT / "CHANGELOG.md"]
 
 
 def test_the_scan_covers_sources_pages_readme_and_changelog() -> None:
@@ -35,6 +36,7 @@ def test_the_scan_covers_sources_pages_readme_and_changelog() -> None:
     assert "README.md" in files and "CHANGELOG.md" in files
     assert "src/dpspectral/_registry.py" in files
     assert "docs/benchmarks.md" in files and "docs/reproductions/index.html" in files
+    assert "examples/README.txt" in files  # the gallery's pages
     assert not any(f.endswith((".csv", ".json")) for f in files)
 
 

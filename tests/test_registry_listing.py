@@ -3,9 +3,9 @@
 * ``dpspectral methods`` prints one row per registry entry, named exactly (a substring match would let
   ``oja`` hide inside ``private_oja``);
 * the non-private references the documents name are registered, so they are listed;
-* the README's choice table calls only the code's default the default Fisher discriminant;
+* the user guide's choice table calls only the code's default the default Fisher discriminant;
 * every docstring of ``clip_quantile`` states the code's default;
-* the README lists every optional dependency (extra) of ``pyproject.toml``.
+* the installation page lists every optional dependency (extra) of ``pyproject.toml``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_the_documented_non_private_references_are_registered():
 
 
 def test_choice_table_names_the_code_default_fisher_discriminant():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "user-guide" / "private-pca.md").read_text()
     default = DPFisherDiscriminant().method
     assert default == "moments"
     rows = [ln for ln in text.splitlines() if "DPFisherDiscriminant |" in ln and "The default" in ln]
@@ -58,9 +58,9 @@ def test_clip_quantile_docstrings_state_the_code_default():
         assert "0.9" not in part, owner
 
 
-def test_readme_lists_every_extra():
+def test_install_page_lists_every_extra():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    readme = (ROOT / "README.md").read_text()
-    sentence = readme.split("Extras:", 1)[1].split("```", 1)[0]
+    page = (ROOT / "docs" / "getting-started" / "install.md").read_text()
+    sentence = page.split("Extras:", 1)[1].split("```", 1)[0]
     missing = [name for name in extras if f"`{name}`" not in sentence]
-    assert not missing, f"README's list of extras omits {missing}"
+    assert not missing, f"install.md's list of extras omits {missing}"

@@ -1147,7 +1147,7 @@ class DPLowRank(_DPEstimator):
     Attributes
     ----------
     U_ : ndarray of shape (m, k) or None
-        None for a subspace-only release (``hardt_roth``'s default power iteration: V_ and S_ only).
+        None for a subspace-only release (``hardt_roth``'s default power iteration: ``V_`` and ``S_`` only).
     S_ : ndarray of shape (k,)
     V_ : ndarray of shape (n, k) or None
         None for methods that release only the left subspace (Private-Local-LRF's sketch protocol).

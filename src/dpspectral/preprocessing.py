@@ -238,7 +238,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, _DPEstimator):
     n_samples_seen_ : int or float
         n under replace-one (public); the released noisy count (floored at 1) under add/remove.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when X has feature names that are all strings.
     privacy_ : PrivacyReport
         The relation, epsilon, delta, certified and the events of this fit.
