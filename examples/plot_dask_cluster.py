@@ -69,7 +69,8 @@ for eps in EPSILONS:
         dist = DistributedDPPCA(K, **common).fit(sites)
         runs["DPdisPCA (4 sites, Dask)"].append(captured_energy(dist.components_.T, A))
         runs["one site alone"].append(captured_energy(local_pca(sites, K, **common).components, A))
-        runs["pooled rows (trusted curator)"].append(captured_energy(pooled_pca(sites, K, **common).components, A))
+        pooled = pooled_pca(sites, K, **common)
+        runs["pooled rows (trusted curator)"].append(captured_energy(pooled.components, A))
     for name in curves:
         curves[name].append(np.mean(runs[name]))
     print(f"epsilon {eps}: " + ", ".join(f"{name} {curves[name][-1]:.3f}" for name in curves))
@@ -82,7 +83,7 @@ cluster.close()
 # subspace (1 is the best possible), mean over the repeats. DPdisPCA sits between one site alone and
 # the pooled curator: it gains from every site's rows without moving them.
 fig, ax = plt.subplots(figsize=(6, 4))
-for (name, values), style in zip(curves.items(), ["o-", "s--", "^:"]):
+for (name, values), style in zip(curves.items(), ["o-", "s--", "^:"], strict=True):
     ax.plot(EPSILONS, values, style, label=name)
 ax.set_xscale("log")
 ax.set_ylim(0, 1.05)

@@ -79,14 +79,15 @@ for method in live:
     for eps in EPSILONS:
         energies, accuracies = [], []
         for seed in range(REPEATS):
-            model = DPPCA(K, method=method, epsilon=eps, delta=1e-6 if method == "analyze_gauss" else 0.0,
-                          row_norm=1.0, centering=None, random_state=seed).fit(X_train)
+            delta = 1e-6 if method == "analyze_gauss" else 0.0  # ppca is pure: delta = 0
+            model = DPPCA(K, method=method, epsilon=eps, delta=delta, row_norm=1.0, centering=None,
+                          random_state=seed).fit(X_train)
             V = model.components_.T
             energies.append(captured_energy(V, A))
             accuracies.append(downstream_accuracy(X_train @ V, y_train, X_test @ V, y_test))
         live[method].append((eps, np.mean(energies), np.mean(accuracies)))
         print(f"live {method:13s} epsilon {eps:<4g} captured energy {np.mean(energies):.3f}  "
-              f"accuracy {np.mean(accuracies):.3f}  ({model.privacy_.epsilon:g}, {model.privacy_.delta:g})-DP")
+              f"accuracy {np.mean(accuracies):.3f}  {model.privacy_}")
 
 # %%
 # The figure: captured energy (left) and test accuracy (right) against epsilon. Hollow markers are
@@ -104,12 +105,15 @@ for method, cells in recorded.items():
         continue
     cells = [c for c in cells if np.isfinite(c[1])]
     eps = [c[0] for c in cells]
-    for ax, col in zip(axes, (1, 2)):
-        ax.plot(eps, [c[col] for c in cells], ls="--", mfc="none", label=f"{method} (recorded)", **styles[method])
-for method, key in (("analyze_gauss", "dpspectral analyze_gauss (ε, δ)"), ("ppca", "dpspectral ppca (pure ε)")):
+    for ax, col in zip(axes, (1, 2), strict=True):
+        ax.plot(eps, [c[col] for c in cells], ls="--", mfc="none", label=f"{method} (recorded)",
+                **styles[method])
+live_styles = {"analyze_gauss": "dpspectral analyze_gauss (ε, δ)", "ppca": "dpspectral ppca (pure ε)"}
+for method, key in live_styles.items():
     eps = [c[0] for c in live[method]]
-    for ax, col in zip(axes, (1, 2)):
-        ax.plot(eps, [c[col] for c in live[method]], ls="-", label=f"dpspectral {method} (live)", **styles[key])
+    for ax, col in zip(axes, (1, 2), strict=True):
+        ax.plot(eps, [c[col] for c in live[method]], ls="-", label=f"dpspectral {method} (live)",
+                **styles[key])
 axes[0].set_ylabel("captured energy of X^T X")
 axes[1].set_ylabel("test accuracy (logistic regression)")
 for ax in axes:

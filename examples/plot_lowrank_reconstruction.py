@@ -86,7 +86,7 @@ for eps in (0.3, 3.0):
     panels.append((f"DPLowRank, epsilon = {eps:g}", model.reconstruct()))
 lim = np.abs(A[:60]).max()
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
-for ax, (title, M_) in zip(axes, panels):
+for ax, (title, M_) in zip(axes, panels, strict=True):
     image = ax.imshow(M_[:60], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("column")

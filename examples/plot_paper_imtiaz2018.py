@@ -68,7 +68,7 @@ print(dist.privacy)
 # one site alone over most of the range: combining the sites' noisy proxies recovers part of what
 # pooling the rows would give, without moving them.
 fig, ax = plt.subplots(figsize=(6, 4))
-for (name, values), style in zip(curves.items(), ["^:", "o-", "s--"]):
+for (name, values), style in zip(curves.items(), ["^:", "o-", "s--"], strict=True):
     ax.plot(EPSILONS, values, style, label=name)
 ax.set_xscale("log")
 ax.set_ylim(0, 1.05)

@@ -76,7 +76,7 @@ panels = [("LinearDiscriminantAnalysis (non-private)",
 for eps in (1.0, 5.0):
     fda = DPFisherDiscriminant(2, epsilon=eps, delta=1e-6, row_norm=6.0, classes=CLASSES, random_state=0)
     panels.append((f"DPFisherDiscriminant, epsilon = {eps:g}", fda.fit(X_train, y_train)))
-for ax, (title, model) in zip(axes, panels):
+for ax, (title, model) in zip(axes, panels, strict=True):
     Z = model.transform(X_test)
     points = ax.scatter(Z[:, 0], Z[:, 1], c=y_test, cmap="tab10", s=6)
     ax.set_title(title, fontsize=9)

@@ -58,7 +58,7 @@ print(ppca(X, K, epsilon=1.0, row_norm=6.0, random_state=0).privacy)
 random_energy = np.mean([captured_energy(random_orthonormal(64, K, random_state=s), A) for s in range(50)])
 
 fig, ax = plt.subplots(figsize=(6, 4))
-for (name, values), style in zip(curves.items(), ["o-", "s-", "^--"]):
+for (name, values), style in zip(curves.items(), ["o-", "s-", "^--"], strict=True):
     ax.errorbar(EPSILONS, values.mean(axis=1), yerr=values.std(axis=1), fmt=style, capsize=3, label=name)
 ax.axhline(random_energy, color="gray", ls=":", label="random subspace")
 ax.set_xscale("log")

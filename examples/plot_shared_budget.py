@@ -17,7 +17,6 @@ and the fit that was refused.
 # %%
 # One ledger, three estimators
 # ----------------------------
-import os
 import warnings
 
 import matplotlib.pyplot as plt
@@ -25,7 +24,13 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 
-from dpspectral import DPPCA, Accountant, BudgetExceededError, DPLinearDiscriminantAnalysis, UnresolvedVarianceWarning
+from dpspectral import (
+    DPPCA,
+    Accountant,
+    BudgetExceededError,
+    DPLinearDiscriminantAnalysis,
+    UnresolvedVarianceWarning,
+)
 
 # This example uses only the ledger; the warning that some released variances are within the noise
 # is not its topic.
@@ -45,7 +50,8 @@ print("spent (epsilon, delta):", ledger.spent())
 # after it (at the ceiling's delta). A fit can make several releases (the private mean, a histogram
 # of the row norms for the clipping bound, then the covariance): each is an entry.
 for entry in ledger.entries:
-    print(f"{entry.label:28s} {type(entry.event).__name__:22s} total epsilon after: {entry.epsilon_after:.3f}")
+    event = type(entry.event).__name__
+    print(f"{entry.label:28s} {event:22s} total epsilon after: {entry.epsilon_after:.3f}")
 
 # %%
 # Clones share the ledger
@@ -80,7 +86,7 @@ print("remaining epsilon:", round(ledger.remaining_epsilon(), 4))
 # estimator that made it), the ceiling, and the fit that was refused (the cross: it would have
 # crossed the ceiling, so it was never run).
 labels = sorted({label for label, _ in history})
-colours = dict(zip(labels, plt.cm.tab10.colors))
+colours = dict(zip(labels, plt.cm.tab10.colors, strict=False))  # 10 colours, fewer labels
 fig, ax = plt.subplots(figsize=(6.5, 4))
 steps = np.arange(1, len(history) + 1)
 totals = [total for _, total in history]
