@@ -43,6 +43,10 @@ print("GALLERY-FIGURES", len(plt.get_fignums()))
 
 def _run(path: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DPSPECTRAL_GALLERY_QUICK="1", MPLBACKEND="Agg")
+    # Two examples run at once on two cores: one BLAS thread each (unless the caller chose otherwise);
+    # more threads than cores make the small solves of the examples many times slower.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
     src = str(ROOT / "src")
     env["PYTHONPATH"] = src + os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else src
     return subprocess.run([sys.executable, "-c", WRAPPER, str(path)], cwd=cwd, env=env, capture_output=True,
