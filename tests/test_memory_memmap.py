@@ -66,3 +66,17 @@ def test_memmap_fit_holds_blocks_not_the_data(bench: ModuleType, memmap_path: Pa
     assert not out.get("error"), out
     assert out["anon_peak_mib"] < BOUND_MIB, out
     assert out["file_kept_mib"] < BOUND_MIB, out
+
+
+def test_copy_on_write_memmap_keeps_the_callers_changes(tmp_path: Path) -> None:
+    """Pages of a ``mode="c"`` memmap are never released: that would discard the caller's changes."""
+    import numpy as np
+
+    from dpspectral.pca.stochastic import dp_spca
+
+    path = tmp_path / "c.f64"
+    np.memmap(path, dtype=np.float64, mode="w+", shape=(3000, 10)).flush()  # zeros on disk
+    X = np.memmap(path, dtype=np.float64, mode="c", shape=(3000, 10))
+    X[:] = 0.1  # in memory only
+    dp_spca(X, 2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0)
+    assert float(X.min()) == 0.1
