@@ -72,7 +72,7 @@ def test_copy_on_write_memmap_keeps_the_callers_changes(tmp_path: Path) -> None:
     """Pages of a ``mode="c"`` memmap are never released: that would discard the caller's changes."""
     import numpy as np
 
-    from dpspectral.pca.stochastic import dp_spca
+    from dpspectral.pca import dp_spca
 
     path = tmp_path / "c.f64"
     np.memmap(path, dtype=np.float64, mode="w+", shape=(3000, 10)).flush()  # zeros on disk
