@@ -99,13 +99,13 @@ def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
     """Negative control: a module-level import of the reproductions, and one of the CLI, are reported."""
     lib = tmp_path / "dpspectral"
     lib.mkdir()
-    (lib / "estimators.py").write_text("def f():\n    from dpspectral_reproduce import demo\n")
+    (lib / "synthetic.py").write_text("def f():\n    from dpspectral_reproduce import demo\n")
     (lib / "cli.py").write_text("import dpspectral_reproduce.papers\n"
                                 "def g():\n    from dpspectral_reproduce.commands import run_reproduce\n")
     assert _violations(lib, "dpspectral") == [
         "dpspectral/cli.py imports dpspectral_reproduce.papers at module level",
-        "dpspectral/_estimators.py imports dpspectral_reproduce",
-        "dpspectral/_estimators.py imports dpspectral_reproduce.demo",
+        "dpspectral/synthetic.py imports dpspectral_reproduce",
+        "dpspectral/synthetic.py imports dpspectral_reproduce.demo",
     ]
     rep = tmp_path / "dpspectral_reproduce"
     rep.mkdir()

@@ -85,13 +85,14 @@ def test_every_registry_method_is_exported_by_one_rule() -> None:
 def test_a_moved_module_path_still_works_and_warns() -> None:
     from dpspectral.pca import analyze_gauss
 
+    old_path = "dpspectral.pca" + ".covariance"  # the old public path (written so that no rewrite touches it)
     with pytest.warns(DeprecationWarning, match="import 'analyze_gauss' from 'dpspectral.pca'"):
-        from dpspectral.pca.covariance import analyze_gauss as old  # noqa: PLC0415
+        old = importlib.import_module(old_path).analyze_gauss
     assert old is analyze_gauss
     with pytest.warns(DeprecationWarning, match="not part of the public API"):
-        from dpspectral.privacy.pipeline import ReleasePlan  # noqa: F401, PLC0415
+        importlib.import_module("dpspectral.privacy" + ".pipeline").ReleasePlan  # noqa: B018
     with pytest.warns(DeprecationWarning, match="import 'DPPCA' from 'dpspectral'"):
-        assert dpspectral.estimators.DPPCA is dpspectral.DPPCA
+        assert getattr(dpspectral, "estimators").DPPCA is dpspectral.DPPCA  # noqa: B009
 
 
 def test_a_stand_in_never_hides_a_public_function_of_the_same_name() -> None:

@@ -92,7 +92,8 @@ def _streaming(cls_name: str) -> Callable[..., Any]:
         if cls_name == "CovarianceLRF":
             state = cls(D, K, row_norm=1.0, **kw)
             state.insert_many(X)
-        elif cls_name in ("ContinualLRF", "ContinualSpaceOptimalLRF"):  # one cell of the data, as the caller holds it (not converted here)
+        elif cls_name in ("ContinualLRF", "ContinualSpaceOptimalLRF"):
+            # one cell of the data, as the caller holds it (not converted here)
             state = cls((N, D), K, 4, **kw)
             state.step(rows=[17], cols=[1], values=[X[17, 1]])
         else:

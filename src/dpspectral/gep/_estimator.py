@@ -228,7 +228,7 @@ default="moments"
         "delta": [DELTA, NONE],
         "row_norm": ROW_NORM,
         "method": method_names("gep"),
-        # > 0 for the private solvers, or "noise" (a ridge from the noise scale): check_regularization, with the reason
+        # > 0 for the private solvers, or "noise" (a ridge from the noise scale): check_regularization
         "regularization": [NONE, Interval(0, None, "left"), Options(("noise",))],
         "xi": [NONE, Interval(0, None, "left"), Options(("noise", "deprecated"))],  # the old name
         "ridge": [Interval(0, None, "neither"), NONE],  # method="moments" only: _validate_params_dp
@@ -257,8 +257,8 @@ default="moments"
         self._check_sparsity(entry, owner)
         if self.ridge is not None and entry.name != MOMENTS:
             raise ValueError(f"The 'ridge' parameter of {owner} must be None for method={self.method!r} "
-                             f"(it applies to 'moments'; the paper methods use regularization). Got {self.ridge!r} "
-                             "instead.")
+                             f"(it applies to 'moments'; the paper methods use regularization). Got "
+                             f"{self.ridge!r} instead.")
         self._relation(entry, owner)
         return entry
 
