@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_adaptive_clip import _raw  # noqa: E402
 
-import dpspectral.pca.minibatch as mb  # noqa: E402
-import dpspectral.pca.oja as oja  # noqa: E402
+import dpspectral.pca._minibatch as mb  # noqa: E402
+import dpspectral.pca._oja as oja  # noqa: E402
 
 
 def _spiked(n: int, seed: int = 0, d: int = 40) -> np.ndarray:

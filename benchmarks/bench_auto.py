@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpspectral.registry import get_method
+from dpspectral._registry import get_method
 from dpspectral_reproduce.chen2025 import load_chen_dataset
 
 DATA = Path(os.environ.get("DPSPECTRAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

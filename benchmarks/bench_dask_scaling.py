@@ -94,7 +94,7 @@ def bench_workers(args: argparse.Namespace) -> None:
 
 
 def bench_model(args: argparse.Namespace) -> None:
-    from dpspectral.moments import _block_partial, _partial_width
+    from dpspectral._moments import _block_partial, _partial_width
 
     d, r = args.d, args.rows_per_block
     block = np.random.default_rng(0).standard_normal((r, d)) / (2.0 * math.sqrt(d))

@@ -90,7 +90,7 @@ def _site_and_aggregate_seconds(sites: list[np.ndarray], k: int, R: int) -> tupl
     """Time each site's step and the aggregation from outside (the library reports no timing: a site's
     time depends on its private rows), with the plan ``DistributedDPPCA`` uses for these settings."""
     from dpspectral.distributed import aggregate, plan_site_release, site_step, spawn_site_seeds
-    from dpspectral.distributed.site import SitePlan
+    from dpspectral.distributed._site import SitePlan
     from dpspectral.privacy import PrivacyBudget, Relation
 
     std, count_std, _, _ = plan_site_release(budget=PrivacyBudget(KW["epsilon"], KW["delta"]),
@@ -250,7 +250,7 @@ def bench_sites(args: argparse.Namespace) -> None:
 
     from dpspectral import analyze_gauss
     from dpspectral.distributed import dpdispca
-    from dpspectral.privacy.gaussian import analytic_noise_multiplier
+    from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
     X = load_mnist(Path(args.data))
     k = 10

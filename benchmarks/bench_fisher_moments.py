@@ -45,7 +45,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from dpspectral.gep.moments import DEFAULT_SHARES, fisher_from_moments, lda_from_moments, release_moments
+from dpspectral.gep._moments import DEFAULT_SHARES, fisher_from_moments, lda_from_moments, release_moments
 
 DELTA = 1e-6
 EPS_GRID = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16]

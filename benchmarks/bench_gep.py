@@ -206,7 +206,7 @@ def load_sweep_dataset(name: str, data: Path) -> tuple[np.ndarray, np.ndarray, n
 def sweep_variants() -> list[tuple[str, str, dict[str, Any], bool]]:
     """(label, registry name, options, private) of every GEP method: each private registry entry with
     its defaults, the paper's methods also with the paper's xi = 0.01 (labelled ``[xi=0.01]``)."""
-    from dpspectral.registry import methods
+    from dpspectral._registry import methods
 
     out: list[tuple[str, str, dict[str, Any], bool]] = []
     for m in methods(task="gep"):
@@ -240,8 +240,8 @@ def _sweep_fit(name: str, pair: Any, X: np.ndarray, y: np.ndarray, k: int, class
                eps: float, delta: float, seed: int, extra: dict[str, Any]) -> np.ndarray:
     """The k directions of one private fit: the paper's solvers on the pair built once, other registry
     entries (``"moments"``) through their registry callable."""
+    from dpspectral._registry import get_method
     from dpspectral.gep import solve_pair
-    from dpspectral.registry import get_method
 
     opts = dict(extra)
     entry = get_method(name)

@@ -36,7 +36,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 
 import numpy as np  # noqa: E402
 
-from dpspectral.local.lowrank import private_local_lrf  # noqa: E402
+from dpspectral.local._lowrank import private_local_lrf  # noqa: E402
 from dpspectral.lowrank import (  # noqa: E402
     continual_lrf,
     covariance_lrf,
@@ -46,7 +46,7 @@ from dpspectral.lowrank import (  # noqa: E402
     private_space_optimal_lrf,
     turnstile_lrf,
 )
-from dpspectral.pca.covariance import analyze_gauss  # noqa: E402
+from dpspectral.pca._covariance import analyze_gauss  # noqa: E402
 
 METHODS = ("private_frobenius_lrf", "private_space_optimal_lrf", "turnstile_lrf",
            "turnstile_space_optimal_lrf", "continual_lrf", "continual_space_optimal_lrf", "covariance_lrf",
@@ -78,13 +78,13 @@ def run(method: str, A: np.ndarray, k: int, eps: float, delta: float, C: float, 
     if method == "turnstile_lrf":
         return turnstile_lrf(A, k, **priv)
     if method == "turnstile_space_optimal_lrf":  # issue 24: Figure 5's turnstile Priv1 state
-        from dpspectral.lowrank.turnstile_space_optimal import turnstile_space_optimal_lrf
+        from dpspectral.lowrank._turnstile_space_optimal import turnstile_space_optimal_lrf
 
         return turnstile_space_optimal_lrf(A, k, **priv)
     if method == "continual_lrf":
         return continual_lrf(A, k, **priv)
     if method == "continual_space_optimal_lrf":  # issue 24: Theorem 51's tree over Figure 5
-        from dpspectral.lowrank.continual_space_optimal import continual_space_optimal_lrf
+        from dpspectral.lowrank._continual_space_optimal import continual_space_optimal_lrf
 
         return continual_space_optimal_lrf(A, k, **priv)
     if method == "covariance_lrf":

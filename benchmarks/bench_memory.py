@@ -82,7 +82,7 @@ def sublinear_in_rows(method: Any) -> bool:
 
 
 def selected_methods(names: list[str] | None = None) -> list[Any]:
-    from dpspectral.registry import get_method, methods
+    from dpspectral import get_method, methods
 
     if names:
         return [get_method(n) for n in names]
@@ -149,7 +149,7 @@ def call(method: Any, X: Any, y: np.ndarray) -> Any:
 
 
 def child(name: str, path: str, n: int, d: int) -> None:
-    from dpspectral.registry import get_method
+    from dpspectral import get_method
 
     method = get_method(name)
     try:
@@ -277,7 +277,7 @@ def table(rows: list[dict[str, Any]], sizes: list[int]) -> str:
     by_method: dict[str, dict[int, dict[str, Any]]] = {}
     for r in rows:
         by_method.setdefault(r["method"], {})[r["rows"]] = r
-    from dpspectral.registry import get_method
+    from dpspectral import get_method
 
     for name, per in by_method.items():
         cells = []

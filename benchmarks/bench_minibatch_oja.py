@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from dpspectral.pca import analyze_gauss
-from dpspectral.pca.minibatch import minibatch_oja
+from dpspectral.pca._minibatch import minibatch_oja
 
 #: (n_batches, warmup_fraction, block_size)
 SCHEDULES = [(4, 0.05, 20), (3, 1 / 3, 1), (4, 0.25, 1), (4, 0.05, 1), (3, 0.1, 1), (4, 0.1, 1),

@@ -174,8 +174,8 @@ def _evict(path: str) -> None:
 
 
 def _call(method: str, X: Any, k: int, **kw: Any) -> Any:
-    from dpspectral.pca.minibatch import minibatch_oja
-    from dpspectral.pca.oja import dp_pca, oja, private_oja
+    from dpspectral.pca._minibatch import minibatch_oja
+    from dpspectral.pca._oja import dp_pca, oja, private_oja
 
     if method == "oja":
         return oja(X, k, random_state=0, **kw)
@@ -189,7 +189,7 @@ def _call(method: str, X: Any, k: int, **kw: Any) -> Any:
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     t = time.perf_counter()
     import dpspectral  # noqa: F401
-    import dpspectral.pca.oja  # noqa: F401
+    import dpspectral.pca._oja  # noqa: F401
 
     out: dict[str, Any] = {"import_s": time.perf_counter() - t}
     if spec["method"] == "baseline":
@@ -327,7 +327,7 @@ def _study_task(task: tuple[str, str, float, float, float | None, int, int, int]
     X = _study_data(seed, n_max)[:n]
     U, lam, scale = population(STUDY_D, seed)
     S = (U * (lam * scale**2)) @ U.T  # population second moment (before clipping: same eigenvectors)
-    from dpspectral.pca.oja import dp_pca, oja, private_oja
+    from dpspectral.pca._oja import dp_pca, oja, private_oja
 
     kw: dict[str, Any] = {"c1": c1, "c2": c2, "rank_method": rank_method, "random_state": seed}
     t = time.perf_counter()
@@ -436,8 +436,8 @@ def _sin_e1(W: Any) -> float:
 
 def _utility_methods() -> dict[str, Any]:
     from dpspectral.pca import analyze_gauss
-    from dpspectral.pca.minibatch import minibatch_oja
-    from dpspectral.pca.oja import dp_pca, private_oja
+    from dpspectral.pca._minibatch import minibatch_oja
+    from dpspectral.pca._oja import dp_pca, private_oja
 
     return {
         "dp_pca (default)": lambda X, k, e, s: dp_pca(X, k, epsilon=e, delta=1e-6, row_norm=1.0,

@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_covariance import machine  # noqa: E402
 
-from dpspectral.lowrank.streaming import TurnstileLRF  # noqa: E402
+from dpspectral.lowrank._streaming import TurnstileLRF  # noqa: E402
 
 EPSILON, DELTA = 1.0, 1e-6
 TARGET = 1e6  # entry updates per second, one core

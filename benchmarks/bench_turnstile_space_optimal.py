@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from dpspectral.lowrank import TurnstileLRF, private_space_optimal_lrf, turnstile_lrf
-from dpspectral.lowrank.turnstile_space_optimal import (
+from dpspectral.lowrank._turnstile_space_optimal import (
     TurnstileSpaceOptimalLRF,
     paper_space_bound,
     turnstile_space_optimal_lrf,
@@ -69,8 +69,8 @@ def error_table(seeds=(0, 1, 2)) -> None:
 def tree_table(seeds=(0, 1, 2)) -> None:
     """Continual release, one row per step (T = m): the Priv1 tree (Theorem 51) against the Priv2 tree."""
     from dpspectral.lowrank import continual_lrf
-    from dpspectral.lowrank.continual import tree_levels
-    from dpspectral.lowrank.continual_space_optimal import (
+    from dpspectral.lowrank._continual import tree_levels
+    from dpspectral.lowrank._continual_space_optimal import (
         ContinualSpaceOptimalLRF,
         continual_space_optimal_lrf,
     )

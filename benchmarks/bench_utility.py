@@ -6,8 +6,8 @@ Usage (from the project root; data from --data, else $DPSPECTRAL_DATA, else ../s
         [--methods analyze_gauss dp_pca ...] [--eps 0.1 0.25 0.5 1 2 4] [--seeds 3] [--quick]
         [--max-rows N] [--max-seconds 120] [--out reports/bench_utility] [--report-only]
 
-What it measures. Every entry of ``dpspectral.registry.methods(task="pca")`` (and ``auto``: the method
-:func:`~dpspectral.registry.choose_method` picks from public facts) is called through the registry
+What it measures. Every entry of ``dpspectral._registry.methods(task="pca")`` (and ``auto``: the method
+:func:`~dpspectral._registry.choose_method` picks from public facts) is called through the registry
 with its DEFAULTS: ``function(X, k, epsilon=eps, delta=1e-6, row_norm=1, random_state=seed)``.
 Methods that cannot take that call run with what they accept, and every table says so: the pure
 epsilon-DP methods (``needs_delta=False``) run with ``delta = 0``; ``local_gaussian`` runs in the local
@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from dpspectral.registry import choose_method, get_method, methods
+from dpspectral._registry import choose_method, get_method, methods
 
 ROOT = Path(__file__).resolve().parents[1]
 EPSILONS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)

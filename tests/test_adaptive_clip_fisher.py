@@ -19,10 +19,10 @@ from _adaptive import RecordingGenerator as _RecordingGenerator
 from _pinned import bw_multiplier, clip_by_hand
 
 from dpspectral import Accountant, DPFisherDiscriminant, DPLinearDiscriminantAnalysis, private_fda
-from dpspectral.gep.moments import DEFAULT_SHARES, moments_fda, moments_sensitivity, release_moments
-from dpspectral.privacy.accounting import epsilon_of
-from dpspectral.privacy.adaptive import DEFAULT_CLIP_SHARE
-from dpspectral.privacy.budget import BudgetExceededError
+from dpspectral.gep._moments import DEFAULT_SHARES, moments_fda, moments_sensitivity, release_moments
+from dpspectral.privacy._accounting import epsilon_of
+from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
+from dpspectral.privacy._budget import BudgetExceededError
 
 EPS, DELTA = 1.0, 1e-6
 CLASSES = [0, 1, 2]

@@ -18,12 +18,12 @@ from _adaptive import RecordingGenerator as _RecordingGenerator
 from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
-from dpspectral.pca.power import noisy_power
-from dpspectral.privacy.accounting import Accountant, epsilon_of
-from dpspectral.privacy.adaptive import DEFAULT_CLIP_SHARE, at_clip, plan_row_clip
-from dpspectral.privacy.budget import PrivacyBudget, Relation
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan
+from dpspectral.pca._power import noisy_power
+from dpspectral.privacy._accounting import Accountant, epsilon_of
+from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE, at_clip, plan_row_clip
+from dpspectral.privacy._budget import PrivacyBudget, Relation
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan
 
 EPS, DELTA = 1.0, 1e-6
 
@@ -123,7 +123,7 @@ def test_noisy_power_adaptive_refusal_charges_nothing():
     acc = Accountant(EPS * 1.2, DELTA)
     noisy_power(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0)
     assert len(acc.entries) == 2  # the histogram, then the iterations
-    from dpspectral.privacy.budget import BudgetExceededError
+    from dpspectral.privacy._budget import BudgetExceededError
 
     with pytest.raises(BudgetExceededError):
         noisy_power(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=acc, random_state=0)
@@ -138,7 +138,7 @@ def test_noisy_power_adaptive_refusal_charges_nothing():
 
 def test_noisy_power_iterates_on_the_rows_clipped_at_the_released_clip(monkeypatch):
     """The matrix the iterations multiply is the scatter of the rows clipped at the released clip."""
-    import dpspectral.pca.power as power_module
+    import dpspectral.pca._power as power_module
 
     X, _ = _spiked(n=3000, d=10)
     seen = []
@@ -163,7 +163,7 @@ def test_balanced_clip_floor_holds_under_a_noisy_histogram():
     noise std 100 per bin: over 100 seeded draws the clip never walks past the rows' bin into the empty
     bins below (the floor target keeps BALANCE_Z standard deviations of the noisy count walked; a
     failure needs a -3.6 sd walk, about 2e-4 per draw, so about 2 % for the 100 draws; seeded)."""
-    from dpspectral.privacy.quantile import balanced_clip, norm_edges
+    from dpspectral.privacy._quantile import balanced_clip, norm_edges
 
     edges = norm_edges(1.0)
     counts = np.zeros(edges.size + 1)

@@ -21,10 +21,10 @@ from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
 from dpspectral import UncertifiedPrivacyWarning, dp_spca, dp_vrpca
-from dpspectral.privacy.accounting import Accountant, epsilon_of
-from dpspectral.privacy.adaptive import DEFAULT_CLIP_SHARE
-from dpspectral.privacy.budget import BudgetExceededError
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+from dpspectral.privacy._accounting import Accountant, epsilon_of
+from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
+from dpspectral.privacy._budget import BudgetExceededError
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 EPS, DELTA = 1.0, 1e-6
 SLACK = 1 + 1e-10  # sensitivity_norm's rounding slack on the clip

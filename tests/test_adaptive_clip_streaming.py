@@ -22,14 +22,14 @@ from _adaptive import RecordingGenerator as _RecordingGenerator
 from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
-import dpspectral.pca.oja as oja_module
-from dpspectral.pca.minibatch import minibatch_oja, minibatch_sensitivity
-from dpspectral.pca.oja import private_oja
-from dpspectral.privacy.accounting import Accountant, ParallelDpEvent, epsilon_of
-from dpspectral.privacy.adaptive import DEFAULT_CLIP_SHARE
-from dpspectral.privacy.budget import BudgetExceededError
-from dpspectral.privacy.clipping import sensitivity_norm
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+import dpspectral.pca._oja as oja_module
+from dpspectral.pca._minibatch import minibatch_oja, minibatch_sensitivity
+from dpspectral.pca._oja import private_oja
+from dpspectral.privacy._accounting import Accountant, ParallelDpEvent, epsilon_of
+from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
+from dpspectral.privacy._budget import BudgetExceededError
+from dpspectral.privacy._clipping import sensitivity_norm
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 EPS, DELTA = 1.0, 1e-6
 

@@ -21,7 +21,7 @@ import pytest
 import dpspectral
 from dpspectral import DPPCA, Accountant, analyze_gauss, mod_sulq, noisy_power, to_numpy, wishart
 from dpspectral._array_api import config_context
-from dpspectral.privacy.device_noise import DeviceNoise
+from dpspectral.privacy._device_noise import DeviceNoise
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -188,7 +188,7 @@ def test_device_array_with_dispatch_off_is_refused(namespace, method):
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
 def test_bad_rows_on_the_device_are_refused_before_the_charge(namespace):
-    from dpspectral.privacy.pipeline import NonPrivateDataError
+    from dpspectral.privacy._pipeline import NonPrivateDataError
 
     acc = _ledger()
     X = _spiked()
@@ -206,7 +206,7 @@ def test_bad_rows_on_the_device_are_refused_before_the_charge(namespace):
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
 def test_norm_histogram_on_the_device_counts_as_on_the_host(namespace):
-    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+    from dpspectral.privacy._quantile import norm_edges, norm_histogram
 
     X = _spiked() * np.linspace(0.01, 1.0, N)[:, None]  # norms over many octaves
     center = np.full(D, 0.01)
@@ -301,7 +301,7 @@ def test_a_covered_fit_is_charged_once_per_stage():
 def _device_noise(namespace: str, seed: int) -> DeviceNoise:
     x = _convert(np.zeros((1, 1)), namespace)
     with config_context(array_api_dispatch=True):
-        source = dpspectral.privacy.noise.noise_source(seed, like=x)
+        source = dpspectral.privacy._noise.noise_source(seed, like=x)
     assert isinstance(source, DeviceNoise)
     return source
 
@@ -343,9 +343,9 @@ def test_device_noise_has_the_planned_std(namespace):
 
 def test_device_noise_through_the_pipeline_draws_the_planned_scale():
     """The plan's release drawn by the releaser on the device: planned scale, planned shape."""
-    from dpspectral.pca.covariance import covariance_plan
-    from dpspectral.privacy.budget import PrivacyBudget, Relation
-    from dpspectral.privacy.pipeline import release
+    from dpspectral.pca._covariance import covariance_plan
+    from dpspectral.privacy._budget import PrivacyBudget, Relation
+    from dpspectral.privacy._pipeline import release
 
     plan = covariance_plan("analyze_gauss", budget=PrivacyBudget(1.0, 1e-5), relation=Relation.REPLACE_ONE,
                            calibration="tight", row_norm=1.0, n=None, d=None, private_mean=False,

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 import dpspectral
 from dpspectral import DPPCA, Accountant, analyze_gauss, mod_sulq, noisy_power, to_numpy
 from dpspectral._array_api import config_context
-from dpspectral.privacy.pipeline import NonPrivateDataError
+from dpspectral.privacy._pipeline import NonPrivateDataError
 
 torch = pytest.importorskip("torch")
 array_api_compat = pytest.importorskip("array_api_compat")

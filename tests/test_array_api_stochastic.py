@@ -25,11 +25,11 @@ import pytest
 
 from dpspectral import DPPCA, Accountant, to_numpy
 from dpspectral._array_api import config_context
-from dpspectral.pca.stochastic import _Sampler, dp_spca, dp_vrpca
-from dpspectral.privacy import noise as noise_module
-from dpspectral.privacy.clipping import sensitivity_norm
-from dpspectral.privacy.device_noise import DeviceNoise
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+from dpspectral.pca._stochastic import _Sampler, dp_spca, dp_vrpca
+from dpspectral.privacy import _noise as noise_module
+from dpspectral.privacy._clipping import sensitivity_norm
+from dpspectral.privacy._device_noise import DeviceNoise
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -290,7 +290,7 @@ def test_device_array_with_dispatch_off_is_refused(namespace, method):
 @pytest.mark.parametrize("namespace", NAMESPACES)
 @pytest.mark.parametrize("method", METHODS, ids=lambda f: f.__name__)
 def test_bad_input_on_the_device_is_refused_before_the_charge(namespace, method):
-    from dpspectral.privacy.pipeline import NonPrivateDataError
+    from dpspectral.privacy._pipeline import NonPrivateDataError
 
     acc = _ledger()
     X = _spiked()

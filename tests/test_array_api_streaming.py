@@ -22,11 +22,11 @@ import pytest
 
 from dpspectral import DPPCA, Accountant, to_numpy
 from dpspectral._array_api import config_context
-from dpspectral.pca import minibatch as minibatch_module
-from dpspectral.pca.minibatch import minibatch_oja
-from dpspectral.pca.oja import dp_pca, oja, private_oja
-from dpspectral.privacy.clipping import sensitivity_norm
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+from dpspectral.pca import _minibatch as minibatch_module
+from dpspectral.pca._minibatch import minibatch_oja
+from dpspectral.pca._oja import dp_pca, oja, private_oja
+from dpspectral.privacy._clipping import sensitivity_norm
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -218,7 +218,7 @@ def test_device_array_with_dispatch_off_is_refused(namespace):
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
 def test_bad_input_on_the_device_is_refused_before_the_charge(namespace):
-    from dpspectral.privacy.pipeline import NonPrivateDataError
+    from dpspectral.privacy._pipeline import NonPrivateDataError
 
     acc = _ledger()
     X = _spiked()

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpspectral.registry as registry
+import dpspectral._registry as registry
 from dpspectral import analyze_gauss
-from dpspectral.audit_runner import (
+from dpspectral._audit_runner import (
     QUICK,
     AuditPlan,
     audit_methods,
@@ -36,7 +36,7 @@ from dpspectral.audit_runner import (
 )
 from dpspectral.cli import main
 from dpspectral.privacy import analytic_noise_multiplier, gaussian_epsilon
-from dpspectral.privacy.audit import threshold_epsilon_bounds, threshold_epsilon_lower_bound
+from dpspectral.privacy._audit import threshold_epsilon_bounds, threshold_epsilon_lower_bound
 
 EPS_TIGHT = 0.5
 DELTA_TIGHT = float(stats.norm.cdf(0.0) - math.exp(EPS_TIGHT) * stats.norm.cdf(-1.0))  # ~0.2384
@@ -320,7 +320,7 @@ def test_quick_audit_of_the_whole_registry():
 def test_audit_settings_name_registered_methods_and_their_options():
     # The audit's own tuning only: every entry is a registered method, and every setting is one of the
     # method's options (read from the registry) or a setting of the audit's pair.
-    from dpspectral.audit_runner import _PAIR_SETTINGS, AUDIT_SETTINGS
+    from dpspectral._audit_runner import _PAIR_SETTINGS, AUDIT_SETTINGS
 
     for name, settings in AUDIT_SETTINGS.items():
         method = registry.get_method(name)
@@ -330,8 +330,8 @@ def test_audit_settings_name_registered_methods_and_their_options():
 
 
 def test_audit_statistics_alias_is_the_moved_module():
-    import dpspectral.audit as alias
-    import dpspectral.privacy.audit as moved
+    import dpspectral.privacy._audit as alias
+    import dpspectral.privacy._audit as moved
 
     assert alias.threshold_epsilon_lower_bound is moved.threshold_epsilon_lower_bound
     assert set(alias.__all__) == set(moved.__all__)

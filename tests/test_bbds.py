@@ -1,4 +1,4 @@
-"""Tests of the exact accountant of the input-perturbation (BBDS) sketch, dpspectral.privacy.bbds."""
+"""Tests of the exact accountant of the input-perturbation (BBDS) sketch, dpspectral.privacy._bbds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import linalg, stats
 
 from dpspectral.privacy import EpsilonDeltaDpEvent, epsilon_of
-from dpspectral.privacy.bbds import (
+from dpspectral.privacy._bbds import (
     _covariance_delta,
     _spec_relaxed_delta,
     bbds_delta,
@@ -220,7 +220,7 @@ def test_min_sigma_min_monotone_and_certified() -> None:
 def test_min_sigma_min_is_cached() -> None:
     a = min_sigma_min(0.7, 1e-5, 12)
     assert min_sigma_min(0.7, 1e-5, 12) == a
-    from dpspectral.privacy import bbds
+    from dpspectral.privacy import _bbds as bbds
 
     assert bbds._min_sigma_min.cache_info().hits >= 1
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpspectral.registry import methods
+from dpspectral._registry import methods
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_utility.py"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpspectral import DPPCA, UncentredWarning
-from dpspectral.registry import AUTO_MATRIX_BYTES, choose_method, get_method
+from dpspectral._registry import AUTO_MATRIX_BYTES, choose_method, get_method
 
 BIG_D = int((AUTO_MATRIX_BYTES / 8) ** 0.5) + 1
 

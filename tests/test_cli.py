@@ -569,7 +569,7 @@ def test_fit_drops_data_dependent_warnings_keeps_privacy_warnings(small_data, tm
     # NumPy's overflow warnings, whose occurrence depends on the values.
     import warnings as _warnings
 
-    from dpspectral.estimators import DPPCA
+    from dpspectral._estimators import DPPCA
 
     fit = DPPCA.fit
 

@@ -11,7 +11,7 @@ import pytest
 from dp_accounting import dp_event as dpe
 
 from dpspectral.cli import main
-from dpspectral.privacy.accounting import RANDOM_STATE_NOTE, Accountant, EpsilonDeltaDpEvent
+from dpspectral.privacy._accounting import RANDOM_STATE_NOTE, Accountant, EpsilonDeltaDpEvent
 
 #: Public per-column declarations of the test file (chosen without looking at its values).
 SCALING = {"age": {"lower": 0, "upper": 100}, "income": {"center": 100, "scale": 40},
@@ -169,7 +169,7 @@ def test_ledger_across_runs_refuses_before_reading(people, tmp_path, capsys):
 
 
 def test_a_run_that_fails_after_its_charge_stays_charged(people, tmp_path, capsys, monkeypatch):
-    from dpspectral.estimators import DPPCA
+    from dpspectral._estimators import DPPCA
 
     data = _write(tmp_path / "people.csv", people, ";")
     ledger = tmp_path / "budget.json"

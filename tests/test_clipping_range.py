@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpspectral.moments import accumulate
-from dpspectral.privacy.clipping import clip_rows, norm_scale, sensitivity_norm
-from dpspectral.privacy.pipeline import NonPrivateDataError, validate_rows
+from dpspectral._moments import accumulate
+from dpspectral.privacy._clipping import clip_rows, norm_scale, sensitivity_norm
+from dpspectral.privacy._pipeline import NonPrivateDataError, validate_rows
 
 #: (dtype, C): float32 where its squares are subnormal (1e-21, 1e-24, 1e-30) or overflow (1e30); float64
 #: where they are (1e-160, 1e-300) or overflow (1e200, 1e300); C = 1 and 1e-21 as ordinary cases.

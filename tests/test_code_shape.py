@@ -61,7 +61,7 @@ def test_no_long_function_without_a_stated_reason():
 PUBLIC_MODULES = ("dpspectral", "dpspectral.pca", "dpspectral.lowrank", "dpspectral.gep",
                   "dpspectral.local", "dpspectral.distributed", "dpspectral.model_selection",
                   "dpspectral.privacy", "dpspectral.metrics", "dpspectral.datasets",
-                  "dpspectral.constraints", "dpspectral.privacy.pipeline", "dpspectral.privacy.noise")
+                  "dpspectral._constraints", "dpspectral.privacy._pipeline", "dpspectral.privacy._noise")
 
 
 @pytest.mark.parametrize("modname", PUBLIC_MODULES)

@@ -19,7 +19,7 @@ from dpspectral import (
     mod_sulq,
     wishart,
 )
-from dpspectral.moments import accumulate
+from dpspectral._moments import accumulate
 from dpspectral.privacy import analytic_noise_multiplier, classic_noise_multiplier, epsilon_of
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)

@@ -33,7 +33,7 @@ da = pytest.importorskip("dask.array")
 
 from dpspectral import DPPCA  # noqa: E402
 from dpspectral.distributed import DistributedDPPCA, dpdispca  # noqa: E402
-from dpspectral.distributed.engines import (  # noqa: E402
+from dpspectral.distributed._engines import (  # noqa: E402
     DaskConnectionError,
     DaskEngine,
     DaskStartError,
@@ -197,9 +197,9 @@ def _run_as_main(path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_worker_processes_that_cannot_start_are_refused_up_front(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpspectral.distributed.engines as engines
+    import dpspectral.distributed._engines as engines
 
-    call = "from dpspectral.distributed.engines import check_worker_processes_can_start as check\n"
+    call = "from dpspectral.distributed._engines import check_worker_processes_can_start as check\n"
     guarded = call + 'if __name__ == "__main__":\n    check()\n'
     unguarded = call + "x = 1\ncheck()\n"
     script = tmp_path / "fit.py"
@@ -250,8 +250,8 @@ def test_a_program_on_standard_input_fails_fast_with_nothing_charged() -> None:
 def test_dask_partials_match_the_in_memory_moments() -> None:
     """The per-block packed partials (local threads, no client): the same clipped sums and counts as in
     memory, with a centre, empty and unknown-size blocks; NaN and over-bound rows refused as in memory."""
-    from dpspectral.moments import accumulate
-    from dpspectral.privacy.pipeline import NonPrivateDataError
+    from dpspectral._moments import accumulate
+    from dpspectral.privacy._pipeline import NonPrivateDataError
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(1000, 7)) * 0.6  # most rows above the bound 1: clipped

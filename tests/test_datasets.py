@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 from dpspectral import datasets as ds
-from dpspectral.privacy import clipping
+from dpspectral.privacy import _clipping as clipping
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

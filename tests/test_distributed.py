@@ -1,7 +1,7 @@
 """DPdisPCA (paper 004): site release, aggregation, engines (in-process and Dask), faults, privacy.
 
 Statistical tests: the privacy audits below are hypothesis tests with a false-positive rate of
-alpha = 1e-3 each (see ``dpspectral.privacy.audit``); they are seeded, so their outcome is deterministic.
+alpha = 1e-3 each (see ``dpspectral.privacy._audit``); they are seeded, so their outcome is deterministic.
 Dask tests start ``LocalCluster(processes=True, n_workers=2, threads_per_worker=1)`` and close it.
 """
 
@@ -34,7 +34,7 @@ from dpspectral.distributed import (
     site_step,
     spawn_site_seeds,
 )
-from dpspectral.distributed.site import (
+from dpspectral.distributed._site import (
     SitePlan,
     pack_upper,
     proxy_from_matrix,
@@ -50,8 +50,8 @@ from dpspectral.privacy import (
     classic_noise_multiplier,
     epsilon_of,
 )
-from dpspectral.privacy.accounting import ParallelDpEvent
-from dpspectral.privacy.audit import covariance_pair, gaussian_audit
+from dpspectral.privacy._accounting import ParallelDpEvent
+from dpspectral.privacy._audit import covariance_pair, gaussian_audit
 
 # Test helpers run on Dask workers: ship them by value (the workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

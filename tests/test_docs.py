@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dpspectral.registry import methods_markdown
+from dpspectral._registry import methods_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 

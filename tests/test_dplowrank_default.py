@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 
 from dpspectral import DPLowRank, Relation
-from dpspectral.registry import choose_lowrank_method
+from dpspectral._registry import choose_lowrank_method
 
 TABLE = [
     (None, "private_frobenius_lrf", Relation.PRIV2),

@@ -5,7 +5,7 @@ probability that it would fail for a correct sampler/mechanism under a fresh see
 
 * goodness of fit (KS, chi-square, two-sample KS): p-value threshold 1e-3 per test;
 * acceptance rates against their closed forms: 5 binomial standard deviations (about 6e-7 per test);
-* privacy audits: Clopper-Pearson lower bounds on epsilon at level alpha = 1e-3 (dpspectral.audit);
+* privacy audits: Clopper-Pearson lower bounds on epsilon at level alpha = 1e-3 (dpspectral.privacy._audit);
   the negative controls (a mechanism twice as concentrated as calibrated) must be caught.
 """
 
@@ -26,7 +26,7 @@ from dpspectral.pca import (
     sample_bingham,
 )
 from dpspectral.privacy import epsilon_of
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy._audit import threshold_epsilon_lower_bound
 
 P_MIN = 1e-3  # p-value threshold of the goodness-of-fit tests (false-positive rate per test)
 ALPHA = 1e-3  # level of the audits' Clopper-Pearson bounds
@@ -579,8 +579,8 @@ def test_adaptive_split_always_certifies_the_planned_total():
     """Whatever the released eigenvalues, the adaptive split's concentrations satisfy the joint
     bound C^2 (max c + sum c) = epsilon of the directions (replace-one), C^2 sum c (add/remove): the
     split is post-processing of the Laplace release and the event is planned from public inputs."""
-    from dpspectral.pca.exponential import _adaptive_concentrations, _plan
-    from dpspectral.privacy.budget import Relation
+    from dpspectral.pca._exponential import _adaptive_concentrations, _plan
+    from dpspectral.privacy._budget import Relation
 
     rng = np.random.default_rng(5)
     for relation in (Relation.REPLACE_ONE, Relation.ADD_REMOVE):
@@ -600,8 +600,8 @@ def test_adaptive_split_always_certifies_the_planned_total():
 
 def test_adaptive_split_spends_on_the_directions_it_can_find():
     """One strong direction among weak ones: the split puts the budget on it (others free)."""
-    from dpspectral.pca.exponential import _adaptive_concentrations, _plan
-    from dpspectral.privacy.budget import Relation
+    from dpspectral.pca._exponential import _adaptive_concentrations, _plan
+    from dpspectral.privacy._budget import Relation
 
     plan = _plan("exponential", k=5, d=100, epsilon=1.0, relation=Relation.REPLACE_ONE,
                  calibration="tight", row_norm=1.0, eigenvalue_share=0.1, vector_shares=None,
@@ -661,8 +661,8 @@ def test_coordinate_releases_declare_their_sensitivities(relation):
     eigenvalues of A and of A_SS released together (twice the single release) are declared at least
     at the change a built pair produces, with Laplace scale = sensitivity / epsilon share, and the
     events compose to the request."""
-    from dpspectral.pca.exponential import _plan
-    from dpspectral.privacy.budget import Relation
+    from dpspectral.pca._exponential import _plan
+    from dpspectral.privacy._budget import Relation
 
     rel = Relation(relation)
     plan = _plan("exponential", k=1, d=4, epsilon=2.0, relation=rel, calibration="tight", row_norm=1.0,

@@ -32,7 +32,7 @@ from dpspectral.gep import (
     symmetric_definite_pair,
 )
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
+from dpspectral.privacy._audit import threshold_epsilon_lower_bound
 
 DELTA = 1e-5
 HUGE = 1e14  # epsilon for zero-noise limits (noise multiplier 7e-8 at delta = 0.5)
@@ -637,7 +637,7 @@ def test_noise_ridge_is_a_public_function_of_the_noise_scale(fn, kw, fpair):
 
 
 def test_noise_ridge_refused_where_there_is_no_noise():
-    from dpspectral.constraints import InvalidParameterError
+    from dpspectral._constraints import InvalidParameterError
 
     A, B, _ = _user_pair(0)
     with pytest.raises(InvalidParameterError, match="regularization"):

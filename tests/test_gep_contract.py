@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dpspectral import methods
+from dpspectral._registry import get_method
 from dpspectral.gep import GEP_METHODS, fda_pair, simultaneous_reduction
-from dpspectral.registry import get_method
 
 GEP = methods(task="gep")
 PRIVATE = [m for m in GEP if m.private]

@@ -86,8 +86,8 @@ def test_clone_shares_the_accountant():
 @pytest.mark.parametrize("params,y_kind,match", [
     ({"n_components": 3, "classes": [0, 1, 2]}, None, "'n_components'.*n_classes - 1"),
     ({"classes": [0, 1]}, None, "not in the public 'classes' \\[0, 1\\]"),
-    ({"xi": 0.0}, None, "'xi'.*\\(0, inf\\)"),
-    ({"xi": -1.0}, None, "'xi'"),
+    ({"regularization": 0.0}, None, "'regularization'.*\\(0, inf\\)"),
+    ({"regularization": -1.0}, None, "'regularization'"),
     ({"method": "dpsrs"}, None, "'sparsity'.*required"),
     ({"method": "dpsrs", "sparsity": 0}, None, "'sparsity'"),
     ({"method": "dpsrs", "sparsity": 6}, None, "'sparsity'.*\\[1, 5\\]"),
@@ -129,3 +129,18 @@ def test_secure_noise_source():
     with pytest.warns(UncertifiedPrivacyWarning):
         ref = DPFisherDiscriminant(2, row_norm=1.5, method="sr", random_state="secure").fit(X, y)
     assert ref.privacy_.noise_source == "secure" and not ref.privacy_.certified
+
+
+def test_regularization_is_named_as_in_private_fda_and_xi_still_works_with_a_warning():
+    from dpspectral import DPFisherDiscriminant
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = np.repeat([0, 1, 2], 100)
+    kw = dict(epsilon=1.0, delta=1e-5, row_norm=5.0, method="dpsr", classes=[0, 1, 2], random_state=3)
+    new = DPFisherDiscriminant(2, regularization=0.05, **kw).fit(X, y)
+    with pytest.warns(FutureWarning, match="'xi' parameter of DPFisherDiscriminant is now called"):
+        old = DPFisherDiscriminant(2, xi=0.05, **kw).fit(X, y)
+    np.testing.assert_array_equal(new.scalings_, old.scalings_)
+    other = DPFisherDiscriminant(2, regularization=0.5, **kw).fit(X, y)
+    assert not np.array_equal(new.scalings_, other.scalings_)

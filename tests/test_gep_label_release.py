@@ -1,7 +1,7 @@
 """The private label set of the Fisher discriminant and LDA with ``classes=None`` (the default).
 
 Without public ``classes`` the set of labels present decides ``classes_`` and every shape; it is released
-by a Gaussian stability histogram charged in the same report (``dpspectral.gep.labels``). Checked here:
+by a Gaussian stability histogram charged in the same report (``dpspectral.gep._labels``). Checked here:
 
 * the report of a ``classes=None`` fit is certified for the requested (epsilon, delta) and carries the
   label stage's events (its Gaussian noise and the threshold's delta) next to the later stages';
@@ -25,12 +25,12 @@ from _neighbours import assert_message_is_data_free, assert_same_public_view, fi
 
 from dpspectral import Accountant, DPLinearDiscriminantAnalysis
 from dpspectral.gep import DPFisherDiscriminant, private_fda
-from dpspectral.gep.labels import LABEL_DELTA_SHARE
-from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.histogram import gaussian_stable_histogram, gaussian_stable_histogram_events
-from dpspectral.privacy.noise import SeededNoise
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
+from dpspectral.gep._labels import LABEL_DELTA_SHARE
+from dpspectral.privacy._accounting import EpsilonDeltaDpEvent
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._histogram import gaussian_stable_histogram, gaussian_stable_histogram_events
+from dpspectral.privacy._noise import SeededNoise
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, release
 
 EPS, DELTA = 1.0, 1e-6
 RARE = 7  # the label of the one rare row

@@ -15,7 +15,7 @@ import scipy.linalg
 from _pinned import bw_epsilon, bw_multiplier, clip_by_hand, fda_by_hand
 
 from dpspectral import Accountant, DPFisherDiscriminant, private_fda
-from dpspectral.gep.moments import (
+from dpspectral.gep._moments import (
     DEFAULT_SHARES,
     _exact_moments,
     moments_fda,
@@ -24,7 +24,7 @@ from dpspectral.gep.moments import (
     release_moments,
 )
 from dpspectral.privacy import PrivacyBudget
-from dpspectral.privacy.accounting import epsilon_of
+from dpspectral.privacy._accounting import epsilon_of
 
 C = 1.5
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=C)

@@ -2,7 +2,7 @@
 
 Statistical tests are seeded (deterministic outcome); each states its false-positive rate (FPR): the
 probability that a correct implementation fails it for a fresh seed. Privacy audits use the
-Clopper-Pearson threshold test of :mod:`dpspectral.privacy.audit` (FPR alpha = 1e-3 per bound) and are each
+Clopper-Pearson threshold test of :mod:`dpspectral.privacy._audit` (FPR alpha = 1e-3 per bound) and are each
 paired with a deliberately broken mechanism that the same audit must flag (power).
 """
 
@@ -17,11 +17,11 @@ import pytest
 from scipy import stats
 
 from dpspectral.privacy import EpsilonDeltaDpEvent, ParallelDpEvent, epsilon_of
-from dpspectral.privacy import histogram as hist
-from dpspectral.privacy.accounting import MAX_PARALLEL_EXPANSIONS
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.histogram import (
+from dpspectral.privacy import _histogram as hist
+from dpspectral.privacy._accounting import MAX_PARALLEL_EXPANSIONS
+from dpspectral.privacy._audit import threshold_epsilon_lower_bound
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._histogram import (
     histogram_shift,
     laplace_histogram_event,
     laplace_histogram_mode,
@@ -30,8 +30,8 @@ from dpspectral.privacy.histogram import (
     stable_histogram_mode,
     stable_threshold,
 )
-from dpspectral.privacy.noise import SecureNoise, SeededNoise
-from dpspectral.privacy.pipeline import ReleasePlan, release
+from dpspectral.privacy._noise import SecureNoise, SeededNoise
+from dpspectral.privacy._pipeline import ReleasePlan, release
 
 ALPHA = 1e-3  # false-positive rate of every audit bound and of every two-sample test below
 

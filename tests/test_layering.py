@@ -36,7 +36,7 @@ def _loaded_after(code: str) -> list[str]:
 def test_import_dpspectral_loads_no_plotting_and_no_reproductions() -> None:
     assert _loaded_after("import dpspectral") == []
     # also every public submodule the estimators and the registry pull in
-    modules = "dpspectral, dpspectral.estimators, dpspectral.registry, dpspectral.datasets"
+    modules = "dpspectral, dpspectral._estimators, dpspectral._registry, dpspectral.datasets"
     assert _loaded_after(f"import {modules}") == []
 
 
@@ -99,13 +99,13 @@ def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
     """Negative control: a module-level import of the reproductions, and one of the CLI, are reported."""
     lib = tmp_path / "dpspectral"
     lib.mkdir()
-    (lib / "estimators.py").write_text("def f():\n    from dpspectral_reproduce import demo\n")
+    (lib / "synthetic.py").write_text("def f():\n    from dpspectral_reproduce import demo\n")
     (lib / "cli.py").write_text("import dpspectral_reproduce.papers\n"
                                 "def g():\n    from dpspectral_reproduce.commands import run_reproduce\n")
     assert _violations(lib, "dpspectral") == [
         "dpspectral/cli.py imports dpspectral_reproduce.papers at module level",
-        "dpspectral/estimators.py imports dpspectral_reproduce",
-        "dpspectral/estimators.py imports dpspectral_reproduce.demo",
+        "dpspectral/synthetic.py imports dpspectral_reproduce",
+        "dpspectral/synthetic.py imports dpspectral_reproduce.demo",
     ]
     rep = tmp_path / "dpspectral_reproduce"
     rep.mkdir()
@@ -195,7 +195,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles() -> None:
     """The library's modules form layers: no module imports, even lazily, one that imports it back."""
     graph = _import_graph(SRC / "dpspectral")
-    assert len(graph) > 50 and graph["dpspectral.moments"]  # the walker saw the package
+    assert len(graph) > 50 and graph["dpspectral._moments"]  # the walker saw the package
     assert _cycles(graph) == []
 
 

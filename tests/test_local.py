@@ -19,15 +19,15 @@ from dpspectral.privacy import (
     epsilon_of,
     gaussian_epsilon,
 )
-from dpspectral.privacy.audit import (
+from dpspectral.privacy._audit import (
     gaussian_audit,
     run_pair,
     threshold_epsilon_lower_bound,
 )
-from dpspectral.privacy.clipping import sensitivity_norm
+from dpspectral.privacy._clipping import sensitivity_norm
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
-ALPHA = 1e-3  # false-positive rate of each audit bound (see dpspectral.audit)
+ALPHA = 1e-3  # false-positive rate of each audit bound (see dpspectral.privacy._audit)
 
 
 def upper(M: np.ndarray) -> np.ndarray:

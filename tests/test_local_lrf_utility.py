@@ -19,8 +19,8 @@ import pytest
 
 from dpspectral import Accountant, Relation
 from dpspectral.local import local_gaussian
-from dpspectral.local.lowrank import private_local_lrf
-from dpspectral.lowrank.subspace import RowSubspaceResult
+from dpspectral.local._lowrank import private_local_lrf
+from dpspectral.lowrank._subspace import RowSubspaceResult
 
 
 def _spiked(m: int, d: int, seed: int = 0) -> np.ndarray:

@@ -19,12 +19,12 @@ from dpspectral.lowrank import (
     rank_k_left,
     sketch_sizes,
 )
-from dpspectral.lowrank.factorization import frobenius_noise, frobenius_sketch, frobenius_sketches
+from dpspectral.lowrank._factorization import frobenius_noise, frobenius_sketch, frobenius_sketches
 from dpspectral.privacy import epsilon_of
-from dpspectral.privacy.audit import clopper_pearson, threshold_epsilon_lower_bound
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.noise import noise_source
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
+from dpspectral.privacy._audit import clopper_pearson, threshold_epsilon_lower_bound
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._noise import noise_source
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, release
 
 
 def _opt(A: np.ndarray, k: int) -> float:

@@ -23,7 +23,7 @@ from dpspectral.lowrank import (
     private_space_optimal_lrf,
     turnstile_lrf,
 )
-from dpspectral.lowrank.subspace import GramResult
+from dpspectral.lowrank._subspace import GramResult
 
 KW = dict(epsilon=1.0, delta=1e-6)
 ONE_SHOT = [

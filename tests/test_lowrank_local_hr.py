@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from dpspectral import Accountant, BudgetExceededError, Relation, UncertifiedPrivacyWarning
-from dpspectral.local.lowrank import (
+from dpspectral.local._lowrank import (
     LocalLrfNoise,
     LocalLrfReport,
     _protocol_plan,
@@ -23,16 +23,16 @@ from dpspectral.local.lowrank import (
     local_lrf_setup,
     private_local_lrf,
 )
-from dpspectral.lowrank.hardt_roth import hardt_roth, hardt_roth_noise
-from dpspectral.lowrank.sketches import chi2_factor, chi2_quantile_factor
+from dpspectral.lowrank._hardt_roth import hardt_roth, hardt_roth_noise
+from dpspectral.lowrank._sketches import chi2_factor, chi2_quantile_factor
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of, gaussian_epsilon
-from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
-from dpspectral.privacy.audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
-from dpspectral.privacy.clipping import sensitivity_norm
-from dpspectral.privacy.noise import SeededNoise
-from dpspectral.privacy.pipeline import release
+from dpspectral.privacy._accounting import EpsilonDeltaDpEvent
+from dpspectral.privacy._audit import gaussian_audit, run_pair, threshold_epsilon_lower_bound
+from dpspectral.privacy._clipping import sensitivity_norm
+from dpspectral.privacy._noise import SeededNoise
+from dpspectral.privacy._pipeline import release
 
-ALPHA = 1e-3  # false-positive rate of every audit bound (see dpspectral.audit)
+ALPHA = 1e-3  # false-positive rate of every audit bound (see dpspectral.privacy._audit)
 HUGE = dict(epsilon=1e12, delta=0.5)  # zero-noise limit: noise multiplier ~7e-7
 
 
@@ -529,7 +529,7 @@ def test_row_change_equals_the_clipped_call_at_twice_the_row_norm() -> None:
 
 
 def test_noise_plan_old_size_names_warn_and_give_the_same_plan():
-    # local_lrf_noise is public in dpspectral.local.lowrank only (not in the package's __all__, which
+    # local_lrf_noise is public in dpspectral.local._lowrank only (not in the package's __all__, which
     # tests/test_parameter_names.py enumerates): its paper names t, v still work, with a FutureWarning
     new = local_lrf_noise(1.0, 1e-6, subspace_sketch_size=3, affine_sketch_size=4, row_norm=1.5)
     with pytest.warns(FutureWarning, match="'t' parameter of local_lrf_noise was renamed 'subspace_sketch"):

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, DPLowRank, Relation
+from dpspectral.lowrank import _power as power_module
 from dpspectral.lowrank import hardt_roth
-from dpspectral.lowrank import power as power_module
-from dpspectral.lowrank.power import RowSubspaceResult, default_block, default_shares
-from dpspectral.lowrank.shrink import frobenius_shrink, noise_threshold, signal_singular_values
+from dpspectral.lowrank._power import RowSubspaceResult, default_block, default_shares
+from dpspectral.lowrank._shrink import frobenius_shrink, noise_threshold, signal_singular_values
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
 
 KW = dict(epsilon=1.0, delta=1e-6)

@@ -21,21 +21,21 @@ from scipy import optimize, stats
 
 import dpspectral
 from dpspectral import Accountant, DPLowRank, get_method, methods
-from dpspectral.local.lowrank import (
+from dpspectral.local._lowrank import (
     drawn_sensitivity,
     local_lrf_noise_drawn,
     local_lrf_report,
     local_lrf_setup,
     private_local_lrf,
 )
-from dpspectral.lowrank import factorization
-from dpspectral.lowrank.continual import ContinualLRF, continual_lrf
-from dpspectral.lowrank.covariance import CovarianceLRF, covariance_lrf
-from dpspectral.lowrank.factorization import private_frobenius_lrf, private_space_optimal_lrf
-from dpspectral.lowrank.hardt_roth import hardt_roth
-from dpspectral.lowrank.streaming import RepublicationError, TurnstileLRF, turnstile_lrf
-from dpspectral.privacy.accounting import EpsilonDeltaDpEvent
-from dpspectral.privacy.budget import Relation
+from dpspectral.lowrank import _factorization as factorization
+from dpspectral.lowrank._continual import ContinualLRF, continual_lrf
+from dpspectral.lowrank._covariance import CovarianceLRF, covariance_lrf
+from dpspectral.lowrank._factorization import private_frobenius_lrf, private_space_optimal_lrf
+from dpspectral.lowrank._hardt_roth import hardt_roth
+from dpspectral.lowrank._streaming import RepublicationError, TurnstileLRF, turnstile_lrf
+from dpspectral.privacy._accounting import EpsilonDeltaDpEvent
+from dpspectral.privacy._budget import Relation
 
 KW = dict(epsilon=1.0, delta=1e-6)
 PRIVATE = [m for m in methods(task="lowrank") if m.private]

@@ -19,25 +19,25 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpspectral.lowrank.continual import ContinualLRF, dyadic_nodes, tree_levels
-from dpspectral.lowrank.covariance import CovarianceLRF
-from dpspectral.lowrank.factorization import (
+from dpspectral.lowrank._continual import ContinualLRF, dyadic_nodes, tree_levels
+from dpspectral.lowrank._covariance import CovarianceLRF
+from dpspectral.lowrank._factorization import (
     frobenius_noise,
     frobenius_release,
     frobenius_sketches,
     private_frobenius_lrf,
 )
-from dpspectral.lowrank.sketches import finish, sketch_sizes
-from dpspectral.lowrank.streaming import (
+from dpspectral.lowrank._sketches import finish, sketch_sizes
+from dpspectral.lowrank._streaming import (
     STATE_FORMAT_VERSION,
     RepublicationError,
     StateFileError,
     TurnstileLRF,
     state_checksum,
 )
-from dpspectral.privacy.accounting import Accountant
-from dpspectral.privacy.budget import BudgetExceededError
-from dpspectral.privacy.clipping import sensitivity_norm
+from dpspectral.privacy._accounting import Accountant
+from dpspectral.privacy._budget import BudgetExceededError
+from dpspectral.privacy._clipping import sensitivity_norm
 
 KW = dict(epsilon=1.0, delta=1e-6)
 SEED = 1234  # a declared public sketch seed (the default is fresh OS entropy)
@@ -413,7 +413,7 @@ def test_save_interrupted_before_replace_keeps_previous_file(tmp_path, monkeypat
     def crash(*args, **kwargs):
         raise OSError("simulated crash before os.replace")
 
-    monkeypatch.setattr("dpspectral.lowrank.streaming.os.replace", crash)
+    monkeypatch.setattr("dpspectral.lowrank._streaming.os.replace", crash)
     with pytest.raises(OSError, match="simulated crash"):
         st.save(path)
     monkeypatch.undo()
@@ -446,7 +446,7 @@ BATCH_SRC = textwrap.dedent(f"""
                 r.normal(size={BATCH}))
 
     def new_state():
-        from dpspectral.lowrank.streaming import TurnstileLRF
+        from dpspectral.lowrank._streaming import TurnstileLRF
         return TurnstileLRF({CRASH_SHAPE}, 3, epsilon=1.0, delta=1e-6, sketch_seed=17, random_state=23)
 """)
 CHILD_SRC = BATCH_SRC + textwrap.dedent("""

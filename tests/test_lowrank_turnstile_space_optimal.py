@@ -10,25 +10,25 @@ import warnings
 import numpy as np
 import pytest
 
-from dpspectral.lowrank.continual import dyadic_nodes, tree_levels
-from dpspectral.lowrank.continual_space_optimal import (
+from dpspectral.lowrank._continual import dyadic_nodes, tree_levels
+from dpspectral.lowrank._continual_space_optimal import (
     ContinualSpaceOptimalLRF,
     continual_space_optimal_lrf,
 )
-from dpspectral.lowrank.factorization import (
+from dpspectral.lowrank._factorization import (
     _space_optimal_sketches,
     private_space_optimal_lrf,
     space_optimal_noise,
 )
-from dpspectral.lowrank.sketches import sketch_sizes
-from dpspectral.lowrank.streaming import RepublicationError, StateFileError, TurnstileLRF
-from dpspectral.lowrank.turnstile_space_optimal import (
+from dpspectral.lowrank._sketches import sketch_sizes
+from dpspectral.lowrank._streaming import RepublicationError, StateFileError, TurnstileLRF
+from dpspectral.lowrank._turnstile_space_optimal import (
     TurnstileSpaceOptimalLRF,
     paper_space_bound,
     turnstile_space_optimal_lrf,
 )
-from dpspectral.privacy.accounting import Accountant
-from dpspectral.privacy.budget import BudgetExceededError, PrivacyBudget, Relation
+from dpspectral.privacy._accounting import Accountant
+from dpspectral.privacy._budget import BudgetExceededError, PrivacyBudget, Relation
 
 KW = dict(epsilon=1.0, delta=1e-6)
 SEED = 4321  # a declared public sketch seed
@@ -81,7 +81,7 @@ def reference_state(B: np.ndarray, k: int, random_state: int, calibration: str =
 
 @pytest.mark.parametrize("shape", [(30, 55), (55, 30), (12, 12)])  # (12, 12): identity Psi and S
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
-@pytest.mark.filterwarnings("ignore::dpspectral.privacy.accounting.UncertifiedPrivacyWarning")
+@pytest.mark.filterwarnings("ignore::dpspectral.privacy._accounting.UncertifiedPrivacyWarning")
 def test_state_equals_one_shot_state(shape, calibration):
     rng = np.random.default_rng(1)
     A, k = spiked(shape), 3
@@ -318,7 +318,7 @@ def test_state_size_within_the_paper_bound(shape, k, alpha):
 
 
 def test_secure_source_publishes_the_noisy_sketches_on_their_grid(tmp_path):
-    from dpspectral.privacy.noise import grid
+    from dpspectral.privacy._noise import grid
 
     st = TurnstileSpaceOptimalLRF((10, 25), 2, random_state="secure", **KW)
     st.update_many([1, 2, 3], [4, 5, 6], [0.1, 0.2, 0.3])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpspectral.pca.lr_search import learning_rate_grid, select_learning_rate
+from dpspectral.pca._lr_search import learning_rate_grid, select_learning_rate
 from dpspectral.privacy import Accountant, ParallelDpEvent, UncertifiedPrivacyWarning, epsilon_of
 
 
@@ -91,7 +91,7 @@ def test_bad_input(spiked: np.ndarray) -> None:
 def test_the_search_is_charged_before_any_candidate_runs(spiked: np.ndarray, monkeypatch) -> None:
     """The whole search is charged before the first candidate draws anything (it used to draw every
     candidate's noise first and charge at the end)."""
-    import dpspectral.pca.lr_search as lr
+    import dpspectral.pca._lr_search as lr
 
     ledger = Accountant(epsilon=5.0, delta=1e-5)
     seen = []
@@ -110,7 +110,7 @@ def test_the_search_is_charged_before_any_candidate_runs(spiked: np.ndarray, mon
 
 @pytest.mark.parametrize("kind", ["nan", "over"])
 def test_bad_rows_are_refused_before_anything_is_charged(spiked: np.ndarray, kind: str) -> None:
-    from dpspectral.privacy.pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
+    from dpspectral.privacy._pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
 
     X = spiked.copy()
     if kind == "nan":
@@ -134,7 +134,7 @@ def test_split_is_secret_and_random_and_runs_compose(spiked: np.ndarray, monkeyp
     ``SelfComposedDpEvent(run, J)`` (with branches, the changed row may meet any branch in each run)."""
     import dp_accounting
 
-    import dpspectral.pca.lr_search as lr
+    import dpspectral.pca._lr_search as lr
 
     X = spiked.copy()
     X[:, 0] = np.arange(X.shape[0]) / X.shape[0] / 10  # rows identifiable by their first coordinate

@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import dpspectral.pca._minibatch as mb_module
 import dpspectral.pca._stream as stream_module
-import dpspectral.pca.minibatch as mb_module
 from dpspectral import Accountant
-from dpspectral.constraints import InvalidParameterError
-from dpspectral.pca.minibatch import batch_sizes, minibatch_oja
+from dpspectral._constraints import InvalidParameterError
+from dpspectral.pca._minibatch import batch_sizes, minibatch_oja
 from dpspectral.privacy import epsilon_of
-from dpspectral.privacy.accounting import ParallelDpEvent
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+from dpspectral.privacy._accounting import ParallelDpEvent
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 FP_SCALE = 1e-6
 C = 1.0

@@ -25,7 +25,7 @@ Under add/remove it must be absent or a released noisy count (declared released 
 no exact integer count).
 
 With ``classes=None`` the Fisher discriminant releases the set of labels privately (a thresholded noisy
-count per label, ``dpspectral.gep.labels``); those runs use ``EPS_LABELS`` so that the two large classes
+count per label, ``dpspectral.gep._labels``); those runs use ``EPS_LABELS`` so that the two large classes
 pass the threshold while a class of one or two members does not (on either side), and a single class left
 refuses identically on both sides, after the same charge of the label stage. The paper solvers called
 through the registry publish no label set (k is given), so they need no release. No neighbour is skipped.
@@ -46,9 +46,9 @@ from _neighbours import assert_same_public_view, fitted_attributes, observe, pub
 
 from dpspectral import DPPCA, DPFisherDiscriminant, DPLowRank, methods
 from dpspectral.distributed import DistributedDPPCA, dpdispca
-from dpspectral.distributed.engines import InProcessEngine, _materialise
+from dpspectral.distributed._engines import InProcessEngine, _materialise
 from dpspectral.lowrank import ContinualLRF, CovarianceLRF, TurnstileLRF
-from dpspectral.privacy.budget import Relation
+from dpspectral.privacy._budget import Relation
 
 SEED = 3
 SKETCH_SEED = 12345  # a declared public seed: runs are otherwise not comparable (OS-entropy sketches)
@@ -503,7 +503,7 @@ def _distributed_cases():
 def dask_engine():
     """A DaskEngine on an in-process (threads) Dask cluster, shared by the module's Dask cases."""
     distributed = pytest.importorskip("distributed")
-    from dpspectral.distributed.engines import DaskEngine
+    from dpspectral.distributed._engines import DaskEngine
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. "port 8787 is already in use" for the dashboard
@@ -598,7 +598,7 @@ def test_removing_a_row_changes_one_site_of_a_split_array_under_the_coupling(rem
     identically distributed. The proof's coupling gives the neighbour the same draws for the same rows
     (row i's draw skipped); under it exactly one site (row i's) changes. A split by position fails this:
     removing the first row moves about half of the rows' sites."""
-    from dpspectral.distributed import protocol
+    from dpspectral.distributed import _protocol as protocol
 
     X = _rows(100, 5, seed=5)
     base = _received(X, _AR, n_sites=10)

@@ -33,7 +33,7 @@ def _scanned() -> list[Path]:
 def test_the_scan_covers_sources_pages_readme_and_changelog() -> None:
     files = {p.relative_to(ROOT).as_posix() for p in _scanned()}
     assert "README.md" in files and "CHANGELOG.md" in files
-    assert "src/dpspectral/registry.py" in files
+    assert "src/dpspectral/_registry.py" in files
     assert "docs/benchmarks.md" in files and "docs/reproductions/index.html" in files
     assert not any(f.endswith((".csv", ".json")) for f in files)
 

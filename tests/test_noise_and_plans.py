@@ -24,8 +24,8 @@ import pytest
 from scipy import stats
 
 from dpspectral.privacy import Accountant, BudgetExceededError, PrivacyBudget, Relation
-from dpspectral.privacy.gaussian import symmetric_gaussian
-from dpspectral.privacy.noise import (
+from dpspectral.privacy._gaussian import symmetric_gaussian
+from dpspectral.privacy._noise import (
     GRID_BITS,
     SecureNoise,
     SeededNoise,
@@ -33,7 +33,7 @@ from dpspectral.privacy.noise import (
     discrete_laplace,
     noise_source,
 )
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, StagedRelease, precheck, release
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, StagedRelease, precheck, release
 
 P_REJECT = 1e-4
 
@@ -107,7 +107,7 @@ def test_secure_source_widens_the_noise_for_the_rounding() -> None:
     class Recording(SecureNoise):
         pass
 
-    import dpspectral.privacy.noise as noise_module
+    import dpspectral.privacy._noise as noise_module
 
     original = noise_module.discrete_gaussian
 

@@ -18,9 +18,9 @@ import pytest
 import scipy.sparse as sp
 
 from dpspectral import DPPCA
-from dpspectral.moments import accumulate
-from dpspectral.privacy.pipeline import NonPrivateDataError
-from dpspectral.privacy.quantile import norm_edges, norm_histogram
+from dpspectral._moments import accumulate
+from dpspectral.privacy._pipeline import NonPrivateDataError
+from dpspectral.privacy._quantile import norm_edges, norm_histogram
 
 N, D = 1200, 6
 

@@ -17,7 +17,7 @@ import pytest
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
 from dpspectral.datasets import spiked_covariance
 from dpspectral.metrics import max_sin_theta
-from dpspectral.pca.oja import (
+from dpspectral.pca._oja import (
     AnalysisRangeWarning,
     dp_pca,
     minimum_batch_size,
@@ -29,8 +29,8 @@ from dpspectral.pca.oja import (
     shuffle_amplified_epsilon,
 )
 from dpspectral.privacy import ParallelDpEvent, analytic_noise_multiplier, epsilon_of, gaussian_epsilon
-from dpspectral.privacy.accounting import compose
-from dpspectral.privacy.audit import gaussian_audit
+from dpspectral.privacy._accounting import compose
+from dpspectral.privacy._audit import gaussian_audit
 
 DELTA = 1e-6
 HUGE = 1e6  # an epsilon at which the noise is negligible
@@ -153,7 +153,7 @@ def test_dp_pca_range_estimation_acts_when_the_public_bound_is_loose():
     (minibatch_oja, 0.15-0.25 over 5 seeds) is far above the data; DP-PCA's private range estimate
     (Algorithms 4 and 5) truncates the last batch's gradients to a box the data fill and reaches
     0.019-0.032 (5 seeds). Asked: a truncated step and sin < 0.08 (margin 2.5x over the worst seed)."""
-    from dpspectral.pca.minibatch import minibatch_oja
+    from dpspectral.pca._minibatch import minibatch_oja
 
     X = _spiked_unit(200_000, 10, 7, scale=0.05)
     res = _quiet(dp_pca, X, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=1)
@@ -187,7 +187,7 @@ def test_group_eigenvalues_from_rows_equal_those_from_the_gradients():
     """DP-PCA's Algorithm 4 on large batches works from the rows (Gram matrices as Hadamard products);
     it must give the group eigenvalues of the explicit paired gradients (exact below 256 pairs per
     group, Lanczos above)."""
-    from dpspectral.pca.oja import _gradients, _group_eigenvalues_of_rows
+    from dpspectral.pca._oja import _gradients, _group_eigenvalues_of_rows
 
     rng = np.random.default_rng(5)
     for rows, groups in ((200, 7), (2400, 2)):
@@ -316,7 +316,7 @@ def test_one_step_audit_of_the_mean_release():
     # on (1, 1) / sqrt 2) is Gaussian; the Gaussian audit (FPR alpha = 1e-3) bounds the epsilon of
     # the Gaussian release, which must not exceed what its own event claims. Power: the same audit
     # flags the release with half the calibrated noise (e.g. a sensitivity off by a factor of two).
-    from dpspectral.pca.oja import _mean_calibration
+    from dpspectral.pca._oja import _mean_calibration
 
     p, eps = 2, 1.0
     lap, _, s = _mean_calibration(eps, DELTA, p, 0.5, "laplace")
@@ -543,7 +543,7 @@ def test_dp_pca_events_are_parallel_and_tight(histogram, spiked):
 def test_dp_pca_mean_calibration_is_certified(epsilon):
     # Branch 2's multipliers, including the regime where only the Gaussian falls below the PLD floor
     # (epsilon = 600, p = 40): the accountant must certify what the calibration chose.
-    from dpspectral.pca.oja import _mean_calibration
+    from dpspectral.pca._oja import _mean_calibration
 
     p = 40
     lap, _, s = _mean_calibration(epsilon, 1e-5, p, 0.5, "laplace")
@@ -613,7 +613,7 @@ def test_shuffle_bound_is_sound_against_the_reduction_and_below_the_closed_form(
     form. Reference numbers (apple/ml-shuffling-amplification ``numericalanalysis``, step 100, 40
     bisections) at n = 1e4, eps0 = 0.5, delta = 1e-6: upper 0.020494, lower 0.020312; closed form
     0.104682 (the formula this module used before, with 1 + e^-eps0 in the denominator: 0.093868)."""
-    from dpspectral.pca.oja import _shuffle_delta, _shuffle_epsilon
+    from dpspectral.pca._oja import _shuffle_delta, _shuffle_epsilon
 
     n, eps0, delta = 10_000, 0.5, 1e-6
     eps = _shuffle_epsilon(eps0, n, delta)
@@ -634,7 +634,7 @@ def test_shuffle_amplified_epsilon_decreases_with_n_and_is_self_consistent():
     assert shuffle_amplified_epsilon(2.0, 10**6, DELTA)[1] == DELTA
     # the local delta0 must be set from an epsilon at least the one returned (the second part of
     # delta, (e^eps + 1) 1.5 n delta0, is at most delta / 2); includes amplified epsilons above 1
-    from dpspectral.pca.oja import _shuffle_epsilon
+    from dpspectral.pca._oja import _shuffle_epsilon
 
     for alpha, n, delta in ((2.0, 10**6, DELTA), (0.9, 10**7, 1e-3), (1.2, 10**7, 1e-6)):
         e, _ = shuffle_amplified_epsilon(alpha, n, delta)
@@ -694,7 +694,7 @@ PRIVATE2 = {"private_oja": _private(private_oja), "dp_pca": _private(dp_pca, bat
 @pytest.mark.parametrize("name", list(PRIVATE2))
 @pytest.mark.parametrize("kind", ["nan", "inf", "over"])
 def test_arrays_are_validated_whole_before_the_charge(name, kind, small):
-    from dpspectral.privacy.pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
+    from dpspectral.privacy._pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
 
     X = np.clip(small, -0.3, 0.3)  # every row within norm 1 except the bad one
     acc = Accountant(10.0, DELTA)
@@ -716,7 +716,7 @@ def test_a_bad_block_of_a_stream_is_a_failed_release_that_stays_charged(name, ki
     with pytest.raises(ValueError) as info:
         PRIVATE2[name](_blocks(bad, SIZES), n_samples=X.shape[0], accountant=acc,
                        on_norm_violation="raise")
-    from dpspectral.privacy.pipeline import norm_violation_error, not_finite_error
+    from dpspectral.privacy._pipeline import norm_violation_error, not_finite_error
 
     expected = not_finite_error(name) if kind == "nan" else norm_violation_error(name, 1.0)
     assert str(info.value) == str(expected) and "4321" not in str(info.value)
@@ -805,8 +805,8 @@ def test_private_oja_seeded_runs_repeat_and_the_pipeline_path_still_runs(small, 
     """The plain seeded source draws by blocks in the compiled path (the same noise for the same seed);
     any other source (secure, or a NoiseSource subclass) draws through ``Releaser.gaussian`` by blocks
     (forced here), one call per chunk of rows."""
-    import dpspectral.pca.oja as oja_module
-    from dpspectral.privacy.pipeline import Releaser
+    import dpspectral.pca._oja as oja_module
+    from dpspectral.privacy._pipeline import Releaser
 
     kw = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
     a = private_oja(small, 1, random_state=3, **kw).components
@@ -830,11 +830,11 @@ def test_vectorised_coordinate_histograms_have_the_law_of_the_per_coordinate_rou
     import dp_accounting as dpa
     from scipy import stats
 
-    from dpspectral.pca.oja import _laplace_modes
-    from dpspectral.privacy.budget import Relation
-    from dpspectral.privacy.histogram import laplace_histogram_mode
-    from dpspectral.privacy.noise import noise_source
-    from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
+    from dpspectral.pca._oja import _laplace_modes
+    from dpspectral.privacy._budget import Relation
+    from dpspectral.privacy._histogram import laplace_histogram_mode
+    from dpspectral.privacy._noise import noise_source
+    from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, release
 
     p, low, high = 6000, -4, 4
     values = np.array([0, 0, 0, 1, 1, 2])

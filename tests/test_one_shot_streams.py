@@ -21,10 +21,10 @@ import pytest
 from _neighbours import observe
 
 from dpspectral import DPPCA, Accountant, methods
-from dpspectral.pca.covariance import mod_sulq
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.noise import noise_source
-from dpspectral.privacy.pipeline import NonPrivateDataError, ReleasePlan
+from dpspectral.pca._covariance import mod_sulq
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._noise import noise_source
+from dpspectral.privacy._pipeline import NonPrivateDataError, ReleasePlan
 
 N, D, K, BLOCK = 500, 6, 2, 64
 CLASSES = (0, 1, 2)
@@ -160,7 +160,7 @@ def test_public_mistakes_about_a_stream_are_refused_before_the_charge():
 
 
 def test_is_one_shot_and_open_one_shot():
-    from dpspectral.privacy.pipeline import is_one_shot, open_one_shot
+    from dpspectral.privacy._pipeline import is_one_shot, open_one_shot
 
     blocks = _blocks(_clean())
     assert is_one_shot(iter(blocks)) and is_one_shot(b for b in blocks)
@@ -171,7 +171,7 @@ def test_is_one_shot_and_open_one_shot():
 
 
 def test_a_restated_plan_must_keep_the_charged_events():
-    from dpspectral.privacy.pipeline import read_then_release
+    from dpspectral.privacy._pipeline import read_then_release
 
     acc = Accountant(delta=1e-3)
     blocks = _blocks(_clean())

@@ -5,7 +5,7 @@ Every public callable in the ``__all__`` of ``dpspectral``, of its subpackages a
 methods) names its parameters descriptively. Single letters are the data / matrix conventions
 (:data:`CONVENTIONS`), the names kept with a stated reason (:data:`KEPT`), or renames that wait for a
 file another change owns (:data:`PENDING`, to empty). A renamed parameter keeps its old (paper) name
-working through :func:`dpspectral.constraints.renamed`: with a FutureWarning and the same result, bit
+working through :func:`dpspectral._constraints.renamed`: with a FutureWarning and the same result, bit
 for bit, for a fixed seed (:func:`test_old_name_warns_and_gives_the_same_result`).
 """
 
@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import dpspectral
-from dpspectral import gep, registry
+from dpspectral import _registry as registry
+from dpspectral import gep
 from dpspectral.local import (
     local_gaussian_aggregate,
     local_gaussian_report,
@@ -44,7 +45,7 @@ from dpspectral.lowrank import (
     turnstile_lrf,
 )
 from dpspectral.pca import dp_spca
-from dpspectral.pca.oja import dp_pca, private_mean, private_top_eigenvalue, shuffle_amplified_epsilon
+from dpspectral.pca._oja import dp_pca, private_mean, private_top_eigenvalue, shuffle_amplified_epsilon
 
 #: Single-letter names that are conventions of the whole library: the data ``X`` and labels ``y``
 #: (scikit-learn's), the matrix ``A`` (the second matrix ``B`` of a pair) and the rank ``k`` (the papers').
@@ -91,7 +92,7 @@ PENDING: dict[tuple[str, str], str] = {}
 
 #: Public modules whose functions no package ``__all__`` re-exports: the registry (``dpspectral.methods``)
 #: names them (``dp_pca`` and its private building blocks).
-_REGISTRY_ONLY_MODULES = ("dpspectral.pca.oja",)
+_REGISTRY_ONLY_MODULES = ("dpspectral.pca._oja",)
 
 
 def _public_modules() -> list[Any]:
@@ -137,7 +138,7 @@ def test_public_parameters_are_descriptive():
     unexplained = _single_letters() - KEPT.keys() - PENDING.keys()
     assert not unexplained, (
         f"single-letter public parameters {sorted(unexplained)}: give them a descriptive name (the paper's "
-        "symbol goes in the docstring; keep the old one with dpspectral.constraints.renamed), or list "
+        "symbol goes in the docstring; keep the old one with dpspectral._constraints.renamed), or list "
         "them in KEPT with the reason"
     )
 

@@ -40,15 +40,15 @@ import pytest
 from _pinned import bw_epsilon, bw_multiplier, fda_b_worst_pair, fda_by_hand
 from scipy import stats
 
-import dpspectral.gep.reduction as reduction
-import dpspectral.pca.oja as oja
-import dpspectral.privacy.gaussian as gaussian_module
-from dpspectral.gep.rayleigh import dp_rayleigh_flow
-from dpspectral.gep.reduction import dpsr, dpsrs
-from dpspectral.gep.scatter import fda_pair
-from dpspectral.privacy.histogram import laplace_histogram_mode
-from dpspectral.privacy.noise import SeededNoise
-from dpspectral.privacy.pipeline import Releaser
+import dpspectral.gep._reduction as reduction
+import dpspectral.pca._oja as oja
+import dpspectral.privacy._gaussian as gaussian_module
+from dpspectral.gep._rayleigh import dp_rayleigh_flow
+from dpspectral.gep._reduction import dpsr, dpsrs
+from dpspectral.gep._scatter import fda_pair
+from dpspectral.privacy._histogram import laplace_histogram_mode
+from dpspectral.privacy._noise import SeededNoise
+from dpspectral.privacy._pipeline import Releaser
 
 FPR = 1e-6
 P_MIN = 1e-4
@@ -409,7 +409,7 @@ def test_stable_histogram_threshold_is_sound(relation, shift):
     draws; the kept ones must be exactly those above one threshold t, and t must give a pass
     probability 1/2 exp(-(t - 1) / scale) <= delta (and the observed pass rate must not exceed delta:
     one-sided binomial at FPR). The library's threshold makes it delta / 4: conservative by 4."""
-    from dpspectral.privacy.histogram import stable_histogram
+    from dpspectral.privacy._histogram import stable_histogram
 
     eps, delta, K = 1.0, 0.2, 20000
     rng = np.random.default_rng(8)
@@ -752,7 +752,7 @@ def test_dpsr_phase2_with_a_public_b_pinned(monkeypatch):
     public reduction of B, and every phase-2 gradient carries noise of std ``p sqrt(m) 2 ||dA||_2
     ||Phi~||_2^2`` (k = 1: the spectral bound; the whole budget on phase 2; ``||Phi~||_2^2 =
     1 / min(eig(B) + xi)`` exactly, from B itself). The plan line that no other pinned test reaches."""
-    from dpspectral.gep.scatter import PairSensitivity, symmetric_definite_pair
+    from dpspectral.gep._scatter import PairSensitivity, symmetric_definite_pair
 
     eps, delta, xi, m, d = 1.0, 1e-5, 0.01, 15, 5
     rng = np.random.default_rng(3)

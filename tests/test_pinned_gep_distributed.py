@@ -22,10 +22,10 @@ import pytest
 from _pinned import bw_multiplier, clip_by_hand, fda_b_worst_pair, fda_by_hand
 from scipy import stats
 
-import dpspectral.gep.reduction as reduction
-from dpspectral.distributed.site import SitePlan, site_step, unpack_upper
-from dpspectral.gep.reduction import sr_dp
-from dpspectral.gep.scatter import fda_pair
+import dpspectral.gep._reduction as reduction
+from dpspectral.distributed._site import SitePlan, site_step, unpack_upper
+from dpspectral.gep._reduction import sr_dp
+from dpspectral.gep._scatter import fda_pair
 
 C = 1.0
 EPS, DELTA = 1.0, 1e-5
@@ -183,7 +183,7 @@ def test_sr_dp_noise_drawn_has_the_calibrated_scale(monkeypatch):
 
 @pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
 def test_site_release_noise_has_the_calibrated_scale(relation):
-    from dpspectral.distributed.site import plan_site_release
+    from dpspectral.distributed._site import plan_site_release
     from dpspectral.privacy import PrivacyBudget, Relation
 
     rel = Relation(relation)
@@ -217,7 +217,7 @@ def test_site_release_noise_has_the_calibrated_scale(relation):
 
 
 def test_site_release_clips_by_effect():
-    from dpspectral.distributed.site import plan_site_release
+    from dpspectral.distributed._site import plan_site_release
     from dpspectral.privacy import PrivacyBudget, Relation
 
     rng = np.random.default_rng(2)

@@ -33,19 +33,19 @@ import pytest
 from _pinned import bw_epsilon, bw_multiplier, clip_by_hand, composed
 from scipy import stats
 
-import dpspectral.local.lowrank as local_module
-import dpspectral.lowrank.continual as continual_module
-import dpspectral.lowrank.covariance as covariance_module
-import dpspectral.lowrank.streaming as streaming_module
+import dpspectral.local._lowrank as local_module
+import dpspectral.lowrank._continual as continual_module
+import dpspectral.lowrank._covariance as covariance_module
+import dpspectral.lowrank._streaming as streaming_module
 from dpspectral import UncertifiedPrivacyWarning
-from dpspectral.local.lowrank import local_lrf_report, local_lrf_setup, private_local_lrf
-from dpspectral.lowrank.continual import ContinualLRF, continual_lrf
-from dpspectral.lowrank.covariance import CovarianceLRF, covariance_lrf
-from dpspectral.lowrank.hardt_roth import hardt_roth
-from dpspectral.lowrank.streaming import TurnstileLRF, turnstile_lrf
+from dpspectral.local._lowrank import local_lrf_report, local_lrf_setup, private_local_lrf
+from dpspectral.lowrank._continual import ContinualLRF, continual_lrf
+from dpspectral.lowrank._covariance import CovarianceLRF, covariance_lrf
+from dpspectral.lowrank._hardt_roth import hardt_roth
+from dpspectral.lowrank._streaming import TurnstileLRF, turnstile_lrf
 
 # the package re-exports the function under the module's name
-hr_module = importlib.import_module("dpspectral.lowrank.hardt_roth")
+hr_module = importlib.import_module("dpspectral.lowrank._hardt_roth")
 
 FPR = 1e-6  # false-positive rate of each chi-square scale test
 P_MIN = 1e-4  # p-value threshold of the KS tests

@@ -35,15 +35,15 @@ import pytest
 import scipy.sparse as sp
 from scipy import special, stats
 
-import dpspectral.local.gaussian as local_module
-import dpspectral.pca.covariance as cov_module
-import dpspectral.pca.power as power_module
+import dpspectral.local._gaussian as local_module
+import dpspectral.pca._covariance as cov_module
+import dpspectral.pca._power as power_module
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
-from dpspectral.local.gaussian import local_gaussian, local_gaussian_report
+from dpspectral.local._gaussian import local_gaussian, local_gaussian_report
 from dpspectral.model_selection import select_subspace
 from dpspectral.pca import BinghamSamplerError, exponential_pca, ppca
-from dpspectral.pca.covariance import analyze_gauss, mod_sulq
-from dpspectral.pca.power import noisy_power
+from dpspectral.pca._covariance import analyze_gauss, mod_sulq
+from dpspectral.pca._power import noisy_power
 
 FP_SCALE = 1e-6  # false-positive rate of each chi-square scale test
 P_MIN = 1e-4  # p-value threshold of the KS tests (their false-positive rate)
@@ -244,7 +244,7 @@ def test_private_centering_releases_pinned(relation, monkeypatch):
 
 def _histogram_sensitivity(relation: str) -> float:
     """Derived: one row changed moves one unit of count between two bins (or adds/removes one)."""
-    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+    from dpspectral.privacy._quantile import norm_edges, norm_histogram
 
     edges = norm_edges(C)
 
@@ -267,7 +267,7 @@ def _histogram_sensitivity(relation: str) -> float:
 # -- Analyze Gauss with adaptive clipping: mean (and count), norm histogram, scatter at the clip -----
 @pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
 def test_adaptive_clip_releases_pinned(relation, monkeypatch):
-    from dpspectral.privacy.quantile import norm_edges, norm_histogram
+    from dpspectral.privacy._quantile import norm_edges, norm_histogram
 
     n, d, runs, eps = 400, 3, 300, 1.0
     X = _data(n=n, d=d, seed=1)
@@ -311,7 +311,7 @@ def test_adaptive_clip_releases_pinned(relation, monkeypatch):
 # -- the uncentred path with adaptive clipping: norm histogram (and count), scatter at the clip --------
 @pytest.mark.parametrize("relation,release_count", [("replace_one", False), ("add_remove", True)])
 def test_uncentred_adaptive_clip_releases_pinned(relation, release_count, monkeypatch):
-    from dpspectral.privacy.quantile import bound_edges, norm_histogram
+    from dpspectral.privacy._quantile import bound_edges, norm_histogram
 
     # enough rows for the released counts to move the clip (the balance rule keeps C when the noisy
     # counts cannot tell: about 25 histogram standard deviations, 1,100 rows here)

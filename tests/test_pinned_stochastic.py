@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from dpspectral import dp_spca, dp_vrpca
-from dpspectral.pca.oja import private_oja
+from dpspectral.pca._oja import private_oja
 from dpspectral.privacy import epsilon_of
 
 DELTA = 1e-5
@@ -286,10 +286,10 @@ def test_dp_vrpca_inner_step_noise_follows_the_public_distance():
     ``2 ||x x^T - y y^T||_F ||V - V~||_2 <= 2 sqrt(2) C^2 r``, ``r = ||V - V~||_2`` (public). The noise
     drawn for a given r (measured: 20 x 4000 draws, relative standard error 0.25%) over that shift must
     have the multiplier the accountant charged for the step."""
-    from dpspectral.pca import stochastic as st
-    from dpspectral.privacy.budget import PrivacyBudget, Relation
-    from dpspectral.privacy.noise import noise_source
-    from dpspectral.privacy.pipeline import release
+    from dpspectral.pca import _stochastic as st
+    from dpspectral.privacy._budget import PrivacyBudget, Relation
+    from dpspectral.privacy._noise import noise_source
+    from dpspectral.privacy._pipeline import release
 
     C, n = 1.0, 50
     plan, s = st._vrpca_plan(PrivacyBudget(1.0, DELTA), Relation.REPLACE_ONE, C, n=n, n_steps=3,

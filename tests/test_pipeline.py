@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from dpspectral.privacy import Accountant, BudgetExceededError, Relation
-from dpspectral.privacy.pipeline import (
+from dpspectral.privacy._pipeline import (
     NonPrivateDataError,
     charge,
     norm_violation_error,
@@ -138,8 +138,8 @@ def test_error_texts_name_no_data():
 
 
 def test_every_report_states_that_random_state_is_a_secret():
-    from dpspectral.pca.covariance import analyze_gauss
-    from dpspectral.privacy.accounting import RANDOM_STATE_NOTE
+    from dpspectral.pca._covariance import analyze_gauss
+    from dpspectral.privacy._accounting import RANDOM_STATE_NOTE
 
     res = analyze_gauss(_ok(), 2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0)
     assert RANDOM_STATE_NOTE in res.privacy.notes

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
 from dpspectral.datasets import spiked_covariance
-from dpspectral.pca.power import noisy_power
+from dpspectral.pca._power import noisy_power
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
@@ -219,7 +219,7 @@ def test_the_noise_drawn_is_the_planned_noise(relation, sens, spiked):
 def test_matches_a_brute_force_reference_given_the_same_random_stream(spiked):
     # Reference implementation of the iteration, written out: X_0 from the generator, then
     # Y_l = A X_{l-1} + G_l, X_l = QR(Y_l) (positive diag(R)); output: top-k left singular vectors
-    # of Y_L with the sign convention of dpspectral.linalg.fix_signs.
+    # of Y_L with the sign convention of dpspectral._linalg.fix_signs.
     X, _ = spiked
     X = X * 2.0  # exercise clipping
     Xc = X * np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))[:, None]

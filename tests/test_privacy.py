@@ -235,7 +235,7 @@ def test_budget_accepts_numpy_scalars():
 def test_event_summary_names_every_noise_parameter():
     from dp_accounting import dp_event as e
 
-    from dpspectral.privacy.accounting import _event_summary
+    from dpspectral.privacy._accounting import _event_summary
 
     assert _event_summary(e.LaplaceDpEvent(2.0))["noise_multiplier"] == 2.0
     dl = _event_summary(e.DiscreteLaplaceDpEvent(noise_parameter=0.5, sensitivity=1))

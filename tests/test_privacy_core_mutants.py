@@ -23,7 +23,7 @@ from dpspectral.privacy import (
     split_noise_multiplier,
     symmetric_gaussian,
 )
-from dpspectral.privacy.clipping import (
+from dpspectral.privacy._clipping import (
     ROUNDING_SLACK,
     clip_threshold,
     norm_scale,
@@ -31,8 +31,8 @@ from dpspectral.privacy.clipping import (
     scaled_row_norms,
     sensitivity_norm,
 )
-from dpspectral.privacy.gaussian import _SPLIT_MARGIN, analytic_noise_multiplier
-from dpspectral.privacy.pipeline import norm_violation_error, not_finite_error, validate_rows
+from dpspectral.privacy._gaussian import _SPLIT_MARGIN, analytic_noise_multiplier
+from dpspectral.privacy._pipeline import norm_violation_error, not_finite_error, validate_rows
 
 # -- gaussian.py -------------------------------------------------------------------------------
 
@@ -498,7 +498,7 @@ def test_validate_rows_checks_rows_beyond_the_first_chunk():
 
 
 def test_public_seed():
-    from dpspectral.privacy.pipeline import public_seed
+    from dpspectral.privacy._pipeline import public_seed
 
     assert public_seed(0) == 0 and public_seed(5) == 5 and public_seed(np.int64(7)) == 7
     a, b = public_seed(), public_seed()
@@ -596,7 +596,7 @@ from dpspectral.privacy import (  # noqa: E402
     epsilon_of,
     make_accountant,
 )
-from dpspectral.privacy.accounting import RANDOM_STATE_NOTE, _event_summary  # noqa: E402
+from dpspectral.privacy._accounting import RANDOM_STATE_NOTE, _event_summary  # noqa: E402
 
 G = dpe.GaussianDpEvent
 L = dpe.LaplaceDpEvent
@@ -1222,7 +1222,7 @@ def test_calibrate_sampled_gaussian_with_rdp_is_rdps_own_answer():
 def test_calibrate_towards_a_huge_epsilon_builds_no_pld(monkeypatch):
     # below the PLD threshold the answer comes from the no-amplification bound alone: no PLD grid is
     # built (at a multiplier below 0.05 one would take seconds to minutes). Counts PLD constructions.
-    import dpspectral.privacy.accounting as accounting_module
+    import dpspectral.privacy._accounting as accounting_module
 
     built = []
 
@@ -1327,8 +1327,8 @@ def test_sampled_accountant_ignores_an_empty_composition():
 
 def test_classic_noise_multiplier_refuses_a_bad_epsilon_with_its_table_message():
     """The classic formula checks epsilon through the constraint table (exact message)."""
-    from dpspectral.constraints import InvalidParameterError
-    from dpspectral.privacy.gaussian import classic_noise_multiplier
+    from dpspectral._constraints import InvalidParameterError
+    from dpspectral.privacy._gaussian import classic_noise_multiplier
 
     for bad in (-1, 0, 0.0, float("nan"), float("inf")):
         with pytest.raises(InvalidParameterError) as info:

@@ -92,7 +92,8 @@ def _streaming(cls_name: str) -> Callable[..., Any]:
         if cls_name == "CovarianceLRF":
             state = cls(D, K, row_norm=1.0, **kw)
             state.insert_many(X)
-        elif cls_name == "ContinualLRF":  # one cell of the data, as the caller holds it (not converted here)
+        elif cls_name in ("ContinualLRF", "ContinualSpaceOptimalLRF"):
+            # one cell of the data, as the caller holds it (not converted here)
             state = cls((N, D), K, 4, **kw)
             state.step(rows=[17], cols=[1], values=[X[17, 1]])
         else:
@@ -162,6 +163,7 @@ EXTRA: dict[str, Callable[..., Any]] = {
     "CovarianceLRF": _streaming("CovarianceLRF"),
     "TurnstileLRF": _streaming("TurnstileLRF"),
     "ContinualLRF": _streaming("ContinualLRF"),
+    "ContinualSpaceOptimalLRF": _streaming("ContinualSpaceOptimalLRF"),
     "TurnstileSpaceOptimalLRF": _streaming("TurnstileSpaceOptimalLRF"),
     "local_gaussian_report": _local_gaussian_report,
     "local_pca": _sites("local_pca"),
@@ -241,7 +243,8 @@ NO_DATA_ARGUMENT = {"private_select"}
 
 # The streaming states charge their whole horizon when created (their noise is drawn then, before any
 # data): a bad update is refused with nothing more charged and nothing marked failed.
-CHARGED_AT_CREATION = {"CovarianceLRF", "TurnstileLRF", "ContinualLRF", "TurnstileSpaceOptimalLRF"}
+CHARGED_AT_CREATION = {"CovarianceLRF", "TurnstileLRF", "ContinualLRF", "ContinualSpaceOptimalLRF",
+                       "TurnstileSpaceOptimalLRF"}
 
 
 @pytest.mark.parametrize("name", sorted(set(CALLERS) - NO_DATA_ARGUMENT))
@@ -329,7 +332,8 @@ _NAMES_PROBLEM = {"text": ("numeric", "number"), "complex": ("complex",), "1-D":
                   "pandas": ("numeric",), "polars": ("numeric",)}
 
 # Callers that take one cell or one row of the data (not a table): no 1-D or DataFrame variant.
-_ONE_VALUE = {"TurnstileLRF", "ContinualLRF", "TurnstileSpaceOptimalLRF", "local_gaussian_report"}
+_ONE_VALUE = {"TurnstileLRF", "ContinualLRF", "ContinualSpaceOptimalLRF", "TurnstileSpaceOptimalLRF",
+              "local_gaussian_report"}
 
 
 def _bad_table(kind: str) -> Any:

@@ -17,9 +17,9 @@ import pytest
 
 import dpspectral
 from dpspectral import DPPCA, DistributedDPPCA, DPFisherDiscriminant, DPLowRank, methods
-from dpspectral import registry as registry_module
+from dpspectral import _registry as registry_module
+from dpspectral._registry import ESTIMATORS, MODELS, TASKS, FunctionRef, get_method, methods_markdown
 from dpspectral.privacy import epsilon_of
-from dpspectral.registry import ESTIMATORS, MODELS, TASKS, FunctionRef, get_method, methods_markdown
 
 ALL = [m for m in methods(task="pca") if m.private]  # the DP contracts (the non-private oja: below)
 IDS = [m.name for m in ALL]
@@ -182,16 +182,16 @@ def test_registry_imports_no_mechanism():
     # a leaf: every callable is a FunctionRef, so gep/solve.py (and anyone) may import the registry
     tree = ast.parse(Path(registry_module.__file__).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
-    assert imported == {"privacy.budget"}
+    assert imported == {"privacy._budget"}
 
 
 def test_function_refs_resolve_lazily_and_pickle():
     import pickle
 
-    ref = FunctionRef("dpspectral.pca.covariance", "analyze_gauss")
+    ref = FunctionRef("dpspectral.pca._covariance", "analyze_gauss")
     assert ref.resolve() is dpspectral.analyze_gauss
     assert pickle.loads(pickle.dumps(ref)).resolve() is dpspectral.analyze_gauss
-    assert FunctionRef("dpspectral.gep.solve", "fda_method", "dpsr").resolve().__name__ == "fda_dpsr"
+    assert FunctionRef("dpspectral.gep._solve", "fda_method", "dpsr").resolve().__name__ == "fda_dpsr"
     assert get_method("analyze_gauss").function is dpspectral.analyze_gauss
     assert get_method("dpsr").solver is dpspectral.gep.dpsr
 

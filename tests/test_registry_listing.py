@@ -18,7 +18,7 @@ from pathlib import Path
 import dpspectral
 from dpspectral import DPFisherDiscriminant, methods
 from dpspectral.cli import main
-from dpspectral.pca.covariance import DEFAULT_CLIP_QUANTILE
+from dpspectral.pca._covariance import DEFAULT_CLIP_QUANTILE
 
 ROOT = Path(__file__).resolve().parents[1]
 

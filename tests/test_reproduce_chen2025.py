@@ -259,8 +259,8 @@ def test_split_noise_multiplier_never_overshoots_by_rounding() -> None:
     and DPRF with the tight calibration reported ``certified=False``."""
     import dp_accounting
 
-    from dpspectral.privacy.accounting import epsilon_of
-    from dpspectral.privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
+    from dpspectral.privacy._accounting import epsilon_of
+    from dpspectral.privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 
     delta = 32561 ** -1.1
     for i in range(11):

@@ -114,7 +114,7 @@ def test_sample_input() -> None:
 def test_approximation_error_of_a_left_subspace() -> None:
     A = u18.sample_input(50, 8, 1.0, random_state=2)
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
-    from dpspectral.results import LowRankResult
+    from dpspectral._results import LowRankResult
 
     full = LowRankResult(U=U[:, :3], S=s[:3], V=Vt[:3].T, privacy=None)
     left = LowRankResult(U=U[:, :3], S=s[:3], V=None, privacy=None)
@@ -161,7 +161,7 @@ def test_streaming_panel_bytes_and_streamed_equals_one_shot() -> None:
     the closed forms, within 3x the paper's (m + n) k / alpha words, and the streamed Priv1 factorization is
     the one-shot one for the same seeds (rounding level)."""
     from dpspectral.lowrank import TurnstileLRF
-    from dpspectral.lowrank.turnstile_space_optimal import TurnstileSpaceOptimalLRF
+    from dpspectral.lowrank._turnstile_space_optimal import TurnstileSpaceOptimalLRF
     from dpspectral_reproduce.upadhyay2018_streaming import (
         priv1_state_formula,
         priv2_state_formula,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from dpspectral.distributed import dpdispca, local_pca, pooled_pca, spawn_site_seeds
-from dpspectral.distributed.protocol import _NoiseAtSites
-from dpspectral.distributed.site import (
+from dpspectral.distributed._protocol import _NoiseAtSites
+from dpspectral.distributed._site import (
     SECURE,
     SitePlan,
     plan_site_release,
@@ -27,9 +27,9 @@ from dpspectral.distributed.site import (
     site_release_plan,
     site_step,
 )
-from dpspectral.privacy.accounting import Accountant, ParallelDpEvent
-from dpspectral.privacy.budget import PrivacyBudget, Relation
-from dpspectral.privacy.noise import SecureNoise
+from dpspectral.privacy._accounting import Accountant, ParallelDpEvent
+from dpspectral.privacy._budget import PrivacyBudget, Relation
+from dpspectral.privacy._noise import SecureNoise
 
 KW: dict[str, Any] = {"epsilon": 1.0, "delta": 1e-5, "row_norm": 1.0}
 D = 4
@@ -40,7 +40,7 @@ def _sites(n_sites: int = 3, n: int = 25, seed: int = 0) -> list[np.ndarray]:
     return [rng.normal(size=(n, D)) / 3 for _ in range(n_sites)]
 
 
-@pytest.mark.filterwarnings("ignore::dpspectral.privacy.budget.UncertifiedPrivacyWarning")
+@pytest.mark.filterwarnings("ignore::dpspectral.privacy._budget.UncertifiedPrivacyWarning")
 @pytest.mark.parametrize(
     "kwargs",
     [

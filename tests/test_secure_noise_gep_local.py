@@ -1,7 +1,7 @@
 """The GEP solvers and the local low-rank protocol through the release pipeline's secure noise source.
 
 Every public mechanism of ``dpspectral.gep`` (``sr_dp``, ``dpsr``, ``dpsrs``, the two Rayleigh flows)
-and of ``dpspectral.local.lowrank`` (``private_local_lrf``, ``local_lrf_report``) accepts
+and of ``dpspectral.local._lowrank`` (``private_local_lrf``, ``local_lrf_report``) accepts
 ``random_state="secure"`` (``rng="secure"`` for one user's report): it runs, its report says
 ``noise_source == "secure"``, two secure runs differ (OS entropy: the chance that two runs draw the
 same noise is nil), and one user's report is an exact multiple of the secure grid (no low-order bits
@@ -27,15 +27,15 @@ from dpspectral.gep import (
     private_fda,
     sr_dp,
 )
-from dpspectral.local.lowrank import (
+from dpspectral.local._lowrank import (
     local_lrf_noise,
     local_lrf_report,
     local_lrf_setup,
     private_local_lrf,
 )
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.noise import GRID_BITS, SeededNoise
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._noise import GRID_BITS, SeededNoise
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, release
 
 EPS, DELTA = 1.0, 1e-5
 

@@ -32,8 +32,8 @@ from dpspectral.lowrank import (
     private_space_optimal_lrf,
     turnstile_lrf,
 )
-from dpspectral.lowrank.hardt_roth import hardt_roth
-from dpspectral.lowrank.streaming import StateFileError
+from dpspectral.lowrank._hardt_roth import hardt_roth
+from dpspectral.lowrank._streaming import StateFileError
 
 KW = dict(epsilon=1.0, delta=1e-6)
 A = np.random.default_rng(1).uniform(size=(24, 16)) * 0.2

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant
-from dpspectral.pca.oja import (
+from dpspectral.pca._oja import (
     AnalysisRangeWarning,
     dp_pca,
     oja,
@@ -24,9 +24,9 @@ from dpspectral.pca.oja import (
     private_oja,
     private_top_eigenvalue,
 )
-from dpspectral.privacy.budget import Relation
-from dpspectral.privacy.noise import SecureNoise, SeededNoise
-from dpspectral.privacy.pipeline import NoisyRelease, ReleasePlan, release
+from dpspectral.privacy._budget import Relation
+from dpspectral.privacy._noise import SecureNoise, SeededNoise
+from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, release
 
 DELTA = 1e-5
 

@@ -15,14 +15,14 @@ import math
 import numpy as np
 import pytest
 
-from dpspectral.local.gaussian import local_gaussian, local_gaussian_report
+from dpspectral.local._gaussian import local_gaussian, local_gaussian_report
 from dpspectral.model_selection import private_select, select_subspace
-from dpspectral.pca.exponential import exponential_pca, ppca
-from dpspectral.pca.lr_search import select_learning_rate
-from dpspectral.pca.power import noisy_power
-from dpspectral.pca.stochastic import dp_spca, dp_vrpca
+from dpspectral.pca._exponential import exponential_pca, ppca
+from dpspectral.pca._lr_search import select_learning_rate
+from dpspectral.pca._power import noisy_power
+from dpspectral.pca._stochastic import dp_spca, dp_vrpca
 from dpspectral.privacy import Accountant
-from dpspectral.privacy.noise import GRID_BITS
+from dpspectral.privacy._noise import GRID_BITS
 
 DELTA = 1e-5
 
@@ -139,7 +139,7 @@ def test_secure_symmetric_noise_has_the_shape_of_its_release(shape: str) -> None
     # used: OS entropy; the rate holds per run).
     from scipy import stats
 
-    from dpspectral.pca.covariance import analyze_gauss
+    from dpspectral.pca._covariance import analyze_gauss
 
     d, reps = 5, 150
     i, j = np.triu_indices(d)

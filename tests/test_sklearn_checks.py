@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpspectral
-import dpspectral.distributed.estimator as distributed_estimator
+import dpspectral.distributed._estimator as distributed_estimator
 from dpspectral import (
     DPPCA,
     DistributedDPPCA,
@@ -31,7 +31,7 @@ from dpspectral import (
     DPLowRank,
     DPStandardScaler,
 )
-from dpspectral.constraints import Constraint, InvalidParameterError
+from dpspectral._constraints import Constraint, InvalidParameterError
 
 #: {estimator class name (``[add_remove]`` for that relation): {check name: reason}}.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {

@@ -13,8 +13,8 @@ from dpspectral import Accountant, UncertifiedPrivacyWarning, dp_spca, dp_vrpca
 from dpspectral.datasets import load_libsvm, spiked_covariance
 from dpspectral.metrics import projection_distance
 from dpspectral.privacy import epsilon_of
-from dpspectral.privacy.audit import threshold_epsilon_lower_bound
-from dpspectral.privacy.gaussian import analytic_noise_multiplier
+from dpspectral.privacy._audit import threshold_epsilon_lower_bound
+from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
 DELTA = 1e-3
 
@@ -195,7 +195,7 @@ def _bad(X: np.ndarray, kind: str) -> np.ndarray:
 def test_the_whole_input_is_validated_before_the_charge(fn, kind, spiked):
     """A bad row anywhere is refused before anything is charged, whether or not a step samples it (3
     steps at q = 1/n touch ~3 of 1500 rows), with the data-independent texts (no row, no count)."""
-    from dpspectral.privacy.pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
+    from dpspectral.privacy._pipeline import NonPrivateDataError, norm_violation_error, not_finite_error
 
     X, _ = spiked
     acc = Accountant(10.0, DELTA)

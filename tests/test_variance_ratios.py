@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 
 from dpspectral import DPPCA, UnresolvedVarianceWarning
-from dpspectral.linalg import released_variances
+from dpspectral._linalg import released_variances
 
 
 @pytest.fixture(scope="module")

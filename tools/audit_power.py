@@ -23,8 +23,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dpspectral.audit_runner import FULL, QUICK, AuditPlan, audit_methods
-    from dpspectral.privacy.gaussian import analytic_noise_multiplier
+    from dpspectral._audit_runner import FULL, QUICK, AuditPlan, audit_methods
+    from dpspectral.privacy._gaussian import analytic_noise_multiplier
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="*", help="methods (default: every registered one)")

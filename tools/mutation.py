@@ -19,7 +19,7 @@ Usage::
 
     make mutation                                  # the whole privacy core (docs/privacy-audit.md)
     make mutation-ci                               # the subset that CI runs (.ci/run)
-    .venv/bin/python tools/mutation.py src/dpspectral/privacy/gaussian.py --report reports/mutation.md
+    .venv/bin/python tools/mutation.py src/dpspectral/privacy/_gaussian.py --report reports/mutation.md
 
 Decorated functions (e.g. ``analytic_noise_multiplier``, under ``functools.lru_cache``) and
 module-level constants are not mutated by mutmut; tests/test_privacy_core_mutants.py pins them
@@ -41,15 +41,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The privacy core: accounting, Gaussian calibration, clipping, the validate/charge pipeline, budgets.
 PRIVACY_CORE = [
-    "src/dpspectral/privacy/gaussian.py",
-    "src/dpspectral/privacy/clipping.py",
-    "src/dpspectral/privacy/budget.py",
-    "src/dpspectral/privacy/pipeline.py",
-    "src/dpspectral/privacy/accounting.py",
+    "src/dpspectral/privacy/_gaussian.py",
+    "src/dpspectral/privacy/_clipping.py",
+    "src/dpspectral/privacy/_budget.py",
+    "src/dpspectral/privacy/_pipeline.py",
+    "src/dpspectral/privacy/_accounting.py",
 ]
 #: What CI runs on every build (.ci/run): about two minutes on two cores.
-CI_SUBSET = ["src/dpspectral/privacy/gaussian.py", "src/dpspectral/privacy/clipping.py",
-             "src/dpspectral/privacy/budget.py"]
+CI_SUBSET = ["src/dpspectral/privacy/_gaussian.py", "src/dpspectral/privacy/_clipping.py",
+             "src/dpspectral/privacy/_budget.py"]
 #: The tests that must kill the mutants: the privacy core's own tests (a mutant caught only by some
 #: mechanism's end-to-end test is not counted as killed: the core should pin its own behaviour).
 DEFAULT_TESTS = ["tests/test_privacy.py", "tests/test_pipeline.py", "tests/privacy",

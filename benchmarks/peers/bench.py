@@ -304,7 +304,7 @@ class _Reference:
 
 
 def _evaluate(components: np.ndarray, data: BenchData, ref: _Reference) -> dict[str, float]:
-    from dpspectral.linalg import orthonormalize
+    from dpspectral._linalg import orthonormalize
     from dpspectral.metrics import captured_energy, downstream_accuracy, projection_distance
 
     W = np.asarray(components, dtype=np.float64).T  # (d, k)
@@ -404,7 +404,7 @@ def _run_dataset(
     envs: dict[str, PeerEnv],
     log: Callable[[str], None],
 ) -> list[dict[str, Any]]:
-    from dpspectral.linalg import top_k_eigh
+    from dpspectral._linalg import top_k_eigh
 
     A = data.X.T @ data.X
     _, V_star = top_k_eigh(A, cfg.k)

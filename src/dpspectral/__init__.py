@@ -1,15 +1,39 @@
 """dpspectral: differentially private spectral methods (PCA, low-rank factorization, GEPs)."""
 
 from ._array_api import config_context, get_config, set_config, to_numpy
-from .costs import pipeline_cost
+from ._costs import pipeline_cost
+from ._estimators import DPPCA, DPLowRank, UncentredWarning
+from ._linalg import UnresolvedVarianceWarning
+from ._registry import Method, get_method, methods
+from ._results import LowRankResult, SubspaceResult
 from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
-from .estimators import DPPCA, DPLowRank, UncentredWarning
-from .gep import DPFisherDiscriminant, GEPResult, private_fda, private_gep
-from .gep.lda import DPLinearDiscriminantAnalysis
-from .linalg import UnresolvedVarianceWarning
-from .local import local_gaussian
-from .lowrank import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
-from .pca import analyze_gauss, dp_spca, dp_vrpca, mod_sulq, noisy_power, wishart
+from .gep import DPFisherDiscriminant, DPLinearDiscriminantAnalysis, GEPResult, private_fda, private_gep
+from .local import local_gaussian, private_local_lrf
+from .lowrank import (
+    continual_lrf,
+    continual_space_optimal_lrf,
+    covariance_lrf,
+    hardt_roth,
+    optimal_space_lrf,
+    private_frobenius_lrf,
+    private_space_optimal_lrf,
+    turnstile_lrf,
+    turnstile_space_optimal_lrf,
+)
+from .pca import (
+    analyze_gauss,
+    dp_pca,
+    dp_spca,
+    dp_vrpca,
+    exponential_pca,
+    minibatch_oja,
+    mod_sulq,
+    noisy_power,
+    oja,
+    ppca,
+    private_oja,
+    wishart,
+)
 from .preprocessing import DPStandardScaler
 from .privacy import (
     Accountant,
@@ -21,52 +45,84 @@ from .privacy import (
     Relation,
     UncertifiedPrivacyWarning,
 )
-from .registry import Method, get_method, methods
-from .results import LowRankResult, SubspaceResult
 
 __version__ = "0.1.0"
 
+# Every registry method of the PCA and low-rank tasks by its function (the GEP methods are the `method=`
+# values of private_fda and DPFisherDiscriminant), the estimators, the registry and the privacy types.
 __all__ = [
+    "Accountant",
+    "BudgetExceededError",
+    "DistributedDPPCA",
     "DPFisherDiscriminant",
     "DPLinearDiscriminantAnalysis",
     "DPLowRank",
+    "DPPCA",
     "DPStandardScaler",
     "GEPResult",
-    "private_fda",
-    "private_gep",
-    "DistributedDPPCA",
-    "SiteFailureError",
-    "SiteFailureWarning",
-    "dpdispca",
-    "DPPCA",
     "LowRankResult",
-    "Accountant",
-    "BudgetExceededError",
     "Method",
     "PrivacyBudget",
     "PrivacyParameterWarning",
     "PrivacyReport",
     "PureEpsilonWarning",
     "Relation",
+    "SiteFailureError",
+    "SiteFailureWarning",
     "SubspaceResult",
     "UncentredWarning",
     "UncertifiedPrivacyWarning",
     "UnresolvedVarianceWarning",
     "analyze_gauss",
     "config_context",
-    "get_config",
-    "set_config",
-    "to_numpy",
+    "continual_lrf",
+    "continual_space_optimal_lrf",
+    "covariance_lrf",
+    "dp_pca",
     "dp_spca",
     "dp_vrpca",
+    "dpdispca",
+    "exponential_pca",
+    "get_config",
     "get_method",
+    "hardt_roth",
     "local_gaussian",
     "methods",
+    "minibatch_oja",
     "mod_sulq",
     "noisy_power",
+    "oja",
     "optimal_space_lrf",
     "pipeline_cost",
+    "ppca",
+    "private_fda",
     "private_frobenius_lrf",
+    "private_gep",
+    "private_local_lrf",
+    "private_oja",
     "private_space_optimal_lrf",
+    "set_config",
+    "to_numpy",
+    "turnstile_lrf",
+    "turnstile_space_optimal_lrf",
     "wishart",
 ]
+
+
+# The implementation modules are private; their old public paths keep working for one release.
+from ._moved import register_moved_modules  # noqa: E402
+
+register_moved_modules(
+    __name__,
+    {
+        "audit": "privacy._audit",
+        "audit_runner": "_audit_runner",
+        "constraints": "_constraints",
+        "costs": "_costs",
+        "estimators": "_estimators",
+        "linalg": "_linalg",
+        "moments": "_moments",
+        "registry": "_registry",
+        "results": "_results",
+    },
+)

@@ -5,7 +5,7 @@ The switch is scikit-learn's: inside ``sklearn.config_context(array_api_dispatch
 ``dpspectral.config_context(array_api_dispatch=True)`` (no SciPy requirement: nothing here calls SciPy on
 device arrays), the covered methods (:data:`COVERED_METHODS`) accept any array of a namespace that
 ``array-api-compat`` knows and compute in it, on its device: clipping, moments, the noise
-(:mod:`dpspectral.privacy.device_noise`), the eigendecomposition and the result's arrays. The accountant
+(:mod:`dpspectral.privacy._device_noise`), the eigendecomposition and the result's arrays. The accountant
 and the calibration stay on the host (a plan is a few floats). :func:`to_numpy` gives NumPy back.
 
 Bad input (refused before anything is read or charged): a non-NumPy array with the switch off (enable
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .privacy.clipping import clip_threshold, norm_scale
+from .privacy._clipping import clip_threshold, norm_scale
 
 __all__ = ["COVERED_METHODS", "config_context", "dispatch_enabled", "from_numpy", "get_config",
            "get_namespace_and_device", "is_device_array", "like", "refuse_device", "same_space",
@@ -239,7 +239,7 @@ def isfinite_all(B: Any, xp: Any) -> bool:
 def row_norms_xp(block: Any, row_norm: float, xp: Any) -> tuple[Any, Any, int, float, Any]:
     """``(norms, rows to clip, number of rows to refuse, clip target, plain norms)`` of a device block
     (the rows not clipped). ``norms`` and ``target`` are of the rows scaled by the public power of two
-    :func:`~dpspectral.privacy.clipping.norm_scale` of the bound in the block's dtype (1 for most
+    :func:`~dpspectral.privacy._clipping.norm_scale` of the bound in the block's dtype (1 for most
     bounds; for a bound far from 1 the squares of the rows near it would be subnormal or overflow, and a
     norm computed from them would no longer be within a relative rounding error): their ratio is the
     factor of the unscaled row. ``plain norms`` are the rows' own norms (finite for finite rows).

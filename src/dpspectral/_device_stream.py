@@ -5,7 +5,7 @@
 blocks: a list, a generator, or a callable returning a fresh iterator); every pass (validation, norm
 histogram, scatter) copies one block of rows at a time to the device, clips it and adds its moments
 there. Memory on the device: one block (about 2^24 entries, ``_rows._BLOCK_ELEMENTS``) plus the
-``d x d`` scatter. The noise is drawn on the device (:class:`~dpspectral.privacy.device_noise.DeviceNoise`,
+``d x d`` scatter. The noise is drawn on the device (:class:`~dpspectral.privacy._device_noise.DeviceNoise`,
 through the one release pipeline) and the results are arrays of the device's namespace, on it
 (``dpspectral.to_numpy`` gives NumPy back).
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _rows as _rows_module
 from ._array_api import is_device_array, work_dtype
+from ._constraints import Constraint
 from ._rows import (
     _is_block_source,
     _iter_blocks,
@@ -43,7 +44,6 @@ from ._rows import (
     check_numeric_dtype,
     is_dask_array,
 )
-from .constraints import Constraint
 
 __all__ = ["DEVICE", "DeviceStream", "device_blocks", "resolve_device", "stream_to_device"]
 

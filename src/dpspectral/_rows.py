@@ -290,7 +290,7 @@ def is_one_shot(X: Any) -> bool:
 
     Such a source cannot be validated before the charge: every mechanism charges it before its rows are
     read, and a failure decided by the data after that stays charged (the note on streams of
-    :mod:`dpspectral.privacy.pipeline`).
+    :mod:`dpspectral.privacy._pipeline`).
     """
     return isinstance(X, Iterator) or getattr(X, "stream_reiterable", True) is False
 

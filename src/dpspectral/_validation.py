@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from ._constraints import CALIBRATION, DELTA, EPSILON, ON_NORM_VIOLATION, check_params
 from ._rows import _column_names, as_label_array, as_numeric_array, check_numeric_dtype, check_numeric_layout
-from .constraints import CALIBRATION, DELTA, EPSILON, ON_NORM_VIOLATION, check_params
-from .privacy.budget import PrivacyBudget, as_relation
-from .privacy.clipping import check_row_norm
+from .privacy._budget import PrivacyBudget, as_relation
+from .privacy._clipping import check_row_norm
 
 __all__ = ["as_generator", "as_label_array", "as_numeric_array", "check_choice", "check_n_components",
            "check_numeric_dtype", "check_numeric_layout", "check_share", "validated_data"]
@@ -19,7 +19,7 @@ __all__ = ["as_generator", "as_label_array", "as_numeric_array", "check_choice",
 
 def check_choice(value: Any, name: str, allowed: Collection[str], owner: str) -> str:
     """``value`` must be one of ``allowed`` (strings): a one-entry constraint table."""
-    from .constraints import check_choice as _check
+    from ._constraints import check_choice as _check
 
     return _check(value, name, allowed, owner)
 

@@ -149,7 +149,7 @@ def _seed(text: str) -> int | str:
 
 def _budget(text: str) -> tuple[float, float]:
     """``--budget EPSILON[,DELTA]`` (delta 0 when omitted), checked as a privacy budget."""
-    from .privacy.budget import PrivacyBudget
+    from .privacy._budget import PrivacyBudget
 
     eps_text, _, delta_text = text.partition(",")
     try:
@@ -459,14 +459,14 @@ def _load_features(path: str, *, fmt: str | None, label_column: str | None,
 
 
 def _privacy_label(private: bool, certified: bool) -> str:
-    """The same words as the README's table (:func:`dpspectral.registry.methods_markdown`)."""
+    """The same words as the README's table (:func:`dpspectral._registry.methods_markdown`)."""
     if not private:
         return "non-private reference"
     return "certified" if certified else "UNCERTIFIED (not DP)"
 
 
 def _method_rows() -> list[dict[str, Any]]:
-    from .registry import methods
+    from ._registry import methods
 
     return [
         {
@@ -579,9 +579,9 @@ def _configure_fit(p: argparse.ArgumentParser) -> None:
 
 def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
     """Validate the public parameters before any data are read; returns (method, relation, calibration)."""
-    from .privacy.budget import PrivacyBudget, as_relation
-    from .privacy.clipping import check_row_norm
-    from .registry import choose_method, get_method, methods
+    from ._registry import choose_method, get_method, methods
+    from .privacy._budget import PrivacyBudget, as_relation
+    from .privacy._clipping import check_row_norm
 
     budget = PrivacyBudget(args.epsilon, args.delta)
     check_row_norm(args.row_norm, "dpspectral fit")
@@ -612,8 +612,8 @@ def _check_fit_args(args: argparse.Namespace) -> tuple[Any, str, str]:
 def _run_fit(args: argparse.Namespace) -> int:
     from dpspectral_reproduce.report import write_json  # stdlib + NumPy only
 
-    from .estimators import DPPCA
-    from .privacy.accounting import RANDOM_STATE_NOTE
+    from ._estimators import DPPCA
+    from .privacy._accounting import RANDOM_STATE_NOTE
 
     method, relation, calibration = _check_fit_args(args)
     out = Path(args.out)
@@ -749,8 +749,8 @@ def _check_ledger_args(args: argparse.Namespace, method: Any, calibration: str) 
 
 def _open_ledger(args: argparse.Namespace, path: Path) -> Any:
     """The ledger of --ledger (read, or new with --budget); a damaged file is refused, never reset."""
-    from .privacy.accounting import Accountant
-    from .privacy.ledger import LedgerFile, LedgerFileError, read_ledger
+    from .privacy._accounting import Accountant
+    from .privacy._ledger import LedgerFile, LedgerFileError, read_ledger
 
     if not path.exists():
         epsilon, delta = args.budget
@@ -769,8 +769,8 @@ def _open_ledger(args: argparse.Namespace, path: Path) -> Any:
 
 def _ledger_precheck(args: argparse.Namespace, ledger: Any, cost: Any, relation: str) -> None:
     """Refuse, before DATA is read, a run whose full (epsilon, delta) could exceed the ledger's budget."""
-    from .privacy.accounting import epsilon_of
-    from .privacy.budget import BudgetExceededError
+    from .privacy._accounting import epsilon_of
+    from .privacy._budget import BudgetExceededError
 
     acc, name, delta = ledger.accountant, args.ledger, cost.delta
     budget = acc.ceiling
@@ -821,8 +821,8 @@ def _ledger_run(args: argparse.Namespace, method: str, relation: str, delta: flo
         return
     from datetime import UTC, datetime
 
-    from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, epsilon_of
-    from .privacy.ledger import LedgerFile, locked, write_ledger
+    from .privacy._accounting import Accountant, EpsilonDeltaDpEvent, epsilon_of
+    from .privacy._ledger import LedgerFile, locked, write_ledger
 
     name = args.ledger
     path = Path(name)
@@ -918,7 +918,7 @@ def _run_transform(args: argparse.Namespace) -> int:
     suffix = out.suffix.lower()
     if suffix not in (".npy", ".csv"):
         raise CLIError(f"--out must end in .npy or .csv. Got {str(out)!r}.")
-    from .privacy.clipping import check_row_norm, clip_rows
+    from .privacy._clipping import check_row_norm, clip_rows
 
     components, center, meta = _read_model(Path(args.model))
     k, d = components.shape
@@ -1064,8 +1064,8 @@ def _configure_audit(p: argparse.ArgumentParser) -> None:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from . import audit_runner
-    from .registry import get_method
+    from . import _audit_runner as audit_runner
+    from ._registry import get_method
 
     for name in args.methods:
         get_method(name, owner="dpspectral audit")  # an unknown name fails before any work
@@ -1283,7 +1283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: a command is required (one of: {', '.join(c.name for c in COMMANDS)})",
               file=sys.stderr)
         return EXIT_USAGE
-    from .privacy.budget import BudgetExceededError
+    from .privacy._budget import BudgetExceededError
 
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning

@@ -27,7 +27,7 @@ Privacy
 -------
 Loading is not a release. The only data-dependent map that may precede a private release is the
 per-row clipping ``x -> x * min(1, C / ||x||)`` with a public bound C: :func:`clip_rows`, re-exported
-from :mod:`dpspectral.privacy.clipping`. :func:`normalize_rows_nonprivate` (division by the largest
+from :mod:`dpspectral.privacy._clipping`. :func:`normalize_rows_nonprivate` (division by the largest
 row norm of the data set) is **not** private and exists only to reproduce papers that use it.
 
 Synthetic data
@@ -57,11 +57,11 @@ from typing import IO, Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from ._constraints import NONE, Interval, Options, Types, check_params, validated
+from ._linalg import orthonormalize
 from ._rows import as_numeric_array
 from ._validation import as_generator
-from .constraints import NONE, Interval, Options, Types, check_params, validated
-from .linalg import orthonormalize
-from .privacy.clipping import clip_rows, row_norms
+from .privacy._clipping import clip_rows, row_norms
 
 __all__ = [
     "DATA_HOME_ENV",
@@ -270,7 +270,7 @@ def _numeric_labels(y: np.ndarray) -> np.ndarray:
     return y
 
 
-#: Constraint tables entries shared by the loaders and the generators (see :mod:`dpspectral.constraints`).
+#: Constraint tables entries shared by the loaders and the generators (see :mod:`dpspectral._constraints`).
 _POSITIVE_INT = Interval(1, None, "left", integer=True)
 _NONNEGATIVE = Interval(0, None, "left")
 #: The parameters CSV and Parquet loading share: how text columns are treated.

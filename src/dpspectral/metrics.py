@@ -7,7 +7,7 @@ A k-dimensional subspace of R^d is given by a basis matrix with **orthonormal co
 scikit-learn, whose ``components_`` have shape ``(k, d)``, pass ``layout="rows"`` (or
 ``components_.T``). A 1-D array of shape ``(d,)`` is read as a single direction, ``(d, 1)``.
 Orthonormality is checked (tolerance ``sqrt(eps)`` of the dtype); a non-orthonormal basis raises
-``ValueError`` -- orthonormalise it first (``dpspectral.linalg.orthonormalize``).
+``ValueError`` -- orthonormalise it first (``dpspectral._linalg.orthonormalize``).
 
 No function forms a ``d x d`` matrix: every subspace metric is computed from ``d x k`` products.
 
@@ -132,7 +132,7 @@ def _as_basis(
             raise ValueError(
                 f"The '{name}' parameter of {owner} must have orthonormal columns "
                 f"(max |V^T V - I| <= {tol:.1e}). Got max |V^T V - I| = {err:.3e} instead; "
-                "orthonormalise it first (dpspectral.linalg.orthonormalize)."
+                "orthonormalise it first (dpspectral._linalg.orthonormalize)."
             )
     return a
 

@@ -9,7 +9,7 @@ are not private. This module makes the choice itself a differentially private, c
 * :func:`private_select` -- the exponential mechanism (McSherry and Talwar 2007) over a public list
   of candidates with scores of declared sensitivity, implemented as report-noisy-max with Gumbel
   noise (which has exactly the exponential mechanism's law); one ``EpsilonDeltaDpEvent(eps, 0)``
-  is charged through :func:`dpspectral.privacy.pipeline.release`.
+  is charged through :func:`dpspectral.privacy._pipeline.release`.
 * :func:`select_subspace` -- the common PCA case: among candidate subspaces (released components
   of earlier private fits, or public ones), the one that captures the most energy of the private
   rows clipped to ``row_norm``. Its score ``sum_i ||V^T c(x_i)||^2`` has sensitivity ``C^2``
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .constraints import (
+from ._constraints import (
     EPSILON,
     ON_NORM_VIOLATION,
     RANDOM_STATE,
@@ -40,13 +40,13 @@ from .constraints import (
     Types,
     validated,
 )
-from .moments import accumulate
+from ._moments import accumulate
+from .privacy._accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
+from .privacy._budget import PrivacyBudget, Relation, as_relation
+from .privacy._clipping import NormViolation, check_row_norm, sensitivity_norm
+from .privacy._noise import noise_source
 from .privacy._noise_base import NoiseSource
-from .privacy.accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
-from .privacy.budget import PrivacyBudget, Relation, as_relation
-from .privacy.clipping import NormViolation, check_row_norm, sensitivity_norm
-from .privacy.noise import noise_source
-from .privacy.pipeline import ReleasePlan, precheck, release
+from .privacy._pipeline import ReleasePlan, precheck, release
 
 __all__ = ["SelectionResult", "private_select", "select_subspace"]
 
@@ -192,7 +192,7 @@ def private_select(
     Relation: as declared. The exponential mechanism with a utility of sensitivity Delta is
     epsilon-DP with ``exp(eps u / (2 Delta))``, and with ``exp(eps u / Delta)`` for monotone
     utilities (McSherry and Talwar 2007). Event: ``EpsilonDeltaDpEvent(epsilon, 0)``, charged through
-    :func:`dpspectral.privacy.pipeline.release`; the scores are computed after the charge, so a
+    :func:`dpspectral.privacy._pipeline.release`; the scores are computed after the charge, so a
     failing score function is a failed release that stays charged. Correctness rests on the
     declared ``sensitivity`` (the library cannot check a user's function): prefer
     :func:`select_subspace`, whose sensitivity is derived.

@@ -15,15 +15,15 @@ import numpy as np
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraints import DELTA, EPSILON, NONE, RANDOM_STATE
+from ._estimators import ACCOUNTANT, BOOL, RELATION, _DPEstimator
 from ._validation import as_numeric_array, validated_data
-from .constraints import DELTA, EPSILON, NONE, RANDOM_STATE
-from .estimators import ACCOUNTANT, BOOL, RELATION, _DPEstimator
-from .privacy.accounting import Accountant, PrivacyReport
-from .privacy.budget import PrivacyBudget, Relation, as_relation
-from .privacy.clipping import ROUNDING_SLACK
-from .privacy.gaussian import analytic_noise_multiplier, split_noise_multiplier
-from .privacy.noise import noise_source
-from .privacy.pipeline import NoisyRelease, ReleasePlan, not_finite_error, release
+from .privacy._accounting import Accountant, PrivacyReport
+from .privacy._budget import PrivacyBudget, Relation, as_relation
+from .privacy._clipping import ROUNDING_SLACK
+from .privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
+from .privacy._noise import noise_source
+from .privacy._pipeline import NoisyRelease, ReleasePlan, not_finite_error, release
 
 __all__ = ["DPStandardScaler", "ScalerRelease", "clipped_sums", "scaler_plan", "scaler_sensitivities"]
 
@@ -94,7 +94,7 @@ def scaler_sensitivities(lower: np.ndarray, upper: np.ndarray, relation: Relatio
       ``||z^2||_2 <= ||h^2||_2``; ``"count"``: 1.
 
     Each is taken at ``h (1 + ROUNDING_SLACK)`` so that the rounding of the computed centred values
-    stays covered (:data:`~dpspectral.privacy.clipping.ROUNDING_SLACK`).
+    stays covered (:data:`~dpspectral.privacy._clipping.ROUNDING_SLACK`).
     """
     rel = as_relation(relation)
     h = (np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)) / 2.0
@@ -378,7 +378,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, _DPEstimator):
             report = r.report(mechanism=MECHANISM, budget=budget, calibration="tight", notes=plan.notes,
                               stacklevel=4)
         else:
-            from .privacy.accounting import certify_release
+            from .privacy._accounting import certify_release
 
             report = certify_release((), mechanism=MECHANISM, budget=budget, relation=rel,
                                      calibration="tight", notes=plan.notes, n_rows=n, stacklevel=4,

@@ -500,7 +500,7 @@ def _blas_limit() -> Any:
 def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float, seed: Any,
          k: int = K) -> Any:
     from dpspectral.gep import solve_pair
-    from dpspectral.privacy.accounting import UncertifiedPrivacyWarning
+    from dpspectral.privacy._accounting import UncertifiedPrivacyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
@@ -659,7 +659,7 @@ def best_certified_method() -> str:
     """The library's best certified Fisher discriminant, read from the registry (chosen by the benchmark
     ``benchmarks/bench_gep.py sweep``, not by this run): ``"moments"`` when registered, else SR+DP with
     the noise ridge."""
-    from dpspectral.registry import methods
+    from dpspectral._registry import methods
 
     names = {m.name for m in methods(task="gep") if m.private and m.certified}
     return "moments" if "moments" in names else "sr_dp"
@@ -668,8 +668,8 @@ def best_certified_method() -> str:
 def _best_rows(ctx: _Context, grid: _Grid, *, seed: int) -> list[dict[str, Any]]:
     """At the table's epsilon: DPSR and SR+DP with the noise-scaled ridge (the library's defaults; the
     paper's xi elsewhere) and the best certified method, ``grid.repeats`` repeats each."""
+    from dpspectral._registry import get_method
     from dpspectral.gep import solve_pair
-    from dpspectral.registry import get_method
 
     e, rows = grid.table_epsilon, []
     best = best_certified_method()

@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
+from dpspectral._estimators import DPPCA
+from dpspectral._linalg import top_k_eigh
 from dpspectral._progress import progress
-from dpspectral.estimators import DPPCA
-from dpspectral.linalg import top_k_eigh
+from dpspectral._registry import Method, get_method, methods
 from dpspectral.metrics import captured_energy, downstream_accuracy, projection_distance
-from dpspectral.privacy.budget import PrivacyBudget, UncertifiedPrivacyWarning
-from dpspectral.privacy.clipping import check_row_norm, clip_rows
-from dpspectral.registry import Method, get_method, methods
+from dpspectral.privacy._budget import PrivacyBudget, UncertifiedPrivacyWarning
+from dpspectral.privacy._clipping import check_row_norm, clip_rows
 
 from . import report
 from ._registry import DEFAULT_EPSILONS, DEFAULT_ROW_NORM

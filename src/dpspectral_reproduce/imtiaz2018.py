@@ -51,7 +51,7 @@ Equivalence with the library
 The sweeps reuse every site's noisy ``A_hat_s`` across the methods that post-process it (DPdisPCA, full,
 local, both proxies, and every R of the R/K sweep): a site releases once per run, as in the paper's
 comparison. They call the library's site and aggregator functions directly
-(:mod:`dpspectral.distributed.site`, :func:`~dpspectral.distributed.aggregate`) with the seeds
+(:mod:`dpspectral.distributed._site`, :func:`~dpspectral.distributed.aggregate`) with the seeds
 :func:`~dpspectral.distributed.dpdispca` uses, and :func:`engine_check` verifies that the result is
 bit-for-bit the one ``dpdispca`` gives (in-process, and on a Dask ``LocalCluster`` in full runs).
 """
@@ -68,10 +68,11 @@ from typing import Any
 
 import numpy as np
 
+from dpspectral._moments import accumulate
 from dpspectral._progress import progress
 from dpspectral.datasets import load_idx, load_libsvm, normalize_rows_nonprivate
 from dpspectral.distributed import SitePayload, aggregate, dpdispca
-from dpspectral.distributed.site import (
+from dpspectral.distributed._site import (
     SitePlan,
     Spectrum,
     plan_site_release,
@@ -79,10 +80,9 @@ from dpspectral.distributed.site import (
     site_eigh,
     top_k_of_eigh,
 )
-from dpspectral.distributed.site import proxy_from_eigh as _proxy
-from dpspectral.moments import accumulate
-from dpspectral.privacy.accounting import ParallelDpEvent, epsilon_of
-from dpspectral.privacy.budget import PrivacyBudget, Relation
+from dpspectral.distributed._site import proxy_from_eigh as _proxy
+from dpspectral.privacy._accounting import ParallelDpEvent, epsilon_of
+from dpspectral.privacy._budget import PrivacyBudget, Relation
 
 from . import report
 

@@ -70,12 +70,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpspectral._linalg import top_k_eigh
 from dpspectral._progress import progress
+from dpspectral._registry import get_method
 from dpspectral.datasets import gaussian_data, random_orthonormal
-from dpspectral.linalg import top_k_eigh
 from dpspectral.metrics import captured_energy, max_sin_theta
-from dpspectral.pca.oja import AnalysisRangeWarning, oja
-from dpspectral.registry import get_method
+from dpspectral.pca._oja import AnalysisRangeWarning, oja
 
 from . import report
 from .shang2021 import find_data_dir, load_dataset
@@ -330,11 +330,11 @@ def algorithm4_reliability(kind: str, *, n: int, d: int, epsilon: float,
     fixed unit ``w`` (``at="random"``: a random one, as at the start; ``"top"``: the top eigenvector;
     ``kind`` = ``"gaussian"``: :func:`spiked_gaussian_rows`; ``"example41"``:
     :func:`example41_rows` with ``sigma``) and compares
-    :func:`~dpspectral.pca.oja.private_top_eigenvalue` with the top eigenvalue of the gradients'
+    :func:`~dpspectral.pca._oja.private_top_eigenvalue` with the top eigenvalue of the gradients'
     covariance (from 100,000 gradients). Returns the fractions of estimates outside ``[l/2, 2l]``,
     outside ``[l/1000, 1000 l]`` and failed (None), and the median ratio estimate / truth.
     """
-    from dpspectral.pca.oja import minimum_batch_size, private_top_eigenvalue
+    from dpspectral.pca._oja import minimum_batch_size, private_top_eigenvalue
 
     rng = np.random.default_rng(random_state)
     B = max(4, int(n / math.log(max(n, 3)) ** 2))

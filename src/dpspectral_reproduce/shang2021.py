@@ -60,8 +60,8 @@ from typing import Any
 import numpy as np
 
 from dpspectral._progress import progress
+from dpspectral._registry import get_method
 from dpspectral.metrics import aligned_distance, projection_distance
-from dpspectral.registry import get_method
 
 from . import report
 

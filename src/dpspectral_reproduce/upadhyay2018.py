@@ -7,13 +7,13 @@ Appendix J has nine tables (3-11), transcribed with their closed-form "Expected 
 columns in :mod:`~dpspectral_reproduce.upadhyay2018_tables`. This module re-runs every row:
 
 * **Table 3 (J.1)**: i.i.d. uniform inputs (real and integer), k = 10, alpha = 0.25: total error
-  ``||A - U S V^T||_F`` of Private-Space-Optimal-LRF (:func:`~dpspectral.lowrank.factorization.
+  ``||A - U S V^T||_F`` of Private-Space-Optimal-LRF (:func:`~dpspectral.lowrank._factorization.
   private_space_optimal_lrf`, tight calibration, certified; also the paper's recalled calibration and
   Private-Frobenius-LRF as extra columns) against Hardt-Roth and the optimal ``||A - [A]_k||_F``.
 * **Tables 4-6 (J.1.1-J.1.3)**: the same inputs with columns k+1..n zeroed (rank k), so the total
   error is the additive error; against the paper's expected-additive-error formula and Hardt-Roth,
   varying the dimensions, alpha (Table 5) and k (Table 6).
-* **Tables 7-10 (J.2)**: the local model, Private-Local-LRF (:func:`~dpspectral.local.lowrank.
+* **Tables 7-10 (J.2)**: the local model, Private-Local-LRF (:func:`~dpspectral.local._lowrank.
   private_local_lrf`): ``||A - U U^T A||_F`` against the optimal error (Table 7) and, on rank-k inputs,
   against the local expected-error formula (Tables 8-10; Table 9's alphas are the float running sum of
   :func:`~dpspectral_reproduce.upadhyay2018_tables.table9_alphas`).
@@ -37,13 +37,13 @@ thousands. The methods protect different neighbour sets (the paper's comparison 
 * Private-Frobenius-LRF: **Priv2** (``||A - A'||_F <= 1``), which contains Priv1;
 * Hardt-Roth: **row-level** only. Main column ``hardt_roth(..., row_change=1)``: one row changes by a
   vector of norm <= 1 (Upadhyay's Priv1 with ``u = e_i``), no bound on the rows. The library's
-  :func:`~dpspectral.lowrank.hardt_roth.hardt_roth` needs a public row-norm bound C and protects the
+  :func:`~dpspectral.lowrank._hardt_roth.hardt_roth` needs a public row-norm bound C and protects the
   replacement of a whole row (``||a - a'|| <= 2 C``); with the public bound ``C = w sqrt(n)`` of the
   inputs (entries in [0, w)) it is the extra column "HR (replace-one)": a guarantee about 10^5 times
   stronger than the others', so not a like-for-like comparison.
 * local: main column ``private_local_lrf(..., row_change=1)``, every user's report is (epsilon, delta)-LDP
   for a change of that user's row by norm <= 1; extra column: the library's
-  :func:`~dpspectral.local.lowrank.private_local_lrf` with the public row bound ``w sqrt(n)`` (any two
+  :func:`~dpspectral.local._lowrank.private_local_lrf` with the public row bound ``w sqrt(n)`` (any two
   rows, LDP in the usual sense).
 
 ``row_change=1`` evaluates the library's noise plans at neighbour distance 1 without clipping the rows
@@ -77,17 +77,17 @@ from typing import Any
 import numpy as np
 
 from dpspectral._progress import progress
+from dpspectral._results import LowRankResult
 from dpspectral._validation import as_generator
-from dpspectral.local import lowrank as local_lowrank
-from dpspectral.lowrank.factorization import (
+from dpspectral.local import _lowrank as local_lowrank
+from dpspectral.lowrank._factorization import (
     optimal_space_lrf,
     private_frobenius_lrf,
     private_space_optimal_lrf,
 )
-from dpspectral.lowrank.hardt_roth import hardt_roth
-from dpspectral.privacy.accounting import PrivacyReport
-from dpspectral.privacy.budget import UncertifiedPrivacyWarning
-from dpspectral.results import LowRankResult
+from dpspectral.lowrank._hardt_roth import hardt_roth
+from dpspectral.privacy._accounting import PrivacyReport
+from dpspectral.privacy._budget import UncertifiedPrivacyWarning
 
 from . import report
 from .upadhyay2018_tables import (

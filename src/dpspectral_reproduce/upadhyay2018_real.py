@@ -57,7 +57,7 @@ def _errors(A: np.ndarray, res: Any, best: float) -> tuple[float, float | None]:
 
 
 def _references(A: np.ndarray, k: int, eps: float, seed: int, best: float) -> dict[str, float]:
-    from dpspectral.pca.covariance import analyze_gauss
+    from dpspectral.pca._covariance import analyze_gauss
 
     W = analyze_gauss(A, k, epsilon=eps, delta=1e-6, row_norm=1.0, adaptive_clip=False,
                       random_state=seed).components

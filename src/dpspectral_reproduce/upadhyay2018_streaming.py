@@ -2,11 +2,11 @@
 
 For every distinct size (m, n, k, alpha) of the central tables (3-6) that the run covers, this panel
 
-* builds the Priv1 turnstile state :class:`~dpspectral.lowrank.turnstile_space_optimal.
+* builds the Priv1 turnstile state :class:`~dpspectral.lowrank._turnstile_space_optimal.
   TurnstileSpaceOptimalLRF` (Figure 5, Theorem 47) and the Priv2 state :class:`~dpspectral.lowrank.
   streaming.TurnstileLRF` (Figure 6) of that size and reports the bytes each keeps: the Priv1 state
   ``Y_c`` (m x t), ``Y_r`` (t x (m + n)), ``Z`` (v_S x v_T) and its two seeds, by
-  :meth:`~dpspectral.lowrank.turnstile_space_optimal.TurnstileSpaceOptimalLRF.state_bytes`, checked
+  :meth:`~dpspectral.lowrank._turnstile_space_optimal.TurnstileSpaceOptimalLRF.state_bytes`, checked
   against the closed form ``8 ((2m + n) t + v_S v_T) + 16`` (m <= n oriented, ``v_S = min(v, m)``,
   ``v_T = min(v, m + n)``); the Priv2 state ``Y_c`` (m x t) and ``Z`` (v x n, v <= m), ``8 (m t + v n)``;
   the working set of the Priv1 object (plus the secret rows ``Omega[:n]`` and the public Psi, S, T it
@@ -14,7 +14,7 @@ For every distinct size (m, n, k, alpha) of the central tables (3-6) that the ru
   words (Thm 47 part 3, constant 1, float64);
 * streams the input of the table's row (its first repeat's matrix) into the Priv1 state as turnstile
   updates ``(i, j, A_ij)``, in a random order and in a few batches, releases once, and compares the
-  factorization with the one-shot :func:`~dpspectral.lowrank.factorization.private_space_optimal_lrf`
+  factorization with the one-shot :func:`~dpspectral.lowrank._factorization.private_space_optimal_lrf`
   for the same ``random_state`` and ``sketch_seed``: the same state, hence the same result up to the
   floating-point summation order (``max |M_stream - M_one-shot| / max |A|``, rounding level).
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from dpspectral.lowrank.factorization import private_space_optimal_lrf
-from dpspectral.lowrank.streaming import TurnstileLRF
-from dpspectral.lowrank.turnstile_space_optimal import TurnstileSpaceOptimalLRF, paper_space_bound
+from dpspectral.lowrank._factorization import private_space_optimal_lrf
+from dpspectral.lowrank._streaming import TurnstileLRF
+from dpspectral.lowrank._turnstile_space_optimal import TurnstileSpaceOptimalLRF, paper_space_bound
 
 from . import report
 

@@ -4,7 +4,7 @@ The staged releases — centred: private mean, private quantile of the centred n
 scatter of the centred rows clipped at the released quantile; uncentred (the default path): noisy
 histogram of the norms, scatter of the rows clipped at the released clip (balance rule) — are audited
 end to end on the worst-case covariance pair, with the released matrix statistic. False-positive rate
-alpha = 1e-3 per bound (stated in dpspectral.privacy.audit); the runs are seeded, so the outcome is
+alpha = 1e-3 per bound (stated in dpspectral.privacy._audit); the runs are seeded, so the outcome is
 deterministic. Power check: the same
 audit must catch the release when its scatter noise is computed for a sensitivity 4x too small (a
 calibration bug in the stage planned from the released clip). The calibration itself is pinned in
@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import dpspectral.pca.covariance as cov_module
+import dpspectral.pca._covariance as cov_module
 from dpspectral import analyze_gauss
-from dpspectral.privacy.audit import covariance_pair, gaussian_audit, released_matrix_statistic, run_pair
+from dpspectral.privacy._audit import covariance_pair, gaussian_audit, released_matrix_statistic, run_pair
 
 ALPHA = 1e-3
 DELTA = 1e-6

@@ -2,7 +2,7 @@
 
 Each audit is a hypothesis test of "the mechanism satisfies its claimed (epsilon, delta)": it fails
 only when a lower confidence bound on epsilon exceeds the claim. False-positive rate: alpha = 1e-3
-per bound (stated in dpspectral.audit); the runs are seeded, so the outcome is deterministic.
+per bound (stated in dpspectral.privacy._audit); the runs are seeded, so the outcome is deterministic.
 Power check: the same audit run on a mechanism with half the calibrated noise must fail.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from dpspectral import analyze_gauss
 from dpspectral.privacy import analytic_noise_multiplier, gaussian_epsilon
-from dpspectral.privacy.audit import (
+from dpspectral.privacy._audit import (
     covariance_pair,
     gaussian_audit,
     released_matrix_statistic,

@@ -15,10 +15,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-import dpspectral.gep.moments as moments_module
-from dpspectral.audit_runner import AuditPlan, audit_methods
-from dpspectral.gep.moments import _exact_moments, release_moments
-from dpspectral.privacy.audit import gaussian_audit
+import dpspectral.gep._moments as moments_module
+from dpspectral._audit_runner import AuditPlan, audit_methods
+from dpspectral.gep._moments import _exact_moments, release_moments
+from dpspectral.privacy._audit import gaussian_audit
 
 ALPHA = 1e-3
 DELTA = 1e-6

@@ -5,7 +5,7 @@
 * :class:`DistributedDPPCA`: the scikit-learn style estimator (Dask by default).
 * :mod:`.site`, :mod:`.aggregator`: the two sides of the protocol; :mod:`.engines`: where sites run.
 * Through the release pipeline: every site's releases are a
-  :class:`~dpspectral.privacy.pipeline.ReleasePlan` built from public inputs
+  :class:`~dpspectral.privacy._pipeline.ReleasePlan` built from public inputs
   (:func:`site_release_plan`); the run is charged once, before dispatch; each site draws its noise
   through its plan from its own source (``random_state="secure"``: each site's OS entropy).
 
@@ -14,10 +14,10 @@ See ``docs/algorithms/distributed.md`` for the sensitivity derivation, calibrati
 
 from __future__ import annotations
 
-from .aggregator import Aggregate, aggregate, site_weights
-from .engines import DaskEngine, Engine, InProcessEngine, SiteOutcome
-from .estimator import DistributedDPPCA
-from .protocol import (
+from ._aggregator import Aggregate, aggregate, site_weights
+from ._engines import DaskEngine, Engine, InProcessEngine, SiteOutcome
+from ._estimator import DistributedDPPCA
+from ._protocol import (
     DistributedResult,
     SiteFailureError,
     SiteFailureWarning,
@@ -27,7 +27,7 @@ from .protocol import (
     pooled_pca,
     spawn_site_seeds,
 )
-from .site import SitePayload, SitePlan, plan_site_release, site_release_plan, site_step
+from ._site import SitePayload, SitePlan, plan_site_release, site_release_plan, site_step
 
 __all__ = [
     "Aggregate",
@@ -52,3 +52,18 @@ __all__ = [
     "site_weights",
     "spawn_site_seeds",
 ]
+
+
+# The implementation modules are private; their old public paths keep working for one release.
+from .._moved import register_moved_modules  # noqa: E402
+
+register_moved_modules(
+    __name__,
+    {
+        "aggregator": "_aggregator",
+        "engines": "_engines",
+        "estimator": "_estimator",
+        "protocol": "_protocol",
+        "site": "_site",
+    },
+)

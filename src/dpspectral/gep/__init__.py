@@ -8,9 +8,10 @@ Pairs: :func:`fda_pair` (between-/within-class scatter), :func:`pca_pair` (covar
 :class:`DPFisherDiscriminant`. See ``docs/algorithms/gep.md``.
 """
 
-from .estimator import DPFisherDiscriminant
-from .rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow, rho_from_epsilon_delta
-from .reduction import (
+from ._estimator import DPFisherDiscriminant
+from ._lda import DPLinearDiscriminantAnalysis
+from ._rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow, rho_from_epsilon_delta
+from ._reduction import (
     DEFAULT_BUDGET_SHARES,
     dpsr,
     dpsrs,
@@ -19,8 +20,8 @@ from .reduction import (
     simultaneous_reduction,
     sr_dp,
 )
-from .result import GEPResult
-from .scatter import (
+from ._result import GEPResult
+from ._scatter import (
     PairSensitivity,
     ScatterPair,
     fda_pair,
@@ -29,11 +30,12 @@ from .scatter import (
     pca_sensitivity,
     symmetric_definite_pair,
 )
-from .solve import GEP_METHODS, GEPMethod, fda_method, private_fda, private_gep, private_pca_gep, solve_pair
+from ._solve import GEP_METHODS, GEPMethod, fda_method, private_fda, private_gep, private_pca_gep, solve_pair
 
 __all__ = [
     "DEFAULT_BUDGET_SHARES",
     "DPFisherDiscriminant",
+    "DPLinearDiscriminantAnalysis",
     "GEPMethod",
     "GEPResult",
     "GEP_METHODS",
@@ -59,3 +61,22 @@ __all__ = [
     "sr_dp",
     "symmetric_definite_pair",
 ]
+
+
+# The implementation modules are private; their old public paths keep working for one release.
+from .._moved import register_moved_modules  # noqa: E402
+
+register_moved_modules(
+    __name__,
+    {
+        "estimator": "_estimator",
+        "labels": "_labels",
+        "lda": "_lda",
+        "moments": "_moments",
+        "rayleigh": "_rayleigh",
+        "reduction": "_reduction",
+        "result": "_result",
+        "scatter": "_scatter",
+        "solve": "_solve",
+    },
+)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 from scipy.linalg import lapack
 
-from ..constraints import (
+from .._constraints import (
     CALIBRATION,
     DELTA,
     EPSILON,
@@ -20,9 +20,9 @@ from ..constraints import (
     InvalidParameterError,
     check_params,
 )
-from ..linalg import orthonormalize
-from ..privacy.budget import PrivacyBudget
-from .scatter import ScatterPair
+from .._linalg import orthonormalize
+from ..privacy._budget import PrivacyBudget
+from ._scatter import ScatterPair
 
 __all__ = [
     "POSITIVE",
@@ -37,7 +37,6 @@ __all__ = [
     "REGULARIZATION_PAPER_NAME",
     "RIDGE_FACTOR",
     "check_regularization",
-    "check_xi",
     "message_owner",
     "noise_ridge",
     "normalize_released",
@@ -110,7 +109,7 @@ def with_constraints(table: Mapping[str, Any]) -> Callable[[F], F]:
 
     The GEP solvers check their table themselves (:func:`check_params` with :func:`message_owner`), so
     that a message names the entry point the user called (``private_fda``, ``DPFisherDiscriminant``),
-    which :func:`~dpspectral.constraints.validated` (a fixed name) cannot do.
+    which :func:`~dpspectral._constraints.validated` (a fixed name) cannot do.
     """
 
     def attach(func: F) -> F:
@@ -134,7 +133,7 @@ def check_positive(value: Any, name: str, owner: str) -> float:
 
 
 #: The paper's symbol of the regularisation ratio of every public GEP function (still accepted, with a
-#: FutureWarning, through :func:`~dpspectral.constraints.renamed`).
+#: FutureWarning, through :func:`~dpspectral._constraints.renamed`).
 REGULARIZATION_PAPER_NAME = {"xi": "regularization"}
 
 
@@ -177,11 +176,6 @@ def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must be a float in "
                                     f"{interval}{reason}. Got {value!r} instead.")
     return float(value)
-
-
-def check_xi(xi: Any, owner: str, *, allow_zero: bool = False) -> float | str:
-    """:func:`check_regularization` for a parameter named ``xi`` (the estimator's; messages say 'xi')."""
-    return check_regularization(xi, owner, allow_zero=allow_zero, name="xi")
 
 
 def check_solver_params(table: Mapping[str, Any], values: Mapping[str, Any], owner: str) -> PrivacyBudget:

@@ -1,6 +1,6 @@
 """Compiled inner loops of the row-by-row Oja updates (numba; the loop is sequential by nature).
 
-The noise of :func:`~dpspectral.pca.oja.private_oja` (the planned release ``"step"``) is drawn by the
+The noise of :func:`~dpspectral.pca._oja.private_oja` (the planned release ``"step"``) is drawn by the
 caller and passed in, so results depend only on the noise source, never on the compiler. A secure (or
 any non-seeded) source draws it through the release pipeline. For the seeded source, whose release is
 ``std`` times i.i.d. standard normals, :func:`standard_normals` draws those standard normals by blocks

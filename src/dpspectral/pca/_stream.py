@@ -1,5 +1,5 @@
-"""The streaming code shared by the row-by-row methods (:mod:`dpspectral.pca.oja`) and minibatch Oja
-(:mod:`dpspectral.pca.minibatch`): the rows of an input re-cut into clipped float64 blocks, the checks made
+"""The streaming code shared by the row-by-row methods (:mod:`dpspectral.pca._oja`) and minibatch Oja
+(:mod:`dpspectral.pca._minibatch`): the rows of an input re-cut into clipped float64 blocks, the checks made
 before the charge, and the public batch schedule of the minibatch steps.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._array_api import refuse_device
+from .._moments import accumulate
 from .._rows import (
     _iter_blocks,
     _page_releaser,
@@ -25,10 +26,9 @@ from .._rows import (
     rows_at,
 )
 from .._validation import check_n_components
-from ..moments import accumulate
-from ..privacy.adaptive import RowClipPlan, release_row_clip
-from ..privacy.clipping import NormViolation, clip_rows
-from ..privacy.pipeline import StagedRelease, validate_rows
+from ..privacy._adaptive import RowClipPlan, release_row_clip
+from ..privacy._clipping import NormViolation, clip_rows
+from ..privacy._pipeline import StagedRelease, validate_rows
 
 __all__ = ["BLOCK_FACTOR", "DEFAULT_N_BATCHES", "DEFAULT_WARMUP_FRACTION", "batch_sizes",
            "default_block_size", "minibatch_sensitivity", "noise_per_clip2", "smallest_n"]
@@ -355,9 +355,9 @@ def minibatch_sensitivity(k: int, row_norm: float) -> float:
 
     ``min(sqrt(k), sqrt(2)) C^2`` for a d x k iterate: C^2 for k = 1 (the half-ball argument),
     sqrt(2) C^2 for k >= 2 (derived in
-    :func:`~dpspectral.pca.minibatch.minibatch_oja`'s Privacy section). ``row_norm`` is the
+    :func:`~dpspectral.pca._minibatch.minibatch_oja`'s Privacy section). ``row_norm`` is the
     bound the clipped rows satisfy (pass it through
-    :func:`~dpspectral.privacy.clipping.sensitivity_norm` first).
+    :func:`~dpspectral.privacy._clipping.sensitivity_norm` first).
     """
     return min(math.sqrt(k), math.sqrt(2.0)) * row_norm**2
 
@@ -407,7 +407,7 @@ def default_block_size(n_features: int, k: int) -> int:
 
 
 def noise_per_clip2(multiplier: float, d: int, block: int, sizes: list[int]) -> float:
-    """The balance rule's ``nu`` (:func:`~dpspectral.privacy.adaptive.release_row_clip`), public.
+    """The balance rule's ``nu`` (:func:`~dpspectral.privacy._adaptive.release_row_clip`), public.
 
     One batch's noise ``Z_t`` (d x p, std ``m min(sqrt(p), sqrt 2) r^2``) has spectral norm about
     ``nu_1 r^2 = m min(sqrt(p), sqrt 2) (sqrt(d) + sqrt(p)) r^2`` and competes with the signal of that

@@ -1,6 +1,6 @@
 """The privacy core: budgets, relations, calibration, accounting, noise, clipping."""
 
-from .accounting import (
+from ._accounting import (
     Accountant,
     EpsilonDeltaDpEvent,
     GaussianDpAccountant,
@@ -15,7 +15,7 @@ from .accounting import (
     epsilon_of,
     make_accountant,
 )
-from .budget import (
+from ._budget import (
     BudgetExceededError,
     PrivacyBudget,
     PrivacyError,
@@ -24,15 +24,15 @@ from .budget import (
     UncertifiedPrivacyWarning,
     as_relation,
 )
-from .clipping import check_row_norm, clip_rows, row_norms
-from .gaussian import (
+from ._clipping import check_row_norm, clip_rows, row_norms
+from ._gaussian import (
     analytic_noise_multiplier,
     classic_noise_multiplier,
     gaussian_epsilon,
     split_noise_multiplier,
     symmetric_gaussian,
 )
-from .guardrails import PrivacyParameterWarning, check_privacy_parameters
+from ._guardrails import PrivacyParameterWarning, check_privacy_parameters
 
 __all__ = [
     "Accountant",
@@ -66,3 +66,27 @@ __all__ = [
     "split_noise_multiplier",
     "symmetric_gaussian",
 ]
+
+
+# The implementation modules are private; their old public paths keep working for one release.
+from .._moved import register_moved_modules  # noqa: E402
+
+register_moved_modules(
+    __name__,
+    {
+        "accounting": "_accounting",
+        "adaptive": "_adaptive",
+        "audit": "_audit",
+        "bbds": "_bbds",
+        "budget": "_budget",
+        "clipping": "_clipping",
+        "device_noise": "_device_noise",
+        "gaussian": "_gaussian",
+        "guardrails": "_guardrails",
+        "histogram": "_histogram",
+        "ledger": "_ledger",
+        "noise": "_noise",
+        "pipeline": "_pipeline",
+        "quantile": "_quantile",
+    },
+)

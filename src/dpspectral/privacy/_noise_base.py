@@ -1,5 +1,5 @@
 """The interface of a noise source (:class:`NoiseSource`), shared by the host sources of
-:mod:`dpspectral.privacy.noise` and the device source of :mod:`dpspectral.privacy.device_noise`."""
+:mod:`dpspectral.privacy._noise` and the device source of :mod:`dpspectral.privacy._device_noise`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["NoiseSource"]
 
 class NoiseSource:
     """Where a release's noise comes from. Mechanisms receive one from
-    :func:`~dpspectral.privacy.noise.noise_source`.
+    :func:`~dpspectral.privacy._noise.noise_source`.
 
     Attributes
     ----------

@@ -1,0 +1,372 @@
+"""Chunked first and second moments of clipped rows, over any row source, with memory independent of n.
+
+Sources: a NumPy array (also a ``np.memmap``: its pages are released after each block, so resident
+memory stays bounded), a scipy.sparse matrix, a Dask array (per-block ``X^T X`` summed by Dask, on
+whatever scheduler is active: the same code runs on a cluster), or an iterable of row blocks (a
+list of 2-D blocks, a generator, or a callable returning a fresh iterator, for two-pass uses).
+
+Each block is validated (finite, numeric, 2-D, consistent width), optionally centred by a *public* or
+*released* centre, clipped per row to the public ``row_norm``, and accumulated. Nothing here is
+private by itself: the callers add noise to what is returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg.blas as blas
+import scipy.sparse as sp
+
+from ._array_api import clip_rows_xp, from_numpy, isfinite_all, row_norms_xp, to_numpy, work_dtype
+from ._array_api import get_namespace_and_device as _where
+from ._device_stream import device_blocks
+from ._rows import (
+    NonPrivateDataError,
+    _as_float_block,
+    _iter_blocks,
+    _raise_not_finite,
+    check_dask_columns,
+    check_numeric_layout,
+    is_dask_array,
+    is_one_shot,
+    n_features_of,
+    norm_violation_error,
+    not_finite_error,
+    unknown_columns_error,
+)
+from .privacy._clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
+from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
+
+__all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
+           "needs_two_passes_ok", "unknown_columns_error"]
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Sums over rows of the clipped (and centred) data. Not private: callers add noise."""
+
+    n: int
+    d: int
+    sum: np.ndarray | None
+    second: np.ndarray | None
+    n_clipped: int
+    #: With ``norm_edges``: the counts of the row norms (centred, before clipping) in the bins of
+    #: :func:`~dpspectral.privacy._quantile.norm_histogram`, counted in the same pass.
+    norm_counts: np.ndarray | None = None
+
+
+def needs_two_passes_ok(X: Any) -> bool:
+    """Whether ``X`` can be read twice: anything but a one-shot stream
+    (:func:`~dpspectral.privacy._pipeline.is_one_shot`)."""
+    return not is_one_shot(X)
+
+
+def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float = 1.0) -> np.ndarray:
+    """Row norms of a dense block scaled by ``scale`` (the public power of two
+    :func:`~dpspectral.privacy._clipping.norm_scale` of the bound: compare them with ``row_norm * scale``);
+    also the finiteness check (a NaN/inf makes its row's norm so)."""
+    if scale == 1.0:
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        if np.isfinite(norms).all():
+            return norms
+    if not np.isfinite(block).all():
+        _raise_not_finite(block, first_row, owner)
+    # rows scaled piece by piece, and finite rows whose squares overflow rescaled by their largest entry
+    return scaled_row_norms(block, scale)
+
+
+def accumulate(
+    X: Any,
+    *,
+    row_norm: float,
+    center: np.ndarray | None = None,
+    on_norm_violation: NormViolation = "clip",
+    want_sum: bool = False,
+    want_second: bool = True,
+    owner: str = "dpspectral",
+    show_progress: bool | None = None,
+    xp: Any = None,
+    norm_edges: np.ndarray | None = None,
+) -> Moments:
+    """Sum and/or ``X^T X`` of the rows ``clip(x - center)``, in one pass over ``X``.
+
+    Parameters
+    ----------
+    X : array-like, np.memmap, sparse matrix, Dask array, or iterable of row blocks
+    row_norm : float
+        Public clipping bound C (applied after centring).
+    center : ndarray of shape (d,), optional
+        Public or previously released centre.
+    on_norm_violation : {"clip", "raise"}
+    want_sum, want_second : bool
+        Which moments to compute.
+    xp : array namespace, optional
+        For a non-NumPy array ``X`` with array API dispatch on (``dpspectral._array_api``): the
+        moments are computed in that namespace, on ``X``'s device, and returned as its arrays.
+    norm_edges : ndarray, optional
+        Public bin edges (:func:`~dpspectral.privacy._quantile.norm_edges`): the same pass also counts
+        the norms ``||x - center||`` in those bins (``Moments.norm_counts``, the exact counts of
+        :func:`~dpspectral.privacy._quantile.norm_histogram`; not private: the caller releases them), so
+        a validation pass doubles as the histogram pass of adaptive clipping.
+
+    Returns
+    -------
+    Moments
+        ``second`` is the full symmetric d x d matrix.
+    """
+    if xp is not None:
+        return _accumulate_xp(X, xp, row_norm, center, on_norm_violation, want_sum, want_second, owner,
+                              show_progress, norm_edges)
+    if is_dask_array(X):
+        return _accumulate_dask(X, row_norm, center, on_norm_violation, want_sum, want_second, owner,
+                                norm_edges)
+    n = 0
+    counts = np.zeros(0 if norm_edges is None else norm_edges.size + 1)
+    scale = norm_scale(row_norm)  # norms compared on rows scaled by a public power of two (1 for most C)
+    d: int | None = None
+    total = None
+    second = None
+    n_clipped = 0
+    for first_row, raw in _iter_blocks(X, owner, show_progress):
+        block = _as_float_block(raw, first_row, d, owner)
+        if d is None:
+            d = block.shape[1]
+            if center is not None and center.shape != (d,):
+                raise ValueError(
+                    f"{owner}: the centre has shape {center.shape}, expected ({d},)."
+                )
+            total = np.zeros(d)
+            second = np.zeros((d, d), order="F")
+        if block.shape[0] == 0:
+            continue
+        if center is not None:
+            block = (block.toarray() if sp.issparse(block) else block) - center
+        n += block.shape[0]
+        if sp.issparse(block):
+            if norm_edges is not None:
+                counts += bin_counts(scaled_row_norms(block, scale) / scale, norm_edges)
+            block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
+                                       copy=True, first_row=first_row, owner=owner)
+            n_clipped += clipped
+            if want_sum:
+                total += np.asarray(block.sum(axis=0)).ravel()
+            if want_second:
+                second += (block.T @ block).toarray()
+            continue
+        norms = _dense_row_norms(block, first_row, owner, scale)  # of the rows scaled by `scale`
+        if norm_edges is not None:
+            counts += bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
+        over = norms > clip_threshold(row_norm * scale)
+        n_clipped += int(np.count_nonzero(over))
+        if on_norm_violation == "raise" and over.any():
+            raise norm_violation_error(owner, row_norm)
+        if not (want_sum or want_second):  # a validation pass (finite, within the bound): nothing to add
+            continue
+        second = _add_clipped(block, norms, over, row_norm * scale, total if want_sum else None,
+                              second if want_second else None)
+    if d is None or n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    if want_second:
+        assert second is not None
+        # dsyrk fills the upper triangle only (sparse updates fill both): mirror the upper one.
+        second = np.ascontiguousarray(np.triu(second) + np.triu(second, 1).T)
+    return Moments(
+        n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
+        n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
+    )
+
+
+def _accumulate_dask(
+    X: Any,
+    row_norm: float,
+    center: np.ndarray | None,
+    on_norm_violation: NormViolation,
+    want_sum: bool,
+    want_second: bool,
+    owner: str,
+    norm_edges: np.ndarray | None = None,
+) -> Moments:
+    """The moments of a Dask array: one task per row block computes the block's packed partial
+    (counts, sum, upper triangle of ``X^T X`` of its clipped rows, the norm counts with
+    ``norm_edges``), and Dask sums the partials in a tree
+    (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
+    Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
+    block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
+    check_numeric_layout(X, owner, what="a Dask array")  # numeric, 2-D (no shape quoted: n is private)
+    check_dask_columns(X)
+    d = int(X.shape[1])
+    if center is not None and center.shape != (d,):
+        raise ValueError(f"{owner}: the centre has shape {center.shape}, expected ({d},).")
+    X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+    n_bins = 0 if norm_edges is None else norm_edges.size + 1
+    width = _partial_width(d, want_sum, want_second) + n_bins
+    partials = X.map_blocks(
+        _block_partial, center, float(row_norm), want_sum, want_second, norm_edges,
+        chunks=((1,) * X.numblocks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)),
+    )
+    total = np.asarray(partials.sum(axis=0).compute())
+    n, n_over, n_bad = (int(round(v)) for v in total[:3])
+    if n_bad:
+        raise not_finite_error(owner)
+    if n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    if on_norm_violation == "raise" and n_over:
+        raise norm_violation_error(owner, row_norm)
+    s = total[3:3 + d] if want_sum else None
+    second = None
+    if want_second:
+        second = np.zeros((d, d))
+        second[np.triu_indices(d)] = total[3 + (d if want_sum else 0):width - n_bins]
+        second = second + np.triu(second, 1).T
+    return Moments(n=n, d=d, sum=s, second=second, n_clipped=n_over,
+                   norm_counts=None if norm_edges is None else total[width - n_bins:])
+
+
+def _partial_width(d: int, want_sum: bool, want_second: bool) -> int:
+    """Length of a block's packed partial: n, n_over, n_not_finite, [sum (d)], [upper X^T X]."""
+    return 3 + (d if want_sum else 0) + (d * (d + 1) // 2 if want_second else 0)
+
+
+def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_sum: bool,
+                   want_second: bool, norm_edges: np.ndarray | None = None) -> np.ndarray:
+    """One row block's packed partial (runs on a Dask worker; see :func:`_accumulate_dask`).
+
+    A block with NaN or infinity is only flagged (the caller refuses the data when any is found); the
+    clipping is :func:`accumulate`'s: every row scaled by its factor, 1 within the bound."""
+    if sp.issparse(block):
+        block = block.toarray()
+    block = np.asarray(block, dtype=np.float64)
+    d = block.shape[1]
+    if center is not None:
+        block = block - center
+    width = _partial_width(d, want_sum, want_second)
+    out = np.zeros((1, width + (0 if norm_edges is None else norm_edges.size + 1)))
+    out[0, 0] = block.shape[0]
+    if block.shape[0] == 0:
+        return out
+    scale = norm_scale(row_norm)  # the rows' norms scaled by a public power of two (1 for most C)
+    try:
+        norms = _dense_row_norms(block, 0, "dpspectral", scale)
+    except NonPrivateDataError:  # NaN or infinity in the block: flagged, refused by the caller
+        out[0, 2] = 1
+        return out
+    over = norms > clip_threshold(row_norm * scale)
+    out[0, 1] = np.count_nonzero(over)
+    if norm_edges is not None:
+        out[0, width:] = bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
+    if not (want_sum or want_second):  # a validation pass: nothing to scale or add
+        return out
+    total = np.zeros(d) if want_sum else None
+    second = _add_clipped(block, norms, over, row_norm * scale, total,
+                          np.zeros((d, d), order="F") if want_second else None)
+    if total is not None:
+        out[0, 3:3 + d] = total
+    if second is not None:
+        out[0, 3 + (d if want_sum else 0):width] = second[np.triu_indices(d)]
+    return out
+
+
+#: :func:`_add_clipped` scales and adds the rows in pieces of about this many entries (2 MB of float64,
+#: cache-sized; at least 1024 rows): at d <= 200 1.3-1.6x faster than one scaled copy of a whole
+#: 128 MB block, at d >= 500 within 5 % (docs/benchmarks.md, "How it scales").
+_PIECE_ELEMENTS = 1 << 18
+
+
+def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,
+                 total: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
+    """Add the clipped rows of a dense block to ``total`` (their sum, in place) and ``second`` (the
+    upper triangle of their ``X^T X``, a Fortran-ordered d x d array, updated in place; returned).
+    ``norms`` and ``row_norm`` are both of the rows scaled by the bound's public power of two
+    (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
+
+    One code path whatever the data: every row is scaled by its factor (1 within the bound,
+    ``row_norm / ||x||`` above it) into a new piece, so the work done (and the time taken) does not
+    depend on how many rows, or which, exceed the bound. The caller's array is never written."""
+    factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
+    m, d = block.shape
+    rows = max(1024, _PIECE_ELEMENTS // max(d, 1))
+    # one buffer for every piece: no allocation per piece (a Dask worker's malloc returns freed memory
+    # to the system at once, MALLOC_TRIM_THRESHOLD_, and a fresh 2 MB piece each time halved the speed)
+    buffer = np.empty((min(rows, m), d))
+    for a in range(0, m, rows):
+        piece = buffer[:min(rows, m - a)]
+        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)
+        if total is not None:
+            total += piece.sum(axis=0)
+        if second is not None:
+            # upper triangle of piece^T piece by a rank-k update (half the flops of a GEMM)
+            second = blas.dsyrk(1.0, piece.T, beta=1.0, c=second, trans=0, lower=0, overwrite_c=1)
+    return second
+
+
+def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
+                   want_sum: bool, want_second: bool, owner: str,
+                   show_progress: bool | None = None, norm_edges: np.ndarray | None = None) -> Moments:
+    """The array API branch of :func:`accumulate`: every block clipped and summed on ``X``'s device.
+
+    ``X`` is a device array (sliced there) or host rows streamed to a device block by block
+    (:class:`~dpspectral._device_stream.DeviceStream`, ``device=``): the device holds one block and the
+    ``d x d`` sum. The same clipping as the NumPy path (every row scaled by its factor, 1 within the
+    bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
+    Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
+    """
+    dtype, device = work_dtype(X, xp), _where(X, owner)[1]
+    n, n_clipped, d = 0, 0, None
+    total = second = None
+    edges_x = None if norm_edges is None else from_numpy(np.asarray(norm_edges, float), xp, device, dtype)
+    at_or_above = None if norm_edges is None else xp.zeros((norm_edges.size,), dtype=xp.int64, device=device)
+    for _, raw in device_blocks(X, xp, owner, show_progress):
+        block = xp.astype(raw, dtype, copy=False)
+        if d is None:
+            d = int(block.shape[1])
+            if center is not None:
+                if tuple(center.shape) != (d,):
+                    raise ValueError(f"{owner}: the centre has shape {tuple(center.shape)}, expected ({d},).")
+                center = from_numpy(center, xp, device, dtype)
+            total = xp.zeros((d,), dtype=dtype, device=device)
+            second = xp.zeros((d, d), dtype=dtype, device=device)
+        if block.shape[0] == 0:
+            continue
+        n += int(block.shape[0])
+        if center is not None:
+            block = block - center
+        if not (want_sum or want_second):  # a validation pass: the norms only, nothing scaled or added
+            norms, n_over = _check_rows_xp(block, row_norm, on_norm_violation, owner, xp)
+            n_clipped += n_over
+            if at_or_above is not None:
+                at_or_above = at_or_above + count_at_or_above_xp(norms, edges_x, xp, device)
+            continue
+        clipped, norms, n_over = clip_rows_xp(block, row_norm, xp)
+        if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
+            raise not_finite_error(owner)
+        if at_or_above is not None:
+            at_or_above = at_or_above + count_at_or_above_xp(norms, edges_x, xp, device)
+        n_clipped += n_over
+        if on_norm_violation == "raise" and n_over:
+            raise norm_violation_error(owner, row_norm)
+        if want_sum:
+            total = total + xp.sum(clipped, axis=0)
+        if want_second:
+            second = second + clipped.T @ clipped
+    if d is None or n == 0:
+        raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
+    assert second is not None
+    second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
+    counts = None if at_or_above is None else counts_from_at_or_above(to_numpy(at_or_above), n)
+    return Moments(n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
+                   n_clipped=n_clipped, norm_counts=counts)
+
+
+def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation, owner: str,
+                   xp: Any) -> tuple[Any, int]:
+    """A validation pass's check of one device block, by the rule of the device clip
+    (:func:`~dpspectral._array_api.row_norms_xp`), without scaling the rows: finite, and the rows above
+    the bound counted (or refused with ``"raise"``). Returns the norms and that count."""
+    _, _, n_over, _, norms = row_norms_xp(block, row_norm, xp)
+    if not isfinite_all(norms, xp):  # a NaN or inf entry makes its row's norm so
+        raise not_finite_error(owner)
+    if on_norm_violation == "raise" and n_over:
+        raise norm_violation_error(owner, row_norm)
+    return norms, n_over

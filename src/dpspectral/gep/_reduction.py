@@ -1,0 +1,846 @@
+"""Simultaneous reduction: SR (non-private), SR+DP, DPSR (Algorithm 2) and DPSRS (Algorithm 3).
+
+Paper: Chen, Huang, Lee, Chen, Tsai, "On the Privacy-preserving Generalized Eigenvalue Problem"
+(``../shared/papers/003_*.txt``); specification and corrections: ``spec-pca-gep.md`` §B.8.
+
+Simultaneous reduction (Algorithm 1, Martin and Wilkinson 1968) solves ``A v = lambda B v``: with
+``B = Phi_B Lambda_B Phi_B^T`` and ``Phi~ = Phi_B (Lambda_B + xi I)^{-1/2}`` (regularised, Friedman 1989),
+the top eigenvectors ``Phi_A`` of ``A~ = Phi~^T A Phi~`` give the generalized eigenvectors ``Phi~ Phi_A``
+of the pair ``(A, B + xi I)``.
+
+DPSR replaces both eigendecompositions by noisy projected gradient ascent (``m`` steps each):
+``V <- Orthonormalize(V + eta (2 M V + Z))`` with ``M = B`` (phase 1) and ``M = A~`` (phase 2), Z
+i.i.d. Gaussian. Every noisy gradient ``2 M V + Z`` is a release; everything else is post-processing.
+
+What we changed, and why (spec §B.8)
+------------------------------------
+* **Lambda_B leaked.** The paper's step 5 computes ``Lambda_B = diag(V_m^T B V_m)`` from the true B and
+  uses it in the output (and in A~). Here it is released with Gaussian noise (sensitivity
+  ``min(||dB||_F, sqrt(k1) ||dB||_2)``), clamped at 0, and charged to the budget (``budget_shares[1]``,
+  10% by default). With ``budget_shares[1] = 0`` it is instead read off the last released gradient,
+  ``diag(V_{m-1}^T G_m) / 2`` (post-processing, free, noisier).
+* **Full basis.** With ``V_0`` of k columns, ``Phi~`` spans only B's top-k eigenspace, while the
+  reduction needs all of B's directions (the small within-class directions matter most for FDA). The
+  first phase runs on ``k1 = basis_size`` columns, by default all d (the Frobenius sensitivity of
+  ``2 B V`` does not grow with k1 beyond 2).
+* **Constants.** ``C1``, ``C2`` are left unspecified by the paper; the derived ones are in
+  :mod:`dpspectral.gep._scatter` (``C1 = 8 min(sqrt 2, sqrt k1) C^2``, ``C2 = 16 min(sqrt 2, sqrt k) C^2``
+  for FDA). The phase-2 noise is scaled to the released ``||Phi~||_2^2 = 1 / min(Lambda^_B + xi)``
+  (at most the paper's ``1/xi``).
+
+Calibration
+-----------
+``"tight"`` (default): one Gaussian-DP budget (the analytic Gaussian multiplier for (epsilon, delta),
+exact under the Gaussian-DP accountant, which dominates the zCDP and RDP bounds) split exactly over
+phase 1, the Lambda_B release and phase 2 by ``budget_shares``. ``"paper"``: Theorem 12's
+``sigma_1 = 2 C1 c sqrt(m) / (n eps)``, ``sigma_2 = 2 C2 c sqrt(m) / (n eps xi)`` with
+``c = sqrt(2 ln(1.25 m / delta))`` (``paper_formula="algorithm2"``: Algorithm 2's
+``2 C sqrt(m ln(1.25/delta)) / (n eps)``), the Lambda_B release at phase 1's per-step multiplier; the
+accountant certifies what that gives (:class:`~dpspectral.UncertifiedPrivacyWarning` if it is not the
+requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensitivity of n B).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+import scipy.linalg
+
+from .._constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
+from .._linalg import fix_signs, orthonormalize, top_k_eigh
+from .._progress import progress
+from ..privacy._accounting import Accountant
+from ..privacy._budget import PrivacyBudget
+from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
+from ..privacy._noise import noise_source
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ._common import (
+    NOISE_RIDGE,
+    POSITIVE,
+    REGULARIZATION_PAPER_NAME,
+    SOLVER_TABLE,
+    check_int,
+    check_pair,
+    check_positive,
+    check_regularization,
+    check_solver_params,
+    message_owner,
+    noise_ridge,
+    normalize_released,
+    orthonormalize_fast,
+    random_orthonormal,
+    truncate_columns,
+    with_constraints,
+)
+from ._result import GEPResult
+from ._scatter import ScatterPair
+
+__all__ = [
+    "DEFAULT_BUDGET_SHARES",
+    "DPSR_TABLE",
+    "SR_DP_TABLE",
+    "dpsr",
+    "dpsrs",
+    "paper_noise_scales",
+    "regularized_reduction",
+    "simultaneous_reduction",
+    "sr_dp",
+]
+
+Calibration = Literal["tight", "paper"]
+PaperFormula = Literal["theorem12", "algorithm2"]
+
+#: Default split of the Gaussian-DP budget of DPSR: (phase 1, the Lambda_B release, phase 2).
+DEFAULT_BUDGET_SHARES: tuple[float, float, float] = (0.45, 0.10, 0.45)
+
+
+# ------------------------------------------------------------------------------------------------
+# Algorithm 1 (non-private) and the regularised reduction shared by SR+DP
+# ------------------------------------------------------------------------------------------------
+
+
+def _square(M: Any, name: str, owner: str) -> np.ndarray:
+    M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise ValueError(f"The '{name}' parameter of {owner} must be a non-empty square matrix. Got "
+                         f"shape {M.shape}.")
+    if not np.isfinite(M).all():
+        raise ValueError(f"The '{name}' parameter of {owner} contains NaN or infinity.")
+    scale = float(np.max(np.abs(M)))
+    if float(np.max(np.abs(M - M.T))) > 1e-10 * max(scale, np.finfo(float).tiny):
+        raise ValueError(f"The '{name}' parameter of {owner} must be symmetric.")
+    return (M + M.T) / 2.0
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+def regularized_reduction(B: np.ndarray, regularization: float, *,
+                          clamp: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Phi~, lam)``: ``Phi~ = Phi_B (lam + xi)^{-1/2}`` from the eigendecomposition of B.
+
+    ``regularization`` (xi in the paper; the old name ``xi`` still works, with a FutureWarning) is added
+    to B's eigenvalues. ``clamp=True`` replaces negative eigenvalues (of a noisy B) by 0 first
+    (post-processing).
+    """
+    xi = regularization
+    lam, Phi = scipy.linalg.eigh(B, check_finite=False)
+    lam = lam[::-1]
+    Phi = Phi[:, ::-1]
+    if clamp:
+        lam = np.maximum(lam, 0.0)
+    return Phi / np.sqrt(lam + xi), lam
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+def simultaneous_reduction(A: Any, B: Any, k: int | None = None, *, regularization: float = 0.0) -> GEPResult:
+    """Top-k generalized eigenpairs of ``(A, B + xi I)`` by simultaneous reduction (Algorithm 1).
+
+    Not private: the exact solver, the utility ceiling of the private ones.
+
+    Parameters
+    ----------
+    A, B : array-like of shape (d, d)
+        Symmetric; ``B + xi I`` positive definite.
+    k : int or None
+        Number of eigenpairs (None: all d).
+    regularization : float
+        ``regularization`` (xi in the paper) ``>= 0``, added to B's eigenvalues (paper's Step 6). The
+        old name ``xi`` still works, with a FutureWarning.
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` with ``vectors.T @ (B + xi I) @ vectors = I``, ``values`` descending (equal to
+        ``scipy.linalg.eigh(A, B + xi I)`` up to order and sign), ``privacy=None``.
+
+    Privacy
+    -------
+    None: the exact answer on the private matrices.
+    """
+    owner = message_owner("simultaneous_reduction")
+    xi = check_regularization(regularization, owner, allow_zero=True)
+    A_ = _square(A, "A", owner)
+    B_ = _square(B, "B", owner)
+    if A_.shape != B_.shape:
+        raise ValueError(f"A and B of {owner} must have the same shape. Got {A_.shape} and {B_.shape}.")
+    d = A_.shape[0]
+    k = d if k is None else check_int(k, "k", 1, d, owner)
+    lam, Phi = scipy.linalg.eigh(B_, check_finite=False)
+    if not lam[0] + xi > 0:
+        raise ValueError(
+            f"The 'B' parameter of {owner} is not positive definite after regularisation: B + xi I "
+            f"(xi={xi:g}) must be positive definite. (Its eigenvalues are not reported: they are facts "
+            "about the private data.)"
+        )
+    Phit = Phi[:, ::-1] / np.sqrt(lam[::-1] + xi)
+    At = Phit.T @ A_ @ Phit
+    values, U = top_k_eigh((At + At.T) / 2.0, k)
+    return GEPResult(vectors=fix_signs(Phit @ U), values=values, privacy=None, method="sr",
+                     whitening=Phit, diagnostics={"xi": xi})
+
+
+# ------------------------------------------------------------------------------------------------
+# SR+DP (the paper's ablation): Gaussian noise on A and B, then SR
+# ------------------------------------------------------------------------------------------------
+
+#: The parameters of :func:`sr_dp` (k <= d and regularization > 0 are checked next to their reasons).
+SR_DP_TABLE: dict[str, Any] = {**SOLVER_TABLE, "a_share": SHARE}
+
+
+def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_share: float) -> ReleasePlan:
+    """The releases of SR+DP from public inputs: A (and B unless public), their multipliers and notes."""
+    sens = pair.sensitivity
+    notes: list[str] = list(pair.notes)
+    public_b = pair.b_is_public
+    if calibration == "tight":
+        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
+        s_a, s_b = (p, math.inf) if public_b else tuple(split_noise_multiplier(p, [a_share, 1 - a_share]))
+    else:
+        if public_b:
+            s_a, s_b = classic_noise_multiplier(budget.epsilon, budget.delta), math.inf
+        else:
+            s_a = s_b = classic_noise_multiplier(budget.epsilon / 2, budget.delta / 2)
+        notes.append("SR+DP calibration='paper' is RECONSTRUCTED (the paper states no formula): the "
+                     "classic Gaussian mechanism at (epsilon/2, delta/2) for each of A and B.")
+    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
+    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
+    if not public_b:
+        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
+        events.append(dp_accounting.GaussianDpEvent(s_b))
+    return ReleasePlan("sr_dp", sens.relation, tuple(events), tuple(releases), tuple(notes))
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+@with_constraints(SR_DP_TABLE)
+def sr_dp(
+    pair: ScatterPair,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    regularization: float | str = "noise",
+    a_share: float = 0.5,
+    calibration: Calibration = "tight",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+) -> GEPResult:
+    """SR+DP: release ``A + E_A`` and ``B + E_B`` (symmetric Gaussian noise), then simultaneous reduction.
+
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    regularization : "noise" or float
+        The ridge r added to the released B after its projection onto the PSD cone: the reduction uses
+        ``max(Lambda^_B, 0) + r``. ``"noise"`` (default): ``r = 2 ||E_A||_2 = 4 sigma_A sqrt(d)``, twice
+        the spectral norm of the noise on A, a public function of the planned noise
+        (:func:`~dpspectral.gep._common.noise_ridge`). A float > 0: that ridge (xi in the paper, which
+        uses 0.01; the old name ``xi`` still works, with a FutureWarning).
+    a_share : float
+        Share of the Gaussian-DP budget (of ``1/s^2``) spent on A (tight calibration), in (0, 1).
+    calibration : {"tight", "paper"}
+        ``"tight"``: the analytic Gaussian multiplier split exactly between A and B. ``"paper"``: the
+        paper gives no formula for its ablation; RECONSTRUCTED as the classic Gaussian mechanism
+        (its Lemma 7) at (epsilon/2, delta/2) for each matrix, composed by its Lemma 4; certified by
+        the accountant.
+    accountant : Accountant, optional
+        Spent before any noise is drawn; refused if over its ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise (``"secure"``: OS entropy and exact samplers).
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` normalised in the released ``B^ = max(., 0) + xi I``; ``values`` the top
+        eigenvalues of the released reduced matrix.
+
+    Privacy
+    -------
+    Relation: the pair's (replace-one for the builders). Releases: the upper triangles of ``A + E_A``
+    and ``B + E_B``, with L2 sensitivities ``||dA||_F``, ``||dB||_F`` (a symmetric matrix's upper
+    triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
+    ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
+    included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
+    """
+    mechanism, owner = "sr_dp", message_owner("sr_dp")
+    pair = check_pair(pair, owner)
+    budget = check_solver_params(SR_DP_TABLE, dict(epsilon=epsilon, delta=delta, a_share=a_share,
+                                                   calibration=calibration, random_state=random_state),
+                                 owner)
+    xi = check_regularization(regularization, owner)
+    k = check_int(k, "k", 1, pair.n_features, owner)
+    plan = _sr_dp_plan(pair, budget, calibration, a_share)
+    xi = noise_ridge(plan["A"].scale, pair.n_features) if xi == NOISE_RIDGE else float(xi)
+    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
+        A_hat = releaser.add_symmetric("A", pair.A)
+        B_hat = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
+        vectors, values, Phit = _reduce(A_hat, B_hat, xi, k)  # post-processing of the releases
+    report = releaser.report(mechanism=mechanism, budget=budget, calibration=calibration, notes=plan.notes,
+                             stacklevel=4)
+    std_b = 0.0 if pair.b_is_public else plan["B"].scale
+    s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
+    return GEPResult(
+        vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
+        diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
+                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
+                     "regularization": regularization},
+    )
+
+
+def _multiplier(plan: ReleasePlan, index: int = 0) -> float:
+    """The Gaussian multiplier of the plan's ``index``-th event (as charged)."""
+    event = plan.events[index]
+    assert isinstance(event, dp_accounting.GaussianDpEvent)
+    return float(event.noise_multiplier)
+
+
+def _reduce(A_hat: np.ndarray, B_hat: np.ndarray, xi: float, k: int) -> tuple[np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
+    """Simultaneous reduction of a released pair: ``(vectors, values, Phi~)`` (post-processing)."""
+    Phit, _ = regularized_reduction(B_hat, xi, clamp=True)
+    At = Phit.T @ A_hat @ Phit
+    values, U = top_k_eigh((At + At.T) / 2.0, k)
+    return fix_signs(Phit @ U), values, Phit
+
+
+# ------------------------------------------------------------------------------------------------
+# DPSR / DPSRS
+# ------------------------------------------------------------------------------------------------
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+def paper_noise_scales(
+    epsilon: float,
+    delta: float,
+    n_iter: int,
+    regularization: float,
+    gradient_sensitivity_b: float,
+    gradient_sensitivity_a: float,
+    formula: PaperFormula = "theorem12",
+) -> tuple[float, float]:
+    """The paper's ``(sigma_1, sigma_2)`` for gradient sensitivities ``C1/n`` and ``C2/n``.
+
+    ``"theorem12"``: ``sigma_1 = 2 (C1/n) c sqrt(m) / eps``, ``sigma_2 = 2 (C2/n) c sqrt(m) / (eps xi)``,
+    ``c = sqrt(2 ln(1.25 m / delta))``. ``"algorithm2"``: ``c sqrt(m)`` replaced by
+    ``sqrt(m ln(1.25 / delta))`` (as printed in Algorithm 2; smaller noise). ``regularization`` is xi in
+    the paper (the old name ``xi`` still works, with a FutureWarning).
+
+    Privacy
+    -------
+    None by itself: a public formula (no data). :func:`dpsr` with ``calibration="paper"`` uses it and
+    lets the accountant certify what it gives.
+    """
+    check_params({"epsilon": EPSILON, "delta": Interval(0, 1, "neither")},
+                 {"epsilon": epsilon, "delta": delta}, "paper_noise_scales")
+    m, xi = n_iter, regularization
+    if formula == "theorem12":
+        factor = math.sqrt(2.0 * math.log(1.25 * m / delta)) * math.sqrt(m)
+    else:
+        factor = math.sqrt(m * math.log(1.25 / delta))
+    return (2.0 * gradient_sensitivity_b * factor / epsilon,
+            2.0 * gradient_sensitivity_a * factor / (epsilon * xi))
+
+
+class BudgetShares(Constraint):
+    """DPSR's ``budget_shares``: three floats, the two phases > 0, the Lambda_B release >= 0, sum 1."""
+
+    description = ("three floats (phase 1, Lambda_B, phase 2), the phases > 0, Lambda_B >= 0, summing "
+                   "to 1")
+
+    def accepts(self, value: Any) -> bool:
+        """True for three numbers with the phases > 0, Lambda_B >= 0 and a sum of 1."""
+        try:
+            w = tuple(float(x) for x in value)
+        except (TypeError, ValueError):
+            return False
+        return len(w) == 3 and w[0] > 0 and w[2] > 0 and w[1] >= 0 and math.isclose(sum(w), 1.0,
+                                                                                    rel_tol=1e-9)
+
+
+#: The parameters of :func:`dpsr` and :func:`dpsrs` (the bounds that depend on the pair, ``k``,
+#: ``sparsity`` and ``basis_size`` within ``d``, the shape of ``init`` and ``regularization > 0`` are checked
+#: next to their reasons).
+DPSR_TABLE: dict[str, Any] = {
+    **SOLVER_TABLE,
+    "n_iter": Interval(1, None, "left", integer=True),
+    "eta_b": POSITIVE,
+    "eta_a": [POSITIVE, Options(("auto",))],
+    "budget_shares": BudgetShares(),
+    "paper_formula": Options(("theorem12", "algorithm2")),
+}
+
+
+@dataclass(frozen=True)
+class _DpsrInputs:
+    """The checked public inputs of one DPSR/DPSRS run."""
+
+    budget: PrivacyBudget
+    k: int
+    k1: int
+    sparsity: int | None
+    m: int
+    xi: float
+    eta_b: float
+    eta_a: float
+    shares: tuple[float, float, float]
+    V0: np.ndarray | None
+    noise_ridge: bool = False
+    auto_eta: bool = False
+
+
+@dataclass(frozen=True)
+class _DpsrScales:
+    """The plan's multipliers and sensitivities (public), and the reduction of a public B."""
+
+    s1: float
+    s_lam: float
+    s2: float
+    delta1: float
+    delta_lam: float
+    delta2_base: float
+    release_lam: bool
+    adaptive_phase2: bool
+    public: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _noisy_phase(
+    M: np.ndarray,
+    V: np.ndarray,
+    *,
+    n_iter: int,
+    eta: float,
+    release: Callable[[np.ndarray], np.ndarray] | None,
+    sparsity: int | None,
+    desc: str,
+    show_progress: bool | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """m steps ``V <- Orth(V + eta (2 M V + Z))`` (and Truncate + Orth when sparse).
+
+    ``release`` returns a gradient plus its planned noise (the release; :meth:`Releaser.add`), None
+    when the phase has no noise. Returns the last iterate, the one before it, and the last released
+    gradient.
+    """
+    prev = V
+    G = np.zeros_like(V)
+    for _ in progress(range(n_iter), total=n_iter, desc=desc, enabled=show_progress, min_total=50):
+        G = 2.0 * (M @ V)
+        if release is not None:
+            G = release(G)  # the release
+        prev = V
+        V = orthonormalize_fast(V + eta * G)
+        if sparsity is not None and sparsity < V.shape[0]:
+            V = orthonormalize_fast(truncate_columns(V, sparsity))
+    return V, prev, G
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+@with_constraints(DPSR_TABLE)
+def dpsr(
+    pair: ScatterPair,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    regularization: float | str = "noise",
+    n_iter: int = 15,
+    eta_b: float = 1.0,
+    eta_a: float | str = "auto",
+    basis_size: int | None = None,
+    budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
+    calibration: Calibration = "tight",
+    paper_formula: PaperFormula = "theorem12",
+    paper_constants: tuple[float, float] | None = None,
+    init: np.ndarray | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    show_progress: bool | None = None,
+) -> GEPResult:
+    """DPSR (Chen et al., Algorithm 2): simultaneous reduction with noisy gradient steps in both phases.
+
+    Phase 1 (m = ``n_iter`` steps) on ``J1(V) = tr(V^T B V)`` from a random orthonormal d x k1 start:
+    ``V <- QR(V + eta_b (2 B V + Z))``; then ``Lambda^_B`` (released, see the module docstring),
+    ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps) on
+    ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` (d, k), B^-normalised (``B^ = V diag(Lambda^_B) V^T + xi I``), ordered by
+        ``values`` = ``diag(V'_{m-1}^T G'_m) / 2`` (the last released phase-2 gradient's Rayleigh
+        quotients); ``whitening`` = ``Phi~``; diagnostics with every noise scale and multiplier.
+
+    Privacy
+    -------
+    Relation: the pair's (replace-one, the label part of the record, for :func:`fda_pair`). Releases:
+    m noisy gradients ``2 B V_{t-1} + Z_t`` (Frobenius sensitivity
+    ``Delta_1 = 2 min(||dB||_F, sqrt(k1) ||dB||_2)``, V orthonormal and public), the noisy
+    ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
+    ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
+    ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
+    data-independent start, so the releases compose adaptively. xi and ``eta_a="auto"`` are functions
+    of the plan's public noise scales and released quantities (``"noise"``), never of the data. Events:
+    ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
+    ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
+    e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
+    """
+    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
+                 n_iter=n_iter,
+                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
+                 init=init, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
+
+
+@renamed(REGULARIZATION_PAPER_NAME)
+@with_constraints(DPSR_TABLE)
+def dpsrs(
+    pair: ScatterPair,
+    k: int,
+    sparsity: int,
+    *,
+    epsilon: float,
+    delta: float,
+    regularization: float | str = "noise",
+    n_iter: int = 15,
+    eta_b: float = 1.0,
+    eta_a: float | str = "auto",
+    basis_size: int | None = None,
+    budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
+    calibration: Calibration = "tight",
+    paper_formula: PaperFormula = "theorem12",
+    paper_constants: tuple[float, float] | None = None,
+    init: np.ndarray | None = None,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    show_progress: bool | None = None,
+) -> GEPResult:
+    """DPSRS (Chen et al., Algorithm 3): DPSR with truncation to ``s`` non-zeros after every step.
+
+    Each step is ``V <- QR(Truncate(QR(V + eta (2 M V + Z)), s))``, in both phases (phase 2 keeps
+    ``min(s, k1)`` entries of its k1-dimensional columns). For k > 1 the final QR mixes the truncated
+    columns, and ``Phi~ V'`` mixes the columns of ``Phi~``, so the paper's output is not s-sparse
+    itself: the returned vectors are truncated once more to ``s`` non-zeros per column and rescaled to
+    unit ``B^``-norm (post-processing). Every parameter is as in :func:`dpsr`, plus:
+
+    Parameters
+    ----------
+    sparsity : int
+        s, the number of non-zeros per output column, in [1, d].
+
+    Returns
+    -------
+    GEPResult
+        ``vectors`` with at most ``sparsity`` non-zeros per column.
+
+    Privacy
+    -------
+    As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
+    gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
+    """
+    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
+                 n_iter=n_iter,
+                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
+                 init=init, accountant=accountant, random_state=random_state,
+                 show_progress=show_progress)
+
+
+def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
+          show_progress: bool | None, **params: Any) -> GEPResult:
+    """DPSR/DPSRS (``mechanism``): validate -> plan -> release (both phases) -> post-process."""
+    owner = message_owner(mechanism)
+    pair, inputs = _dpsr_inputs(owner, pair, k, sparsity, params)
+    inputs = _dpsr_ridge(mechanism, pair, inputs, params, owner)
+    plan, scales = _dpsr_plan(mechanism, pair, inputs, params, owner)
+    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
+        out = _dpsr_release(mechanism, pair, inputs, scales, releaser, show_progress)
+    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
+                             notes=plan.notes, stacklevel=5)
+    return GEPResult(vectors=out["vectors"], values=out["values"], privacy=report, method=mechanism,
+                     whitening=out["Phit"], diagnostics=_dpsr_diagnostics(plan, inputs, scales, out))
+
+
+def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
+                 params: dict[str, Any]) -> tuple[ScatterPair, _DpsrInputs]:
+    """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
+    pair = check_pair(pair, owner)
+    budget = check_solver_params(DPSR_TABLE, params, owner)
+    xi = check_regularization(params["regularization"], owner)
+    d = pair.n_features
+    k = check_int(k, "k", 1, d, owner)
+    if sparsity is not None:
+        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
+    auto_eta = isinstance(params["eta_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
+    basis_size = params["basis_size"]
+    k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
+    V0 = None
+    if params["init"] is not None and not pair.b_is_public:
+        V0 = np.asarray(params["init"], dtype=np.float64)
+        if V0.shape != (d, k1) or not np.isfinite(V0).all():
+            raise ValueError(f"The 'init' parameter of {owner} must be a finite array of shape "
+                             f"(d, basis_size) = ({d}, {k1}). Got shape {V0.shape}.")
+    w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
+    return pair, _DpsrInputs(
+        budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
+        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["eta_b"]),
+        eta_a=1.0 if auto_eta else float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0,
+        noise_ridge=xi == NOISE_RIDGE, auto_eta=auto_eta)
+
+
+#: Largest step ``eta_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
+MAX_AUTO_ETA = 1e8
+
+
+def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
+                owner: str) -> _DpsrInputs:
+    """Resolve ``regularization="noise"`` and ``eta_a="auto"`` from public inputs (before the plan).
+
+    Phase 2's multiplier ``s2`` does not depend on xi (its sensitivity and, for ``"paper"``, its
+    scale both carry ``1/xi``), so the plan at xi = 1 gives the A-noise scale ``s2 * Delta_2`` (per
+    entry of ``2 A V``, unit whitening) and the ridge is :func:`noise_ridge` of half of it. The step
+    of ``eta_a="auto"`` is set in :func:`_auto_eta` from the released phase-2 noise scale (with a float
+    ridge, ``"auto"`` is the paper's step, 1).
+    """
+    if not inputs.noise_ridge:
+        return dataclasses.replace(inputs, auto_eta=False)  # "auto" with the paper's xi: eta_a = 1
+    _, scales = _dpsr_plan(mechanism, pair, dataclasses.replace(inputs, xi=1.0), params, owner)
+    return dataclasses.replace(inputs, xi=noise_ridge(scales.s2 * scales.delta2_base / 2.0, pair.n_features))
+
+
+def _auto_eta(inputs: _DpsrInputs, std2: float) -> float:
+    """Phase 2's step: ``eta_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
+
+    ``eta sigma_2 sqrt(k1) = 1``: a larger step lets one step's noise replace the iterate (nothing is
+    averaged over the m steps), a smaller one moves too little in m steps. ``sigma_2`` is the phase-2
+    noise std, a function of the plan and the released ``||Phi~||_2^2`` (public).
+    """
+    if not inputs.auto_eta:
+        return inputs.eta_a
+    if std2 <= 0:
+        return MAX_AUTO_ETA
+    return float(min(1.0 / (std2 * math.sqrt(inputs.k1)), MAX_AUTO_ETA))
+
+
+def _dpsr_plan(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
+               owner: str) -> tuple[ReleasePlan, _DpsrScales]:
+    """Every release of the run, from public inputs: phase 1's m gradients, Lambda_B, phase 2's m.
+
+    Phase 2's sensitivity ``2 ||Phi~||_2^2 ||dA||`` depends on the released ``Phi~``: the plan
+    declares its worst case ``||Phi~||_2^2 <= 1/xi`` and the tight calibration draws at the planned
+    multiplier times the released bound (:meth:`~dpspectral.privacy._pipeline.Releaser.adapted`). A public B
+    gives ``Phi~`` exactly, before any release.
+    """
+    sens, m, xi = pair.sensitivity, inputs.m, inputs.xi
+    public_b = pair.b_is_public
+    delta1 = sens.gradient_b(inputs.k1)         # phase-1 gradient sensitivity
+    delta_lam = sens.diagonal_b(inputs.k1)      # Lambda_B release
+    delta2_base = sens.gradient_a(inputs.k)     # phase-2 gradient sensitivity for ||Phi~||_2 = 1
+    release_lam = inputs.shares[1] > 0
+    notes = list(pair.notes)
+    if params["calibration"] == "tight":
+        s1, s_lam, s2 = _tight_multipliers(inputs, public_b, release_lam)
+        sigma2_fixed = None
+    else:
+        s1, s_lam, s2, sigma2_fixed = _paper_multipliers(pair, inputs, params, delta1, delta2_base,
+                                                         release_lam, notes, owner)
+    if not release_lam and not public_b:
+        notes.append("Lambda_B read off the last released phase-1 gradient (post-processing, no extra "
+                     "budget) instead of the paper's un-noised diag(V^T B V).")
+    public = regularized_reduction(pair.B, xi, clamp=False) if public_b else None
+    if sigma2_fixed is not None:
+        phase2 = NoisyRelease("phase2", "gaussian", sigma2_fixed, delta2_base / xi)
+    elif public is not None:
+        phi_norm2 = float(1.0 / np.min(public[1] + xi))
+        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base * phi_norm2, delta2_base * phi_norm2)
+    else:  # the worst case ||Phi~||_2^2 <= 1/xi; drawn at the released bound (same multiplier)
+        phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base / xi, delta2_base / xi)
+    releases: list[NoisyRelease] = []
+    events: list[dp_accounting.DpEvent] = []
+    if not public_b:
+        releases.append(NoisyRelease("phase1", "gaussian", s1 * delta1, delta1))
+        events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s1), m))
+        if release_lam:
+            releases.append(NoisyRelease("lambda", "gaussian", s_lam * delta_lam, delta_lam))
+            events.append(dp_accounting.GaussianDpEvent(s_lam))
+    releases.append(phase2)
+    events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s2), m))
+    scales = _DpsrScales(s1=s1, s_lam=s_lam, s2=s2, delta1=delta1, delta_lam=delta_lam,
+                         delta2_base=delta2_base, release_lam=release_lam,
+                         adaptive_phase2=sigma2_fixed is None and public is None, public=public)
+    return ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes)), scales
+
+
+def _tight_multipliers(inputs: _DpsrInputs, public_b: bool, release_lam: bool) -> tuple[float, float, float]:
+    """One Gaussian-DP budget split exactly by ``budget_shares`` (``sqrt(m)`` per step of a phase)."""
+    p = analytic_noise_multiplier(inputs.budget.epsilon, inputs.budget.delta)
+    m = inputs.m
+    if public_b:
+        return math.inf, math.inf, p * math.sqrt(m)
+    w1, w_lam, w2 = inputs.shares
+    shares = [w1, w_lam, w2] if release_lam else [w1 / (w1 + w2), w2 / (w1 + w2)]
+    split = split_noise_multiplier(p, shares)
+    return split[0] * math.sqrt(m), split[1] if release_lam else math.inf, split[-1] * math.sqrt(m)
+
+
+def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any], delta1: float,
+                       delta2_base: float, release_lam: bool, notes: list[str],
+                       owner: str) -> tuple[float, float, float, float]:
+    """Chen et al.'s noise scales (Theorem 12 or Algorithm 2) and the multipliers they give."""
+    public_b, xi = pair.b_is_public, inputs.xi
+    g1, g2 = delta1, delta2_base
+    if params["paper_constants"] is not None:
+        if pair.n_samples is None:
+            raise ValueError(f"The 'paper_constants' parameter of {owner} needs a pair with a known "
+                             "n_samples (the paper's constants are divided by n).")
+        C1, C2 = (check_positive(c, "paper_constants", owner) for c in params["paper_constants"])
+        unit = (pair.row_norm or 1.0) ** 2 / pair.n_samples
+        g1, g2 = C1 * unit, C2 * unit
+        notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
+                     f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
+                     f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
+    budget, formula = inputs.budget, params["paper_formula"]
+    sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, inputs.m, xi, g1, g2, formula)
+    s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
+    s_lam = s1 if (release_lam and not public_b) else math.inf
+    # sigma_2 is the paper's fixed scale; the true sensitivity is at most delta2_base / xi
+    s2 = sigma2 / (delta2_base / xi) if delta2_base > 0 else math.inf
+    source = "Theorem 12" if formula == "theorem12" else "Algorithm 2"
+    note = f"calibration='paper': Chen et al.'s {source} noise scales"
+    if release_lam and not public_b:
+        note += "; Lambda_B (un-noised in the paper) released at phase 1's per-step multiplier"
+    notes.append(note + ".")
+    return s1, s_lam, s2, sigma2
+
+
+def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+                  releaser: Releaser, show_progress: bool | None) -> dict[str, Any]:
+    """The releases of DPSR/DPSRS (inside the charged block) and their post-processing."""
+    xi, k1 = inputs.xi, inputs.k1
+    if scales.public is not None:  # B public: its exact reduction, no release
+        Phit, lam = scales.public
+        basis = Phit * np.sqrt(lam + xi)
+    else:
+        basis, lam, Phit = _phase_one(mechanism, pair, inputs, scales, releaser, show_progress)
+    phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
+    At = Phit.T @ pair.A @ Phit
+    At = (At + At.T) / 2.0
+    std2 = releaser.plan["phase2"].scale
+    start2 = random_orthonormal(k1, inputs.k, releaser.generator)
+    s_phase2 = None if inputs.sparsity is None else min(inputs.sparsity, k1)
+    with contextlib.ExitStack() as stack:
+        phase2 = releaser
+        if scales.adaptive_phase2:  # drawn at the planned multiplier times the released bound
+            std2 = scales.s2 * scales.delta2_base * phi_norm2
+            if std2 > 0:
+                phase2 = stack.enter_context(releaser.adapted(
+                    "phase2", scale=std2, sensitivity=scales.delta2_base * phi_norm2))
+        eta_a = _auto_eta(inputs, std2)  # from the released noise scale (public)
+        V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=eta_a,
+                                     release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,
+                                     sparsity=s_phase2, desc=f"{mechanism} phase 2",
+                                     show_progress=show_progress)
+    values = np.einsum("ij,ij->j", prev2, G2) / 2.0  # post-processing of the last release
+    order = np.argsort(values)[::-1]
+    vectors = Phit @ V2[:, order]
+    if inputs.sparsity is not None:
+        vectors = normalize_released(truncate_columns(vectors, inputs.sparsity), basis, lam, xi)
+    return {"vectors": fix_signs(vectors), "values": values[order], "lam": lam, "Phit": Phit,
+            "std2": std2, "phi_norm2": phi_norm2, "eta_a": eta_a}
+
+
+def _phase_one(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+               releaser: Releaser, show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Phase 1 (B's eigenbasis by m noisy gradients), then the released ``Lambda_B`` and ``Phi~``."""
+    d, k1 = pair.n_features, inputs.k1
+    start = random_orthonormal(d, k1, releaser.generator) if inputs.V0 is None else orthonormalize(inputs.V0)
+    noisy = releaser.plan["phase1"].scale > 0
+    basis, prev, G = _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
+                                  release=functools.partial(releaser.add, "phase1") if noisy else None,
+                                  sparsity=inputs.sparsity, desc=f"{mechanism} phase 1",
+                                  show_progress=show_progress)
+    if scales.release_lam:
+        lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))  # the release
+    else:
+        lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
+    lam = np.maximum(lam, 0.0)
+    return basis, lam, basis / np.sqrt(lam + inputs.xi)
+
+
+def _dpsr_diagnostics(plan: ReleasePlan, inputs: _DpsrInputs, scales: _DpsrScales,
+                      out: dict[str, Any]) -> dict[str, Any]:
+    """Public facts of the run: the plan's scales and multipliers, and released quantities."""
+    released = {r.name: r.scale for r in plan.releases}
+    return {
+        "n_iter": inputs.m, "basis_size": inputs.k1, "xi": inputs.xi, "eta_b": inputs.eta_b,
+        "regularization": "noise" if inputs.noise_ridge else inputs.xi,
+        "eta_a": out["eta_a"], "noise_std_phase1": released.get("phase1", 0.0),
+        "noise_std_lambda": released.get("lambda", 0.0), "noise_std_phase2": out["std2"],
+        "noise_multiplier_phase1": scales.s1, "noise_multiplier_lambda": scales.s_lam,
+        "noise_multiplier_phase2": scales.s2, "sensitivity_phase1": scales.delta1,
+        "sensitivity_lambda": scales.delta_lam,
+        "sensitivity_phase2": scales.delta2_base * out["phi_norm2"], "whitening_norm2": out["phi_norm2"],
+        "lambda_b": out["lam"], "sparsity": inputs.sparsity,
+    }
+
+
+_DPSR_PARAMETERS = """
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    regularization : "noise" or float
+        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
+        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
+        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
+        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
+        0.01). The old name ``xi`` still works, with a FutureWarning.
+    n_iter : int
+        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
+    eta_b : float
+        Step size of phase 1 (the paper searches {1/4, 1/2, 1}).
+    eta_a : float or "auto"
+        Step size of phase 2. ``"auto"`` (default): with ``regularization="noise"`` the step with
+        ``eta_a sigma_2 sqrt(k1) = 1`` (one step's noise has the norm of an iterate column; ``sigma_2``
+        the phase-2 noise std, from the plan and the released ``||Phi~||_2^2``: public); with a float
+        xi the paper's 1.
+    basis_size : int or None
+        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
+        reduction needs (spec §B.8).
+    budget_shares : three floats
+        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
+        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
+        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
+    calibration : {"tight", "paper"}
+        See the module docstring.
+    paper_formula : {"theorem12", "algorithm2"}
+        Which of the paper's two printed noise scales ``"paper"`` uses.
+    paper_constants : (C1, C2) or None
+        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
+        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
+        accountant certifies for other readings of the paper.
+    init : ndarray of shape (d, k1), optional
+        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
+        random orthonormal one from ``random_state``.
+    accountant : Accountant, optional
+        The run is refused before any noise is drawn if it would exceed the ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
+    show_progress : bool or None
+"""
+
+dpsr.__doc__ = (dpsr.__doc__ or "").rstrip() + "\n" + _DPSR_PARAMETERS

@@ -1,0 +1,284 @@
+"""Learning-rate selection for the Oja family (Liu, Kong, Jain and Oh 2022, §5, "Remarks on the
+assumptions"): run the algorithm with several ``eta_t = c1 / (c2 + t)`` and keep the best, privately.
+
+The paper's search doubles the grid in rounds, ``(c1, c2)`` in ``[2^{i-1}, 2^{-i+1}]``-style dyadic
+sets around a starting point, evaluates each solution privately with a per-round budget
+``epsilon_i ~ epsilon / i^2`` and stops once the error is below a target. The OCR of the split is
+garbled and a target error is rarely known, so we run a fixed number of rounds (round 1: the starting
+point; round i >= 2: the four points ``(c1 * 2^{+-(i-1)}, c2 * 2^{+-(i-1)})``) and split the budget
+evenly over the J candidates, which spends no more than the paper's series.
+
+Privacy (``tuning="private"``, replace-one)
+-------------------------------------------
+Validate, then charge, then release: the whole input is validated before anything is charged, and
+the whole search (every candidate and every score) is charged to the ledger *before* any candidate
+runs or any noise is drawn. A secret uniformly random split (from ``random_state``, a secret) puts
+``validation_share`` of the rows in the validation set and the rest in the training set (disjoint,
+data-independent: parallel composition). Training: the J runs each permute the training rows with
+their own secret permutation (fresh per run: :func:`~dpspectral.pca._oja.dp_pca` and
+:func:`~dpspectral.pca._oja.private_oja` shuffle in-memory data), each calibrated to
+``(epsilon / J, delta / J)``; they are independent mechanisms on the same rows, so they compose:
+the training event is ``SelfComposedDpEvent(run, J)``, where a run with branches
+(``ParallelDpEvent``) lets the changed row meet any branch in each run (the accountant takes the
+worst choice). No run shares a permutation with another, so nothing rests on composing runs of one
+shuffle (which no theorem covers for amplification by shuffling). Validation: candidate j's score is
+the captured variance ``sum_i ||W_j^T x_i||^2 / n_val`` of the validation rows plus Gaussian noise;
+one row moves it by at most ``C^2 / n_val`` (``W`` orthonormal), and the J scores together are
+calibrated to (epsilon, delta) by the exact Gaussian accountant. The released output is the best
+candidate's subspace and its ``(c1, c2)``, and the noisy scores.
+
+``tuning="nonprivate"`` is for benchmarks: every candidate runs on all rows with the full budget and
+is scored by its true captured variance; the result's privacy report says NOT certified and the
+search is labelled non-private in every output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import dp_accounting
+import numpy as np
+
+from .._constraints import (
+    DELTA,
+    EPSILON,
+    ON_NORM_VIOLATION,
+    RANDOM_STATE,
+    ROW_NORM,
+    SHARE,
+    Interval,
+    Options,
+    Table,
+    validated,
+)
+from .._results import SubspaceResult
+from .._validation import check_mechanism_inputs
+from ..privacy._accounting import Accountant, ParallelDpEvent, PrivacyReport, compose
+from ..privacy._budget import PrivacyBudget, Relation
+from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
+from ..privacy._gaussian import analytic_noise_multiplier
+from ..privacy._noise import noise_source
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release, validate_rows
+from . import _oja as oja_module
+
+__all__ = ["LearningRateSearch", "learning_rate_grid", "select_learning_rate"]
+
+_METHODS: dict[str, Callable[..., SubspaceResult]] = {
+    "dp_pca": oja_module.dp_pca, "private_oja": oja_module.private_oja,
+}
+#: The grid's start ``(c1 * row_norm^2, c2)``: c1 is in units of 1 / row_norm^2 (the gradient scales as
+#: row_norm^2), so the search is scale-free; dp_pca's runs take Oja steps with these rates.
+_DEFAULTS = {"dp_pca": (100.0, 1.0), "private_oja": (10.0, 10.0)}
+
+
+@dataclass(frozen=True)
+class LearningRateSearch:
+    """The outcome of :func:`select_learning_rate`.
+
+    Attributes
+    ----------
+    c1, c2 : float
+        The selected learning-rate constants.
+    result : SubspaceResult
+        The selected candidate's subspace; its ``privacy`` is the whole search's report.
+    candidates : list of dict
+        ``round``, ``c1``, ``c2`` and ``score`` (noisy validation captured variance when private,
+        the true captured variance when ``tuning="nonprivate"``) of every candidate.
+    privacy : PrivacyReport
+    tuning : str
+        ``"private"`` or ``"nonprivate"`` (benchmark mode, NOT differentially private).
+    """
+
+    c1: float
+    c2: float
+    result: SubspaceResult
+    candidates: list[dict[str, Any]]
+    privacy: PrivacyReport
+    tuning: str
+
+
+def learning_rate_grid(c1: float, c2: float, n_rounds: int) -> list[tuple[int, float, float]]:
+    """``(round, c1, c2)`` of every candidate: the start, then 4 dyadic points per further round."""
+    grid = [(1, float(c1), float(c2))]
+    for i in range(2, n_rounds + 1):
+        f = 2.0 ** (i - 1)
+        grid += [(i, c1 * u, c2 * v) for u in (f, 1 / f) for v in (f, 1 / f)]
+    return grid
+
+
+def _captured(X: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
+              owner: str = "select_learning_rate") -> float:
+    """Mean of ``||W^T x_i||^2`` over clipped rows (in blocks, never modifying X)."""
+    total = 0.0
+    step = max(1, (1 << 22) // max(1, X.shape[1]))
+    for a in range(0, X.shape[0], step):
+        block = np.array(X[a : a + step], dtype=np.float64)
+        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=False, first_row=a, owner=owner)
+        total += float(np.sum((np.asarray(block) @ W) ** 2))
+    return total / X.shape[0]
+
+
+#: The parameters of :func:`select_learning_rate`; ``c1``, ``c2`` and ``method_params`` are checked by
+#: the method itself (before the charge, when the search plans the runs' cost).
+_PARAMS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION,
+    "random_state": RANDOM_STATE, "method": Options(tuple(_METHODS)),
+    "tuning": Options(("private", "nonprivate")), "n_rounds": Interval(1, None, "left", integer=True),
+    "validation_share": SHARE,
+}
+
+
+@dataclass(frozen=True)
+class _Search:
+    """The public facts of one search, fixed before anything is charged or drawn."""
+
+    grid: list[tuple[int, float, float]]
+    private: bool
+    n_val: int  # rows in the validation set (0 for the non-private search)
+    run_epsilon: float
+    run_delta: float
+    validation: ReleasePlan | None  # the noisy scores (private search), charged with the search
+
+
+def _plan(X: Any, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm: float, C: float,
+          method: str, grid: list[tuple[int, float, float]], validation_share: float, tuning: str,
+          on_norm_violation: NormViolation, method_params: dict[str, Any],
+          owner: str) -> tuple[ReleasePlan, _Search]:
+    """The whole search's cost (J runs and J noisy scores, on disjoint rows), from public inputs."""
+    n, J = int(X.shape[0]), len(grid)
+    notes = [f"{J} candidates over {grid[-1][0]} rounds (tuning={tuning})."]
+    if tuning != "private":
+        notes.append("Learning rate tuned NON-PRIVATELY on the data (benchmark mode): the output is not "
+                     "differentially private.")
+        search = _Search(grid, False, 0, budget.epsilon, budget.delta, None)
+        return ReleasePlan(owner, relation, (), notes=tuple(notes)), search
+    n_val = max(1, int(round(validation_share * n)))
+    if n_val >= n:
+        raise ValueError(f"{owner}: validation_share={validation_share:g} leaves no training rows.")
+    run_eps, run_delta = budget.epsilon / J, budget.delta / J
+    s_val = analytic_noise_multiplier(budget.epsilon, budget.delta) * math.sqrt(J)
+    score_sens = sensitivity_norm(C) ** 2 / n_val  # one row moves a captured variance by <= C^2 / n_val
+    val_event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_val), J)
+    # the runs' events depend only on the training set's shape and the public parameters (not on
+    # (c1, c2)): planned once on a public stand-in of that shape, before anything is drawn
+    stand_in = np.broadcast_to(np.zeros((1, X.shape[1])), (n - n_val, X.shape[1]))
+    with warnings.catch_warnings():  # the runs below warn about their parameters, once each
+        warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
+        run_events: Any = _METHODS[method](
+            stand_in, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm, c1=grid[0][1],
+            c2=grid[0][2], on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
+    run_events = getattr(run_events, "events", run_events)  # a ReleasePlan or a list of events
+    train = dp_accounting.SelfComposedDpEvent(compose(list(run_events)), J)
+    notes.append("Secret random train/validation split; every candidate run permutes its rows with "
+                 "its own secret permutation (independent runs, composed).")
+    val_std = s_val * sensitivity_norm(C) ** 2 / n_val
+    validation = ReleasePlan(f"{owner} (validation scores)", relation, (),
+                             (NoisyRelease("score", "gaussian", val_std, score_sens),))
+    search = _Search(grid, True, n_val, run_eps, run_delta, validation)
+    return ReleasePlan(owner, relation, (ParallelDpEvent([train, val_event]),), notes=tuple(notes)), search
+
+
+def _run_candidates(X: Any, k: int, search: _Search, releaser: Releaser, *, row_norm: float, C: float,
+                    method: str, on_norm_violation: NormViolation,
+                    method_params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[SubspaceResult]]:
+    """Inside the charged block: the secret split, the J runs and their (noisy) validation scores."""
+    rng = releaser.generator
+    J = len(search.grid)
+    seeds = np.random.SeedSequence(int(rng.integers(2**63))).spawn(J + 1)
+    X_train, X_val = X, X
+    if search.private:
+        # a secret, uniformly random split (not positional: a data-dependent row order would break
+        # parallel composition); sorted indices read a memmap in order
+        perm = rng.permutation(int(X.shape[0]))
+        X_train, X_val = X[np.sort(perm[search.n_val:])], X[np.sort(perm[:search.n_val])]
+    secure = releaser.noise.name == "secure"
+    # the scores' noise has its own stream (seeded: a child of the run's seed; secure: OS entropy);
+    # the whole search, scores included, was charged once by the enclosing block
+    score_noise = releaser.noise if secure else noise_source(np.random.default_rng(seeds[J]))
+    candidates: list[dict[str, Any]] = []
+    results: list[SubspaceResult] = []
+    with contextlib.ExitStack() as stack:
+        scorer = (stack.enter_context(release(search.validation, None, score_noise))
+                  if search.validation is not None else None)
+        for (i, a, b), seed in zip(search.grid, seeds[:J], strict=True):
+            res = _METHODS[method](X_train, k, epsilon=search.run_epsilon, delta=search.run_delta,
+                                   row_norm=row_norm, c1=a, c2=b, on_norm_violation=on_norm_violation,
+                                   random_state="secure" if secure else np.random.default_rng(seed),
+                                   **method_params)
+            score = _captured(X_val, res.components, C, on_norm_violation)
+            if scorer is not None:
+                score = scorer.add("score", score)
+            candidates.append({"round": i, "c1": a, "c2": b, "score": score})
+            results.append(res)
+    return candidates, results
+
+
+@validated(_PARAMS)
+def select_learning_rate(
+    X: Any,
+    k: int = 1,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    method: Literal["dp_pca", "private_oja"] = "dp_pca",
+    c1: float | None = None,
+    c2: float | None = None,
+    n_rounds: int = 2,
+    validation_share: float = 0.1,
+    tuning: Literal["private", "nonprivate"] = "private",
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    **method_params: Any,
+) -> LearningRateSearch:
+    """Choose ``(c1, c2)`` for ``dp_pca`` or ``private_oja`` (module docstring: grid and privacy).
+
+    ``X`` must allow several passes (an array or memmap). ``method_params`` go to the method.
+    ``random_state="secure"`` runs every candidate with the secure noise source and draws the split
+    and the scores' noise from OS entropy.
+
+    Privacy
+    -------
+    Replace-one, (epsilon, delta) for the whole search (``tuning="private"``): the J runs compose
+    on the training rows, the J noisy scores (sensitivity ``C^2 / n_val`` each) are calibrated
+    together, and the two parts are on disjoint rows (``ParallelDpEvent``); see the module
+    docstring. ``tuning="nonprivate"`` is NOT differentially private and is reported so.
+    """
+    owner = "select_learning_rate"
+    budget, rel, C = check_mechanism_inputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, relation="replace_one", calibration="tight",
+        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
+    )
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise TypeError(f"{owner} needs an array or memmap of shape (n, d): it passes over the data "
+                        "once per candidate.")
+    # the whole input, before anything is charged or drawn
+    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    d0 = _DEFAULTS[method]
+    grid = learning_rate_grid(d0[0] / C**2 if c1 is None else float(c1), d0[1] if c2 is None else float(c2),
+                              int(n_rounds))
+    noise = noise_source(random_state)
+    plan, search = _plan(X, k, budget=budget, relation=rel, row_norm=row_norm, C=C, method=method,
+                         grid=grid, validation_share=float(validation_share), tuning=tuning,
+                         on_norm_violation=on_norm_violation, method_params=method_params, owner=owner)
+    # charged before any candidate runs (nothing is drawn before the charge; a refusal costs nothing)
+    with release(plan, accountant if search.private else None, noise) as releaser:
+        candidates, results = _run_candidates(X, k, search, releaser, row_norm=row_norm, C=C,
+                                              method=method, on_norm_violation=on_norm_violation,
+                                              method_params=method_params)
+        best = int(np.argmax([c["score"] for c in candidates]))
+        events = None if search.private else [*results[0].privacy.events,
+                                                dp_accounting.NonPrivateDpEvent()]
+        # frames: certify_release, report, select_learning_rate, the constraint check, the caller
+        report = releaser.report(mechanism=f"{method}+lr_search", budget=budget, calibration="tight",
+                                 events=events, notes=list(plan.notes), stacklevel=5)
+    result = dataclasses.replace(results[best], privacy=report)
+    return LearningRateSearch(c1=grid[best][1], c2=grid[best][2], result=result, candidates=candidates,
+                              privacy=report, tuning=tuning)

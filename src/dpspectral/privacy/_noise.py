@@ -1,0 +1,258 @@
+"""The one noise source of the release pipeline: a seeded generator, or a secure one for deployment.
+
+Every noisy release draws from a :class:`NoiseSource`, chosen by the ``random_state`` argument that
+every mechanism takes (:func:`noise_source`):
+
+* :class:`SeededNoise` (any ``random_state`` but ``"secure"``): NumPy's generator, reproducible from a
+  seed; the default for research and the only one the papers' experiments use. Its Gaussian and
+  Laplace draws are floating-point samples: Mironov (CCS 2012) showed that the low-order bits of such
+  samples can leak the data, so it is **not** meant for deployment against an adversary who sees the
+  exact bits of the output.
+* :class:`SecureNoise` (``random_state="secure"``): randomness from the operating system
+  (:mod:`secrets`), and **exact** samplers for the additive Gaussian and Laplace mechanisms, the
+  discrete Gaussian and discrete Laplace of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithms 1-3)
+  on a grid of width ``g = 2**(floor(log2 scale) - GRID_BITS)``: the statistic is rounded to the grid
+  and the integer noise times ``g`` added, so every output is an exact multiple of ``g`` and carries no
+  low-order bits of a floating-point sample. This is the approach of the most trusted libraries
+  (OpenDP's ``make_gaussian`` on floats, Google's secure noise).
+
+Privacy of the secure samplers
+------------------------------
+Rounding moves each coordinate by at most ``g/2``, so two neighbouring statistics at L2 distance
+``Delta`` are, after rounding, at L2 distance at most ``Delta + g sqrt(m)`` (``m`` coordinates; L1:
+``Delta + g m``). The secure source therefore scales the noise by ``(Delta + g sqrt(m)) / Delta``
+(L1: ``(Delta + g m) / Delta``), so that the ratio noise/sensitivity, which the accounting event
+records, is unchanged; with ``GRID_BITS = 30`` the increase is below ``1e-6`` for a million
+coordinates. The discrete Laplace with scale ``b/g`` on integer shifts gives the same pure epsilon as
+the continuous one. For the discrete Gaussian, CKS20 prove the same concentrated-DP bound
+(``rho = Delta'^2 / (2 sigma^2)``) as the continuous Gaussian and an (epsilon, delta) curve that matches
+the continuous one up to terms negligible for ``sigma / g >= 2**30`` (their Theorem 7 and Figure 1):
+the accountant's Gaussian events are used as they are, and the report says which source drew the noise.
+
+Randomness other than additive noise (shuffles, sketches kept secret, the exponential mechanism's
+Bingham sampler, the Wishart mechanism) comes from :attr:`NoiseSource.generator`: for the secure
+source a NumPy generator seeded with 128 bits of OS entropy (not reproducible, not exposed), sampled
+in floating point (stated in ``docs/privacy-caveats.md``).
+
+Speed: the exact samplers run in pure Python, about 30-60 microseconds per coordinate (a 784 x 784
+covariance release takes seconds, not milliseconds): deployment pays for exactness, research uses the
+seeded source.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import secrets
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._device_noise import device_noise_source
+from ._noise_base import NoiseSource, _check_shape
+
+__all__ = [
+    "GRID_BITS",
+    "NoiseSource",
+    "SecureNoise",
+    "SeededNoise",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "grid",
+    "noise_source",
+]
+
+#: The secure grid is ``2**(floor(log2 scale) - GRID_BITS)``: the noise is at least ``2**GRID_BITS``
+#: grid steps wide, so the discrete distribution is indistinguishable in utility from the continuous one.
+GRID_BITS = 30
+
+
+def grid(scale: float) -> float:
+    """The secure source's grid for a noise of this scale: ``2**(floor(log2 scale) - GRID_BITS)``."""
+    return math.ldexp(1.0, math.floor(math.log2(scale)) - GRID_BITS)
+
+
+class SeededNoise(NoiseSource):
+    """NumPy's generator (reproducible from a seed). Draws exactly what ``rng.normal`` would."""
+
+    name = "seeded"
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self.generator = generator
+
+    def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:
+        if np.ndim(statistic) == 0:
+            return float(statistic) + float(self.generator.normal(0.0, std))
+        return statistic + self.generator.normal(0.0, std, size=np.shape(statistic))
+
+    def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
+        if np.ndim(statistic) == 0:
+            return float(statistic) + float(self.generator.laplace(0.0, scale))
+        return statistic + self.generator.laplace(0.0, scale, size=np.shape(statistic))
+
+    def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
+                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
+        from ._gaussian import symmetric_gaussian
+
+        noise = symmetric_gaussian(matrix.shape[0], std, self.generator, dtype=matrix.dtype)
+        if _check_shape(shape) == "goe":
+            diagonal = np.diagonal(noise).copy()
+            noise *= 1.0 / math.sqrt(2.0)
+            np.fill_diagonal(noise, diagonal)
+        return matrix + noise
+
+    def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> np.ndarray:
+        return self.generator.normal(0.0, std, size=size)
+
+
+# --- exact samplers (Canonne, Kamath and Steinke 2020), integers and OS entropy only ------------------
+
+
+#: The bits of the exact samplers: the operating system's CSPRNG. (Tests pass a seeded
+#: ``random.Random`` instead, to check the laws reproducibly; it has the same two methods.)
+_SYSTEM_BITS = secrets.SystemRandom()
+
+
+def _bernoulli(p: Fraction, bits: Any) -> bool:
+    return bool(bits.randrange(p.denominator) < p.numerator)
+
+
+def _bernoulli_exp_at_most_one(gamma: Fraction, bits: Any) -> bool:
+    k = 1
+    while _bernoulli(gamma / k, bits):
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp(gamma: Fraction, bits: Any) -> bool:
+    """Exact Bernoulli(exp(-gamma)) for rational gamma >= 0 (CKS20 Algorithm 1)."""
+    while gamma > 1:
+        if not _bernoulli_exp_at_most_one(Fraction(1), bits):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_at_most_one(gamma, bits)
+
+
+def discrete_laplace(scale: Fraction, bits: Any = _SYSTEM_BITS) -> int:
+    """One exact draw with ``P(x) ~ exp(-|x| / scale)`` on the integers (CKS20 Algorithm 2).
+
+    ``bits`` supplies ``randrange(n)`` and ``getrandbits(1)``: the OS CSPRNG by default.
+    """
+    s, t = scale.denominator, scale.numerator  # scale = t / s
+    while True:
+        u = bits.randrange(t)
+        if not _bernoulli_exp(Fraction(u, t), bits):
+            continue
+        v = 0
+        while _bernoulli_exp(Fraction(1), bits):
+            v += 1
+        y = (u + t * v) // s
+        negative = bits.getrandbits(1) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def discrete_gaussian(sigma: Fraction, bits: Any = _SYSTEM_BITS) -> int:
+    """One exact draw with ``P(x) ~ exp(-x^2 / (2 sigma^2))`` on the integers (CKS20 Algorithm 3).
+
+    ``bits`` supplies ``randrange(n)`` and ``getrandbits(1)``: the OS CSPRNG by default.
+    """
+    sigma2 = sigma * sigma
+    t = math.floor(sigma) + 1
+    while True:
+        y = discrete_laplace(Fraction(t), bits)
+        gamma = (abs(y) - sigma2 / t) ** 2 / (2 * sigma2)
+        if _bernoulli_exp(gamma, bits):
+            return y
+
+
+class SecureNoise(NoiseSource):
+    """OS entropy and exact discrete samplers on a fine grid (module docstring: privacy and speed)."""
+
+    name = "secure"
+
+    def __init__(self, bits: Any = None) -> None:
+        self.bits = _SYSTEM_BITS if bits is None else bits
+        self.generator = np.random.default_rng(secrets.randbits(128))
+
+    @staticmethod
+    def _require(sensitivity: float | None, scale: float) -> float:
+        if sensitivity is None or not sensitivity >= 0 or (
+                sensitivity > 0 and (not math.isfinite(scale) or not scale > 0)):
+            raise ValueError(
+                "The secure noise source needs each release's sensitivity and a positive finite noise "
+                "scale (to widen the noise for the rounding to its grid); this release declared none."
+            )
+        return float(sensitivity)
+
+    def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str) -> Any:
+        delta = self._require(sensitivity, scale)
+        if delta == 0:  # the statistic does not depend on the data: released as it is, no noise needed
+            return statistic
+        values = np.asarray(statistic, dtype=np.float64)
+        m = max(values.size, 1)
+        step = grid(scale)
+        spread = step * (math.sqrt(m) if kind == "gaussian" else m)
+        widened = Fraction(scale * (delta + spread) / delta) / Fraction(step)
+        draw = discrete_gaussian if kind == "gaussian" else discrete_laplace
+        steps = np.rint(values / step)
+        noise = np.fromiter((draw(widened, self.bits) for _ in range(values.size)), dtype=np.float64,
+                            count=values.size).reshape(values.shape)
+        out = (steps + noise) * step
+        return float(out) if np.ndim(statistic) == 0 else out
+
+    def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:
+        return self._add(statistic, std, sensitivity, "gaussian")
+
+    def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
+        return self._add(statistic, scale, sensitivity, "laplace")
+
+    def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
+                               sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
+        d = matrix.shape[0]
+        upper = np.triu_indices(d)
+        weights = _iso_weights(d) if _check_shape(shape) == "goe" else 1.0
+        released = self._add(np.asarray(matrix, dtype=np.float64)[upper] * weights, std, sensitivity,
+                             "gaussian") / weights
+        out = np.empty((d, d), dtype=np.float64)
+        out[upper] = released
+        out.T[upper] = released
+        return out.astype(matrix.dtype, copy=False)
+
+
+def _iso_weights(d: int) -> np.ndarray:
+    """``iso(M) = upper(M) * weights``: 1 on the diagonal, ``sqrt(2)`` above it."""
+    i, j = np.triu_indices(d)
+    return np.where(i == j, 1.0, math.sqrt(2.0))
+
+
+def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
+    """The noise source for ``random_state``: ``"secure"`` -> :class:`SecureNoise`, else seeded.
+
+    ``None``, an int, a ``SeedSequence`` or a ``Generator`` give :class:`SeededNoise` (a Generator is
+    used and advanced as is; the global NumPy state is never used). A :class:`NoiseSource` passes
+    through. ``like``: a non-NumPy array (PyTorch, CuPy...; array API dispatch on) gives
+    :class:`~dpspectral.privacy._device_noise.DeviceNoise`, which draws on that array's device
+    (``"secure"`` is then refused: its exact samplers run on the host).
+    """
+    if isinstance(random_state, NoiseSource):
+        return random_state
+    if like is not None:
+        device = device_noise_source(random_state, like)
+        if device is not None:
+            return device
+    if isinstance(random_state, str):
+        if random_state == "secure":
+            return SecureNoise()
+        raise ValueError(
+            "The 'random_state' parameter must be None, an int, a numpy SeedSequence or Generator, or "
+            f"'secure'. Got {random_state!r} instead."
+        )
+    from .._validation import as_generator
+
+    if isinstance(random_state, numbers.Integral) or random_state is None or isinstance(
+            random_state, (np.random.Generator, np.random.SeedSequence, np.random.RandomState)):
+        return SeededNoise(as_generator(random_state))
+    return SeededNoise(as_generator(random_state))  # raises the usual TypeError
