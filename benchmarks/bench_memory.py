@@ -35,7 +35,10 @@ same).
 Check. Between the two sizes the anonymous peak may grow by at most ``GROWTH_LIMIT`` (10 %) of the
 growth of the data itself (``(n_2 - n_1) d 8`` bytes, i.e. 80 bytes per added row at d = 100) plus
 ``SLACK_MIB``: an O(n d) copy grows by 800 bytes a row, an O(n) index array (a secret permutation) by 8.
-The table shows the growth per added row. A method over the limit is reported as ``FAIL`` and the script
+The table shows the growth per added row. Both sizes must hold more rows than the largest block a
+method reads at a time (up to 2^24 values, 128 MB): below one block, the memory a method holds grows
+with n until the block is full (e.g. ``dp_spca`` between 2e4 and 4e4 rows at d = 100). A method over
+the limit is reported as ``FAIL`` and the script
 exits with status 1.
 
 Linux only (``/proc``).
