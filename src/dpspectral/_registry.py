@@ -246,6 +246,10 @@ _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "eta", "init", "a_share", "show_progres
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
 _SKETCH_MEMORY = "O(m t + v n)"
+#: the scatter pair's d x d matrices and a class index per row (measured: benchmarks/bench_memory.py)
+_GEP_MEMORY = "O(d^2) + O(n)"
+#: the row-by-row methods read an array or memmap in a secret order: O(n) indices besides the state
+_PERMUTED_MEMORY = "O(dk) + O(n) (a secret permutation; a stream: O(dk))"
 
 _PCA: tuple[Method, ...] = (
     Method(
@@ -292,7 +296,7 @@ _PCA: tuple[Method, ...] = (
                 "samples with a sampling_rate)",
         options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "clip_share", "block_size"},
         passes="1 norm histogram + n_steps (full batches by default; Poisson samples with a sampling_rate)",
-        memory="O(dk)",
+        memory="O(dk) + O(n) (each step's row indices)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
     ),
     Method(
@@ -304,7 +308,7 @@ _PCA: tuple[Method, ...] = (
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share", "block_size", "adaptive_noise",
                                        "adaptive_clip", "clip_share"},
         passes="n_epochs (one full gradient each) + inner steps (none by default)",
-        memory="O(dp), p = min(d, 10k)",
+        memory="O(dp) + O(n) (row indices), p = min(d, 10k)",
         regime="As dp_spca, when several full passes are affordable and fewer noisy steps are wanted",
     ),
     Method(
@@ -314,7 +318,7 @@ _PCA: tuple[Method, ...] = (
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
         options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip", "clip_share"},
         passes="1 (a one-shot stream, amplification); 2 by default otherwise (norm histogram, then steps)",
-        memory="O(dk)",
+        memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
     ),
     Method(
@@ -326,7 +330,7 @@ _PCA: tuple[Method, ...] = (
                                 "tail_scale", "tail_exponent", "failure_probability", "n_groups",
                                 "histogram_share", "schedule", "block_size", "truncation",
                                 "range_fraction", "adaptive_clip", "clip_share"},
-        memory="O(dk)",
+        memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
     Method(
@@ -337,7 +341,7 @@ _PCA: tuple[Method, ...] = (
         options=frozenset({"n_batches", "warmup_fraction", "block_size", "n_samples", "show_progress",
                            "adaptive_clip", "clip_share"}),
         passes="1 (a one-shot stream); 2 by default otherwise (the norm histogram, then the batches)",
-        memory="O(dk)",
+        memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
     ),
     Method(
@@ -477,7 +481,8 @@ _LOWRANK: tuple[Method, ...] = (
                 "STOC 2012 range finder (A Omega, pruned Q, Q^T A) as algorithm='range_finder'",
         options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
                            "on_norm_violation", "algorithm", "block", "iterations", "singular_values"}),
-        task="lowrank", passes="2 per iteration (3 iterations)", memory="O(n min(n, 10 k))",
+        task="lowrank", passes="2 per iteration (3 iterations)",
+        memory="O(m n) (a clipped copy of A) + O(n min(n, 10 k))",
         regime="Row-level neighbours (one person per row): the right subspace V at Analyze Gauss's level "
                "(MNIST 20,000 x 784, k = 10, eps = 1: 1.10 x the best subspace error); U is not released",
     ),
@@ -519,7 +524,8 @@ _GEP: tuple[Method, ...] = (
                 "Fisher GEP with a noise-scaled ridge",
         options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip",
                            "clip_share"}), task="gep",
-        memory="O(d^2)", passes="2 by default (norm histogram, then the moments); 1 with adaptive_clip=False",
+        memory="O(n d) (a clipped copy of the rows) + O(d^2)",
+        passes="2 by default (norm histogram, then the moments); 1 with adaptive_clip=False",
         regime="The default private Fisher discriminant (and DPLinearDiscriminantAnalysis): one release of "
                "the moments (after a norm histogram); replace-one or add/remove",
     ),
@@ -528,7 +534,7 @@ _GEP: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_fda("dpsr"), solver=_ref("gep._reduction", "dpsr"),
         summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
-        options=_SR_OPTIONS, task="gep", memory="O(d^2)",
+        options=_SR_OPTIONS, task="gep", memory=_GEP_MEMORY,
         regime="The paper's private Fisher discriminant (labelled rows, dense directions; the default of "
                "DPFisherDiscriminant is moments); the default solver of private_gep for a given pair",
     ),
@@ -537,7 +543,7 @@ _GEP: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_fda("dpsrs"), solver=_ref("gep._reduction", "dpsrs"), sparse=True,
         summary="DPSR with truncation to s non-zeros per vector after every step (sparse FDA)",
-        options=_SR_OPTIONS | {"sparsity"}, task="gep", memory="O(d^2)",
+        options=_SR_OPTIONS | {"sparsity"}, task="gep", memory=_GEP_MEMORY,
         regime="As dpsr when the directions should use at most s features (sparse, interpretable)",
     ),
     Method(
@@ -545,7 +551,7 @@ _GEP: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_fda("sr_dp"), solver=_ref("gep._reduction", "sr_dp"),
         summary="Gaussian noise on the scatter pair (A, B), then simultaneous reduction",
-        options=_GEP_COMMON | {"a_share"}, task="gep", memory="O(d^2)",
+        options=_GEP_COMMON | {"a_share"}, task="gep", memory=_GEP_MEMORY,
         regime="Small d and a large budget: one release of the pair, no step sizes to tune",
     ),
     Method(
@@ -553,7 +559,7 @@ _GEP: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_fda("dp_rayleigh_flow"), solver=_ref("gep._rayleigh", "dp_rayleigh_flow"),
         summary="Rayleigh flow on an input-perturbed pair (reconstructed; init='random' is private)",
-        options=_FLOW_OPTIONS, task="gep", memory="O(d^2)",
+        options=_FLOW_OPTIONS, task="gep", memory=_GEP_MEMORY,
         regime="Baseline of paper 003 (a reconstruction); prefer dpsr",
     ),
     Method(
@@ -562,7 +568,7 @@ _GEP: tuple[Method, ...] = (
         function=_fda("dp_truncated_rayleigh_flow"),
         solver=_ref("gep._rayleigh", "dp_truncated_rayleigh_flow"), sparse=True,
         summary="Truncated (sparse) Rayleigh flow on an input-perturbed pair (reconstructed)",
-        options=_FLOW_OPTIONS | {"sparsity"}, task="gep", memory="O(d^2)",
+        options=_FLOW_OPTIONS | {"sparsity"}, task="gep", memory=_GEP_MEMORY,
         regime="Sparse baseline of paper 003 (a reconstruction); prefer dpsrs",
     ),
     Method(
@@ -570,7 +576,7 @@ _GEP: tuple[Method, ...] = (
         model="central", relations=(_R1,), certified=False, calibrations=("none",),
         function=_fda("sr"), solver=_ref("gep._reduction", "simultaneous_reduction"),
         summary="Non-private reference: simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
-        needs_delta=False, options=_GEP_COMMON, task="gep", private=False, memory="O(d^2)",
+        needs_delta=False, options=_GEP_COMMON, task="gep", private=False, memory=_GEP_MEMORY,
         regime="Never on private data: the non-private reference (Fisher discriminant of the pair)",
     ),
 )

@@ -26,7 +26,7 @@ from ._progress import progress
 
 __all__ = ["NonPrivateDataError", "as_label_array", "as_numeric_2d", "as_numeric_array", "check_dask_columns",
            "check_numeric_dtype", "check_numeric_layout", "is_dask_array", "is_one_shot", "n_features_of",
-           "norm_violation_error", "not_finite_error", "unknown_columns_error"]
+           "norm_violation_error", "not_finite_error", "rows_at", "unknown_columns_error"]
 
 
 # --- user data: converted here, refused with messages that quote nothing from the data --------------
@@ -354,8 +354,12 @@ def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator
 
 
 def _page_releaser(X: Any) -> Callable[[int, int], None] | None:
-    """For a top-level C-ordered ``np.memmap``: drop the pages of rows [a, b) from memory."""
-    if not isinstance(X, np.memmap) or not isinstance(X.base, mmap.mmap):
+    """For a top-level C-ordered ``np.memmap``: drop the pages of rows [a, b) from memory.
+
+    None for anything else, and for a copy-on-write map (``mode="c"``), whose dropped pages would
+    discard the caller's in-memory changes.
+    """
+    if not isinstance(X, np.memmap) or not isinstance(X.base, mmap.mmap) or getattr(X, "mode", None) == "c":
         return None
     if not X.flags.c_contiguous or not hasattr(X.base, "madvise"):
         return None
@@ -374,6 +378,39 @@ def _page_releaser(X: Any) -> Callable[[int, int], None] | None:
             pass
 
     return release
+
+
+def rows_at(X: Any, indices: np.ndarray, rows_per_block: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, X[indices[start:start + rows_per_block]])``: the rows of an array or memmap at
+    ``indices`` (in that order), copied block by block; never more than one block of rows is held.
+
+    A memmap's rows are read in ascending row order within each block (then put back in the order of
+    ``indices`` in memory), and the pages of the rows the block spans are released after it is copied
+    (:func:`_page_releaser`), so neither a permutation nor a sample of the rows maps the whole file in.
+    Each block is a fresh array (the caller may write to it) of ``X``'s dtype. Another array with random
+    row access (HDF5, zarr) is indexed block by block (``X[idx]``), never converted whole.
+    """
+    if not isinstance(X, np.ndarray):
+        for a in range(0, indices.shape[0], rows_per_block):
+            yield a, np.array(X[indices[a : a + rows_per_block]])
+        return
+    base = np.asarray(X)  # a memmap: a plain view of its pages (take then returns an ndarray)
+    release = _page_releaser(X)
+    for a in range(0, indices.shape[0], rows_per_block):
+        idx = indices[a : a + rows_per_block]
+        if release is None or idx.shape[0] == 0:
+            yield a, base.take(idx, axis=0)
+            continue
+        if idx.shape[0] > 1 and bool(np.any(idx[1:] < idx[:-1])):  # e.g. a block of a permutation
+            order = np.argsort(idx, kind="stable")
+            rows = np.empty((idx.shape[0], *base.shape[1:]), dtype=base.dtype)
+            rows[order] = base.take(idx[order], axis=0)
+            lo, hi = idx[order[0]], idx[order[-1]]
+        else:  # ascending already (a sorted sample)
+            rows = base.take(idx, axis=0)
+            lo, hi = idx[0], idx[-1]
+        release(int(lo), int(hi) + 1)
+        yield a, rows
 
 
 def _iter_blocks(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:

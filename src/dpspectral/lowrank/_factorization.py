@@ -129,7 +129,8 @@ def check_matrix(A: Any, owner: str) -> Any:
             raise not_finite_error(owner)
     else:
         M = np.asarray(checked, dtype=np.float64)
-        if not np.isfinite(M).all():
+        step = max(1, (1 << 22) // max(M.shape[1], 1))  # by rows: no m x n mask (a memmap stays unread)
+        if not all(np.isfinite(M[a : a + step]).all() for a in range(0, M.shape[0], step)):
             raise not_finite_error(owner)
     if min(M.shape) < 1:
         raise ValueError(f"{owner}: the matrix is empty (shape {M.shape}).")

@@ -87,7 +87,7 @@ from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate
 from .._progress import progress
 from .._results import SubspaceResult
-from .._rows import as_numeric_array, check_numeric_layout, not_finite_error
+from .._rows import _page_releaser, as_numeric_array, check_numeric_layout, not_finite_error, rows_at
 from .._validation import check_mechanism_inputs, check_n_components
 from ..privacy._accounting import Accountant, AccountingMethod, calibrate
 from ..privacy._adaptive import (
@@ -136,10 +136,13 @@ def _load_rows(X: Any, owner: str) -> np.ndarray:
     """Random row access is needed: an in-memory array or a memmap (never modified)."""
     if hasattr(X, "toarray"):
         X = X.toarray()
-    if isinstance(X, np.ndarray) or not (hasattr(X, "shape") and hasattr(X, "dtype")):
-        X = as_numeric_array(X, owner, convert_object=False)  # lists, DataFrames; a memmap stays unread
-    else:  # another array with random row access (HDF5, zarr): not read here
+    if isinstance(X, np.memmap) or (not isinstance(X, np.ndarray) and hasattr(X, "shape")
+                                     and hasattr(X, "dtype")):
+        # a memmap stays one (its pages are released as it is read) and is not read here, nor another
+        # array with random row access (HDF5, zarr)
         check_numeric_layout(X, owner)
+    else:  # arrays, lists, DataFrames
+        X = as_numeric_array(X, owner, convert_object=False)
     if X.shape[0] == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     return X
@@ -188,23 +191,25 @@ class _Sampler:
         self.n = int(X.shape[0])
         self.xp, self.device = get_namespace_and_device(X, owner)  # (None, None): the NumPy path
 
-    def draw(self) -> np.ndarray:
+    def draw(self) -> np.ndarray | None:
+        """The sorted row indices of a fresh Poisson sample (None when it is empty)."""
         b = int(self.rng.binomial(self.n, self.q))
         if b == 0:
-            return np.empty((0, self.X.shape[1]))
+            return None
         idx = self.rng.choice(self.n, size=b, replace=False)
         idx.sort()
-        block = np.array(self.X[idx], dtype=np.float64)  # fancy indexing: already a copy
-        if not np.isfinite(block).all():  # validated before the charge; kept for a changed memmap
-            raise not_finite_error(self.owner)
-        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False, owner=self.owner)
-        return np.asarray(out)
+        return idx
 
     def product(self, W: Any) -> Any:
-        """``sum_{i in S} c(x_i) c(x_i)^T W`` over a fresh Poisson sample S (zeros when S is empty)."""
+        """``sum_{i in S} c(x_i) c(x_i)^T W`` over a fresh Poisson sample S (zeros when S is empty).
+
+        The sampled rows are read in chunks of about 32 MB (:func:`_sampled_product`), never all at once.
+        """
         if self.xp is None:
-            B = self.draw()
-            return B.T @ (B @ W) if B.shape[0] else np.zeros(W.shape)
+            idx = self.draw()
+            if idx is None:
+                return np.zeros(W.shape)
+            return _sampled_product(self.X, idx, W, self.C, self.mode, self.owner)
         if self.q == 1.0:  # every row: nothing to draw
             return _full_product_xp(self.X, W, self.C, self.xp, self.owner)
         b = int(self.rng.binomial(self.n, self.q))
@@ -865,14 +870,41 @@ def _vr_noisy(releaser: Releaser, term: np.ndarray, diff: np.ndarray, adaptive: 
         return r.add("step", term)
 
 
+#: Values per chunk of rows read at a time on the host (32 MB of float64): the products below hold one
+#: chunk of rows (and its clipped copy), never the data or the sample whole.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def _chunk_rows(d: int) -> int:
+    return max(1, _CHUNK_ELEMENTS // max(d, 1))
+
+
+def _sampled_product(X: Any, idx: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
+                     owner: str) -> np.ndarray:
+    """``sum_{i in idx} c(x_i) c(x_i)^T W`` over the rows at the sorted indices ``idx``, read in chunks
+    (:func:`~dpspectral._rows.rows_at`: a memmap's pages are released after every chunk). A sample
+    within one chunk is one product, as computed before the chunking."""
+    out: np.ndarray | None = None
+    for _, raw in rows_at(X, idx, _chunk_rows(int(X.shape[1]))):
+        block = np.asarray(raw, dtype=np.float64)  # a fresh copy of the rows (converted if needed)
+        if not np.isfinite(block).all():  # validated before the charge; kept for a changed memmap
+            raise not_finite_error(owner)
+        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=False, owner=owner)
+        part = block.T @ (block @ W)
+        out = part if out is None else out + part
+    assert out is not None  # idx is not empty
+    return out
+
+
 def _full_product(X: Any, V: Any, C: float, mode: NormViolation, owner: str = "dp_vrpca") -> Any:
     """``sum_i c(x_i) c(x_i)^T V`` over clipped rows, in blocks (never forms d x d); a device array's on
-    its device (:func:`_full_product_xp`)."""
+    its device (:func:`_full_product_xp`). A memmap's pages are released after every block."""
     if is_device_array(X):
         return _full_product_xp(X, V, C, get_namespace_and_device(X, owner)[0], owner)
     n, d = X.shape
     out = np.zeros((d, V.shape[1]))
-    rows = max(1, (1 << 22) // max(d, 1))
+    rows = _chunk_rows(d)
+    release = _page_releaser(X)
     for a in range(0, n, rows):
         block = np.asarray(X[a : a + rows], dtype=np.float64)
         if not np.isfinite(block).all():  # validated before the charge; kept for a changed memmap
@@ -880,6 +912,8 @@ def _full_product(X: Any, V: Any, C: float, mode: NormViolation, owner: str = "d
         # copy=True: the block may be a view of the caller's array (scaled rows go to a copy)
         block, _ = clip_rows(block, C, on_norm_violation=mode, copy=True, first_row=a, owner=owner)
         out += block.T @ (block @ V)
+        if release is not None:
+            release(a, min(n, a + rows))
     return out
 
 

@@ -23,6 +23,7 @@ from .._rows import (
     is_dask_array,
     is_one_shot,
     not_finite_error,
+    rows_at,
 )
 from .._validation import check_n_components
 from ..privacy._adaptive import RowClipPlan, release_row_clip
@@ -87,12 +88,13 @@ def _permuted_blocks(X: Any, order: np.ndarray) -> Iterator[tuple[int, Any]]:
     """(start, rows) blocks of ``X`` read in the order ``order`` (a permutation of its rows)."""
     n, d = X.shape
     step = max(1, _MEMMAP_BLOCK_ELEMENTS // max(d, 1))
+    if isinstance(X, np.ndarray):  # an array or memmap: take is a copy, faster than X[idx]; a memmap
+        yield from rows_at(X, order, step)  # is read in row order within a block, its pages released
+        return
     for a in range(0, n, step):
         idx = order[a : a + step]
         if is_dask_array(X):
             yield a, np.asarray(X[idx].compute())
-        elif isinstance(X, np.ndarray):  # an array or memmap: take is a copy, faster than X[idx]
-            yield a, np.asarray(X).take(idx, axis=0)
         else:
             yield a, X[idx]  # fancy indexing: a copy, in the permuted order
 

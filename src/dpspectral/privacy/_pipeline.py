@@ -56,6 +56,7 @@ from .._moments import accumulate
 from .._rows import (
     NonPrivateDataError,
     _is_block_source,
+    _page_releaser,
     as_numeric_2d,
     is_dask_array,
     is_one_shot,
@@ -183,6 +184,7 @@ def _validate_block(
         return
     arr = as_numeric_2d(block, owner)
     step = max(1, (1 << 22) // max(arr.shape[1], 1))  # ~32 MB of float64 at a time
+    release = _page_releaser(block)  # a memmap: its pages dropped once checked (the file stays mapped)
     for a in range(0, arr.shape[0], step):
         part = np.asarray(arr[a:a + step], dtype=np.float64)
         if center is not None:
@@ -197,6 +199,8 @@ def _validate_block(
                 norms = scaled_row_norms(part, scale)
             if norms.size and float(norms.max()) > clip_threshold(row_norm * scale):
                 raise norm_violation_error(owner, row_norm)
+        if release is not None:
+            release(a, a + part.shape[0])
 
 
 @contextlib.contextmanager
