@@ -60,13 +60,15 @@ from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import After, Drawn, Released, Symmetric
 from ._common import (
     NOISE_RIDGE,
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
+    PairMechanism,
+    PairRows,
     check_int,
     check_pair,
     check_positive,
@@ -77,6 +79,7 @@ from ._common import (
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
+    run_on_pair,
     truncate_columns,
     with_constraints,
 )
@@ -273,29 +276,78 @@ def sr_dp(
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
     included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
     """
-    mechanism, owner = "sr_dp", message_owner("sr_dp")
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(SR_DP_TABLE, dict(epsilon=epsilon, delta=delta, a_share=a_share,
-                                                   calibration=calibration, random_state=random_state),
-                                 owner)
-    xi = check_regularization(regularization, owner)
-    k = check_int(k, "k", 1, pair.n_features, owner)
-    plan = _sr_dp_plan(pair, budget, calibration, a_share)
-    xi = noise_ridge(plan["A"].scale, pair.n_features) if xi == NOISE_RIDGE else float(xi)
-    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
-        A_hat = releaser.add_symmetric("A", pair.A)
-        B_hat = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
-        vectors, values, Phit = _reduce(A_hat, B_hat, xi, k)  # post-processing of the releases
-    report = releaser.report(mechanism=mechanism, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=4)
-    std_b = 0.0 if pair.b_is_public else plan["B"].scale
-    s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
-    return GEPResult(
-        vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
-        diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
-                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
-                     "regularization": regularization},
-    )
+    return run_on_pair(_SrDp(), _SrDpInputs(k, epsilon, delta, regularization, a_share, calibration,
+                                            random_state), pair, accountant, random_state)
+
+
+@dataclass(frozen=True)
+class _SrDpInputs:
+    """The public inputs of one SR+DP run, as the caller gave them."""
+
+    k: Any
+    epsilon: Any
+    delta: Any
+    regularization: Any
+    a_share: Any
+    calibration: Any
+    random_state: Any
+
+
+@dataclass(frozen=True, eq=False)
+class _SrDpChecked:
+    """The checked public inputs of SR+DP (``xi`` is ``"noise"`` until the plan gives the noise scale)."""
+
+    pair: ScatterPair
+    budget: PrivacyBudget
+    calibration: str
+    k: int
+    a_share: float
+    regularization: Any
+    xi: float | str
+    d: int
+    n: None = None
+
+
+class _SrDp(PairMechanism):
+    """SR+DP as the release template runs it: A (and B unless public) released, then the reduction."""
+
+    label = "sr_dp"
+    stacklevel = 3
+
+    def check(self, inputs: _SrDpInputs, X: Any) -> _SrDpChecked:
+        owner = message_owner("sr_dp")
+        pair = check_pair(X, owner)
+        budget = check_solver_params(SR_DP_TABLE, dict(epsilon=inputs.epsilon, delta=inputs.delta,
+                                                       a_share=inputs.a_share, calibration=inputs.calibration,
+                                                       random_state=inputs.random_state), owner)
+        xi = check_regularization(inputs.regularization, owner)
+        k = check_int(inputs.k, "k", 1, pair.n_features, owner)
+        return _SrDpChecked(pair, budget, inputs.calibration, k, inputs.a_share, inputs.regularization, xi,
+                            pair.n_features)
+
+    def plan(self, inputs: _SrDpChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return _sr_dp_plan(inputs.pair, inputs.budget, inputs.calibration, inputs.a_share)
+
+    def statistic(self, inputs: _SrDpChecked, rows: PairRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        pair = rows.pair
+        return {"A": Symmetric(pair.A), **({} if pair.b_is_public else {"B": Symmetric(pair.B)})}
+
+    def post_process(self, inputs: _SrDpChecked, rows: PairRows, released: Released,
+                     report: Any) -> GEPResult:
+        """The reduction of the released pair (the ridge from the planned noise scale: public)."""
+        plan, pair = released.plan, inputs.pair
+        xi = noise_ridge(plan["A"].scale, inputs.d) if inputs.xi == NOISE_RIDGE else float(inputs.xi)
+        B_hat = pair.B if pair.b_is_public else released["B"]  # a public B (the identity) is not released
+        vectors, values, Phit = _reduce(released["A"], B_hat, xi, inputs.k)
+        std_b = 0.0 if pair.b_is_public else plan["B"].scale
+        s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
+        return GEPResult(
+            vectors=vectors, values=values, privacy=report, method=self.label, whitening=Phit,
+            diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
+                         "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
+                         "regularization": inputs.regularization},
+        )
 
 
 def _multiplier(plan: ReleasePlan, index: int = 0) -> float:
@@ -558,17 +610,92 @@ def dpsrs(
 
 def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
           show_progress: bool | None, **params: Any) -> GEPResult:
-    """DPSR/DPSRS (``mechanism``): validate -> plan -> release (both phases) -> post-process."""
-    owner = message_owner(mechanism)
-    pair, inputs = _dpsr_inputs(owner, pair, k, sparsity, params)
-    inputs = _dpsr_ridge(mechanism, pair, inputs, params, owner)
-    plan, scales = _dpsr_plan(mechanism, pair, inputs, params, owner)
-    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
-        out = _dpsr_release(mechanism, pair, inputs, scales, releaser, show_progress)
-    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
-                             notes=plan.notes, stacklevel=5)
-    return GEPResult(vectors=out["vectors"], values=out["values"], privacy=report, method=mechanism,
-                     whitening=out["Phit"], diagnostics=_dpsr_diagnostics(plan, inputs, scales, out))
+    """DPSR/DPSRS (``mechanism``) through the release template (:class:`_Dpsr`)."""
+    return run_on_pair(_Dpsr(mechanism, show_progress), _DpsrCall(k, sparsity, params), pair, accountant,
+                       params["random_state"])
+
+
+@dataclass(frozen=True)
+class _DpsrCall:
+    """The public inputs of one DPSR/DPSRS run, as the caller gave them (``params``: the keywords)."""
+
+    k: Any
+    sparsity: Any
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class _DpsrChecked:
+    """The checked public inputs of one run, with its plan and the plan's scales (public)."""
+
+    pair: ScatterPair
+    inputs: _DpsrInputs
+    plan: ReleasePlan
+    scales: _DpsrScales
+    calibration: str
+    d: int
+    n: None = None
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        return self.inputs.budget
+
+
+class _Dpsr(PairMechanism):
+    """DPSR/DPSRS as the release template runs it: phase 1's m noisy gradients, the Lambda_B release,
+    then phase 2's m noisy gradients on the reduced A (one charge; phase 2 at the released bound)."""
+
+    stacklevel = 4
+
+    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self.label = mechanism
+
+    def check(self, inputs: _DpsrCall, X: Any) -> _DpsrChecked:
+        owner = message_owner(self.label)
+        pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
+        checked = _dpsr_ridge(self.label, pair, checked, inputs.params, owner)
+        plan, scales = _dpsr_plan(self.label, pair, checked, inputs.params, owner)
+        return _DpsrChecked(pair, checked, plan, scales, inputs.params["calibration"], pair.n_features)
+
+    def plan(self, inputs: _DpsrChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan
+
+    def statistic(self, inputs: _DpsrChecked, rows: PairRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        """Phase 1 (B private), the Lambda_B release, phase 2: each drawn in order, by name."""
+        pair, c, desc = rows.pair, inputs, self.label
+
+        def phase_two(whitening: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Drawn:
+            return Drawn(lambda r: _phase_two(desc, pair, c.inputs, c.scales, whitening, r,
+                                              self.show_progress))
+
+        if c.scales.public is not None:  # B public: its exact reduction, no release
+            Phit, lam = c.scales.public
+            return {"phase2": phase_two((Phit * np.sqrt(lam + c.inputs.xi), lam, Phit))}
+        out: dict[str, Any] = {
+            "phase1": Drawn(lambda r: _phase_one(desc, pair, c.inputs, r, self.show_progress))}
+        if c.scales.release_lam:  # diag(V_m^T B V_m), released
+            out["lambda"] = After(lambda rel: np.einsum("ij,ij->j", rel["phase1"][0],
+                                                        pair.B @ rel["phase1"][0]))
+        out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, rel)))
+        return out
+
+    def post_process(self, inputs: _DpsrChecked, rows: PairRows, released: Released,
+                     report: Any) -> GEPResult:
+        """The generalized eigenvectors ``Phi~ V'`` ordered by the last phase-2 release (released values)."""
+        out = released["phase2"]
+        values = np.einsum("ij,ij->j", out["prev"], out["G"]) / 2.0  # post-processing of the last release
+        order = np.argsort(values)[::-1]
+        basis, lam, Phit = out["whitening"]
+        vectors = Phit @ out["V"][:, order]
+        if inputs.inputs.sparsity is not None:
+            vectors = normalize_released(truncate_columns(vectors, inputs.inputs.sparsity), basis, lam,
+                                         inputs.inputs.xi)
+        out = {**out, "lam": lam}
+        return GEPResult(vectors=fix_signs(vectors), values=values[order], privacy=report, method=self.label,
+                         whitening=Phit, diagnostics=_dpsr_diagnostics(released.plan, inputs.inputs,
+                                                                       inputs.scales, out))
 
 
 def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
@@ -723,20 +850,21 @@ def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str,
     return s1, s_lam, s2, sigma2
 
 
-def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
-                  releaser: Releaser, show_progress: bool | None) -> dict[str, Any]:
-    """The releases of DPSR/DPSRS (inside the charged block) and their post-processing."""
+def _phase_two(desc: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+               whitening: tuple[np.ndarray, np.ndarray, np.ndarray], releaser: Releaser,
+               show_progress: bool | None) -> dict[str, Any]:
+    """Phase 2 inside the charged block: m noisy gradients of ``tr(V'^T A~ V')`` from a random start.
+
+    ``whitening`` is ``(basis, Lambda^_B, Phi~)``, released (or public); the noise is drawn at the
+    planned multiplier times the released bound ``||Phi~||_2^2`` (:meth:`Releaser.adapted`).
+    """
+    _, lam, Phit = whitening
     xi, k1 = inputs.xi, inputs.k1
-    if scales.public is not None:  # B public: its exact reduction, no release
-        Phit, lam = scales.public
-        basis = Phit * np.sqrt(lam + xi)
-    else:
-        basis, lam, Phit = _phase_one(mechanism, pair, inputs, scales, releaser, show_progress)
     phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
     At = Phit.T @ pair.A @ Phit
     At = (At + At.T) / 2.0
     std2 = releaser.plan["phase2"].scale
-    start2 = random_orthonormal(k1, inputs.k, releaser.generator)
+    start2 = random_orthonormal(k1, inputs.k, releaser)
     s_phase2 = None if inputs.sparsity is None else min(inputs.sparsity, k1)
     with contextlib.ExitStack() as stack:
         phase2 = releaser
@@ -748,29 +876,29 @@ def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales
         eta_a = _auto_eta(inputs, std2)  # from the released noise scale (public)
         V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=eta_a,
                                      release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,
-                                     sparsity=s_phase2, desc=f"{mechanism} phase 2",
+                                     sparsity=s_phase2, desc=f"{desc} phase 2",
                                      show_progress=show_progress)
-    values = np.einsum("ij,ij->j", prev2, G2) / 2.0  # post-processing of the last release
-    order = np.argsort(values)[::-1]
-    vectors = Phit @ V2[:, order]
-    if inputs.sparsity is not None:
-        vectors = normalize_released(truncate_columns(vectors, inputs.sparsity), basis, lam, xi)
-    return {"vectors": fix_signs(vectors), "values": values[order], "lam": lam, "Phit": Phit,
-            "std2": std2, "phi_norm2": phi_norm2, "eta_a": eta_a}
+    return {"V": V2, "prev": prev2, "G": G2, "whitening": whitening, "std2": std2, "phi_norm2": phi_norm2,
+            "eta_a": eta_a}
 
 
-def _phase_one(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
-               releaser: Releaser, show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Phase 1 (B's eigenbasis by m noisy gradients), then the released ``Lambda_B`` and ``Phi~``."""
+def _phase_one(desc: str, pair: ScatterPair, inputs: _DpsrInputs, releaser: Releaser,
+               show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Phase 1 inside the charged block (B's eigenbasis by m noisy gradients): ``(V_m, V_{m-1}, G_m)``."""
     d, k1 = pair.n_features, inputs.k1
-    start = random_orthonormal(d, k1, releaser.generator) if inputs.V0 is None else orthonormalize(inputs.V0)
+    start = random_orthonormal(d, k1, releaser) if inputs.V0 is None else orthonormalize(inputs.V0)
     noisy = releaser.plan["phase1"].scale > 0
-    basis, prev, G = _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
-                                  release=functools.partial(releaser.add, "phase1") if noisy else None,
-                                  sparsity=inputs.sparsity, desc=f"{mechanism} phase 1",
-                                  show_progress=show_progress)
+    return _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
+                        release=functools.partial(releaser.add, "phase1") if noisy else None,
+                        sparsity=inputs.sparsity, desc=f"{desc} phase 1", show_progress=show_progress)
+
+
+def _whitening(inputs: _DpsrInputs, scales: _DpsrScales,
+               released: Released) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(basis, Lambda^_B, Phi~)`` from the released phase 1 and Lambda_B (post-processing)."""
+    basis, prev, G = released["phase1"]
     if scales.release_lam:
-        lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))  # the release
+        lam = released["lambda"]
     else:
         lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
     lam = np.maximum(lam, 0.0)
