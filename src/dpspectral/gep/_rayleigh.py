@@ -8,7 +8,7 @@ Rayleigh flow of Tan, Wang, Liu and Zhang (2018, "Rifle")::
     B^ <- max(B^, 0) + xi I               (PSD projection, then the ridge: post-processing;
                                            xi = 4 sigma_A sqrt(d) for regularization="noise")
     for t = 1..m, for every column v:
-        r = v^T A^ v / v^T B^ v;   v <- v + (eta / r) (A^ - r B^) v
+        r = v^T A^ v / v^T B^ v;   v <- v + (eta / r) (A^ - r B^) v     (eta: step_size)
     then B^-orthonormalise the columns (Gram-Schmidt in the B^ inner product; k = 1: nothing),
     [truncated: keep the s largest |v_j| of each column], and scale each column to unit norm.
 
@@ -88,9 +88,13 @@ NONPRIVATE_INIT = "nonprivate_optimum"
 FLOW_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
-    "eta": POSITIVE,
+    "step_size": POSITIVE,
     "a_share": SHARE,
 }
+
+
+#: The paper's symbols of the flows' parameters (still accepted, with a FutureWarning).
+FLOW_PAPER_NAMES = {**REGULARIZATION_PAPER_NAME, "eta": "step_size"}
 
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -114,7 +118,7 @@ def _b_orthonormalize(V: np.ndarray, Bh: np.ndarray) -> np.ndarray:
     return V / np.where(norms > 0, norms, 1.0)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(FLOW_PAPER_NAMES)
 @with_constraints(FLOW_TABLE)
 def dp_rayleigh_flow(
     pair: ScatterPair,
@@ -124,7 +128,7 @@ def dp_rayleigh_flow(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta: float = 1.0,
+    step_size: float = 1.0,
     init: str | np.ndarray = "random",
     a_share: float = 0.5,
     calibration: Calibration = "tight",
@@ -148,8 +152,9 @@ def dp_rayleigh_flow(
         paper, which uses 0.01; the old name ``xi`` still works, with a FutureWarning).
     n_iter : int
         Flow iterations (post-processing: free).
-    eta : float
-        Step size of the flow, > 0.
+    step_size : float
+        Step size of the flow, > 0 (eta in Hu et al. and Tan et al.). The old name ``eta`` still works,
+        with a FutureWarning.
     init : {"random", "nonprivate_optimum"} or ndarray of shape (d, k)
         Starting vectors. ``"random"``: Haar-random orthonormal (data-independent). An array: a public
         start (never derived from the private data). ``"nonprivate_optimum"``: the exact top-k
@@ -179,12 +184,12 @@ def dp_rayleigh_flow(
     noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
     """
     return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
-                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(FLOW_PAPER_NAMES)
 @with_constraints(FLOW_TABLE)
 def dp_truncated_rayleigh_flow(
     pair: ScatterPair,
@@ -195,7 +200,7 @@ def dp_truncated_rayleigh_flow(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta: float = 1.0,
+    step_size: float = 1.0,
     init: str | np.ndarray = "random",
     a_share: float = 0.5,
     calibration: Calibration = "tight",
@@ -217,8 +222,8 @@ def dp_truncated_rayleigh_flow(
     docstring).
     """
     return _flow("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
-                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
@@ -347,7 +352,8 @@ def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                              f"'{NONPRIVATE_INIT}' or a finite array of shape (d, k) = ({d}, {k}) with "
                              f"non-zero columns. Got {type(init).__name__} of shape {V0.shape}.")
     return pair, _FlowInputs(budget=budget, k=k, sparsity=sparsity, m=int(params["n_iter"]),
-                             eta=float(params["eta"]), xi=1.0 if xi == NOISE_RIDGE else float(xi), V0=V0,
+                             eta=float(params["step_size"]), xi=1.0 if xi == NOISE_RIDGE else float(xi),
+                             V0=V0,
                              nonprivate_init=isinstance(init, str) and init == NONPRIVATE_INIT,
                              noise_ridge=xi == NOISE_RIDGE)
 

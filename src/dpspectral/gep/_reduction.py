@@ -426,11 +426,15 @@ class BudgetShares(Constraint):
 DPSR_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
-    "eta_b": POSITIVE,
-    "eta_a": [POSITIVE, Options(("auto",))],
+    "step_size_b": POSITIVE,
+    "step_size_a": [POSITIVE, Options(("auto",))],
     "budget_shares": BudgetShares(),
     "paper_formula": Options(("theorem12", "algorithm2")),
 }
+
+
+#: The paper's symbols of DPSR's parameters (still accepted, with a FutureWarning).
+DPSR_PAPER_NAMES = {**REGULARIZATION_PAPER_NAME, "eta_b": "step_size_b", "eta_a": "step_size_a"}
 
 
 @dataclass(frozen=True)
@@ -496,7 +500,7 @@ def _noisy_phase(
     return V, prev, G
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(DPSR_PAPER_NAMES)
 @with_constraints(DPSR_TABLE)
 def dpsr(
     pair: ScatterPair,
@@ -506,8 +510,8 @@ def dpsr(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta_b: float = 1.0,
-    eta_a: float | str = "auto",
+    step_size_b: float = 1.0,
+    step_size_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -521,9 +525,59 @@ def dpsr(
     """DPSR (Chen et al., Algorithm 2): simultaneous reduction with noisy gradient steps in both phases.
 
     Phase 1 (m = ``n_iter`` steps) on ``J1(V) = tr(V^T B V)`` from a random orthonormal d x k1 start:
-    ``V <- QR(V + eta_b (2 B V + Z))``; then ``Lambda^_B`` (released, see the module docstring),
-    ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps) on
+    ``V <- QR(V + eta_B (2 B V + Z))`` (``eta_B``: ``step_size_b``); then ``Lambda^_B`` (released, see
+    the module docstring), ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps)
+    on
     ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
+
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    regularization : "noise" or float
+        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
+        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
+        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
+        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
+        0.01). The old name ``xi`` still works, with a FutureWarning.
+    n_iter : int
+        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
+    step_size_b : float
+        Step size of phase 1, on B (eta_B in the paper, which searches {1/4, 1/2, 1}). The old name
+        ``eta_b`` still works, with a FutureWarning.
+    step_size_a : float or "auto"
+        Step size of phase 2, on the reduced A (eta_A in the paper). ``"auto"`` (default): with
+        ``regularization="noise"`` the step with ``eta_A sigma_2 sqrt(k1) = 1`` (one step's noise has the
+        norm of an iterate column; ``sigma_2`` the phase-2 noise std, from the plan and the released
+        ``||Phi~||_2^2``: public); with a float xi the paper's 1. The old name ``eta_a`` still works,
+        with a FutureWarning.
+    basis_size : int or None
+        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
+        reduction needs (spec §B.8).
+    budget_shares : three floats
+        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
+        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
+        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
+    calibration : {"tight", "paper"}
+        See the module docstring.
+    paper_formula : {"theorem12", "algorithm2"}
+        Which of the paper's two printed noise scales ``"paper"`` uses.
+    paper_constants : (C1, C2) or None
+        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
+        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
+        accountant certifies for other readings of the paper.
+    init : ndarray of shape (d, k1), optional
+        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
+        random orthonormal one from ``random_state``.
+    accountant : Accountant, optional
+        The run is refused before any noise is drawn if it would exceed the ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
+    show_progress : bool or None
 
     Returns
     -------
@@ -540,21 +594,21 @@ def dpsr(
     ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
     ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
-    data-independent start, so the releases compose adaptively. xi and ``eta_a="auto"`` are functions
+    data-independent start, so the releases compose adaptively. xi and ``step_size_a="auto"`` are functions
     of the plan's public noise scales and released quantities (``"noise"``), never of the data. Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
     return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter,
-                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
+                 budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(DPSR_PAPER_NAMES)
 @with_constraints(DPSR_TABLE)
 def dpsrs(
     pair: ScatterPair,
@@ -565,8 +619,8 @@ def dpsrs(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta_b: float = 1.0,
-    eta_a: float | str = "auto",
+    step_size_b: float = 1.0,
+    step_size_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -601,8 +655,8 @@ def dpsrs(
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
     return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter,
-                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
+                 budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
@@ -708,7 +762,7 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
         sparsity = check_int(sparsity, "sparsity", 1, d, owner)
-    auto_eta = isinstance(params["eta_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
+    auto_eta = isinstance(params["step_size_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
     basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
     V0 = None
@@ -720,18 +774,18 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
     return pair, _DpsrInputs(
         budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
-        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["eta_b"]),
-        eta_a=1.0 if auto_eta else float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0,
+        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["step_size_b"]),
+        eta_a=1.0 if auto_eta else float(params["step_size_a"]), shares=(w1, w_lam, w2), V0=V0,
         noise_ridge=xi == NOISE_RIDGE, auto_eta=auto_eta)
 
 
-#: Largest step ``eta_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
+#: Largest step ``step_size_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
 MAX_AUTO_ETA = 1e8
 
 
 def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
                 owner: str) -> _DpsrInputs:
-    """Resolve ``regularization="noise"`` and ``eta_a="auto"`` from public inputs (before the plan).
+    """Resolve ``regularization="noise"`` and ``step_size_a="auto"`` from public inputs (before the plan).
 
     Phase 2's multiplier ``s2`` does not depend on xi (its sensitivity and, for ``"paper"``, its
     scale both carry ``1/xi``), so the plan at xi = 1 gives the A-noise scale ``s2 * Delta_2`` (per
@@ -746,7 +800,7 @@ def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: 
 
 
 def _auto_eta(inputs: _DpsrInputs, std2: float) -> float:
-    """Phase 2's step: ``eta_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
+    """Phase 2's step: ``step_size_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
 
     ``eta sigma_2 sqrt(k1) = 1``: a larger step lets one step's noise replace the iterate (nothing is
     averaged over the m steps), a smaller one moves too little in m steps. ``sigma_2`` is the phase-2
@@ -921,54 +975,3 @@ def _dpsr_diagnostics(plan: ReleasePlan, inputs: _DpsrInputs, scales: _DpsrScale
         "lambda_b": out["lam"], "sparsity": inputs.sparsity,
     }
 
-
-_DPSR_PARAMETERS = """
-    Parameters
-    ----------
-    pair : ScatterPair
-        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
-    k : int
-        Number of generalized eigenvectors, in [1, d].
-    epsilon, delta : float
-        Target (epsilon, delta); delta in (0, 1).
-    regularization : "noise" or float
-        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
-        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
-        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
-        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
-        0.01). The old name ``xi`` still works, with a FutureWarning.
-    n_iter : int
-        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
-    eta_b : float
-        Step size of phase 1 (the paper searches {1/4, 1/2, 1}).
-    eta_a : float or "auto"
-        Step size of phase 2. ``"auto"`` (default): with ``regularization="noise"`` the step with
-        ``eta_a sigma_2 sqrt(k1) = 1`` (one step's noise has the norm of an iterate column; ``sigma_2``
-        the phase-2 noise std, from the plan and the released ``||Phi~||_2^2``: public); with a float
-        xi the paper's 1.
-    basis_size : int or None
-        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
-        reduction needs (spec §B.8).
-    budget_shares : three floats
-        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
-        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
-        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
-    calibration : {"tight", "paper"}
-        See the module docstring.
-    paper_formula : {"theorem12", "algorithm2"}
-        Which of the paper's two printed noise scales ``"paper"`` uses.
-    paper_constants : (C1, C2) or None
-        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
-        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
-        accountant certifies for other readings of the paper.
-    init : ndarray of shape (d, k1), optional
-        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
-        random orthonormal one from ``random_state``.
-    accountant : Accountant, optional
-        The run is refused before any noise is drawn if it would exceed the ceiling.
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
-    show_progress : bool or None
-"""
-
-dpsr.__doc__ = (dpsr.__doc__ or "").rstrip() + "\n" + _DPSR_PARAMETERS
