@@ -414,14 +414,15 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DPSR Lambda_B not noised (drawn, discarded)",
-        "gep/reduction.py",
-        'lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))',
-        'lam = np.einsum("ij,ij->j", basis, pair.B @ basis); releaser.add("lambda", lam)',
+        "gep/_reduction.py",
+        'out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, rel)))',
+        'out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, {**rel, "lambda": '
+        'np.einsum("ij,ij->j", rel["phase1"][0], pair.B @ rel["phase1"][0])})))',
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
         "DPSR phase-2 std without ||Phi~||^2",
-        "gep/reduction.py",
+        "gep/_reduction.py",
         "std2 = scales.s2 * scales.delta2_base * phi_norm2\n            if std2 > 0:\n"
         "                phase2 = stack.enter_context(releaser.adapted(\n"
         "                    \"phase2\", scale=std2, sensitivity=scales.delta2_base * phi_norm2))",
@@ -509,9 +510,9 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "DPRF noisy B: noise x0.5 after the draw",
-        "gep/rayleigh.py",
-        'else releaser.add_symmetric("B", pair.B)',
-        'else pair.B + 0.5 * (releaser.add_symmetric("B", pair.B) - pair.B)',
+        "gep/_rayleigh.py",
+        'B_raw = pair.B if pair.b_is_public else released["B"]',
+        'B_raw = pair.B if pair.b_is_public else pair.B + 0.5 * (released["B"] - pair.B)',
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
