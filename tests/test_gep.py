@@ -239,8 +239,8 @@ def _user_pair(seed: int, d: int = 6):
 def test_zero_noise_dpsr_converges_to_sr(seed):
     A, B, pair = _user_pair(seed)
     ref = simultaneous_reduction(A, B, 3, regularization=0.01)
-    res = dpsr(pair, 3, epsilon=HUGE, delta=0.5, n_iter=400, eta_b=10.0, eta_a=10.0, regularization=0.01,
-               random_state=0)
+    res = dpsr(pair, 3, epsilon=HUGE, delta=0.5, n_iter=400, step_size_b=10.0, step_size_a=10.0,
+               regularization=0.01, random_state=0)
     assert res.privacy.certified
     np.testing.assert_allclose(res.values, ref.values, rtol=1e-5)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-5)
@@ -248,8 +248,8 @@ def test_zero_noise_dpsr_converges_to_sr(seed):
     X, y = _fda_data(np.random.default_rng(seed))
     fpair = fda_pair(X, y, row_norm=1.0)
     ref = simultaneous_reduction(fpair.A, fpair.B, 2, regularization=0.01)
-    res = dpsr(fpair, 2, epsilon=HUGE, delta=0.5, n_iter=600, eta_b=50.0, eta_a=50.0, regularization=0.01,
-               random_state=1)
+    res = dpsr(fpair, 2, epsilon=HUGE, delta=0.5, n_iter=600, step_size_b=50.0, step_size_a=50.0,
+               regularization=0.01, random_state=1)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-4 * np.abs(ref.vectors).max())
 
 
@@ -259,13 +259,13 @@ def test_zero_noise_limits_of_the_other_solvers():
     res = sr_dp(pair, 2, epsilon=HUGE, delta=0.5, regularization=0.01, random_state=0)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-6)
     # the flow from a random start finds the top generalized eigenvector (k = 1)
-    flow = dp_rayleigh_flow(pair, 1, epsilon=HUGE, delta=0.5, n_iter=500, eta=0.5, regularization=0.01,
+    flow = dp_rayleigh_flow(pair, 1, epsilon=HUGE, delta=0.5, n_iter=500, step_size=0.5, regularization=0.01,
                             random_state=0)
     np.testing.assert_allclose(flow.vectors[:, 0], ref.vectors[:, 0], atol=1e-5)
     assert flow.values[0] == pytest.approx(ref.values[0], rel=1e-6)
     # PCA as a GEP: B = I is public, phase 1 exact; the answer is the covariance's top eigenvectors
     X, _ = _fda_data(np.random.default_rng(0))
-    res = private_pca_gep(X, 2, epsilon=HUGE, delta=0.5, row_norm=1.0, n_iter=400, eta_a=50.0,
+    res = private_pca_gep(X, 2, epsilon=HUGE, delta=0.5, row_norm=1.0, n_iter=400, step_size_a=50.0,
                           regularization=0.01, random_state=0)
     w, U = np.linalg.eigh(np.cov(X.T, bias=True))
     top = U[:, ::-1][:, :2] / math.sqrt(1.01)
@@ -301,7 +301,8 @@ def test_zero_noise_dpsrs_finds_a_sparse_discriminant():
     X = rng.normal(size=(2000, 10)) * 0.1
     X[:, 0] += np.where(y == 1, 0.3, -0.3)
     pair = fda_pair(X, y, row_norm=2.0)
-    res = dpsrs(pair, 1, 1, epsilon=HUGE, delta=0.5, n_iter=200, eta_b=50.0, eta_a=50.0, random_state=0)
+    res = dpsrs(pair, 1, 1, epsilon=HUGE, delta=0.5, n_iter=200, step_size_b=50.0, step_size_a=50.0,
+                random_state=0)
     assert np.flatnonzero(res.vectors[:, 0]).tolist() == [0]
 
 
@@ -432,7 +433,7 @@ def test_audit_of_the_first_dpsr_phase():
     start = np.array([[1.0], [0.0]])
 
     def run(pair, eps, seed):
-        return dpsr(pair, 1, epsilon=eps, delta=delta, n_iter=1, eta_b=1e6, basis_size=1, init=start,
+        return dpsr(pair, 1, epsilon=eps, delta=delta, n_iter=1, step_size_b=1e6, basis_size=1, init=start,
                     random_state=int(seed))
 
     claim = epsilon_of([run(pairs[0], 1.0, 0).privacy.events[0]], delta, relation="replace_one")
@@ -645,7 +646,8 @@ def test_noise_ridge_refused_where_there_is_no_noise():
 
 
 def test_dpsr_auto_step_follows_the_released_noise(fpair):
-    """eta_a="auto": eta_a sigma_2 sqrt(k1) = 1 with the noise ridge; the paper's step 1 with a float xi."""
+    """step_size_a="auto": eta_A sigma_2 sqrt(k1) = 1 with the noise ridge; the paper's step 1 with a float
+    xi."""
     res = dpsr(fpair, 2, epsilon=1.0, delta=DELTA, random_state=0)
     dg = res.diagnostics
     assert dg["eta_a"] * dg["noise_std_phase2"] * math.sqrt(dg["basis_size"]) == pytest.approx(1.0)
@@ -665,3 +667,21 @@ def test_user_pair_with_the_noise_ridge_needs_no_definite_b():
     with pytest.raises(ValueError, match="not positive definite"):
         private_gep(A, B - 0.5 * np.eye(5), 2, epsilon=1.0, delta=DELTA, sensitivity=sens, method="sr_dp",
                     regularization=0.01)
+
+
+@pytest.mark.parametrize("old, new, solver", [
+    ({"eta_b": 0.5}, {"step_size_b": 0.5}, "dpsr"),
+    ({"eta_a": 0.5}, {"step_size_a": 0.5}, "dpsr"),
+    ({"eta": 0.5}, {"step_size": 0.5}, "dp_rayleigh_flow"),
+])
+def test_step_sizes_keep_their_paper_names_for_one_release(fpair, old, new, solver):
+    """The paper's ``eta_b``, ``eta_a`` (DPSR) and ``eta`` (the flows) still work, with a FutureWarning,
+    and give the result of the descriptive name; passing both is an error."""
+    fn = {"dpsr": dpsr, "dp_rayleigh_flow": dp_rayleigh_flow}[solver]
+    kw = dict(epsilon=1.0, delta=DELTA, n_iter=3, random_state=0)
+    with pytest.warns(FutureWarning, match=f"'{next(iter(old))}' parameter of {solver} was renamed"):
+        before = fn(fpair, 2, **old, **kw)
+    after = fn(fpair, 2, **new, **kw)
+    np.testing.assert_array_equal(before.vectors, after.vectors)
+    with pytest.raises(TypeError, match="got both"):
+        fn(fpair, 2, **old, **new, **kw)

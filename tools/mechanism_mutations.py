@@ -415,8 +415,9 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DPSR Lambda_B not noised (drawn, discarded)",
         "gep/_reduction.py",
-        'lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))',
-        'lam = np.einsum("ij,ij->j", basis, pair.B @ basis); releaser.add("lambda", lam)',
+        'out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, rel)))',
+        'out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, {**rel, "lambda": '
+        'np.einsum("ij,ij->j", rel["phase1"][0], pair.B @ rel["phase1"][0])})))',
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
@@ -510,8 +511,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DPRF noisy B: noise x0.5 after the draw",
         "gep/_rayleigh.py",
-        'else releaser.add_symmetric("B", pair.B)',
-        'else pair.B + 0.5 * (releaser.add_symmetric("B", pair.B) - pair.B)',
+        'B_raw = pair.B if pair.b_is_public else released["B"]',
+        'B_raw = pair.B if pair.b_is_public else pair.B + 0.5 * (released["B"] - pair.B)',
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(

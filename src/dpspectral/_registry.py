@@ -240,9 +240,9 @@ _LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketc
 _OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 _GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
-_SR_OPTIONS = _GEP_COMMON | {"n_iter", "eta_b", "eta_a", "basis_size", "budget_shares", "paper_formula",
-                             "paper_constants", "init", "show_progress"}
-_FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "eta", "init", "a_share", "show_progress"}
+_SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_size_b", "step_size_a", "basis_size", "budget_shares",
+                             "paper_formula", "paper_constants", "init", "show_progress"}
+_FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "step_size", "init", "a_share", "show_progress"}
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
 _SKETCH_MEMORY = "O(m t + v n)"

@@ -874,7 +874,45 @@ def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure:
     return [o.payload for o in outcomes if o.status == "ok" and o.payload is not None]
 
 
-_PRIVACY_DOC = """
+
+
+def dpdispca(
+    sites: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: str = "tight",
+    intermediate_rank: int | None = None,
+    n_sites: int | None = None,
+    variant: Variant = "proxy",
+    weighting: Any = "equal",
+    spectrum: Spectrum = "eigh",
+    engine: Any = "inprocess",
+    site_timeout: float | None = None,
+    min_sites: int = 1,
+    on_site_failure: OnSiteFailure = "warn",
+    release_count: bool = False,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+    show_progress: bool | None = None,
+    aggregation: str = "independent",
+) -> DistributedResult:
+    """DPdisPCA (Imtiaz and Sarwate 2018, Algorithm 1): private PCA of data spread over sites.
+
+    Site s computes ``A_s = X_s^T X_s / N_s`` of its clipped rows, releases ``A_hat_s = A_s + E_s`` (E_s
+    symmetric Gaussian), and sends ``P_s = U_R Sigma_R^{1/2}`` of ``A_hat_s`` (``variant="proxy"``, D x R
+    numbers) or ``A_hat_s`` itself (``variant="full"``, D (D+1)/2 numbers). The aggregator releases the top-K
+    eigenvectors of ``A_c = sum_s w_s P_s P_s^T`` (or ``sum_s w_s A_hat_s``).
+
+    With ``aggregation="secure"`` the sites instead add shares of the pooled noise to their matrices and
+    mask them pairwise, so that the aggregator learns only their sum, which carries the noise of Analyze
+    Gauss on the pooled rows (:mod:`~dpspectral.distributed._secure`).
+
     Privacy
     -------
     Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
@@ -918,9 +956,6 @@ _PRIVACY_DOC = """
     is charged once, before any site is dispatched; each site then draws its noise through that plan
     from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
     A run that fails after the charge stays charged and is marked failed in the ledger.
-"""
-
-_PARAMS_DOC = """
     Parameters
     ----------
     sites : list of per-site data, a Dask array, or one 2-D array
@@ -1011,45 +1046,6 @@ _PARAMS_DOC = """
         Fewer than ``min_sites`` sites answered, or a site failed with ``on_site_failure="raise"``.
     BudgetExceededError
         The accountant refused the run (nothing was released).
-"""
-
-
-def dpdispca(
-    sites: Any,
-    k: int,
-    *,
-    epsilon: float,
-    delta: float,
-    row_norm: float,
-    relation: Relation | str = "replace_one",
-    calibration: str = "tight",
-    intermediate_rank: int | None = None,
-    n_sites: int | None = None,
-    variant: Variant = "proxy",
-    weighting: Any = "equal",
-    spectrum: Spectrum = "eigh",
-    engine: Any = "inprocess",
-    site_timeout: float | None = None,
-    min_sites: int = 1,
-    on_site_failure: OnSiteFailure = "warn",
-    release_count: bool = False,
-    accountant: Accountant | None = None,
-    random_state: Any = None,
-    on_norm_violation: NormViolation = "clip",
-    accounting: AccountingMethod = "auto",
-    show_progress: bool | None = None,
-    aggregation: str = "independent",
-) -> DistributedResult:
-    """DPdisPCA (Imtiaz and Sarwate 2018, Algorithm 1): private PCA of data spread over sites.
-
-    Site s computes ``A_s = X_s^T X_s / N_s`` of its clipped rows, releases ``A_hat_s = A_s + E_s`` (E_s
-    symmetric Gaussian), and sends ``P_s = U_R Sigma_R^{1/2}`` of ``A_hat_s`` (``variant="proxy"``, D x R
-    numbers) or ``A_hat_s`` itself (``variant="full"``, D (D+1)/2 numbers). The aggregator releases the top-K
-    eigenvectors of ``A_c = sum_s w_s P_s P_s^T`` (or ``sum_s w_s A_hat_s``).
-
-    With ``aggregation="secure"`` the sites instead add shares of the pooled noise to their matrices and
-    mask them pairwise, so that the aggregator learns only their sum, which carries the noise of Analyze
-    Gauss on the pooled rows (:mod:`~dpspectral.distributed._secure`).
     """
     if aggregation == "secure":
         mechanism = "dpdispca_secure"
@@ -1088,6 +1084,50 @@ def pooled_pca(
     sensitivity ``sqrt(2) C^2 / N``), released as the top-K eigenvectors (``spectrum="eigh"``: identical
     in distribution to :func:`~dpspectral.analyze_gauss`). ``sites`` must be in memory (a list of arrays
     or one array); they are read as one block stream, never concatenated.
+
+    Privacy
+    -------
+    Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
+    (the sites hold disjoint rows). Which site holds which rows: a list of per-site data is the sites'
+    own (public, structural). One array with ``n_sites`` is cut into contiguous near-equal blocks under
+    replace-one (n is public and a replaced row keeps its position; this assumes that the row order does
+    not depend on the data). Under add/remove n is private, and a cut by position would move rows across
+    every later boundary when a row is added or removed (about half the sites would change); there every
+    row's site is an independent uniform draw from the run's secret randomness (child S of
+    ``SeedSequence(random_state)``, or OS entropy for ``"secure"``; never output), so the other rows'
+    sites have the same law with or without a given row, and coupling them, a neighbour changes one site.
+    A Dask array's row blocks are the sites under replace-one; under add/remove an array of several row
+    blocks is refused before anything is charged (its chunk boundaries are positions too): pass one
+    entry per site. Each site releases the upper
+    triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
+    L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
+    (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
+    bounds the *spectral* norm (``1 / N_s``), which is not the Gaussian mechanism's sensitivity:
+    ``calibration="paper"`` reproduces that noise, ``sqrt(2)`` too small, and is certified only where the
+    accountant agrees (``UncertifiedPrivacyWarning`` otherwise). ``calibration="tight"`` (default) is the
+    analytic Gaussian mechanism for the Frobenius sensitivity. Under add/remove a site normalising by its
+    size also releases a noisy count (1% of its Gaussian budget, split exactly). Event:
+    ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
+    rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
+    proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
+    change the guarantee when a failure does not depend on the data (crashes, timeouts); the site
+    step's control flow reads only public sizes once the input is validated. A site whose own rows are
+    bad (NaN/inf, a row over C with ``on_norm_violation="raise"``, no rows under replace-one) is left
+    out too, on either engine: whether site s fails is a function of site s's rows only, so "failed" is
+    one more output of site s's own mechanism, and it reveals what a refusal by that site would (some
+    row of it is invalid, and the kind of problem), nothing about the other sites' rows; the guarantee
+    holds on the domain of valid rows (finite, within C). What the aggregator learns of a failed site is
+    its status and a data-independent reason (the kind of problem, or a generic text); no site timing is
+    reported. Under add/remove a site with no rows releases its noise on a zero scatter like any other
+    (its row count is private); under replace-one an empty site is left out. Validate, then plan, then
+    charge: the sites' structure (2-D, numeric, the same D) is checked before the ledger is charged; one
+    array (split into sites or not) is validated whole there too (finite, and no row over C with
+    ``on_norm_violation="raise"``), with messages that name no row, count or site; the rows of a list's
+    sites, in memory or held by Dask, are checked at their site. Every site's releases are planned from
+    public inputs (:func:`~dpspectral.distributed._site.site_release_plan`) and the run's parallel event
+    is charged once, before any site is dispatched; each site then draws its noise through that plan
+    from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
+    A run that fails after the charge stays charged and is marked failed in the ledger.
     """
     owner = "dpdispca_pooled"
     # structure only here; the values are validated (whole, before the charge) by _run_protocol
@@ -1124,6 +1164,50 @@ def local_pca(
     """The local baseline: Analyze Gauss on one site's rows alone (what a site can do without the others).
 
     Same release as one site of :func:`dpdispca` with ``variant="full"``, and its top-K eigenvectors.
+
+    Privacy
+    -------
+    Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
+    (the sites hold disjoint rows). Which site holds which rows: a list of per-site data is the sites'
+    own (public, structural). One array with ``n_sites`` is cut into contiguous near-equal blocks under
+    replace-one (n is public and a replaced row keeps its position; this assumes that the row order does
+    not depend on the data). Under add/remove n is private, and a cut by position would move rows across
+    every later boundary when a row is added or removed (about half the sites would change); there every
+    row's site is an independent uniform draw from the run's secret randomness (child S of
+    ``SeedSequence(random_state)``, or OS entropy for ``"secure"``; never output), so the other rows'
+    sites have the same law with or without a given row, and coupling them, a neighbour changes one site.
+    A Dask array's row blocks are the sites under replace-one; under add/remove an array of several row
+    blocks is refused before anything is charged (its chunk boundaries are positions too): pass one
+    entry per site. Each site releases the upper
+    triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
+    L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
+    (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
+    bounds the *spectral* norm (``1 / N_s``), which is not the Gaussian mechanism's sensitivity:
+    ``calibration="paper"`` reproduces that noise, ``sqrt(2)`` too small, and is certified only where the
+    accountant agrees (``UncertifiedPrivacyWarning`` otherwise). ``calibration="tight"`` (default) is the
+    analytic Gaussian mechanism for the Frobenius sensitivity. Under add/remove a site normalising by its
+    size also releases a noisy count (1% of its Gaussian budget, split exactly). Event:
+    ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
+    rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
+    proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
+    change the guarantee when a failure does not depend on the data (crashes, timeouts); the site
+    step's control flow reads only public sizes once the input is validated. A site whose own rows are
+    bad (NaN/inf, a row over C with ``on_norm_violation="raise"``, no rows under replace-one) is left
+    out too, on either engine: whether site s fails is a function of site s's rows only, so "failed" is
+    one more output of site s's own mechanism, and it reveals what a refusal by that site would (some
+    row of it is invalid, and the kind of problem), nothing about the other sites' rows; the guarantee
+    holds on the domain of valid rows (finite, within C). What the aggregator learns of a failed site is
+    its status and a data-independent reason (the kind of problem, or a generic text); no site timing is
+    reported. Under add/remove a site with no rows releases its noise on a zero scatter like any other
+    (its row count is private); under replace-one an empty site is left out. Validate, then plan, then
+    charge: the sites' structure (2-D, numeric, the same D) is checked before the ledger is charged; one
+    array (split into sites or not) is validated whole there too (finite, and no row over C with
+    ``on_norm_violation="raise"``), with messages that name no row, count or site; the rows of a list's
+    sites, in memory or held by Dask, are checked at their site. Every site's releases are planned from
+    public inputs (:func:`~dpspectral.distributed._site.site_release_plan`) and the run's parallel event
+    is charged once, before any site is dispatched; each site then draws its noise through that plan
+    from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
+    A run that fails after the charge stays charged and is marked failed in the ledger.
     """
     owner = "dpdispca_local"
     if not isinstance(sites, (list, tuple)):
@@ -1139,8 +1223,6 @@ def local_pca(
     )
 
 
-for _f in (dpdispca,):
-    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC + _PARAMS_DOC
 # The tables, stated once (checked inside: check_mechanism_inputs for the privacy parameters, then
 # PARAMETER_CONSTRAINTS; the bounds that depend on the sites once they are read). Attached without a
 # wrapper, so that the warnings' stacklevel still points at the caller.
@@ -1152,5 +1234,3 @@ dpdispca.parameter_constraints = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINT
 for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
     _f.parameter_constraints = {  # type: ignore[attr-defined]
         **_PRIVACY_CONSTRAINTS, "spectrum": PARAMETER_CONSTRAINTS["spectrum"]}
-for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
-    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC

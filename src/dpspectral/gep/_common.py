@@ -22,6 +22,7 @@ from .._constraints import (
 )
 from .._linalg import orthonormalize
 from ..privacy._budget import PrivacyBudget
+from ..privacy._template import Mechanism, RunSettings, run
 from ._scatter import ScatterPair
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "check_positive",
     "check_solver_params",
     "NOISE_RIDGE",
+    "PairMechanism",
+    "PairRows",
     "REGULARIZATION_PAPER_NAME",
     "RIDGE_FACTOR",
     "check_regularization",
@@ -41,6 +44,7 @@ __all__ = [
     "noise_ridge",
     "normalize_released",
     "orthonormalize_fast",
+    "run_on_pair",
     "random_orthonormal",
     "truncate_columns",
     "with_constraints",
@@ -231,8 +235,12 @@ def orthonormalize_fast(V: np.ndarray) -> np.ndarray:
     return Q
 
 
-def random_orthonormal(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
-    """A Haar-random ``rows x cols`` matrix with orthonormal columns (data-independent)."""
+def random_orthonormal(rows: int, cols: int, rng: Any) -> np.ndarray:
+    """A Haar-random ``rows x cols`` matrix with orthonormal columns (data-independent).
+
+    ``rng``: what draws the standard normals, a releaser's named draw inside a charged release
+    (:meth:`~dpspectral.privacy._pipeline.Releaser.standard_normal`) or a public generator.
+    """
     Q, R = np.linalg.qr(rng.standard_normal((rows, cols)))
     s = np.sign(np.diag(R))
     s[s == 0] = 1
@@ -265,3 +273,36 @@ def normalize_released(Phi: np.ndarray, basis: np.ndarray | None, lam: np.ndarra
         sq = (lam[:, None] * proj**2).sum(axis=0) + xi * (Phi**2).sum(axis=0)
     sq = np.where(sq > 0, sq, 1.0)
     return Phi / np.sqrt(sq)
+
+
+class PairRows:
+    """The "rows" of a solver on a scatter pair: the pair itself, built (and its rows validated) by
+    :func:`~dpspectral.gep._scatter.fda_pair` and the other builders before the solver runs.
+
+    ``n`` is None (the solvers' reports do not use it) and ``d`` the pair's public dimension.
+    """
+
+    n = None
+
+    def __init__(self, pair: ScatterPair) -> None:
+        self.pair = pair
+        self.d = pair.n_features
+
+
+class PairMechanism(Mechanism[Any, Any]):
+    """A GEP solver on a scatter pair as the release template runs it (:mod:`dpspectral.privacy._template`).
+
+    Its checked inputs carry ``budget``, ``calibration``, ``d`` (the pair's dimension) and ``n`` (None);
+    reading is taking the pair (:class:`PairRows`). Subclasses supply ``plan``, ``statistic`` and
+    ``post_process``.
+    """
+
+    def read(self, inputs: Any, X: Any) -> PairRows:
+        """The pair (already validated by its builder and :func:`check_pair`)."""
+        return PairRows(X)
+
+
+def run_on_pair(mechanism: PairMechanism, inputs: Any, pair: ScatterPair, accountant: Any,
+                random_state: Any) -> Any:
+    """Run a solver on ``pair`` through the release template (check, plan, charge, draw, post-process)."""
+    return run(mechanism, inputs, pair, RunSettings(accountant, random_state))

@@ -138,8 +138,9 @@ default="moments"
         discrete samplers (not reproducible); ``privacy_.noise_source`` says which source was used.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
-        Extra options of the solver (e.g. ``eta_b``, ``eta_a``, ``basis_size``, ``budget_shares`` for
-        DPSR; ``eta``, ``init`` for the flows; ``a_share``; for ``"moments"`` only ``budget_shares``, the
+        Extra options of the solver (e.g. ``step_size_b``, ``step_size_a``, ``basis_size``,
+        ``budget_shares`` for DPSR; ``step_size``, ``init`` for the flows; ``a_share``; for ``"moments"``
+        only ``budget_shares``, the
         shares of (second moment, class sums, counts), default (0.5, 0.4, 0.1), ``adaptive_clip``
         (default True: the rows clipped at a clip released from a noisy norm histogram;
         :func:`~dpspectral.gep._moments.release_moments`) and ``clip_share`` (the histogram's share,

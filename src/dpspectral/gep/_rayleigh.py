@@ -8,7 +8,7 @@ Rayleigh flow of Tan, Wang, Liu and Zhang (2018, "Rifle")::
     B^ <- max(B^, 0) + xi I               (PSD projection, then the ridge: post-processing;
                                            xi = 4 sigma_A sqrt(d) for regularization="noise")
     for t = 1..m, for every column v:
-        r = v^T A^ v / v^T B^ v;   v <- v + (eta / r) (A^ - r B^) v
+        r = v^T A^ v / v^T B^ v;   v <- v + (eta / r) (A^ - r B^) v     (eta: step_size)
     then B^-orthonormalise the columns (Gram-Schmidt in the B^ inner product; k = 1: nothing),
     [truncated: keep the s largest |v_j| of each column], and scale each column to unit norm.
 
@@ -51,13 +51,15 @@ from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Released, Symmetric
 from ._common import (
     NOISE_RIDGE,
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
+    PairMechanism,
+    PairRows,
     called_as,
     check_int,
     check_pair,
@@ -67,6 +69,7 @@ from ._common import (
     noise_ridge,
     normalize_released,
     random_orthonormal,
+    run_on_pair,
     truncate_columns,
     with_constraints,
 )
@@ -85,9 +88,13 @@ NONPRIVATE_INIT = "nonprivate_optimum"
 FLOW_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
-    "eta": POSITIVE,
+    "step_size": POSITIVE,
     "a_share": SHARE,
 }
+
+
+#: The paper's symbols of the flows' parameters (still accepted, with a FutureWarning).
+FLOW_PAPER_NAMES = {**REGULARIZATION_PAPER_NAME, "eta": "step_size"}
 
 
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
@@ -111,7 +118,7 @@ def _b_orthonormalize(V: np.ndarray, Bh: np.ndarray) -> np.ndarray:
     return V / np.where(norms > 0, norms, 1.0)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(FLOW_PAPER_NAMES)
 @with_constraints(FLOW_TABLE)
 def dp_rayleigh_flow(
     pair: ScatterPair,
@@ -121,7 +128,7 @@ def dp_rayleigh_flow(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta: float = 1.0,
+    step_size: float = 1.0,
     init: str | np.ndarray = "random",
     a_share: float = 0.5,
     calibration: Calibration = "tight",
@@ -145,8 +152,9 @@ def dp_rayleigh_flow(
         paper, which uses 0.01; the old name ``xi`` still works, with a FutureWarning).
     n_iter : int
         Flow iterations (post-processing: free).
-    eta : float
-        Step size of the flow, > 0.
+    step_size : float
+        Step size of the flow, > 0 (eta in Hu et al. and Tan et al.). The old name ``eta`` still works,
+        with a FutureWarning.
     init : {"random", "nonprivate_optimum"} or ndarray of shape (d, k)
         Starting vectors. ``"random"``: Haar-random orthonormal (data-independent). An array: a public
         start (never derived from the private data). ``"nonprivate_optimum"``: the exact top-k
@@ -176,12 +184,12 @@ def dp_rayleigh_flow(
     noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
     """
     return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
-                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(FLOW_PAPER_NAMES)
 @with_constraints(FLOW_TABLE)
 def dp_truncated_rayleigh_flow(
     pair: ScatterPair,
@@ -192,7 +200,7 @@ def dp_truncated_rayleigh_flow(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta: float = 1.0,
+    step_size: float = 1.0,
     init: str | np.ndarray = "random",
     a_share: float = 0.5,
     calibration: Calibration = "tight",
@@ -214,39 +222,98 @@ def dp_truncated_rayleigh_flow(
     docstring).
     """
     return _flow("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, eta=eta, init=init, a_share=a_share,
-                 calibration=calibration, accountant=accountant, random_state=random_state,
+                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
 def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
           show_progress: bool | None, **params: Any) -> GEPResult:
-    """The flows (``mechanism``): validate -> plan -> release (A^, B^) -> the flow (post-processing)."""
-    owner = message_owner(mechanism)
-    pair, inputs = _flow_inputs(owner, pair, k, sparsity, params)
-    plan, (s_a, s_b) = _flow_plan(mechanism, pair, inputs, params["calibration"], params["a_share"])
-    if inputs.noise_ridge:  # public: a function of the planned noise scale
-        inputs = dataclasses.replace(inputs, xi=noise_ridge(plan["A"].scale, pair.n_features))
-    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
-        A_hat = releaser.add_symmetric("A", pair.A)
-        B_raw = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
-        # post-processing: B^ = max(B_raw, 0) + xi I (positive definite)
+    """The flows (``mechanism``) through the release template (:class:`_Flow`)."""
+    return run_on_pair(_Flow(mechanism, show_progress), _FlowCall(k, sparsity, params), pair, accountant,
+                       params["random_state"])
+
+
+@dataclass(frozen=True)
+class _FlowCall:
+    """The public inputs of one flow, as the caller gave them (``params``: the keywords)."""
+
+    k: Any
+    sparsity: Any
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class _FlowChecked:
+    """The checked public inputs of one flow, its plan and multipliers (public)."""
+
+    pair: ScatterPair
+    inputs: _FlowInputs
+    plan: ReleasePlan
+    multipliers: tuple[float, float]
+    calibration: str
+    init: Any
+    d: int
+    n: None = None
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        return self.inputs.budget
+
+
+class _Flow(PairMechanism):
+    """The flows as the release template runs them: A^ (and B^ unless public) released, a start drawn in
+    the same charge, then the (truncated) Rayleigh flow on the released pair (post-processing)."""
+
+    stacklevel = 4
+
+    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self.label = mechanism
+
+    def check(self, inputs: _FlowCall, X: Any) -> _FlowChecked:
+        owner = message_owner(self.label)
+        pair, checked = _flow_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
+        plan, multipliers = _flow_plan(self.label, pair, checked, inputs.params["calibration"],
+                                       inputs.params["a_share"])
+        if checked.noise_ridge:  # public: a function of the planned noise scale
+            checked = dataclasses.replace(checked, xi=noise_ridge(plan["A"].scale, pair.n_features))
+        return _FlowChecked(pair, checked, plan, multipliers, inputs.params["calibration"],
+                            inputs.params["init"], pair.n_features)
+
+    def plan(self, inputs: _FlowChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan
+
+    def statistic(self, inputs: _FlowChecked, rows: PairRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        pair, owner = rows.pair, message_owner(self.label)
+        out: dict[str, Any] = {"A": Symmetric(pair.A)}
+        if not pair.b_is_public:
+            out["B"] = Symmetric(pair.B)
+        out["start"] = Drawn(lambda r: _flow_start(owner, pair, inputs.inputs, r))
+        return out
+
+    def post_process(self, inputs: _FlowChecked, rows: PairRows, released: Released,
+                     report: Any) -> GEPResult:
+        """The flow on ``(A^, max(B^, 0) + xi I)`` from the released start (post-processing)."""
+        pair, checked, plan = inputs.pair, inputs.inputs, released.plan
+        B_raw = pair.B if pair.b_is_public else released["B"]  # a public B (the identity) is not released
         lam, Phi = scipy.linalg.eigh(B_raw, check_finite=False)
-        B_hat = (Phi * (np.maximum(lam, 0.0) + inputs.xi)) @ Phi.T
+        B_hat = (Phi * (np.maximum(lam, 0.0) + checked.xi)) @ Phi.T
         B_hat = (B_hat + B_hat.T) / 2.0
-        V = _flow_start(owner, pair, inputs, releaser)
-        vectors, values = _rayleigh_flow(A_hat, B_hat, V, inputs, mechanism, show_progress)
-    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
-                             notes=plan.notes, stacklevel=5)
-    return GEPResult(
-        vectors=vectors, values=values, privacy=report, method=mechanism,
-        diagnostics={"noise_std_A": plan["A"].scale,
-                     "noise_std_B": 0.0 if pair.b_is_public else plan["B"].scale,
-                     "noise_multiplier_A": s_a, "noise_multiplier_B": s_b, "n_iter": inputs.m,
-                     "eta": inputs.eta, "xi": inputs.xi,
-                     "regularization": "noise" if inputs.noise_ridge else inputs.xi,
-                     "init": "array" if inputs.V0 is not None else params["init"], "sparsity": sparsity},
-    )
+        vectors, values = _rayleigh_flow(released["A"], B_hat, released["start"], checked, self.label,
+                                         self.show_progress)
+        s_a, s_b = inputs.multipliers
+        return GEPResult(
+            vectors=vectors, values=values, privacy=report, method=self.label,
+            diagnostics={"noise_std_A": plan["A"].scale,
+                         "noise_std_B": 0.0 if pair.b_is_public else plan["B"].scale,
+                         "noise_multiplier_A": s_a, "noise_multiplier_B": s_b, "n_iter": checked.m,
+                         "eta": checked.eta, "xi": checked.xi,
+                         "regularization": "noise" if checked.noise_ridge else checked.xi,
+                         "init": "array" if checked.V0 is not None else inputs.init,
+                         "sparsity": checked.sparsity},
+        )
 
 
 @dataclass(frozen=True)
@@ -285,7 +352,8 @@ def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                              f"'{NONPRIVATE_INIT}' or a finite array of shape (d, k) = ({d}, {k}) with "
                              f"non-zero columns. Got {type(init).__name__} of shape {V0.shape}.")
     return pair, _FlowInputs(budget=budget, k=k, sparsity=sparsity, m=int(params["n_iter"]),
-                             eta=float(params["eta"]), xi=1.0 if xi == NOISE_RIDGE else float(xi), V0=V0,
+                             eta=float(params["step_size"]), xi=1.0 if xi == NOISE_RIDGE else float(xi),
+                             V0=V0,
                              nonprivate_init=isinstance(init, str) and init == NONPRIVATE_INIT,
                              noise_ridge=xi == NOISE_RIDGE)
 
@@ -334,7 +402,7 @@ def _flow_start(owner: str, pair: ScatterPair, inputs: _FlowInputs, releaser: Re
     elif inputs.V0 is not None:
         V = inputs.V0.copy()
     else:
-        V = random_orthonormal(pair.n_features, inputs.k, releaser.generator)
+        V = random_orthonormal(pair.n_features, inputs.k, releaser)
     if inputs.sparsity is not None:
         V = truncate_columns(V, inputs.sparsity)
     return V / np.linalg.norm(V, axis=0)

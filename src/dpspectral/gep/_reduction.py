@@ -60,13 +60,15 @@ from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import After, Drawn, Released, Symmetric
 from ._common import (
     NOISE_RIDGE,
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
+    PairMechanism,
+    PairRows,
     check_int,
     check_pair,
     check_positive,
@@ -77,6 +79,7 @@ from ._common import (
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
+    run_on_pair,
     truncate_columns,
     with_constraints,
 )
@@ -273,29 +276,78 @@ def sr_dp(
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
     included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
     """
-    mechanism, owner = "sr_dp", message_owner("sr_dp")
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(SR_DP_TABLE, dict(epsilon=epsilon, delta=delta, a_share=a_share,
-                                                   calibration=calibration, random_state=random_state),
-                                 owner)
-    xi = check_regularization(regularization, owner)
-    k = check_int(k, "k", 1, pair.n_features, owner)
-    plan = _sr_dp_plan(pair, budget, calibration, a_share)
-    xi = noise_ridge(plan["A"].scale, pair.n_features) if xi == NOISE_RIDGE else float(xi)
-    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
-        A_hat = releaser.add_symmetric("A", pair.A)
-        B_hat = pair.B if pair.b_is_public else releaser.add_symmetric("B", pair.B)
-        vectors, values, Phit = _reduce(A_hat, B_hat, xi, k)  # post-processing of the releases
-    report = releaser.report(mechanism=mechanism, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=4)
-    std_b = 0.0 if pair.b_is_public else plan["B"].scale
-    s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
-    return GEPResult(
-        vectors=vectors, values=values, privacy=report, method=mechanism, whitening=Phit,
-        diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
-                     "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
-                     "regularization": regularization},
-    )
+    return run_on_pair(_SrDp(), _SrDpInputs(k, epsilon, delta, regularization, a_share, calibration,
+                                            random_state), pair, accountant, random_state)
+
+
+@dataclass(frozen=True)
+class _SrDpInputs:
+    """The public inputs of one SR+DP run, as the caller gave them."""
+
+    k: Any
+    epsilon: Any
+    delta: Any
+    regularization: Any
+    a_share: Any
+    calibration: Any
+    random_state: Any
+
+
+@dataclass(frozen=True, eq=False)
+class _SrDpChecked:
+    """The checked public inputs of SR+DP (``xi`` is ``"noise"`` until the plan gives the noise scale)."""
+
+    pair: ScatterPair
+    budget: PrivacyBudget
+    calibration: str
+    k: int
+    a_share: float
+    regularization: Any
+    xi: float | str
+    d: int
+    n: None = None
+
+
+class _SrDp(PairMechanism):
+    """SR+DP as the release template runs it: A (and B unless public) released, then the reduction."""
+
+    label = "sr_dp"
+    stacklevel = 3
+
+    def check(self, inputs: _SrDpInputs, X: Any) -> _SrDpChecked:
+        owner = message_owner("sr_dp")
+        pair = check_pair(X, owner)
+        budget = check_solver_params(SR_DP_TABLE, dict(epsilon=inputs.epsilon, delta=inputs.delta,
+                                                       a_share=inputs.a_share, calibration=inputs.calibration,
+                                                       random_state=inputs.random_state), owner)
+        xi = check_regularization(inputs.regularization, owner)
+        k = check_int(inputs.k, "k", 1, pair.n_features, owner)
+        return _SrDpChecked(pair, budget, inputs.calibration, k, inputs.a_share, inputs.regularization, xi,
+                            pair.n_features)
+
+    def plan(self, inputs: _SrDpChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return _sr_dp_plan(inputs.pair, inputs.budget, inputs.calibration, inputs.a_share)
+
+    def statistic(self, inputs: _SrDpChecked, rows: PairRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        pair = rows.pair
+        return {"A": Symmetric(pair.A), **({} if pair.b_is_public else {"B": Symmetric(pair.B)})}
+
+    def post_process(self, inputs: _SrDpChecked, rows: PairRows, released: Released,
+                     report: Any) -> GEPResult:
+        """The reduction of the released pair (the ridge from the planned noise scale: public)."""
+        plan, pair = released.plan, inputs.pair
+        xi = noise_ridge(plan["A"].scale, inputs.d) if inputs.xi == NOISE_RIDGE else float(inputs.xi)
+        B_hat = pair.B if pair.b_is_public else released["B"]  # a public B (the identity) is not released
+        vectors, values, Phit = _reduce(released["A"], B_hat, xi, inputs.k)
+        std_b = 0.0 if pair.b_is_public else plan["B"].scale
+        s_b = math.inf if pair.b_is_public else _multiplier(plan, 1)
+        return GEPResult(
+            vectors=vectors, values=values, privacy=report, method=self.label, whitening=Phit,
+            diagnostics={"noise_std_A": plan["A"].scale, "noise_std_B": std_b,
+                         "noise_multiplier_A": _multiplier(plan), "noise_multiplier_B": s_b, "xi": xi,
+                         "regularization": inputs.regularization},
+        )
 
 
 def _multiplier(plan: ReleasePlan, index: int = 0) -> float:
@@ -374,11 +426,15 @@ class BudgetShares(Constraint):
 DPSR_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
-    "eta_b": POSITIVE,
-    "eta_a": [POSITIVE, Options(("auto",))],
+    "step_size_b": POSITIVE,
+    "step_size_a": [POSITIVE, Options(("auto",))],
     "budget_shares": BudgetShares(),
     "paper_formula": Options(("theorem12", "algorithm2")),
 }
+
+
+#: The paper's symbols of DPSR's parameters (still accepted, with a FutureWarning).
+DPSR_PAPER_NAMES = {**REGULARIZATION_PAPER_NAME, "eta_b": "step_size_b", "eta_a": "step_size_a"}
 
 
 @dataclass(frozen=True)
@@ -444,7 +500,7 @@ def _noisy_phase(
     return V, prev, G
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(DPSR_PAPER_NAMES)
 @with_constraints(DPSR_TABLE)
 def dpsr(
     pair: ScatterPair,
@@ -454,8 +510,8 @@ def dpsr(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta_b: float = 1.0,
-    eta_a: float | str = "auto",
+    step_size_b: float = 1.0,
+    step_size_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -469,9 +525,59 @@ def dpsr(
     """DPSR (Chen et al., Algorithm 2): simultaneous reduction with noisy gradient steps in both phases.
 
     Phase 1 (m = ``n_iter`` steps) on ``J1(V) = tr(V^T B V)`` from a random orthonormal d x k1 start:
-    ``V <- QR(V + eta_b (2 B V + Z))``; then ``Lambda^_B`` (released, see the module docstring),
-    ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps) on
+    ``V <- QR(V + eta_B (2 B V + Z))`` (``eta_B``: ``step_size_b``); then ``Lambda^_B`` (released, see
+    the module docstring), ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps)
+    on
     ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
+
+    Parameters
+    ----------
+    pair : ScatterPair
+        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
+    k : int
+        Number of generalized eigenvectors, in [1, d].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    regularization : "noise" or float
+        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
+        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
+        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
+        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
+        0.01). The old name ``xi`` still works, with a FutureWarning.
+    n_iter : int
+        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
+    step_size_b : float
+        Step size of phase 1, on B (eta_B in the paper, which searches {1/4, 1/2, 1}). The old name
+        ``eta_b`` still works, with a FutureWarning.
+    step_size_a : float or "auto"
+        Step size of phase 2, on the reduced A (eta_A in the paper). ``"auto"`` (default): with
+        ``regularization="noise"`` the step with ``eta_A sigma_2 sqrt(k1) = 1`` (one step's noise has the
+        norm of an iterate column; ``sigma_2`` the phase-2 noise std, from the plan and the released
+        ``||Phi~||_2^2``: public); with a float xi the paper's 1. The old name ``eta_a`` still works,
+        with a FutureWarning.
+    basis_size : int or None
+        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
+        reduction needs (spec §B.8).
+    budget_shares : three floats
+        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
+        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
+        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
+    calibration : {"tight", "paper"}
+        See the module docstring.
+    paper_formula : {"theorem12", "algorithm2"}
+        Which of the paper's two printed noise scales ``"paper"`` uses.
+    paper_constants : (C1, C2) or None
+        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
+        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
+        accountant certifies for other readings of the paper.
+    init : ndarray of shape (d, k1), optional
+        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
+        random orthonormal one from ``random_state``.
+    accountant : Accountant, optional
+        The run is refused before any noise is drawn if it would exceed the ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
+    show_progress : bool or None
 
     Returns
     -------
@@ -488,21 +594,21 @@ def dpsr(
     ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
     ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
-    data-independent start, so the releases compose adaptively. xi and ``eta_a="auto"`` are functions
+    data-independent start, so the releases compose adaptively. xi and ``step_size_a="auto"`` are functions
     of the plan's public noise scales and released quantities (``"noise"``), never of the data. Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
     return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter,
-                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
+                 budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
 
 
-@renamed(REGULARIZATION_PAPER_NAME)
+@renamed(DPSR_PAPER_NAMES)
 @with_constraints(DPSR_TABLE)
 def dpsrs(
     pair: ScatterPair,
@@ -513,8 +619,8 @@ def dpsrs(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    eta_b: float = 1.0,
-    eta_a: float | str = "auto",
+    step_size_b: float = 1.0,
+    step_size_a: float | str = "auto",
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
@@ -549,8 +655,8 @@ def dpsrs(
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
     return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter,
-                 eta_b=eta_b, eta_a=eta_a, basis_size=basis_size, budget_shares=budget_shares,
+                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
+                 budget_shares=budget_shares,
                  calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
                  init=init, accountant=accountant, random_state=random_state,
                  show_progress=show_progress)
@@ -558,17 +664,92 @@ def dpsrs(
 
 def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
           show_progress: bool | None, **params: Any) -> GEPResult:
-    """DPSR/DPSRS (``mechanism``): validate -> plan -> release (both phases) -> post-process."""
-    owner = message_owner(mechanism)
-    pair, inputs = _dpsr_inputs(owner, pair, k, sparsity, params)
-    inputs = _dpsr_ridge(mechanism, pair, inputs, params, owner)
-    plan, scales = _dpsr_plan(mechanism, pair, inputs, params, owner)
-    with release(plan, accountant, noise_source(params["random_state"])) as releaser:  # refused first
-        out = _dpsr_release(mechanism, pair, inputs, scales, releaser, show_progress)
-    report = releaser.report(mechanism=mechanism, budget=inputs.budget, calibration=params["calibration"],
-                             notes=plan.notes, stacklevel=5)
-    return GEPResult(vectors=out["vectors"], values=out["values"], privacy=report, method=mechanism,
-                     whitening=out["Phit"], diagnostics=_dpsr_diagnostics(plan, inputs, scales, out))
+    """DPSR/DPSRS (``mechanism``) through the release template (:class:`_Dpsr`)."""
+    return run_on_pair(_Dpsr(mechanism, show_progress), _DpsrCall(k, sparsity, params), pair, accountant,
+                       params["random_state"])
+
+
+@dataclass(frozen=True)
+class _DpsrCall:
+    """The public inputs of one DPSR/DPSRS run, as the caller gave them (``params``: the keywords)."""
+
+    k: Any
+    sparsity: Any
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class _DpsrChecked:
+    """The checked public inputs of one run, with its plan and the plan's scales (public)."""
+
+    pair: ScatterPair
+    inputs: _DpsrInputs
+    plan: ReleasePlan
+    scales: _DpsrScales
+    calibration: str
+    d: int
+    n: None = None
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        return self.inputs.budget
+
+
+class _Dpsr(PairMechanism):
+    """DPSR/DPSRS as the release template runs it: phase 1's m noisy gradients, the Lambda_B release,
+    then phase 2's m noisy gradients on the reduced A (one charge; phase 2 at the released bound)."""
+
+    stacklevel = 4
+
+    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self.label = mechanism
+
+    def check(self, inputs: _DpsrCall, X: Any) -> _DpsrChecked:
+        owner = message_owner(self.label)
+        pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
+        checked = _dpsr_ridge(self.label, pair, checked, inputs.params, owner)
+        plan, scales = _dpsr_plan(self.label, pair, checked, inputs.params, owner)
+        return _DpsrChecked(pair, checked, plan, scales, inputs.params["calibration"], pair.n_features)
+
+    def plan(self, inputs: _DpsrChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan
+
+    def statistic(self, inputs: _DpsrChecked, rows: PairRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        """Phase 1 (B private), the Lambda_B release, phase 2: each drawn in order, by name."""
+        pair, c, desc = rows.pair, inputs, self.label
+
+        def phase_two(whitening: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Drawn:
+            return Drawn(lambda r: _phase_two(desc, pair, c.inputs, c.scales, whitening, r,
+                                              self.show_progress))
+
+        if c.scales.public is not None:  # B public: its exact reduction, no release
+            Phit, lam = c.scales.public
+            return {"phase2": phase_two((Phit * np.sqrt(lam + c.inputs.xi), lam, Phit))}
+        out: dict[str, Any] = {
+            "phase1": Drawn(lambda r: _phase_one(desc, pair, c.inputs, r, self.show_progress))}
+        if c.scales.release_lam:  # diag(V_m^T B V_m), released
+            out["lambda"] = After(lambda rel: np.einsum("ij,ij->j", rel["phase1"][0],
+                                                        pair.B @ rel["phase1"][0]))
+        out["phase2"] = After(lambda rel: phase_two(_whitening(c.inputs, c.scales, rel)))
+        return out
+
+    def post_process(self, inputs: _DpsrChecked, rows: PairRows, released: Released,
+                     report: Any) -> GEPResult:
+        """The generalized eigenvectors ``Phi~ V'`` ordered by the last phase-2 release (released values)."""
+        out = released["phase2"]
+        values = np.einsum("ij,ij->j", out["prev"], out["G"]) / 2.0  # post-processing of the last release
+        order = np.argsort(values)[::-1]
+        basis, lam, Phit = out["whitening"]
+        vectors = Phit @ out["V"][:, order]
+        if inputs.inputs.sparsity is not None:
+            vectors = normalize_released(truncate_columns(vectors, inputs.inputs.sparsity), basis, lam,
+                                         inputs.inputs.xi)
+        out = {**out, "lam": lam}
+        return GEPResult(vectors=fix_signs(vectors), values=values[order], privacy=report, method=self.label,
+                         whitening=Phit, diagnostics=_dpsr_diagnostics(released.plan, inputs.inputs,
+                                                                       inputs.scales, out))
 
 
 def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
@@ -581,7 +762,7 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     k = check_int(k, "k", 1, d, owner)
     if sparsity is not None:
         sparsity = check_int(sparsity, "sparsity", 1, d, owner)
-    auto_eta = isinstance(params["eta_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
+    auto_eta = isinstance(params["step_size_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
     basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
     V0 = None
@@ -593,18 +774,18 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
     return pair, _DpsrInputs(
         budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
-        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["eta_b"]),
-        eta_a=1.0 if auto_eta else float(params["eta_a"]), shares=(w1, w_lam, w2), V0=V0,
+        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["step_size_b"]),
+        eta_a=1.0 if auto_eta else float(params["step_size_a"]), shares=(w1, w_lam, w2), V0=V0,
         noise_ridge=xi == NOISE_RIDGE, auto_eta=auto_eta)
 
 
-#: Largest step ``eta_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
+#: Largest step ``step_size_a="auto"`` takes (reached only as the noise vanishes: the power method's limit).
 MAX_AUTO_ETA = 1e8
 
 
 def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: dict[str, Any],
                 owner: str) -> _DpsrInputs:
-    """Resolve ``regularization="noise"`` and ``eta_a="auto"`` from public inputs (before the plan).
+    """Resolve ``regularization="noise"`` and ``step_size_a="auto"`` from public inputs (before the plan).
 
     Phase 2's multiplier ``s2`` does not depend on xi (its sensitivity and, for ``"paper"``, its
     scale both carry ``1/xi``), so the plan at xi = 1 gives the A-noise scale ``s2 * Delta_2`` (per
@@ -619,7 +800,7 @@ def _dpsr_ridge(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: 
 
 
 def _auto_eta(inputs: _DpsrInputs, std2: float) -> float:
-    """Phase 2's step: ``eta_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
+    """Phase 2's step: ``step_size_a``, or for ``"auto"`` the step whose per-step noise has unit column norm.
 
     ``eta sigma_2 sqrt(k1) = 1``: a larger step lets one step's noise replace the iterate (nothing is
     averaged over the m steps), a smaller one moves too little in m steps. ``sigma_2`` is the phase-2
@@ -723,20 +904,21 @@ def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str,
     return s1, s_lam, s2, sigma2
 
 
-def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
-                  releaser: Releaser, show_progress: bool | None) -> dict[str, Any]:
-    """The releases of DPSR/DPSRS (inside the charged block) and their post-processing."""
+def _phase_two(desc: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
+               whitening: tuple[np.ndarray, np.ndarray, np.ndarray], releaser: Releaser,
+               show_progress: bool | None) -> dict[str, Any]:
+    """Phase 2 inside the charged block: m noisy gradients of ``tr(V'^T A~ V')`` from a random start.
+
+    ``whitening`` is ``(basis, Lambda^_B, Phi~)``, released (or public); the noise is drawn at the
+    planned multiplier times the released bound ``||Phi~||_2^2`` (:meth:`Releaser.adapted`).
+    """
+    _, lam, Phit = whitening
     xi, k1 = inputs.xi, inputs.k1
-    if scales.public is not None:  # B public: its exact reduction, no release
-        Phit, lam = scales.public
-        basis = Phit * np.sqrt(lam + xi)
-    else:
-        basis, lam, Phit = _phase_one(mechanism, pair, inputs, scales, releaser, show_progress)
     phi_norm2 = float(1.0 / np.min(lam + xi))  # ||Phi~||_2^2 (basis orthonormal), released
     At = Phit.T @ pair.A @ Phit
     At = (At + At.T) / 2.0
     std2 = releaser.plan["phase2"].scale
-    start2 = random_orthonormal(k1, inputs.k, releaser.generator)
+    start2 = random_orthonormal(k1, inputs.k, releaser)
     s_phase2 = None if inputs.sparsity is None else min(inputs.sparsity, k1)
     with contextlib.ExitStack() as stack:
         phase2 = releaser
@@ -748,29 +930,29 @@ def _dpsr_release(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales
         eta_a = _auto_eta(inputs, std2)  # from the released noise scale (public)
         V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=eta_a,
                                      release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,
-                                     sparsity=s_phase2, desc=f"{mechanism} phase 2",
+                                     sparsity=s_phase2, desc=f"{desc} phase 2",
                                      show_progress=show_progress)
-    values = np.einsum("ij,ij->j", prev2, G2) / 2.0  # post-processing of the last release
-    order = np.argsort(values)[::-1]
-    vectors = Phit @ V2[:, order]
-    if inputs.sparsity is not None:
-        vectors = normalize_released(truncate_columns(vectors, inputs.sparsity), basis, lam, xi)
-    return {"vectors": fix_signs(vectors), "values": values[order], "lam": lam, "Phit": Phit,
-            "std2": std2, "phi_norm2": phi_norm2, "eta_a": eta_a}
+    return {"V": V2, "prev": prev2, "G": G2, "whitening": whitening, "std2": std2, "phi_norm2": phi_norm2,
+            "eta_a": eta_a}
 
 
-def _phase_one(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrScales,
-               releaser: Releaser, show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Phase 1 (B's eigenbasis by m noisy gradients), then the released ``Lambda_B`` and ``Phi~``."""
+def _phase_one(desc: str, pair: ScatterPair, inputs: _DpsrInputs, releaser: Releaser,
+               show_progress: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Phase 1 inside the charged block (B's eigenbasis by m noisy gradients): ``(V_m, V_{m-1}, G_m)``."""
     d, k1 = pair.n_features, inputs.k1
-    start = random_orthonormal(d, k1, releaser.generator) if inputs.V0 is None else orthonormalize(inputs.V0)
+    start = random_orthonormal(d, k1, releaser) if inputs.V0 is None else orthonormalize(inputs.V0)
     noisy = releaser.plan["phase1"].scale > 0
-    basis, prev, G = _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
-                                  release=functools.partial(releaser.add, "phase1") if noisy else None,
-                                  sparsity=inputs.sparsity, desc=f"{mechanism} phase 1",
-                                  show_progress=show_progress)
+    return _noisy_phase(pair.B, start, n_iter=inputs.m, eta=inputs.eta_b,
+                        release=functools.partial(releaser.add, "phase1") if noisy else None,
+                        sparsity=inputs.sparsity, desc=f"{desc} phase 1", show_progress=show_progress)
+
+
+def _whitening(inputs: _DpsrInputs, scales: _DpsrScales,
+               released: Released) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(basis, Lambda^_B, Phi~)`` from the released phase 1 and Lambda_B (post-processing)."""
+    basis, prev, G = released["phase1"]
     if scales.release_lam:
-        lam = releaser.add("lambda", np.einsum("ij,ij->j", basis, pair.B @ basis))  # the release
+        lam = released["lambda"]
     else:
         lam = np.einsum("ij,ij->j", prev, G) / 2.0  # post-processing of the last release
     lam = np.maximum(lam, 0.0)
@@ -793,54 +975,3 @@ def _dpsr_diagnostics(plan: ReleasePlan, inputs: _DpsrInputs, scales: _DpsrScale
         "lambda_b": out["lam"], "sparsity": inputs.sparsity,
     }
 
-
-_DPSR_PARAMETERS = """
-    Parameters
-    ----------
-    pair : ScatterPair
-        From :func:`fda_pair`, :func:`pca_pair` or :func:`symmetric_definite_pair`.
-    k : int
-        Number of generalized eigenvectors, in [1, d].
-    epsilon, delta : float
-        Target (epsilon, delta); delta in (0, 1).
-    regularization : "noise" or float
-        The ridge xi added to the released ``Lambda^_B`` (clamped at 0 first); the phase-2 sensitivity
-        grows like ``1/xi``. ``"noise"`` (default): ``xi = 2 sigma_u sqrt(d)`` with
-        ``sigma_u = s2 Delta_2`` the phase-2 gradient noise at unit whitening, a public function of the
-        plan (the noise of A, as :func:`sr_dp`'s ``"noise"``). A float > 0: that ratio (the paper uses
-        0.01). The old name ``xi`` still works, with a FutureWarning.
-    n_iter : int
-        Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
-    eta_b : float
-        Step size of phase 1 (the paper searches {1/4, 1/2, 1}).
-    eta_a : float or "auto"
-        Step size of phase 2. ``"auto"`` (default): with ``regularization="noise"`` the step with
-        ``eta_a sigma_2 sqrt(k1) = 1`` (one step's noise has the norm of an iterate column; ``sigma_2``
-        the phase-2 noise std, from the plan and the released ``||Phi~||_2^2``: public); with a float
-        xi the paper's 1.
-    basis_size : int or None
-        k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
-        reduction needs (spec §B.8).
-    budget_shares : three floats
-        Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
-        phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
-        instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
-    calibration : {"tight", "paper"}
-        See the module docstring.
-    paper_formula : {"theorem12", "algorithm2"}
-        Which of the paper's two printed noise scales ``"paper"`` uses.
-    paper_constants : (C1, C2) or None
-        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
-        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
-        accountant certifies for other readings of the paper.
-    init : ndarray of shape (d, k1), optional
-        Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
-        random orthonormal one from ``random_state``.
-    accountant : Accountant, optional
-        The run is refused before any noise is drawn if it would exceed the ceiling.
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the noise and the random starts (``"secure"``: OS entropy and exact samplers).
-    show_progress : bool or None
-"""
-
-dpsr.__doc__ = (dpsr.__doc__ or "").rstrip() + "\n" + _DPSR_PARAMETERS

@@ -154,7 +154,7 @@ def private_fda(
         pair is the same whichever labels are named, so no label set is published).
     on_norm_violation : {"clip", "raise"}
     **kwargs
-        Options of the solver (``n_iter``, ``eta_b``, ``calibration``, ``accountant``,
+        Options of the solver (``n_iter``, ``step_size_b``, ``calibration``, ``accountant``,
         ``random_state``, ...).
 
     Returns
