@@ -43,7 +43,7 @@ _local = threading.local()
 
 
 def get_config() -> dict[str, bool]:
-    """dpspectral's own configuration: ``{"array_api_dispatch": bool}`` (this thread's)."""
+    """Return dpspectral's own configuration for this thread: ``{"array_api_dispatch": bool}``."""
     return {"array_api_dispatch": bool(getattr(_local, "array_api_dispatch", False))}
 
 

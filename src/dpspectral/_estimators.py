@@ -167,9 +167,12 @@ class _DPEstimator(BaseEstimator):
 
 
 class UncentredWarning(UserWarning):
-    """``centering="private"`` (DPPCA's default) where no private mean can be released (a method that
-    cannot centre, the paper's calibration, a one-shot stream): the fit ran uncentred, on the
-    second-moment matrix; ``centering=None`` asks for that release and silences the warning."""
+    """The fit ran uncentred because no private mean could be released.
+
+    ``centering="private"`` is DPPCA's default; where no private mean can be released (a method that
+    cannot centre, the paper's calibration, a one-shot stream) the fit runs on the second-moment matrix.
+    ``centering=None`` asks for that release and silences the warning.
+    """
 
 
 def _asks_private_centre(centering: Any) -> bool:

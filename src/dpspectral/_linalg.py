@@ -98,8 +98,11 @@ def _fix_signs_xp(V: Any) -> Any:
 
 
 class UnresolvedVarianceWarning(UserWarning):
-    """A release does not resolve the variance of some components: their released eigenvalues lie
-    within the noise's spectral norm, so their explained variance is reported as 0."""
+    """A release does not resolve the variance of some components.
+
+    Their released eigenvalues lie within the noise's spectral norm, so their explained variance is
+    reported as 0.
+    """
 
 
 class ReleasedVariances(NamedTuple):

@@ -574,7 +574,61 @@ def _trace(S: Any) -> float:
 
 
 
-_COMMON_DOC = """
+
+
+#: The parameters of the three covariance mechanisms (constraints.py); relation, centring and k are
+#: checked in the mechanism (they depend on the method and on the data's shape).
+COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "mean_share": SHARE, "release_count": Types((bool,), "a bool"), "random_state": RANDOM_STATE,
+    "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
+    "show_progress": [NONE, Types((bool,), "a bool")],
+}
+#: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.
+ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
+    **COVARIANCE_PARAMETERS,
+    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": [NONE, SHARE],
+    "clip_share": [NONE, SHARE],
+    "noise_shape": [NONE, Options(("goe", "iid"))],
+    "device": [NONE, DEVICE],
+}
+
+
+@validated(ADAPTIVE_PARAMETERS)
+def analyze_gauss(
+    X: Any,
+    k: int,
+    *,
+    epsilon: float,
+    delta: float,
+    row_norm: float,
+    relation: Relation | str = "replace_one",
+    calibration: Calibration = "tight",
+    centering: Centering = None,
+    mean_share: float = 0.1,
+    adaptive_clip: bool = True,
+    clip_quantile: float | None = None,
+    clip_share: float | None = None,
+    noise_shape: NoiseShape | None = None,
+    release_count: bool = False,
+    accountant: Accountant | None = None,
+    random_state: Any = None,
+    on_norm_violation: NormViolation = "clip",
+    accounting: AccountingMethod = "auto",
+    show_progress: bool | None = None,
+    device: Any = None,
+) -> SubspaceResult:
+    """Analyze Gauss (Dwork, Talwar, Thakurta and Zhang, STOC 2014): Gaussian noise on X^T X.
+
+    ``S_hat = sum_i c(x_i) c(x_i)^T + E`` with ``E`` symmetric Gaussian; the result is the top-k
+    eigenvectors of ``S_hat``. ``noise_shape="goe"`` (the default with ``calibration="tight"``): ``E``
+    has ``N(0, sigma^2)`` on the diagonal and ``N(0, sigma^2 / 2)`` above it (the Gaussian orthogonal
+    ensemble: the mechanism runs on ``iso(S)``, the diagonal and ``sqrt(2)`` times the entries above
+    it, whose norm is ``||S||_F``); ``"iid"`` (the paper's, the default with ``"paper"``): i.i.d.
+    ``N(0, sigma^2)`` on and above the diagonal. Same sigma, same event: "goe" has a spectral norm
+    ``sqrt(2)`` smaller (MNIST k = 10: captured energy 0.856 with "goe", 0.785 with "iid", at epsilon
+    0.1).
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
@@ -644,61 +698,6 @@ _COMMON_DOC = """
     Returns
     -------
     SubspaceResult
-"""
-
-
-#: The parameters of the three covariance mechanisms (constraints.py); relation, centring and k are
-#: checked in the mechanism (they depend on the method and on the data's shape).
-COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "mean_share": SHARE, "release_count": Types((bool,), "a bool"), "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
-    "show_progress": [NONE, Types((bool,), "a bool")],
-}
-#: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.
-ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
-    **COVARIANCE_PARAMETERS,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": [NONE, SHARE],
-    "clip_share": [NONE, SHARE],
-    "noise_shape": [NONE, Options(("goe", "iid"))],
-    "device": [NONE, DEVICE],
-}
-
-
-@validated(ADAPTIVE_PARAMETERS)
-def analyze_gauss(
-    X: Any,
-    k: int,
-    *,
-    epsilon: float,
-    delta: float,
-    row_norm: float,
-    relation: Relation | str = "replace_one",
-    calibration: Calibration = "tight",
-    centering: Centering = None,
-    mean_share: float = 0.1,
-    adaptive_clip: bool = True,
-    clip_quantile: float | None = None,
-    clip_share: float | None = None,
-    noise_shape: NoiseShape | None = None,
-    release_count: bool = False,
-    accountant: Accountant | None = None,
-    random_state: Any = None,
-    on_norm_violation: NormViolation = "clip",
-    accounting: AccountingMethod = "auto",
-    show_progress: bool | None = None,
-    device: Any = None,
-) -> SubspaceResult:
-    """Analyze Gauss (Dwork, Talwar, Thakurta and Zhang, STOC 2014): Gaussian noise on X^T X.
-
-    ``S_hat = sum_i c(x_i) c(x_i)^T + E`` with ``E`` symmetric Gaussian; the result is the top-k
-    eigenvectors of ``S_hat``. ``noise_shape="goe"`` (the default with ``calibration="tight"``): ``E``
-    has ``N(0, sigma^2)`` on the diagonal and ``N(0, sigma^2 / 2)`` above it (the Gaussian orthogonal
-    ensemble: the mechanism runs on ``iso(S)``, the diagonal and ``sqrt(2)`` times the entries above
-    it, whose norm is ``||S||_F``); ``"iid"`` (the paper's, the default with ``"paper"``): i.i.d.
-    ``N(0, sigma^2)`` on and above the diagonal. Same sigma, same event: "goe" has a spectral norm
-    ``sqrt(2)`` smaller (MNIST k = 10: captured energy 0.856 with "goe", 0.785 with "iid", at epsilon
-    0.1).
 
     Privacy
     -------
@@ -771,6 +770,20 @@ def mod_sulq(
     smallest noise that certifies (epsilon, delta) for the same release, which makes it identical to
     replace-one Analyze Gauss (the two differ only in their noise formula).
 
+    Parameters
+    ----------
+    X, k, epsilon, delta, row_norm
+        As in :func:`analyze_gauss`.
+    relation : {"replace_one"}
+        Replace-one only: the paper's noise scale depends on n, public under replace-one.
+    calibration, centering, mean_share, adaptive_clip, clip_quantile, clip_share, noise_shape, \
+release_count, accountant, random_state, on_norm_violation, accounting, show_progress, device
+        As in :func:`analyze_gauss`.
+
+    Returns
+    -------
+    SubspaceResult
+
     Privacy
     -------
     Relation: replace-one only (n is public under it, so a noise scale depending on n is allowed).
@@ -814,11 +827,29 @@ def wishart(
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
 ) -> SubspaceResult:
-    """The Wishart mechanism (Jiang, Xie and Zhang, AAAI 2016). **Not differentially private.**
+    """Run the Wishart mechanism (Jiang, Xie and Zhang, AAAI 2016), which is not differentially private.
 
     ``A_hat = X^T X / n + W`` with ``W ~ Wishart_d(d + 1, 3 C^2 / (2 n eps) I)`` (the constant used by
     the papers' comparisons). Its claimed epsilon-DP analysis is known to be wrong (Sheffet 2019,
     footnote 4; Amin et al. 2019, §1.2); it exists only to reproduce the papers' baselines.
+
+    Parameters
+    ----------
+    X, k, epsilon
+        As in :func:`analyze_gauss`.
+    delta : float, default=0.0
+        Not used by the mechanism (recorded in the report).
+    row_norm, relation
+        As in :func:`analyze_gauss`.
+    calibration : {"paper"}
+        The only calibration.
+    centering, mean_share, release_count, accountant, random_state, on_norm_violation, accounting, \
+show_progress
+        As in :func:`analyze_gauss`.
+
+    Returns
+    -------
+    SubspaceResult
 
     Privacy
     -------
@@ -832,6 +863,3 @@ def wishart(
         on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
     ), X, RunSettings(accountant, random_state, accounting, show_progress))
 
-
-for _f in (analyze_gauss, mod_sulq, wishart):
-    _f.__doc__ = (_f.__doc__ or "") + _COMMON_DOC

@@ -234,6 +234,50 @@ def minibatch_oja(
     public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
     read from a stream (an in-memory input is indexed in its secret order), p = ``block_size``.
 
+    Parameters
+    ----------
+    X : array-like (n_samples, n_features), memmap, sparse, Dask array, list of blocks, or a stream
+        The private data. Never modified. With array API dispatch on, a PyTorch or CuPy array (any
+        namespace ``array-api-compat`` knows): computed on its device, ``components`` in its namespace.
+    k : int
+        Number of components, in [1, n_features].
+    epsilon, delta : float
+        The (epsilon, delta) guarantee.
+    row_norm : float
+        Public bound C on row norms; rows above it are clipped (or refused with
+        ``on_norm_violation="raise"``).
+    relation : {"replace_one"}
+    calibration : {"tight"}
+    n_batches : int
+        T, the number of steps (batches); default 4.
+    warmup_fraction : float
+        Share of the rows in each of the T - 1 warm-up batches; default 0.05.
+    block_size : int or None
+        p, the columns of the iterate (oversampling), in [k, n_features]; None: ``min(d, 20 k)``
+        (:func:`default_block_size`). The result is the top-k left
+        singular vectors of the last released batch sum.
+    n_samples : int or None
+        n for a stream (required there); checked against an in-memory input's row count.
+    accountant : Accountant, optional
+        Ledger to spend against (refused before anything is drawn when over its ceiling).
+    random_state : None, int, Generator or "secure"
+        Secret: draws the noise, the initial frame and the permutation.
+    on_norm_violation : {"clip", "raise"}
+    show_progress : bool or None
+        Progress bar over the blocks of a stream.
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule) instead of at
+        ``row_norm``; ignored (one release) for a one-shot iterator, which cannot be read twice.
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); diagnostics ``noise_multiplier``, ``noise_std``, ``sensitivity``,
+        ``batch_sizes``, ``n_batches``, ``block_size`` (and ``clip``, ``histogram_noise_std`` with
+        adaptive clipping).
+
     Privacy
     -------
     Relation: replace-one only. Sensitivity of one batch sum, with W orthonormal (public: released
@@ -314,51 +358,3 @@ def minibatch_oja(
                      "sensitivity": plan[_BATCH].sensitivity, "batch_sizes": tuple(sizes),
                      "n_batches": len(sizes), "block_size": block, **diagnostics},
     )
-
-
-_PARAMETERS_DOC = """
-    Parameters
-    ----------
-    X : array-like (n_samples, n_features), memmap, sparse, Dask array, list of blocks, or a stream
-        The private data. Never modified. With array API dispatch on, a PyTorch or CuPy array (any
-        namespace ``array-api-compat`` knows): computed on its device, ``components`` in its namespace.
-    k : int
-        Number of components, in [1, n_features].
-    epsilon, delta : float
-        The (epsilon, delta) guarantee.
-    row_norm : float
-        Public bound C on row norms; rows above it are clipped (or refused with
-        ``on_norm_violation="raise"``).
-    relation : {"replace_one"}
-    calibration : {"tight"}
-    n_batches : int
-        T, the number of steps (batches); default 4.
-    warmup_fraction : float
-        Share of the rows in each of the T - 1 warm-up batches; default 0.05.
-    block_size : int or None
-        p, the columns of the iterate (oversampling), in [k, n_features]; None: ``min(d, 20 k)``
-        (:func:`default_block_size`). The result is the top-k left
-        singular vectors of the last released batch sum.
-    n_samples : int or None
-        n for a stream (required there); checked against an in-memory input's row count.
-    accountant : Accountant, optional
-        Ledger to spend against (refused before anything is drawn when over its ceiling).
-    random_state : None, int, Generator or "secure"
-        Secret: draws the noise, the initial frame and the permutation.
-    on_norm_violation : {"clip", "raise"}
-    show_progress : bool or None
-        Progress bar over the blocks of a stream.
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule) instead of at
-        ``row_norm``; ignored (one release) for a one-shot iterator, which cannot be read twice.
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
-
-    Returns
-    -------
-    SubspaceResult
-        ``components`` (n_features, k); diagnostics ``noise_multiplier``, ``noise_std``, ``sensitivity``,
-        ``batch_sizes``, ``n_batches``, ``block_size`` (and ``clip``, ``histogram_noise_std`` with
-        adaptive clipping).
-"""
-minibatch_oja.__doc__ = (minibatch_oja.__doc__ or "") + _PARAMETERS_DOC

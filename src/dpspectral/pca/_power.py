@@ -234,6 +234,65 @@ def noisy_power(
     first k columns of ``X_L``. Both are post-processing of released quantities. Eigenvalues are
     not released (``values=None``).
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
+        an iterable of row blocks
+        The private data. Never modified. Read once (``A`` is computed in chunks).
+    k : int
+        Number of components, in [1, n_features].
+    epsilon : float
+        In (0, inf).
+    delta : float
+        In (0, 1).
+    row_norm : float
+        Public bound C on the Euclidean norm of each row; rows above it are clipped per row, or
+        rejected with ``on_norm_violation="raise"``. Never derived from the data.
+    relation : {"replace_one", "add_remove"}
+    calibration : {"tight", "paper"}
+        ``"tight"`` (default): the smallest per-iteration noise multiplier whose L-fold composition
+        is (epsilon, delta)-DP under the exact Gaussian accountant. ``"paper"``: Hardt and Price's
+        ``sigma = sqrt(4 p L ln(1/delta)) / epsilon`` (recalled from memory in the spec, not checked
+        against the paper) times the row-level sensitivity; the accountant certifies what it gives
+        (an :class:`UncertifiedPrivacyWarning` when that is not the requested epsilon).
+    n_iter : int, default=3
+        Number of iterations L >= 1 (public; never computed from the spectrum). The noise grows
+        like ``sqrt(L)``; with an oversampled block the gap that matters is
+        ``lambda_k / lambda_{p+1}``, so a few iterations suffice (the paper's analysis takes
+        ``L ~ log(d) / log(lambda_k / lambda_{k+1})`` with ``p = k``: pass ``n_iter`` and
+        ``block_size=k`` for it).
+    block_size : int, optional
+        Block size p in [k, n_features] (default ``min(n_features, 10 k)``: the extra columns cost no
+        privacy).
+    accountant : Accountant, optional
+        Ledger to spend against; the run is refused before any noise is drawn if it would exceed
+        the ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the start and the noise. ``"secure"``: OS entropy and an exact discrete
+        Gaussian sampler (the report's ``noise_source`` says which).
+    on_norm_violation : {"clip", "raise"}
+    show_progress : bool or None
+        Progress bars over blocks and iterations (None: on a terminal, for long work).
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
+        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``. Off for the
+        paper calibration and for a one-shot iterator (it needs a second read).
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
+    device : None, str, torch.device, or an array
+        Out-of-core on a device: host rows (an array, a memmap, row blocks) are copied to ``device`` one
+        block at a time and clipped and summed there (every pass); the noise, the iterations and the
+        result are there (``dpspectral.to_numpy`` for NumPy). A string or ``torch.device`` means
+        PyTorch ("cuda", "cpu"); an array means its namespace and device. None: where the data live.
+        ``docs/array-api.md``, "Out-of-core on a device".
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); ``values`` None; diagnostics ``noise_std``,
+        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size`` (and ``clip``,
+        ``histogram_noise_std`` with adaptive clipping).
+
     Privacy
     -------
     Relation: replace-one (default) or add/remove. Each iteration releases ``Y_l``, whose
@@ -398,65 +457,3 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
             n_samples=float(released["n"]) if inputs.relation.n_is_public else None,
             diagnostics=diagnostics,
         )
-
-
-noisy_power.__doc__ = (noisy_power.__doc__ or "") + """
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified. Read once (``A`` is computed in chunks).
-    k : int
-        Number of components, in [1, n_features].
-    epsilon : float
-        In (0, inf).
-    delta : float
-        In (0, 1).
-    row_norm : float
-        Public bound C on the Euclidean norm of each row; rows above it are clipped per row, or
-        rejected with ``on_norm_violation="raise"``. Never derived from the data.
-    relation : {"replace_one", "add_remove"}
-    calibration : {"tight", "paper"}
-        ``"tight"`` (default): the smallest per-iteration noise multiplier whose L-fold composition
-        is (epsilon, delta)-DP under the exact Gaussian accountant. ``"paper"``: Hardt and Price's
-        ``sigma = sqrt(4 p L ln(1/delta)) / epsilon`` (recalled from memory in the spec, not checked
-        against the paper) times the row-level sensitivity; the accountant certifies what it gives
-        (an :class:`UncertifiedPrivacyWarning` when that is not the requested epsilon).
-    n_iter : int, default=3
-        Number of iterations L >= 1 (public; never computed from the spectrum). The noise grows
-        like ``sqrt(L)``; with an oversampled block the gap that matters is
-        ``lambda_k / lambda_{p+1}``, so a few iterations suffice (the paper's analysis takes
-        ``L ~ log(d) / log(lambda_k / lambda_{k+1})`` with ``p = k``: pass ``n_iter`` and
-        ``block_size=k`` for it).
-    block_size : int, optional
-        Block size p in [k, n_features] (default ``min(n_features, 10 k)``: the extra columns cost no
-        privacy).
-    accountant : Accountant, optional
-        Ledger to spend against; the run is refused before any noise is drawn if it would exceed
-        the ceiling.
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the start and the noise. ``"secure"``: OS entropy and an exact discrete
-        Gaussian sampler (the report's ``noise_source`` says which).
-    on_norm_violation : {"clip", "raise"}
-    show_progress : bool or None
-        Progress bars over blocks and iterations (None: on a terminal, for long work).
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
-        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``. Off for the
-        paper calibration and for a one-shot iterator (it needs a second read).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
-    device : None, str, torch.device, or an array
-        Out-of-core on a device: host rows (an array, a memmap, row blocks) are copied to ``device`` one
-        block at a time and clipped and summed there (every pass); the noise, the iterations and the
-        result are there (``dpspectral.to_numpy`` for NumPy). A string or ``torch.device`` means
-        PyTorch ("cuda", "cpu"); an array means its namespace and device. None: where the data live.
-        ``docs/array-api.md``, "Out-of-core on a device".
-
-    Returns
-    -------
-    SubspaceResult
-        ``components`` (n_features, k); ``values`` None; diagnostics ``noise_std``,
-        ``noise_multiplier``, ``sensitivity``, ``n_iter``, ``block_size`` (and ``clip``,
-        ``histogram_noise_std`` with adaptive clipping).
-"""

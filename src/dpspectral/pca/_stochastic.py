@@ -349,51 +349,6 @@ def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None,
         yield _Run(releaser, plan, r, "clip", (clip.event, *plan.events))
 
 
-_PRIVACY_DOC = """
-    Parameters
-    ----------
-    X : array-like or np.memmap of shape (n_samples, n_features)
-        Private data (random row access is needed). Never modified. With array API dispatch on, a
-        PyTorch or CuPy array (any namespace ``array-api-compat`` knows): computed on its device,
-        ``components`` in its namespace, device and dtype (float32 or float64; integers in float64).
-    k : int
-        Dimension of the subspace, in [1, n_features].
-    epsilon, delta : float
-        Target (epsilon, delta); delta in (0, 1).
-    row_norm : float
-        Public bound C on each row's norm; rows above it are clipped (or rejected).
-    relation : {"replace_one"}
-    calibration : {"tight", "paper"}
-        ``"tight"`` (default): the noise multiplier found by the accountant for (epsilon, delta)
-        (sampled-Gaussian steps for ``sampling_rate < 1``, Gaussian ones with full batches).
-        ``"paper"``: the paper's noise formula verbatim; the result reports what the accountant
-        certifies for it and warns when that exceeds the request.
-    accountant : Accountant, optional
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
-        discrete Gaussian sampler for the noise (the report's ``noise_source`` says which).
-    on_norm_violation : {"clip", "raise"}
-    accounting : {"auto", "pld"}
-        The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
-        refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
-    show_progress : bool or None
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
-        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``; the noise and
-        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
-        paper).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
-
-    Returns
-    -------
-    SubspaceResult
-        An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
-        so the columns are not ordered by variance). With adaptive clipping the diagnostics add
-        ``clip`` (the released clip) and ``histogram_noise_std``; ``noise_std`` is at the released clip.
-"""
-
-
 @renamed({"mu": "rdp_epsilon_share"})
 @validated(_SPCA_PARAMS)
 def dp_spca(
@@ -433,6 +388,59 @@ def dp_spca(
     ``rdp_epsilon_share`` (mu in the paper; the old name ``mu`` still works, with a FutureWarning) is
     used by ``calibration="paper"`` only: the share ``mu`` of epsilon its formula gives the Rényi-DP
     bound of the T steps, the rest ``(1 - mu) epsilon`` paying for the conversion to (epsilon, delta).
+
+    Parameters
+    ----------
+    X : array-like or np.memmap of shape (n_samples, n_features)
+        Private data (random row access is needed). Never modified. With array API dispatch on, a
+        PyTorch or CuPy array (any namespace ``array-api-compat`` knows): computed on its device,
+        ``components`` in its namespace, device and dtype (float32 or float64; integers in float64).
+    k : int
+        Dimension of the subspace, in [1, n_features].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's norm; rows above it are clipped (or rejected).
+    relation : {"replace_one"}
+    calibration : {"tight", "paper"}
+        ``"tight"`` (default): the noise multiplier found by the accountant for (epsilon, delta)
+        (sampled-Gaussian steps for ``sampling_rate < 1``, Gaussian ones with full batches).
+        ``"paper"``: the paper's noise formula verbatim; the result reports what the accountant
+        certifies for it and warns when that exceeds the request.
+    n_steps : int, optional
+        Number of steps T (default 3 with full batches).
+    learning_rate : float, optional
+        Default ``100 q n / C^2`` (a power step).
+    sampling_rate : float, optional
+        Poisson sampling rate q (default 1: full batches).
+    rdp_epsilon_share : float, default=0.5
+        ``calibration="paper"`` only: the paper's mu (the old name ``mu`` still works, with a
+        FutureWarning).
+    block_size : int, optional
+        Columns of the iterate (default ``min(d, 10 k)`` with full batches, k with a given sampling rate).
+    accountant : Accountant, optional
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
+        discrete Gaussian sampler for the noise (the report's ``noise_source`` says which).
+    on_norm_violation : {"clip", "raise"}
+    accounting : {"auto", "pld"}
+        The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
+        refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
+    show_progress : bool or None
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
+        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``; the noise and
+        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
+        paper).
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
+
+    Returns
+    -------
+    SubspaceResult
+        An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
+        so the columns are not ordered by variance). With adaptive clipping the diagnostics add
+        ``clip`` (the released clip) and ``histogram_noise_std``; ``noise_std`` is at the released clip.
 
     Privacy
     -------
@@ -618,6 +626,66 @@ def dp_vrpca(
     (``adaptive_noise``) and the full gradients get half of the budget. The paper's settings stay
     reachable: ``n_steps = n, learning_rate = 1 / n, sampling_rate = 1 / n, block_size = k, n_epochs =
     m`` (with ``calibration="paper"`` for its noise).
+
+    Parameters
+    ----------
+    X : array-like or np.memmap of shape (n_samples, n_features)
+        Private data (random row access is needed). Never modified. With array API dispatch on, a
+        PyTorch or CuPy array (any namespace ``array-api-compat`` knows): computed on its device,
+        ``components`` in its namespace, device and dtype (float32 or float64; integers in float64).
+    k : int
+        Dimension of the subspace, in [1, n_features].
+    epsilon, delta : float
+        Target (epsilon, delta); delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's norm; rows above it are clipped (or rejected).
+    relation : {"replace_one"}
+    calibration : {"tight", "paper"}
+        ``"tight"`` (default): the noise multiplier found by the accountant for (epsilon, delta)
+        (sampled-Gaussian steps for ``sampling_rate < 1``, Gaussian ones with full batches).
+        ``"paper"``: the paper's noise formula verbatim; the result reports what the accountant
+        certifies for it and warns when that exceeds the request.
+    n_epochs : int, default=3
+        Epochs (the paper's m); each releases one full gradient.
+    n_steps : int, default=1
+        Steps per epoch (the paper's n); the first follows the released full gradient (nothing else is
+        released), each further one releases a variance-reduced term.
+    learning_rate : float, optional
+        Default ``100 q n / r^2`` (a power step; r the rows' clip: C, or the released clip with
+        ``adaptive_clip``); the paper's is ``1 / n``.
+    sampling_rate : float, optional
+        Default 1 (full batches); the paper's is ``1 / n``.
+    full_gradient_share : float, optional
+        Default 1/2 of the Gaussian-DP mu^2 with full batches, 0.1 of (epsilon, delta) with sampled
+        steps (tight only; all of the budget when no inner step is charged).
+    block_size : int, optional
+        Columns of the iterate, default ``min(d, 10 k)`` (the paper's k; oversampling is free in
+        privacy); the top-k left singular vectors of the last step are returned when it exceeds k.
+    adaptive_noise : bool, default=True
+        Scale an inner step's noise to the public ``||V - V~||_2`` (tight only; the paper's is False).
+    accountant : Accountant, optional
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
+        discrete Gaussian sampler for the noise (the report's ``noise_source`` says which).
+    on_norm_violation : {"clip", "raise"}
+    accounting : {"auto", "pld"}
+        The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
+        refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
+    show_progress : bool or None
+    adaptive_clip : bool, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
+        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``; the noise and
+        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
+        paper).
+    clip_share : float in (0, 1) or None
+        The histogram's share of the budget (default 0.02).
+
+    Returns
+    -------
+    SubspaceResult
+        An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
+        so the columns are not ordered by variance). With adaptive clipping the diagnostics add
+        ``clip`` (the released clip) and ``histogram_noise_std``; ``noise_std`` is at the released clip.
 
     Privacy
     -------
@@ -940,26 +1008,3 @@ def _full_product_xp(X: Any, V: Any, C: float, xp: Any, owner: str, rows: Any = 
             raise not_finite_error(owner)
         out = out + block.T @ (block @ V)
     return out
-
-
-for _f in (dp_spca, dp_vrpca):
-    _f.__doc__ = (_f.__doc__ or "") + _PRIVACY_DOC
-dp_vrpca.__doc__ = (dp_vrpca.__doc__ or "") + """
-    DP-VRPCA's own parameters (the library's defaults; the paper's in brackets)
-    ----------------------------------------------------------------------------
-    n_epochs : int, default 3 [m]
-        Epochs; each releases one full gradient.
-    n_steps : int, default 1 [n]
-        Steps per epoch; the first follows the released full gradient (nothing else is released), each
-        further one releases a variance-reduced term.
-    learning_rate : float, default ``100 q n / r^2`` (a power step; r the rows' clip: C, or the
-        released clip with ``adaptive_clip``) [1 / n]
-    sampling_rate : float, default 1 (full batches) [1 / n]
-    full_gradient_share : float, default 1/2 of the Gaussian-DP mu^2 with full batches, 0.1 of
-        (epsilon, delta) with sampled steps (tight only; all of the budget when no inner step is charged)
-    block_size : int, default ``min(d, 10 k)`` [k]
-        Columns of the iterate (oversampling is free in privacy); the top-k left singular vectors of the
-        last step are returned when it exceeds k.
-    adaptive_noise : bool, default True [False]
-        Scale an inner step's noise to the public ``||V - V~||_2`` (tight only).
-"""

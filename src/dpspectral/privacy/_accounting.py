@@ -152,6 +152,7 @@ class GaussianDpAccountant(_LeafAccountant):
         return math.inf if self._non_private else math.sqrt(self._mu_squared)
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The smallest epsilon of everything composed so far at ``target_delta``."""
         if self._non_private:
             return math.inf
         if self._mu_squared == 0:
@@ -159,6 +160,7 @@ class GaussianDpAccountant(_LeafAccountant):
         return _epsilon_gaussian(1.0 / self.mu, target_delta)
 
     def get_delta(self, target_epsilon: float) -> float:
+        """The smallest delta of everything composed so far at ``target_epsilon``."""
         if self._non_private:
             return 1.0
         if self._mu_squared == 0:
@@ -190,6 +192,7 @@ class PureDpAccountant(_LeafAccountant):
         self._epsilon += math.inf if b == 0 else count / b
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The pure epsilon of everything composed so far (``target_delta`` is not used)."""
         return math.inf if self._non_private else self._epsilon
 
 
@@ -270,6 +273,7 @@ class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):
         return math.inf
 
     def get_epsilon(self, target_delta: float) -> float:
+        """The smallest epsilon of the composed sampled-Gaussian events at ``target_delta``."""
         if not self._events:
             return 0.0
         key = (repr(self._events), float(target_delta), self.neighboring_relation, self.use_pld)
@@ -869,8 +873,15 @@ class Accountant:
         return tuple(e for e in self._entries if e.status != "released")
 
     def mark_failed(self, index: int, reason: str) -> None:
-        """Mark entry ``index`` as a failed release (it stays charged). ``reason``: the error type,
-        never a message that could quote data."""
+        """Mark entry ``index`` as a failed release; it stays charged.
+
+        Parameters
+        ----------
+        index : int
+            The ledger entry.
+        reason : str
+            The error type, never a message that could quote data.
+        """
         with self._lock:
             entry = self._entries[index]
             self._entries[index] = LedgerEntry(

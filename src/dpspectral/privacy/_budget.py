@@ -37,8 +37,11 @@ class UncertifiedPrivacyWarning(UserWarning):
 
 
 class PureEpsilonWarning(UserWarning):
-    """A positive delta was given to a pure epsilon-DP method: it runs at delta 0 (what it guarantees,
-    and what its privacy report states); the delta given is not used."""
+    """A positive delta was given to a pure epsilon-DP method, which runs at delta 0.
+
+    Delta 0 is what the method guarantees and what its privacy report states; the delta given is not
+    used.
+    """
 
 
 class Relation(enum.StrEnum):

@@ -37,8 +37,10 @@ DELTA_LIMIT = 1e-3
 
 
 class PrivacyParameterWarning(UserWarning):
-    """The requested epsilon or delta is accepted but gives a weak guarantee (epsilon above 10, delta
-    above 1e-3, or delta at least 1/n where n is public)."""
+    """A requested epsilon or delta that is accepted but gives a weak guarantee.
+
+    Raised for epsilon above 10, delta above 1e-3, or delta at least 1/n where n is public.
+    """
 
 
 def check_privacy_parameters(
