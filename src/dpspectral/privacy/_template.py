@@ -42,7 +42,8 @@ from .._rows import is_one_shot
 from ._noise import noise_source
 from ._pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release
 
-__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run"]
+__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
+           "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
 Result = TypeVar("Result")
@@ -177,6 +178,14 @@ class Mechanism(Generic[Inputs, Result]):
     def report_facts(self, inputs: Any) -> dict[str, Any]:
         """The report's ``mechanism``, ``budget`` and ``calibration`` (public inputs)."""
         return {"mechanism": self.label, "budget": inputs.budget, "calibration": inputs.calibration}
+
+
+def unprotected_generator(random_state: Any) -> Any:
+    """The generator of a computation that protects nothing (a non-private reference, no release).
+
+    ``random_state`` as for a mechanism (``"secure"``: OS entropy); nothing drawn from it is secret.
+    """
+    return noise_source(random_state).generator
 
 
 def _sub_plan(plan: ReleasePlan, names: tuple[str, ...]) -> ReleasePlan:
