@@ -684,7 +684,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "TS6 Priv1 tree node padding dropped",
-        "lowrank/continual_space_optimal.py",
+        "lowrank/_continual_space_optimal.py",
         "        Y_c = exact[0] + self._so.sigma_min * releaser.standard_normal(exact[0].shape)\n",
         "        Y_c = exact[0] + 0 * releaser.standard_normal(exact[0].shape)\n",
         "tests/test_lowrank_turnstile_space_optimal.py",
