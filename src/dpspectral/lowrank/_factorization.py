@@ -874,7 +874,7 @@ class _LRFInputs:
     epsilon: float
     delta: float
     relation: Relation | str
-    calibration: str
+    calibration: Calibration
     alpha: float
     subspace_sketch_size: int | None
     affine_sketch_size: int | None

@@ -450,7 +450,7 @@ class _HRInputs:
     row_norm: float
     oversampling: int | None
     prune: float
-    calibration: str
+    calibration: Calibration
     stage_share: float
     sketch_failure_share: float
     on_norm_violation: NormViolation
@@ -549,10 +549,10 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
         if inputs.algorithm == "power":
             V, y, sigma = released[plan.releases[0].name]
             p = inputs.size
-            diag = {"algorithm": "power", "block": p, "iterations": int(inputs.inputs.iterations),
+            power_diag = {"algorithm": "power", "block": p, "iterations": int(inputs.inputs.iterations),
                     "shares": inputs.shares, "sigma": tuple(r.scale for r in plan.releases),
                     "sensitivity": plan.releases[0].sensitivity}
-            return power_result(V, y, sigma, p, report, diag)
+            return power_result(V, y, sigma, p, report, power_diag)
         hr, ell, k = inputs.noise, inputs.size, inputs.k
         assert hr is not None
         Q, over, B = released["range"]
