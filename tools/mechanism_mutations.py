@@ -796,9 +796,10 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "H6 HR rows not clipped",
-        "lowrank/hardt_roth.py",
-        "A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)",
-        "A_c = A",
+        "lowrank/_hardt_roth.py",
+        "        clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,\n"
+        "                               copy=True, owner=_OWNER)\n",
+        "        clipped = inputs.A\n",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
@@ -908,9 +909,9 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "H10 HR row_change b halved",
-        "lowrank/hardt_roth.py",
-        "float(row_change) / 2.0  # b = 2 C",
-        "float(row_change) / 4.0  # b = 2 C",
+        "lowrank/_hardt_roth.py",
+        "else float(row_change) / 2.0\n",
+        "else float(row_change) / 4.0\n",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
@@ -922,9 +923,10 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "P2 HR power rows not clipped",
-        "lowrank/hardt_roth.py",
-        "    clipped, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)\n",
-        "    clipped = A\n",
+        "lowrank/_hardt_roth.py",
+        "        clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,\n"
+        "                               copy=True, owner=_OWNER)\n",
+        "        clipped = inputs.A\n",
         "tests/test_lowrank_power.py",
     ),
     Mutation(
