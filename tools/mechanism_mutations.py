@@ -686,8 +686,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "TS6 Priv1 tree node padding dropped",
         "lowrank/_continual_space_optimal.py",
-        "        Y_c = exact[0] + self._so.sigma_min * releaser.generator.standard_normal(exact[0].shape)\n",
-        "        Y_c = exact[0] + 0 * releaser.generator.standard_normal(exact[0].shape)\n",
+        "        Y_c = exact[0] + self._so.sigma_min * releaser.standard_normal(exact[0].shape)\n",
+        "        Y_c = exact[0] + 0 * releaser.standard_normal(exact[0].shape)\n",
         "tests/test_lowrank_turnstile_space_optimal.py",
     ),
     Mutation(
@@ -798,8 +798,9 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "H6 HR rows not clipped",
         "lowrank/_hardt_roth.py",
-        "A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)",
-        "A_c = A",
+        "        clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,\n"
+        "                               copy=True, owner=_OWNER)\n",
+        "        clipped = inputs.A\n",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
@@ -910,8 +911,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "H10 HR row_change b halved",
         "lowrank/_hardt_roth.py",
-        "float(row_change) / 2.0  # b = 2 C",
-        "float(row_change) / 4.0  # b = 2 C",
+        "else float(row_change) / 2.0\n",
+        "else float(row_change) / 4.0\n",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
@@ -924,8 +925,9 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "P2 HR power rows not clipped",
         "lowrank/_hardt_roth.py",
-        "    clipped, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)\n",
-        "    clipped = A\n",
+        "        clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,\n"
+        "                               copy=True, owner=_OWNER)\n",
+        "        clipped = inputs.A\n",
         "tests/test_lowrank_power.py",
     ),
     Mutation(

@@ -36,9 +36,10 @@ from .._constraints import Interval, renamed, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import SeededNoise, noise_source
+from ..privacy._noise import SeededNoise
 from ..privacy._noise_base import NoiseSource
-from ..privacy._pipeline import ReleasePlan, Releaser, release
+from ..privacy._pipeline import ReleasePlan, Releaser
+from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     SKETCH_NOTE,
@@ -67,7 +68,7 @@ def _secure(source: NoiseSource) -> bool:
     return source.name == "secure"
 
 
-def _check_noise_seed(noise_seed: Any, source: NoiseSource, owner: str) -> None:
+def _check_noise_seed(noise_seed: Any, secure: bool, owner: str) -> None:
     """None or an int >= 0, for the seeded source only; the message never echoes the (secret) seed."""
     if noise_seed is None:
         return
@@ -76,7 +77,7 @@ def _check_noise_seed(noise_seed: Any, source: NoiseSource, owner: str) -> None:
             f"The 'noise_seed' parameter of {owner} must be None or an int >= 0. Got a "
             f"{type(noise_seed).__name__} instead."
         )
-    if _secure(source):
+    if secure:
         raise ValueError(
             f"The 'noise_seed' parameter of {owner} seeds reproducible node noise; with "
             "random_state='secure' the node noise comes from OS entropy: give no noise_seed."
@@ -214,14 +215,16 @@ class ContinualLRF:
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
                            sketch_failure_share=float(sketch_failure_share))
         self._sketch_seed = _seed(sketch_seed, owner=owner)
-        source = noise_source(random_state)
-        _check_noise_seed(noise_seed, source, owner)
-        with release(self._release_plan, accountant, source) as releaser:  # the whole tree, charged once
-            # the node noises are drawn at each step: from the seed fixed here, or the secure source
-            seed = releaser.generator.integers(0, 2**63 - 1) if noise_seed is None and not _secure(source) \
-                else noise_seed
-        self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
-                                       notes=self._release_plan.notes, stacklevel=6)
+        secure = isinstance(random_state, str) and random_state == "secure"
+        _check_noise_seed(noise_seed, secure, owner)
+        # the whole tree, charged once; the node noises are drawn at each step: from the seed fixed
+        # here, or the secure source
+        seed, self.privacy, source = charge_at_creation(
+            self._release_plan, RunSettings(accountant, random_state),
+            lambda releaser: (noise_seed if noise_seed is not None or secure
+                              else releaser.integers(0, 2**63 - 1)),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": calibration},
+            stacklevel=6)
         self._noise_seed = None if seed is None else int(seed)
         self._secure_source: NoiseSource | None = source if _secure(source) else None
         self._exact: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # level -> exact (Y, Z^T), secure only

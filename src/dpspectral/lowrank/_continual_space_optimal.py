@@ -33,8 +33,8 @@ from .._constraints import SHARE, Interval, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant
 from ..privacy._budget import Relation
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import Releaser, release
+from ..privacy._pipeline import Releaser
+from ..privacy._template import RunSettings, charge_at_creation
 from ._continual import dyadic_nodes, tree_levels
 from ._factorization import (
     PRIVATE_LRF_TABLE,
@@ -122,11 +122,12 @@ class ContinualSpaceOptimalLRF:
                             f"{self.levels} levels: sigma_min and the noise set for scale b sqrt(L).")))
         self._sketch_seed = _seed(sketch_seed, owner=owner)
         self._Psi, self._S, self._T = _space_optimal_sketches(m, m + n, self.sizes, self._sketch_seed)
-        self._source = noise_source(random_state)
-        with release(self._so.plan, accountant, self._source) as releaser:  # the whole horizon, once
-            omega_seed = int(releaser.generator.integers(0, 2**63 - 1))
-        self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=str(calibration),
-                                       notes=self._so.plan.notes, stacklevel=6)
+        # the whole horizon, charged once; Omega's secret seed drawn then
+        omega_seed, self.privacy, self._source = charge_at_creation(
+            self._so.plan, RunSettings(accountant, random_state),
+            lambda releaser: releaser.integers(0, 2**63 - 1),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": str(calibration)},
+            stacklevel=6)
         t = self._Psi.shape[0]
         self._Omega = np.random.default_rng(omega_seed).standard_normal((n, t))  # secret, shared
         self._open = [self._zeros() for _ in range(self.levels)]  # exact sketches of each level's open node
@@ -170,7 +171,7 @@ class ContinualSpaceOptimalLRF:
     def _release_node(self, exact: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One node's released sketches, drawn by the plan charged at initialisation."""
         releaser = Releaser.of_charged_plan(self._so.plan, self._source)
-        Y_c = exact[0] + self._so.sigma_min * releaser.generator.standard_normal(exact[0].shape)
+        Y_c = exact[0] + self._so.sigma_min * releaser.standard_normal(exact[0].shape)
         if len(self._so.plan.releases) == 1:
             Y_r, Z = add_joint(releaser, "sketches", exact[1:])
         else:

@@ -21,8 +21,8 @@ from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import ReleasePlan, release, validate_rows
+from ..privacy._pipeline import ReleasePlan, validate_rows
+from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
@@ -181,12 +181,14 @@ class CovarianceLRF(SketchState):
         self.sensitivity = noise.sensitivity
         self._Phi, self._S = frobenius_sketches(d, d, sizes, self._sketch_seed)
         self._ST = np.ascontiguousarray(self._S.T)
-        with release(plan, accountant, noise_source(random_state)) as releaser:  # refused: nothing drawn
-            Y, Z = split_joint(releaser.gaussian("sketches", d * sizes.t + sizes.v * d),
-                               [(d, sizes.t), (sizes.v, d)])  # N1, then N2
+        # refused: nothing drawn; N1, then N2
+        (Y, Z), self.privacy, _ = charge_at_creation(
+            plan, RunSettings(accountant, random_state),
+            lambda releaser: split_joint(releaser.gaussian("sketches", d * sizes.t + sizes.v * d),
+                                         [(d, sizes.t), (sizes.v, d)]),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": calibration},
+            stacklevel=6)
         self._Y, self._ZT = Y, np.ascontiguousarray(Z.T)
-        self.privacy = releaser.report(mechanism=self.mechanism, budget=budget, calibration=calibration,
-                                       notes=plan.notes, stacklevel=6)
         self._use_grid(self.privacy.noise_source, noise.sigma)
         self._n_rows = 0
         self._publication = NONE

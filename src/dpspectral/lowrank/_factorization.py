@@ -51,8 +51,8 @@ from .._validation import check_choice
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._gaussian import analytic_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
 from ._sketches import (
     ALPHA,
     PAPER_SIZE_NAMES,
@@ -79,6 +79,7 @@ __all__ = [
     "frobenius_release",
     "frobenius_sketch",
     "frobenius_sketches",
+    "joint",
     "optimal_space_lrf",
     "private_frobenius_lrf",
     "private_space_optimal_lrf",
@@ -205,8 +206,13 @@ def add_joint(releaser: Releaser, name: str, parts: Sequence[np.ndarray]) -> lis
     the rounding to the grid is accounted over all the coordinates of the joint release at once.
     """
     arrays = [np.asarray(p, dtype=np.float64) for p in parts]
-    noisy = np.asarray(releaser.add(name, np.concatenate([a.ravel() for a in arrays])))
+    noisy = np.asarray(releaser.add(name, joint(*arrays)))
     return split_joint(noisy, [a.shape for a in arrays])
+
+
+def joint(*parts: Any) -> np.ndarray:
+    """The parts raveled (C order, as float64) and concatenated: the statistic of one joint release."""
+    return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
 
 
 def split_joint(flat: np.ndarray, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
@@ -555,7 +561,7 @@ def _space_optimal_sketch(B: Any, Psi: np.ndarray, S: np.ndarray, T: np.ndarray,
     """
     m, n = B.shape
     N = m + n
-    secret = np.random.default_rng(releaser.generator.integers(0, 2**63 - 1))  # Omega: secret, used once
+    secret = np.random.default_rng(releaser.integers(0, 2**63 - 1))  # Omega: secret, used once
     Omega = secret.standard_normal((N, Psi.shape[0]))
     Y_c = _dense(B @ Omega[:n]) + so.sigma_min * Omega[n:]
     del Omega
@@ -660,7 +666,7 @@ def optimal_space_lrf(
     k = check_rank(k, m, n, owner)
     sizes = sketch_sizes(k, alpha, m, n, subspace_sketch_size=subspace_sketch_size,
                          affine_sketch_size=affine_sketch_size, owner=owner)
-    rng = noise_source(random_state).generator
+    rng = unprotected_generator(random_state)
     seed = int(rng.integers(0, 2**63 - 1))  # non-private: nothing is secret, the sketches come from rng
     Psi, S, T = _space_optimal_sketches(m, n, sizes, seed, sketch)
     Omega = embedding(sizes.t, n, rng, sketch).T
@@ -703,52 +709,6 @@ def private_frobenius_lrf(
     ``U = orth(Y_c)``, ``X = argmin_{rank<=k} ||Z - S U X||_F``, and the SVD of X gives the factors
     (post-processing). Expected error ``(1+alpha) ||A - [A]_k||_F + O(sqrt(k)(sqrt(m) + sqrt(n)) sigma)``.
 
-    Privacy
-    -------
-    Relation Priv2 (``||A - A'||_F <= b``; hence Priv1). For E = A - A': ``||E Phi||_F^2 <= c_t ||E||_F^2``
-    and ``||S E||_F^2 <= c_v ||E||_F^2``, each except with probability delta_s, for the data-independent
-    Gaussian sketches (Laurent–Massart; :func:`~dpspectral.lowrank._sketches.chi2_factor`). The pair
-    ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
-    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
-    composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
-    The per-pair bounds need a matrix that does not depend on the sketches: their seed is OS entropy
-    drawn after A is given (or declared by the caller), never drawn from ``random_state``. The whole
-    matrix is validated before the ledger is charged.
-    """
-    owner = "private_frobenius_lrf"
-    budget = _budget(epsilon, delta, owner)
-    rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-    B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
-    m, n = B.shape
-    k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
-                         affine_sketch_size=affine_sketch_size, owner=owner)
-    fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(bound), calibration=calibration,
-                          alpha=float(alpha), sketch_failure_share=sketch_failure_share, owner=owner,
-                          shape=(m, n))
-    plan = frobenius_plan(owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
-    noise, seed = noise_source(random_state), _seed(sketch_seed, owner=owner)
-    with release(plan, accountant, noise) as releaser:
-        Phi, S = frobenius_sketches(m, n, sizes, seed)
-        Y_c, Z = frobenius_sketch(B, Phi, S, releaser)
-    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=6)
-    shrink_sigma = fro.sigma if singular_values == "shrink" else 0.0
-    U, s, V = frobenius_release(Y_c, Z, S, k, shrink_sigma)  # post-processing of the released sketches
-    diag = {
-        "singular_values": singular_values,
-        "t": sizes.t,
-        "v": sizes.v,
-        "sigma": fro.sigma,
-        "sensitivity": fro.sensitivity,
-        "noise_multiplier": fro.noise_multiplier,
-        "sketch_seed": seed,
-        "transposed": transposed,
-    }
-    return _result(U, s, V, transposed, report, diag)
-
-
-_PRIV2_PARAMS = """
     Parameters
     ----------
     A : array-like or sparse matrix of shape (m, n)
@@ -770,6 +730,12 @@ _PRIV2_PARAMS = """
         ``v`` still works, with a FutureWarning.
     bound : float
         Public scale b of the relation: neighbours differ by ``||A - A'||_F <= b`` (default 1, the paper's).
+    sketch_failure_share : float in (0, 1)
+        Share of delta that covers the sketches' norm bounds failing.
+    sketch_seed : int, optional
+        Seed of the public sketches Phi, S, declared public: fresh OS entropy if None (never drawn from
+        ``random_state``, which is secret). Must not be chosen by an adversary who knows the data, and
+        the data must not be chosen with knowledge of it.
     singular_values : {"shrink", "raw"}
         ``"shrink"`` (default): the rank-k solve's core ``U_c^T Z`` (its noise i.i.d. of std sigma) has its
         singular values shrunk by the noise edge (:func:`~dpspectral.lowrank._shrink.frobenius_shrink`;
@@ -777,12 +743,6 @@ _PRIV2_PARAMS = """
         reconstructs to the zero matrix instead of something worse; and the range basis keeps only the
         directions of ``Y_c`` above its noise edge (at least k; all t where the entries are large).
         Post-processing of released values. ``"raw"``: the paper's plain solve and truncation.
-    sketch_failure_share : float in (0, 1)
-        Share of delta that covers the sketches' norm bounds failing.
-    sketch_seed : int, optional
-        Seed of the public sketches Phi, S, declared public: fresh OS entropy if None (never drawn from
-        ``random_state``, which is secret). Must not be chosen by an adversary who knows the data, and
-        the data must not be chosen with knowledge of it.
     accountant : Accountant, optional
         Ledger spent before any noise is drawn.
     random_state : None, int, SeedSequence, Generator or "secure"
@@ -794,8 +754,31 @@ _PRIV2_PARAMS = """
     -------
     LowRankResult
         U (m, k), S (k,), V (n, k); diagnostics ``t``, ``v``, ``sigma``, ``sensitivity``, ``sketch_seed``.
-"""
-private_frobenius_lrf.__doc__ = (private_frobenius_lrf.__doc__ or "") + "\n" + _PRIV2_PARAMS
+
+    Raises
+    ------
+    ValueError
+        For an invalid parameter or matrix (not finite, empty, ``k`` above ``min(m, n)``), before anything
+        is charged.
+    BudgetExceededError
+        If the release would exceed the accountant's ceiling (nothing is drawn).
+
+    Privacy
+    -------
+    Relation Priv2 (``||A - A'||_F <= b``; hence Priv1). For E = A - A': ``||E Phi||_F^2 <= c_t ||E||_F^2``
+    and ``||S E||_F^2 <= c_v ||E||_F^2``, each except with probability delta_s, for the data-independent
+    Gaussian sketches (Laurent–Massart; :func:`~dpspectral.lowrank._sketches.chi2_factor`). The pair
+    ``(Y_c, Z)`` is one Gaussian mechanism with L2 sensitivity ``b sqrt(c_t + c_v)``: events
+    ``GaussianDpEvent(sigma / Delta)`` and ``EpsilonDeltaDpEvent(0, 2 delta_s)`` (the sketch failures),
+    composed by the accountant. Everything after the release reads only ``Y_c``, ``Z`` and the public S.
+    The per-pair bounds need a matrix that does not depend on the sketches: their seed is OS entropy
+    drawn after A is given (or declared by the caller), never drawn from ``random_state``. The whole
+    matrix is validated before the ledger is charged.
+    """
+    return run(_Frobenius(), _LRFInputs(
+        "private_frobenius_lrf", k, epsilon, delta, relation, calibration, alpha, subspace_sketch_size,
+        affine_sketch_size, bound, sketch_failure_share, sketch_seed, singular_values,
+    ), A, RunSettings(accountant, random_state))
 
 
 @renamed(PAPER_SIZE_NAMES)
@@ -827,6 +810,34 @@ def private_space_optimal_lrf(
     solve (:func:`space_optimal_release`) and the m x n answer. Error
     ``(1+alpha) ||A - [A]_k||_F + O(sigma_min sqrt(m) + sigma sqrt(k (m+n)))`` (spec §3).
 
+    Parameters
+    ----------
+    A, k, epsilon, delta, calibration, alpha, bound, sketch_failure_share, sketch_seed, accountant,
+    random_state
+        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
+    relation : {"priv1"}
+        Input perturbation is analysed for Priv1 only.
+    subspace_sketch_size : int, optional
+        t in the paper: columns of ``Y_c = Â Omega``, rows of ``Y_r = Psi Â`` (old name ``t``).
+    affine_sketch_size : int, optional
+        v in the paper: rows of S and T, ``Z = S Â T^T`` is v x v (old name ``v``).
+    input_share : float in (0, 1)
+        Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
+    singular_values : {"shrink", "raw"}
+        As in :func:`private_frobenius_lrf`, with Z's noise std ``sigma_z`` on the t x t core.
+
+    Returns
+    -------
+    LowRankResult
+        diagnostics ``t``, ``v``, ``sigma_min``, ``sigma``, ``sensitivity``, ``sketch_seed``.
+
+    Raises
+    ------
+    ValueError
+        For an invalid parameter or matrix, before anything is charged.
+    BudgetExceededError
+        If the release would exceed the accountant's ceiling (nothing is drawn).
+
     Privacy
     -------
     Relation Priv1 (``A' = A + b u v^T``, unit u, v). Three parts, composed by basic composition:
@@ -844,61 +855,179 @@ def private_space_optimal_lrf(
     the public ``sketch_seed`` (OS entropy unless declared); Omega and the noise from the secret
     ``random_state``.
     """
-    owner = "private_space_optimal_lrf"
-    budget = _budget(epsilon, delta, owner)
-    rel = _relation(relation, (Relation.PRIV1,), owner)
-    B, transposed = _orient(check_matrix(A, owner))  # the whole matrix, before anything is charged
-    m, n = B.shape
-    k = check_rank(k, m, n, owner)
-    sizes = sketch_sizes(k, alpha, m, m + n, subspace_sketch_size=subspace_sketch_size,
-                         affine_sketch_size=affine_sketch_size, owner=owner)
-    so = space_optimal_noise(owner, budget, rel, sizes, (m, n), bound=float(bound), calibration=calibration,
-                             alpha=float(alpha), input_share=float(input_share),
-                             sketch_failure_share=float(sketch_failure_share))
-    noise, seed = noise_source(random_state), _seed(sketch_seed, owner=owner)
-    with release(so.plan, accountant, noise) as releaser:
-        Psi, S, T = _space_optimal_sketches(m, m + n, sizes, seed)
-        Y_c, Y_r, Z = _space_optimal_sketch(B, Psi, S, T, so, releaser)
-    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=so.plan.notes,
-                             stacklevel=6)
-    U, s, V = space_optimal_finish(Y_c, Y_r, Z, S, T, k, n, so, singular_values)  # post-processing
-    diag = {
-        "singular_values": singular_values,
-        "t": sizes.t,
-        "v": sizes.v,
-        "sigma_min": so.sigma_min,
-        "sigma": so.sigma_y,
-        "sigma_z": so.sigma_z,
-        "sensitivity": so.sensitivity,
-        "epsilon_input": so.epsilon_input,
-        "sketch_seed": seed,
-        "transposed": transposed,
-    }
-    return _result(U, s, V, transposed, report, diag)
+    return run(_SpaceOptimal(), _LRFInputs(
+        "private_space_optimal_lrf", k, epsilon, delta, relation, calibration, alpha, subspace_sketch_size,
+        affine_sketch_size, bound, sketch_failure_share, sketch_seed, singular_values, input_share,
+    ), A, RunSettings(accountant, random_state))
 
 
-_PRIV1_PARAMS = """
-    Parameters
-    ----------
-    A, k, epsilon, delta, calibration, alpha, bound, sketch_failure_share, sketch_seed, accountant,
-    random_state
-        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
-    subspace_sketch_size : int, optional
-        t in the paper: columns of ``Y_c = Â Omega``, rows of ``Y_r = Psi Â`` (old name ``t``).
-    affine_sketch_size : int, optional
-        v in the paper: rows of S and T, ``Z = S Â T^T`` is v x v (old name ``v``).
-    relation : {"priv1"}
-        Input perturbation is analysed for Priv1 only.
-    input_share : float in (0, 1)
-        Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
-    singular_values : {"shrink", "raw"}
-        As in :func:`private_frobenius_lrf`, with Z's noise std ``sigma_z`` on the t x t core.
-
-    Returns
-    -------
-    LowRankResult
-        diagnostics ``t``, ``v``, ``sigma_min``, ``sigma``, ``sensitivity``, ``sketch_seed``.
-"""
-private_space_optimal_lrf.__doc__ = (private_space_optimal_lrf.__doc__ or "") + "\n" + _PRIV1_PARAMS
+# ----------------------------------------------------------------------------------------------
+# the two one-shot private factorizations as the release template runs them
+# ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _LRFInputs:
+    """The public inputs of a one-shot private factorization (``input_share``: Priv1 only)."""
+
+    owner: str
+    k: int
+    epsilon: float
+    delta: float
+    relation: Relation | str
+    calibration: Calibration
+    alpha: float
+    subspace_sketch_size: int | None
+    affine_sketch_size: int | None
+    bound: float
+    sketch_failure_share: float
+    sketch_seed: int | None
+    singular_values: str
+    input_share: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _LRFChecked:
+    """The checked inputs: the budget, the relation, the oriented matrix's public shape, the sketch sizes,
+    the noise plan and the public sketch seed."""
+
+    inputs: _LRFInputs
+    budget: PrivacyBudget
+    relation: Relation
+    calibration: str
+    B: Any  # the oriented matrix (m <= n), validated whole
+    transposed: bool
+    k: int
+    sizes: SketchSizes
+    noise: Any  # FrobeniusNoise or SpaceOptimalNoise
+    release_plan: ReleasePlan
+    seed: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.B.shape[0]), int(self.B.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class _Matrix:
+    """The read matrix; ``n`` and ``d`` None: no number of rows goes to the report."""
+
+    B: Any
+    n: None = None
+    d: None = None
+
+
+class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
+    """What the two one-shot factorizations share: validation, the plan, the result."""
+
+    allowed: tuple[Relation, ...] = ()
+    stacklevel = 5  # frames above run: the function, the two parameter checks, the caller
+
+    def check(self, inputs: _LRFInputs, X: Any) -> _LRFChecked:
+        owner = inputs.owner
+        budget = _budget(inputs.epsilon, inputs.delta, owner)
+        rel = _relation(inputs.relation, self.allowed, owner)
+        B, transposed = _orient(check_matrix(X, owner))  # the whole matrix, before anything is charged
+        m, n = B.shape
+        k = check_rank(inputs.k, m, n, owner)
+        sizes = sketch_sizes(k, inputs.alpha, m, self.sketched_width(m, n),
+                             subspace_sketch_size=inputs.subspace_sketch_size,
+                             affine_sketch_size=inputs.affine_sketch_size, owner=owner)
+        noise, plan = self.noise_plan(inputs, budget, rel, sizes, (m, n))
+        return _LRFChecked(inputs, budget, rel, inputs.calibration, B, transposed, k, sizes, noise, plan,
+                           _seed(inputs.sketch_seed, owner=owner))
+
+    def sketched_width(self, m: int, n: int) -> int:
+        raise NotImplementedError
+
+    def noise_plan(self, inputs: _LRFInputs, budget: PrivacyBudget, rel: Relation, sizes: SketchSizes,
+                   shape: tuple[int, int]) -> tuple[Any, ReleasePlan]:
+        raise NotImplementedError
+
+    def plan(self, inputs: _LRFChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.release_plan
+
+    def read(self, inputs: _LRFChecked, X: Any) -> _Matrix:
+        return _Matrix(inputs.B)
+
+    def report_facts(self, inputs: _LRFChecked) -> dict[str, Any]:
+        return {"mechanism": inputs.inputs.owner, "budget": inputs.budget, "calibration": inputs.calibration}
+
+    def result(self, inputs: _LRFChecked, factors: tuple[np.ndarray, np.ndarray, np.ndarray], report: Any,
+               diagnostics: dict[str, Any]) -> LowRankResult:
+        sizes = inputs.sizes
+        diag = {"singular_values": inputs.inputs.singular_values, "t": sizes.t, "v": sizes.v, **diagnostics,
+                "sketch_seed": inputs.seed, "transposed": inputs.transposed}
+        return _result(*factors, inputs.transposed, report, diag)
+
+
+class _Frobenius(_SketchLRF):
+    """Private-Frobenius-LRF: one joint Gaussian release of ``(B Phi, S B)``."""
+
+    label = "private_frobenius_lrf"
+    allowed = (Relation.PRIV2, Relation.PRIV1)
+
+    def sketched_width(self, m: int, n: int) -> int:
+        return m
+
+    def noise_plan(self, inputs: _LRFInputs, budget: PrivacyBudget, rel: Relation, sizes: SketchSizes,
+                   shape: tuple[int, int]) -> tuple[FrobeniusNoise, ReleasePlan]:
+        fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(inputs.bound),
+                              calibration=inputs.calibration, alpha=float(inputs.alpha),
+                              sketch_failure_share=inputs.sketch_failure_share, owner=inputs.owner,
+                              shape=shape)
+        return fro, frobenius_plan(inputs.owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
+
+    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        m, n = inputs.shape
+        Phi, S = frobenius_sketches(m, n, inputs.sizes, inputs.seed)  # public, from their seed
+        Y_c, Z = _dense(rows.B @ Phi), _dense((rows.B.T @ S.T).T)
+        released["public_sketches"] = S, (Y_c.shape, Z.shape)
+        return {"sketches": joint(Y_c, Z)}
+
+    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+                     report: Any) -> LowRankResult:
+        fro, (S, shapes) = inputs.noise, released["public_sketches"]
+        Y_c, Z = split_joint(np.asarray(released["sketches"]), shapes)
+        shrink_sigma = fro.sigma if inputs.inputs.singular_values == "shrink" else 0.0
+        factors = frobenius_release(Y_c, Z, S, inputs.k, shrink_sigma)
+        return self.result(inputs, factors, report, {"sigma": fro.sigma, "sensitivity": fro.sensitivity,
+                                                     "noise_multiplier": fro.noise_multiplier})
+
+
+class _SpaceOptimal(_SketchLRF):
+    """Private-Space-Optimal-LRF: the input-perturbed ``Y_c``, then ``(Y_r, Z)`` with Gaussian noise."""
+
+    label = "private_space_optimal_lrf"
+    allowed = (Relation.PRIV1,)
+
+    def sketched_width(self, m: int, n: int) -> int:
+        return m + n
+
+    def noise_plan(self, inputs: _LRFInputs, budget: PrivacyBudget, rel: Relation, sizes: SketchSizes,
+                   shape: tuple[int, int]) -> tuple[SpaceOptimalNoise, ReleasePlan]:
+        so = space_optimal_noise(inputs.owner, budget, rel, sizes, shape, bound=float(inputs.bound),
+                                 calibration=inputs.calibration, alpha=float(inputs.alpha),
+                                 input_share=float(inputs.input_share or 0.5),
+                                 sketch_failure_share=float(inputs.sketch_failure_share))
+        return so, so.plan
+
+    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        m, n = inputs.shape
+        Psi, S, T = _space_optimal_sketches(m, m + n, inputs.sizes, inputs.seed)  # public, from their seed
+        released["public_sketches"] = (S, T)
+        # the three sketches in one draw: Omega's seed, then the noise of Y_r and Z
+        return {plan.releases[0].name: Drawn(
+            lambda releaser: _space_optimal_sketch(rows.B, Psi, S, T, inputs.noise, releaser))}
+
+    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+                     report: Any) -> LowRankResult:
+        so, (S, T) = inputs.noise, released["public_sketches"]
+        Y_c, Y_r, Z = released[so.plan.releases[0].name]
+        factors = space_optimal_finish(Y_c, Y_r, Z, S, T, inputs.k, inputs.shape[1], so,
+                                       inputs.inputs.singular_values)
+        return self.result(inputs, factors, report, {
+            "sigma_min": so.sigma_min, "sigma": so.sigma_y, "sigma_z": so.sigma_z,
+            "sensitivity": so.sensitivity, "epsilon_input": so.epsilon_input})

@@ -50,15 +50,15 @@ from .._constraints import (
 )
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
-from ..privacy._budget import Relation, as_relation
+from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release, validate_rows
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._factorization import BOUND, _budget, check_matrix, check_rank
 from ._power import default_block, default_shares, power_iterate, power_plan, power_result
 from ._shrink import frobenius_shrink
-from ._sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, sketch_matrix, svd_top_k
+from ._sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, svd_top_k
 
 __all__ = ["HardtRothNoise", "hardt_roth", "hardt_roth_noise"]
 
@@ -149,6 +149,37 @@ def hardt_roth_noise(
 ) -> HardtRothNoise:
     """Noise of the two stages for a target (epsilon, delta) under row-level (replace-one) neighbours.
 
+    Parameters
+    ----------
+    epsilon, delta : float
+        The target; delta in (0, 1).
+    ell : int
+        Sketch width ``k + p``.
+    m : int
+        Number of rows (public: the shape is the same for all neighbours).
+    row_norm : float
+        Public bound C on each row's norm; a replaced row moves by at most ``b = 2 C``.
+    prune : float
+        The pruning constant c: rows of Q are clipped to ``tau = min(1, c sqrt(ell / m))``.
+    calibration : {"tight", "paper"}
+        ``"tight"``: one analytic Gaussian multiplier for the whole (adaptive) composition at
+        ``delta - delta_sketch``, split exactly between the stages (Gaussian DP: shares of ``1/s^2``,
+        ``stage_share`` to stage 1). ``"paper"``: spec §9's classic formula per stage,
+        ``sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2)`` with the Laurent–Massart ``c_ell``
+        in stage 1 (each stage (epsilon/2, delta/2) when epsilon/2 < 1), reported with what the
+        accountant certifies.
+    stage_share : float in (0, 1)
+        Share of the Gaussian budget (of ``1/s^2``) given to stage 1 (tight calibration).
+    sketch_failure_share : float in (0, 1)
+        Share of delta covering the stage-1 norm bound failing.
+    owner : str
+        What the user called, for the error messages.
+
+    Returns
+    -------
+    HardtRothNoise
+        The two stages' noise, sensitivities, the pruning level and the events.
+
     Privacy
     -------
     A plan only (nothing is drawn or charged); the derivation is :func:`hardt_roth`'s Privacy section.
@@ -190,37 +221,6 @@ def hardt_roth_noise(
         events=events,
         notes=tuple(notes),
     )
-
-
-_NOISE_PARAMS = """
-    Parameters
-    ----------
-    epsilon, delta : float
-        The target; delta in (0, 1).
-    ell : int
-        Sketch width ``k + p``.
-    m : int
-        Number of rows (public: the shape is the same for all neighbours).
-    row_norm : float
-        Public bound C on each row's norm; a replaced row moves by at most ``b = 2 C``.
-    prune : float
-        The pruning constant c: rows of Q are clipped to ``tau = min(1, c sqrt(ell / m))``.
-    calibration : {"tight", "paper"}
-        ``"tight"``: one analytic Gaussian multiplier for the whole (adaptive) composition at
-        ``delta - delta_sketch``, split exactly between the stages (Gaussian DP: shares of ``1/s^2``,
-        ``stage_share`` to stage 1). ``"paper"``: spec §9's classic formula per stage,
-        ``sigma_j = Delta_j sqrt(2 ln(2.5/delta)) / (epsilon/2)`` with the Laurent–Massart ``c_ell``
-        in stage 1 (each stage (epsilon/2, delta/2) when epsilon/2 < 1), reported with what the
-        accountant certifies.
-    stage_share : float in (0, 1)
-    sketch_failure_share : float in (0, 1)
-        Share of delta covering the stage-1 norm bound failing.
-
-    Returns
-    -------
-    HardtRothNoise
-"""
-hardt_roth_noise.__doc__ = (hardt_roth_noise.__doc__ or "") + "\n" + _NOISE_PARAMS
 
 
 def _dense(M: Any) -> np.ndarray:
@@ -276,104 +276,6 @@ def hardt_roth(
     edge), so the reconstruction is never worse than the zero matrix in the zero-signal limit;
     ``"raw"`` keeps B's singular values (the paper's).
 
-    Privacy
-    -------
-    ``algorithm="power"``: relation ``Relation.REPLACE_ONE``, rows clipped to C. Each iteration
-    releases ``A^T A X_j + N_j`` with ``X_j`` orthonormal and a function of earlier releases only;
-    replacing row x by y changes it by ``(x x^T - y y^T) X_j``, of Frobenius norm at most
-    ``||x x^T - y y^T||_F ||X_j||_2 <= sqrt(2) C^2``. T Gaussian mechanisms composed adaptively
-    (Gaussian DP: exact, ``sum s_j^-2 = s^-2`` for the analytic multiplier s of (epsilon, delta)).
-    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound).
-
-    ``algorithm="range_finder"``: relation row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's
-    Priv1 with ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C``
-    (clipping is per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one
-    differing row moves by at most b (neither stage below needs a bound on the rows themselves): a weaker
-    relation, ``row_change`` (two arbitrary rows are not protected), reported as such in the notes
-    (``Relation.ROW_CHANGE`` once it exists). Omega is secret (from ``random_state``, never released). The
-    whole matrix is validated before the ledger is charged.
-
-    * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
-      entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
-      probability delta_s (exact chi-square quantile :func:`chi2_quantile_factor`, at most the
-      Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
-      ``EpsilonDeltaDpEvent(0, delta_s)``.
-    * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
-      exactly, because every pruned row has norm <= tau.
-
-    Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
-    is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
-    sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
-    ``relation`` accepts only ``"replace_one"``.
-    """
-    owner = _OWNER
-    budget = _budget(epsilon, delta, owner)
-    rel = _check_relation(relation)
-    algo = _algorithm(algorithm, row_change, calibration)
-    C = check_row_norm(row_norm, owner) if row_change is None else float(row_change) / 2.0  # b = 2 C
-    A = check_matrix(A, owner)
-    if row_change is None:  # the whole matrix, before anything is charged
-        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    if algo == "power":
-        return _power(A, k, C, budget, rel, block, iterations, on_norm_violation, accountant, random_state)
-    ell = min(k + (k if oversampling is None else int(oversampling)), m, n)
-    hr = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=prune,
-                          calibration=calibration, stage_share=stage_share,
-                          sketch_failure_share=sketch_failure_share, owner=owner)
-    A_c, plan = _rows_and_plan(A, C, hr, rel, row_change is not None, on_norm_violation)
-    with release(plan, accountant, noise_source(random_state)) as releaser:
-        Q, over, B = _two_stages(A_c, ell, hr.tau, releaser)
-    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=5)
-    U_B, s, V = svd_top_k(B, k)  # post-processing of the released B and Q
-    if singular_values == "shrink":
-        s = frobenius_shrink(s, hr.sigma2, ell, n)
-    U, s, V = finish(Q @ U_B, s, V)
-    diag: dict[str, Any] = {
-        "algorithm": "range_finder", "ell": ell, "oversampling": ell - k, "tau": hr.tau,
-        "sigma1": hr.sigma1, "sigma2": hr.sigma2, "singular_values": singular_values,
-        "sensitivity1": hr.sensitivity1, "sensitivity2": hr.sensitivity2,
-        "rows_pruned": int(np.count_nonzero(over)),  # a function of the released Y
-    }
-    return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)
-
-
-def _algorithm(algorithm: Algorithm | None, row_change: float | None, calibration: str) -> Algorithm:
-    """The default: the power iteration, unless the paper's settings (``row_change`` or
-    ``calibration="paper"``) ask for the STOC 2012 range finder; ``power`` with ``row_change`` refused."""
-    if algorithm is None:
-        return "range_finder" if (row_change is not None or calibration == "paper") else "power"
-    if algorithm == "power" and (row_change is not None or calibration == "paper"):
-        raise ValueError(
-            f"{_OWNER}: algorithm='power' needs rows clipped to row_norm (replace-one, sensitivity "
-            "sqrt(2) C^2) and calibration='tight'; row_change and calibration='paper' are the range "
-            "finder's (algorithm='range_finder')."
-        )
-    return algorithm
-
-
-def _power(A: Any, k: int, C: float, budget: Any, rel: Relation, block: int | None, iterations: int,
-           on_norm_violation: NormViolation, accountant: Accountant | None,
-           random_state: Any) -> LowRankResult:
-    """The STOC 2013 noisy subspace iteration (:mod:`.power`): plan -> release -> post-process."""
-    n = int(A.shape[1])
-    p = min(n, max(k, default_block(k, n) if block is None else int(block)))
-    shares = default_shares(int(iterations))
-    clipped, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)
-    notes = ("Releases V and S only (no U): A V is the data owner's local computation.",)
-    plan = power_plan(budget, rel, C, shares, _OWNER, notes)
-    with release(plan, accountant, noise_source(random_state)) as releaser:
-        V, y, sigma = power_iterate(clipped, k, p, plan, releaser)
-    report = releaser.report(mechanism=_OWNER, budget=budget, calibration="tight", notes=plan.notes,
-                             stacklevel=5)
-    diag = {"algorithm": "power", "block": p, "iterations": int(iterations), "shares": shares,
-            "sigma": tuple(r.scale for r in plan.releases), "sensitivity": plan.releases[0].sensitivity}
-    return power_result(V, y, sigma, p, report, diag)
-
-
-_HR_PARAMS = """
     Parameters
     ----------
     A : array-like or sparse matrix of shape (m, n)
@@ -428,8 +330,63 @@ _HR_PARAMS = """
         ``algorithm="range_finder"``: U (m, k), S (k,), V (n, k); diagnostics ``ell``, ``oversampling``,
         ``tau``, ``sigma1``, ``sigma2``, ``sensitivity1``, ``sensitivity2``, ``singular_values``,
         ``rows_pruned`` (a function of the released Y).
-"""
-hardt_roth.__doc__ = (hardt_roth.__doc__ or "") + "\n" + _HR_PARAMS
+
+    Raises
+    ------
+    ValueError
+        For an invalid parameter or matrix (not finite, a row over ``row_norm`` with
+        ``on_norm_violation="raise"``, ``k`` above ``min(m, n)``), before anything is charged.
+    BudgetExceededError
+        If the release would exceed the accountant's ceiling (nothing is drawn).
+
+    Privacy
+    -------
+    ``algorithm="power"``: relation ``Relation.REPLACE_ONE``, rows clipped to C. Each iteration
+    releases ``A^T A X_j + N_j`` with ``X_j`` orthonormal and a function of earlier releases only;
+    replacing row x by y changes it by ``(x x^T - y y^T) X_j``, of Frobenius norm at most
+    ``||x x^T - y y^T||_F ||X_j||_2 <= sqrt(2) C^2``. T Gaussian mechanisms composed adaptively
+    (Gaussian DP: exact, ``sum s_j^-2 = s^-2`` for the analytic multiplier s of (epsilon, delta)).
+    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound).
+
+    ``algorithm="range_finder"``: relation row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's
+    Priv1 with ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C``
+    (clipping is per row, so neighbours stay neighbours); or, with ``row_change=b``, any rows whose one
+    differing row moves by at most b (neither stage below needs a bound on the rows themselves): a weaker
+    relation, ``row_change`` (two arbitrary rows are not protected), reported as such in the notes
+    (``Relation.ROW_CHANGE`` once it exists). Omega is secret (from ``random_state``, never released). The
+    whole matrix is validated before the ledger is charged.
+
+    * Stage 1: ``||e_i w^T Omega||_F = ||Omega^T w||``, and ``Omega^T w`` has i.i.d. ``N(0, ||w||^2/ell)``
+      entries for the data-independent Omega, so ``||Omega^T w||^2 <= q_ell ||w||^2`` except with
+      probability delta_s (exact chi-square quantile :func:`chi2_quantile_factor`, at most the
+      Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
+      ``EpsilonDeltaDpEvent(0, delta_s)``.
+    * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
+      exactly, because every pruned row has norm <= tau.
+
+    Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
+    is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
+    sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
+    ``relation`` accepts only ``"replace_one"``.
+    """
+    return run(_HardtRoth(), _HRInputs(
+        k, epsilon, delta, relation, row_norm, oversampling, prune, calibration, stage_share,
+        sketch_failure_share, on_norm_violation, row_change, algorithm, block, iterations, singular_values,
+    ), A, RunSettings(accountant, random_state))
+
+
+def _algorithm(algorithm: Algorithm | None, row_change: float | None, calibration: str) -> Algorithm:
+    """The default: the power iteration, unless the paper's settings (``row_change`` or
+    ``calibration="paper"``) ask for the STOC 2012 range finder; ``power`` with ``row_change`` refused."""
+    if algorithm is None:
+        return "range_finder" if (row_change is not None or calibration == "paper") else "power"
+    if algorithm == "power" and (row_change is not None or calibration == "paper"):
+        raise ValueError(
+            f"{_OWNER}: algorithm='power' needs rows clipped to row_norm (replace-one, sensitivity "
+            "sqrt(2) C^2) and calibration='tight'; row_change and calibration='paper' are the range "
+            "finder's (algorithm='range_finder')."
+        )
+    return algorithm
 
 
 def _check_relation(relation: Any) -> Relation:
@@ -444,22 +401,18 @@ def _check_relation(relation: Any) -> Relation:
     return rel
 
 
-def _rows_and_plan(A: Any, C: float, hr: HardtRothNoise, rel: Relation, row_change: bool,
-                   on_norm_violation: NormViolation) -> tuple[Any, ReleasePlan]:
-    """The rows the stages read (clipped to C, or as given under ``row_change``) and the release plan."""
+def _range_plan(C: float, hr: HardtRothNoise, rel: Relation, row_change: bool) -> ReleasePlan:
+    """The range finder's release plan: the two stages, under row_change's relation when it is given."""
     notes = list(hr.notes)
     rel_out: Relation = rel
-    if not row_change:
-        A_c, _ = clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True, owner=_OWNER)
-    else:
-        A_c = A
+    if row_change:
         rel_out = ROW_CHANGE_RELATION or rel
         notes.append(
             f"Relation row_change (not 'replace_one'): one row changes by a vector of norm <= {2 * C:g}; "
             "rows are not clipped, so replacing a row by an arbitrary one is NOT protected."
         )
     notes.append("Omega is secret (drawn from random_state, never released): keep random_state secret.")
-    return A_c, hr.plan(_OWNER, rel_out, tuple(notes))
+    return hr.plan(_OWNER, rel_out, tuple(notes))
 
 
 def _two_stages(A_c: Any, ell: int, tau: float,
@@ -469,7 +422,7 @@ def _two_stages(A_c: Any, ell: int, tau: float,
     Returns ``Q``, the mask of pruned rows (a function of the released Y) and ``B = Q~^T A + N2``.
     """
     m, n = A_c.shape
-    Omega = sketch_matrix("gaussian", ell, n, releaser.generator).T  # n x ell, N(0, 1/ell); secret
+    Omega = (releaser.standard_normal((ell, n)) / math.sqrt(ell)).T  # n x ell, N(0, 1/ell); secret
     Y = releaser.add("range", _dense(A_c @ Omega))
     Q = orth_columns(Y)
     norms = np.linalg.norm(Q, axis=1)
@@ -479,3 +432,139 @@ def _two_stages(A_c: Any, ell: int, tau: float,
     Q_pruned = Q * scale[:, None]
     B = releaser.add("projection", _dense(A_c.T @ Q_pruned).T)
     return Q, over, B
+
+
+# ----------------------------------------------------------------------------------------------
+# Hardt-Roth as the release template runs it
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _HRInputs:
+    """The public inputs of :func:`hardt_roth`."""
+
+    k: int
+    epsilon: float
+    delta: float
+    relation: Relation | str
+    row_norm: float
+    oversampling: int | None
+    prune: float
+    calibration: Calibration
+    stage_share: float
+    sketch_failure_share: float
+    on_norm_violation: NormViolation
+    row_change: float | None
+    algorithm: Algorithm | None
+    block: int | None
+    iterations: int
+    singular_values: str
+
+
+@dataclass(frozen=True, eq=False)
+class _HRChecked:
+    """The checked inputs: the budget, the relation, the bound C, the matrix (finite), the algorithm's
+    sizes (``p`` and the shares, or ``ell`` and the two stages' noise) and the plan."""
+
+    inputs: _HRInputs
+    budget: PrivacyBudget
+    relation: Relation
+    calibration: str
+    algorithm: Algorithm
+    C: float
+    A: Any
+    k: int
+    size: int  # the power iteration's block p, or the range finder's ell
+    shares: tuple[float, ...]
+    noise: HardtRothNoise | None
+    release_plan: ReleasePlan
+
+
+@dataclass(frozen=True, eq=False)
+class _Clipped:
+    """The rows the releases read (clipped to C, or as given under ``row_change``); no public n."""
+
+    A: Any
+    n: None = None
+    d: None = None
+
+
+class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
+    """Hardt-Roth: the power iteration's T releases, or the range finder's two stages, in one charge."""
+
+    label = _OWNER
+    stacklevel = 4  # frames above run: hardt_roth, the parameter check (two frames), the caller
+
+    def check(self, inputs: _HRInputs, X: Any) -> _HRChecked:
+        budget = _budget(inputs.epsilon, inputs.delta, _OWNER)
+        rel = _check_relation(inputs.relation)
+        algo = _algorithm(inputs.algorithm, inputs.row_change, inputs.calibration)
+        row_change = inputs.row_change
+        # b = 2 C: the largest change of one row
+        C = check_row_norm(inputs.row_norm, _OWNER) if row_change is None else float(row_change) / 2.0
+        A = check_matrix(X, _OWNER)  # the whole matrix (finite), before anything is charged
+        m, n = A.shape
+        k = check_rank(inputs.k, m, n, _OWNER)
+        if algo == "power":
+            p = min(n, max(k, default_block(k, n) if inputs.block is None else int(inputs.block)))
+            shares = default_shares(int(inputs.iterations))
+            notes = ("Releases V and S only (no U): A V is the data owner's local computation.",)
+            return _HRChecked(inputs, budget, rel, "tight", algo, C, A, k, p, shares, None,
+                              power_plan(budget, rel, C, shares, _OWNER, notes))
+        ell = min(k + (k if inputs.oversampling is None else int(inputs.oversampling)), m, n)
+        hr = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=inputs.prune,
+                              calibration=inputs.calibration, stage_share=inputs.stage_share,
+                              sketch_failure_share=inputs.sketch_failure_share, owner=_OWNER)
+        return _HRChecked(inputs, budget, rel, inputs.calibration, algo, C, A, k, ell, (), hr,
+                          _range_plan(C, hr, rel, row_change is not None))
+
+    def plan(self, inputs: _HRChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.release_plan
+
+    def read(self, inputs: _HRChecked, X: Any) -> _Clipped:
+        """The rows clipped to C (``on_norm_violation="raise"``: a row over it is refused here, before
+        the charge); under ``row_change`` the rows as given."""
+        if inputs.inputs.row_change is not None:
+            return _Clipped(inputs.A)
+        clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
+                               copy=True, owner=_OWNER)
+        return _Clipped(clipped)
+
+    def report_facts(self, inputs: _HRChecked) -> dict[str, Any]:
+        return {"mechanism": _OWNER, "budget": inputs.budget, "calibration": inputs.calibration}
+
+    def statistic(self, inputs: _HRChecked, rows: _Clipped, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        first = plan.releases[0].name
+        if inputs.algorithm == "power":
+            k, p = inputs.k, inputs.size
+            return {first: Drawn(lambda releaser: power_iterate(rows.A, k, p, plan, releaser))}
+        assert inputs.noise is not None
+        tau = inputs.noise.tau
+        return {first: Drawn(lambda releaser: _two_stages(rows.A, inputs.size, tau, releaser))}
+
+    def post_process(self, inputs: _HRChecked, rows: _Clipped, released: Released,
+                     report: Any) -> LowRankResult:
+        plan = released.plan
+        if inputs.algorithm == "power":
+            V, y, sigma = released[plan.releases[0].name]
+            p = inputs.size
+            power_diag = {"algorithm": "power", "block": p, "iterations": int(inputs.inputs.iterations),
+                    "shares": inputs.shares, "sigma": tuple(r.scale for r in plan.releases),
+                    "sensitivity": plan.releases[0].sensitivity}
+            return power_result(V, y, sigma, p, report, power_diag)
+        hr, ell, k = inputs.noise, inputs.size, inputs.k
+        assert hr is not None
+        Q, over, B = released["range"]
+        singular_values = inputs.inputs.singular_values
+        U_B, s, V = svd_top_k(B, k)  # post-processing of the released B and Q
+        if singular_values == "shrink":
+            s = frobenius_shrink(s, hr.sigma2, ell, int(inputs.A.shape[1]))
+        U, s, V = finish(Q @ U_B, s, V)
+        diag: dict[str, Any] = {
+            "algorithm": "range_finder", "ell": ell, "oversampling": ell - k, "tau": hr.tau,
+            "sigma1": hr.sigma1, "sigma2": hr.sigma2, "singular_values": singular_values,
+            "sensitivity1": hr.sensitivity1, "sensitivity2": hr.sensitivity2,
+            "rows_pruned": int(np.count_nonzero(over)),  # a function of the released Y
+        }
+        return LowRankResult(U=U, S=s, V=V, privacy=report, diagnostics=diag)

@@ -71,7 +71,7 @@ def power_iterate(A_c: Any, k: int, p: int, plan: ReleasePlan,
     and the last iteration's noise scale (for :func:`signal_singular_values`).
     """
     n = int(A_c.shape[1])
-    X = orth_columns(releaser.generator.standard_normal((n, p)))
+    X = orth_columns(releaser.standard_normal((n, p)))
     Y = X
     for r in plan.releases:
         AX = A_c @ X

@@ -51,8 +51,9 @@ from .._results import LowRankResult
 from .._rows import not_finite_error
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import grid, noise_source
-from ..privacy._pipeline import ReleasePlan, release
+from ..privacy._noise import grid
+from ..privacy._pipeline import ReleasePlan
+from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     SKETCH_NOTE,
@@ -684,12 +685,13 @@ class TurnstileLRF(SketchState):
                                  sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
-        source = noise_source(random_state)
-        with release(plan, accountant, source) as releaser:  # refused before anything is drawn
-            Y, Z = split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
-                               [(m, config.t), (config.v, n)])  # N1, then N2
-        report = releaser.report(mechanism=self.mechanism, budget=budget, calibration=config.calibration,
-                                 notes=plan.notes, stacklevel=6)
+        # refused before anything is drawn; N1, then N2
+        (Y, Z), report, _ = charge_at_creation(
+            plan, RunSettings(accountant, random_state),
+            lambda releaser: split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
+                                         [(m, config.t), (config.v, n)]),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
+            stacklevel=6)
         self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
 
     @staticmethod

@@ -35,8 +35,9 @@ from .._constraints import SHARE, Interval, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import grid, noise_source
-from ..privacy._pipeline import release
+from ..privacy._noise import grid
+from ..privacy._pipeline import Releaser
+from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     SINGULAR_VALUES,
@@ -197,16 +198,21 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         )
         so, budget = self._plan(config, owner)
         self._setup(config, so)
-        source = noise_source(random_state)
-        with release(so.plan, accountant, source) as releaser:  # refused before anything is drawn
-            omega_seed = int(releaser.generator.integers(0, 2**63 - 1))  # the one-shot's first draw
-            shapes = [self._Y_r_shape, self._Z_shape]
+        shapes = [self._Y_r_shape, self._Z_shape]
+
+        def draw(releaser: Releaser) -> tuple[int, np.ndarray, np.ndarray]:
+            omega_seed = releaser.integers(0, 2**63 - 1)  # the one-shot's first draw
             if len(so.plan.releases) == 1:  # tight: N1 then N2, one joint Gaussian (as add_joint draws)
                 N1, N2 = split_joint(releaser.gaussian("sketches", sum(a * b for a, b in shapes)), shapes)
             else:  # paper: two releases, Y_r's noise first
                 N1, N2 = releaser.gaussian("Y_r", shapes[0]), releaser.gaussian("Z", shapes[1])
-        report = releaser.report(mechanism=self.mechanism, budget=budget, calibration=config.calibration,
-                                 notes=so.plan.notes, stacklevel=6)
+            return omega_seed, N1, N2
+
+        # refused before anything is drawn
+        (omega_seed, N1, N2), report, _ = charge_at_creation(
+            so.plan, RunSettings(accountant, random_state), draw,
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
+            stacklevel=5)
         self._init_state(omega_seed, N1, N2)
         self._finish_build(report, NONE)
 

@@ -40,9 +40,10 @@ from typing import Any, Generic, TypeVar
 
 from .._rows import is_one_shot
 from ._noise import noise_source
-from ._pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release
+from ._pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release, release
 
-__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run"]
+__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
+           "charge_at_creation", "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
 Result = TypeVar("Result")
@@ -177,6 +178,34 @@ class Mechanism(Generic[Inputs, Result]):
     def report_facts(self, inputs: Any) -> dict[str, Any]:
         """The report's ``mechanism``, ``budget`` and ``calibration`` (public inputs)."""
         return {"mechanism": self.label, "budget": inputs.budget, "calibration": inputs.calibration}
+
+
+def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[[Releaser], Result], *,
+                       facts: Mapping[str, Any], stacklevel: int = 2) -> tuple[Result, Any, Any]:
+    """Charge ``plan`` when a state is created, before any data arrive, and draw what is fixed then.
+
+    For a state that takes its data later (a turnstile sketch, a continual-release tree, rows inserted
+    one by one): its whole release is planned from public inputs and charged once, here; ``draw(releaser)``
+    draws, inside the charge and only through the releaser, the noise (or the secret seeds) fixed at
+    creation. The report is written as for :func:`run` (``facts``: ``mechanism``, ``budget``,
+    ``calibration``; ``stacklevel`` counts from the caller of this function).
+
+    Returns ``(what draw returned, the privacy report, the noise source)``; the noise source serves a
+    plan charged for a whole horizon later (:meth:`~dpspectral.privacy._pipeline.Releaser.of_charged_plan`).
+    """
+    noise = noise_source(settings.random_state)
+    with release(plan, settings.accountant, noise) as releaser:
+        drawn = draw(releaser)
+    report = releaser.report(**facts, notes=plan.notes, stacklevel=stacklevel + 1)
+    return drawn, report, noise
+
+
+def unprotected_generator(random_state: Any) -> Any:
+    """The generator of a computation that protects nothing (a non-private reference, no release).
+
+    ``random_state`` as for a mechanism (``"secure"``: OS entropy); nothing drawn from it is secret.
+    """
+    return noise_source(random_state).generator
 
 
 def _sub_plan(plan: ReleasePlan, names: tuple[str, ...]) -> ReleasePlan:
