@@ -134,8 +134,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DP-SPCA rows not clipped",
         "pca/_stochastic.py",
-        "        out, _ = clip_rows(block, self.C, on_norm_violation=self.mode, copy=False, owner=self.owner)\n",
-        "        out = block\n",
+        "        block, _ = clip_rows(block, C, on_norm_violation=mode, copy=False, owner=owner)\n",
+        "",
         "tests/test_pinned_stochastic.py",
     ),
     Mutation(
