@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _mutations() -> list:
-    spec = importlib.util.spec_from_file_location("mechanism_mutations", ROOT / "tools" / "mechanism_mutations.py")
+    path = ROOT / "tools" / "mechanism_mutations.py"
+    spec = importlib.util.spec_from_file_location("mechanism_mutations", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up in sys.modules
     assert spec.loader is not None
