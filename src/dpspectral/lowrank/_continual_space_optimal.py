@@ -68,8 +68,8 @@ class ContinualSpaceOptimalLRF:
         k in [1, min(m, n)].
     horizon : int
         T, the number of steps (public).
-    epsilon, delta, calibration, alpha, subspace_sketch_size, affine_sketch_size, bound, input_share,
-    sketch_failure_share, sketch_seed, accountant, random_state
+    epsilon, delta, calibration, alpha, subspace_sketch_size, affine_sketch_size, bound, input_share, \
+sketch_failure_share, sketch_seed, accountant, random_state
         As in :class:`~dpspectral.lowrank._turnstile_space_optimal.TurnstileSpaceOptimalLRF`; the whole
         horizon is charged at initialisation.
 

@@ -252,6 +252,8 @@ class CovarianceLRF(SketchState):
 
         A :class:`~dpspectral.lowrank._subspace.GramResult`: ``gram()`` is the d x d approximation of
         ``A^T A``; ``reconstruct(A)`` the data owner's ``A V V^T``; ``reconstruct()`` alone raises.
+        Publishes the current snapshot (any number of times); after inserts that follow a publication
+        it raises :class:`~dpspectral.lowrank._streaming.RepublicationError`.
 
         Parameters
         ----------
@@ -259,9 +261,6 @@ class CovarianceLRF(SketchState):
             ``"shrink"`` (default): the solve's core shrunk by the noise edge (a value below it gets 0;
             :func:`~dpspectral.lowrank._shrink.frobenius_shrink`), post-processing that keeps a release
             that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
-
-        Publishes the current snapshot (any number of times); after inserts that follow a publication
-        it raises :class:`~dpspectral.lowrank._streaming.RepublicationError`.
 
         Returns
         -------

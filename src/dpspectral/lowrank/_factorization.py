@@ -812,19 +812,26 @@ def private_space_optimal_lrf(
 
     Parameters
     ----------
-    A, k, epsilon, delta, calibration, alpha, bound, sketch_failure_share, sketch_seed, accountant,
-    random_state
-        As in :func:`private_frobenius_lrf`; ``bound`` scales the relation: ``A - A' = b u v^T``.
+    A, k, epsilon, delta
+        As in :func:`private_frobenius_lrf`.
     relation : {"priv1"}
         Input perturbation is analysed for Priv1 only.
+    calibration, alpha
+        As in :func:`private_frobenius_lrf`.
     subspace_sketch_size : int, optional
         t in the paper: columns of ``Y_c = Â Omega``, rows of ``Y_r = Psi Â`` (old name ``t``).
     affine_sketch_size : int, optional
         v in the paper: rows of S and T, ``Z = S Â T^T`` is v x v (old name ``v``).
+    bound : float
+        As in :func:`private_frobenius_lrf`; it scales the relation: ``A - A' = b u v^T``.
     input_share : float in (0, 1)
         Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
+    sketch_failure_share, sketch_seed
+        As in :func:`private_frobenius_lrf`.
     singular_values : {"shrink", "raw"}
         As in :func:`private_frobenius_lrf`, with Z's noise std ``sigma_z`` on the t x t core.
+    accountant, random_state
+        As in :func:`private_frobenius_lrf`.
 
     Returns
     -------

@@ -121,11 +121,13 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         Shape of the streamed matrix (public).
     rank : int
         k in [1, min(m, n)].
-    epsilon, delta, relation, calibration, alpha, bound, input_share, sketch_failure_share, sketch_seed
-        As in :func:`~dpspectral.lowrank._factorization.private_space_optimal_lrf` (relation ``"priv1"``
-        only: ``A - A' = b u v^T``).
+    epsilon, delta, relation, calibration, alpha
+        As in :func:`~dpspectral.private_space_optimal_lrf` (relation ``"priv1"`` only:
+        ``A - A' = b u v^T``).
     subspace_sketch_size, affine_sketch_size : int, optional
         t (columns of ``Y_c``, rows of ``Y_r``) and v (rows of S and T); k <= t <= m, t <= v <= m + n.
+    bound, input_share, sketch_failure_share, sketch_seed
+        As in :func:`~dpspectral.private_space_optimal_lrf`.
     accountant : Accountant, optional
         Ledger; charged at initialisation, before anything is drawn. A refusal creates no state.
     random_state : None, int, SeedSequence, Generator or "secure"
