@@ -137,6 +137,9 @@ class Mechanism(Generic[Inputs, Result]):
 
     label: str = "mechanism"
     stacklevel: int = 2
+    #: False for a release a user makes of their own record (nothing charged, no privacy report):
+    #: :meth:`post_process` then receives ``report=None``.
+    reported: bool = True
 
     def __init__(self, show_progress: bool | None = None) -> None:
         self.show_progress = show_progress
@@ -229,7 +232,7 @@ def run(mechanism: Mechanism[Inputs, Result], inputs: Inputs, X: Any, settings: 
         final = _staged(mechanism, checked, X, settings, noise, released)
     report = released.releaser.report(**mechanism.report_facts(checked), accounting=settings.accounting,
                                       notes=final.notes, stacklevel=mechanism.stacklevel + 2,
-                                      events=final.events)
+                                      events=final.events) if mechanism.reported else None
     return mechanism.post_process(checked, released.rows, released, report)
 
 
