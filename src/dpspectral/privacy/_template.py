@@ -241,7 +241,8 @@ def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: 
     """One charge: read then charge, or (a one-shot stream) charge then read."""
     def plan_for(n: int | None, d: int | None) -> ReleasePlan:
         plan = mechanism.plan(checked, n, d)
-        assert plan is not None, "a plan is known once the rows are read"
+        if plan is None:  # a one-shot stream whose width cannot be looked up: refused before the charge
+            raise ValueError(f"{mechanism.label}: the number of features must be known before the charge.")
         return plan
 
     with read_then_release(X, lambda data: mechanism.read(checked, data), plan_for, settings.accountant,
