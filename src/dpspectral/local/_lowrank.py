@@ -1014,7 +1014,7 @@ class _SketchInputs:
     k: int
     budget: PrivacyBudget
     C: float
-    calibration: str
+    calibration: Calibration
     alpha: float
     subspace_sketch_size: int | None
     affine_sketch_size: int | None
