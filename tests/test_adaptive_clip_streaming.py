@@ -103,7 +103,7 @@ def test_private_oja_plans_its_steps_at_the_released_clip(monkeypatch, k, rank_m
     assert res.diagnostics["c1"] == pytest.approx(10.0 / r**2, rel=1e-12)
     # an explicit gradient clip and learning rate are kept as given (public constants)
     res = private_oja(X, k, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0, gradient_clip=0.01,
-                      c1=3.0)
+                      learning_rate_scale=3.0)
     assert res.diagnostics["gradient_clip"] == 0.01 and res.diagnostics["c1"] == 3.0
     assert seen[-1].sensitivity == pytest.approx(min(0.02, min(math.sqrt(k), math.sqrt(2.0))
                                                      * sensitivity_norm(res.diagnostics["clip"]) ** 2))

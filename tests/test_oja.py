@@ -63,7 +63,7 @@ def _quiet(fn, *args, **kw):
 @pytest.mark.parametrize("k,rank_method", [(1, "block"), (3, "block"), (3, "deflation")])
 def test_oja_converges_on_a_spiked_matrix(k, rank_method, spiked):
     X, V = spiked
-    res = oja(X, k, c1=100.0, rank_method=rank_method, random_state=0)
+    res = oja(X, k, learning_rate_scale=100.0, rank_method=rank_method, random_state=0)
     assert res.components.shape == (10, k)
     assert np.allclose(res.components.T @ res.components, np.eye(k), atol=1e-10)
     assert max_sin_theta(res.components, V[:, :k]) < 0.1
@@ -74,8 +74,8 @@ def test_oja_converges_on_a_spiked_matrix(k, rank_method, spiked):
 @pytest.mark.parametrize("k,rank_method", [(1, "block"), (3, "block"), (3, "deflation")])
 def test_private_oja_converges_at_huge_epsilon(k, rank_method, spiked):
     X, V = spiked
-    res = private_oja(X, k, epsilon=HUGE, delta=DELTA, row_norm=1.0, c1=100.0, rank_method=rank_method,
-                      random_state=0)
+    res = private_oja(X, k, epsilon=HUGE, delta=DELTA, row_norm=1.0, learning_rate_scale=100.0,
+                      rank_method=rank_method, random_state=0)
     assert max_sin_theta(res.components, V[:, :k]) < 0.1
     assert res.privacy.certified
 
@@ -175,9 +175,9 @@ def test_dp_pca_defaults_name_the_smallest_n():
 
 def test_learning_rates_outside_the_analysis_warn(small):
     with pytest.warns(AnalysisRangeWarning, match="c1 \\* row_norm\\^2"):
-        private_oja(small, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, c1=0.1, random_state=0)
+        private_oja(small, 1, epsilon=1.0, delta=DELTA, row_norm=1.0, learning_rate_scale=0.1, random_state=0)
     with pytest.warns(AnalysisRangeWarning, match="c1 \\* row_norm\\^2"):
-        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, c1=0.1, random_state=0)
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, learning_rate_scale=0.1, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the defaults are inside (c1 = 10 / row_norm^2)
         private_oja(small, 1, epsilon=1.0, delta=DELTA, row_norm=3.0, random_state=0)
@@ -352,7 +352,7 @@ def _blocks(X, sizes):
 SIZES = [1, 999, 3, 4000, 17, 250]
 
 RUNS = {
-    "oja": lambda X, **kw: oja(X, 2, c1=50.0, random_state=7, **kw),
+    "oja": lambda X, **kw: oja(X, 2, learning_rate_scale=50.0, random_state=7, **kw),
     "private_oja": lambda X, **kw: private_oja(X, 2, epsilon=0.5, delta=DELTA, row_norm=1.0,
                                                random_state=7, **kw),
     "dp_pca": lambda X, **kw: _quiet(dp_pca, X, 2, epsilon=0.5, delta=DELTA, row_norm=1.0,
@@ -418,8 +418,26 @@ ALL3 = {"oja": lambda X, k=1, **kw: oja(X, k, **kw), "private_oja": _private(pri
 
 
 @pytest.mark.parametrize("name", list(ALL3))
+def test_old_learning_rate_names_warn_and_give_the_same_run(name, small):
+    """``c1``, ``c2`` (the paper's symbols) still work for one release, with a FutureWarning, and run
+    exactly what the new names run (the same seed gives the same subspace)."""
+    new = ALL3[name](small, learning_rate_scale=50.0, learning_rate_offset=5.0, random_state=3)
+    with pytest.warns(FutureWarning, match="'c1' parameter of .* was renamed 'learning_rate_scale'"):
+        old = ALL3[name](small, c1=50.0, learning_rate_offset=5.0, random_state=3)
+    np.testing.assert_array_equal(old.components, new.components)
+    with pytest.warns(FutureWarning, match="'c2' parameter of .* was renamed 'learning_rate_offset'"):
+        old = ALL3[name](small, learning_rate_scale=50.0, c2=5.0, random_state=3)
+    np.testing.assert_array_equal(old.components, new.components)
+    with pytest.raises(TypeError, match="both 'c1' and its new name"):
+        ALL3[name](small, c1=50.0, learning_rate_scale=50.0)
+
+
+@pytest.mark.parametrize("name", list(ALL3))
 @pytest.mark.parametrize("kw,match", [
-    ({"c1": 0.0}, "'c1'"), ({"c1": -1.0}, "'c1'"), ({"c2": 0.0}, "'c2'"), ({"c2": math.nan}, "'c2'"),
+    ({"learning_rate_scale": 0.0}, "'learning_rate_scale'"),
+    ({"learning_rate_scale": -1.0}, "'learning_rate_scale'"),
+    ({"learning_rate_offset": 0.0}, "'learning_rate_offset'"),
+    ({"learning_rate_offset": math.nan}, "'learning_rate_offset'"),
     ({"rank_method": "greedy"}, "'rank_method'"),
 ])
 def test_bad_rates_and_options(name, kw, match, small):

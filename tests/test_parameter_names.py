@@ -45,7 +45,14 @@ from dpspectral.lowrank import (
     turnstile_lrf,
 )
 from dpspectral.pca import dp_spca
-from dpspectral.pca._oja import dp_pca, private_mean, private_top_eigenvalue, shuffle_amplified_epsilon
+from dpspectral.pca._oja import (
+    dp_pca,
+    oja,
+    private_mean,
+    private_oja,
+    private_top_eigenvalue,
+    shuffle_amplified_epsilon,
+)
 
 #: Single-letter names that are conventions of the whole library: the data ``X`` and labels ``y``
 #: (scikit-learn's), the matrix ``A`` (the second matrix ``B`` of a pair) and the rank ``k`` (the papers').
@@ -233,6 +240,20 @@ def _dp_pca(**tail: Any) -> tuple[np.ndarray, ...]:
     return res.components, np.array([res.privacy.epsilon])
 
 
+def _oja(**rates: Any) -> tuple[np.ndarray, ...]:
+    X = np.random.default_rng(7).standard_normal((400, 4))
+    return (oja(X / np.linalg.norm(X, axis=1, keepdims=True), 1, random_state=0, **rates).components,)
+
+
+def _private_oja(**rates: Any) -> tuple[np.ndarray, ...]:
+    X = np.random.default_rng(7).standard_normal((400, 4))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # outside the analysis' range (privacy holds)
+        res = private_oja(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0, **rates)
+    return res.components, np.array([res.privacy.epsilon])
+
+
 _GRADIENTS = np.random.default_rng(3).uniform(-0.5, 0.5, size=(64, 3))
 
 
@@ -321,7 +342,11 @@ RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, 
     ("private_local_lrf", lambda **kw: (lambda r: (r.U, r.S))(private_local_lrf(_ROWS, 2, **_PRIVATE, **kw)),
      _SIZES_OLD, _SIZES_NEW),
     ("local_gaussian_aggregate", _local_gaussian, {"d": 9}, {"n_features": 9}),
-    ("dp_pca", _dp_pca, {"K": 2.0, "a": 0.7}, {"tail_scale": 2.0, "tail_exponent": 0.7}),
+    ("dp_pca", _dp_pca, {"K": 2.0, "a": 0.7, "c1": 3.0, "c2": 2.0},
+     {"tail_scale": 2.0, "tail_exponent": 0.7, "learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
+    ("oja", _oja, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
+    ("private_oja", _private_oja, {"c1": 3.0, "c2": 2.0},
+     {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("private_top_eigenvalue", _top_eigenvalue, {"G": _GRADIENTS}, {"gradients": _GRADIENTS}),
     ("private_mean", _mean, {"G": _GRADIENTS}, {"gradients": _GRADIENTS}),
     ("shuffle_amplified_epsilon",

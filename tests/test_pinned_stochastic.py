@@ -100,7 +100,8 @@ def test_private_oja_sensitivity_from_a_worst_pair_built_by_hand():
 
 def _oja_run(epsilon: float, gradient_clip: float | None, c2: float = 1.0):
     def run(X, c1, seed):
-        res = private_oja(X, 1, epsilon=epsilon, delta=DELTA, row_norm=1.0, c1=c1, c2=c2,
+        res = private_oja(X, 1, epsilon=epsilon, delta=DELTA, row_norm=1.0, learning_rate_scale=c1,
+                          learning_rate_offset=c2,
                           gradient_clip=gradient_clip, random_state=seed, adaptive_clip=False)
         return res.components[:, 0]
     return run

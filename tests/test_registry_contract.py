@@ -66,8 +66,8 @@ ZERO_NOISE_SETTINGS = {
     "dp_spca": {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 400},
     "dp_vrpca": {"sampling_rate": 1.0, "learning_rate": 1.0, "n_steps": 100, "n_epochs": 4},
     # one pass over 2,000 rows: steps large enough to converge within it
-    "private_oja": {"c1": 1000.0, "c2": 1000.0},
-    "dp_pca": {"c1": 1000.0},
+    "private_oja": {"learning_rate_scale": 1000.0, "learning_rate_offset": 1000.0},
+    "dp_pca": {"learning_rate_scale": 1000.0},
 }
 
 

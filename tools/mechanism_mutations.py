@@ -841,8 +841,9 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "L4 local report Z noise x0.5 (joint report, after the draw)",
         "local/_lowrank.py",
-        "noisy[setup.t:].reshape(setup.v, setup.v)",
-        "clean_Z + 0.5 * (noisy[setup.t:].reshape(setup.v, setup.v) - clean_Z)",
+        "Z=noisy[t:].reshape(v, v))",
+        "Z=0.5 * (noisy[t:].reshape(v, v) + np.outer(inputs.sketches[1][:, inputs.i], "
+        "inputs.sketches[2] @ rows.source)))",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
@@ -855,15 +856,16 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "L6 local protocol rows not clipped",
         "local/_lowrank.py",
-        "A_c = A if row_change is not None else clip_rows(",
-        "A_c = A if True else clip_rows(",
+        "A_c = clip_rows(inputs.A, i.C, on_norm_violation=i.on_norm_violation, copy=True, owner=_OWNER)[0]",
+        "A_c = inputs.A",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(
         "L7 local report row not clipped",
         "local/_lowrank.py",
-        "    a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)\n",
-        "    a2 = arr.astype(np.float64)[None, :]\n",
+        "a2, _ = clip_rows(arr.astype(np.float64)[None, :], inputs.C,\n"
+        "                          on_norm_violation=inputs.on_norm_violation, copy=False)\n",
+        "a2 = arr.astype(np.float64)[None, :]\n",
         "tests/test_pinned_lowrank_more.py",
     ),
     Mutation(

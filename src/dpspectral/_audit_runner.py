@@ -113,8 +113,8 @@ GEP_ROWS = 9
 AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_spca": {"sampling_rate": 1.0, "n_steps": 1, "learning_rate": 1000.0},
     "dp_vrpca": {"sampling_rate": 1.0, "n_steps": 1, "n_epochs": 1, "learning_rate": 1000.0},
-    "private_oja": {"n_rows": 1, "c1": 1e4},  # one row: its position cannot move (rows are shuffled)
-    "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "c1": 1e4},
+    "private_oja": {"n_rows": 1, "learning_rate_scale": 1e4},  # one row: its position cannot move (shuffled)
+    "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "learning_rate_scale": 1e4},
     # one batch: the whole pass is one noisy batch sum of the pair's rows (each batch of a longer pass is
     # the same release on other rows, in parallel composition)
     "minibatch_oja": {"n_batches": 1},

@@ -237,7 +237,8 @@ _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "a
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
 _LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketch_seed"}
-_OJA_OPTIONS = frozenset({"c1", "c2", "rank_method", "n_samples", "show_progress"})
+_OJA_OPTIONS = frozenset({"learning_rate_scale", "learning_rate_offset", "rank_method", "n_samples",
+                          "show_progress"})  # eta_t = c1 / (c2 + t): c1 the scale, c2 the offset
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 _GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
 _SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_size_b", "step_size_a", "basis_size", "budget_shares",

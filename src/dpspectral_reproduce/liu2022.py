@@ -142,7 +142,7 @@ NOT_RUN_SHUFFLE = "not run (shuffling cannot certify epsilon)"
 #: row_norm^2, the k-column block update; eta_t = c1 / (c2 + t) with c1 = c2 = 10 on real data (on
 #: synthetic data the oracle rates of :func:`_learning_rates`).
 PAPER_PRIVATE_OJA: dict[str, Any] = {"gradient_clip": 1.0, "rank_method": "block", "amplification": "none",
-                                     "c1": 10.0, "c2": 10.0}
+                                     "learning_rate_scale": 10.0, "learning_rate_offset": 10.0}
 #: DP-PCA (Algorithms 3-5) with the paper's schedule and pure-Laplace histograms (equal minibatches
 #: B = n / ln(n)^2, a k-column iterate, Algorithm 5's truncation at every step, halves for Algorithms 4
 #: and 5), K = 1, a = 1/2, half-width 2r, pure-Laplace histograms; c1 = 100, c2 = 1 on real data.
@@ -150,7 +150,8 @@ PAPER_DP_PCA_LAPLACE: dict[str, Any] = {"schedule": "paper", "batch_size": None,
                                  "rank_method": "block",
                                  "histogram": "laplace", "half_width_mult": 2.0, "tail_scale": 1.0,
                                  "tail_exponent": 0.5, "failure_probability": 0.01, "n_groups": None,
-                                 "histogram_share": 0.5, "c1": 100.0, "c2": 1.0}
+                                 "histogram_share": 0.5, "learning_rate_scale": 100.0,
+                                 "learning_rate_offset": 1.0}
 #: label -> (registry name, keyword arguments, whether it is a paper version: those get the
 #: oracle learning rates on synthetic data; the "library defaults" rows get nothing but (eps, delta))
 _ALGORITHMS: dict[str, tuple[str, dict[str, Any], bool]] = {
@@ -393,8 +394,8 @@ def _learning_rates(name: str, gap: float | None) -> dict[str, float]:
     if gap is None or name not in ("oja", "private_oja", "dp_pca"):
         return {}
     if name == "dp_pca":
-        return {"c1": DP_PCA_ALPHA / gap, "c2": 1.0}
-    return {"c1": OJA_ALPHA / gap, "c2": OJA_ALPHA / gap}
+        return {"learning_rate_scale": DP_PCA_ALPHA / gap, "learning_rate_offset": 1.0}
+    return {"learning_rate_scale": OJA_ALPHA / gap, "learning_rate_offset": OJA_ALPHA / gap}
 
 
 def _fit(label: str, X: np.ndarray, k: int, epsilon: float, seed: Any, gap: float | None) -> _Fit:

@@ -29,6 +29,7 @@ of twice), so ``||upper(x x^T) - upper(y y^T)||_2 <= sqrt(2) C^2``, tight for ``
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
@@ -59,16 +60,8 @@ from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    open_one_shot,
-    precheck,
-    read_then_release,
-    release,
-)
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, Symmetric, run
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
 
@@ -221,21 +214,10 @@ def local_gaussian_report(
     (off-diagonal entries times sqrt(2)), whose L2 sensitivity is ``||x x^T - y y^T||_F <= sqrt(2) C^2``
     too; the report is that release divided back entrywise (post-processing).
     """
-    owner = "local_gaussian_report"
-    budget, C = _check_common(epsilon, delta, row_norm, owner)
-    arr = as_numeric_array(x, owner, name="x", ndim=None, convert_object=False)  # quotes no value
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(
-            f"The 'x' parameter of {owner} must be a non-empty 1-D array (one record). Got shape "
-            f"{arr.shape} instead."
-        )
-    if not np.isfinite(arr).all():
-        raise ValueError(f"The 'x' parameter of {owner} contains NaN or infinity.")
-    row = arr.astype(np.float64)[None, :]  # a copy: the caller's record is never written
-    row, _ = clip_rows(row, C, on_norm_violation=on_norm_violation, copy=False)
-    plan = _plan(budget, calibration, C, owner)
-    with release(plan, None, noise_source(random_state)) as releaser:  # the user's own release
-        return _reports(np.asarray(row), releaser, _noise_shape(noise_shape, calibration))[0]
+    return run(_LocalGaussian(user=True), _LocalInputs(
+        None, epsilon=epsilon, delta=delta, row_norm=row_norm, calibration=calibration,
+        on_norm_violation=on_norm_violation, noise_shape=noise_shape, owner="local_gaussian_report",
+    ), x, RunSettings(None, random_state))
 
 
 @renamed({"d": "n_features"})
@@ -333,125 +315,6 @@ def local_gaussian(
     server averages the reports and returns the top-k eigenvectors (see
     :func:`local_gaussian_aggregate`).
 
-    Privacy
-    -------
-    Relation: local. Each user's report is one Gaussian mechanism on ``upper(c(x) c(x)^T)``, whose
-    L2 sensitivity over any two records of norm <= C is ``sqrt(2) C^2``
-    (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``), so it is
-    (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
-    is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
-    runs the same mechanism on disjoint data). The server's average and eigendecomposition are
-    post-processing. With ``noise_shape="goe"`` (the default with ``"tight"``) each report is the same
-    Gaussian mechanism on ``iso(x x^T)`` (off-diagonal entries times sqrt(2); its sensitivity is
-    ``||x x^T - y y^T||_F <= sqrt(2) C^2`` as well), divided back entrywise: the off-diagonal noise std
-    is ``sigma / sqrt(2)`` at the same privacy. (The same release is also (epsilon, delta)-DP under
-    replace-one neighbours in the central model.) With an accountant, every row is read and validated
-    before the charge (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal
-    costs nothing; a one-shot stream (an iterator of blocks) is charged before it is read, and a
-    failure after the charge (a bad block of such a stream) is a failed release that stays charged.
-    """
-    budget, C = _check_common(epsilon, delta, row_norm, _OWNER)
-    rel = as_relation(relation, owner=_OWNER)
-    if rel is not Relation.LOCAL:
-        raise ValueError(
-            f"The 'relation' parameter of {_OWNER} must be 'local' (a local-model protocol). Got "
-            f"{rel.value!r} instead."
-        )
-    d_known = n_features_of(X)
-    if d_known is not None:
-        check_n_components(k, d_known, _OWNER, name="k")
-    noise = noise_source(random_state)
-    precheck(accountant, _plan(budget, calibration, C, _OWNER).events, rel)  # before any reading
-    run = _release_average if simulate_sum else _release_reports
-    shape = _noise_shape(noise_shape, calibration)
-    releaser, average, (values, components), n, d = run(
-        X, k, budget, calibration, C, accountant, noise, on_norm_violation, show_progress, shape)
-    # frames: certify_release, report, local_gaussian, the constraint check, the caller
-    report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                             notes=releaser.plan.notes, stacklevel=5)
-    plan = releaser.plan
-    spec = plan["report"]
-    diagnostics: dict[str, Any] = {
-        "noise_std": spec.scale,
-        "aggregate_noise_std": spec.scale / math.sqrt(n),
-        "noise_multiplier": plan.events[0].noise_multiplier,  # type: ignore[attr-defined]
-        "sensitivity": spec.sensitivity,
-        "communication_floats_per_user": report_length(d),
-        "simulate_sum": bool(simulate_sum),
-        "noise_shape": shape,
-    }
-    return SubspaceResult(
-        components=components,
-        values=values * n,
-        total=float(np.trace(average)) * n,
-        n_samples=float(n),
-        privacy=report,
-        diagnostics=diagnostics,
-    )
-
-
-_Released = tuple[Releaser, np.ndarray, tuple[np.ndarray, np.ndarray], int, int]
-
-
-def _release_average(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
-                     accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None, shape: str) -> _Released:
-    """simulate_sum=True: one pass (validates every row), then one symmetric Gaussian on the average.
-
-    It has exactly the law of the average of the n reports' noise (entry std ``sigma / sqrt(n)``, and
-    ``sigma / sqrt(2 n)`` off the diagonal with ``"goe"``).
-    """
-    def read(data: Any) -> Any:
-        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                             want_second=True, owner=_OWNER, show_progress=show_progress)
-        check_n_components(k, moments.d, _OWNER, name="k")
-        return moments
-
-    def plan_for(n: int | None, d: int | None) -> ReleasePlan:
-        if d is not None:
-            check_n_components(k, d, _OWNER, name="k")
-        return _plan(budget, calibration, C, _OWNER, n_users=n)
-
-    # the pipeline's order: read (and validated) before the charge; a one-shot stream after it
-    with read_then_release(X, read, plan_for, accountant, noise, owner=_OWNER) as (moments, releaser):
-        d, n = moments.d, moments.n
-        assert moments.second is not None
-        if shape == "iid":  # the paper's shape (i.i.d. entries on and above the diagonal)
-            average = releaser.add_symmetric("average", moments.second / n)
-        else:
-            w = _iso_weights(d, shape)
-            average = _symmetric_from_upper(
-                releaser.add("average", (moments.second / n)[np.triu_indices(d)] * w) / w, d)
-        eigen = top_k_eigh(average, k)
-    return releaser, average, eigen, n, d
-
-
-def _release_reports(X: Any, k: int, budget: PrivacyBudget, calibration: str, C: float,
-                     accountant: Any, noise: Any, on_norm_violation: NormViolation,
-                     show_progress: bool | None, shape: str) -> _Released:
-    """simulate_sum=False: every user's report (in blocks of users), averaged by the server."""
-    if is_one_shot(X):
-        # read once, after the charge (the pipeline's rule): a bad block is a failed release
-        X, d_first = open_one_shot(X, _OWNER)
-        if d_first is not None:
-            check_n_components(k, d_first, _OWNER, name="k")
-    elif accountant is not None:
-        # Users draw their noise while the data are read: validate every row first (a pass
-        # without noise), then charge, then generate the reports.
-        checked = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation,
-                             want_sum=False, want_second=False, owner=_OWNER)
-        check_n_components(k, checked.d, _OWNER, name="k")
-    plan = _plan(budget, calibration, C, _OWNER)
-    with release(plan, accountant, noise) as releaser:
-        total, n, d = _simulated_report_sum(X, C, releaser, on_norm_violation, _OWNER, show_progress,
-                                            shape)
-        check_n_components(k, d, _OWNER, name="k")
-        average = _symmetric_from_upper(total / n, d)
-        eigen = top_k_eigh(average, k)
-    return releaser, average, eigen, n, d
-
-
-local_gaussian.__doc__ = (local_gaussian.__doc__ or "") + """
     Parameters
     ----------
     X : array-like of shape (n_users, n_features), np.memmap, sparse matrix, Dask array, or an
@@ -497,4 +360,179 @@ local_gaussian.__doc__ = (local_gaussian.__doc__ or "") + """
         matrix; n is public in the local model); ``n_samples`` = n; diagnostics ``noise_std``
         (each user's per-entry std), ``aggregate_noise_std``, ``noise_multiplier``,
         ``sensitivity``, ``communication_floats_per_user`` = d (d + 1) / 2, ``simulate_sum``.
-"""
+
+    Privacy
+    -------
+    Relation: local. Each user's report is one Gaussian mechanism on ``upper(c(x) c(x)^T)``, whose
+    L2 sensitivity over any two records of norm <= C is ``sqrt(2) C^2``
+    (``||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 C^4``), so it is
+    (epsilon, delta)-DP with respect to that user's record whatever the others hold. The guarantee
+    is per user, so the report records one ``GaussianDpEvent(sigma / (sqrt(2) C^2))`` (every user
+    runs the same mechanism on disjoint data). The server's average and eigendecomposition are
+    post-processing. With ``noise_shape="goe"`` (the default with ``"tight"``) each report is the same
+    Gaussian mechanism on ``iso(x x^T)`` (off-diagonal entries times sqrt(2); its sensitivity is
+    ``||x x^T - y y^T||_F <= sqrt(2) C^2`` as well), divided back entrywise: the off-diagonal noise std
+    is ``sigma / sqrt(2)`` at the same privacy. (The same release is also (epsilon, delta)-DP under
+    replace-one neighbours in the central model.) With an accountant, every row is read and validated
+    before the charge (``simulate_sum=False`` reads a re-iterable source twice for this), so a refusal
+    costs nothing; a one-shot stream (an iterator of blocks) is charged before it is read, and a
+    failure after the charge (a bad block of such a stream) is a failed release that stays charged.
+    """
+    return run(_LocalGaussian(show_progress), _LocalInputs(
+        k, epsilon=epsilon, delta=delta, row_norm=row_norm, calibration=calibration,
+        on_norm_violation=on_norm_violation, noise_shape=noise_shape, relation=relation,
+        simulate_sum=bool(simulate_sum),
+    ), X, RunSettings(accountant, random_state))
+
+
+@dataclass(frozen=True)
+class _LocalInputs:
+    """The public inputs of the local Gaussian protocol; ``k=None``: one user's report."""
+
+    k: int | None
+    epsilon: float
+    delta: float
+    row_norm: float
+    calibration: str
+    on_norm_violation: NormViolation
+    noise_shape: str | None
+    relation: Relation | str = "local"
+    simulate_sum: bool = True
+    owner: str = _OWNER
+
+
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    inputs: _LocalInputs
+    budget: PrivacyBudget
+    C: float
+    shape: str
+
+    @property
+    def calibration(self) -> str:
+        return self.inputs.calibration
+
+
+@dataclass(frozen=True, eq=False)
+class _Read:
+    """What the validating pass found: ``n`` and ``d`` (None for a one-shot stream whose reports are
+    generated while it is read, inside the charge), the scatter (``simulate_sum``), the rows' source."""
+
+    n: int | None
+    d: int | None
+    source: Any
+    second: Any = None
+
+
+class _LocalGaussian(Mechanism[_LocalInputs, Any]):
+    """The local Gaussian protocol as the release template runs it: the simulated server average
+    (``simulate_sum``), every user's report, or (``k=None``) one user's own report."""
+
+    label = _OWNER
+    stacklevel = 3  # frames above run: local_gaussian, the constraint check, the caller
+
+    def __init__(self, show_progress: bool | None = None, *, user: bool = False) -> None:
+        super().__init__(show_progress)
+        if user:  # one user's own report: nothing charged, no privacy report
+            self.label, self.reported = "local_gaussian_report", False
+
+    def check(self, inputs: _LocalInputs, X: Any) -> _Checked:
+        budget, C = _check_common(inputs.epsilon, inputs.delta, inputs.row_norm, inputs.owner)
+        if inputs.k is not None:
+            rel = as_relation(inputs.relation, owner=_OWNER)
+            if rel is not Relation.LOCAL:
+                raise ValueError(
+                    f"The 'relation' parameter of {_OWNER} must be 'local' (a local-model protocol). Got "
+                    f"{rel.value!r} instead."
+                )
+            d_known = n_features_of(X)
+            if d_known is not None:
+                check_n_components(inputs.k, d_known, _OWNER, name="k")
+        return _Checked(inputs, budget, C, _noise_shape(inputs.noise_shape, inputs.calibration))
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
+        k = inputs.inputs.k
+        if k is not None and d is not None:
+            check_n_components(k, d, _OWNER, name="k")
+        n_users = n if inputs.inputs.simulate_sum and k is not None else None
+        return _plan(inputs.budget, inputs.calibration, inputs.C, inputs.inputs.owner, n_users=n_users)
+
+    def read(self, inputs: _Checked, X: Any) -> _Read:
+        """The validating pass: one record, the scatter (``simulate_sum``), or the rows alone."""
+        k = inputs.inputs.k
+        if k is None:
+            return _Read(1, None, _user_row(X, inputs.C, inputs.inputs.on_norm_violation))
+        if is_one_shot(X) and not inputs.inputs.simulate_sum:
+            return _Read(None, None, X)  # read once, inside the charge, while the reports are made
+        moments = accumulate(X, row_norm=inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
+                             want_sum=False, want_second=inputs.inputs.simulate_sum, owner=_OWNER,
+                             show_progress=self.show_progress if inputs.inputs.simulate_sum else None)
+        check_n_components(k, moments.d, _OWNER, name="k")
+        return _Read(moments.n, moments.d, X, moments.second)
+
+    def statistic(self, inputs: _Checked, rows: _Read, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if inputs.inputs.k is None:
+            return {"report": Drawn(lambda releaser: _reports(rows.source, releaser, inputs.shape)[0])}
+        if not inputs.inputs.simulate_sum:
+            return {"report": Drawn(lambda releaser: _simulated_report_sum(
+                rows.source, inputs.C, releaser, inputs.inputs.on_norm_violation, _OWNER,
+                self.show_progress, inputs.shape))}
+        # one symmetric Gaussian on the average: exactly the law of the average of the n reports' noise
+        # (entry std sigma / sqrt(n), and sigma / sqrt(2 n) off the diagonal with "goe")
+        assert rows.second is not None and rows.n is not None and rows.d is not None
+        if inputs.shape == "iid":  # the paper's shape (i.i.d. entries on and above the diagonal)
+            return {"average": Symmetric(rows.second / rows.n)}
+        w = _iso_weights(rows.d, inputs.shape)
+        return {"average": (rows.second / rows.n)[np.triu_indices(rows.d)] * w}
+
+    def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> Any:
+        """The server's average and its top-k eigenvectors (a user's report: the report itself)."""
+        k = inputs.inputs.k
+        if k is None:
+            return released["report"]
+        if inputs.inputs.simulate_sum:
+            n, d = int(rows.n), int(rows.d)  # type: ignore[arg-type]
+            average = released["average"]
+            if inputs.shape != "iid":
+                w = _iso_weights(d, inputs.shape)
+                average = _symmetric_from_upper(average / w, d)
+        else:
+            total, n, d = released["report"]
+            check_n_components(k, d, _OWNER, name="k")
+            average = _symmetric_from_upper(total / n, d)
+        values, components = top_k_eigh(average, k)
+        spec = released.plan["report"]
+        diagnostics: dict[str, Any] = {
+            "noise_std": spec.scale,
+            "aggregate_noise_std": spec.scale / math.sqrt(n),
+            "noise_multiplier": released.plan.events[0].noise_multiplier,  # type: ignore[attr-defined]
+            "sensitivity": spec.sensitivity,
+            "communication_floats_per_user": report_length(d),
+            "simulate_sum": bool(inputs.inputs.simulate_sum),
+            "noise_shape": inputs.shape,
+        }
+        return SubspaceResult(
+            components=components,
+            values=values * n,
+            total=float(np.trace(average)) * n,
+            n_samples=float(n),
+            privacy=report,
+            diagnostics=diagnostics,
+        )
+
+
+def _user_row(x: Any, C: float, on_norm_violation: NormViolation) -> np.ndarray:
+    """One user's record, checked (a non-empty finite 1-D array) and clipped to C, as a (1, d) copy."""
+    owner = "local_gaussian_report"
+    arr = as_numeric_array(x, owner, name="x", ndim=None, convert_object=False)  # quotes no value
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(
+            f"The 'x' parameter of {owner} must be a non-empty 1-D array (one record). Got shape "
+            f"{arr.shape} instead."
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"The 'x' parameter of {owner} contains NaN or infinity.")
+    row = arr.astype(np.float64)[None, :]  # a copy: the caller's record is never written
+    row, _ = clip_rows(row, C, on_norm_violation=on_norm_violation, copy=False)
+    return np.asarray(row)

@@ -79,6 +79,7 @@ from .._constraints import (
     validated,
 )
 from .._linalg import fix_signs
+from .._moments import accumulate
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
 from ..lowrank._factorization import check_matrix, check_rank
@@ -96,8 +97,8 @@ from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed, release, validate_rows
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed
+from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
 
 __all__ = [
     "LocalLrfNoise",
@@ -644,20 +645,58 @@ def local_lrf_report(
     i = user_index
     check_params({"user_index": Interval(0, setup.m, "left", integer=True)}, {"user_index": i},
                  owner)  # S[:, i] exists
-    arr = _user_row(row, setup.n, owner)
     plan = _report_plan(owner, _noise_plan(
         epsilon, delta, setup, row_norm=C, calibration=calibration, alpha=alpha, owner=owner,
         sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=int(i)))
-    a2, _ = clip_rows(arr.astype(np.float64)[None, :], C, on_norm_violation=on_norm_violation, copy=False)
-    a = np.asarray(a2)[0]  # astype made a copy: the caller's row is never written
-    clean_y, clean_Z = a @ Phi, np.outer(S[:, int(i)], T @ a)
-    with release(plan, None, noise_source(rng)) as releaser:  # the user's own noise, nothing charged
+    return run(_UserReport(), _ReportInputs(int(i), setup, (Phi, S, T), C, on_norm_violation, plan), row,
+               RunSettings(None, rng))
+
+
+@dataclass(frozen=True, eq=False)
+class _ReportInputs:
+    """The public inputs of one user's report, checked, and its plan (from public inputs)."""
+
+    i: int
+    setup: LocalLrfSetup
+    sketches: tuple[np.ndarray, np.ndarray, np.ndarray]  # Phi, S, T regenerated from the seed
+    C: float
+    on_norm_violation: NormViolation
+    report_plan: ReleasePlan
+
+
+class _UserReport(Mechanism[_ReportInputs, LocalLrfReport]):
+    """One user's ``(y_i, Z_i)`` as the release template runs it: the user's own noise, nothing charged
+    and no privacy report (a local-model report)."""
+
+    label = "local_lrf_report"
+    reported = False
+
+    def plan(self, inputs: _ReportInputs, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.report_plan
+
+    def read(self, inputs: _ReportInputs, X: Any) -> Rows:
+        """The user's row: checked (numeric, length n, finite) and clipped at C, as a copy."""
+        arr = _user_row(X, inputs.setup.n, self.label)
+        a2, _ = clip_rows(arr.astype(np.float64)[None, :], inputs.C,
+                          on_norm_violation=inputs.on_norm_violation, copy=False)
+        return Rows(_Shape(1, inputs.setup.n), np.asarray(a2)[0])  # astype copied: the row is never written
+
+    def statistic(self, inputs: _ReportInputs, rows: Rows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        Phi, S, T = inputs.sketches
+        a = rows.source
+        clean_y, clean_Z = a @ Phi, np.outer(S[:, inputs.i], T @ a)
         if len(plan.releases) == 1:  # one Gaussian on the pair: y then Z, row by row
-            noisy = releaser.add("report", np.concatenate([clean_y, clean_Z.ravel()]))
-            y, Z = noisy[: setup.t], noisy[setup.t:].reshape(setup.v, setup.v)
-        else:
-            y, Z = releaser.add("y", clean_y), releaser.add("Z", clean_Z)
-    return LocalLrfReport(i=int(i), y=y, Z=Z)
+            return {"report": np.concatenate([clean_y, clean_Z.ravel()])}
+        return {"y": clean_y, "Z": clean_Z}
+
+    def post_process(self, inputs: _ReportInputs, rows: Rows, released: Released,
+                     report: Any) -> LocalLrfReport:
+        t, v = inputs.setup.t, inputs.setup.v
+        if "report" in released:
+            noisy = released["report"]
+            return LocalLrfReport(i=inputs.i, y=noisy[:t], Z=noisy[t:].reshape(v, v))
+        return LocalLrfReport(i=inputs.i, y=released["y"], Z=released["Z"])
 
 
 def _user_row(row: Any, n: int, owner: str) -> np.ndarray:
@@ -854,6 +893,75 @@ def private_local_lrf(
     ``||A - U^ U^^T A||_F <= (1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``. The users are
     simulated vectorised (no Python loop over users), with the same laws as the per-user reports.
 
+    Parameters
+    ----------
+    A : array-like or sparse matrix of shape (m, n)
+        One row per user. Never modified.
+    k : int
+        Rank in [1, min(m, n)].
+    epsilon, delta : float
+        Every user's report is (epsilon, delta)-LDP; delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's norm (rows above it are clipped by their user).
+    relation : {"local"}
+        The local model only.
+    calibration : {"tight", "paper"}
+        See :func:`local_lrf_noise`.
+    alpha : float in (0, 1)
+        Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at
+        ``min(m, n)``) and the paper's noise formulas.
+    subspace_sketch_size : int, optional
+        t in the paper: the columns of the public sketch ``Phi`` (n x t), the length of each ``y_i``; in
+        [k, min(m, n)]. The old name ``t`` still works, with a FutureWarning.
+    affine_sketch_size : int, optional
+        v in the paper: the rows of the public sketches ``S`` (v x m) and ``T`` (v x n); each ``Z_i`` is
+        v x v. In [k, min(m, n)]; the old name ``v`` still works, with a FutureWarning.
+    simulate_sum : bool, optional
+        ``"gram"``: True (default) draws the average's noise directly (exactly the law of the mean of the
+        m reports); False draws every user's report. ``"sketch"``:
+        False (default): draw every user's v x v noise ``G_i`` and add them up (in blocks of users).
+        True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.
+        ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
+        ``y_i`` noise is per user in both modes (it is one m x t matrix).
+    sketch_seed : int, optional
+        Seed of the public sketches: fresh OS entropy if None (never drawn from ``random_state``, which
+        is secret). Must not be chosen adversarially (module docstring).
+    sketch_failure_share : float in (0, 1)
+        Share of delta covering the sketch norm bounds failing.
+    on_norm_violation : {"clip", "raise"}
+    row_change : float, optional
+        Public bound b on how far one user's row may change (``||a - a'|| <= b``). When given, rows are not
+        clipped and ``row_norm`` is ignored (the sensitivities depend only on ``a - a'``); Upadhyay's unit
+        change is ``row_change=1``. Default ``b = 2 row_norm``. This is a different relation
+        (``local_row_change``: see Privacy).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Seeds the users' secret noise only: keep it secret (``"secure"``: OS entropy and exact samplers).
+        The public sketches always come from ``sketch_seed``, never from it.
+    accountant : Accountant, optional
+        Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
+        validated (a refusal costs nothing).
+    sketch_sensitivity : {"per_pair", "drawn"}
+        ``"per_pair"`` (default): chi-square per-pair bounds over random sketches (a sketch-failure
+        delta; the seed must not be adversarial). ``"drawn"``: every user is calibrated to the exact
+        worst case for the drawn sketches (the largest column norm of S: the same noise for all users),
+        sound whatever the seed, no sketch-failure delta (:func:`local_lrf_noise_drawn`).
+    protocol : {"gram", "sketch"}, optional
+        None (default): ``"gram"`` unless a parameter of the sketch protocol is set (``row_change``,
+        ``calibration="paper"``, ``sketch_sensitivity="drawn"``, ``subspace_sketch_size``,
+        ``affine_sketch_size``, ``sketch_seed``), then ``"sketch"``, the paper's Figure 9.
+
+    Returns
+    -------
+    RowSubspaceResult or LowRankResult
+        ``"gram"``: V (n, k), S (k,), U None; diagnostics ``protocol``, ``noise_std``,
+        ``aggregate_noise_std`` (the average's off-diagonal std tau), ``noise_edge``, ``sensitivity``,
+        ``noise_multiplier``, ``noise_shape``, ``communication_floats_per_user``, ``simulate_sum``.
+        ``"sketch"``: ``U`` (m, k), ``S`` (k,) the singular values of the solve, ``V = None``;
+        diagnostics ``t``, ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
+        ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
+        ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
+        float), ``simulate_sum``.
+
     Privacy
     -------
     Relation: local (non-interactive), both protocols. ``"gram"``: user i's report is one Gaussian
@@ -891,32 +999,107 @@ def private_local_lrf(
         gram_sum = True if simulate_sum is None else bool(simulate_sum)
         return _gram_protocol(A, k, budget, C, simulate_sum=gram_sum, on_norm_violation=on_norm_violation,
                               accountant=accountant, random_state=random_state)
-    simulate_sum = bool(simulate_sum)  # the paper's protocol: every user's Z_i noise unless asked
-    A = check_matrix(A, owner)
-    if row_change is None:  # the whole matrix, before anything is charged
-        validate_rows(A, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    m, n = A.shape
-    k = check_rank(k, m, n, owner)
-    seed = public_seed(sketch_seed)  # public randomness: never from random_state
-    setup = local_lrf_setup(m, n, k, alpha=alpha, subspace_sketch_size=subspace_sketch_size,
-                            affine_sketch_size=affine_sketch_size, seed=seed)
-    noise = _noise_plan(
-        budget.epsilon, budget.delta, setup, row_norm=C, calibration=calibration, alpha=alpha,
-        sketch_failure_share=sketch_failure_share, sketch_sensitivity=sketch_sensitivity, column=None,
-        owner=owner,
-    )
-    relation_out = Relation.LOCAL if row_change is None else (ROW_CHANGE_RELATION or Relation.LOCAL)
-    plan = _protocol_plan(relation_out, noise, m=m, simulate_sum=bool(simulate_sum),
-                          notes=_protocol_notes(noise, C, row_change, sketch_sensitivity))
-    A_c = A if row_change is not None else clip_rows(A, C, on_norm_violation=on_norm_violation, copy=True,
-                                                     owner=owner)[0]
-    with release(plan, accountant, noise_source(random_state)) as releaser:  # refused before any draw
-        Y_c, Z = _simulate_reports(A_c, setup, releaser, bool(simulate_sum))
-    U_hat, s = _solve(Y_c, Z, setup.S, k)  # the server: post-processing
-    report = releaser.report(mechanism=owner, budget=budget, calibration=calibration, notes=plan.notes,
-                             stacklevel=4)
-    return LowRankResult(U=U_hat, S=s, V=None, privacy=report,
-                         diagnostics=_protocol_diagnostics(setup, noise, seed, bool(simulate_sum)))
+    return run(_SketchProtocol(), _SketchInputs(
+        k, budget, C, calibration=calibration, alpha=alpha, subspace_sketch_size=subspace_sketch_size,
+        affine_sketch_size=affine_sketch_size, simulate_sum=bool(simulate_sum), sketch_seed=sketch_seed,
+        sketch_failure_share=sketch_failure_share, on_norm_violation=on_norm_violation,
+        row_change=row_change, sketch_sensitivity=sketch_sensitivity,
+    ), A, RunSettings(accountant, random_state))
+
+
+@dataclass(frozen=True)
+class _SketchInputs:
+    """The public inputs of the paper's sketch protocol (``budget`` and ``C`` checked already)."""
+
+    k: int
+    budget: PrivacyBudget
+    C: float
+    calibration: Calibration
+    alpha: float
+    subspace_sketch_size: int | None
+    affine_sketch_size: int | None
+    simulate_sum: bool  # the paper's protocol: every user's Z_i noise unless asked
+    sketch_seed: int | None
+    sketch_failure_share: float
+    on_norm_violation: NormViolation
+    row_change: float | None
+    sketch_sensitivity: str
+
+
+@dataclass(frozen=True, eq=False)
+class _SketchChecked:
+    inputs: _SketchInputs
+    A: Any
+    k: int
+    setup: LocalLrfSetup
+    noise: LocalLrfNoise
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        return self.inputs.budget
+
+    @property
+    def calibration(self) -> str:
+        return self.inputs.calibration
+
+
+class _SketchProtocol(Mechanism[_SketchInputs, LowRankResult]):
+    """Upadhyay's Figure 9 as the release template runs it: every user's ``(y_i, Z_i)`` (or the sum of
+    the ``Z_i``), simulated in one charge; the server's solve is post-processing."""
+
+    label = _OWNER
+    stacklevel = 2  # frames above run: private_local_lrf, the caller
+
+    def check(self, inputs: _SketchInputs, X: Any) -> _SketchChecked:
+        A = check_matrix(X, _OWNER)
+        m, n = A.shape
+        k = check_rank(inputs.k, m, n, _OWNER)
+        seed = public_seed(inputs.sketch_seed)  # public randomness: never from random_state
+        setup = local_lrf_setup(m, n, k, alpha=inputs.alpha, subspace_sketch_size=inputs.subspace_sketch_size,
+                                affine_sketch_size=inputs.affine_sketch_size, seed=seed)
+        noise = _noise_plan(
+            inputs.budget.epsilon, inputs.budget.delta, setup, row_norm=inputs.C,
+            calibration=inputs.calibration, alpha=inputs.alpha,
+            sketch_failure_share=inputs.sketch_failure_share, sketch_sensitivity=inputs.sketch_sensitivity,
+            column=None, owner=_OWNER,
+        )
+        return _SketchChecked(inputs, A, k, setup, noise)
+
+    def plan(self, inputs: _SketchChecked, n: int | None, d: int | None) -> ReleasePlan:
+        i = inputs.inputs
+        relation = Relation.LOCAL if i.row_change is None else (ROW_CHANGE_RELATION or Relation.LOCAL)
+        return _protocol_plan(relation, inputs.noise, m=inputs.setup.m, simulate_sum=i.simulate_sum,
+                              notes=_protocol_notes(inputs.noise, i.C, i.row_change, i.sketch_sensitivity))
+
+    def read(self, inputs: _SketchChecked, X: Any) -> Rows:
+        """The whole matrix, validated (rows clipped at C) before anything is charged; with
+        ``row_change`` the rows are used as given."""
+        i = inputs.inputs
+        if i.row_change is not None:
+            return Rows(_Shape(*inputs.A.shape), inputs.A)
+        checked = accumulate(inputs.A, row_norm=i.C, on_norm_violation=i.on_norm_violation, want_sum=False,
+                             want_second=False, owner=_OWNER)
+        A_c = clip_rows(inputs.A, i.C, on_norm_violation=i.on_norm_violation, copy=True, owner=_OWNER)[0]
+        return Rows(_Shape(checked.n, checked.d), A_c)
+
+    def statistic(self, inputs: _SketchChecked, rows: Rows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        return {"reports": Drawn(lambda releaser: _simulate_reports(
+            rows.source, inputs.setup, releaser, inputs.inputs.simulate_sum))}
+
+    def post_process(self, inputs: _SketchChecked, rows: Rows, released: Released,
+                     report: Any) -> LowRankResult:
+        """The server's solve (post-processing of the users' reports)."""
+        Y_c, Z = released["reports"]
+        U_hat, s = _solve(Y_c, Z, inputs.setup.S, inputs.k)
+        return LowRankResult(U=U_hat, S=s, V=None, privacy=report, diagnostics=_protocol_diagnostics(
+            inputs.setup, inputs.noise, inputs.setup.seed, inputs.inputs.simulate_sum))
+
+
+@dataclass(frozen=True)
+class _Shape:
+    n: int
+    d: int
 
 
 def _lrf_inputs(owner: str, *, row_norm: Any, relation: Any, row_change: Any, calibration: str,
@@ -1051,78 +1234,6 @@ def _protocol_diagnostics(setup: LocalLrfSetup, noise: LocalLrfNoise, seed: int,
     }
 
 
-_LRF_PARAMETERS = """
-    Parameters
-    ----------
-    A : array-like or sparse matrix of shape (m, n)
-        One row per user. Never modified.
-    k : int
-        Rank in [1, min(m, n)].
-    epsilon, delta : float
-        Every user's report is (epsilon, delta)-LDP; delta in (0, 1).
-    row_norm : float
-        Public bound C on each row's norm (rows above it are clipped by their user).
-    relation : {"local"}
-        The local model only.
-    calibration : {"tight", "paper"}
-        See :func:`local_lrf_noise`.
-    alpha : float in (0, 1)
-        Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at
-        ``min(m, n)``) and the paper's noise formulas.
-    subspace_sketch_size : int, optional
-        t in the paper: the columns of the public sketch ``Phi`` (n x t), the length of each ``y_i``; in
-        [k, min(m, n)]. The old name ``t`` still works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: the rows of the public sketches ``S`` (v x m) and ``T`` (v x n); each ``Z_i`` is
-        v x v. In [k, min(m, n)]; the old name ``v`` still works, with a FutureWarning.
-    simulate_sum : bool, optional
-        ``"gram"``: True (default) draws the average's noise directly (exactly the law of the mean of the
-        m reports); False draws every user's report. ``"sketch"``:
-        False (default): draw every user's v x v noise ``G_i`` and add them up (in blocks of users).
-        True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.
-        ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
-        ``y_i`` noise is per user in both modes (it is one m x t matrix).
-    sketch_seed : int, optional
-        Seed of the public sketches: fresh OS entropy if None (never drawn from ``random_state``, which
-        is secret). Must not be chosen adversarially (module docstring).
-    sketch_failure_share : float in (0, 1)
-        Share of delta covering the sketch norm bounds failing.
-    on_norm_violation : {"clip", "raise"}
-    row_change : float, optional
-        Public bound b on how far one user's row may change (``||a - a'|| <= b``). When given, rows are not
-        clipped and ``row_norm`` is ignored (the sensitivities depend only on ``a - a'``); Upadhyay's unit
-        change is ``row_change=1``. Default ``b = 2 row_norm``. This is a different relation
-        (``local_row_change``: see Privacy).
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Seeds the users' secret noise only: keep it secret (``"secure"``: OS entropy and exact samplers).
-        The public sketches always come from ``sketch_seed``, never from it.
-    accountant : Accountant, optional
-        Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
-        validated (a refusal costs nothing).
-    sketch_sensitivity : {"per_pair", "drawn"}
-        ``"per_pair"`` (default): chi-square per-pair bounds over random sketches (a sketch-failure
-        delta; the seed must not be adversarial). ``"drawn"``: every user is calibrated to the exact
-        worst case for the drawn sketches (the largest column norm of S: the same noise for all users),
-        sound whatever the seed, no sketch-failure delta (:func:`local_lrf_noise_drawn`).
-    protocol : {"gram", "sketch"}, optional
-        None (default): ``"gram"`` unless a parameter of the sketch protocol is set (``row_change``,
-        ``calibration="paper"``, ``sketch_sensitivity="drawn"``, ``subspace_sketch_size``,
-        ``affine_sketch_size``, ``sketch_seed``), then ``"sketch"``, the paper's Figure 9.
-
-    Returns
-    -------
-    RowSubspaceResult or LowRankResult
-        ``"gram"``: V (n, k), S (k,), U None; diagnostics ``protocol``, ``noise_std``,
-        ``aggregate_noise_std`` (the average's off-diagonal std tau), ``noise_edge``, ``sensitivity``,
-        ``noise_multiplier``, ``noise_shape``, ``communication_floats_per_user``, ``simulate_sum``.
-        ``"sketch"``: ``U`` (m, k), ``S`` (k,) the singular values of the solve, ``V = None``;
-        diagnostics ``t``, ``v``, ``sigma_y``, ``sigma_z``, ``aggregate_noise_std_z`` (``sqrt(m) sigma_z``),
-        ``sensitivity``, ``sensitivity_y``, ``sensitivity_z``, ``noise_multiplier``, ``sketch_seed``,
-        ``communication_floats_per_user`` (``t + v^2``), ``communication_bytes_per_user`` (8 per
-        float), ``simulate_sum``.
-"""
-
-private_local_lrf.__doc__ = (private_local_lrf.__doc__ or "").rstrip() + "\n" + _LRF_PARAMETERS
 for _function, _table in ((local_lrf_noise, NOISE_TABLE), (local_lrf_noise_drawn, NOISE_DRAWN_TABLE),
                           (local_lrf_report, REPORT_TABLE), (local_lrf_aggregate, {"setup": SETUP})):
     _function.parameter_constraints = dict(_table)  # type: ignore[union-attr]

@@ -118,7 +118,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import dp_accounting
 import numpy as np
@@ -148,8 +148,8 @@ from .._validation import as_generator, check_mechanism_inputs, check_n_componen
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, read_then_release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 
 __all__ = [
     "DEFAULT_MAX_PROPOSALS",
@@ -174,6 +174,14 @@ _MAX_BATCH_ELEMENTS = 1 << 21  # proposals x dimension per batch (16 MiB of floa
 # Budgets are shrunk by this relative amount so that the recorded guarantees never add up to more
 # than the request through floating-point rounding (e.g. 10 x 0.09 + 0.1 = 1.0000000000000002).
 _ROUNDING_GUARD = 1e-12
+
+
+class _Draws(Protocol):
+    """The draws the sampler makes: a NumPy Generator, or a releaser's named draws (secret)."""
+
+    def standard_normal(self, size: Any) -> np.ndarray: ...
+
+    def random(self, size: Any) -> np.ndarray: ...
 
 
 class BinghamSamplerError(RuntimeError):
@@ -360,14 +368,14 @@ class BinghamSampler:
         self.log_mass_tangent = float(np.logaddexp(log_w1, log_w2))
 
     # -- proposals (eigen-coordinates) -------------------------------------------------------------
-    def _propose_acg(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+    def _propose_acg(self, rng: _Draws, m: int) -> tuple[np.ndarray, np.ndarray]:
         y = rng.standard_normal((m, self.d)) * self._acg_scale
         u = y / np.linalg.norm(y, axis=1, keepdims=True)
         z = (u * u) @ self._beta
         log_ratio = -z + (self.d / 2.0) * np.log1p(2.0 * z / self.b) - self._acg_log_m
         return u, np.minimum(log_ratio, 0.0)
 
-    def _propose_tangent(self, rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
+    def _propose_tangent(self, rng: _Draws, m: int) -> tuple[np.ndarray, np.ndarray]:
         d, beta = self.d, self._beta
         gauss = rng.random(m) < self._p_gauss
         s = np.empty((m, d - 1))
@@ -422,8 +430,12 @@ class BinghamSampler:
             raise ValueError(f"The 'size' parameter must be None or an int >= 0. Got {size!r} instead.")
         check_params({"max_proposals": _MAX_PROPOSALS}, {"max_proposals": max_proposals},
                      "the Bingham sampler")
+        return self._sample(size, as_generator(random_state), max_proposals)
+
+    def _sample(self, size: int | None, rng: _Draws, max_proposals: int) -> np.ndarray:
+        """:meth:`sample` with the draws of ``rng`` (a Generator, or a releaser's named draws)."""
+        n = 1 if size is None else int(size)
         cap = int(max_proposals) * max(n, 1)
-        rng = as_generator(random_state)
         d = self.d
         if self.envelope == "trivial":
             g = rng.standard_normal((n, d))
@@ -752,7 +764,7 @@ def _sample_directions(
     k: int,
     concentrations: Sequence[float],
     eigh_A: tuple[np.ndarray, np.ndarray],
-    rng: np.random.Generator,
+    rng: _Draws,
     envelope: str,
     max_proposals: int,
 ) -> np.ndarray:
@@ -772,7 +784,7 @@ def _sample_directions(
             sampler = BinghamSampler.from_eigh(c * w, Q, envelope=envelope)  # type: ignore[arg-type]
         else:
             sampler = BinghamSampler(c * A_j, envelope=envelope)  # type: ignore[arg-type]
-        u = sampler.sample(random_state=rng, max_proposals=max_proposals)
+        u = sampler._sample(None, rng, max_proposals)
         V[:, j] = P @ u
         N = _householder_complement(u)
         P = P @ N
@@ -833,7 +845,7 @@ def _release_directions(
                 concentrations = split_sub + [0.0] * (plan.n_sampled - len(split_sub))
                 V = np.zeros((d, k))
                 V[S] = _sample_directions(A[np.ix_(S, S)], k, concentrations, (ws, Qs),
-                                          releaser.generator, envelope, max_proposals)
+                                          releaser, envelope, max_proposals)
                 released = released[: k + 1]
                 values, total = np.sort(released[:k])[::-1], float(released.sum())
                 return values, total, V, concentrations, int(S.size)
@@ -844,112 +856,115 @@ def _release_directions(
         total = float(released.sum())
         if plan.adaptive:  # post-processing of the release above
             concentrations = _adaptive_concentrations(plan, released, d, k)
-    V = _sample_directions(A, k, concentrations, (w, Q), releaser.generator, envelope,
+    V = _sample_directions(A, k, concentrations, (w, Q), releaser, envelope,
                            max_proposals)
     return values, total, V, concentrations, d
 
 
-def _exponential_mechanism(
-    kind: str,
-    X: Any,
-    k: int,
-    *,
-    epsilon: float,
-    delta: float,
-    row_norm: float,
-    relation: Relation | str,
-    calibration: str,
-    eigenvalue_share: float,
-    vector_shares: Any,
-    allocation: str,
-    accounting: str,
-    coordinate_share: float,
-    accountant: Accountant | None,
-    random_state: Any,
-    on_norm_violation: NormViolation,
-    envelope: Envelope,
-    max_proposals: int,
-    show_progress: bool | None,
-) -> SubspaceResult:
-    """Validate -> plan -> release (eigenvalues, directions) -> post-process (signs)."""
-    budget, rel, C, k, shares = _validate(
-        kind, X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, on_norm_violation=on_norm_violation, vector_shares=vector_shares)
-    noise = noise_source(random_state)
+@dataclass(frozen=True)
+class _ExponentialInputs:
+    """The public inputs of :func:`ppca` and :func:`exponential_pca` (``kind``: which of the two)."""
 
-    def make_plan(d: int) -> _ExponentialPlan:
-        return _plan(kind, k=k, d=d, epsilon=budget.epsilon, relation=rel, calibration=calibration,
-                     row_norm=C, eigenvalue_share=float(eigenvalue_share), vector_shares=shares,
-                     allocation=allocation, accounting=accounting,
-                     coordinate_share=float(coordinate_share))
+    kind: str
+    k: int
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    eigenvalue_share: float
+    vector_shares: Any
+    allocation: str
+    accounting: str
+    coordinate_share: float
+    on_norm_violation: NormViolation
+    envelope: Envelope
+    max_proposals: int
 
-    d_known = n_features_of(X)
-    if d_known is not None:
-        precheck(accountant, make_plan(d_known).events, rel)  # fail fast, before any reading
 
-    def read(data: Any) -> Any:
-        moments = accumulate(data, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                             want_second=True, owner=kind, show_progress=show_progress)
-        check_n_components(k, moments.d, kind, name="k")
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    inputs: _ExponentialInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    k: int
+    shares: np.ndarray | None
+    d: int | None
+
+    @property
+    def calibration(self) -> str:
+        return self.inputs.calibration
+
+
+class _Exponential(Mechanism[_ExponentialInputs, SubspaceResult]):
+    """The exponential mechanism with deflation as the release template runs it: the Laplace diagonal
+    and eigenvalues (when planned), then the k directions, in one charge."""
+
+    stacklevel = 3  # frames above run: ppca or exponential_pca, the constraint check, the caller
+
+    def __init__(self, kind: str, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self.label = kind
+
+    def check(self, inputs: _ExponentialInputs, X: Any) -> _Checked:
+        budget, rel, C, k, shares = _validate(
+            inputs.kind, X, inputs.k, epsilon=inputs.epsilon, delta=inputs.delta,
+            row_norm=inputs.row_norm, relation=inputs.relation, calibration=inputs.calibration,
+            on_norm_violation=inputs.on_norm_violation, vector_shares=inputs.vector_shares)
+        return _Checked(inputs, budget, rel, C, k, shares, n_features_of(X))
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> _ExponentialPlan | None:
+        if d is None:  # the width of a stream is looked up before its charge
+            return None
+        check_n_components(inputs.k, d, self.label, name="k")
+        i = inputs.inputs
+        return _plan(i.kind, k=inputs.k, d=d, epsilon=inputs.budget.epsilon, relation=inputs.relation,
+                     calibration=i.calibration, row_norm=inputs.C,
+                     eigenvalue_share=float(i.eigenvalue_share), vector_shares=inputs.shares,
+                     allocation=i.allocation, accounting=i.accounting,
+                     coordinate_share=float(i.coordinate_share))
+
+    def read(self, inputs: _Checked, X: Any) -> Any:
+        """The validating pass: the scatter of the rows clipped at C."""
+        moments = accumulate(X, row_norm=inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
+                             want_sum=False, want_second=True, owner=self.label,
+                             show_progress=self.show_progress)
+        check_n_components(inputs.k, moments.d, self.label, name="k")
         return moments
 
-    def plan_for(n: int | None, d: int | None) -> _ExponentialPlan:
-        if d is None:  # a stream whose width cannot be looked up before the charge
-            raise ValueError(f"{kind}: the number of features must be known before the charge.")
-        check_n_components(k, d, kind, name="k")
-        return make_plan(d)
+    def statistic(self, inputs: _Checked, rows: Any, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        # A failure after the charge (a bad block of a one-shot stream, the sampler's cap) is a
+        # failed release: it stays charged.
+        assert isinstance(plan, _ExponentialPlan) and rows.second is not None
+        i = inputs.inputs
+        return {"directions": Drawn(lambda releaser: _release_directions(
+            plan, rows.second, inputs.k, releaser, i.envelope, i.max_proposals))}
 
-    # The pipeline's order: read (validated) before the charge, a one-shot stream after it. A failure
-    # after the charge (a bad block of such a stream, the sampler's cap) is a failed release: it stays
-    # charged.
-    with read_then_release(X, read, plan_for, accountant, noise, owner=kind) as (moments, releaser):
-        k = check_n_components(k, moments.d, kind, name="k")
-        plan = releaser.plan
-        assert isinstance(plan, _ExponentialPlan) and moments.second is not None
-        values, total, V, concentrations, n_coordinates = _release_directions(
-            plan, moments.second, k, releaser, envelope, max_proposals)
-    # frames: certify_release, report, here, ppca/exponential_pca, the constraint check, the caller
-    report = releaser.report(mechanism=kind, budget=budget, calibration=calibration,
-                             notes=plan.notes, stacklevel=6)
-    diagnostics: dict[str, Any] = {
-        "sensitivity": sensitivity_norm(C) ** 2,
-        "accounting": "joint" if plan.joint else "per_direction",
-        "allocation": "adaptive" if plan.adaptive else ("shares" if shares is not None else "equal"),
-        "directions_epsilon": plan.directions_epsilon,
-        "vector_epsilons": None if plan.vector_epsilons is None else list(plan.vector_epsilons),
-        "concentrations": concentrations,  # public: fixed by the plan or by the released eigenvalues
-        "eigenvalue_epsilon": plan.eigen_epsilon,
-        "diagonal_epsilon": plan.diagonal_epsilon,
-        "eigenvalue_noise_scale": plan.releases[-1].scale if plan.releases else None,
-        "coordinates": n_coordinates,  # public: a function of the released diagonal and eigenvalues
-    }
-    return SubspaceResult(
-        components=fix_signs(V), values=values, total=total,
-        n_samples=float(moments.n) if rel.n_is_public else None,
-        privacy=report, diagnostics=diagnostics,
-    )
-
-
-_PRIVACY_DOC = """
-    Sensitivity, for rows clipped to norm C: the utility ``u^T A u`` (and, after deflation,
-    ``u^T P^T A P u`` with P fixed by earlier releases) changes by ``||P u . x||^2`` in ``[0, C^2]``
-    when a row x is added (monotone) and by a value in ``[-C^2, C^2]`` when x is replaced: sensitivity
-    ``C^2`` under both relations. The exponential mechanism ``exp(c u)`` is then
-    ``epsilon_j``-DP for ``c = epsilon_j / C^2`` (add/remove, monotone utility) and
-    ``c = epsilon_j / (2 C^2)`` (replace-one). Each sampled direction is recorded as
-    ``EpsilonDeltaDpEvent(epsilon_j, 0)`` under ``accounting="per_direction"``; the directions compose
-    adaptively (basic composition of pure DP). Under ``accounting="joint"`` (default) the k draws
-    are one ``C^2 (max_j c_j + sum_j c_j)``-DP mechanism under replace-one (``C^2 sum_j c_j`` under
-    add/remove; module docstring), one event; the certified epsilon at ``delta = 0`` is the sum
-    of the events (Laplace releases included).
-
-    The whole input is read (and validated) before the ledger is charged; a one-shot stream (an
-    iterator of blocks) is charged first and read after, so a bad block of it is a failed release
-    that stays charged. If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`,
-    whose message names only public inputs), the run is a failed release that stays charged;
-    whether that happens, like the running time of rejection sampling, depends on the data
-    (docs/privacy-caveats.md).
-"""
+    def post_process(self, inputs: _Checked, rows: Any, released: Released, report: Any) -> SubspaceResult:
+        """Signs fixed; the diagnostics are public (fixed by the plan or by released values)."""
+        values, total, V, concentrations, n_coordinates = released["directions"]
+        plan = released.releaser.plan  # the plan charged, with the directions' budgets
+        assert isinstance(plan, _ExponentialPlan)
+        diagnostics: dict[str, Any] = {
+            "sensitivity": sensitivity_norm(inputs.C) ** 2,
+            "accounting": "joint" if plan.joint else "per_direction",
+            "allocation": "adaptive" if plan.adaptive else (
+                "shares" if inputs.shares is not None else "equal"),
+            "directions_epsilon": plan.directions_epsilon,
+            "vector_epsilons": None if plan.vector_epsilons is None else list(plan.vector_epsilons),
+            "concentrations": concentrations,  # public: fixed by the plan or by the released eigenvalues
+            "eigenvalue_epsilon": plan.eigen_epsilon,
+            "diagonal_epsilon": plan.diagonal_epsilon,
+            "eigenvalue_noise_scale": plan.releases[-1].scale if plan.releases else None,
+            "coordinates": n_coordinates,  # public: a function of the released diagonal and eigenvalues
+        }
+        return SubspaceResult(
+            components=fix_signs(V), values=values, total=total,
+            n_samples=float(rows.n) if inputs.relation.n_is_public else None,
+            privacy=report, diagnostics=diagnostics,
+        )
 
 
 @validated(_PPCA_PARAMS)
@@ -1016,7 +1031,8 @@ def ppca(
         adaptive and the calibration "tight", else 0 (CSS12's mechanism releases no eigenvalues).
         ``eigenvalue_share=0, allocation="equal", accounting="per_direction", coordinate_share=0``
         is CSS12's mechanism with ``epsilon / k`` per direction.
-    {common_parameters}
+    accountant, random_state, on_norm_violation, envelope, max_proposals, show_progress
+        As for :func:`exponential_pca`.
 
     Returns
     -------
@@ -1026,20 +1042,19 @@ def ppca(
 
     Privacy
     -------
-    Relation: replace-one (default; the paper's) or add/remove; pure epsilon-DP.
+    Relation: replace-one (default; the paper's) or add/remove; pure epsilon-DP. The sensitivity of
+    the directions' utility, their events (joint or per direction), the Laplace releases and the
+    order of the charge (the input read and validated first; a one-shot stream charged first; the
+    sampler's cap a failed release that stays charged) are those of :func:`exponential_pca`.
     """
     if eigenvalue_share is None:
         wide = isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 1
         steered = wide and allocation == "adaptive" and calibration == "tight"
         eigenvalue_share = PPCA_EIGENVALUE_SHARE if steered else 0.0
-    return _exponential_mechanism(
-        "ppca", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, eigenvalue_share=eigenvalue_share, vector_shares=None,
-        allocation=allocation, accounting=accounting, coordinate_share=coordinate_share,
-        accountant=accountant,
-        random_state=random_state, on_norm_violation=on_norm_violation, envelope=envelope,
-        max_proposals=max_proposals, show_progress=show_progress,
-    )
+    return run(_Exponential("ppca", show_progress), _ExponentialInputs(
+        "ppca", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share, None, allocation,
+        accounting, coordinate_share, on_norm_violation, envelope, max_proposals,
+    ), X, RunSettings(accountant, random_state))
 
 
 @validated(_EXPONENTIAL_PARAMS)
@@ -1117,7 +1132,20 @@ def exponential_pca(
     coordinate_share : float
         In [0, 1): share of epsilon for a Laplace release of ``diag(A)`` that proposes coordinates to
         draw the directions in (used only where predicted to help; 0 disables it). Default 0.05.
-    {common_parameters}
+    accountant : Accountant, optional
+        Ledger to spend against; the run is refused before the data are read if it would exceed the
+        ceiling.
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise and the directions. ``"secure"``: OS entropy and an exact
+        Laplace sampler for the eigenvalues (the Bingham sampler runs on a generator seeded from
+        OS entropy); the report's ``noise_source`` says which.
+    on_norm_violation : {"clip", "raise"}
+    envelope : {"auto", "acg", "tangent"}
+        The sampler's envelope (all exact; "auto" picks the faster one per step).
+    max_proposals : int
+        Cap on the sampler's proposals per direction; past it :class:`BinghamSamplerError`.
+    show_progress : bool or None
+        Progress bar over the blocks of X.
 
     Returns
     -------
@@ -1136,31 +1164,28 @@ def exponential_pca(
     interlacing: every eigenvalue rises, by ``||x||^2`` in total), hence L1 sensitivity ``C^2``
     (add/remove) and ``2 C^2`` (replace-one, through the data set without the row); event
     ``LaplaceDpEvent(scale / Delta_1)``.
+
+    Sensitivity, for rows clipped to norm C: the utility ``u^T A u`` (and, after deflation,
+    ``u^T P^T A P u`` with P fixed by earlier releases) changes by ``||P u . x||^2`` in ``[0, C^2]``
+    when a row x is added (monotone) and by a value in ``[-C^2, C^2]`` when x is replaced: sensitivity
+    ``C^2`` under both relations. The exponential mechanism ``exp(c u)`` is then
+    ``epsilon_j``-DP for ``c = epsilon_j / C^2`` (add/remove, monotone utility) and
+    ``c = epsilon_j / (2 C^2)`` (replace-one). Each sampled direction is recorded as
+    ``EpsilonDeltaDpEvent(epsilon_j, 0)`` under ``accounting="per_direction"``; the directions compose
+    adaptively (basic composition of pure DP). Under ``accounting="joint"`` (default) the k draws
+    are one ``C^2 (max_j c_j + sum_j c_j)``-DP mechanism under replace-one (``C^2 sum_j c_j`` under
+    add/remove; module docstring), one event; the certified epsilon at ``delta = 0`` is the sum
+    of the events (Laplace releases included).
+
+    The whole input is read (and validated) before the ledger is charged; a one-shot stream (an
+    iterator of blocks) is charged first and read after, so a bad block of it is a failed release
+    that stays charged. If the sampler exhausts ``max_proposals`` (:class:`BinghamSamplerError`,
+    whose message names only public inputs), the run is a failed release that stays charged;
+    whether that happens, like the running time of rejection sampling, depends on the data
+    (docs/privacy-caveats.md).
     """
-    return _exponential_mechanism(
-        "exponential", X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, eigenvalue_share=eigenvalue_share, vector_shares=vector_shares,
-        allocation=allocation, accounting=accounting, coordinate_share=coordinate_share,
-        accountant=accountant, random_state=random_state, on_norm_violation=on_norm_violation,
-        envelope=envelope, max_proposals=max_proposals, show_progress=show_progress,
-    )
-
-
-_COMMON_PARAMETERS = """accountant : Accountant, optional
-        Ledger to spend against; the run is refused before the data are read if it would exceed the
-        ceiling.
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the noise and the directions. ``"secure"``: OS entropy and an exact
-        Laplace sampler for the eigenvalues (the Bingham sampler runs on a generator seeded from
-        OS entropy); the report's ``noise_source`` says which.
-    on_norm_violation : {"clip", "raise"}
-    envelope : {"auto", "acg", "tangent"}
-        The sampler's envelope (all exact; "auto" picks the faster one per step).
-    max_proposals : int
-        Cap on the sampler's proposals per direction; past it :class:`BinghamSamplerError`.
-    show_progress : bool or None
-        Progress bar over the blocks of X.
-"""
-
-for _f in (ppca, exponential_pca):
-    _f.__doc__ = (_f.__doc__ or "").replace("{common_parameters}\n", _COMMON_PARAMETERS) + _PRIVACY_DOC
+    return run(_Exponential("exponential", show_progress), _ExponentialInputs(
+        "exponential", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share,
+        vector_shares, allocation, accounting, coordinate_share, on_norm_violation, envelope,
+        max_proposals,
+    ), X, RunSettings(accountant, random_state))

@@ -55,6 +55,7 @@ from .._constraints import (
     Interval,
     Options,
     Table,
+    renamed,
     validated,
 )
 from .._results import SubspaceResult
@@ -103,9 +104,27 @@ class LearningRateSearch:
     tuning: str
 
 
-def learning_rate_grid(c1: float, c2: float, n_rounds: int) -> list[tuple[int, float, float]]:
-    """``(round, c1, c2)`` of every candidate: the start, then 4 dyadic points per further round."""
-    grid = [(1, float(c1), float(c2))]
+@renamed(oja_module.LEARNING_RATE_NAMES)
+def learning_rate_grid(learning_rate_scale: float, learning_rate_offset: float,
+                       n_rounds: int) -> list[tuple[int, float, float]]:
+    """``(round, c1, c2)`` of every candidate: the start, then 4 dyadic points per further round.
+
+    Parameters
+    ----------
+    learning_rate_scale : float
+        c1 of the start ``eta_t = c1 / (c2 + t)`` (the old name ``c1`` still works, with a FutureWarning).
+    learning_rate_offset : float
+        c2 of the start (the old name ``c2`` still works, with a FutureWarning).
+    n_rounds : int
+        Rounds: round 1 is the start, round i >= 2 the four points ``(c1 2^{+-(i-1)}, c2 2^{+-(i-1)})``.
+
+    Returns
+    -------
+    list of (int, float, float)
+        ``(round, c1, c2)`` of every candidate.
+    """
+    c1, c2 = float(learning_rate_scale), float(learning_rate_offset)
+    grid = [(1, c1, c2)]
     for i in range(2, n_rounds + 1):
         f = 2.0 ** (i - 1)
         grid += [(i, c1 * u, c2 * v) for u in (f, 1 / f) for v in (f, 1 / f)]
@@ -124,7 +143,7 @@ def _captured(X: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
     return total / X.shape[0]
 
 
-#: The parameters of :func:`select_learning_rate`; ``c1``, ``c2`` and ``method_params`` are checked by
+#: The parameters of :func:`select_learning_rate`; the learning rates and ``method_params`` are checked by
 #: the method itself (before the charge, when the search plans the runs' cost).
 _PARAMS: Table = {
     "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION,
@@ -171,8 +190,9 @@ def _plan(X: Any, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm
     with warnings.catch_warnings():  # the runs below warn about their parameters, once each
         warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
         run_events: Any = _METHODS[method](
-            stand_in, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm, c1=grid[0][1],
-            c2=grid[0][2], on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
+            stand_in, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm,
+            learning_rate_scale=grid[0][1], learning_rate_offset=grid[0][2],
+            on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
     run_events = getattr(run_events, "events", run_events)  # a ReleasePlan or a list of events
     train = dp_accounting.SelfComposedDpEvent(compose(list(run_events)), J)
     notes.append("Secret random train/validation split; every candidate run permutes its rows with "
@@ -208,7 +228,8 @@ def _run_candidates(X: Any, k: int, search: _Search, releaser: Releaser, *, row_
                   if search.validation is not None else None)
         for (i, a, b), seed in zip(search.grid, seeds[:J], strict=True):
             res = _METHODS[method](X_train, k, epsilon=search.run_epsilon, delta=search.run_delta,
-                                   row_norm=row_norm, c1=a, c2=b, on_norm_violation=on_norm_violation,
+                                   row_norm=row_norm, learning_rate_scale=a, learning_rate_offset=b,
+                                   on_norm_violation=on_norm_violation,
                                    random_state="secure" if secure else np.random.default_rng(seed),
                                    **method_params)
             score = _captured(X_val, res.components, C, on_norm_violation)
@@ -219,6 +240,7 @@ def _run_candidates(X: Any, k: int, search: _Search, releaser: Releaser, *, row_
     return candidates, results
 
 
+@renamed(oja_module.LEARNING_RATE_NAMES)
 @validated(_PARAMS)
 def select_learning_rate(
     X: Any,
@@ -228,8 +250,8 @@ def select_learning_rate(
     delta: float,
     row_norm: float,
     method: Literal["dp_pca", "private_oja"] = "dp_pca",
-    c1: float | None = None,
-    c2: float | None = None,
+    learning_rate_scale: float | None = None,
+    learning_rate_offset: float | None = None,
     n_rounds: int = 2,
     validation_share: float = 0.1,
     tuning: Literal["private", "nonprivate"] = "private",
@@ -238,7 +260,10 @@ def select_learning_rate(
     on_norm_violation: NormViolation = "clip",
     **method_params: Any,
 ) -> LearningRateSearch:
-    """Choose ``(c1, c2)`` for ``dp_pca`` or ``private_oja`` (module docstring: grid and privacy).
+    """Choose ``(c1, c2)`` of ``eta_t = c1 / (c2 + t)`` for ``dp_pca`` or ``private_oja`` (module
+    docstring: grid and privacy). The search starts from ``learning_rate_scale`` (c1; default 100 /
+    row_norm^2 for dp_pca, 10 / row_norm^2 for private_oja) and ``learning_rate_offset`` (c2; default
+    1 for dp_pca, 10 for private_oja); the old names ``c1``, ``c2`` still work, with a FutureWarning.
 
     ``X`` must allow several passes (an array or memmap). ``method_params`` go to the method.
     ``random_state="secure"`` runs every candidate with the secure noise source and draws the split
@@ -262,7 +287,8 @@ def select_learning_rate(
     # the whole input, before anything is charged or drawn
     validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
     d0 = _DEFAULTS[method]
-    grid = learning_rate_grid(d0[0] / C**2 if c1 is None else float(c1), d0[1] if c2 is None else float(c2),
+    grid = learning_rate_grid(d0[0] / C**2 if learning_rate_scale is None else float(learning_rate_scale),
+                              d0[1] if learning_rate_offset is None else float(learning_rate_offset),
                               int(n_rounds))
     noise = noise_source(random_state)
     plan, search = _plan(X, k, budget=budget, relation=rel, row_norm=row_norm, C=C, method=method,

@@ -141,6 +141,8 @@ __all__ = [
 ]
 
 RankMethod = Literal["block", "deflation"]
+#: The paper's symbols of the learning rate ``eta_t = c1 / (c2 + t)``, renamed (the old names warn).
+LEARNING_RATE_NAMES = {"c1": "learning_rate_scale", "c2": "learning_rate_offset"}
 Histogram = Literal["laplace", "stable"]
 #: Private Oja's default c1 (times 1 / row_norm^2): eta_t = c1 / (c2 + t) covers eigengaps
 #: >= row_norm^2 / (2 c1) = 0.05 row_norm^2 (Oja's alpha = c1 gap > 1/2; measured in docs/algorithms/oja.md)
@@ -166,7 +168,8 @@ _MEAN = "mean"  # DP-PCA, Algorithm 5: the mean's Gaussian noise, per unit of it
 _POSITIVE = Interval(0, None, "neither")
 _COUNT = Interval(1, None, "left", integer=True)
 _COMMON_PARAMETERS: dict[str, Any] = {
-    "c1": _POSITIVE, "c2": _POSITIVE, "rank_method": Options(("block", "deflation")),
+    "learning_rate_scale": _POSITIVE, "learning_rate_offset": _POSITIVE,
+    "rank_method": Options(("block", "deflation")),
     "n_samples": [NONE, _COUNT], "random_state": RANDOM_STATE,
 }
 _PRIVATE_PARAMETERS: dict[str, Any] = {
@@ -175,7 +178,7 @@ _PRIVATE_PARAMETERS: dict[str, Any] = {
 }
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
-    **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE], "c1": [NONE, _POSITIVE],
+    **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE], "learning_rate_scale": [NONE, _POSITIVE],
     "amplification": Options(("none", "shuffle")), "adaptive_clip": Types((bool,), "a bool"),
     "clip_share": [NONE, SHARE],
 }
@@ -183,7 +186,8 @@ _DP_PCA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
     "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE,
     "tail_scale": _POSITIVE, "tail_exponent": _POSITIVE, "failure_probability": SHARE,
-    "n_groups": [NONE, _COUNT], "histogram_share": SHARE, "c1": [NONE, _POSITIVE], "c2": [NONE, _POSITIVE],
+    "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
+    "learning_rate_scale": [NONE, _POSITIVE], "learning_rate_offset": [NONE, _POSITIVE],
     "schedule": Options(("warmup", "paper")), "block_size": [NONE, _COUNT],
     "truncation": [NONE, Options(("auto", "always"))], "range_fraction": [NONE, Interval(0, 1, "neither")],
     "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
@@ -337,13 +341,14 @@ def _rows_part(rows: _Rows, w: np.ndarray, size: int | None, found: np.ndarray, 
     return w, t
 
 
+@renamed(LEARNING_RATE_NAMES)
 @validated(_OJA_PARAMETERS)
 def oja(
     X: Any,
     k: int = 1,
     *,
-    c1: float = 10.0,
-    c2: float = 10.0,
+    learning_rate_scale: float = 10.0,
+    learning_rate_offset: float = 10.0,
     rank_method: RankMethod = "block",
     row_norm: float | None = None,
     n_samples: int | None = None,
@@ -352,7 +357,9 @@ def oja(
 ) -> SubspaceResult:
     """Oja's algorithm (Algorithm 1): ``w_t = normalise(w_{t-1} + eta_t x_t x_t^T w_{t-1})``.
 
-    NOT private: a reference for the private versions. ``eta_t = c1 / (c2 + t)``. Rows are used as
+    NOT private: a reference for the private versions. ``eta_t = c1 / (c2 + t)``, with c1
+    ``learning_rate_scale`` and c2 ``learning_rate_offset`` (the old names ``c1``, ``c2`` still work, with a
+    FutureWarning). Rows are used as
     given unless ``row_norm`` is set (then clipped to it, as the private versions do). One pass,
     memory O(d k). ``X``: array, memmap, sparse matrix or an iterable of row blocks. ``random_state``
     draws the initial iterate (``"secure"``: from OS entropy).
@@ -371,11 +378,12 @@ def oja(
     k = _check_k(k, d, n, owner)
     noise = noise_source(random_state)
     W = orthonormalize(noise.generator.standard_normal((d, k)), "qr")
-    W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), (float(c1), float(c2)), 0.0, None,
+    rates = (float(learning_rate_scale), float(learning_rate_offset))
+    W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), rates, 0.0, None,
                         owner, show_progress, n)
     report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",), noise.name)
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-                          diagnostics={"c1": float(c1), "c2": float(c2), "rank_method": rank_method})
+                          diagnostics={"c1": rates[0], "c2": rates[1], "rank_method": rank_method})
 
 
 def _fmt21_closed_form(eps0: float, n: int, delta: float) -> float:
@@ -488,6 +496,7 @@ def shuffle_amplified_epsilon(noise_multiplier: float, n_steps: int, delta: floa
     return math.inf, delta
 
 
+@renamed(LEARNING_RATE_NAMES)
 @validated(_PRIVATE_OJA_PARAMETERS)
 def private_oja(
     X: Any,
@@ -498,8 +507,8 @@ def private_oja(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    c1: float | None = None,
-    c2: float = 10.0,
+    learning_rate_scale: float | None = None,
+    learning_rate_offset: float = 10.0,
     gradient_clip: float | None = None,
     rank_method: RankMethod = "block",
     amplification: Literal["none", "shuffle"] = "none",
@@ -515,7 +524,9 @@ def private_oja(
     """Private Oja (Algorithm 2): clipped Oja steps with Gaussian noise, one row per step.
 
     ``w_t = normalise(w_{t-1} + eta_t clip_beta(x_t x_t^T w_{t-1}) + eta_t S alpha z_t)``,
-    ``eta_t = c1 / (c2 + t)``, ``z_t ~ N(0, I)``, S the step's sensitivity (below). ``beta`` is
+    ``eta_t = c1 / (c2 + t)`` (c1 is ``learning_rate_scale``, c2 ``learning_rate_offset``; the old
+    names ``c1``, ``c2`` still work, with a FutureWarning), ``z_t ~ N(0, I)``, S the step's
+    sensitivity (below). ``beta`` is
     ``gradient_clip`` (default ``row_norm^2``, which clipped rows never exceed, so only the row clip
     acts). ``c1`` defaults to ``10 / row_norm^2`` (scale-free: it covers eigengaps of at least
     ``row_norm^2 / (2 c1) = 0.05 row_norm^2``, Oja's ``alpha = c1 gap > 1/2``); an AnalysisRangeWarning
@@ -580,7 +591,8 @@ def private_oja(
     source = _private_oja_source(X, k, C, calibration=calibration, n_samples=n_samples,
                                  on_norm_violation=on_norm_violation, rank_method=rank_method,
                                  amplification=amplification)
-    rates = (DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1), float(c2))
+    c1 = learning_rate_scale
+    rates = (DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1), float(learning_rate_offset))
     _warn_learning_rate(rates[0], C, owner)
     plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification, clip)
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
@@ -1188,7 +1200,7 @@ class _DpPcaConfig:
 
 
 #: The paper's symbols of :func:`dp_pca`'s Assumption A.4 constants (still accepted, with a FutureWarning).
-DP_PCA_PAPER_NAMES = {"K": "tail_scale", "a": "tail_exponent"}
+DP_PCA_PAPER_NAMES = {"K": "tail_scale", "a": "tail_exponent", **LEARNING_RATE_NAMES}
 
 
 @renamed(DP_PCA_PAPER_NAMES)
@@ -1202,8 +1214,8 @@ def dp_pca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    c1: float | None = None,
-    c2: float | None = None,
+    learning_rate_scale: float | None = None,
+    learning_rate_offset: float | None = None,
     schedule: Literal["warmup", "paper"] = "warmup",
     batch_size: int | None = None,
     batch_constant: float = 1.0,
@@ -1233,7 +1245,9 @@ def dp_pca(
     of the gradients' covariance (Algorithm 4, :func:`private_top_eigenvalue`), the rest a private
     mean gradient ``g_t`` (Algorithm 5, :func:`private_mean`, half-width
     ``r = K sqrt(2 Lambda_t) log^a(b p / zeta)``); then ``W_t = orth(g_t)`` (a block power step, the
-    default) or ``W_t = orth(W_{t-1} + eta_t g_t)`` with ``eta_t = c1 / (c2 + t)`` when ``c1`` is given.
+    default) or ``W_t = orth(W_{t-1} + eta_t g_t)`` with ``eta_t = c1 / (c2 + t)`` when c1 is given (c1 is
+    ``learning_rate_scale``, c2 ``learning_rate_offset``, default 1; the old names ``c1``, ``c2`` still work,
+    with a FutureWarning).
 
     Defaults (``schedule="warmup"``, measured in docs/algorithms/oja.md; public inputs only): three
     warm-up batches of 5% of the rows and one of the remaining 85% (n is public under replace-one; a
@@ -1308,7 +1322,8 @@ def dp_pca(
         rank_method=rank_method, batch_size=batch_size, batch_constant=batch_constant,
         schedule=schedule, histogram=histogram, failure_probability=failure_probability,
         n_groups=n_groups, histogram_share=histogram_share, half_width_mult=half_width_mult,
-        tail_scale=tail_scale, tail_exponent=tail_exponent, c1=c1, c2=c2, block_size=block_size,
+        tail_scale=tail_scale, tail_exponent=tail_exponent, c1=learning_rate_scale, c2=learning_rate_offset,
+        block_size=block_size,
         truncation=truncation, range_fraction=range_fraction)
     noise = noise_source(random_state)
     clip = None  # adaptive clipping: only where every batch is released with noise from the bound
@@ -1321,7 +1336,8 @@ def dp_pca(
         return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
     if clip is not None:
         return _dp_pca_adaptive(source, config, clip, plan, accountant, noise, budget, show_progress,
-                                (c1, rank_method, histogram, clip_share or DEFAULT_CLIP_SHARE))
+                                (learning_rate_scale, rank_method, histogram,
+                                 clip_share or DEFAULT_CLIP_SHARE))
     n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
     with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
         W, log, used = _dp_pca_run(source, config, releaser, show_progress)

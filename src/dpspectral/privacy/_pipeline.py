@@ -368,6 +368,10 @@ class Releaser:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
         return int(self.generator.integers(low, high))
 
+    def random(self, size: Any) -> np.ndarray:
+        """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
+        return self.generator.random(size)
+
     @property
     def events(self) -> list[dp_accounting.DpEvent]:
         """The events charged for this plan (for the privacy report)."""

@@ -138,6 +138,9 @@ class Mechanism(Generic[Inputs, Result]):
 
     label: str = "mechanism"
     stacklevel: int = 2
+    #: False for a release a user makes of their own record (nothing charged, no privacy report):
+    #: :meth:`post_process` then receives ``report=None``.
+    reported: bool = True
 
     def __init__(self, show_progress: bool | None = None) -> None:
         self.show_progress = show_progress
@@ -258,7 +261,7 @@ def run(mechanism: Mechanism[Inputs, Result], inputs: Inputs, X: Any, settings: 
         final = _staged(mechanism, checked, X, settings, noise, released)
     report = released.releaser.report(**mechanism.report_facts(checked), accounting=settings.accounting,
                                       notes=final.notes, stacklevel=mechanism.stacklevel + 2,
-                                      events=final.events)
+                                      events=final.events) if mechanism.reported else None
     return mechanism.post_process(checked, released.rows, released, report)
 
 
@@ -267,7 +270,8 @@ def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: 
     """One charge: read then charge, or (a one-shot stream) charge then read."""
     def plan_for(n: int | None, d: int | None) -> ReleasePlan:
         plan = mechanism.plan(checked, n, d)
-        assert plan is not None, "a plan is known once the rows are read"
+        if plan is None:  # a one-shot stream whose width cannot be looked up: refused before the charge
+            raise ValueError(f"{mechanism.label}: the number of features must be known before the charge.")
         return plan
 
     with read_then_release(X, lambda data: mechanism.read(checked, data), plan_for, settings.accountant,
