@@ -262,8 +262,7 @@ def local_lrf_setup(
         t in the paper: the columns of ``Phi`` (n x t), in [k, min(m, n)].
     affine_sketch_size : int, optional
         v in the paper: the rows of ``S`` (v x m) and ``T`` (v x n), in [k, min(m, n)].
-
-    The paper's names ``m``, ``n``, ``t``, ``v`` still work, with a FutureWarning.
+        (The paper's names ``m``, ``n``, ``t``, ``v`` still work, with a FutureWarning.)
     seed : int, optional
         Seed of the sketches, public: fresh OS entropy if None
         (:func:`~dpspectral.privacy._pipeline.public_seed`). Must not be chosen adversarially.
