@@ -368,6 +368,27 @@ class Releaser:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
         return int(self.generator.integers(low, high))
 
+    @contextlib.contextmanager
+    def independent(self) -> Iterator[Releaser]:
+        """This releaser with a noise stream of its own, for a release whose number of draws is private.
+
+        A seeded source gives the block a generator seeded by one draw of this one's stream (the draws
+        after the block do not depend on how many were made inside it); a source with no seed (OS
+        entropy) is already independent and serves as is. The same plan and the same block: it closes
+        when the block ends.
+        """
+        from ._noise import SeededNoise
+
+        noise = self.noise
+        if isinstance(noise, SeededNoise):
+            noise = SeededNoise(np.random.default_rng(self.integers(0, 2**63 - 1)))
+        sub = Releaser(self.plan, noise)
+        sub.n_rows = self.n_rows
+        try:
+            yield sub
+        finally:
+            sub._open = False
+
     @property
     def events(self) -> list[dp_accounting.DpEvent]:
         """The events charged for this plan (for the privacy report)."""
