@@ -630,8 +630,8 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         if inputs.labels is not None:  # the rows of a label not kept are left out
             index = released["index"]
             X, index = X[index >= 0], index[index >= 0]
-        S, T, counts = _exact_moments(X, index, int(classes.size), released.get("clip", inputs.C),
-                                      inputs.owner)
+        radius = released.get("clip", inputs.C)  # the released clip, or C without adaptive clipping
+        S, T, counts = _exact_moments(X, index, int(classes.size), radius, inputs.owner)
         return {"second": Symmetric(S, "goe"), "sums": T, "counts": counts}  # off-diagonal noise / sqrt(2)
 
     def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> ReleasedMoments:
