@@ -507,15 +507,18 @@ def release(plan: ReleasePlan, accountant: Any, noise: Any, *,
 
     The one order of every private computation: the plan was built from public inputs; the charge is
     refused before anything is drawn (:func:`charge`); the noise exists only inside the block; an
-    exception inside marks the ledger entry as a failed release (it stays charged). ``n_rows``, the
+    exception inside marks the ledger entry as a failed release (it stays charged); a plan of no events
+    (nothing to release) charges nothing and writes no entry. ``n_rows``, the
     number of rows when it was known before the charge, goes to the report (:attr:`Releaser.n_rows`).
     """
     if getattr(noise, "name", "") == "secure":
         _check_secure_plan(plan)
     releaser = Releaser(plan, noise)
     releaser.n_rows = None if n_rows is None else int(n_rows)
+    charged = (charge(accountant, plan.events, plan.relation, plan.label) if plan.events
+               else contextlib.nullcontext())  # a plan of no events releases nothing: no ledger entry
     try:
-        with charge(accountant, plan.events, plan.relation, plan.label):
+        with charged:
             yield releaser
     finally:
         releaser._open = False
