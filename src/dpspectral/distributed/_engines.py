@@ -156,29 +156,7 @@ class InProcessEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
-        """Run ``step`` once per site and report every site's outcome.
-
-        Parameters
-        ----------
-        sites : sequence
-            Each site's data (an array, or data already on a worker).
-        step : callable
-            ``step(data, plan, seed, site)``, the site's private step
-            (:func:`~dpspectral.distributed.site_step`).
-        plan : SitePlan
-            The public plan every site follows.
-        seeds : sequence of SiteSeed
-            Each site's own noise seed (``"secure"``: each site's OS entropy).
-        timeout : float or None, default=None
-            Seconds a site may take before it is reported as timed out.
-        show_progress : bool or None, default=None
-            Progress bar over the sites.
-
-        Returns
-        -------
-        list of SiteOutcome
-            One outcome per site, in site order.
-        """
+        """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
         outcomes = []
         for s in progress(range(len(sites)), total=len(sites), desc="DPdisPCA sites", enabled=show_progress):
             t0 = time.perf_counter()
@@ -358,29 +336,7 @@ class DaskEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
-        """Run ``step`` once per site and report every site's outcome.
-
-        Parameters
-        ----------
-        sites : sequence
-            Each site's data (an array, or data already on a worker).
-        step : callable
-            ``step(data, plan, seed, site)``, the site's private step
-            (:func:`~dpspectral.distributed.site_step`).
-        plan : SitePlan
-            The public plan every site follows.
-        seeds : sequence of SiteSeed
-            Each site's own noise seed (``"secure"``: each site's OS entropy).
-        timeout : float or None, default=None
-            Seconds a site may take before it is reported as timed out.
-        show_progress : bool or None, default=None
-            Progress bar over the sites.
-
-        Returns
-        -------
-        list of SiteOutcome
-            One outcome per site, in site order.
-        """
+        """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
         client = self._open.get(threading.get_ident())
         if client is not None:  # inside ``session``: the connection opened before the charge
             return self._run(client, sites, step, plan, seeds, timeout)

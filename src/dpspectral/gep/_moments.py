@@ -313,7 +313,7 @@ class ReleasedMoments:
         return float(ridge) * self.noise_std["second"] * math.sqrt(self.n_features)
 
 
-def _read_data(X: Any, y: Any, C: float, on_norm_violation: str, classes: Any, rel: Relation,
+def _read_data(X: Any, y: Any, C: float, on_norm_violation: Any, classes: Any, rel: Relation,
                owner: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """Rows (float64, or CSR) and labels, validated whole before the charge; (X, class index, classes).
 
