@@ -462,8 +462,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "moments adaptive clip: the rows clipped at the bound C while the noise is set at the released clip",
         "gep/_moments.py",
-        "radius = self.row_norm if released_clip is None else released_clip",
-        "radius = self.row_norm",
+        'radius = released.get("clip", inputs.C)',
+        "radius = inputs.C",
         "tests/test_adaptive_clip_fisher.py",
     ),
     Mutation(

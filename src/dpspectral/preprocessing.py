@@ -22,8 +22,8 @@ from .privacy._accounting import Accountant, PrivacyReport
 from .privacy._budget import PrivacyBudget, Relation, as_relation
 from .privacy._clipping import ROUNDING_SLACK
 from .privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from .privacy._noise import noise_source
-from .privacy._pipeline import NoisyRelease, ReleasePlan, not_finite_error, release
+from .privacy._pipeline import NoisyRelease, ReleasePlan, not_finite_error
+from .privacy._template import Mechanism, Released, RunSettings, run
 
 __all__ = ["DPStandardScaler", "ScalerRelease", "clipped_sums", "scaler_plan", "scaler_sensitivities"]
 
@@ -187,6 +187,59 @@ class ScalerRelease:
     n_samples: int | None
     noise_std: dict[str, float] = field(default_factory=dict)
     sensitivity: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _ScalerInputs:
+    """The checked public inputs of a fit (the bounds broadcast to the data's columns)."""
+
+    budget: PrivacyBudget
+    relation: Relation
+    lower: np.ndarray
+    upper: np.ndarray
+    with_mean: bool
+    with_std: bool
+    owner: str
+
+
+@dataclass(frozen=True, eq=False)
+class _Sums:
+    """The validating pass: the number of rows and the clipped, centred sums (private)."""
+
+    n: int
+    d: int
+    sum: np.ndarray
+    sum_of_squares: np.ndarray
+
+
+class _Scaler(Mechanism[_ScalerInputs, tuple[ReleasePlan, dict[str, Any], int, PrivacyReport]]):
+    """The scaler's release as the release template runs it (a plan with no release charges nothing)."""
+
+    label = MECHANISM
+    stacklevel = 3
+
+    def report_facts(self, inputs: _ScalerInputs) -> dict[str, Any]:
+        return {"mechanism": MECHANISM, "budget": inputs.budget, "calibration": "tight"}
+
+    def plan(self, inputs: _ScalerInputs, n: int | None, d: int | None) -> ReleasePlan:
+        budget = inputs.budget
+        return scaler_plan(inputs.lower, inputs.upper, epsilon=budget.epsilon, delta=budget.delta,
+                           relation=inputs.relation, with_mean=inputs.with_mean, with_std=inputs.with_std)
+
+    def read(self, inputs: _ScalerInputs, X: Any) -> _Sums:
+        if not np.all(np.isfinite(X)):
+            raise not_finite_error(inputs.owner)
+        n, s1, s2 = clipped_sums(X, inputs.lower, inputs.upper)
+        return _Sums(n, int(X.shape[1]), s1, s2)
+
+    def statistic(self, inputs: _ScalerInputs, rows: _Sums, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        statistics = {"sum": rows.sum, "sum_of_squares": rows.sum_of_squares, "count": float(rows.n)}
+        return {spec.name: statistics[spec.name] for spec in plan.releases}
+
+    def post_process(self, inputs: _ScalerInputs, rows: _Sums, released: Released,
+                     report: Any) -> tuple[ReleasePlan, dict[str, Any], int, PrivacyReport]:
+        return released.plan, dict(released), rows.n, report
 
 
 class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, _DPEstimator):
@@ -363,26 +416,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, _DPEstimator):
         empty_ok = rel is Relation.ADD_REMOVE  # under add/remove an empty data set is a neighbour too
         X = validated_data(self, X, dtype=(np.float64, np.float32), ensure_all_finite=False, copy=False,
                            reset=True, ensure_min_samples=0 if empty_ok else 1)
-        if not np.all(np.isfinite(X)):
-            raise not_finite_error(owner)
         lower, upper = _bounds_for(lower, upper, int(X.shape[1]), owner)
-        plan = scaler_plan(lower, upper, epsilon=budget.epsilon, delta=budget.delta, relation=rel,
-                           with_mean=self.with_mean, with_std=self.with_std)
-        n, s1, s2 = clipped_sums(X, lower, upper)
-        statistics = {"sum": s1, "sum_of_squares": s2, "count": float(n)}
-        noise = noise_source(self.random_state)
-        released: dict[str, Any] = {}
-        if plan.events:
-            with release(plan, self.accountant, noise, n_rows=n) as r:
-                released = {spec.name: r.add(spec.name, statistics[spec.name]) for spec in plan.releases}
-            report = r.report(mechanism=MECHANISM, budget=budget, calibration="tight", notes=plan.notes,
-                              stacklevel=4)
-        else:
-            from .privacy._accounting import certify_release
-
-            report = certify_release((), mechanism=MECHANISM, budget=budget, relation=rel,
-                                     calibration="tight", notes=plan.notes, n_rows=n, stacklevel=4,
-                                     noise_source=noise.name)
+        inputs = _ScalerInputs(budget, rel, lower, upper, bool(self.with_mean), bool(self.with_std), owner)
+        plan, released, n, report = run(_Scaler(), inputs, X, RunSettings(self.accountant, self.random_state))
         self._store(plan, released, lower, upper, n if rel.n_is_public else None, report)
         return self
 

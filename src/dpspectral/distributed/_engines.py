@@ -108,12 +108,36 @@ class Engine(abc.ABC):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
-        """One :class:`SiteOutcome` per site, in site order."""
+        """Run ``step`` once per site and report every site's outcome.
+
+        Parameters
+        ----------
+        sites : sequence
+            Each site's data (an array, or data already on a worker).
+        step : callable
+            ``step(data, plan, seed, site)``, the site's private step
+            (:func:`~dpspectral.distributed.site_step`).
+        plan : SitePlan
+            The public plan every site follows.
+        seeds : sequence of SiteSeed
+            Each site's own noise seed (``"secure"``: each site's OS entropy).
+        timeout : float or None, default=None
+            Seconds a site may take before it is reported as timed out.
+        show_progress : bool or None, default=None
+            Progress bar over the sites.
+
+        Returns
+        -------
+        list of SiteOutcome
+            One outcome per site, in site order.
+        """
 
     @contextlib.contextmanager
     def session(self, n_sites: int = 1) -> Iterator[Any]:
-        """Open what the runs inside the block need (a connection), before the ledger is charged: a
-        failure to connect raises here, with nothing charged. This engine needs nothing."""
+        """Open what the runs inside the block need (a connection), before the ledger is charged.
+
+        A failure to connect raises here, with nothing charged. This engine needs nothing.
+        """
         yield None
 
 
@@ -132,6 +156,7 @@ class InProcessEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
+        """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
         outcomes = []
         for s in progress(range(len(sites)), total=len(sites), desc="DPdisPCA sites", enabled=show_progress):
             t0 = time.perf_counter()
@@ -259,9 +284,11 @@ class DaskEngine(Engine):
 
     @contextlib.contextmanager
     def connect(self, n_sites: int = 1) -> Iterator[Any]:
-        """A client with at least one worker: the given one, one to an address, the active one, or a new
-        ``LocalCluster``'s (closed afterwards). Raises :class:`DaskConnectionError` or
-        :class:`DaskStartError`."""
+        """Yield a client with at least one worker.
+
+        The given one, one to an address, the active one, or a new ``LocalCluster``'s (closed
+        afterwards). Raises :class:`DaskConnectionError` or :class:`DaskStartError`.
+        """
         from distributed import Client
 
         address = self.scheduler_address
@@ -309,6 +336,7 @@ class DaskEngine(Engine):
         timeout: float | None = None,
         show_progress: bool | None = None,
     ) -> list[SiteOutcome]:
+        """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
         client = self._open.get(threading.get_ident())
         if client is not None:  # inside ``session``: the connection opened before the charge
             return self._run(client, sites, step, plan, seeds, timeout)

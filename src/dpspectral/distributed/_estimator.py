@@ -85,10 +85,6 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
     variant : {"proxy", "full"}, default="proxy"
         ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
         baseline).
-    aggregation : {"independent", "secure"}, default="independent"
-        ``"secure"``: secure aggregation (every site adds a share of the pooled noise and masks its
-        message; the aggregator learns only the sum, with the pooled Analyze Gauss noise; extra
-        ``secure``). See :func:`~dpspectral.distributed.dpdispca` and ``docs/algorithms/distributed.md``.
     weighting : {"equal", "size"} or array-like, default="equal"
         Aggregation weights: ``1/S`` (the paper), ``N_s / N`` (sites of different sizes), or public
         per-site weights.
@@ -116,6 +112,10 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
         before clipping, the protocol runs in d' dimensions and ``components_`` is lifted back (``B V``).
         With ``n_atoms="auto"`` the rule's n is the rows of all the sites (public under replace-one).
         ``docs/public-basis.md``.
+    aggregation : {"independent", "secure"}, default="independent"
+        ``"secure"``: secure aggregation (every site adds a share of the pooled noise and masks its
+        message; the aggregator learns only the sum, with the pooled Analyze Gauss noise; extra
+        ``secure``). See :func:`~dpspectral.distributed.dpdispca` and ``docs/algorithms/distributed.md``.
 
     Attributes
     ----------

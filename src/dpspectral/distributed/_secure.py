@@ -118,8 +118,11 @@ _KEYS_LOCK = threading.Lock()
 
 
 class SecureAggregationError(RuntimeError):
-    """A round of secure aggregation was refused (a site missing in round 2, or a malformed message);
-    the message names the site, never its data."""
+    """A round of secure aggregation was refused.
+
+    A site was missing in round 2, or a message was malformed; the message names the site, never its
+    data.
+    """
 
 
 def require_cryptography(owner: str) -> None:

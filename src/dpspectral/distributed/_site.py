@@ -217,7 +217,7 @@ class SitePayload:
         return int(self.matrix.nbytes) + extra
 
     def gram(self) -> np.ndarray:
-        """``P_s P_s^T`` (proxy) or the symmetric ``A_hat_s`` (full), D x D."""
+        """Return ``P_s P_s^T`` (proxy) or the symmetric ``A_hat_s`` (full), D x D."""
         if self.variant == "proxy":
             return self.matrix @ self.matrix.T
         return unpack_upper(self.matrix, self.n_features)

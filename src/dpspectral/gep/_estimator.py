@@ -40,10 +40,9 @@ from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
 from ..privacy._guardrails import PrivacyParameterWarning
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import StagedRelease
+from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
-from ._labels import plan_label_release, solver_budget
+from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
 from ._moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from ._result import GEPResult
 from ._scatter import build_fda_pair, check_classes
@@ -398,8 +397,9 @@ default="moments"
             moments = prepared.release(self.accountant, self.random_state)
         else:  # classes=None: the label set is released first; n_components checked against it
 
-            def on_classes(released: np.ndarray) -> None:
-                found["k"] = self._n_components(int(released.size), d, released=True)
+            def on_classes(classes: Any, d: int, released: bool) -> None:  # after the label release
+                if released:
+                    found["k"] = self._n_components(int(classes.size), d, released=True)
 
             moments = prepared.release(self.accountant, self.random_state, on_classes)
         result = fisher_result(moments, found["k"], ridge)
@@ -424,14 +424,15 @@ default="moments"
         labels = plan_label_release(budget, relation)
         solver = solver_budget(labels)
         self._check_solver_options(entry, pair, solver)  # the solver's refusals, before any charge
-        staged = StagedRelease(self.accountant, relation, owner,  # refused before any draw
-                               [labels.events, (dp_accounting.GaussianDpEvent(labels.rest_multiplier()),)])
-        noise = noise_source(self.random_state)
         _, index = np.unique(np.asarray(y), return_inverse=True)
-        classes, _ = labels.released(pair.classes, index.ravel(), staged, noise, owner)
+        cost = (dp_accounting.GaussianDpEvent(labels.rest_multiplier()),)  # the solver's, checked up front
+        with warnings.catch_warnings():  # the label stage's report: the one below warns
+            warnings.simplefilter("ignore", PrivacyParameterWarning)
+            rows = LabelRows(pair.classes, index.ravel())
+            classes, stream = run(LabelSet(owner, cost, budget), labels, rows,
+                                  RunSettings(self.accountant, self.random_state))
         k = self._n_components(int(classes.size), d, released=True)
         # the solver continues the same seeded stream (independent draws), or takes fresh OS entropy
-        stream = "secure" if noise.name == "secure" else noise.generator
         with warnings.catch_warnings():  # the solver's share of the budget: the report below warns once
             warnings.simplefilter("ignore", PrivacyParameterWarning)
             result = self._release(entry, pair, k, budget=solver, random_state=stream)
@@ -439,7 +440,8 @@ default="moments"
         events = [*labels.events, *result.privacy.events]
         privacy = certify_release(events, mechanism=result.privacy.mechanism, budget=budget,
                                   relation=relation, calibration=result.privacy.calibration,
-                                  noise_source=noise.name, notes=(*result.privacy.notes, labels.note()),
+                                  noise_source=result.privacy.noise_source,
+                                  notes=(*result.privacy.notes, labels.note()),
                                   stacklevel=4)
         return dataclasses.replace(result, privacy=privacy), classes, k
 

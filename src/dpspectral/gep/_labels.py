@@ -54,12 +54,12 @@ from ..privacy._histogram import (
     gaussian_stable_histogram_events,
     gaussian_stable_threshold,
 )
-from ..privacy._noise import SeededNoise
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, StagedRelease
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import histogram_sensitivity
+from ..privacy._template import Drawn, Mechanism, Released
 
-__all__ = ["LABEL_DELTA_SHARE", "LABEL_SHARE", "LabelRelease", "plan_label_release", "solver_budget",
-           "too_few_labels"]
+__all__ = ["LABEL_DELTA_SHARE", "LABEL_SHARE", "LabelRelease", "LabelRows", "LabelSet", "plan_label_release",
+           "solver_budget", "too_few_labels"]
 
 #: The label counts' share of the Gaussian budget ``1 / s^2`` of the whole fit.
 LABEL_SHARE = 0.05
@@ -124,25 +124,86 @@ class LabelRelease:
                 f"{self.share:g} of the Gaussian budget, delta {self.delta:.3g} for the threshold); "
                 "rows of a label not kept were left out. classes_ and every shape come from that release.")
 
-    def released(self, classes: np.ndarray, index: np.ndarray, staged: StagedRelease, noise: Any,
-                 owner: str) -> tuple[np.ndarray, np.ndarray]:
-        """Release the stage (the next one of ``staged``): ``(kept labels, new index per row, -1 if
-        dropped)``. Refuses, after the charge, when fewer than 2 labels were kept.
+    def statistic(self, classes: np.ndarray, index: np.ndarray) -> Drawn:
+        """The stage's release (for the release template): which labels the noisy counts keep.
 
-        A seeded source gives the label counts a generator of their own, seeded by one draw of its
-        stream: the later stages' noise does not depend on how many labels are present."""
+        The label counts are drawn from a stream of their own, seeded by one draw of the run's
+        (:meth:`~dpspectral.privacy._pipeline.Releaser.independent`): the later stages' noise does not
+        depend on how many labels are present.
+        """
         counts = np.bincount(np.asarray(index, dtype=np.intp), minlength=int(classes.size))
-        if isinstance(noise, SeededNoise):  # one draw of the stream, whatever the number of labels present
-            noise = SeededNoise(np.random.default_rng(int(noise.generator.integers(0, 2**63 - 1))))
-        with staged.stage(self.plan(owner), noise) as releaser:
-            keep, _ = gaussian_stable_histogram(counts, releaser=releaser, name=LABEL_COUNTS,
-                                                delta=self.delta, relation=self.relation)
+
+        def draw(releaser: Releaser) -> np.ndarray:
+            with releaser.independent() as own:
+                keep, _ = gaussian_stable_histogram(counts, releaser=own, name=LABEL_COUNTS,
+                                                    delta=self.delta, relation=self.relation)
+            return keep
+
+        return Drawn(draw)
+
+    def kept(self, keep: np.ndarray, classes: np.ndarray, index: np.ndarray,
+             owner: str) -> tuple[np.ndarray, np.ndarray]:
+        """After the stage (post-processing of its release ``keep``): ``(kept labels, new index per row,
+        -1 if dropped)``. Refuses when fewer than 2 labels were kept (the stage stays charged)."""
         kept = np.flatnonzero(keep)
         if kept.size < 2:
             raise too_few_labels(owner, self.threshold())
         remap = np.full(int(classes.size), -1, dtype=np.intp)
         remap[kept] = np.arange(kept.size)
         return classes[kept], remap[np.asarray(index, dtype=np.intp)]
+
+
+@dataclass(frozen=True, eq=False)
+class LabelRows:
+    """The private labels of a label-set release: the labels present and each row's index among them."""
+
+    classes: np.ndarray
+    index: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.index.size)
+
+    @property
+    def d(self) -> int:
+        return 0  # no features are read
+
+
+class LabelSet(Mechanism[LabelRelease, tuple[np.ndarray, Any]]):
+    """The label-set stage alone, as the release template runs it, for a later run that continues it.
+
+    ``cost``: the events of that later run (a solver on the pair), checked against the ledger with the
+    label stage's before anything is drawn and charged by the later run. The result is ``(the labels
+    kept, the random_state with which the later run continues the same noise stream)``; fewer than 2
+    labels kept is refused after the charge (a decision on the released set: the stage stays charged).
+    """
+
+    def __init__(self, owner: str, cost: tuple[dp_accounting.DpEvent, ...], budget: PrivacyBudget) -> None:
+        super().__init__()
+        self.label = owner
+        self.cost = cost
+        self.budget = budget
+
+    def plan(self, inputs: LabelRelease, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan(self.label)
+
+    def reserved_events(self, inputs: LabelRelease) -> tuple[Any, ...]:
+        return self.cost
+
+    def read(self, inputs: LabelRelease, X: LabelRows) -> LabelRows:
+        return X
+
+    def statistic(self, inputs: LabelRelease, rows: LabelRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        return {LABEL_COUNTS: inputs.statistic(rows.classes, rows.index)}
+
+    def post_process(self, inputs: LabelRelease, rows: LabelRows, released: Released,
+                     report: Any) -> tuple[np.ndarray, Any]:
+        classes, _ = inputs.kept(released[LABEL_COUNTS], rows.classes, rows.index, self.label)
+        return classes, released.continuation
+
+    def report_facts(self, inputs: LabelRelease) -> dict[str, Any]:
+        return {"mechanism": self.label, "budget": self.budget, "calibration": "tight"}
 
 
 def plan_label_release(budget: PrivacyBudget, relation: Relation, share: float = LABEL_SHARE,

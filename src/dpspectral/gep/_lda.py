@@ -231,8 +231,9 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         self._n_components(None, d)  # classes=None: n_components <= n_features before the charge
         found: dict[str, int] = {}
 
-        def on_classes(released: np.ndarray) -> None:  # after the label release, before the moments
-            found["k"] = self._n_components(int(released.size), d, released=True)
+        def on_classes(classes: Any, d: int, released: bool) -> None:  # after the label release
+            if released:
+                found["k"] = self._n_components(int(classes.size), d, released=True)
 
         moments = prepared.release(self.accountant, self.random_state, on_classes)
         self._store(moments, found["k"], None)

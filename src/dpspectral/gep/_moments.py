@@ -78,6 +78,7 @@ label stage, a decision on released values (the label stage stays charged).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -105,13 +106,21 @@ from .._linalg import fix_signs
 from .._moments import accumulate
 from .._rows import as_numeric_2d
 from ..privacy._accounting import Accountant, PrivacyReport
-from ..privacy._adaptive import DEFAULT_CLIP_SHARE, at_clip, clip_note, plan_row_clip, release_row_clip
+from ..privacy._adaptive import (
+    DEFAULT_CLIP_SHARE,
+    RowClipPlan,
+    at_clip,
+    clip_from_counts,
+    clip_note,
+    plan_row_clip,
+)
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import check_row_norm, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, StagedRelease, validate_rows
-from ._labels import plan_label_release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan
+from ..privacy._quantile import norm_histogram
+from ..privacy._template import Mechanism, Released, RunSettings, Symmetric, run
+from ._labels import LABEL_COUNTS, LabelRelease, plan_label_release
 from ._result import GEPResult
 from ._scatter import _clip, _labels, check_classes
 
@@ -304,10 +313,11 @@ class ReleasedMoments:
         return float(ridge) * self.noise_std["second"] * math.sqrt(self.n_features)
 
 
-def _check_data(X: Any, y: Any, C: float, on_norm_violation: str, classes: Any, rel: Relation,
-                owner: str) -> tuple[Any, np.ndarray, np.ndarray]:
+def _read_data(X: Any, y: Any, C: float, on_norm_violation: Any, classes: Any, rel: Relation,
+               owner: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """Rows (float64, or CSR) and labels, validated whole before the charge; (X, class index, classes).
 
+    The one validating pass over the rows (finite; within the bound with ``on_norm_violation="raise"``).
     Under replace-one n is public and must be >= 1; under add/remove an empty data set is a neighbour
     like any other and is accepted. No message names a row, a value or a label read from ``y``.
     """
@@ -318,10 +328,11 @@ def _check_data(X: Any, y: Any, C: float, on_norm_violation: str, classes: Any, 
     if X.shape[1] == 0 or (X.shape[0] == 0 and rel is Relation.REPLACE_ONE):
         raise ValueError(f"{owner}: the data are empty (shape {X.shape}); at least one column, and under "
                          "replace-one (n public) at least one row, are required.")
-    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
+    if X.shape[0] > 0:
+        accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False, want_second=False,
+                   owner=owner)
     idx, cls = _labels(y, X.shape[0], classes, owner)
     return X, np.asarray(idx, dtype=np.intp), cls
-
 
 def _exact_moments(X: Any, idx: np.ndarray, n_classes: int, C: float,
                    owner: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -444,77 +455,240 @@ def moments_stages(budget: PrivacyBudget, relation: Relation, row_norm: float, s
     return labels, clip, plan, stages
 
 
-@dataclass(frozen=True)
-class PreparedMoments:
-    """Validated input and public parameters of a moments release, before the charge (private).
+#: ``on_classes(classes, d, released)``: the checks that depend on the number of classes. Called once the
+#: rows are read (before the charge: the public ``classes``, or None with ``classes=None``), and, with
+#: ``classes=None``, again with the labels the label stage kept (``released=True``; that stage stays
+#: charged if it refuses).
+OnClasses = Callable[[Any, int, bool], None]
 
-    ``clip_share`` is None for the one release at C, else the norm histogram's share (adaptive clipping).
+
+@dataclass(frozen=True)
+class MomentsInputs:
+    """The public inputs of a moments release (checked by the release, before anything is read).
+
+    Attributes
+    ----------
+    epsilon, delta, row_norm, classes, relation, budget_shares, calibration, random_state,
+    on_norm_violation, adaptive_clip, clip_share
+        As :func:`release_moments` (``random_state`` only to check it: the run draws from it).
+    owner : str
+        The name in messages and the ledger.
+    on_classes : callable or None
+        The caller's checks that depend on the number of classes (:data:`OnClasses`).
     """
+
+    epsilon: Any
+    delta: Any
+    row_norm: Any
+    classes: Any = None
+    relation: Any = Relation.REPLACE_ONE
+    budget_shares: Any = DEFAULT_SHARES
+    calibration: Any = "tight"
+    random_state: Any = None
+    on_norm_violation: Any = "clip"
+    adaptive_clip: Any = True
+    clip_share: Any = None
+    owner: str = "release_moments"
+    on_classes: OnClasses | None = None
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    """The private rows and their labels, read together by the moments release."""
+
+    X: Any
+    y: Any
+
+
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    inputs: MomentsInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    classes: np.ndarray | None  # the public classes, checked
+    labels: LabelRelease | None  # classes=None: the label set's stage
+    clip: RowClipPlan | None  # adaptive clipping: the norm histogram's stage
+    moments: ReleasePlan  # the moments' plan at the bound C
+
+    @property
+    def owner(self) -> str:
+        return self.inputs.owner
+
+
+@dataclass(frozen=True, eq=False)
+class _Read:
+    """What the validating pass read: the rows (float64 or CSR), each row's class index, the classes."""
 
     X: Any
     index: np.ndarray
     classes: np.ndarray
-    row_norm: float
-    relation: Relation
-    budget: PrivacyBudget
-    shares: tuple[float, ...]
-    classes_public: bool
-    owner: str
-    clip_share: float | None = None
 
-    def release(self, accountant: Accountant | None, random_state: Any,
-                on_classes: Callable[[np.ndarray], None] | None = None) -> ReleasedMoments:
-        """Charge the plan, then release the statistics (the plan is built from public inputs).
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
 
-        Every stage is declared up front (:class:`StagedRelease`, refused before any draw). With
-        ``classes=None`` stage one releases the label set (:mod:`dpspectral.gep._labels`) and the rows of
-        a label not kept are left out; ``on_classes(released classes)`` then runs (the checks that
-        depend on the number of classes: after the label stage, before the others). With adaptive
-        clipping the norm histogram and the clip ``r`` from it come next; last, the moments of the rows
-        clipped at ``r`` (the plan restated at ``r``).
-        """
-        noise = noise_source(random_state)
-        share = self.clip_share
-        labels, clip, plan, stages = moments_stages(self.budget, self.relation, self.row_norm, self.shares,
-                                                    share, classes_public=self.classes_public)
-        staged = StagedRelease(accountant, self.relation, MOMENTS, stages)  # refused before any draw
-        X, index, classes = self.X, self.index, self.classes
-        if labels is not None:  # released first; the rows of a label not kept are left out
-            classes, index = labels.released(self.classes, self.index, staged, noise, self.owner)
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+
+class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
+    """The moments release as the release template runs it: (``classes=None``) the label set, then
+    (adaptive clipping) the norm histogram and the clip from it, then the three moments."""
+
+    label = MOMENTS
+    stacklevel = 3
+
+    def check(self, inputs: MomentsInputs, X: Any) -> _Checked:
+        owner = inputs.owner
+        C = check_row_norm(inputs.row_norm, owner)
+        checked = ("epsilon", "delta", "calibration", "random_state", "on_norm_violation", "budget_shares",
+                   "adaptive_clip", "clip_share")
+        check_params(MOMENTS_TABLE, {name: getattr(inputs, name) for name in checked}, owner)
+        rel = _relation(inputs.relation, owner)
+        if inputs.calibration != "tight":
+            raise ValueError(f"The 'calibration' parameter of {owner} must be 'tight' for the moments "
+                             f"release (no paper formula to reproduce). Got {inputs.calibration!r} instead.")
+        budget = PrivacyBudget(float(inputs.epsilon), float(inputs.delta))
+        budget.require_delta(owner)
+        classes = None if inputs.classes is None else check_classes(inputs.classes, owner)
+        share = ((DEFAULT_CLIP_SHARE if inputs.clip_share is None else float(inputs.clip_share))
+                 if inputs.adaptive_clip else None)
+        labels, clip, plan, _ = moments_stages(budget, rel, C, tuple(float(w) for w in inputs.budget_shares),
+                                               share, classes_public=classes is not None)
+        return _Checked(inputs, budget, rel, C, classes, labels, clip, plan)
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
+        """Every stage's releases and events, in order (the moments stated at the bound C)."""
+        first = (() if inputs.labels is None else (inputs.labels,)) + (() if inputs.clip is None
+                                                                       else (inputs.clip,))
+        events = tuple(e for stage in first for e in _events_of(stage)) + inputs.moments.events
+        releases = tuple(stage.release for stage in first) + inputs.moments.releases
+        return ReleasePlan(MOMENTS, inputs.relation, events, releases, inputs.moments.notes)
+
+    def is_staged(self, inputs: _Checked) -> bool:
+        return inputs.labels is not None or inputs.clip is not None
+
+    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        return ((() if inputs.labels is None else ((LABEL_COUNTS,),))
+                + (() if inputs.clip is None else (("norm_histogram",),)) + (_PARTS,))
+
+    def stage_events(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...]) -> tuple[Any, ...]:
+        if names == (LABEL_COUNTS,):
+            assert inputs.labels is not None
+            return inputs.labels.events  # the counts' Gaussian and the threshold's delta: one release
+        if names == ("norm_histogram",):
+            assert inputs.clip is not None
+            return (inputs.clip.event,)
+        return inputs.moments.events  # one Gaussian mechanism for the three parts
+
+    def read(self, inputs: _Checked, X: _Labelled) -> _Read:
+        owner = inputs.owner
+        rows = _Read(*_read_data(X.X, X.y, inputs.C, inputs.inputs.on_norm_violation, inputs.inputs.classes,
+                                 inputs.relation, owner))
+        if inputs.inputs.on_classes is not None:  # before the charge
+            inputs.inputs.on_classes(inputs.classes, rows.d, False)
+        return rows
+
+    def stage_plan(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        owner, rows = inputs.owner, released.rows
+        if names == (LABEL_COUNTS,):
+            assert inputs.labels is not None
+            return inputs.labels.plan(owner)
+        if inputs.labels is not None and "classes" not in released:
+            _keep_labels(inputs, rows, released)  # a decision on the released set, outside any charge
+        if names == ("norm_histogram",):
+            assert inputs.clip is not None
+            return inputs.clip.stage_plan(owner)
+        stage = inputs.moments
+        if inputs.clip is not None:  # the same multipliers, the sensitivities at the released clip
+            n_public = rows.n if inputs.relation.n_is_public else None
+            clip = clip_from_counts(inputs.clip, released["norm_histogram"], n_public=n_public, d=rows.d,
+                                    noise_per_clip2=_noise_norm_per_clip2(stage, rows.d))
+            released["clip"] = clip
+            share = inputs.inputs.clip_share
+            share = DEFAULT_CLIP_SHARE if share is None else float(share)
+            stage = at_clip(stage, clip, inputs.C, _CLIP_POWER, clip_note(clip, inputs.C, share))
+        if inputs.labels is not None:
+            stage = ReleasePlan(stage.label, stage.relation, stage.events, stage.releases,
+                                stage.notes + (inputs.labels.note(),))
+        return stage
+
+    def statistic(self, inputs: _Checked, rows: _Read, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        name = plan.releases[0].name
+        if name == LABEL_COUNTS:
+            assert inputs.labels is not None
+            return {LABEL_COUNTS: inputs.labels.statistic(rows.classes, rows.index)}
+        if name == "norm_histogram":
+            assert inputs.clip is not None
+            counts = norm_histogram(rows.X, inputs.clip.edges, center=None, owner=inputs.owner)
+            return {"norm_histogram": counts}  # every row read, those of a label not kept too
+        X, index, classes = rows.X, rows.index, released.get("classes", rows.classes)
+        if inputs.labels is not None:  # the rows of a label not kept are left out
+            index = released["index"]
             X, index = X[index >= 0], index[index >= 0]
-        if on_classes is not None:
-            on_classes(classes)
-        released_clip = None
-        if clip is not None and share is not None:
-            n_public = int(self.X.shape[0]) if self.relation.n_is_public else None
-            released_clip = release_row_clip(
-                self.X, clip, staged, noise, noise_per_clip2=_noise_norm_per_clip2(plan, self.X.shape[1]),
-                d=int(self.X.shape[1]), n_public=n_public, owner=self.owner)
-            plan = at_clip(plan, released_clip, self.row_norm, _CLIP_POWER,
-                           clip_note(released_clip, self.row_norm, share))
-        radius = self.row_norm if released_clip is None else released_clip
-        with staged.stage(plan, noise) as r:  # the same multiplier, sensitivities at the clip
-            S_hat, T_hat, n_hat = _draw(r, X, index, int(classes.size), radius, self.owner)
-        notes = plan.notes + (() if labels is None else (labels.note(),))
-        report = r.report(mechanism=MOMENTS, budget=self.budget, calibration="tight", notes=notes,
-                          stacklevel=5, events=staged.events)
-        public_n = self.relation is Relation.REPLACE_ONE and labels is None  # rows left out: n private
+        radius = released.get("clip", inputs.C)  # the released clip, or C without adaptive clipping
+        S, T, counts = _exact_moments(X, index, int(classes.size), radius, inputs.owner)
+        return {"second": Symmetric(S, "goe"), "sums": T, "counts": counts}  # off-diagonal noise / sqrt(2)
+
+    def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> ReleasedMoments:
+        plan = released.plan
+        public_n = inputs.relation is Relation.REPLACE_ONE and inputs.labels is None  # else n private
         return ReleasedMoments(
-            second=S_hat, sums=T_hat, counts=n_hat, classes=classes, row_norm=self.row_norm,
-            relation=self.relation, n_samples=int(self.X.shape[0]) if public_n else None,
-            noise_std={name: plan[name].scale for name in _PARTS}, privacy=report, notes=notes,
-            clip=released_clip, histogram_noise_std=None if clip is None else clip.release.scale,
+            second=released["second"], sums=np.asarray(released["sums"], dtype=np.float64),
+            counts=np.asarray(released["counts"], dtype=np.float64),
+            classes=released.get("classes", rows.classes), row_norm=inputs.C, relation=inputs.relation,
+            n_samples=rows.n if public_n else None, noise_std={name: plan[name].scale for name in _PARTS},
+            privacy=report, notes=plan.notes, clip=released.get("clip"),
+            histogram_noise_std=None if inputs.clip is None else inputs.clip.release.scale,
         )
 
+    def report_facts(self, inputs: _Checked) -> dict[str, Any]:
+        return {"mechanism": MOMENTS, "budget": inputs.budget, "calibration": "tight"}
 
-def _draw(r: Releaser, X: Any, index: np.ndarray, n_classes: int, radius: float,
-          owner: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inside the charged block: the moments of the rows clipped at ``radius``, with the planned noise."""
-    S, T, counts = _exact_moments(X, index, n_classes, radius, owner)
-    S_hat = r.add_symmetric("second", S, shape="goe")  # off-diagonal noise / sqrt(2)
-    T_hat = np.asarray(r.add("sums", T), dtype=np.float64)
-    n_hat = np.asarray(r.add("counts", counts), dtype=np.float64)
-    return S_hat, T_hat, n_hat
+
+def _events_of(stage: Any) -> tuple[Any, ...]:
+    """A first stage's events: the label set's two, or the norm histogram's one."""
+    return tuple(stage.events) if isinstance(stage, LabelRelease) else (stage.event,)
+
+
+def _keep_labels(inputs: _Checked, rows: _Read, released: Released) -> None:
+    """After the label stage: the labels kept, each row's index among them (-1: left out), the caller's
+    checks. A refusal here is a decision on released values; the label stage stays charged."""
+    assert inputs.labels is not None
+    classes, index = inputs.labels.kept(released[LABEL_COUNTS], rows.classes, rows.index, inputs.owner)
+    released["classes"], released["index"] = classes, index
+    if inputs.inputs.on_classes is not None:
+        inputs.inputs.on_classes(classes, rows.d, True)
+
+
+@dataclass(frozen=True)
+class PreparedMoments:
+    """A moments release's public inputs and its private rows and labels, before anything is read.
+
+    :meth:`release` runs it (every check, the charge, the draws) through the release template.
+    """
+
+    inputs: MomentsInputs
+    X: Any
+    y: Any
+
+    def release(self, accountant: Accountant | None, random_state: Any,
+                on_classes: OnClasses | None = None) -> ReleasedMoments:
+        """Check, read, charge, then release the statistics (the plan is built from public inputs).
+
+        Every stage is declared up front (refused before any draw). With ``classes=None`` stage one
+        releases the label set (:mod:`dpspectral.gep._labels`) and the rows of a label not kept are left
+        out; ``on_classes`` (:data:`OnClasses`) runs on the labels kept, before the other stages. With
+        adaptive clipping the norm histogram and the clip ``r`` from it come next; last, the moments of
+        the rows clipped at ``r`` (the plan restated at ``r``).
+        """
+        inputs = dataclasses.replace(self.inputs, random_state=random_state,
+                                     on_classes=self.inputs.on_classes if on_classes is None else on_classes)
+        return run(_Moments(), inputs, _Labelled(self.X, self.y), RunSettings(accountant, random_state))
 
 
 def prepare_moments(X: Any, y: Any, *, epsilon: Any, delta: Any, row_norm: Any, classes: Any = None,
@@ -522,27 +696,16 @@ def prepare_moments(X: Any, y: Any, *, epsilon: Any, delta: Any, row_norm: Any, 
                     calibration: Any = "tight", random_state: Any = None, on_norm_violation: Any = "clip",
                     adaptive_clip: Any = True, clip_share: Any = None,
                     owner: str = "prepare_moments") -> PreparedMoments:
-    """Check the public parameters, then the whole input (rows and labels); nothing is charged.
+    """The moments release of ``X, y`` with these public parameters, ready to run (nothing read yet).
 
-    Adaptive clipping (``adaptive_clip``, the default) needs no second condition here: the rows are held
-    in memory (an array or CSR matrix), so they can be read twice.
+    The parameters are those of :func:`release_moments`; :meth:`PreparedMoments.release` checks them,
+    then the whole input, before anything is charged.
     """
-    C = check_row_norm(row_norm, owner)
-    check_params(MOMENTS_TABLE, dict(epsilon=epsilon, delta=delta, calibration=calibration,
-                                     random_state=random_state, on_norm_violation=on_norm_violation,
-                                     budget_shares=budget_shares, adaptive_clip=adaptive_clip,
-                                     clip_share=clip_share), owner)
-    rel = _relation(relation, owner)
-    if calibration != "tight":
-        raise ValueError(f"The 'calibration' parameter of {owner} must be 'tight' for the moments release "
-                         f"(no paper formula to reproduce). Got {calibration!r} instead.")
-    budget = PrivacyBudget(float(epsilon), float(delta))
-    budget.require_delta(owner)
-    X, idx, cls = _check_data(X, y, C, on_norm_violation, classes, rel, owner)
-    share = (DEFAULT_CLIP_SHARE if clip_share is None else float(clip_share)) if adaptive_clip else None
-    return PreparedMoments(X=X, index=idx, classes=cls, row_norm=C, relation=rel, budget=budget,
-                           shares=tuple(float(w) for w in budget_shares), classes_public=classes is not None,
-                           owner=owner, clip_share=share)
+    return PreparedMoments(MomentsInputs(
+        epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes, relation=relation,
+        budget_shares=budget_shares, calibration=calibration, random_state=random_state,
+        on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner,
+    ), X, y)
 
 
 def _relation(relation: Any, owner: str) -> Relation:
@@ -723,20 +886,19 @@ def moments_fda(
                         "default).")
     check_params({"ridge": MOMENTS_TABLE["ridge"]}, {"ridge": ridge}, owner)
     _check_k(k, None if classes is None else int(check_classes(classes, owner).size), owner)
+    found: dict[str, int] = {}
+
+    def on_classes(cls: Any, d: int, released: bool) -> None:
+        # before the charge: k <= d, and k <= n_classes - 1 for public classes; with classes=None, once
+        # the label set is released: k <= n_classes - 1 (a refusal then leaves that stage charged)
+        found["k"] = _check_k(k, d + 1 if cls is None else min(int(cls.size), d + 1), owner, released)
+
     prepared = prepare_moments(X, y, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
                                relation=relation, budget_shares=budget_shares, calibration=calibration,
                                random_state=random_state, on_norm_violation=on_norm_violation,
                                adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner)
-    d = int(prepared.X.shape[1])
-    if classes is not None:  # k <= d too, before the charge
-        k = _check_k(k, min(int(prepared.classes.size), d + 1), owner)
-        return fisher_result(prepared.release(accountant, random_state), k, ridge)
-    _check_k(k, d + 1, owner)  # k <= d before the charge; k <= n_classes - 1 once the labels are released
-
-    def check_released(released: np.ndarray) -> None:
-        _check_k(k, min(int(released.size), d + 1), owner, released=True)
-
-    return fisher_result(prepared.release(accountant, random_state, check_released), int(k), ridge)
+    moments = prepared.release(accountant, random_state, on_classes)
+    return fisher_result(moments, found["k"], ridge)
 
 
 def fisher_result(moments: ReleasedMoments, k: int, ridge: float) -> GEPResult:

@@ -143,12 +143,14 @@ class PairSensitivity:
         return min(frobenius, math.sqrt(k) * spectral)
 
     def gradient_b(self, k: int) -> float:
-        """Frobenius sensitivity of ``2 B V`` (V: k orthonormal columns)."""
+        """Return the Frobenius sensitivity of ``2 B V`` (V: k orthonormal columns)."""
         return 2.0 * self.block(self.b_frobenius, self.b_spectral, k)
 
     def gradient_a(self, k: int) -> float:
-        """Frobenius sensitivity of ``2 A V`` (V: k orthonormal columns); times ``||Phi||_2^2`` for
-        ``2 Phi^T A Phi V``."""
+        """Return the Frobenius sensitivity of ``2 A V`` (V: k orthonormal columns).
+
+        Times ``||Phi||_2^2`` for ``2 Phi^T A Phi V``.
+        """
         return 2.0 * self.block(self.a_frobenius, self.a_spectral, k)
 
     def diagonal_b(self, k: int) -> float:
@@ -160,7 +162,7 @@ class PairSensitivity:
 
 
 def fda_sensitivity(n_samples: int, row_norm: float) -> PairSensitivity:
-    """Sensitivities of the FDA pair for n rows of norm <= ``row_norm`` (module docstring)."""
+    """Return the sensitivities of the FDA pair for n rows of norm <= ``row_norm`` (module docstring)."""
     C2 = sensitivity_norm(row_norm) ** 2
     return PairSensitivity(
         a_frobenius=8.0 * math.sqrt(2.0) * C2 / n_samples,
@@ -172,7 +174,7 @@ def fda_sensitivity(n_samples: int, row_norm: float) -> PairSensitivity:
 
 
 def pca_sensitivity(n_samples: int, row_norm: float) -> PairSensitivity:
-    """Sensitivities of the PCA pair (``B = I`` is public: 0)."""
+    """Return the sensitivities of the PCA pair (``B = I`` is public: 0)."""
     C2 = sensitivity_norm(row_norm) ** 2
     return PairSensitivity(
         a_frobenius=4.0 * math.sqrt(2.0) * C2 / n_samples,
@@ -217,7 +219,7 @@ class ScatterPair:
 
     @property
     def n_features(self) -> int:
-        """d, the dimension of A and B (public)."""
+        """The dimension d of A and B (public)."""
         return int(self.A.shape[0])
 
     @property
@@ -413,8 +415,9 @@ def build_fda_pair(X: Any, y: Any, *, row_norm: float, classes: Any, on_norm_vio
 
 
 def pca_pair(X: Any, *, row_norm: float, on_norm_violation: NormViolation = "clip") -> ScatterPair:
-    """The PCA pair of Chen et al.: ``A`` = centred covariance ``(1/n) sum_i (x_i - mu)(x_i - mu)^T``,
-    ``B = I``.
+    """Build the PCA pair of Chen et al.: the centred covariance ``A`` and ``B = I``.
+
+    ``A = (1/n) sum_i (x_i - mu)(x_i - mu)^T``.
 
     Parameters
     ----------

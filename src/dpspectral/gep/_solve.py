@@ -243,11 +243,13 @@ def private_gep(
     sensitivity : PairSensitivity
         The caller's bounds on ``||A - A'||`` and ``||B - B'||`` (Frobenius and spectral) over
         neighbouring data sets, for the relation it states. The guarantee rests on them.
-    method, regularization, sparsity, **kwargs
+    method, regularization, sparsity
         As :func:`private_fda` (``regularization`` is xi in the paper; the old name ``xi`` still works,
         with a FutureWarning).
     n_samples : int, optional
         Public n, needed only by ``calibration="paper"`` with explicit ``paper_constants``.
+    **kwargs
+        The solver's options, as :func:`private_fda`.
 
     Returns
     -------

@@ -372,6 +372,27 @@ class Releaser:
         """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
         return self.generator.random(size)
 
+    @contextlib.contextmanager
+    def independent(self) -> Iterator[Releaser]:
+        """This releaser with a noise stream of its own, for a release whose number of draws is private.
+
+        A seeded source gives the block a generator seeded by one draw of this one's stream (the draws
+        after the block do not depend on how many were made inside it); a source with no seed (OS
+        entropy) is already independent and serves as is. The same plan and the same block: it closes
+        when the block ends.
+        """
+        from ._noise import SeededNoise
+
+        noise = self.noise
+        if isinstance(noise, SeededNoise):
+            noise = SeededNoise(np.random.default_rng(self.integers(0, 2**63 - 1)))
+        sub = Releaser(self.plan, noise)
+        sub.n_rows = self.n_rows
+        try:
+            yield sub
+        finally:
+            sub._open = False
+
     @property
     def events(self) -> list[dp_accounting.DpEvent]:
         """The events charged for this plan (for the privacy report)."""
@@ -490,15 +511,18 @@ def release(plan: ReleasePlan, accountant: Any, noise: Any, *,
 
     The one order of every private computation: the plan was built from public inputs; the charge is
     refused before anything is drawn (:func:`charge`); the noise exists only inside the block; an
-    exception inside marks the ledger entry as a failed release (it stays charged). ``n_rows``, the
+    exception inside marks the ledger entry as a failed release (it stays charged); a plan of no events
+    (nothing to release) charges nothing and writes no entry. ``n_rows``, the
     number of rows when it was known before the charge, goes to the report (:attr:`Releaser.n_rows`).
     """
     if getattr(noise, "name", "") == "secure":
         _check_secure_plan(plan)
     releaser = Releaser(plan, noise)
     releaser.n_rows = None if n_rows is None else int(n_rows)
+    charged = (charge(accountant, plan.events, plan.relation, plan.label) if plan.events
+               else contextlib.nullcontext())  # a plan of no events releases nothing: no ledger entry
     try:
-        with charge(accountant, plan.events, plan.relation, plan.label):
+        with charged:
             yield releaser
     finally:
         releaser._open = False

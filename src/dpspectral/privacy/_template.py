@@ -24,7 +24,14 @@ is drawn before the charge. A one-shot stream is charged before it is read
 the cost of every stage is declared and checked before the first
 (:class:`~dpspectral.privacy._pipeline.StagedRelease`), and :meth:`Mechanism.stage_plan` states a
 stage's releases from what the earlier stages released (a clip post-processed from a released
-histogram: the sensitivity and the noise scale change together, the events do not).
+histogram: the sensitivity and the noise scale change together, the events do not). A stage's events
+are one per release by default; :meth:`Mechanism.stage_events` says otherwise (a stage of two events
+and one release, or of one event for three releases).
+
+**A run continued by another.** :meth:`Mechanism.reserved_events` states the cost of a later run that
+this one's result feeds (checked with the plan before anything is read; charged by that run), and
+:attr:`Released.continuation` is the ``random_state`` with which the later run continues the same noise
+stream.
 
 Values a statistic may give for a release: an array or a number (the planned Gaussian or Laplace noise
 is added), :class:`Symmetric` (a symmetric matrix, its upper triangle released), :class:`Drawn` (a
@@ -123,6 +130,13 @@ class Released(dict[str, Any]):
     plan: ReleasePlan
     releaser: Releaser
     rows: Any
+    noise: Any
+
+    @property
+    def continuation(self) -> Any:
+        """The ``random_state`` with which a later run continues this run's noise stream: the seeded
+        generator itself (its next draws), or ``"secure"`` (OS entropy has no stream to continue)."""
+        return "secure" if self.noise.name == "secure" else self.noise.generator
 
 
 class Mechanism(Generic[Inputs, Result]):
@@ -165,10 +179,23 @@ class Mechanism(Generic[Inputs, Result]):
         """The plan's releases, grouped in the order they are released (one stage: one charge)."""
         return (tuple(r.name for r in plan.releases),)
 
+    def stage_events(self, inputs: Any, plan: ReleasePlan, names: tuple[str, ...]) -> tuple[Any, ...]:
+        """The events of the stage releasing ``names``: by default the plan's event of each release (the
+        plan then has one event per release, in the same order)."""
+        if names == tuple(r.name for r in plan.releases):
+            return tuple(plan.events)  # a single stage: the whole plan, whatever its events
+        event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
+        return tuple(event_of[n] for n in names)
+
     def stage_plan(self, inputs: Any, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:
         """The plan of the stage releasing ``names``: by default the planned releases themselves."""
-        return _sub_plan(plan, names)
+        return _sub_plan(plan, names, self.stage_events(inputs, plan, names))
+
+    def reserved_events(self, inputs: Any) -> tuple[Any, ...]:
+        """The cost of a later run that continues this one (none by default): checked against the
+        accountant with the plan, before anything is read, and charged by that later run only."""
+        return ()
 
     def statistic(self, inputs: Any, rows: Any, plan: ReleasePlan, released: Released) -> Mapping[str, Any]:
         """The exact value of each release of the stage ``plan`` (by name, in the order released)."""
@@ -211,13 +238,11 @@ def unprotected_generator(random_state: Any) -> Any:
     return noise_source(random_state).generator
 
 
-def _sub_plan(plan: ReleasePlan, names: tuple[str, ...]) -> ReleasePlan:
-    """The part of ``plan`` that releases ``names`` (one event per release, in the plan's order)."""
+def _sub_plan(plan: ReleasePlan, names: tuple[str, ...], events: tuple[Any, ...]) -> ReleasePlan:
+    """The part of ``plan`` that releases ``names``, with the stage's ``events``."""
     if names == tuple(r.name for r in plan.releases):
         return plan  # a single stage: the whole plan, whatever its events
-    event_of = dict(zip((r.name for r in plan.releases), plan.events, strict=True))
-    return ReleasePlan(plan.label, plan.relation, tuple(event_of[n] for n in names),
-                       tuple(plan[n] for n in names))
+    return ReleasePlan(plan.label, plan.relation, events, tuple(plan[n] for n in names))
 
 
 def _draw(releaser: Releaser, name: str, value: Any, released: Released) -> Any:
@@ -253,8 +278,9 @@ def run(mechanism: Mechanism[Inputs, Result], inputs: Inputs, X: Any, settings: 
     n_known = getattr(checked, "n", None)
     first = mechanism.plan(checked, n_known, d_known)
     if first is not None:  # fail fast, before reading the data
-        precheck(settings.accountant, first.events, first.relation)
+        precheck(settings.accountant, (*first.events, *mechanism.reserved_events(checked)), first.relation)
     released = Released()
+    released.noise = noise
     if is_one_shot(X) or not mechanism.is_staged(checked):
         final = _one_charge(mechanism, checked, X, settings, noise, released)
     else:
@@ -277,10 +303,10 @@ def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: 
     with read_then_release(X, lambda data: mechanism.read(checked, data), plan_for, settings.accountant,
                            noise, owner=mechanism.label) as (rows, releaser):
         plan = releaser.plan
+        released.rows = rows
         stage = mechanism.stage_plan(checked, plan, mechanism.stages(checked, plan)[0], released)
         if stage is not plan:
             releaser.plan = stage  # the charged events, the stage's releases
-        released.rows = rows
         _release_stage(mechanism, checked, rows, stage, releaser, released)
         released.plan = _as_released(plan, [stage])
     return released.plan
@@ -294,7 +320,8 @@ def _staged(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: RunS
     assert plan is not None
     groups = mechanism.stages(checked, plan)
     staged = StagedRelease(settings.accountant, plan.relation, plan.label,
-                           [_sub_plan(plan, names).events for names in groups], n_rows=rows.n)
+                           [mechanism.stage_events(checked, plan, names) for names in groups],
+                           n_rows=rows.n)
     released.rows = rows
     drawn = []
     for names in groups:
