@@ -30,19 +30,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
-from .._constraints import (
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Interval,
-    Options,
-    Types,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Options, Types, validated
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
 from .._results import SubspaceResult
@@ -78,12 +66,12 @@ _BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
 _DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API dispatch): few, large kernels
 
 MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": Options(("tight",)),
+    **PRIVACY_PARAMETERS, "calibration": Options(("tight",)),
     "n_batches": Interval(1, None, "left", integer=True),
     "warmup_fraction": Interval(0, 1, "neither"),
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
-    "n_samples": [NONE, Interval(1, None, "left", integer=True)], "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION, "show_progress": [NONE, Types((bool,), "a bool")],
+    "n_samples": [NONE, Interval(1, None, "left", integer=True)],
+    "show_progress": [NONE, Types((bool,), "a bool")],
     "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
 
