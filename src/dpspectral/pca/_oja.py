@@ -112,6 +112,7 @@ from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, un
 from ._stream import (
     _batch_sum,
     _check_k,
+    _is_stream,
     _n_rows,
     _open_source,
     _order_note,
@@ -664,6 +665,12 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
                 f"The 'calibration' parameter of {self.label} must be 'tight': the paper's noise multiplier "
                 "C log(n/delta) / (epsilon sqrt(n)) leaves the constant C unspecified."
             )
+        if inputs.amplification == "shuffle" and _is_stream(X):
+            raise ValueError(
+                f"{self.label}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
+                "matrix, Dask array or list of blocks), which the library shuffles with the secret "
+                "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
+            )
         share = inputs.clip_share or DEFAULT_CLIP_SHARE
         adaptive = inputs.adaptive_clip and inputs.amplification == "none" and needs_two_passes_ok(X)
         clip = plan_row_clip(budget, rel, C, share) if adaptive else None
@@ -684,9 +691,10 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
     def _shape(self, inputs: _OjaChecked, n: int | None, d: int) -> _Source:
         """The public facts of the rows (no data): what the plan is built from."""
         ins = inputs.inputs
+        in_memory = inputs.n is not None or n is not None  # (n is None for a stream)
         n = n if n is not None else (None if ins.n_samples is None else int(ins.n_samples))
         k = _check_k(ins.k, d, n, self.label)
-        return _Source(None, None, n, inputs.n is not None or n is not None, d, k,
+        return _Source(None, None, n, in_memory, d, k,
                        _parts(n, k, ins.rank_method, self.label), inputs.C, ins.on_norm_violation,
                        self.label, None)
 
@@ -806,12 +814,6 @@ def _private_oja_source(X: Any, k: Any, C: float, *, n_samples: int | None,
     block read for the number of features) and the checks that need the data's shape."""
     owner = "private_oja"
     src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
-    if amplification == "shuffle" and not in_memory:
-        raise ValueError(
-            f"{owner}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
-            "matrix, Dask array or list of blocks), which the library shuffles with the secret "
-            "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
-        )
     return _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, None)
 
 
