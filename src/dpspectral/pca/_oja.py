@@ -655,6 +655,7 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
     stacklevel = 4  # frames above run: private_oja, the constraint check, the renaming, the caller
 
     def check(self, inputs: _OjaInputs, X: Any) -> _OjaChecked:
+        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
         budget, rel, C = check_mechanism_inputs(
             epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
             calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
@@ -1580,6 +1581,7 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
     stacklevel = 4  # frames above run: dp_pca, the constraint check, the renaming, the caller
 
     def check(self, inputs: _DpPcaInputs, X: Any) -> _DpPcaChecked:
+        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
         budget, rel, C = check_mechanism_inputs(
             epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
             calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
