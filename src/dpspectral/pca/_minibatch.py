@@ -243,7 +243,7 @@ class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
     C, or (adaptive clipping) the norm histogram first, then the batch sums at the released clip."""
 
     label = _OWNER
-    stacklevel = 4  # frames above run: minibatch_oja, the constraint check, the renaming, the caller
+    stacklevel = 3  # frames above run: minibatch_oja, the constraint check, the caller
 
     def check(self, inputs: _MinibatchInputs, X: Any) -> _MinibatchChecked:
         budget, rel, C = check_mechanism_inputs(
