@@ -368,6 +368,10 @@ class Releaser:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
         return int(self.generator.integers(low, high))
 
+    def gumbel(self, loc: float, scale: float, size: Any) -> np.ndarray:
+        """Gumbel draws of location ``loc`` and scale ``scale``, shape ``size`` (report-noisy-max)."""
+        return self.generator.gumbel(loc, scale, size=size)
+
     def random(self, size: Any) -> np.ndarray:
         """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
         return self.generator.random(size)
