@@ -454,7 +454,7 @@ default="moments"
             return
 
     def _release(self, entry: Method, pair: Any, k: int, budget: PrivacyBudget | None = None,
-                 random_state: Any = None, accountant: Any = None) -> GEPResult:
+                 random_state: Any = None, accountant: Accountant | None = None) -> GEPResult:
         """The private solver of the registry entry on the pair (charges the ledger); ``budget``,
         ``random_state`` and ``accountant`` (after a label release, or a probe) replace the estimator's."""
         options: dict[str, Any] = dict(self.method_params or {})

@@ -46,7 +46,7 @@ import numbers
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -65,6 +65,10 @@ from .._rows import (
 )
 from ._budget import Relation
 from ._clipping import clip_threshold, norm_scale, scaled_row_norms
+
+if TYPE_CHECKING:
+    from ._accounting import Accountant
+    from ._noise_base import NoiseSource
 
 __all__ = [
     "NoisyRelease",
@@ -205,7 +209,7 @@ def _validate_block(
 
 @contextlib.contextmanager
 def charge(
-    accountant: Any,
+    accountant: Accountant | None,
     events: Sequence[dp_accounting.DpEvent],
     relation: Relation,
     label: str,
@@ -319,7 +323,7 @@ class Releaser:
     before the charge or after the block ends.
     """
 
-    def __init__(self, plan: ReleasePlan, noise: Any) -> None:
+    def __init__(self, plan: ReleasePlan, noise: NoiseSource) -> None:
         self.plan = plan
         self.noise = noise
         self._open = True
@@ -334,7 +338,7 @@ class Releaser:
         return self.plan[name]
 
     @classmethod
-    def of_charged_plan(cls, plan: ReleasePlan, noise: Any) -> Releaser:
+    def of_charged_plan(cls, plan: ReleasePlan, noise: NoiseSource) -> Releaser:
         """A releaser for a plan already charged by :func:`release` (continual release).
 
         For a mechanism that charges the releases of its whole horizon once, at creation, and draws
@@ -523,7 +527,8 @@ class Releaser:
         )
 
 
-def precheck(accountant: Any, events: Sequence[dp_accounting.DpEvent], relation: Relation) -> None:
+def precheck(accountant: Accountant | None, events: Sequence[dp_accounting.DpEvent],
+             relation: Relation) -> None:
     """Refuse now (nothing read, nothing recorded) if ``events`` would exceed the ceiling.
 
     For a mechanism whose plan needs a fact learnt while reading (``n`` of a stream): it checks the
@@ -548,7 +553,7 @@ def _check_secure_plan(plan: ReleasePlan) -> None:
 
 
 @contextlib.contextmanager
-def release(plan: ReleasePlan, accountant: Any, noise: Any, *,
+def release(plan: ReleasePlan, accountant: Accountant | None, noise: NoiseSource, *,
             n_rows: int | None = None) -> Iterator[Releaser]:
     """Charge ``plan`` to ``accountant``, then hand the mechanism its noise (a :class:`Releaser`).
 
@@ -576,8 +581,8 @@ def read_then_release(
     X: Any,
     read: Callable[[Any], Any],
     plan_for: Callable[[int | None, int | None], ReleasePlan],
-    accountant: Any,
-    noise: Any,
+    accountant: Accountant | None,
+    noise: NoiseSource,
     *,
     owner: str,
 ) -> Iterator[tuple[Any, Releaser]]:
@@ -618,7 +623,7 @@ class StagedRelease:
     noise-to-sensitivity ratio the events record); its events must equal the declared ones.
     """
 
-    def __init__(self, accountant: Any, relation: Relation, label: str,
+    def __init__(self, accountant: Accountant | None, relation: Relation, label: str,
                  stage_events: Sequence[Sequence[dp_accounting.DpEvent]], *,
                  n_rows: int | None = None) -> None:
         self.accountant = accountant
@@ -630,7 +635,7 @@ class StagedRelease:
         precheck(accountant, [e for ev in self.stage_events for e in ev], relation)
 
     @contextlib.contextmanager
-    def stage(self, plan: ReleasePlan, noise: Any) -> Iterator[Releaser]:
+    def stage(self, plan: ReleasePlan, noise: NoiseSource) -> Iterator[Releaser]:
         """Release the next stage (in order) with ``plan``, whose events must be the declared ones."""
         if self._next >= len(self.stage_events):
             raise RuntimeError(f"{self.label}: all {len(self.stage_events)} declared stages were released.")
