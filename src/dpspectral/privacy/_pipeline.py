@@ -358,11 +358,13 @@ class Releaser:
 
     def normal(self, loc: float, scale: float, size: Any) -> np.ndarray:
         """Normal draws ``N(loc, scale^2)`` of shape ``size`` from the secret generator."""
-        return self.generator.normal(loc, scale, size=size)
+        draws: np.ndarray = self.generator.normal(loc, scale, size=size)
+        return draws
 
     def standard_normal(self, size: Any) -> np.ndarray:
         """Standard normal draws of shape ``size`` (a random start, a secret sketch)."""
-        return self.generator.standard_normal(size)
+        draws: np.ndarray = self.generator.standard_normal(size)
+        return draws
 
     def permutation(self, n: int) -> np.ndarray:
         """A uniformly random permutation of ``range(n)`` (a secret order of the rows)."""
@@ -374,11 +376,13 @@ class Releaser:
 
     def gumbel(self, loc: float, scale: float, size: Any) -> np.ndarray:
         """Gumbel draws of location ``loc`` and scale ``scale``, shape ``size`` (report-noisy-max)."""
-        return self.generator.gumbel(loc, scale, size=size)
+        draws: np.ndarray = self.generator.gumbel(loc, scale, size=size)
+        return draws
 
     def random(self, size: Any) -> np.ndarray:
         """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
-        return self.generator.random(size)
+        draws: np.ndarray = self.generator.random(size)
+        return draws
 
     @contextlib.contextmanager
     def independent(self) -> Iterator[Releaser]:
