@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -48,9 +48,10 @@ from ._constraints import (
 )
 from ._device_stream import DEVICE, stream_to_device
 from ._linalg import UnresolvedVarianceWarning, released_variances
+from ._projection import Projection, _ReleasedSubspace
 from ._public_basis import PublicBasis, as_public_basis, resolve_for, with_public_basis
 from ._registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
-from ._rows import as_numeric_array, is_dask_array, is_one_shot, n_features_of
+from ._rows import is_dask_array, is_one_shot, n_features_of
 from ._validation import check_choice, check_n_components, validated_data
 from .privacy._accounting import Accountant, PrivacyReport
 from .privacy._budget import (
@@ -231,7 +232,7 @@ def _is_array_like_for_sklearn(X: Any) -> bool:
     )
 
 
-class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
+class DPPCA(_ReleasedSubspace, _DPEstimator):
     """Differentially private principal component analysis.
 
     A scikit-learn transformer whose ``fit`` runs one registered private algorithm
@@ -882,11 +883,15 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             report = dataclasses.replace(report, notes=(*report.notes, note))
         return report
 
-    @property
-    def _n_features_out(self) -> int:
-        return self.n_components_
+    def _projection(self) -> Projection:
+        """``(X - mean_) @ components_.T``, divided by the whitening scale with ``whiten=True``."""
+        return Projection(self.components_.T, self.mean_, self._whiten_scale() if self.whiten else None)
 
-    def transform(self, X: Any) -> np.ndarray:
+    def _inverse_rows(self) -> Any:
+        """``components_``, times sqrt(explained_variance_) with ``whiten=True``."""
+        return self._back_components()
+
+    def transform(self, X: Any) -> Any:
         """Project ``X`` on the released components: ``(X - mean_) @ components_.T``.
 
         With ``whiten=True``, each coordinate is then divided by ``sqrt(explained_variance_)`` (at
@@ -897,17 +902,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         if is_device_array(self.components_) or is_device_array(X):
             Z = self._device_product(X, "transform") @ self.components_.T
             return Z / self._whiten_scale() if self.whiten else Z
-        if is_dask_array(X):
-            return self._dask_map(X, "transform")
-        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                          reset=False)
-        scale = self._whiten_scale() if self.whiten else None
-        if sp.issparse(X):
-            Z = np.asarray(X @ self.components_.T) - self.mean_ @ self.components_.T
-            return Z if scale is None else Z / scale
-        return _project(X, self.mean_, self.components_, scale)
+        return super().transform(X)
 
-    def inverse_transform(self, X: Any) -> np.ndarray:
+    def inverse_transform(self, X: Any) -> Any:
         """Map projected data back: ``X @ components_ + mean_`` (undoing the whitening with ``whiten``).
 
         A Dask array gives a Dask array (lazy). Post-processing of the released model: it costs nothing.
@@ -915,16 +912,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
         check_is_fitted(self, "components_")
         if is_device_array(self.components_) or is_device_array(X):
             return self._device_product(X, "inverse_transform") @ self._back_components() + self.mean_
-        if is_dask_array(X):
-            return self._dask_map(X, "inverse_transform")
-        owner = f"{type(self).__name__}.inverse_transform"
-        Z = as_numeric_array(X, owner, name="X")
-        Z = np.asarray(Z, dtype=Z.dtype if Z.dtype in (np.float32, np.float64) else np.float64)
-        if Z.shape[1] != self.n_components_:
-            raise ValueError(
-                f"{owner} expects shape (n_samples, {self.n_components_}); got {Z.shape[1]} columns."
-            )
-        return _lift(Z, self.mean_, self._back_components())
+        return super().inverse_transform(X)
 
     def _whiten_scale(self) -> Any:
         """``sqrt(explained_variance_)``, at least the dtype's eps (scikit-learn's whitening scale)."""
@@ -940,25 +928,6 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
             return self.components_
         xp = _namespace(self.components_)
         return xp.sqrt(self.explained_variance_)[:, None] * self.components_
-
-    def _dask_map(self, X: Any, method: str) -> Any:
-        """``transform`` or ``inverse_transform`` of a Dask array, block by block of rows (lazy)."""
-        owner = f"{type(self).__name__}.{method}"
-        width, out = ((self.n_features_in_, self.n_components_) if method == "transform"
-                      else (self.n_components_, self.n_features_in_))
-        if X.ndim != 2 or X.shape[1] != width:
-            raise ValueError(f"{owner} expects shape (n_samples, {width}); got {X.ndim} dimensions "
-                             f"and {X.shape[-1] if X.ndim else 0} columns.")
-        if X.dtype.kind not in "fiub":
-            raise TypeError(f"{owner} expects a numeric Dask array; got dtype {X.dtype}.")
-        dtype = np.result_type(X.dtype if X.dtype.kind == "f" else np.float64, self.components_.dtype)
-        if method == "transform":
-            block = functools.partial(_project, mean=self.mean_, components=self.components_,
-                                      scale=self._whiten_scale() if self.whiten else None, dtype=dtype)
-        else:
-            block = functools.partial(_lift, mean=self.mean_, back=self._back_components(), dtype=dtype)
-        X = X.rechunk({1: -1})
-        return X.map_blocks(block, dtype=dtype, chunks=(X.chunks[0], (out,)), meta=np.empty((0, 0), dtype))
 
     @available_if(_has_generative_model)
     def get_covariance(self) -> Any:
@@ -1090,19 +1059,6 @@ def _eye(n: int, like_array: Any) -> Any:
 
     xp = array_api_compat.array_namespace(like_array)
     return xp.eye(n, dtype=like_array.dtype, device=array_api_compat.device(like_array))
-
-
-def _project(X: Any, mean: Any, components: Any, scale: Any = None, dtype: Any = None) -> Any:
-    """``(X - mean) @ components.T``, divided by ``scale`` when whitened (one block of rows)."""
-    Z = (X - mean) @ components.T
-    Z = Z if scale is None else Z / scale
-    return Z if dtype is None else Z.astype(dtype, copy=False)
-
-
-def _lift(Z: Any, mean: Any, back: Any, dtype: Any = None) -> Any:
-    """``Z @ back + mean``: the inverse of :func:`_project` (one block of rows)."""
-    X = Z @ back + mean
-    return X if dtype is None else X.astype(dtype, copy=False)
 
 
 class DPLowRank(_DPEstimator):

@@ -43,10 +43,13 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from .privacy._accounting import Accountant
 
 __all__ = ["COMMANDS", "REPRODUCE_PAPERS", "CLIError", "Command", "build_parser", "main"]
 
@@ -798,7 +801,7 @@ def _ledger_precheck(args: argparse.Namespace, ledger: Any, cost: Any, relation:
 class _LedgerRun:
     """What a run charged to ``--ledger`` shares with :func:`_run_fit`."""
 
-    accountant: Any
+    accountant: Accountant
     report: Any = None
     summary: str = ""
 

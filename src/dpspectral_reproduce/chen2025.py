@@ -500,7 +500,7 @@ def _blas_limit() -> Any:
 def _fit(pair: Any, variant: Variant, *, epsilon: float, delta: float, xi: float, seed: Any,
          k: int = K) -> Any:
     from dpspectral.gep import solve_pair
-    from dpspectral.privacy._accounting import UncertifiedPrivacyWarning
+    from dpspectral.privacy._budget import UncertifiedPrivacyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import (
@@ -22,6 +21,7 @@ from .._constraints import (
 )
 from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
 from .._linalg import released_variances
+from .._projection import Projection, _ReleasedSubspace
 from .._public_basis import _lift_subspace, as_public_basis, resolve_for
 from .._registry import Method, get_method
 from .._validation import validated_data
@@ -42,7 +42,7 @@ def _is_row_list(sites: Any) -> bool:
             and all(isinstance(row, (list, tuple)) and all(np.isscalar(v) for v in row) for row in sites))
 
 
-class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
+class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     """Differentially private PCA of data held by several sites (DPdisPCA, Imtiaz and Sarwate 2018).
 
     ``fit(sites)`` runs every site's private step where its data lives (a Dask worker by default) and
@@ -411,16 +411,23 @@ class DistributedDPPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEst
                 parts.append(self.transform(data))
         return np.vstack(parts) if parts else np.zeros((0, self.n_components_))
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` on the released components (``X @ components_.T``; no clipping, no centring)."""
-        check_is_fitted(self, "components_")
-        Xv = validated_data(self, X, reset=False, accept_sparse=("csr", "csc"),
-                            dtype=(np.float64, np.float32))
-        return np.asarray(Xv @ self.components_.T)
+    def _projection(self) -> Projection:
+        """``X @ components_.T``: no clipping, no centring."""
+        return Projection(self.components_.T)
 
-    @property
-    def _n_features_out(self) -> int:
-        return int(self.n_components_)
+    def transform(self, X: Any) -> Any:
+        """Project ``X`` on the released components (``X @ components_.T``; no clipping, no centring).
+
+        A Dask array gives a Dask array (lazy: the projection of each block of rows).
+        """
+        return super().transform(X)
+
+    def inverse_transform(self, X: Any) -> Any:
+        """Map projected data back: ``X @ components_`` (the released subspace's coordinates).
+
+        A Dask array gives a Dask array (lazy). Post-processing of the released model: it costs nothing.
+        """
+        return super().inverse_transform(X)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

@@ -325,7 +325,7 @@ def plan_site_release(
 
 
 def release_second_moment(
-    scatter: np.ndarray, n: int, plan: SitePlan, noise: Any
+    scatter: np.ndarray, n: int, plan: SitePlan, noise: Any  # a random state (see below) or a noise source
 ) -> tuple[np.ndarray, float | None]:
     """The site's one release: ``A_hat_s`` (and the noisy count under add/remove when planned).
 

@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from scipy.linalg import lapack
@@ -24,6 +24,9 @@ from .._linalg import orthonormalize
 from ..privacy._budget import PrivacyBudget
 from ..privacy._template import Mechanism, RunSettings, run
 from ._scatter import ScatterPair
+
+if TYPE_CHECKING:
+    from ..privacy._accounting import Accountant
 
 __all__ = [
     "POSITIVE",
@@ -302,7 +305,7 @@ class PairMechanism(Mechanism[Any, Any]):
         return PairRows(X)
 
 
-def run_on_pair(mechanism: PairMechanism, inputs: Any, pair: ScatterPair, accountant: Any,
+def run_on_pair(mechanism: PairMechanism, inputs: Any, pair: ScatterPair, accountant: Accountant | None,
                 random_state: Any) -> Any:
     """Run a solver on ``pair`` through the release template (check, plan, charge, draw, post-process)."""
     return run(mechanism, inputs, pair, RunSettings(accountant, random_state))

@@ -9,9 +9,6 @@ from typing import Any
 
 import dp_accounting
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import (
     CALIBRATION,
@@ -34,6 +31,7 @@ from .._estimators import (
     method_names,
     require,
 )
+from .._projection import Projection, _ReleasedProjection
 from .._public_basis import _lift_gep, project_for_fit
 from .._registry import Method, get_method, methods
 from .._validation import validated_data
@@ -62,7 +60,7 @@ class _ProbeAccountant(Accountant):
         raise _ReachedTheCharge
 
 
-class DPFisherDiscriminant(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DPEstimator):
+class DPFisherDiscriminant(_ReleasedProjection, _DPEstimator):
     """Differentially private Fisher discriminant analysis (dimension reduction).
 
     ``fit(X, y)`` releases, once, the second moment, the class sums and the class counts of the clipped
@@ -456,7 +454,7 @@ default="moments"
             return
 
     def _release(self, entry: Method, pair: Any, k: int, budget: PrivacyBudget | None = None,
-                 random_state: Any = None, accountant: Any = None) -> GEPResult:
+                 random_state: Any = None, accountant: Accountant | None = None) -> GEPResult:
         """The private solver of the registry entry on the pair (charges the ledger); ``budget``,
         ``random_state`` and ``accountant`` (after a label release, or a probe) replace the estimator's."""
         options: dict[str, Any] = dict(self.method_params or {})
@@ -537,18 +535,18 @@ default="moments"
             )
         return k
 
-    @property
-    def _n_features_out(self) -> int:
-        return self.n_components_
+    _fitted_attribute = "scalings_"
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` on the released directions: ``X @ scalings_``."""
-        check_is_fitted(self, "scalings_")
-        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                          reset=False)
-        if sp.issparse(X):
-            return np.asarray(X @ self.scalings_)
-        return np.asarray(X @ self.scalings_)
+    def _projection(self) -> Projection:
+        """``X @ scalings_``."""
+        return Projection(self.scalings_)
+
+    def transform(self, X: Any) -> Any:
+        """Project ``X`` on the released directions: ``X @ scalings_``.
+
+        A Dask array gives a Dask array (lazy: the projection of each block of rows).
+        """
+        return super().transform(X)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

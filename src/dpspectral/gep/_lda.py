@@ -6,15 +6,14 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, softmax
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
 from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, RELATION, _DPEstimator
+from .._projection import Projection, _ReleasedProjection
 from .._public_basis import project_for_fit
 from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport
@@ -25,8 +24,7 @@ from ._scatter import check_classes
 __all__ = ["DPLinearDiscriminantAnalysis"]
 
 
-class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassifierMixin, TransformerMixin,
-                                   _DPEstimator):
+class DPLinearDiscriminantAnalysis(_ReleasedProjection, LinearClassifierMixin, _DPEstimator):
     """Differentially private linear discriminant analysis (classifier and dimension reduction).
 
     ``fit(X, y)`` releases, ONCE, the second moment, the class sums and the class counts of the clipped
@@ -335,15 +333,18 @@ class DPLinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, LinearClassi
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    @property
-    def _n_features_out(self) -> int:
-        return self.n_components_
+    _fitted_attribute = "scalings_"
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` on the released Fisher directions: ``X @ scalings_``."""
-        check_is_fitted(self, "scalings_")
-        X = validated_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32), reset=False)
-        return np.asarray(X @ self.scalings_) if sp.issparse(X) else np.asarray(X @ self.scalings_)
+    def _projection(self) -> Projection:
+        """``X @ scalings_``."""
+        return Projection(self.scalings_)
+
+    def transform(self, X: Any) -> Any:
+        """Project ``X`` on the released Fisher directions: ``X @ scalings_``.
+
+        A Dask array gives a Dask array (lazy: the projection of each block of rows).
+        """
+        return super().transform(X)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

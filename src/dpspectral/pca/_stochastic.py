@@ -55,7 +55,7 @@ import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -96,6 +96,9 @@ from ..privacy._pipeline import (
     release,
     validate_rows,
 )
+
+if TYPE_CHECKING:
+    from ..privacy._noise_base import NoiseSource
 
 __all__ = ["dp_spca", "dp_vrpca"]
 
@@ -311,8 +314,9 @@ def _clip_diagnostics(run: _Run, clip: RowClipPlan | None) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None, accountant: Any,
-                     noise: Any, *, row_norm: float, on_norm_violation: NormViolation,
+def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None,
+                     accountant: Accountant | None, noise: NoiseSource, *, row_norm: float,
+                     on_norm_violation: NormViolation,
                      noise_per_clip2: float, powers: dict[str, int], clip_share: float | None, owner: str,
                      show_progress: bool | None) -> Iterator[_Run]:
     """Charge ``plan`` (stated at the bound C) and yield the run; with ``clip``, first release the norm

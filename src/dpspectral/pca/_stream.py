@@ -9,7 +9,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +30,9 @@ from .._validation import check_n_components
 from ..privacy._adaptive import RowClipPlan, release_row_clip
 from ..privacy._clipping import NormViolation, clip_rows
 from ..privacy._pipeline import StagedRelease
+
+if TYPE_CHECKING:
+    from ..privacy._noise_base import NoiseSource
 
 __all__ = ["BLOCK_FACTOR", "DEFAULT_N_BATCHES", "DEFAULT_WARMUP_FRACTION", "batch_sizes",
            "default_block_size", "minibatch_sensitivity", "noise_per_clip2", "smallest_n"]
@@ -288,7 +291,7 @@ def _validate_stream(source: _Source) -> int | None:
     return int(moments.n)
 
 
-def _adaptive_clip_stage(source: _Source, clip: RowClipPlan, staged: StagedRelease, noise: Any,
+def _adaptive_clip_stage(source: _Source, clip: RowClipPlan, staged: StagedRelease, noise: NoiseSource,
                          nu_of_n: Callable[[int], float]) -> tuple[_Source, float]:
     """Validation pass (a stream), the released norm histogram and clip r (stage one), and the source
     re-opened at r (rows clipped at r, never refused: they were checked at the bound).

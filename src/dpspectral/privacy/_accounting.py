@@ -72,7 +72,7 @@ AccountingMethod = Literal["auto", "gaussian", "pld", "rdp"]
 _METHODS = ("auto", "gaussian", "pld", "rdp")
 
 
-class _LeafAccountant(dp_accounting.PrivacyAccountant):
+class _LeafAccountant(dp_accounting.PrivacyAccountant):  # type: ignore[misc]  # an untyped base
     """An accountant that walks composed / self-composed events down to leaves it knows.
 
     Subclasses set ``_leaf_types``, implement :meth:`_init_state`, :meth:`_leaf` and ``get_epsilon``.
@@ -199,7 +199,7 @@ class PureDpAccountant(_LeafAccountant):
 _SAMPLED_CACHE: dict[tuple[Any, ...], float] = {}  # epsilon by (events' repr, delta, relation)
 
 
-class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):
+class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):  # type: ignore[misc]  # an untyped base
     """Gaussian and Poisson-sampled Gaussian events: the better of two sound upper bounds.
 
     * PLD (``dp_accounting``'s ``PLDAccountant`` on a ``1e-3`` grid, pessimistic, so sound), which
@@ -388,7 +388,7 @@ def compose(events: Iterable[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class ParallelDpEvent(dp_accounting.DpEvent):
+class ParallelDpEvent(dp_accounting.DpEvent):  # type: ignore[misc]  # an untyped base
     """Releases computed on disjoint, data-independently chosen sets of rows (parallel composition).
 
     Under replace-one neighbours with public positions, the changed row is in exactly one branch, so
@@ -402,7 +402,7 @@ class ParallelDpEvent(dp_accounting.DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
+class EpsilonDeltaDpEvent(dp_accounting.DpEvent):  # type: ignore[misc]  # an untyped base
     """A mechanism known only through an (epsilon, delta) guarantee (e.g. a thresholded histogram).
 
     Composed by basic composition with the rest: ``epsilon_of`` returns ``sum(epsilon_i) +

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dp_accounting
 import numpy as np
@@ -43,6 +43,10 @@ from ._budget import PrivacyBudget, Relation
 from ._gaussian import analytic_noise_multiplier
 from ._pipeline import NoisyRelease, ReleasePlan, StagedRelease
 from ._quantile import BALANCE_FACTOR, balanced_clip, bound_edges, histogram_sensitivity, norm_histogram
+
+if TYPE_CHECKING:
+    from ._accounting import Accountant
+    from ._noise_base import NoiseSource
 
 __all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "clip_from_counts", "clip_note",
            "plan_row_clip",
@@ -90,8 +94,8 @@ class RowClipPlan:
         """The plan of stage one (the histogram alone)."""
         return ReleasePlan(label, self.relation, (self.event,), (self.release,))
 
-    def staged(self, accountant: Any, label: str, method_events: tuple[dp_accounting.DpEvent, ...],
-               n_rows: int | None = None) -> StagedRelease:
+    def staged(self, accountant: Accountant | None, label: str,
+               method_events: tuple[dp_accounting.DpEvent, ...], n_rows: int | None = None) -> StagedRelease:
         """Both stages declared (and checked against the ceiling) before the first. ``n_rows``: the
         number of rows when known before the charge, for the report (:class:`StagedRelease`)."""
         return StagedRelease(accountant, self.relation, label, [(self.event,), tuple(method_events)],
@@ -108,7 +112,7 @@ def plan_row_clip(budget: PrivacyBudget, relation: Relation, row_norm: float,
                        NoisyRelease("norm_histogram", "gaussian", s_hist * sens, sens))
 
 
-def release_row_clip(X: Any, plan: RowClipPlan, staged: StagedRelease, noise: Any, *,
+def release_row_clip(X: Any, plan: RowClipPlan, staged: StagedRelease, noise: NoiseSource, *,
                      noise_per_clip2: float, d: int, n_public: int | None, owner: str,
                      center: np.ndarray | None = None, show_progress: bool | None = None,
                      counts: np.ndarray | None = None) -> float:

@@ -95,7 +95,7 @@ def gaussian_mu_lower_bound(t0: np.ndarray, t1: np.ndarray, alpha: float = 1e-3)
     pooled = (np.sum((t0 - t0.mean()) ** 2) + np.sum((t1 - t1.mean()) ** 2)) / dof
     sigma_hi = math.sqrt(pooled * dof / stats.chi2.ppf(alpha / 2, dof))
     diff_lo = diff - stats.norm.ppf(1 - alpha / 2) * sigma_hi * math.sqrt(1 / n0 + 1 / n1)
-    return max(0.0, diff_lo / sigma_hi)
+    return max(0.0, float(diff_lo / sigma_hi))
 
 
 def covariance_pair(relation: Relation | str, d: int = 2, row_norm: float = 1.0,

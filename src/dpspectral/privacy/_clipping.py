@@ -96,8 +96,10 @@ def row_norms(X: np.ndarray | sp.spmatrix | sp.sparray) -> np.ndarray:
     """Euclidean norm of each row (dense or sparse)."""
     if sp.issparse(X):
         Xs: Any = X
-        return np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+        norms: np.ndarray = np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
+        return norms
+    dense: np.ndarray = np.sqrt(np.einsum("ij,ij->i", X, X))
+    return dense
 
 
 #: :func:`scaled_row_norms` scales rows in pieces of about this many entries (2 MB of float64).
@@ -113,7 +115,7 @@ def scaled_row_norms(X: np.ndarray | sp.spmatrix | sp.sparray, scale: float = 1.
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=np.float64)
             Xs: Any = X * scale
-            norms = np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
+            norms: np.ndarray = np.sqrt(np.asarray(Xs.multiply(Xs).sum(axis=1)).ravel())
         elif scale == 1.0 and X.dtype == np.float64:
             norms = np.sqrt(np.einsum("ij,ij->i", X, X))
         else:

@@ -140,7 +140,7 @@ def _noise_of(random_state: Any, owner: str) -> NoiseSource:
     """The noise source behind ``random_state`` (a Generator is wrapped: it draws as it would unwrapped)."""
     if isinstance(random_state, Releaser):
         random_state.generator  # noqa: B018 - refuses a draw after the release block ended
-        return random_state.noise  # type: ignore[no-any-return]
+        return random_state.noise
     if isinstance(random_state, NoiseSource):
         return random_state
     if isinstance(random_state, np.random.Generator):

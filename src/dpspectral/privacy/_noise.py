@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import random
 import secrets
 from fractions import Fraction
 from typing import Any
@@ -100,10 +101,12 @@ class SeededNoise(NoiseSource):
             diagonal = np.diagonal(noise).copy()
             noise *= 1.0 / math.sqrt(2.0)
             np.fill_diagonal(noise, diagonal)
-        return matrix + noise
+        noisy: np.ndarray = matrix + noise
+        return noisy
 
     def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> np.ndarray:
-        return self.generator.normal(0.0, std, size=size)
+        draws: np.ndarray = self.generator.normal(0.0, std, size=size)
+        return draws
 
 
 # --- exact samplers (Canonne, Kamath and Steinke 2020), integers and OS entropy only ------------------
@@ -114,18 +117,18 @@ class SeededNoise(NoiseSource):
 _SYSTEM_BITS = secrets.SystemRandom()
 
 
-def _bernoulli(p: Fraction, bits: Any) -> bool:
+def _bernoulli(p: Fraction, bits: random.Random) -> bool:
     return bool(bits.randrange(p.denominator) < p.numerator)
 
 
-def _bernoulli_exp_at_most_one(gamma: Fraction, bits: Any) -> bool:
+def _bernoulli_exp_at_most_one(gamma: Fraction, bits: random.Random) -> bool:
     k = 1
     while _bernoulli(gamma / k, bits):
         k += 1
     return k % 2 == 1
 
 
-def _bernoulli_exp(gamma: Fraction, bits: Any) -> bool:
+def _bernoulli_exp(gamma: Fraction, bits: random.Random) -> bool:
     """Exact Bernoulli(exp(-gamma)) for rational gamma >= 0 (CKS20 Algorithm 1)."""
     while gamma > 1:
         if not _bernoulli_exp_at_most_one(Fraction(1), bits):
@@ -134,7 +137,7 @@ def _bernoulli_exp(gamma: Fraction, bits: Any) -> bool:
     return _bernoulli_exp_at_most_one(gamma, bits)
 
 
-def discrete_laplace(scale: Fraction, bits: Any = _SYSTEM_BITS) -> int:
+def discrete_laplace(scale: Fraction, bits: random.Random = _SYSTEM_BITS) -> int:
     """One exact draw with ``P(x) ~ exp(-|x| / scale)`` on the integers (CKS20 Algorithm 2).
 
     ``bits`` supplies ``randrange(n)`` and ``getrandbits(1)``: the OS CSPRNG by default.
@@ -154,7 +157,7 @@ def discrete_laplace(scale: Fraction, bits: Any = _SYSTEM_BITS) -> int:
         return -y if negative else y
 
 
-def discrete_gaussian(sigma: Fraction, bits: Any = _SYSTEM_BITS) -> int:
+def discrete_gaussian(sigma: Fraction, bits: random.Random = _SYSTEM_BITS) -> int:
     """One exact draw with ``P(x) ~ exp(-x^2 / (2 sigma^2))`` on the integers (CKS20 Algorithm 3).
 
     ``bits`` supplies ``randrange(n)`` and ``getrandbits(1)``: the OS CSPRNG by default.
@@ -173,8 +176,8 @@ class SecureNoise(NoiseSource):
 
     name = "secure"
 
-    def __init__(self, bits: Any = None) -> None:
-        self.bits = _SYSTEM_BITS if bits is None else bits
+    def __init__(self, bits: random.Random | None = None) -> None:
+        self.bits: random.Random = _SYSTEM_BITS if bits is None else bits
         self.generator = np.random.default_rng(secrets.randbits(128))
 
     @staticmethod

@@ -46,7 +46,7 @@ import numbers
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -65,6 +65,10 @@ from .._rows import (
 )
 from ._budget import Relation
 from ._clipping import clip_threshold, norm_scale, scaled_row_norms
+
+if TYPE_CHECKING:
+    from ._accounting import Accountant
+    from ._noise_base import NoiseSource
 
 __all__ = [
     "NoisyRelease",
@@ -205,7 +209,7 @@ def _validate_block(
 
 @contextlib.contextmanager
 def charge(
-    accountant: Any,
+    accountant: Accountant | None,
     events: Sequence[dp_accounting.DpEvent],
     relation: Relation,
     label: str,
@@ -319,7 +323,7 @@ class Releaser:
     before the charge or after the block ends.
     """
 
-    def __init__(self, plan: ReleasePlan, noise: Any) -> None:
+    def __init__(self, plan: ReleasePlan, noise: NoiseSource) -> None:
         self.plan = plan
         self.noise = noise
         self._open = True
@@ -334,7 +338,7 @@ class Releaser:
         return self.plan[name]
 
     @classmethod
-    def of_charged_plan(cls, plan: ReleasePlan, noise: Any) -> Releaser:
+    def of_charged_plan(cls, plan: ReleasePlan, noise: NoiseSource) -> Releaser:
         """A releaser for a plan already charged by :func:`release` (continual release).
 
         For a mechanism that charges the releases of its whole horizon once, at creation, and draws
@@ -354,11 +358,13 @@ class Releaser:
 
     def normal(self, loc: float, scale: float, size: Any) -> np.ndarray:
         """Normal draws ``N(loc, scale^2)`` of shape ``size`` from the secret generator."""
-        return self.generator.normal(loc, scale, size=size)
+        draws: np.ndarray = self.generator.normal(loc, scale, size=size)
+        return draws
 
     def standard_normal(self, size: Any) -> np.ndarray:
         """Standard normal draws of shape ``size`` (a random start, a secret sketch)."""
-        return self.generator.standard_normal(size)
+        draws: np.ndarray = self.generator.standard_normal(size)
+        return draws
 
     def permutation(self, n: int) -> np.ndarray:
         """A uniformly random permutation of ``range(n)`` (a secret order of the rows)."""
@@ -370,11 +376,13 @@ class Releaser:
 
     def gumbel(self, loc: float, scale: float, size: Any) -> np.ndarray:
         """Gumbel draws of location ``loc`` and scale ``scale``, shape ``size`` (report-noisy-max)."""
-        return self.generator.gumbel(loc, scale, size=size)
+        draws: np.ndarray = self.generator.gumbel(loc, scale, size=size)
+        return draws
 
     def random(self, size: Any) -> np.ndarray:
         """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
-        return self.generator.random(size)
+        draws: np.ndarray = self.generator.random(size)
+        return draws
 
     @contextlib.contextmanager
     def independent(self) -> Iterator[Releaser]:
@@ -523,7 +531,8 @@ class Releaser:
         )
 
 
-def precheck(accountant: Any, events: Sequence[dp_accounting.DpEvent], relation: Relation) -> None:
+def precheck(accountant: Accountant | None, events: Sequence[dp_accounting.DpEvent],
+             relation: Relation) -> None:
     """Refuse now (nothing read, nothing recorded) if ``events`` would exceed the ceiling.
 
     For a mechanism whose plan needs a fact learnt while reading (``n`` of a stream): it checks the
@@ -548,7 +557,7 @@ def _check_secure_plan(plan: ReleasePlan) -> None:
 
 
 @contextlib.contextmanager
-def release(plan: ReleasePlan, accountant: Any, noise: Any, *,
+def release(plan: ReleasePlan, accountant: Accountant | None, noise: NoiseSource, *,
             n_rows: int | None = None) -> Iterator[Releaser]:
     """Charge ``plan`` to ``accountant``, then hand the mechanism its noise (a :class:`Releaser`).
 
@@ -576,8 +585,8 @@ def read_then_release(
     X: Any,
     read: Callable[[Any], Any],
     plan_for: Callable[[int | None, int | None], ReleasePlan],
-    accountant: Any,
-    noise: Any,
+    accountant: Accountant | None,
+    noise: NoiseSource,
     *,
     owner: str,
 ) -> Iterator[tuple[Any, Releaser]]:
@@ -618,7 +627,7 @@ class StagedRelease:
     noise-to-sensitivity ratio the events record); its events must equal the declared ones.
     """
 
-    def __init__(self, accountant: Any, relation: Relation, label: str,
+    def __init__(self, accountant: Accountant | None, relation: Relation, label: str,
                  stage_events: Sequence[Sequence[dp_accounting.DpEvent]], *,
                  n_rows: int | None = None) -> None:
         self.accountant = accountant
@@ -630,7 +639,7 @@ class StagedRelease:
         precheck(accountant, [e for ev in self.stage_events for e in ev], relation)
 
     @contextlib.contextmanager
-    def stage(self, plan: ReleasePlan, noise: Any) -> Iterator[Releaser]:
+    def stage(self, plan: ReleasePlan, noise: NoiseSource) -> Iterator[Releaser]:
         """Release the next stage (in order) with ``plan``, whose events must be the declared ones."""
         if self._next >= len(self.stage_events):
             raise RuntimeError(f"{self.label}: all {len(self.stage_events)} declared stages were released.")

@@ -44,11 +44,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._rows import is_one_shot
 from ._noise import noise_source
 from ._pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release, release
+
+if TYPE_CHECKING:
+    from ._accounting import Accountant
+    from ._noise_base import NoiseSource
 
 __all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
            "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
@@ -73,7 +77,7 @@ class RunSettings:
         Progress bar over blocks.
     """
 
-    accountant: Any = None
+    accountant: Accountant | None = None
     random_state: Any = None
     accounting: str = "auto"
     show_progress: bool | None = None
@@ -131,7 +135,7 @@ class Released(dict[str, Any]):
     plan: ReleasePlan
     releaser: Releaser
     rows: Any
-    noise: Any
+    noise: NoiseSource
 
     @property
     def continuation(self) -> Any:
@@ -306,8 +310,8 @@ def run(mechanism: Mechanism[Inputs, Result], inputs: Inputs, X: Any, settings: 
     return mechanism.post_process(checked, released.rows, released, report)
 
 
-def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: RunSettings, noise: Any,
-                released: Released) -> ReleasePlan:
+def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: RunSettings,
+                noise: NoiseSource, released: Released) -> ReleasePlan:
     """One charge: read then charge, or (a one-shot stream) charge then read."""
     def plan_for(n: int | None, d: int | None) -> ReleasePlan:
         plan = mechanism.plan(checked, n, d)
@@ -327,7 +331,7 @@ def _one_charge(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: 
     return released.plan
 
 
-def _staged(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: RunSettings, noise: Any,
+def _staged(mechanism: Mechanism[Any, Any], checked: Any, X: Any, settings: RunSettings, noise: NoiseSource,
             released: Released) -> ReleasePlan:
     """Several charges: the rows are read (and validated) first, every stage's cost checked up front."""
     rows = mechanism.read(checked, X)
