@@ -196,25 +196,61 @@ def test_bad_basis_is_refused_before_any_charge(case):
     assert acc.entries == () and acc.spent()[0] == 0
 
 
-def test_auto_atoms_with_a_private_n_is_refused_before_any_charge():
+def test_auto_atoms_under_add_remove_release_a_noisy_count_in_the_same_report():
     acc = Accountant(10.0, 1e-3)
-    with pytest.raises(ValueError, match="add/remove.*n_atoms"):
-        DPPCA(3, **PRIV, relation="add_remove", accountant=acc, public_basis=("dct2", (8, 8))).fit(_images())
-    assert acc.entries == ()
-    fixed = DPPCA(3, **PRIV, relation="add_remove", accountant=acc, public_basis=("dct2", (8, 8), 16))
-    assert fixed.fit(_images()).components_.shape == (3, 64)  # a given d' is fine under add/remove
+    pca = DPPCA(3, **PRIV, relation="add_remove", accountant=acc, random_state=0,
+                public_basis=("dct2", (8, 8))).fit(_images())
+    assert pca.components_.shape == (3, 64)
+    report = pca.privacy_
+    assert report.certified and report.epsilon <= 1.0 + 1e-9 and report.relation.value == "add_remove"
+    # the count: one Gaussian of multiplier s / sqrt(0.02), first in the report and the ledger
+    s = analytic_noise_multiplier(1.0, 1e-6)
+    first = report.events[0]
+    assert type(first).__name__ == "GaussianDpEvent"
+    assert first.noise_multiplier == pytest.approx(s / np.sqrt(0.02), rel=1e-6)
+    assert any("noisy count" in note and "add/remove" in note for note in report.notes)
+    assert "GaussianDpEvent" in repr(acc.entries[0].event)
+    # pure epsilon: its rule does not read n, so nothing is counted
+    res = with_public_basis("ppca", PublicBasis.dct2((8, 8)))(
+        _images(), 2, epsilon=1.0, row_norm=1.0, relation="add_remove", random_state=0)
+    assert not any(type(e).__name__ == "GaussianDpEvent" for e in res.privacy.events)
+    assert res.diagnostics["public_basis"]["n_atoms"] == PURE_EPSILON_ATOMS
+
+
+@pytest.mark.parametrize("bad", ["nan", "k", "option", "norm", "one_shot"])
+def test_auto_atoms_under_add_remove_charge_nothing_on_bad_input(bad):
+    acc = Accountant(10.0, 1e-3)
+    X = _images()
+    kw = dict(PRIV, relation="add_remove", accountant=acc, random_state=0)
+    k = 3
+    if bad == "nan":
+        X = X.copy()
+        X[3, 4] = np.nan
+    elif bad == "k":
+        k = 65
+    elif bad == "option":
+        kw["noise_shape"] = "nonsense"
+    elif bad == "norm":
+        X = X * 3.0
+        kw["on_norm_violation"] = "raise"
+    elif bad == "one_shot":
+        X = iter([X[:400], X[400:]])
+    with pytest.raises(ValueError):
+        with_public_basis("analyze_gauss", PublicBasis.dct2((8, 8)))(X, k, **kw)
+    assert acc.entries == () and acc.spent()[0] == 0
 
 
 # -- neighbour invariance ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
-def test_what_is_released_in_a_basis_depends_on_public_inputs_only(relation):
+@pytest.mark.parametrize("atoms", [20, "auto"])
+def test_what_is_released_in_a_basis_depends_on_public_inputs_only(relation, atoms):
     X = _images(400)
     neighbour = X.copy()
     neighbour[5] = -X[5] / 2  # replace one row
     if relation == "add_remove":
         neighbour = X[:-1]
-    basis = ("dct2", (8, 8)) if relation == "replace_one" else ("dct2", (8, 8), 20)
+    basis = ("dct2", (8, 8), atoms)
 
     def call(data):
         return lambda acc: with_public_basis("analyze_gauss", basis)(
@@ -223,7 +259,12 @@ def test_what_is_released_in_a_basis_depends_on_public_inputs_only(relation):
     a, b = observe(call(X)), observe(call(neighbour))
     assert not a.raised, a.error
     released = {"components", "values", "total", "mean", "diagnostics.released_total_in_basis"}
-    assert_same_public_view(a, b, released | ({"n_samples"} if relation == "add_remove" else set()))
+    if relation == "add_remove":
+        released |= {"n_samples"}
+        if atoms == "auto":  # d' is chosen from the released noisy count, named in the rule and the note
+            released |= {"diagnostics.public_basis.n_atoms", "diagnostics.public_basis.n_atoms_rule",
+                         "privacy.notes"}
+    assert_same_public_view(a, b, released)
 
 
 # -- utility on MNIST --------------------------------------------------------------------------------------
