@@ -12,6 +12,7 @@ from _neighbours import assert_same_public_view, observe
 from dpspectral import (
     DPPCA,
     Accountant,
+    BudgetExceededError,
     DistributedDPPCA,
     DPLinearDiscriminantAnalysis,
     PublicBasis,
@@ -238,6 +239,37 @@ def test_auto_atoms_under_add_remove_charge_nothing_on_bad_input(bad):
     with pytest.raises(ValueError):
         with_public_basis("analyze_gauss", PublicBasis.dct2((8, 8)))(X, k, **kw)
     assert acc.entries == () and acc.spent()[0] == 0
+
+
+def test_auto_atoms_under_add_remove_refused_by_the_ledger_before_the_count():
+    small = Accountant(0.5, 1e-3)  # the count fits, the method's reserved share does not
+    with pytest.raises(BudgetExceededError):
+        with_public_basis("analyze_gauss", PublicBasis.dct2((8, 8)))(
+            _images(), 3, **PRIV, relation="add_remove", accountant=small, random_state=0)
+    assert small.entries == ()
+
+
+def test_the_row_count_has_the_planned_gaussian_noise():
+    """The count stage alone, 400 seeds: the noisy counts' sample variance against the planned
+    ``s_count^2`` (chi-square with 399 degrees of freedom, two-sided at 1e-4: false-positive rate 1e-4)
+    and their mean within 4.5 standard errors of n (false-positive rate below 1e-5)."""
+    from scipy import stats
+
+    from dpspectral._basis_count import CountRows, RowCount, plan_count
+    from dpspectral.privacy._budget import PrivacyBudget, Relation
+    from dpspectral.privacy._template import RunSettings, run
+
+    count = plan_count(PrivacyBudget(1.0, 1e-6), Relation.ADD_REMOVE)
+    s = analytic_noise_multiplier(1.0, 1e-6)
+    assert count.scale == pytest.approx(s / np.sqrt(0.02), rel=1e-9)
+    assert 1.0 / count.scale**2 + 1.0 / count.rest_multiplier**2 == pytest.approx(1.0 / s**2, rel=1e-9)
+    rows = CountRows(1234, 64)
+    noisy = np.array([run(RowCount("count", (), rows), count, None, RunSettings(None, seed))[0]
+                      for seed in range(400)])
+    dof = noisy.size - 1
+    stat = dof * noisy.var(ddof=1) / count.scale**2
+    assert stats.chi2.ppf(5e-5, dof) < stat < stats.chi2.ppf(1 - 5e-5, dof), stat
+    assert abs(noisy.mean() - 1234) < 4.5 * count.scale / np.sqrt(noisy.size)
 
 
 # -- neighbour invariance ----------------------------------------------------------------------------------
