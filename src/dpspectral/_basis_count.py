@@ -3,12 +3,11 @@
 Under add/remove neighbours n is private, so the rule of :func:`dpspectral._public_basis.choose_n_atoms`
 cannot read it. With ``n_atoms="auto"`` the run then has two stages, both in one privacy report:
 
-1. **the count**: n with noise, from a stated share :data:`COUNT_SHARE` of the budget. (epsilon,
-   delta)-DP: a Gaussian of multiplier ``s / sqrt(share)``, ``s`` the analytic Gaussian multiplier of the
-   whole budget, the method calibrated to the multiplier ``s / sqrt(1 - share)`` left (Gaussian
-   releases compose exactly to ``s``); pure epsilon: Laplace with ``share * epsilon``, the method
-   given ``(1 - share) * epsilon`` (basic composition). The count moves by 1 when a row is added or
-   removed: L2 and L1 sensitivity 1.
+1. **the count**: n with Gaussian noise of multiplier ``s / sqrt(share)`` (:data:`COUNT_SHARE` of
+   ``1 / s^2``), ``s`` the analytic Gaussian multiplier of the whole (epsilon, delta); the method is
+   calibrated to the multiplier ``s / sqrt(1 - share)`` left (Gaussian releases compose exactly to
+   ``s``). The count moves by 1 when a row is added or removed: L2 sensitivity 1. (Pure epsilon-DP
+   needs no count: its rule for d' does not read n.)
 2. **the method**, inside the basis whose d' is chosen from the noisy count (post-processing), with the
    next draws of the same seeded noise stream.
 
@@ -46,26 +45,23 @@ class CountRelease:
 
     relation: Relation
     budget: PrivacyBudget
-    kind: Literal["gaussian", "laplace"]
+    kind: Literal["gaussian"]
     scale: float
     rest: PrivacyBudget  # the (epsilon, delta) the method is calibrated to
     share: float = COUNT_SHARE
-    rest_multiplier: float = 0.0  # the Gaussian multiplier left to the method (0 under pure epsilon)
+    rest_multiplier: float = 0.0  # the Gaussian multiplier left to the method
 
     @property
     def events(self) -> tuple[dp_accounting.DpEvent, ...]:
-        if self.kind == "laplace":
-            return (dp_accounting.LaplaceDpEvent(self.scale),)
-        return (dp_accounting.GaussianDpEvent(self.scale),)
+        return (dp_accounting.GaussianDpEvent(self.scale),)  # sensitivity 1: the scale is the multiplier
 
     def plan(self, label: str) -> ReleasePlan:
         release = NoisyRelease(ROW_COUNT, self.kind, self.scale, 1.0)
         return ReleasePlan(label, self.relation, self.events, (release,))
 
     def note(self) -> str:
-        noise = (f"Gaussian noise of standard deviation {self.scale:.4g}" if self.kind == "gaussian" else
-                 f"Laplace noise of scale {self.scale:.4g}")
-        return (f"n_atoms='auto' under add/remove neighbours: the number of rows was released with {noise} "
+        return (f"n_atoms='auto' under add/remove neighbours: the number of rows was released with Gaussian "
+                f"noise of standard deviation {self.scale:.4g} "
                 f"(share {self.share:g} of the budget; sensitivity 1) and d' chosen from that noisy count; "
                 f"the method ran at (epsilon, delta) = ({self.rest.epsilon:.4g}, {self.rest.delta:.3g}).")
 
@@ -74,10 +70,8 @@ def plan_count(budget: PrivacyBudget, relation: Relation, share: float = COUNT_S
     """The count stage for a run of ``budget`` (module docstring)."""
     from .privacy._accounting import epsilon_of
 
-    if budget.delta == 0:
-        eps_c = share * budget.epsilon
-        return CountRelease(relation, budget, "laplace", 1.0 / eps_c,
-                            PrivacyBudget((1.0 - share) * budget.epsilon, 0.0), share)
+    if budget.delta <= 0:
+        raise ValueError("A count of the rows for a public basis is planned for (epsilon, delta)-DP only.")
     s = analytic_noise_multiplier(budget.epsilon, budget.delta)
     s_count, s_rest = split_noise_multiplier(s, [share, 1.0 - share])
     eps = epsilon_of(dp_accounting.GaussianDpEvent(s_rest), budget.delta, relation=relation,

@@ -550,8 +550,10 @@ def _run_with_count(function: Callable[..., Any], basis: PublicBasis, X: Any, k:
     (:mod:`dpspectral._basis_count`); one privacy report for both. Refusals charge nothing."""
     import warnings
 
+    import dp_accounting
+
     from ._basis_count import ProbeAccountant, ReachedTheCharge, RowCount, count_rows, plan_count
-    from .privacy._accounting import EpsilonDeltaDpEvent, certify_release
+    from .privacy._accounting import certify_release
     from .privacy._budget import PrivacyBudget
     from .privacy._guardrails import PrivacyParameterWarning
     from .privacy._template import RunSettings
@@ -583,8 +585,7 @@ def _run_with_count(function: Callable[..., Any], basis: PublicBasis, X: Any, k:
         pass
     row_norm = kwargs.get("row_norm") if kwargs.get("on_norm_violation") == "raise" else None
     rows = count_rows(X, widest.matrix, row_norm, owner)  # every row read and checked, before the charge
-    cost = ((EpsilonDeltaDpEvent(count.rest.epsilon, 0.0),) if count.kind == "laplace" else
-            (dp_gaussian(count),))
+    cost = (dp_accounting.GaussianDpEvent(count.rest_multiplier),)  # the method's, checked up front
     with warnings.catch_warnings():  # the count's report alone: the combined one below warns
         warnings.simplefilter("ignore", PrivacyParameterWarning)
         noisy, stream = run_mechanism(RowCount(owner, cost, rows), count, X,
@@ -593,7 +594,7 @@ def _run_with_count(function: Callable[..., Any], basis: PublicBasis, X: Any, k:
     d_prime, why = choose_n_atoms(n_features=int(d), epsilon=count.rest.epsilon, delta=count.rest.delta,
                                   k=int(k), n_samples=n_released, available=basis.available)
     why = why.replace(f"n = {int(n_released)} (public)",
-                      f"n = {n_released:.0f} (a noisy count: n is private under add/remove)")
+                      f"n = {int(n_released)} (a noisy count: n is private under add/remove)")
     resolved = ResolvedBasis(basis, np.ascontiguousarray(widest.matrix[:, :d_prime]), why)
     resolved.matrix.setflags(write=False)
     rest["random_state"] = stream
@@ -610,9 +611,3 @@ def _run_with_count(function: Callable[..., Any], basis: PublicBasis, X: Any, k:
         result = dataclasses.replace(result, privacy=privacy)
     return _lift_subspace(result, resolved)
 
-
-def dp_gaussian(count: Any) -> Any:
-    """The stand-in for the method's cost after a Gaussian count: one Gaussian of the multiplier left."""
-    import dp_accounting
-
-    return dp_accounting.GaussianDpEvent(count.rest_multiplier)
