@@ -47,7 +47,7 @@ ORTHONORMAL_TOL = 1e-6
 #: d' under pure epsilon-DP (delta = 0): a fixed middle-sized basis that does not read n (the
 #: exponential mechanism has no Gaussian multiplier for the approximate-DP rule, and its captured
 #: energy is flat in d' over 24-100 atoms); ``ppca`` inside 64 DCT atoms captures 0.88 / 0.93 of all
-#: of MNIST's top-10 energy at epsilon 1 / 4, within 0.04 of the best d' at every n and epsilon
+#: of MNIST's top-10 energy at epsilon 1 / 4, within 0.06 of the best d' at every n and epsilon
 #: measured (``docs/public-basis.md``, "Pure epsilon").
 PURE_EPSILON_ATOMS = 64
 #: Fewest atoms the approximate-DP rule chooses (and at least k).
