@@ -49,7 +49,7 @@ from ._constraints import (
 from ._device_stream import DEVICE, stream_to_device
 from ._linalg import UnresolvedVarianceWarning, released_variances
 from ._projection import Projection, _ReleasedSubspace
-from ._public_basis import PublicBasis, as_public_basis, resolve_for, with_public_basis
+from ._public_basis import PublicBasis, as_public_basis, counts_rows, resolve_for, with_public_basis
 from ._registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
 from ._rows import is_dask_array, is_one_shot, n_features_of
 from ._validation import check_choice, check_n_components, validated_data
@@ -346,7 +346,8 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         and the fitted components and mean are lifted back (``B V``, ``B mu``): with few rows or a small
         epsilon this keeps the noise of a d'-dimensional problem (MNIST, 1,000 rows, epsilon 0.5: 0.71
         of the top-10 energy against 0.43). ``n_atoms="auto"`` chooses d' from public facts
-        (:func:`dpspectral._public_basis.choose_n_atoms`; n must be public: replace-one). The privacy
+        (:func:`dpspectral._public_basis.choose_n_atoms`; under add/remove neighbours, where n is
+        private, from a noisy count of the rows that spends 2 % of the budget). The privacy
         report notes the basis and d'; ``explained_variance_ratio_`` is then a share of the released
         energy INSIDE the basis (what lies outside it is not released). ``docs/public-basis.md``.
 
@@ -682,7 +683,11 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                 ensure_all_finite=False, copy=False, reset=True,
             )
         basis = self._resolve_basis(X, budget, relation, method)
-        k = self._n_components_for(n_features_of(X) if basis is None else basis.n_atoms)
+        d_fit = n_features_of(X)
+        if basis is not None:  # d' (or, chosen in the fit from a noisy count, at most the atoms there are)
+            d_fit = basis.n_atoms if isinstance(basis.n_atoms, int) else min(
+                int(basis.available or d_fit or 0), int(d_fit or 0))
+        k = self._n_components_for(d_fit)
         centering, uncentred = self.centering, None
         if _asks_private_centre(centering):
             why = _why_uncentred(method, self.calibration_, X)
@@ -729,8 +734,13 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         k = self.n_components if isinstance(self.n_components, numbers.Integral) else 1
         options = {"epsilon": budget.epsilon, "delta": budget.delta, "relation": relation,
                    **(self.method_params or {})}
-        return resolve_for(as_public_basis(self.public_basis, owner), X, int(k), options, owner,
-                           pure=not method.needs_delta)
+        public = as_public_basis(self.public_basis, owner)
+        if counts_rows(public, options, pure=not method.needs_delta):  # d' from a noisy count, in the fit
+            d = n_features_of(X)
+            if d is not None:
+                public.check_features(int(d), owner)
+            return public
+        return resolve_for(public, X, int(k), options, owner, pure=not method.needs_delta)
 
     def _fit_on_device(self, X: Any) -> bool:
         """Whether ``X`` is fitted in its own array namespace (array API dispatch; refusals first)."""

@@ -19,7 +19,9 @@ releases the projected rows exactly as it would any rows, so its sensitivity, ev
 are those of the method on ``d'`` features. An orthonormal ``B`` never lengthens a row
 (``||B^T x|| <= ||x||``), so a ``row_norm`` that bounds the original rows bounds the projected ones.
 The number of atoms ``d'`` is chosen from public facts only (:func:`choose_n_atoms`): n where it is
-public (replace-one neighbours), epsilon, delta and k. The lift is post-processing.
+public (replace-one neighbours), epsilon, delta and k; under add/remove neighbours from a noisy count
+of the rows released first, in the same privacy report (:mod:`dpspectral._basis_count`). The lift is
+post-processing.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ __all__ = ["ORTHONORMAL_TOL", "PURE_EPSILON_ATOMS", "PublicBasis", "choose_n_ato
 #: Largest entry of ``|B^T B - I|`` accepted as orthonormal. Over it the lifted components are not
 #: orthonormal to the precision the results state; a float32 matrix of orthonormal columns passes.
 ORTHONORMAL_TOL = 1e-6
-#: d' under pure epsilon-DP (delta = 0): a fixed middle-sized basis (the exponential mechanism has no
-#: Gaussian multiplier for the approximate-DP rule); ``ppca`` inside 64 DCT atoms captures 0.57-0.63 of
-#: MNIST's top-10 energy (500-2,000 rows, epsilon 0.5-1) against 0.01-0.02 in 784 pixels
-#: (``docs/public-basis.md``).
+#: d' under pure epsilon-DP (delta = 0): a fixed middle-sized basis that does not read n (the
+#: exponential mechanism has no Gaussian multiplier for the approximate-DP rule, and its captured
+#: energy is flat in d' over 24-100 atoms); ``ppca`` inside 64 DCT atoms captures 0.88 / 0.93 of all
+#: of MNIST's top-10 energy at epsilon 1 / 4, within 0.06 of the best d' at every n and epsilon
+#: measured (``docs/public-basis.md``, "Pure epsilon").
 PURE_EPSILON_ATOMS = 64
 #: Fewest atoms the approximate-DP rule chooses (and at least k).
 MIN_ATOMS = 12
@@ -111,7 +114,9 @@ def choose_n_atoms(*, n_features: int, epsilon: float, delta: float, k: int,
       adds noise along atoms holding little energy, one too small loses the energy outside it.
     * pure epsilon-DP (delta = 0): :data:`PURE_EPSILON_ATOMS` (64; at least k), measured.
     * add/remove neighbours: n is private, and an approximate-DP rule that read it would leak it, so
-      this refuses and asks for ``n_atoms`` (pure epsilon needs no n and is not refused).
+      this function refuses (pure epsilon needs no n and is not refused); :func:`with_public_basis`
+      and ``DPPCA`` then release a noisy count of the rows first (:mod:`dpspectral._basis_count`) and
+      pass it here as ``n_samples`` (post-processing).
 
     ``available`` caps d' (a basis with fewer atoms than d). Raises ``ValueError`` before anything is
     charged.
@@ -520,8 +525,89 @@ def with_public_basis(method: Any, basis: Any) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def run(X: Any, k: int, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(public, PublicBasis) and counts_rows(public, kwargs, pure):
+            return _run_with_count(function, public, X, k, args, kwargs, owner)
         resolved = _resolved(public, X, k, kwargs, owner, pure)
         _public_centre(kwargs, resolved)
         return _lift_subspace(function(resolved.project(X), k, *args, **kwargs), resolved)
 
     return run
+
+
+def counts_rows(basis: PublicBasis | ResolvedBasis, options: dict[str, Any], pure: bool = False) -> bool:
+    """Whether d' must come from a privately released count: ``"auto"`` under add/remove neighbours for
+    (epsilon, delta)-DP (the pure-epsilon rule does not read n)."""
+    if isinstance(basis, ResolvedBasis) or basis.n_atoms != "auto" or options.get("relation") is None:
+        return False
+    if pure or options.get("epsilon") is None or options.get("delta") is None or options["delta"] == 0:
+        return False
+    return as_relation(options["relation"], owner="public_basis") is Relation.ADD_REMOVE
+
+
+def _run_with_count(function: Callable[..., Any], basis: PublicBasis, X: Any, k: int, args: tuple[Any, ...],
+                    kwargs: dict[str, Any], owner: str) -> Any:
+    """``n_atoms="auto"`` under add/remove: a noisy count of the rows first, d' from it, then the method
+    (:mod:`dpspectral._basis_count`); one privacy report for both. Refusals charge nothing."""
+    import warnings
+
+    import dp_accounting
+
+    from ._basis_count import ProbeAccountant, ReachedTheCharge, RowCount, count_rows, plan_count
+    from .privacy._accounting import certify_release
+    from .privacy._budget import PrivacyBudget
+    from .privacy._guardrails import PrivacyParameterWarning
+    from .privacy._template import RunSettings
+    from .privacy._template import run as run_mechanism
+
+    epsilon, delta = kwargs["epsilon"], kwargs["delta"]
+    if is_one_shot(X):
+        raise ValueError(f"{owner}: n_atoms='auto' under add/remove neighbours releases a count of the rows "
+                         "first and then reads them again, which a one-shot stream cannot do. Give the "
+                         "number of atoms, or a list of blocks. Nothing was charged.")
+    budget = PrivacyBudget(float(epsilon), float(delta))
+    relation = as_relation(kwargs["relation"], owner=owner)
+    d = n_features_of(X)
+    if d is None and isinstance(X, (list, tuple)) and X:
+        d = int(X[0].shape[1])
+    if d is None:
+        raise ValueError(f"{owner}: the number of features must be known. Nothing was charged.")
+    cap = min(basis.available or int(d), int(d))
+    widest = PublicBasis(basis.kind, cap, basis.shape, basis._atoms).resolve(
+        n_features=int(d), epsilon=1.0, delta=0.0, k=int(k), n_samples=None, owner=owner)
+    count = plan_count(budget, relation)
+    rest = dict(kwargs, epsilon=count.rest.epsilon, delta=count.rest.delta)
+    probe = dict(rest, accountant=ProbeAccountant(),
+                 random_state="secure" if kwargs.get("random_state") == "secure" else 0)
+    _public_centre(probe, widest)
+    try:  # the method's own refusals (options, k, the plan), stopped at its charge: nothing drawn
+        function(widest.project(X), k, *args, **probe)
+    except ReachedTheCharge:
+        pass
+    row_norm = kwargs.get("row_norm") if kwargs.get("on_norm_violation") == "raise" else None
+    rows = count_rows(X, widest.matrix, row_norm, owner)  # every row read and checked, before the charge
+    cost = (dp_accounting.GaussianDpEvent(count.rest_multiplier),)  # the method's, checked up front
+    with warnings.catch_warnings():  # the count's report alone: the combined one below warns
+        warnings.simplefilter("ignore", PrivacyParameterWarning)
+        noisy, stream = run_mechanism(RowCount(owner, cost, rows), count, X,
+                                      RunSettings(kwargs.get("accountant"), kwargs.get("random_state")))
+    n_released = max(float(noisy), 1.0)
+    d_prime, why = choose_n_atoms(n_features=int(d), epsilon=count.rest.epsilon, delta=count.rest.delta,
+                                  k=int(k), n_samples=n_released, available=basis.available)
+    why = why.replace(f"n = {int(n_released)} (public)",
+                      f"n = {int(n_released)} (a noisy count: n is private under add/remove)")
+    resolved = ResolvedBasis(basis, np.ascontiguousarray(widest.matrix[:, :d_prime]), why)
+    resolved.matrix.setflags(write=False)
+    rest["random_state"] = stream
+    _public_centre(rest, resolved)
+    with warnings.catch_warnings():  # the method's share of the budget: the report below warns once
+        warnings.simplefilter("ignore", PrivacyParameterWarning)
+        result = function(resolved.project(X), k, *args, **rest)
+    privacy = result.privacy
+    if privacy is not None:
+        privacy = certify_release([*count.events, *privacy.events], mechanism=privacy.mechanism,
+                                  budget=budget, relation=relation, calibration=privacy.calibration,
+                                  noise_source=privacy.noise_source, notes=(*privacy.notes, count.note()),
+                                  stacklevel=4)
+        result = dataclasses.replace(result, privacy=privacy)
+    return _lift_subspace(result, resolved)
+

@@ -645,7 +645,9 @@ def choose_method(*, relation: Relation | str | None = None, delta: float | None
 
     With ``public_basis=True`` the release runs in the basis's ``d'`` dimensions, so the size of a
     ``d x d`` matrix does not matter (rule 3 is skipped) and the reason says so: ``ppca`` (pure
-    epsilon) or ``analyze_gauss`` inside the basis (docs/public-basis.md).
+    epsilon) or ``analyze_gauss`` inside the basis (docs/public-basis.md). Under pure epsilon ``ppca``
+    is chosen inside a basis too: on all of MNIST inside 32-150 DCT atoms ``exponential_pca`` is within
+    0.005 of it and never above it.
 
     Parameters
     ----------
