@@ -1337,3 +1337,13 @@ def test_classic_noise_multiplier_refuses_a_bad_epsilon_with_its_table_message()
             f"The 'epsilon' parameter of classic_noise_multiplier must be a float in (0, inf). Got "
             f"{bad!r} instead.")
     assert classic_noise_multiplier(0.5, 1e-5) == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5)
+
+
+def test_row_norms_of_dense_and_sparse_rows() -> None:
+    """``row_norms`` returns the Euclidean norm of every row, dense or sparse (kills a dense path that
+    returns nothing)."""
+    from dpspectral.privacy import row_norms
+
+    X = np.array([[3.0, 4.0], [0.0, 0.0], [1.0, -1.0]])
+    np.testing.assert_array_equal(row_norms(X), [5.0, 0.0, np.sqrt(2.0)])
+    np.testing.assert_array_equal(row_norms(sp.csr_matrix(X)), [5.0, 0.0, np.sqrt(2.0)])

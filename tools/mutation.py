@@ -80,6 +80,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("clipping.py", 'return np.sqrt(np.einsum("ij,ij->i", X, X))',
      'return np.sqrt(np.einsum("IJ,IJ->I", X, X))'):
         "einsum subscripts are case-sensitive labels: 'IJ,IJ->I' is the same contraction",
+    ("clipping.py", 'dense: np.ndarray = np.sqrt(np.einsum("ij,ij->i", X, X))',
+     'dense: np.ndarray = np.sqrt(np.einsum("IJ,IJ->I", X, X))'):
+        "einsum subscripts are case-sensitive labels: 'IJ,IJ->I' is the same contraction",
     ("clipping.py", 'on_norm_violation: NormViolation = "clip",',
      'on_norm_violation: NormViolation = "XXclipXX",'):
         "clip_rows tests only for 'raise'; every other value clips, so the default's spelling is moot",
