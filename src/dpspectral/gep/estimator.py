@@ -461,7 +461,7 @@ default="moments"
             certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
             notes=(message, *pair.notes),
             # nothing is drawn; the report states the source asked for (as the private solvers do)
-            noise_source="secure" if isinstance(self.random_state, str) else "seeded",  # str: "secure"
+            noise_source=noise_source(self.random_state).name,
         )
         return result, privacy
 

@@ -54,7 +54,7 @@ from ..privacy.histogram import (
     gaussian_stable_histogram_events,
     gaussian_stable_threshold,
 )
-from ..privacy.noise import SeededNoise
+from ..privacy.noise import ExactNoise, SeededNoise
 from ..privacy.pipeline import NoisyRelease, ReleasePlan, StagedRelease
 from ..privacy.quantile import histogram_sensitivity
 
@@ -132,8 +132,8 @@ class LabelRelease:
         A seeded source gives the label counts a generator of their own, seeded by one draw of its
         stream: the later stages' noise does not depend on how many labels are present."""
         counts = np.bincount(np.asarray(index, dtype=np.intp), minlength=int(classes.size))
-        if isinstance(noise, SeededNoise):  # one draw of the stream, whatever the number of labels present
-            noise = SeededNoise(np.random.default_rng(int(noise.generator.integers(0, 2**63 - 1))))
+        if isinstance(noise, (ExactNoise, SeededNoise)):  # one draw of the stream, whatever the labels
+            noise = type(noise)(np.random.default_rng(int(noise.generator.integers(0, 2**63 - 1))))
         with staged.stage(self.plan(owner), noise) as releaser:
             keep, _ = gaussian_stable_histogram(counts, releaser=releaser, name=LABEL_COUNTS,
                                                 delta=self.delta, relation=self.relation)

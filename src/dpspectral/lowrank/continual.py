@@ -36,7 +36,7 @@ from ..constraints import Interval, renamed, validated
 from ..privacy._noise_base import NoiseSource
 from ..privacy.accounting import Accountant
 from ..privacy.budget import PrivacyBudget, Relation
-from ..privacy.noise import SeededNoise, noise_source
+from ..privacy.noise import noise_source, seeded_source
 from ..privacy.pipeline import ReleasePlan, Releaser, release
 from ..results import LowRankResult
 from .factorization import (
@@ -301,7 +301,7 @@ class ContinualLRF:
             return Releaser.of_charged_plan(self._release_plan, self._secure_source)
         assert self._noise_seed is not None
         g = np.random.default_rng(np.random.SeedSequence([self._noise_seed, int(level), int(index)]))
-        return Releaser.of_charged_plan(self._release_plan, SeededNoise(g))
+        return Releaser.of_charged_plan(self._release_plan, seeded_source(g))
 
     def _node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The seeded noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` if m > n)."""

@@ -74,7 +74,7 @@ from ..constraints import EPSILON, NONE, Interval, check_params
 from ._noise_base import NoiseSource
 from .accounting import EpsilonDeltaDpEvent
 from .budget import Relation, as_relation
-from .noise import SeededNoise, grid
+from .noise import SeededNoise, grid, seeded_source
 from .pipeline import Releaser
 
 __all__ = [
@@ -144,7 +144,7 @@ def _noise_of(random_state: Any, owner: str) -> NoiseSource:
     if isinstance(random_state, NoiseSource):
         return random_state
     if isinstance(random_state, np.random.Generator):
-        return SeededNoise(random_state)
+        return seeded_source(random_state)
     raise TypeError(f"The 'random_state' parameter of {owner} must be a numpy Generator, a NoiseSource or "
                     f"a Releaser. Got {random_state!r} instead.")
 
