@@ -155,6 +155,8 @@ def _noisy_counts(noise: NoiseSource, counts: np.ndarray, scale: float,
     source: a per-bin grid widening that does not depend on the number of bins)."""
     if isinstance(noise, SeededNoise):
         return np.asarray(noise.add_laplace(counts, scale, sensitivity))
+    if hasattr(noise, "add_laplace_each"):  # the exact sources: the per-bin releases in one call
+        return np.asarray(noise.add_laplace_each(counts, scale, sensitivity), dtype=float)
     return np.array([noise.add_laplace(float(c), scale, sensitivity) for c in counts], dtype=float)
 
 
@@ -234,7 +236,7 @@ def _mode_over_every_bin(ids: np.ndarray, counts: np.ndarray, low: int, high: in
         raise ValueError(
             f"laplace_histogram_mode: with a {type(noise).__name__} source every bin of the public range is "
             f"noised one by one, and the range [{low}, {high}] has {width} bins (at most {MAX_SECURE_BINS}); "
-            "narrow the range or use the seeded source."
+            "narrow the range, or draw float noise (dpspectral.config_context(noise='float'))."
         )
     full = np.zeros(width)
     full[ids - low] = counts

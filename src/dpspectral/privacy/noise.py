@@ -207,12 +207,13 @@ class _GridNoise(NoiseSource):
             )
         return None if sensitivity is None else float(sensitivity)
 
-    def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str) -> Any:
+    def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str,
+             each: bool = False) -> Any:
         delta = self._require(sensitivity, scale)
         if delta == 0:  # the statistic does not depend on the data: released as it is, no noise needed
             return statistic
         values = np.asarray(statistic, dtype=np.float64)
-        m = max(values.size, 1)
+        m = 1 if each else max(values.size, 1)
         step = grid(scale)
         spread = step * (math.sqrt(m) if kind == "gaussian" else m)
         widened = scale if delta is None else scale * (delta + spread) / delta
@@ -227,6 +228,12 @@ class _GridNoise(NoiseSource):
 
     def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
         return self._add(statistic, scale, sensitivity, "laplace")
+
+    def add_laplace_each(self, values: np.ndarray, scale: float, sensitivity: float | None = None) -> np.ndarray:
+        """What ``add_laplace(v, scale, sensitivity)`` on each value alone would release (the same law,
+        each value its own release: the widening of one coordinate), drawn in one call."""
+        return np.asarray(self._add(np.asarray(values, dtype=np.float64), scale, sensitivity, "laplace",
+                                    each=True))
 
     def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
                                sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
