@@ -126,8 +126,9 @@ def main() -> None:
         result["samplers"] = _samplers()
     ag = _analyze_gauss(args.repeats)
     base = ag["bare_product_float_noise_eigh"]
-    result["analyze_gauss_d2048_n64_k2"] = {**ag, **{f"ratio_{key[len('analyze_gauss_'):]}": v / base
-                                                     for key, v in ag.items() if key != "bare_product_float_noise_eigh"}}
+    ratios = {f"ratio_{key[len('analyze_gauss_'):]}": v / base for key, v in ag.items()
+              if key.startswith("analyze_gauss_")}
+    result["analyze_gauss_d2048_n64_k2"] = {**ag, **ratios}
     if not args.skip_mnist:
         dp = _dppca(args.rows, args.repeats)
         result["dppca_mnist"] = {**dp, "rows": args.rows,

@@ -229,9 +229,12 @@ class _GridNoise(NoiseSource):
     def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
         return self._add(statistic, scale, sensitivity, "laplace")
 
-    def add_laplace_each(self, values: np.ndarray, scale: float, sensitivity: float | None = None) -> np.ndarray:
-        """What ``add_laplace(v, scale, sensitivity)`` on each value alone would release (the same law,
-        each value its own release: the widening of one coordinate), drawn in one call."""
+    def add_laplace_each(self, values: np.ndarray, scale: float,
+                         sensitivity: float | None = None) -> np.ndarray:
+        """What ``add_laplace(v, scale, sensitivity)`` on each value alone would release.
+
+        The same law (each value its own release: the widening of one coordinate), in one call.
+        """
         return np.asarray(self._add(np.asarray(values, dtype=np.float64), scale, sensitivity, "laplace",
                                     each=True))
 
