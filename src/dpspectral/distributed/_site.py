@@ -57,7 +57,7 @@ from ..privacy._accounting import compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import classic_noise_multiplier
-from ..privacy._noise import SeededNoise, noise_source
+from ..privacy._noise import noise_source, seeded_source
 from ..privacy._noise_base import NoiseSource
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, release, validate_rows
 
@@ -329,9 +329,10 @@ def plan_site_release(
 def site_noise(seed: Any) -> NoiseSource:
     """The noise source of one site, created where the site runs.
 
-    ``seed`` is the site's child ``SeedSequence`` (:class:`~dpspectral.privacy._noise.SeededNoise`, so the
-    result does not depend on the engine) or :data:`SECURE` (:class:`~dpspectral.privacy._noise.SecureNoise`:
-    the site's own OS entropy and exact samplers). A :class:`NoiseSource` passes through.
+    ``seed`` is the site's child ``SeedSequence`` (:class:`~dpspectral.privacy._noise.ExactNoise` by
+    default, so the result does not depend on the engine) or :data:`SECURE`
+    (:class:`~dpspectral.privacy._noise.SecureNoise`: the site's own OS entropy and exact samplers).
+    A :class:`NoiseSource` passes through.
     """
     return noise_source(seed)
 
@@ -355,7 +356,7 @@ def release_second_moment(
     Gaussian noise on the upper triangle of ``S_s`` (sensitivity in the module docstring) and Gaussian
     noise on the count (sensitivity 1); the division is post-processing.
     """
-    source = noise if isinstance(noise, NoiseSource) else SeededNoise(noise)
+    source = noise if isinstance(noise, NoiseSource) else seeded_source(noise)
     with release(plan.release_plan, None, source) as releaser:
         S_hat = releaser.add_symmetric("scatter", np.asarray(scatter, dtype=np.float64))
         noisy_count = None
