@@ -984,8 +984,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "streaming adaptive clip: rows clipped at the bound C, batch noise at the released clip (issue 16)",
         "pca/_stream.py",
-        'return dataclasses.replace(source, rows=rows, row_norm=r, mode="clip"), r',
-        'return dataclasses.replace(source, rows=rows, mode="clip"), r',
+        'return dataclasses.replace(self, rows=rows, row_norm=r, mode="clip")',
+        'return dataclasses.replace(self, rows=rows, mode="clip")',
         "tests/test_adaptive_clip_streaming.py",
     ),
     Mutation(
@@ -998,8 +998,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "dp_pca adaptive: the batch multiplier calibrated alone, not with the histogram (issue 16)",
         "pca/_oja.py",
-        "            clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon",
-        "            dp_accounting.GaussianDpEvent, budget.epsilon",
+        "                clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon",
+        "                dp_accounting.GaussianDpEvent, budget.epsilon",
         "tests/test_adaptive_clip_streaming.py",
     ),
     Mutation(

@@ -376,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         diff, removed, added = _diff(args.workdir, name)
         # mutmut names functions "<module>.x_<name>__mutmut_N" and methods "<module>.xǁ<Class>ǁ<name>__mutmut_N"
-        module_file = re.split(r"\.x[_ǁ]", name, maxsplit=1)[0].rsplit(".", 1)[-1] + ".py"
+        # the key names the file without the leading underscore of a private module (_gaussian.py)
+        module_file = re.split(r"\.x[_ǁ]", name, maxsplit=1)[0].rsplit(".", 1)[-1].lstrip("_") + ".py"
         # a mutant that changes several lines is keyed by its lines joined with newlines
         key = (module_file, "\n".join(r.strip() for r in removed), "\n".join(a.strip() for a in added))
         reason = EQUIVALENT.get(key) if status == "survived" else None

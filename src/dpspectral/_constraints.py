@@ -36,6 +36,7 @@ __all__ = [
     "InvalidParameterError",
     "NONE",
     "ON_NORM_VIOLATION",
+    "PRIVACY_PARAMETERS",
     "RANDOM_STATE",
     "ROW_NORM",
     "SHARE",
@@ -149,6 +150,13 @@ RANDOM_STATE = [
 ]
 
 Table = Mapping[str, "Constraint | list[Constraint] | None"]
+
+#: The privacy parameters of a mechanism on norm-bounded rows, in the order they are checked; a
+#: function's table starts with them and adds its own (``{**PRIVACY_PARAMETERS, "n_iter": ...}``).
+PRIVACY_PARAMETERS: Table = {
+    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
+    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+}
 
 
 def _constraints(entry: Constraint | list[Constraint] | None) -> list[Constraint]:

@@ -520,7 +520,7 @@ _GEP: tuple[Method, ...] = (
     Method(
         name="moments", family="gep", paper="sufficient-statistics perturbation (no paper)",
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight",),
-        function=_ref("gep._moments", "moments_fda"), solver=_ref("gep.moments", "moments_pair_solver"),
+        function=_ref("gep._moments", "moments_fda"), solver=_ref("gep._moments", "moments_pair_solver"),
         summary="One Gaussian release of X^T X, class sums and counts (rows clipped at a released clip); "
                 "Fisher GEP with a noise-scaled ridge",
         options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip",

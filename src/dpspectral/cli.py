@@ -117,24 +117,23 @@ def _private_warnings(debug: bool) -> Iterator[None]:
             warnings.warn(w.message, stacklevel=1)
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int, kind: str) -> int:
+    """``text`` as an int >= ``low``; ``kind`` names the range in the message ("positive")."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a {kind} integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be a {kind} integer, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "positive")
 
 
 def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "non-negative")
 
 
 def _seed(text: str) -> int | str:

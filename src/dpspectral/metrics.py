@@ -649,6 +649,16 @@ def _reconstruct(
     return left @ Vm.T, min(ku, kv)
 
 
+def _residual(
+    A: Any, U: Any, S: Any, V: Any, ord: NormOrd, layout: str, owner: str
+) -> tuple[str, np.ndarray, np.ndarray, int]:
+    """The checked norm order, ``A`` as a matrix, ``A - U S V^T`` and ``min(k_U, k_V)``."""
+    o = _check_ord(ord, owner)
+    Am = _as_data_matrix(A, owner)
+    R, rank = _reconstruct(Am, U, S, V, layout, owner)
+    return o, Am, Am - R, rank
+
+
 def total_error(
     A: Any,
     U: Any,
@@ -679,11 +689,8 @@ def total_error(
     -------
     float
     """
-    owner = "total_error"
-    o = _check_ord(ord, owner)
-    Am = _as_data_matrix(A, owner)
-    R, _ = _reconstruct(Am, U, S, V, layout, owner)
-    return _matrix_norm(Am - R, o)
+    o, _, residual, _ = _residual(A, U, S, V, ord, layout, "total_error")
+    return _matrix_norm(residual, o)
 
 
 def best_rank_k_error(A: Any, k: int, ord: NormOrd = "fro") -> float:
@@ -738,28 +745,23 @@ def additive_error(
 
     Parameters
     ----------
-    A : array-like of shape (n, d)
-    U : array-like of shape (n, k_U)
-    S : array-like of shape (k,) or (k_U, k_V)
-    V : array-like of shape (d, k_V), or (k_V, d) with ``layout="rows"``
+    A, U, S, V
+        As in :func:`total_error`.
     k : int, optional
         Target rank of the comparison ``[A]_k``. Default ``min(k_U, k_V, n, d)``, an upper bound
         on the rank of ``U S V^T``, so that the default error is >= 0 up to rounding. An explicit
         ``k`` smaller than the factorization's rank can make it negative.
-    ord : {"fro", "spectral"} or 2, default="fro"
-    layout : {"columns", "rows"}, default="columns"
-        Layout of ``V`` only.
+    ord, layout
+        As in :func:`total_error`.
 
     Returns
     -------
     float
     """
     owner = "additive_error"
-    o = _check_ord(ord, owner)
-    Am = _as_data_matrix(A, owner)
-    R, rank = _reconstruct(Am, U, S, V, layout, owner)
+    o, Am, residual, rank = _residual(A, U, S, V, ord, layout, owner)
     kk = min(rank, min(Am.shape)) if k is None else _check_rank(k, min(Am.shape), owner)
-    return _matrix_norm(Am - R, o) - _tail_error(Am, kk, o)
+    return _matrix_norm(residual, o) - _tail_error(Am, kk, o)
 
 
 # ----------------------------------------------------------------------------------------------

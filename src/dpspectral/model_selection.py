@@ -44,9 +44,8 @@ from ._moments import accumulate
 from .privacy._accounting import Accountant, EpsilonDeltaDpEvent, PrivacyReport
 from .privacy._budget import PrivacyBudget, Relation, as_relation
 from .privacy._clipping import NormViolation, check_row_norm, sensitivity_norm
-from .privacy._noise import noise_source
-from .privacy._noise_base import NoiseSource
-from .privacy._pipeline import ReleasePlan, precheck, release
+from .privacy._pipeline import ReleasePlan, Releaser
+from .privacy._template import Drawn, Mechanism, Released, RunSettings, run
 
 __all__ = ["SelectionResult", "private_select", "select_subspace"]
 
@@ -95,49 +94,103 @@ def _check_candidates(candidates: Any, owner: str) -> list[Any]:
     return out
 
 
-def _gumbel_argmax(scores: np.ndarray, scale: float, rng: np.random.Generator) -> int:
-    """argmax of ``scores / scale + Gumbel(0, 1)``: index i with probability ∝ exp(scores_i / scale)."""
-    noisy = scores / scale + rng.gumbel(0.0, 1.0, size=scores.shape)
+def _gumbel_argmax(scores: np.ndarray, scale: float, releaser: Releaser) -> int:
+    """Report-noisy-max: the index of the largest ``scores / scale`` plus standard Gumbel noise (the
+    exponential mechanism's law), drawn by the charged releaser."""
+    noisy = scores / scale + releaser.gumbel(0.0, 1.0, scores.shape)
     return int(np.argmax(noisy))
 
 
-def _select(
-    candidates: list[Any],
-    scores_of: Callable[[], np.ndarray],
-    *,
-    budget: PrivacyBudget,
-    sensitivity: float,
-    relation: Relation,
-    monotone: bool,
-    accountant: Accountant | None,
-    noise: NoiseSource,
-    owner: str,
-    notes: Sequence[str] = (),
-) -> SelectionResult:
-    """Plan (one pure-DP event) -> charge -> scores and the Gumbel draw -> report."""
-    # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
-    # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
-    scale = (1.0 if monotone else 2.0) * sensitivity / budget.epsilon
-    plan = ReleasePlan(owner, relation, (EpsilonDeltaDpEvent(budget.epsilon, 0.0),), notes=(
-        *notes,
-        "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
-        f"{len(candidates)} candidates; only the chosen index is released, no score.",
-    ))
-    precheck(accountant, plan.events, relation)
-    # The scores are computed inside the charge: any failure there (a non-finite score) is a
-    # failed release that stays charged, so whether the selection fails costs budget too.
-    with release(plan, accountant, noise) as releaser:
-        scores = np.asarray(scores_of(), dtype=float)
-        if scores.shape != (len(candidates),) or not np.isfinite(scores).all():
+@dataclass(frozen=True)
+class _SelectInputs:
+    """The public inputs of a selection (checked by the public function before the run).
+
+    ``score_fn`` scores one candidate (:func:`private_select`); ``subspaces`` are the candidates as
+    orthonormal matrices, scored on the scatter of the rows clipped at ``row_norm``
+    (:func:`select_subspace`).
+    """
+
+    candidates: tuple[Any, ...]
+    budget: PrivacyBudget
+    sensitivity: float
+    relation: Relation
+    monotone: bool
+    notes: tuple[str, ...]
+    score_fn: Callable[[Any], float] | None = None
+    subspaces: tuple[np.ndarray, ...] = ()
+    row_norm: float = 1.0
+    on_norm_violation: NormViolation = "clip"
+    calibration: str = "tight"
+
+
+@dataclass(frozen=True, eq=False)
+class _Scores:
+    """What the validating pass read: the scatter of the clipped rows (:func:`select_subspace`), or
+    nothing (:func:`private_select`, whose scores come from the caller's function)."""
+
+    second: np.ndarray | None = None
+    d: int | None = None
+    n: None = None  # not given to the report (the selection's plan does not depend on it)
+
+
+class _Select(Mechanism[_SelectInputs, SelectionResult]):
+    """The exponential mechanism on private scores, as the release template runs it: one pure-DP event,
+    the scores computed inside the charge (a failing score is a failed release that stays charged), one
+    Gumbel draw per candidate, only the chosen index released."""
+
+    stacklevel = 4  # frames above run: the public function, the constraint check, the caller
+
+    def __init__(self, owner: str) -> None:
+        super().__init__()
+        self.label = owner
+
+    def plan(self, inputs: _SelectInputs, n: int | None, d: int | None) -> ReleasePlan:
+        for V in inputs.subspaces:
+            if d is not None and V.shape[0] != d:
+                raise ValueError(f"{self.label}: the candidates have {V.shape[0]} rows, the data "
+                                 f"{d} columns.")
+        return ReleasePlan(self.label, inputs.relation, (EpsilonDeltaDpEvent(inputs.budget.epsilon, 0.0),),
+                           notes=(
+            *inputs.notes,
+            "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
+            f"{len(inputs.candidates)} candidates; only the chosen index is released, no score.",
+        ))
+
+    def read(self, inputs: _SelectInputs, X: Any) -> _Scores:
+        if inputs.score_fn is not None:
+            return _Scores()
+        # This pass reads (and validates) every row of an in-memory input before the charge.
+        moments = accumulate(X, row_norm=inputs.row_norm, on_norm_violation=inputs.on_norm_violation,
+                             want_sum=False, want_second=True, owner=self.label)
+        assert moments.second is not None
+        return _Scores(moments.second, int(moments.d))
+
+    def statistic(self, inputs: _SelectInputs, rows: _Scores, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        return {"index": Drawn(lambda releaser: self._choose(inputs, rows, releaser))}
+
+    def _choose(self, inputs: _SelectInputs, rows: _Scores, releaser: Releaser) -> int:
+        """Inside the charge: the exact scores, then the noisy argmax."""
+        if inputs.score_fn is not None:
+            scores = np.array([float(inputs.score_fn(c)) for c in inputs.candidates])
+        else:
+            S = rows.second
+            scores = np.array([float(np.trace(V.T @ S @ V)) for V in inputs.subspaces])
+        scores = np.asarray(scores, dtype=float)
+        if scores.shape != (len(inputs.candidates),) or not np.isfinite(scores).all():
             raise ValueError(
-                f"{owner}: the score function must return one finite float per candidate "
+                f"{self.label}: the score function must return one finite float per candidate "
                 "(which candidate failed is not reported: it is a fact about the private data)."
             )
-        index = _gumbel_argmax(scores, scale, releaser.generator)
-    # frames: certify_release, report, _select, the public function, the constraint check, the caller
-    report = releaser.report(mechanism=owner, budget=budget, calibration="tight", notes=plan.notes,
-                             stacklevel=6)
-    return SelectionResult(index=index, candidate=candidates[index], privacy=report)
+        # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
+        # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
+        scale = (1.0 if inputs.monotone else 2.0) * inputs.sensitivity / inputs.budget.epsilon
+        return _gumbel_argmax(scores, scale, releaser)
+
+    def post_process(self, inputs: _SelectInputs, rows: _Scores, released: Released,
+                     report: Any) -> SelectionResult:
+        index = released["index"]
+        return SelectionResult(index=index, candidate=inputs.candidates[index], privacy=report)
 
 
 @validated(_SELECT_PARAMS)
@@ -202,12 +255,10 @@ def private_select(
     if not callable(score_fn):
         raise TypeError(f"The 'score_fn' parameter of {owner} must be callable. Got {score_fn!r}.")
     rel = _check_relation(relation, owner)
-    return _select(
-        cands, lambda: np.array([float(score_fn(c)) for c in cands]),
-        budget=PrivacyBudget(float(epsilon), 0.0), sensitivity=float(sensitivity), relation=rel,
-        monotone=bool(monotone), accountant=accountant, noise=noise_source(random_state),
-        owner=owner, notes=["The score function's sensitivity was declared by the caller, not derived."],
-    )
+    declared = "The score function's sensitivity was declared by the caller, not derived."
+    inputs = _SelectInputs(tuple(cands), PrivacyBudget(float(epsilon), 0.0), float(sensitivity), rel,
+                           bool(monotone), (declared,), score_fn=score_fn)
+    return run(_Select(owner), inputs, None, RunSettings(accountant=accountant, random_state=random_state))
 
 
 def _as_subspace(candidate: Any, d: int | None, owner: str) -> np.ndarray:
@@ -281,19 +332,8 @@ def select_subspace(
     rel = _check_relation(relation, owner)
     d_known = getattr(X, "shape", (None, None))[1] if getattr(X, "ndim", 2) == 2 else None
     subspaces = [_as_subspace(c, d_known, owner) for c in cands]  # public: checked first
-    noise = noise_source(random_state)
-    # This pass reads (and validates) every row of an in-memory input before the charge.
-    moments = accumulate(X, row_norm=C, on_norm_violation=on_norm_violation, want_sum=False,
-                         want_second=True, owner=owner)
-    S = moments.second
-    assert S is not None
-    for V in subspaces:
-        if V.shape[0] != moments.d:
-            raise ValueError(f"{owner}: the candidates have {V.shape[0]} rows, the data "
-                             f"{moments.d} columns.")
-    return _select(
-        cands, lambda: np.array([float(np.trace(V.T @ S @ V)) for V in subspaces]), budget=budget,
-        sensitivity=sensitivity_norm(C) ** 2, relation=rel, monotone=rel is Relation.ADD_REMOVE,
-        accountant=accountant, noise=noise, owner=owner,
-        notes=["Score: energy of the clipped rows captured by the subspace (sensitivity C^2)."],
-    )
+    inputs = _SelectInputs(
+        tuple(cands), budget, sensitivity_norm(C) ** 2, rel, rel is Relation.ADD_REMOVE,
+        ("Score: energy of the clipped rows captured by the subspace (sensitivity C^2).",),
+        subspaces=tuple(subspaces), row_norm=C, on_norm_violation=on_norm_violation)
+    return run(_Select(owner), inputs, X, RunSettings(accountant=accountant, random_state=random_state))

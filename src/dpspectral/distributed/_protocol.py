@@ -485,7 +485,8 @@ def _as_engine(engine: Any, owner: str) -> Engine:
 
 class _NoiseAtSites(NoiseSource):
     """The aggregator's noise source: it draws nothing. Each site draws its own release's noise from its
-    own source (:func:`~dpspectral.distributed._site.site_noise`); the name goes in the privacy report."""
+    own source (:func:`~dpspectral.privacy._template.charged_elsewhere`); the name goes in the privacy
+    report."""
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -74,7 +74,8 @@ import numpy as np
 from ..privacy._accounting import epsilon_of
 from ..privacy._budget import Relation
 from ..privacy._noise import grid
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan
+from ..privacy._template import charged_elsewhere
 from ._site import (
     _REPORTABLE,
     GENERIC_FAILURE,
@@ -83,7 +84,6 @@ from ._site import (
     SiteStepError,
     _site_scatter,
     pack_upper,
-    site_noise,
 )
 
 __all__ = [
@@ -347,7 +347,7 @@ def message_step(data: Any, rnd: SecureRound, seed: Any, site: int) -> MaskedMes
             raise SiteInputError(f"{owner} has {d} features; the round has {rnd.n_features}.")
         g = rnd.step
         q = np.rint(pack_upper(scatter) * (rnd.coefficients[site] / g))
-        with release(rnd.share_plan, None, site_noise(seed)) as releaser:
+        with charged_elsewhere(rnd.share_plan, seed) as releaser:
             noisy = releaser.add("share", q * g)
         words = np.rint(np.asarray(noisy) / g).astype(np.int64).view(np.uint64)
         m = words.shape[0]

@@ -16,7 +16,7 @@ The pipeline, site by site: the aggregator builds every site's
 :class:`~dpspectral.privacy._pipeline.ReleasePlan` from public inputs (:func:`site_release_plan`, wrapped
 in the :class:`SitePlan` it ships) and charges the run before any site runs; the site validates its rows,
 then draws its noise only through that plan (:func:`release_second_moment`) from its own noise source
-(:func:`site_noise`: its child ``SeedSequence``, or ``"secure"``: its own OS entropy), then reduces.
+(its child ``SeedSequence``, or ``"secure"``: its own OS entropy), then reduces.
 
 Privacy
 -------
@@ -57,9 +57,8 @@ from ..privacy._accounting import compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import classic_noise_multiplier
-from ..privacy._noise import noise_source, seeded_source
-from ..privacy._noise_base import NoiseSource
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, release, validate_rows
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, validate_rows
+from ..privacy._template import charged_elsewhere
 
 __all__ = [
     "SECURE",
@@ -72,7 +71,6 @@ __all__ = [
     "failure_reason",
     "pack_upper",
     "plan_site_release",
-    "site_noise",
     "site_release_plan",
     "proxy_from_eigh",
     "proxy_from_matrix",
@@ -326,19 +324,8 @@ def plan_site_release(
     return plan["scatter"].scale, _count_std(plan), compose(plan.events), list(plan.notes)
 
 
-def site_noise(seed: Any) -> NoiseSource:
-    """The noise source of one site, created where the site runs.
-
-    ``seed`` is the site's child ``SeedSequence`` (:class:`~dpspectral.privacy._noise.ExactNoise` by
-    default, so the result does not depend on the engine) or :data:`SECURE`
-    (:class:`~dpspectral.privacy._noise.SecureNoise`: the site's own OS entropy and exact samplers).
-    A :class:`NoiseSource` passes through.
-    """
-    return noise_source(seed)
-
-
 def release_second_moment(
-    scatter: np.ndarray, n: int, plan: SitePlan, noise: np.random.Generator | NoiseSource
+    scatter: np.ndarray, n: int, plan: SitePlan, noise: Any
 ) -> tuple[np.ndarray, float | None]:
     """The site's one release: ``A_hat_s`` (and the noisy count under add/remove when planned).
 
@@ -346,18 +333,18 @@ def release_second_moment(
     ``(A_hat_s, noisy_count)`` where ``A_hat_s = (S_s + E) / N_s`` under replace-one (N_s public),
     ``(S_s + E) / max(noisy_count, 1)`` under add/remove with a count, and ``S_s + E`` otherwise. The
     noise ``E`` is drawn first, then the count, so the stream of random numbers is fixed by the seed.
-    ``noise``: the site's :class:`NoiseSource` (:func:`site_noise`), or a NumPy generator (seeded).
+    ``noise``: the site's own randomness: its child ``SeedSequence``, a NumPy generator (seeded),
+    :data:`SECURE` (its own OS entropy and exact samplers) or a noise source.
 
     Privacy
     -------
     The noise is drawn only through the site's plan (``plan.release``), inside
-    :func:`~dpspectral.privacy._pipeline.release` with no ledger: the aggregator charged the run's
+    :func:`~dpspectral.privacy._template.charged_elsewhere` (no ledger): the aggregator charged the run's
     parallel composition before dispatching the sites (a standalone call charges nothing). Symmetric
     Gaussian noise on the upper triangle of ``S_s`` (sensitivity in the module docstring) and Gaussian
     noise on the count (sensitivity 1); the division is post-processing.
     """
-    source = noise if isinstance(noise, NoiseSource) else seeded_source(noise)
-    with release(plan.release_plan, None, source) as releaser:
+    with charged_elsewhere(plan.release_plan, noise) as releaser:
         S_hat = releaser.add_symmetric("scatter", np.asarray(scatter, dtype=np.float64))
         noisy_count = None
         if plan.count_std is not None:
@@ -498,7 +485,7 @@ def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePaylo
         Public settings, the same for every site.
     seed : numpy SeedSequence or "secure"
         This site's own stream (a child of the run's ``SeedSequence``), or :data:`SECURE`: the site
-        draws from its own OS entropy with exact samplers (:func:`site_noise`).
+        draws from its own OS entropy with exact samplers.
     site : int
         The site's index (for messages and the payload).
 
@@ -526,7 +513,7 @@ def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePaylo
         scatter, n, d = _site_scatter(data, plan, owner)
         if plan.variant == "proxy" and plan.rank > d:
             raise SiteInputError(f"{owner}: intermediate_rank={plan.rank} exceeds the {d} features.")
-        A_hat, noisy_count = release_second_moment(scatter, n, plan, site_noise(seed))
+        A_hat, noisy_count = release_second_moment(scatter, n, plan, seed)
         if plan.variant == "full":
             matrix = pack_upper(A_hat)
         else:

@@ -36,21 +36,7 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Interval,
-    Options,
-    Table,
-    Types,
-    renamed,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, renamed, validated
 from .._linalg import top_k_eigh
 from .._moments import _dense_row_norms, accumulate
 from .._results import SubspaceResult
@@ -97,8 +83,7 @@ def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, l
 #: The parameters of :func:`local_gaussian_report` (and, with ``simulate_sum``, of
 #: :func:`local_gaussian`); delta > 0 and the relation are checked inline, with their reasons.
 _REPORT_PARAMS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    **PRIVACY_PARAMETERS,
     "noise_shape": [NONE, Options(("goe", "iid"))],
 }
 _LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}

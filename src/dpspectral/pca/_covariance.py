@@ -39,20 +39,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Constraint,
-    Options,
-    Types,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
 from .._moments import accumulate, needs_two_passes_ok
@@ -579,9 +566,8 @@ def _trace(S: Any) -> float:
 #: The parameters of the three covariance mechanisms (constraints.py); relation, centring and k are
 #: checked in the mechanism (they depend on the method and on the data's shape).
 COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "mean_share": SHARE, "release_count": Types((bool,), "a bool"), "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION, "accounting": Options(("auto", "gaussian", "pld", "rdp")),
+    **PRIVACY_PARAMETERS, "mean_share": SHARE, "release_count": Types((bool,), "a bool"),
+    "accounting": Options(("auto", "gaussian", "pld", "rdp")),
     "show_progress": [NONE, Types((bool,), "a bool")],
 }
 #: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.

@@ -126,20 +126,7 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Interval,
-    Options,
-    Table,
-    check_params,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, check_params, validated
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._results import SubspaceResult
@@ -197,8 +184,7 @@ _SHARE = Interval(0, 1, "left")
 #: chosen from k); ``k <= n_features``, ``delta == 0`` and ``vector_shares`` (k weights) are checked
 #: inline.
 _COMMON_PARAMS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "envelope": _ENVELOPE,
+    **PRIVACY_PARAMETERS, "envelope": _ENVELOPE,
     "max_proposals": _MAX_PROPOSALS, "allocation": Options(("adaptive", "equal")),
     "accounting": Options(("joint", "per_direction")), "coordinate_share": _SHARE,
 }

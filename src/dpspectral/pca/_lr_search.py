@@ -34,7 +34,6 @@ search is labelled non-private in every output.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import warnings
@@ -58,14 +57,15 @@ from .._constraints import (
     renamed,
     validated,
 )
+from .._moments import accumulate
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, PrivacyReport, compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, release, validate_rows
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from . import _oja as oja_module
 
 __all__ = ["LearningRateSearch", "learning_rate_grid", "select_learning_rate"]
@@ -165,18 +165,39 @@ class _Search:
     validation: ReleasePlan | None  # the noisy scores (private search), charged with the search
 
 
-def _plan(X: Any, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm: float, C: float,
+def _run_events(n: int, d: int, k: int, budget: tuple[float, float], row_norm: float, method: str,
+                grid: list[tuple[int, float, float]], on_norm_violation: NormViolation,
+                method_params: dict[str, Any]) -> list[dp_accounting.DpEvent]:
+    """The events of one candidate run on n rows of d features at ``budget``: they depend only on the
+    shape and the public parameters (not on (c1, c2)), planned on a public stand-in of that shape."""
+    stand_in = np.broadcast_to(np.zeros((1, d)), (n, d))
+    with warnings.catch_warnings():  # the runs below warn about their parameters, once each
+        warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
+        run_events: Any = _METHODS[method](
+            stand_in, k, epsilon=budget[0], delta=budget[1], row_norm=row_norm,
+            learning_rate_scale=grid[0][1], learning_rate_offset=grid[0][2],
+            on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
+    return list(getattr(run_events, "events", run_events))  # a ReleasePlan or a list of events
+
+
+def _plan(n: int, d: int, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm: float, C: float,
           method: str, grid: list[tuple[int, float, float]], validation_share: float, tuning: str,
           on_norm_violation: NormViolation, method_params: dict[str, Any],
           owner: str) -> tuple[ReleasePlan, _Search]:
-    """The whole search's cost (J runs and J noisy scores, on disjoint rows), from public inputs."""
-    n, J = int(X.shape[0]), len(grid)
+    """The whole search's cost (J runs and J noisy scores, on disjoint rows), from public inputs.
+
+    The non-private search charges nothing; its plan records the events of one run at the whole budget
+    and a ``NonPrivateDpEvent`` (what its report says)."""
+    J = len(grid)
     notes = [f"{J} candidates over {grid[-1][0]} rounds (tuning={tuning})."]
     if tuning != "private":
         notes.append("Learning rate tuned NON-PRIVATELY on the data (benchmark mode): the output is not "
                      "differentially private.")
         search = _Search(grid, False, 0, budget.epsilon, budget.delta, None)
-        return ReleasePlan(owner, relation, (), notes=tuple(notes)), search
+        events = _run_events(n, d, k, (budget.epsilon, budget.delta), row_norm, method, grid,
+                             on_norm_violation, method_params)
+        return ReleasePlan(owner, relation, (*events, dp_accounting.NonPrivateDpEvent()),
+                           notes=tuple(notes)), search
     n_val = max(1, int(round(validation_share * n)))
     if n_val >= n:
         raise ValueError(f"{owner}: validation_share={validation_share:g} leaves no training rows.")
@@ -184,17 +205,9 @@ def _plan(X: Any, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm
     s_val = analytic_noise_multiplier(budget.epsilon, budget.delta) * math.sqrt(J)
     score_sens = sensitivity_norm(C) ** 2 / n_val  # one row moves a captured variance by <= C^2 / n_val
     val_event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s_val), J)
-    # the runs' events depend only on the training set's shape and the public parameters (not on
-    # (c1, c2)): planned once on a public stand-in of that shape, before anything is drawn
-    stand_in = np.broadcast_to(np.zeros((1, X.shape[1])), (n - n_val, X.shape[1]))
-    with warnings.catch_warnings():  # the runs below warn about their parameters, once each
-        warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
-        run_events: Any = _METHODS[method](
-            stand_in, k, epsilon=run_eps, delta=run_delta, row_norm=row_norm,
-            learning_rate_scale=grid[0][1], learning_rate_offset=grid[0][2],
-            on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
-    run_events = getattr(run_events, "events", run_events)  # a ReleasePlan or a list of events
-    train = dp_accounting.SelfComposedDpEvent(compose(list(run_events)), J)
+    run_events = _run_events(n - n_val, d, k, (run_eps, run_delta), row_norm, method, grid,
+                             on_norm_violation, method_params)
+    train = dp_accounting.SelfComposedDpEvent(compose(run_events), J)
     notes.append("Secret random train/validation split; every candidate run permutes its rows with "
                  "its own secret permutation (independent runs, composed).")
     val_std = s_val * sensitivity_norm(C) ** 2 / n_val
@@ -208,35 +221,28 @@ def _run_candidates(X: Any, k: int, search: _Search, releaser: Releaser, *, row_
                     method: str, on_norm_violation: NormViolation,
                     method_params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[SubspaceResult]]:
     """Inside the charged block: the secret split, the J runs and their (noisy) validation scores."""
-    rng = releaser.generator
     J = len(search.grid)
-    seeds = np.random.SeedSequence(int(rng.integers(2**63))).spawn(J + 1)
+    states = releaser.spawn(J + 1)  # each run's secret random state, and the scores'
     X_train, X_val = X, X
     if search.private:
         # a secret, uniformly random split (not positional: a data-dependent row order would break
         # parallel composition); sorted indices read a memmap in order
-        perm = rng.permutation(int(X.shape[0]))
+        perm = releaser.permutation(int(X.shape[0]))
         X_train, X_val = X[np.sort(perm[search.n_val:])], X[np.sort(perm[:search.n_val])]
-    secure = releaser.noise.name == "secure"
     # the scores' noise has its own stream (seeded: a child of the run's seed; secure: OS entropy);
-    # the whole search, scores included, was charged once by the enclosing block
-    score_noise = releaser.noise if secure else noise_source(np.random.default_rng(seeds[J]))
+    # the whole search, scores included, was charged once by the enclosing release
+    scorer = None if search.validation is None else releaser.part(search.validation, states[J])
     candidates: list[dict[str, Any]] = []
     results: list[SubspaceResult] = []
-    with contextlib.ExitStack() as stack:
-        scorer = (stack.enter_context(release(search.validation, None, score_noise))
-                  if search.validation is not None else None)
-        for (i, a, b), seed in zip(search.grid, seeds[:J], strict=True):
-            res = _METHODS[method](X_train, k, epsilon=search.run_epsilon, delta=search.run_delta,
-                                   row_norm=row_norm, learning_rate_scale=a, learning_rate_offset=b,
-                                   on_norm_violation=on_norm_violation,
-                                   random_state="secure" if secure else np.random.default_rng(seed),
-                                   **method_params)
-            score = _captured(X_val, res.components, C, on_norm_violation)
-            if scorer is not None:
-                score = scorer.add("score", score)
-            candidates.append({"round": i, "c1": a, "c2": b, "score": score})
-            results.append(res)
+    for (i, a, b), state in zip(search.grid, states[:J], strict=True):
+        res = _METHODS[method](X_train, k, epsilon=search.run_epsilon, delta=search.run_delta,
+                               row_norm=row_norm, learning_rate_scale=a, learning_rate_offset=b,
+                               on_norm_violation=on_norm_violation, random_state=state, **method_params)
+        score = _captured(X_val, res.components, C, on_norm_violation)
+        if scorer is not None:
+            score = scorer.add("score", score)
+        candidates.append({"round": i, "c1": a, "c2": b, "score": score})
+        results.append(res)
     return candidates, results
 
 
@@ -276,35 +282,107 @@ def select_learning_rate(
     together, and the two parts are on disjoint rows (``ParallelDpEvent``); see the module
     docstring. ``tuning="nonprivate"`` is NOT differentially private and is reported so.
     """
-    owner = "select_learning_rate"
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation="replace_one", calibration="tight",
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
-    )
-    if not hasattr(X, "shape") or len(X.shape) != 2:
-        raise TypeError(f"{owner} needs an array or memmap of shape (n, d): it passes over the data "
-                        "once per candidate.")
-    # the whole input, before anything is charged or drawn
-    validate_rows(X, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    d0 = _DEFAULTS[method]
-    grid = learning_rate_grid(d0[0] / C**2 if learning_rate_scale is None else float(learning_rate_scale),
-                              d0[1] if learning_rate_offset is None else float(learning_rate_offset),
-                              int(n_rounds))
-    noise = noise_source(random_state)
-    plan, search = _plan(X, k, budget=budget, relation=rel, row_norm=row_norm, C=C, method=method,
-                         grid=grid, validation_share=float(validation_share), tuning=tuning,
-                         on_norm_violation=on_norm_violation, method_params=method_params, owner=owner)
-    # charged before any candidate runs (nothing is drawn before the charge; a refusal costs nothing)
-    with release(plan, accountant if search.private else None, noise) as releaser:
-        candidates, results = _run_candidates(X, k, search, releaser, row_norm=row_norm, C=C,
-                                              method=method, on_norm_violation=on_norm_violation,
-                                              method_params=method_params)
+    inputs = _SearchInputs(k, epsilon, delta, row_norm, method, learning_rate_scale, learning_rate_offset,
+                           int(n_rounds), float(validation_share), tuning, on_norm_violation, method_params)
+    return run(_LearningRateSearch(), inputs, X,
+               RunSettings(accountant if tuning == "private" else None, random_state))
+
+
+@dataclass(frozen=True)
+class _SearchInputs:
+    """The public inputs of :func:`select_learning_rate` (as given)."""
+
+    k: int
+    epsilon: float
+    delta: float
+    row_norm: float
+    method: str
+    learning_rate_scale: float | None
+    learning_rate_offset: float | None
+    n_rounds: int
+    validation_share: float
+    tuning: str
+    on_norm_violation: NormViolation
+    method_params: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class _SearchChecked:
+    inputs: _SearchInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    grid: list[tuple[int, float, float]]
+    n: int
+    d: int
+    calibration: str = "tight"
+
+
+@dataclass(frozen=True, eq=False)
+class _Data:
+    """The validated rows (an array or memmap); ``n`` is not passed to the report (None)."""
+
+    X: Any
+    d: int
+    n: None = None
+
+
+class _LearningRateSearch(Mechanism[_SearchInputs, LearningRateSearch]):
+    """The search as the release template runs it: the whole search (every run and every score)
+    charged once, then the secret split, the runs and their noisy scores inside the charge."""
+
+    label = "select_learning_rate"
+    stacklevel = 4  # frames above run: select_learning_rate, the constraint check, the renaming, the caller
+
+    def check(self, inputs: _SearchInputs, X: Any) -> _SearchChecked:
+        budget, rel, C = check_mechanism_inputs(
+            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation="replace_one",
+            calibration="tight", on_norm_violation=inputs.on_norm_violation, owner=self.label,
+            allowed_relations=(Relation.REPLACE_ONE,),
+        )
+        if not hasattr(X, "shape") or len(X.shape) != 2:
+            raise TypeError(f"{self.label} needs an array or memmap of shape (n, d): it passes over the "
+                            "data once per candidate.")
+        d0 = _DEFAULTS[inputs.method]
+        c1, c2 = inputs.learning_rate_scale, inputs.learning_rate_offset
+        grid = learning_rate_grid(d0[0] / C**2 if c1 is None else float(c1),
+                                  d0[1] if c2 is None else float(c2), inputs.n_rounds)
+        return _SearchChecked(inputs, budget, rel, C, grid, int(X.shape[0]), int(X.shape[1]))
+
+    def plan(self, inputs: _SearchChecked, n: int | None, d: int | None) -> ReleasePlan:
+        return self._search(inputs)[0]
+
+    def _search(self, inputs: _SearchChecked) -> tuple[ReleasePlan, _Search]:
+        ins = inputs.inputs
+        return _plan(inputs.n, inputs.d, ins.k, budget=inputs.budget, relation=inputs.relation,
+                     row_norm=ins.row_norm, C=inputs.C, method=ins.method, grid=inputs.grid,
+                     validation_share=ins.validation_share, tuning=ins.tuning,
+                     on_norm_violation=ins.on_norm_violation, method_params=ins.method_params,
+                     owner=self.label)
+
+    def read(self, inputs: _SearchChecked, X: Any) -> _Data:
+        """The whole input checked (finite; within the bound with "raise") before anything is charged."""
+        accumulate(X, row_norm=inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
+                   want_sum=False, want_second=False, owner=self.label)
+        return _Data(X, inputs.d)
+
+    def statistic(self, inputs: _SearchChecked, rows: _Data, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        ins, search = inputs.inputs, self._search(inputs)[1]
+        return {"candidates": Drawn(lambda releaser: _run_candidates(
+            rows.X, ins.k, search, releaser, row_norm=ins.row_norm, C=inputs.C, method=ins.method,
+            on_norm_violation=ins.on_norm_violation, method_params=ins.method_params))}
+
+    def report_facts(self, inputs: _SearchChecked) -> dict[str, Any]:
+        return {"mechanism": f"{inputs.inputs.method}+lr_search", "budget": inputs.budget,
+                "calibration": "tight"}
+
+    def post_process(self, inputs: _SearchChecked, rows: _Data, released: Released,
+                     report: Any) -> LearningRateSearch:
+        """The best candidate by its (noisy) score; the whole search's report."""
+        candidates, results = released["candidates"]
         best = int(np.argmax([c["score"] for c in candidates]))
-        events = None if search.private else [*results[0].privacy.events,
-                                                dp_accounting.NonPrivateDpEvent()]
-        # frames: certify_release, report, select_learning_rate, the constraint check, the caller
-        report = releaser.report(mechanism=f"{method}+lr_search", budget=budget, calibration="tight",
-                                 events=events, notes=list(plan.notes), stacklevel=5)
-    result = dataclasses.replace(results[best], privacy=report)
-    return LearningRateSearch(c1=grid[best][1], c2=grid[best][2], result=result, candidates=candidates,
-                              privacy=report, tuning=tuning)
+        grid = inputs.grid
+        return LearningRateSearch(c1=grid[best][1], c2=grid[best][2],
+                                  result=dataclasses.replace(results[best], privacy=report),
+                                  candidates=candidates, privacy=report, tuning=inputs.inputs.tuning)

@@ -24,41 +24,41 @@ every remaining row.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import dp_accounting
 import numpy as np
 
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
-from .._constraints import (
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Interval,
-    Options,
-    Types,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Options, Types, validated
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
-from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_clip, clip_note, plan_row_clip
+from ..privacy._adaptive import (
+    DEFAULT_CLIP_SHARE,
+    RowClipPlan,
+    at_clip,
+    clip_from_counts,
+    clip_note,
+    plan_row_clip,
+)
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, precheck, release
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._quantile import norm_histogram
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
+from ._oja import _array_shape, _Opened
 from ._stream import (
     DEFAULT_N_BATCHES,
     DEFAULT_WARMUP_FRACTION,
-    _adaptive_clip_stage,
+    _as_source,
     _batch_sum,
+    _check_k,
+    _is_stream,
     _n_rows,
     _open_source,
     _order_note,
@@ -78,12 +78,12 @@ _BATCH = "batch"  # the planned release: one noisy batch sum (d x p) per batch
 _DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API dispatch): few, large kernels
 
 MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": Options(("tight",)),
+    **PRIVACY_PARAMETERS, "calibration": Options(("tight",)),
     "n_batches": Interval(1, None, "left", integer=True),
     "warmup_fraction": Interval(0, 1, "neither"),
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
-    "n_samples": [NONE, Interval(1, None, "left", integer=True)], "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION, "show_progress": [NONE, Types((bool,), "a bool")],
+    "n_samples": [NONE, Interval(1, None, "left", integer=True)],
+    "show_progress": [NONE, Types((bool,), "a bool")],
     "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
 }
 
@@ -96,24 +96,28 @@ def _block_size(block_size: int | None, d: int, k: int) -> int:
     return int(block_size)
 
 
-def _plan(budget: PrivacyBudget, relation: Relation, k: int, row_norm: float, n_batches: int,
-          in_memory: bool, clip: RowClipPlan | None = None) -> tuple[ReleasePlan, float]:
-    """The releases (one Gaussian batch sum per batch) and events, from public inputs only.
+def _multiplier(budget: PrivacyBudget, relation: Relation, clip: RowClipPlan | None) -> float:
+    """The batches' noise multiplier, from public inputs only.
 
-    With ``clip`` (adaptive clipping) the multiplier is calibrated for the composition of the norm
-    histogram with one batch (the batches are parallel: every branch is the same Gaussian).
+    With ``clip`` (adaptive clipping) it is calibrated for the composition of the norm histogram with
+    one batch (the batches are parallel: every branch is the same Gaussian).
     """
     if clip is None:
-        multiplier = analytic_noise_multiplier(budget.epsilon, budget.delta)
-    else:
-        multiplier = calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
-                               relation=relation)
-    sens = minibatch_sensitivity(k, sensitivity_norm(row_norm))
+        return analytic_noise_multiplier(budget.epsilon, budget.delta)
+    multiplier = calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                           relation=relation)
+    return float(multiplier)
+
+
+def _plan(relation: Relation, multiplier: float, block: int, row_norm: float, n_batches: int,
+          in_memory: bool) -> ReleasePlan:
+    """The releases (one Gaussian batch sum per batch, ``block`` columns) and events, from public inputs."""
+    sens = minibatch_sensitivity(block, sensitivity_norm(row_norm))
     events = (ParallelDpEvent([dp_accounting.GaussianDpEvent(multiplier)] * n_batches),)
     notes = (_order_note(in_memory, f"each row in exactly one of {n_batches} batches (parallel "
                                     "composition: every batch has the full budget)"),)
     releases = (NoisyRelease(_BATCH, "gaussian", multiplier * sens, sens),)
-    return ReleasePlan(_OWNER, relation, events, releases, notes), multiplier
+    return ReleasePlan(_OWNER, relation, events, releases, notes)
 
 
 def _noisy_batch(releaser: Releaser, statistic: np.ndarray) -> np.ndarray:
@@ -129,10 +133,10 @@ def _run(source: _Source, sizes: list[int], block: int, releaser: Releaser,
     released batch sum (post-processing). ``where``: ``(xp, device)`` of a device array (array API
     dispatch; :func:`_run_xp`), ``(None, None)`` for the NumPy path.
     """
-    W = orthonormalize(releaser.generator.standard_normal((source.d, block)), "qr")
+    W = orthonormalize(releaser.standard_normal((source.d, block)), "qr")
     if where[0] is not None:
         return _run_xp(source, sizes, W, releaser, where)
-    rows: _Rows = source.reader(releaser.generator)
+    rows: _Rows = source.reader(releaser)
     G = W
     for t, size in enumerate(sizes):
         to_end = t == len(sizes) - 1 and not source.in_memory
@@ -156,7 +160,7 @@ def _run_xp(source: _Source, sizes: list[int], W0: np.ndarray, releaser: Release
     X, (xp, device) = source.data, where
     assert source.n is not None  # an in-memory array
     dtype = work_dtype(X, xp)
-    order = from_numpy(releaser.generator.permutation(source.n), xp, device)
+    order = from_numpy(releaser.permutation(source.n), xp, device)
     W = G = from_numpy(W0, xp, device, dtype)
     step = max(1, _DEVICE_CHUNK_ELEMENTS // max(source.d, 1))
     start = 0
@@ -185,9 +189,8 @@ def _device_source(X: Any, xp: Any, n_samples: int | None, C: float,
 
 
 def _source(X: Any, k: Any, C: float, n_samples: int | None, on_norm_violation: NormViolation,
-            n_batches: int, warmup_fraction: float, show_progress: bool | None,
-            where: tuple[Any, Any] = (None, None)) -> tuple[_Source, list[int]]:
-    """Validate the data (an in-memory input whole, before any charge) and fix the public batch sizes.
+            show_progress: bool | None, where: tuple[Any, Any] = (None, None)) -> _Source:
+    """Validate the data (an in-memory input whole, before any charge) and open it.
 
     ``where``: ``(xp, device)`` of a device array (array API dispatch), validated on its device.
     """
@@ -196,12 +199,148 @@ def _source(X: Any, k: Any, C: float, n_samples: int | None, on_norm_violation: 
         src, n, in_memory = X, _device_source(X, where[0], n_samples, C, on_norm_violation), True
     else:
         src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, _OWNER)
-    if n is None:
-        raise ValueError(
-            f"{_OWNER}: a stream needs n_samples (public under replace-one) to set the batch sizes.")
-    sizes = batch_sizes(n, n_batches, warmup_fraction)
-    return (_open_source(src, n, in_memory, k, "block", C, on_norm_violation, _OWNER, show_progress),
-            sizes)
+    return _open_source(src, n, in_memory, k, "block", C, on_norm_violation, _OWNER, show_progress)
+
+
+@dataclass(frozen=True)
+class _MinibatchInputs:
+    """The public inputs of :func:`minibatch_oja` (as given; checked by :meth:`_MinibatchOja.check`)."""
+
+    k: Any
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    n_batches: int
+    warmup_fraction: float
+    block_size: int | None
+    n_samples: int | None
+    on_norm_violation: NormViolation
+    adaptive_clip: bool
+    clip_share: float | None
+
+
+@dataclass(frozen=True, eq=False)
+class _MinibatchChecked:
+    """:class:`_MinibatchInputs` checked: budget, relation, bound, clip stage (if any), multiplier."""
+
+    inputs: _MinibatchInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    calibration: str
+    clip: RowClipPlan | None
+    multiplier: float
+    where: tuple[Any, Any]  # (xp, device) of a device array; (None, None) on the NumPy path
+    in_memory: bool
+    n: int | None = None  # public shape of an in-memory array, for the plan checked before reading
+    d: int | None = None
+
+
+class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
+    """Minibatch Oja as the release template runs it: one release of the noisy batch sums at the bound
+    C, or (adaptive clipping) the norm histogram first, then the batch sums at the released clip."""
+
+    label = _OWNER
+    stacklevel = 3  # frames above run: minibatch_oja, the constraint check, the caller
+
+    def check(self, inputs: _MinibatchInputs, X: Any) -> _MinibatchChecked:
+        budget, rel, C = check_mechanism_inputs(
+            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
+            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=_OWNER,
+            allowed_relations=(Relation.REPLACE_ONE,),
+        )
+        where = get_namespace_and_device(X, _OWNER)  # array API dispatch: (xp, device); NumPy: (None, None)
+        in_memory = where[0] is not None or not _is_stream(_as_source(X))
+        if not in_memory:  # the batch sizes of a stream are fixed by n_samples, before the charge
+            if inputs.n_samples is None:
+                raise ValueError(
+                    f"{_OWNER}: a stream needs n_samples (public under replace-one) to set the batch sizes.")
+            batch_sizes(int(inputs.n_samples), int(inputs.n_batches), float(inputs.warmup_fraction))
+        share = inputs.clip_share or DEFAULT_CLIP_SHARE
+        adaptive = inputs.adaptive_clip and needs_two_passes_ok(X)
+        clip = plan_row_clip(budget, rel, C, share) if adaptive else None
+        return _MinibatchChecked(inputs, budget, rel, C, inputs.calibration, clip,
+                                 _multiplier(budget, rel, clip), where, in_memory, *_array_shape(X))
+
+    def read(self, inputs: _MinibatchChecked, X: Any) -> _Opened:
+        ins = inputs.inputs
+        source = _source(X, ins.k, inputs.C, ins.n_samples, ins.on_norm_violation, self.show_progress,
+                         inputs.where)
+        _sizes(inputs, source)  # too few rows for the schedule: refused before the charge
+        return _Opened(source)
+
+    def _block(self, inputs: _MinibatchChecked, n: int | None, d: int) -> int:
+        ins = inputs.inputs
+        k = _check_k(ins.k, d, n if n is not None else ins.n_samples, _OWNER)
+        return _block_size(ins.block_size, d, k)
+
+    def _method_plan(self, inputs: _MinibatchChecked, n: int | None, d: int) -> ReleasePlan:
+        return _plan(inputs.relation, inputs.multiplier, self._block(inputs, n, d), inputs.C,
+                     int(inputs.inputs.n_batches), inputs.in_memory)
+
+    def plan(self, inputs: _MinibatchChecked, n: int | None, d: int | None) -> ReleasePlan | None:
+        if d is None:
+            return None
+        plan = self._method_plan(inputs, n, d)
+        if inputs.clip is None:
+            return plan
+        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
+                           (inputs.clip.release, *plan.releases), plan.notes)
+
+    def is_staged(self, inputs: _MinibatchChecked) -> bool:
+        return inputs.clip is not None
+
+    def stages(self, inputs: _MinibatchChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_BATCH,),)
+
+    def stage_plan(self, inputs: _MinibatchChecked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        if inputs.clip is None or names != (_BATCH,):
+            return super().stage_plan(inputs, plan, names, released)
+        # the batches at the released clip r: the same multiplier, sensitivity and noise at r
+        source = released.rows.source
+        n = source.public_n()
+        assert n is not None
+        block = self._block(inputs, source.n, source.d)
+        nu = noise_per_clip2(inputs.multiplier, source.d, block, _sizes(inputs, source))
+        r = clip_from_counts(inputs.clip, released["norm_histogram"], noise_per_clip2=nu, d=source.d,
+                             n_public=n)
+        released.update(source=source.at_clip(r), clip=r)
+        note = clip_note(r, inputs.C, inputs.inputs.clip_share or DEFAULT_CLIP_SHARE)
+        return at_clip(self._method_plan(inputs, source.n, source.d), r, inputs.C, {_BATCH: 2}, note)
+
+    def statistic(self, inputs: _MinibatchChecked, rows: _Opened, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if plan.releases[0].name == "norm_histogram":
+            assert inputs.clip is not None
+            return {"norm_histogram": norm_histogram(rows.source.data, inputs.clip.edges, center=None,
+                                                     owner=_OWNER, show_progress=rows.source.block_progress)}
+        source = released.setdefault("source", rows.source)  # at the released clip, else at the bound C
+        sizes, block = _sizes(inputs, source), self._block(inputs, source.n, source.d)
+        return {_BATCH: Drawn(lambda releaser: _run(source, sizes, block, releaser, inputs.where))}
+
+    def post_process(self, inputs: _MinibatchChecked, rows: _Opened, released: Released,
+                     report: Any) -> SubspaceResult:
+        """Canonical signs; diagnostics that are public or released values."""
+        W, used = released[_BATCH]
+        source, batch = released["source"], released.plan[_BATCH]
+        sizes = _sizes(inputs, source)
+        diagnostics: dict[str, Any] = {
+            "noise_multiplier": inputs.multiplier, "noise_std": batch.scale, "sensitivity": batch.sensitivity,
+            "batch_sizes": tuple(sizes), "n_batches": len(sizes),
+            "block_size": self._block(inputs, source.n, source.d)}
+        if inputs.clip is not None:
+            diagnostics.update(clip=released["clip"], histogram_noise_std=inputs.clip.release.scale)
+        return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+                              diagnostics=diagnostics)
+
+
+def _sizes(inputs: _MinibatchChecked, source: _Source) -> list[int]:
+    """The public batch sizes of the source's n rows (n_samples for a stream)."""
+    assert source.n is not None
+    return batch_sizes(source.n, int(inputs.inputs.n_batches), float(inputs.inputs.warmup_fraction))
 
 
 @validated(MINIBATCH_OJA_PARAMETERS)
@@ -321,40 +460,7 @@ def minibatch_oja(
     ``"seeded-device"``; ``random_state="secure"`` is refused there). The initial frame and the secret
     permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
     """
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=_OWNER, allowed_relations=(Relation.REPLACE_ONE,),
-    )
-    where = get_namespace_and_device(X, _OWNER)  # array API dispatch: (xp, device); NumPy: (None, None)
-    noise = noise_source(random_state, like=X if where[0] is not None else None)
-    share = clip_share or DEFAULT_CLIP_SHARE
-    clip = plan_row_clip(budget, rel, C, share) if adaptive_clip and needs_two_passes_ok(X) else None
-    if clip is not None:  # the whole cost from public inputs, before anything is read
-        precheck(accountant, (clip.event, *_plan(budget, rel, 1, C, 1, True, clip)[0].events), rel)
-    source, sizes = _source(X, k, C, n_samples, on_norm_violation, int(n_batches), float(warmup_fraction),
-                            show_progress, where)
-    block = _block_size(block_size, source.d, source.k)
-    plan, multiplier = _plan(budget, rel, block, C, len(sizes), source.in_memory, clip)
-    diagnostics: dict[str, Any] = {}
-    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
-    if clip is None:
-        with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
-            W, used = _run(source, sizes, block, releaser, where)
-            report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                                     notes=plan.notes, stacklevel=4)
-    else:
-        staged = clip.staged(accountant, _OWNER, plan.events, n_rows=n_rows)
-        nu = noise_per_clip2(multiplier, source.d, block, sizes)
-        source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: nu)
-        plan = at_clip(plan, r, C, {_BATCH: 2}, clip_note(r, C, share))  # the same multiplier, at r
-        with staged.stage(plan, noise) as releaser:
-            W, used = _run(source, sizes, block, releaser, where)
-            report = releaser.report(mechanism=_OWNER, budget=budget, calibration=calibration,
-                                     notes=plan.notes, stacklevel=4, events=[clip.event, *plan.events])
-        diagnostics = {"clip": r, "histogram_noise_std": clip.release.scale}
-    return SubspaceResult(
-        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-        diagnostics={"noise_multiplier": multiplier, "noise_std": plan[_BATCH].scale,
-                     "sensitivity": plan[_BATCH].sensitivity, "batch_sizes": tuple(sizes),
-                     "n_batches": len(sizes), "block_size": block, **diagnostics},
-    )
+    inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, n_batches, warmup_fraction,
+                              block_size, n_samples, on_norm_violation, adaptive_clip, clip_share)
+    return run(_MinibatchOja(show_progress), inputs, X,
+               RunSettings(accountant=accountant, random_state=random_state, show_progress=show_progress))

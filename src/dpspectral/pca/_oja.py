@@ -94,7 +94,7 @@ from ..privacy._accounting import (
     SampledGaussianAccountant,
     calibrate,
 )
-from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, clip_note, plan_row_clip
+from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, clip_from_counts, clip_note, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
@@ -106,17 +106,13 @@ from ..privacy._histogram import (
     stable_histogram_event,
     stable_histogram_mode,
 )
-from ..privacy._noise import SeededNoise, noise_source
-from ..privacy._pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    release,
-)
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._quantile import norm_histogram
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
 from ._stream import (
-    _adaptive_clip_stage,
     _batch_sum,
     _check_k,
+    _is_stream,
     _n_rows,
     _open_source,
     _order_note,
@@ -257,13 +253,13 @@ def _seeded_step_noise(releaser: Releaser) -> tuple[np.ndarray, float] | None:
     are drawn by blocks with :func:`~dpspectral.pca._oja_kernels.standard_normals` (NumPy's ziggurat on
     an SFC64 state seeded from the run's generator: the same law, five times faster than NumPy's
     ``Generator``; a different stream from ``Generator.standard_normal``). Any other source (secure, or
-    a subclass) draws through :meth:`Releaser.gaussian`. ``releaser.generator`` refuses after the block.
+    a subclass) draws through :meth:`Releaser.gaussian`. The releaser refuses draws after its block.
     """
     from ._oja_kernels import sfc64_state
 
-    if type(releaser.noise) is not SeededNoise:
+    if not releaser.draws_in_bulk:
         return None
-    return sfc64_state(releaser.generator), float(releaser.plan[_STEP].scale)
+    return sfc64_state(releaser.words(3)), float(releaser.plan[_STEP].scale)
 
 
 def _run_rows(rows: _Rows, W: np.ndarray, parts: list[int | None], rates: tuple[float, float],
@@ -376,12 +372,13 @@ def oja(
     rows = _Rows(X, C, "clip", owner)
     d = rows.peek_features()
     k = _check_k(k, d, n, owner)
-    noise = noise_source(random_state)
-    W = orthonormalize(noise.generator.standard_normal((d, k)), "qr")
+    # not private: the random start protects nothing (a non-private reference)
+    W = orthonormalize(unprotected_generator(random_state).standard_normal((d, k)), "qr")
     rates = (float(learning_rate_scale), float(learning_rate_offset))
     W, used = _run_rows(rows, W, _parts(n, k, rank_method, owner), rates, 0.0, None,
                         owner, show_progress, n)
-    report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",), noise.name)
+    source_name = "secure" if isinstance(random_state, str) else "seeded"
+    report = _non_private_report(owner, ("Non-private reference (Oja's algorithm).",), source_name)
     return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
                           diagnostics={"c1": rates[0], "c2": rates[1], "rank_method": rank_method})
 
@@ -578,59 +575,217 @@ def private_oja(
     single release at C; ``clip_share``: the histogram's share of the budget (default 0.02). Diagnostics
     ``clip`` and ``histogram_noise_std`` with adaptive clipping.
     """
-    owner = "private_oja"
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
-    )
-    noise = noise_source(random_state)
-    share = clip_share or DEFAULT_CLIP_SHARE
-    adaptive = adaptive_clip and amplification == "none" and needs_two_passes_ok(X)
-    clip = plan_row_clip(budget, rel, C, share) if adaptive and calibration == "tight" else None
-    beta = sensitivity_norm(C) ** 2 if gradient_clip is None else float(gradient_clip)
-    source = _private_oja_source(X, k, C, calibration=calibration, n_samples=n_samples,
-                                 on_norm_violation=on_norm_violation, rank_method=rank_method,
-                                 amplification=amplification)
-    c1 = learning_rate_scale
-    rates = (DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1), float(learning_rate_offset))
-    _warn_learning_rate(rates[0], C, owner)
-    plan, alpha = _private_oja_plan(budget, rel, beta, source, amplification, clip)
+    inputs = _OjaInputs(k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
+                        calibration=calibration, learning_rate_scale=learning_rate_scale,
+                        learning_rate_offset=learning_rate_offset, gradient_clip=gradient_clip,
+                        rank_method=rank_method, amplification=amplification, n_samples=n_samples,
+                        on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip,
+                        clip_share=clip_share)
+    mechanism = _PrivateOja(show_progress)
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
-    diagnostics: dict[str, Any] = {}
-    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
-    if clip is None:
-        with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
-            W, used = _private_oja_run(source, rates, beta, releaser, show_progress)
-            report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                     notes=plan.notes, stacklevel=5)
-    else:
-        staged = clip.staged(accountant, owner, plan.events, n_rows=n_rows)
-        source, r = _adaptive_clip_stage(source, clip, staged, noise,
-                                         functools.partial(_oja_noise_per_clip2, alpha, beta, source))
-        # everything set by the bound C follows the released clip r: the default gradient clip
-        # (r^2), the sensitivity (at r), the default learning rate (10 / r^2); the same multiplier
-        beta = sensitivity_norm(r) ** 2 if gradient_clip is None else beta
-        rates = (DEFAULT_PRIVATE_OJA_C1 / r**2 if c1 is None else rates[0], rates[1])
-        plan, _ = _private_oja_plan(budget, rel, beta, source, amplification, clip, alpha=alpha,
-                                    note=clip_note(r, C, share))
-        with staged.stage(plan, noise) as releaser:
-            W, used = _private_oja_run(source, rates, beta, releaser, show_progress)
-            report = releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                     notes=plan.notes, stacklevel=5, events=[clip.event, *plan.events])
-        diagnostics = {"clip": r, "histogram_noise_std": clip.release.scale}
-    return SubspaceResult(
-        components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-        diagnostics={"noise_multiplier": alpha, "gradient_clip": beta, "c1": rates[0], "c2": rates[1],
-                     "rank_method": rank_method, "amplification": amplification, **diagnostics},
-    )
+        return mechanism.events_of(inputs, X)  # type: ignore[return-value]
+    return run(mechanism, inputs, X, RunSettings(accountant, random_state))
+
+
+@dataclass(frozen=True)
+class _OjaInputs:
+    """The public inputs of :func:`private_oja` (as given; checked by :meth:`_PrivateOja.check`)."""
+
+    k: Any
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    learning_rate_scale: float | None
+    learning_rate_offset: float
+    gradient_clip: float | None
+    rank_method: RankMethod
+    amplification: str
+    n_samples: int | None
+    on_norm_violation: NormViolation
+    adaptive_clip: bool
+    clip_share: float | None
+
+
+@dataclass(frozen=True, eq=False)
+class _OjaChecked:
+    """:class:`_OjaInputs` checked: the budget, the relation, the bound and the clip stage (if any)."""
+
+    inputs: _OjaInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    calibration: str
+    clip: RowClipPlan | None
+    beta: float  # the gradient clip at the bound C
+    rates: tuple[float, float]  # (c1, c2) at the bound C
+    n: int | None = None  # public shape of an in-memory array, for the plan checked before reading
+    d: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Opened:
+    """What the validating pass of a row-by-row method opened: the source and its public facts."""
+
+    source: _Source
+
+    @property
+    def n(self) -> int | None:
+        return self.source.n if self.source.in_memory else None  # for the report: public when in memory
+
+    @property
+    def d(self) -> int:
+        return self.source.d
+
+
+def _array_shape(X: Any) -> tuple[int | None, int | None]:
+    """``(n, d)`` of an in-memory array known before reading (None, None for anything else)."""
+    shape = getattr(X, "shape", None)
+    if isinstance(X, np.ndarray) and shape is not None and len(shape) == 2:
+        return int(shape[0]), int(shape[1])
+    return None, None
+
+
+class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
+    """Private Oja as the release template runs it: one release of the noisy steps at the bound C, or
+    (adaptive clipping) the norm histogram first, then the steps at the released clip."""
+
+    label = "private_oja"
+    stacklevel = 4  # frames above run: private_oja, the constraint check, the renaming, the caller
+
+    def check(self, inputs: _OjaInputs, X: Any) -> _OjaChecked:
+        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
+        budget, rel, C = check_mechanism_inputs(
+            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
+            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
+            allowed_relations=(Relation.REPLACE_ONE,),
+        )
+        if inputs.calibration != "tight":
+            raise ValueError(
+                f"The 'calibration' parameter of {self.label} must be 'tight': the paper's noise multiplier "
+                "C log(n/delta) / (epsilon sqrt(n)) leaves the constant C unspecified."
+            )
+        if inputs.amplification == "shuffle" and _is_stream(X):
+            raise ValueError(
+                f"{self.label}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
+                "matrix, Dask array or list of blocks), which the library shuffles with the secret "
+                "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
+            )
+        share = inputs.clip_share or DEFAULT_CLIP_SHARE
+        adaptive = inputs.adaptive_clip and inputs.amplification == "none" and needs_two_passes_ok(X)
+        clip = plan_row_clip(budget, rel, C, share) if adaptive else None
+        beta = sensitivity_norm(C) ** 2 if inputs.gradient_clip is None else float(inputs.gradient_clip)
+        c1 = inputs.learning_rate_scale
+        rates = (DEFAULT_PRIVATE_OJA_C1 / C**2 if c1 is None else float(c1),
+                 float(inputs.learning_rate_offset))
+        return _OjaChecked(inputs, budget, rel, C, inputs.calibration, clip, beta, rates, *_array_shape(X))
+
+    def read(self, inputs: _OjaChecked, X: Any) -> _Opened:
+        source = _private_oja_source(X, inputs.inputs.k, inputs.C, n_samples=inputs.inputs.n_samples,
+                                     on_norm_violation=inputs.inputs.on_norm_violation,
+                                     rank_method=inputs.inputs.rank_method,
+                                     amplification=inputs.inputs.amplification)
+        _warn_learning_rate(inputs.rates[0], inputs.C, self.label)
+        return _Opened(source)
+
+    def _shape(self, inputs: _OjaChecked, n: int | None, d: int) -> _Source:
+        """The public facts of the rows (no data): what the plan is built from."""
+        ins = inputs.inputs
+        in_memory = inputs.n is not None or n is not None  # (n is None for a stream)
+        n = n if n is not None else (None if ins.n_samples is None else int(ins.n_samples))
+        k = _check_k(ins.k, d, n, self.label)
+        return _Source(None, None, n, in_memory, d, k,
+                       _parts(n, k, ins.rank_method, self.label), inputs.C, ins.on_norm_violation,
+                       self.label, None)
+
+    def plan(self, inputs: _OjaChecked, n: int | None, d: int | None) -> ReleasePlan | None:
+        if d is None:
+            return None
+        return self._plan_of(inputs, self._shape(inputs, n, d))
+
+    def _plan_of(self, inputs: _OjaChecked, shape: _Source) -> ReleasePlan:
+        plan, _ = _private_oja_plan(inputs.budget, inputs.relation, inputs.beta, shape,
+                                    inputs.inputs.amplification, inputs.clip)
+        if inputs.clip is None:
+            return plan
+        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
+                           (inputs.clip.release, *plan.releases), plan.notes)
+
+    def events_of(self, inputs: _OjaInputs, X: Any) -> list[dp_accounting.DpEvent]:
+        """The events a run on ``X`` (an array: its shape only) would be charged."""
+        checked = self.check(inputs, X)
+        plan = self.plan(checked, checked.n, checked.d)
+        assert plan is not None
+        return list(plan.events)
+
+    def is_staged(self, inputs: _OjaChecked) -> bool:
+        return inputs.clip is not None
+
+    def stages(self, inputs: _OjaChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_STEP,),)
+
+    def stage_plan(self, inputs: _OjaChecked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        if inputs.clip is None or names != (_STEP,):
+            return super().stage_plan(inputs, plan, names, released)
+        # everything set by the bound C follows the released clip r: the default gradient clip (r^2),
+        # the sensitivity (at r), the default learning rate (10 / r^2); the same multiplier
+        source = released.rows.source
+        alpha = _step_multiplier(inputs.budget, inputs.relation, "none", inputs.clip, None)
+        n = source.public_n()
+        assert n is not None
+        r = clip_from_counts(inputs.clip, released["norm_histogram"], d=source.d, n_public=n,
+                             noise_per_clip2=_oja_noise_per_clip2(alpha, inputs.beta, source, n))
+        ins = inputs.inputs
+        source = source.at_clip(r)
+        beta = sensitivity_norm(r) ** 2 if ins.gradient_clip is None else inputs.beta
+        rates = (DEFAULT_PRIVATE_OJA_C1 / r**2 if ins.learning_rate_scale is None else inputs.rates[0],
+                 inputs.rates[1])
+        released.update(source=source, beta=beta, rates=rates, clip=r)
+        stage, _ = _private_oja_plan(inputs.budget, inputs.relation, beta, source, ins.amplification,
+                                     inputs.clip, alpha=alpha,
+                                     note=clip_note(r, inputs.C, ins.clip_share or DEFAULT_CLIP_SHARE))
+        return stage
+
+    def statistic(self, inputs: _OjaChecked, rows: _Opened, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if plan.releases[0].name == "norm_histogram":
+            return {"norm_histogram": _norm_counts(rows.source, inputs.clip)}
+        # at the released clip (adaptive clipping), else at the bound C
+        source = released.setdefault("source", rows.source)
+        rates, beta = released.setdefault("rates", inputs.rates), released.setdefault("beta", inputs.beta)
+        return {_STEP: Drawn(lambda releaser: _private_oja_run(source, rates, beta, releaser,
+                                                               self.show_progress))}
+
+    def post_process(self, inputs: _OjaChecked, rows: _Opened, released: Released,
+                     report: Any) -> SubspaceResult:
+        """Canonical signs; diagnostics that are public or released values."""
+        W, used = released[_STEP]
+        rates = released["rates"]
+        alpha = _step_multiplier(inputs.budget, inputs.relation, inputs.inputs.amplification, inputs.clip,
+                                 released["source"].n)
+        diagnostics = {"noise_multiplier": alpha, "gradient_clip": released["beta"],
+                       "c1": rates[0], "c2": rates[1], "rank_method": inputs.inputs.rank_method,
+                       "amplification": inputs.inputs.amplification}
+        if inputs.clip is not None:
+            diagnostics.update(clip=released["clip"], histogram_noise_std=inputs.clip.release.scale)
+        return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+                              diagnostics=diagnostics)
+
+
+def _norm_counts(source: _Source, clip: RowClipPlan | None) -> np.ndarray:
+    """The exact counts of the row norms in the clip stage's public bins (released with noise)."""
+    assert clip is not None
+    return norm_histogram(source.data, clip.edges, center=None, owner=source.owner,
+                          show_progress=source.block_progress)
 
 
 def _private_oja_run(source: _Source, rates: tuple[float, float], beta: float, releaser: Releaser,
                      show_progress: bool | None) -> tuple[np.ndarray, int]:
     """Inside the charged block: the initial iterate, the secret order, one noisy step per row."""
-    W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
-    rows = source.reader(releaser.generator)
+    W = orthonormalize(releaser.standard_normal((source.d, source.k)), "qr")
+    rows = source.reader(releaser)
     return _run_rows(rows, W, source.parts, rates, beta, releaser, source.owner, show_progress, source.n)
 
 
@@ -653,24 +808,13 @@ def _oja_noise_per_clip2(alpha: float, beta: float, source: _Source, n: int) -> 
     return max(n, 1) * per_step
 
 
-def _private_oja_source(X: Any, k: Any, C: float, *, calibration: str, n_samples: int | None,
+def _private_oja_source(X: Any, k: Any, C: float, *, n_samples: int | None,
                         on_norm_violation: NormViolation, rank_method: str,
                         amplification: str) -> _Source:
-    """The checks :func:`private_oja` makes before its plan, and its data (an in-memory input
-    validated whole; a stream's first block read for the number of features)."""
+    """The validating pass of :func:`private_oja` (an in-memory input checked whole; a stream's first
+    block read for the number of features) and the checks that need the data's shape."""
     owner = "private_oja"
-    if calibration != "tight":
-        raise ValueError(
-            f"The 'calibration' parameter of {owner} must be 'tight': the paper's noise multiplier "
-            "C log(n/delta) / (epsilon sqrt(n)) leaves the constant C unspecified."
-        )
     src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
-    if amplification == "shuffle" and not in_memory:
-        raise ValueError(
-            f"{owner}: amplification='shuffle' needs in-memory data (an array, memmap, sparse "
-            "matrix, Dask array or list of blocks), which the library shuffles with the secret "
-            "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
-        )
     return _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, None)
 
 
@@ -685,15 +829,12 @@ def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, so
     """
     notes = [_order_note(source.in_memory, "each row in exactly one step (parallel composition)")]
     events: tuple[dp_accounting.DpEvent, ...]
+    if alpha is None:
+        alpha = _step_multiplier(budget, relation, amplification, clip, source.n)
     if amplification == "none":
-        if alpha is None:
-            alpha = (analytic_noise_multiplier(budget.epsilon, budget.delta) if clip is None else
-                     calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
-                               relation=relation))
         events = (dp_accounting.GaussianDpEvent(alpha),)
     else:
         assert source.n is not None
-        alpha = _calibrate_shuffle(source.n, budget.epsilon, budget.delta)
         eps_amp, _ = shuffle_amplified_epsilon(alpha, source.n, budget.delta, start=budget.epsilon)
         events = (EpsilonDeltaDpEvent(eps_amp, budget.delta * (1 - 1e-9)),)
         notes.append("Amplification by shuffling (Feldman-McMillan-Talwar 2021, numerical bound): the "
@@ -705,6 +846,19 @@ def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, so
     step = NoisyRelease(_STEP, "gaussian", sens * alpha, sens)
     notes += [note] if note else []
     return ReleasePlan("private_oja", relation, events, (step,), tuple(notes)), alpha
+
+
+def _step_multiplier(budget: PrivacyBudget, relation: Relation, amplification: str,
+                     clip: RowClipPlan | None, n: int | None) -> float:
+    """Private Oja's noise multiplier alpha (public): the Gaussian curve for (epsilon, delta), calibrated
+    with the norm histogram under adaptive clipping, or the shuffle bound's (n rows, in memory)."""
+    if amplification != "none":
+        assert n is not None
+        return _calibrate_shuffle(n, budget.epsilon, budget.delta)
+    if clip is None:
+        return analytic_noise_multiplier(budget.epsilon, budget.delta)
+    return calibrate(clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                     relation=relation)
 
 
 def _warn_learning_rate(c1: float, C: float, owner: str) -> None:
@@ -877,8 +1031,47 @@ def private_top_eigenvalue(
              else stable_histogram_event(epsilon, delta))
     plan = ReleasePlan("private_top_eigenvalue", Relation.REPLACE_ONE, (event,),
                        (_eigenvalue_release(epsilon),))
-    with release(plan, None, noise_source(random_state)) as own:
-        return _top_eigenvalue(gradients, epsilon, delta, bound, n_groups, histogram, own, min_count)
+    return run(_BuildingBlock(plan, lambda G, own: _top_eigenvalue(G, epsilon, delta, bound, n_groups,
+                                                                     histogram, own, min_count)),
+               None, gradients, RunSettings(None, random_state))
+
+
+class _BuildingBlock(Mechanism[None, Any]):
+    """A building block of DP-PCA run on its own (:func:`private_top_eigenvalue`, :func:`private_mean`):
+    its plan charges nothing (``compute(G, releaser)`` draws from the releaser; no privacy report)."""
+
+    reported = False
+
+    def __init__(self, plan: ReleasePlan, compute: Callable[[np.ndarray, Releaser], Any]) -> None:
+        super().__init__()
+        self.label, self._plan, self._compute = plan.label, plan, compute
+
+    def plan(self, inputs: None, n: int | None, d: int | None) -> ReleasePlan:
+        return self._plan
+
+    def read(self, inputs: None, X: Any) -> _Given:
+        return _Given(np.asarray(X))
+
+    def statistic(self, inputs: None, rows: _Given, plan: ReleasePlan, released: Released) -> dict[str, Any]:
+        return {"value": Drawn(lambda releaser: self._compute(rows.G, releaser))}
+
+    def post_process(self, inputs: None, rows: _Given, released: Released, report: Any) -> Any:
+        return released["value"]
+
+
+@dataclass(frozen=True, eq=False)
+class _Given:
+    """The gradients handed to a building block (public shape ``n``, ``d``)."""
+
+    G: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.G.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.G.shape[1])
 
 
 def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n_groups: int,
@@ -979,8 +1172,9 @@ def private_mean(
     event = dp_accounting.ComposedDpEvent([dp_accounting.SelfComposedDpEvent(hist_event, p),
                                            dp_accounting.GaussianDpEvent(noise_std_per_sensitivity)])
     plan = ReleasePlan("private_mean", Relation.REPLACE_ONE, (event,), (hist, mean))
-    with release(plan, None, noise_source(random_state)) as own:
-        return _truncated_mean(gradients, radius, bound, hist_budget, half_width_mult, histogram, own)
+    return run(_BuildingBlock(plan, lambda G, own: _truncated_mean(G, radius, bound, hist_budget,
+                                                                     half_width_mult, histogram, own)),
+               None, gradients, RunSettings(None, random_state))
 
 
 def _truncated_mean(G: np.ndarray, radius: float, bound: float,
@@ -998,7 +1192,7 @@ def _truncated_mean(G: np.ndarray, radius: float, bound: float,
         ellT[:, a : a + 128] = np.floor((G[a : a + 128] + r) / (2.0 * r)).T
     top = _coordinate_top(bound, r)
     centres = np.empty(p)
-    if histogram == "laplace" and type(releaser.noise) is SeededNoise:  # all p histograms at once
+    if histogram == "laplace" and releaser.draws_in_bulk:  # all p histograms at once
         modes = _laplace_modes(ellT, -top, top, releaser)
         return _truncate(G, 2.0 * r * modes, r, half_width_mult, releaser)
     for j in range(p):
@@ -1056,15 +1250,14 @@ def _laplace_modes(bins: np.ndarray, low: int, high: int, releaser: Releaser) ->
     modes = ids[winner]
     empty = (high - low + 1) - occupied
     scale = releaser.plan[_COORDINATE_HISTOGRAMS].scale
-    rng = releaser.generator
-    log_u = np.log(rng.random(p)) / np.maximum(empty, 1)  # the maximum of `empty` Laplace draws
+    log_u = np.log(releaser.random(p)) / np.maximum(empty, 1)  # the maximum of `empty` Laplace draws
     u = np.exp(log_u)
     with np.errstate(divide="ignore"):
         empty_max = np.where(u > 0.5, -scale * np.log(2.0 * -np.expm1(log_u)), scale * np.log(2.0 * u))
     for j in np.flatnonzero((empty > 0) & (empty_max > best)):  # a uniform empty bin wins
         taken = ids[first[j] : first[j] + occupied[j]]
         while True:
-            cand = int(rng.integers(low, high + 1))
+            cand = releaser.integers(low, high + 1)
             if not np.any(taken == cand):
                 modes[j] = cand
                 break
@@ -1114,7 +1307,7 @@ def _beyond_secure_range(config: _DpPcaConfig, radius: float, releaser: Releaser
     (:func:`~dpspectral.privacy._histogram.laplace_histogram_mode`); the range is a function of the
     released Lambda_t and public bounds, so skipping the step then is post-processing.
     """
-    if config.histogram != "laplace" or isinstance(releaser.noise, SeededNoise):
+    if config.histogram != "laplace" or releaser.draws_in_bulk:
         return False
     return 2 * _coordinate_top(config.grad_bound, radius) + 1 > MAX_SECURE_BINS
 
@@ -1316,89 +1509,203 @@ def dp_pca(
     4 and 5 act, their private range estimate already adapts the noise to the gradients' spread: one
     release as above. Diagnostics ``clip`` and ``histogram_noise_std`` when it runs.
     """
-    budget, rel, source, config = _dp_pca_setup(
-        X, k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, on_norm_violation=on_norm_violation, n_samples=n_samples,
-        rank_method=rank_method, batch_size=batch_size, batch_constant=batch_constant,
-        schedule=schedule, histogram=histogram, failure_probability=failure_probability,
-        n_groups=n_groups, histogram_share=histogram_share, half_width_mult=half_width_mult,
-        tail_scale=tail_scale, tail_exponent=tail_exponent, c1=learning_rate_scale, c2=learning_rate_offset,
-        block_size=block_size,
-        truncation=truncation, range_fraction=range_fraction)
-    noise = noise_source(random_state)
-    clip = None  # adaptive clipping: only where every batch is released with noise from the bound
-    if adaptive_clip and calibration == "tight" and not config.adaptive and needs_two_passes_ok(X):
-        clip = plan_row_clip(budget, rel, source.row_norm, clip_share or DEFAULT_CLIP_SHARE)
-        config = dataclasses.replace(config, s_gauss=calibrate(
-            clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta, relation=rel))
-    plan = _dp_pca_plan(config, rel, source.in_memory, calibration, seeded=isinstance(noise, SeededNoise))
+    inputs = _DpPcaInputs(
+        k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        learning_rate_scale=learning_rate_scale, learning_rate_offset=learning_rate_offset,
+        schedule=schedule, batch_size=batch_size, batch_constant=batch_constant, rank_method=rank_method,
+        block_size=block_size, truncation=truncation, range_fraction=range_fraction, histogram=histogram,
+        half_width_mult=half_width_mult, tail_scale=tail_scale, tail_exponent=tail_exponent,
+        failure_probability=failure_probability, n_groups=n_groups, histogram_share=histogram_share,
+        n_samples=n_samples, on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip,
+        clip_share=clip_share, seeded=not isinstance(random_state, str))
+    mechanism = _DpPca(show_progress)
     if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return [*((clip.event,) if clip is not None else ()), *plan.events]  # type: ignore[return-value]
-    if clip is not None:
-        return _dp_pca_adaptive(source, config, clip, plan, accountant, noise, budget, show_progress,
-                                (learning_rate_scale, rank_method, histogram,
-                                 clip_share or DEFAULT_CLIP_SHARE))
-    n_rows = source.n if source.in_memory else None  # for the report (public under replace-one)
-    with release(plan, accountant, noise, n_rows=n_rows) as releaser:  # a bad block of a stream: failed
-        W, log, used = _dp_pca_run(source, config, releaser, show_progress)
-    report = releaser.report(mechanism="dp_pca", budget=budget, calibration=calibration,
-                             notes=plan.notes, stacklevel=5)
-    return _dp_pca_result(W, log, used, report, config, rank_method, histogram)
+        return mechanism.events_of(inputs, X)  # type: ignore[return-value]
+    return run(mechanism, inputs, X, RunSettings(accountant, random_state))
 
 
-def _dp_pca_adaptive(source: _Source, config: _DpPcaConfig, clip: RowClipPlan, plan: ReleasePlan,
-                     accountant: Accountant | None, noise: Any, budget: PrivacyBudget,
-                     show_progress: bool | None, options: tuple[Any, str, str, float]) -> SubspaceResult:
-    """DP-PCA where every batch mean is released with noise from the bound (Algorithms 4 and 5 cannot
-    act), with the rows clipped at a released clip r (stage one, as :func:`minibatch_oja`): the public
-    bound of a batch sum, the eigenvalue grid's top and the default c1 follow r; the same multiplier."""
-    c1, rank_method, histogram, share = options
-    staged = clip.staged(accountant, "dp_pca", plan.events, n_rows=source.n if source.in_memory else None)
-    C = source.row_norm
-    part = (source.n or 0) // len(source.parts)
-    sizes = [config.B] if config.B is not None else batch_sizes(part, config.n_batches,
-                                                                  config.warmup_fraction)
-    source, r = _adaptive_clip_stage(source, clip, staged, noise, lambda n: noise_per_clip2(
-        config.s_gauss, source.d, config.block, [min(sizes), n - min(sizes)]))
-    grad_bound = sensitivity_norm(r) ** 2
-    config = dataclasses.replace(
-        config, grad_bound=grad_bound, eig_bound=2.0 * grad_bound**2,
-        pub_sens=min(math.sqrt(config.block), math.sqrt(2.0)) * grad_bound,
-        c1=100.0 / r**2 if c1 is None else config.c1)
-    plan = dataclasses.replace(plan, notes=plan.notes + (clip_note(r, C, share),))
-    with staged.stage(plan, noise) as releaser:
-        W, log, used = _dp_pca_run(source, config, releaser, show_progress)
-    report = releaser.report(mechanism="dp_pca", budget=budget, calibration="tight", notes=plan.notes,
-                             stacklevel=6, events=[clip.event, *plan.events])
-    out = _dp_pca_result(W, log, used, report, config, rank_method, histogram)
-    out.diagnostics.update({"clip": r, "histogram_noise_std": clip.release.scale})
-    return out
+@dataclass(frozen=True)
+class _DpPcaInputs:
+    """The public inputs of :func:`dp_pca` (as given; checked by :meth:`_DpPca.check`). ``seeded``:
+    whether the noise source is seeded (not ``"secure"``), for the plan's notes."""
+
+    k: Any
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    learning_rate_scale: float | None
+    learning_rate_offset: float | None
+    schedule: str
+    batch_size: int | None
+    batch_constant: float
+    rank_method: RankMethod
+    block_size: int | None
+    truncation: str | None
+    range_fraction: float | None
+    histogram: Histogram
+    half_width_mult: float
+    tail_scale: float
+    tail_exponent: float
+    failure_probability: float
+    n_groups: int | None
+    histogram_share: float
+    n_samples: int | None
+    on_norm_violation: NormViolation
+    adaptive_clip: bool
+    clip_share: float | None
+    seeded: bool = True
 
 
-def _dp_pca_setup(X: Any, k: Any, *, epsilon: float, delta: float, row_norm: float,
-                  relation: Relation | str, calibration: str, on_norm_violation: NormViolation,
-                  n_samples: int | None, rank_method: str, batch_size: int | None,
-                  batch_constant: float, schedule: str, **sizing: Any,
-                  ) -> tuple[PrivacyBudget, Relation, _Source, _DpPcaConfig]:
-    """Validate the inputs (an in-memory input whole, before any charge), size the minibatches and
-    calibrate: everything :func:`dp_pca` needs before its plan, from public inputs only."""
-    owner = "dp_pca"
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
-    )
-    src, n, in_memory = _prepare_source(X, n_samples, C, on_norm_violation, owner)
-    B = _batch_layout(n, batch_size, batch_constant, schedule, calibration, owner)
-    source = _open_source(src, n, in_memory, k, rank_method, C, on_norm_violation, owner, False)
-    if B is not None and len(source.parts) > 1 and n is not None and n // source.k < B:
-        raise ValueError(f"{owner}: rank_method='deflation' gives each of the k={source.k} components "
-                         f"n/k = {n // source.k} rows, fewer than one minibatch (B = {B}).")
-    _warn_outside_analysis(budget, n, owner)
-    if sizing.get("c1") is not None:
-        _warn_learning_rate(float(sizing["c1"]), C, owner)
-    config = _dp_pca_config(source, budget, B, rank_method=rank_method, calibration=calibration,
-                            schedule=schedule, **sizing)
-    return budget, rel, source, config
+@dataclass(frozen=True, eq=False)
+class _DpPcaChecked:
+    """:class:`_DpPcaInputs` checked: the budget, the relation and the bound."""
+
+    inputs: _DpPcaInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    calibration: str
+    adaptive_clip_ok: bool  # adaptive clipping allowed (tight, an input that can be read twice)
+    n: int | None = None  # public shape of an in-memory array, for the plan checked before reading
+    d: int | None = None
+
+
+class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
+    """DP-PCA as the release template runs it: one release of every minibatch step (Algorithms 4 and 5
+    or the public bound), or, where every batch is released with noise from the bound, the norm
+    histogram first and the batches at the released clip."""
+
+    label = "dp_pca"
+    stacklevel = 4  # frames above run: dp_pca, the constraint check, the renaming, the caller
+
+    def check(self, inputs: _DpPcaInputs, X: Any) -> _DpPcaChecked:
+        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
+        budget, rel, C = check_mechanism_inputs(
+            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
+            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
+            allowed_relations=(Relation.REPLACE_ONE,),
+        )
+        ok = inputs.adaptive_clip and inputs.calibration == "tight" and needs_two_passes_ok(X)
+        return _DpPcaChecked(inputs, budget, rel, C, inputs.calibration, ok, *_array_shape(X))
+
+    def _config(self, inputs: _DpPcaChecked, n: int | None, d: int,
+                in_memory: bool) -> tuple[_Source, _DpPcaConfig, RowClipPlan | None]:
+        """The public sizes and calibration of a run on n rows of d features (no data)."""
+        ins = inputs.inputs
+        n = n if n is not None else (None if ins.n_samples is None else int(ins.n_samples))
+        B = _batch_layout(n, ins.batch_size, ins.batch_constant, ins.schedule, ins.calibration, self.label)
+        k = _check_k(ins.k, d, n, self.label)
+        shape = _Source(None, None, n, in_memory, d, k, _parts(n, k, ins.rank_method, self.label), inputs.C,
+                        ins.on_norm_violation, self.label, False)
+        if B is not None and len(shape.parts) > 1 and n is not None and n // k < B:
+            raise ValueError(f"{self.label}: rank_method='deflation' gives each of the k={k} components "
+                             f"n/k = {n // k} rows, fewer than one minibatch (B = {B}).")
+        config = _dp_pca_config(
+            shape, inputs.budget, B, rank_method=ins.rank_method, calibration=ins.calibration,
+            schedule=ins.schedule, histogram=ins.histogram, failure_probability=ins.failure_probability,
+            n_groups=ins.n_groups, histogram_share=ins.histogram_share, half_width_mult=ins.half_width_mult,
+            tail_scale=ins.tail_scale, tail_exponent=ins.tail_exponent, c1=ins.learning_rate_scale,
+            c2=ins.learning_rate_offset, block_size=ins.block_size, truncation=ins.truncation,
+            range_fraction=ins.range_fraction)
+        clip = None  # adaptive clipping: only where every batch is released with noise from the bound
+        if inputs.adaptive_clip_ok and not config.adaptive:
+            budget, share = inputs.budget, ins.clip_share or DEFAULT_CLIP_SHARE
+            clip = plan_row_clip(budget, inputs.relation, inputs.C, share)
+            config = dataclasses.replace(config, s_gauss=calibrate(
+                clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
+                relation=inputs.relation))
+        return shape, config, clip
+
+    def plan(self, inputs: _DpPcaChecked, n: int | None, d: int | None) -> ReleasePlan | None:
+        if d is None:
+            return None
+        in_memory = inputs.d is not None or n is not None
+        _, config, clip = self._config(inputs, n, d, in_memory)
+        plan = _dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
+                            seeded=inputs.inputs.seeded)
+        if clip is None:
+            return plan
+        return ReleasePlan(plan.label, plan.relation, (clip.event, *plan.events),
+                           (clip.release, *plan.releases), plan.notes)
+
+    def events_of(self, inputs: _DpPcaInputs, X: Any) -> list[dp_accounting.DpEvent]:
+        """The events a run on ``X`` (an array: its shape only) would be charged."""
+        checked = self.check(inputs, X)
+        plan = self.plan(checked, checked.n, checked.d)
+        assert plan is not None
+        return list(plan.events)
+
+    def read(self, inputs: _DpPcaChecked, X: Any) -> _Opened:
+        ins = inputs.inputs
+        src, n, in_memory = _prepare_source(X, ins.n_samples, inputs.C, ins.on_norm_violation, self.label)
+        _batch_layout(n, ins.batch_size, ins.batch_constant, ins.schedule, ins.calibration, self.label)
+        source = _open_source(src, n, in_memory, ins.k, ins.rank_method, inputs.C, ins.on_norm_violation,
+                              self.label, False)
+        # its refusals (sizes, batches) before the charge
+        self._config(inputs, source.n if in_memory else None, source.d, in_memory)
+        _warn_outside_analysis(inputs.budget, n, self.label)
+        if ins.learning_rate_scale is not None:
+            _warn_learning_rate(float(ins.learning_rate_scale), inputs.C, self.label)
+        return _Opened(source)
+
+    def is_staged(self, inputs: _DpPcaChecked) -> bool:
+        return inputs.adaptive_clip_ok  # a plan with the clip stage has two stages (else one)
+
+    def stages(self, inputs: _DpPcaChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        names = tuple(r.name for r in plan.releases)
+        return ((names[0],), names[1:]) if names[0] == "norm_histogram" else (names,)
+
+    def stage_plan(self, inputs: _DpPcaChecked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        stage = super().stage_plan(inputs, plan, names, released)
+        if names != (_MEAN,) or plan.releases[0].name != "norm_histogram":
+            return stage
+        # the rows clipped at a released clip r (as minibatch_oja): the public bound of a batch sum,
+        # the eigenvalue grid's top and the default c1 follow r; the same multiplier
+        source = released.rows.source
+        _, config, clip = self._config(inputs, source.n if source.in_memory else None, source.d,
+                                       source.in_memory)
+        assert clip is not None
+        n = source.public_n()
+        assert n is not None
+        part = (source.n or 0) // len(source.parts)
+        sizes = [config.B] if config.B is not None else batch_sizes(part, config.n_batches,
+                                                                      config.warmup_fraction)
+        r = clip_from_counts(clip, released["norm_histogram"], d=source.d, n_public=n,
+                             noise_per_clip2=noise_per_clip2(config.s_gauss, source.d, config.block,
+                                                             [min(sizes), n - min(sizes)]))
+        grad_bound = sensitivity_norm(r) ** 2
+        released.update(source=source.at_clip(r), clip=r, config=dataclasses.replace(
+            config, grad_bound=grad_bound, eig_bound=2.0 * grad_bound**2,
+            pub_sens=min(math.sqrt(config.block), math.sqrt(2.0)) * grad_bound,
+            c1=100.0 / r**2 if inputs.inputs.learning_rate_scale is None else config.c1),
+            histogram_noise_std=clip.release.scale)
+        share = inputs.inputs.clip_share or DEFAULT_CLIP_SHARE
+        return dataclasses.replace(stage, notes=plan.notes + (clip_note(r, inputs.C, share),))
+
+    def statistic(self, inputs: _DpPcaChecked, rows: _Opened, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if plan.releases[0].name == "norm_histogram":
+            _, _, clip = self._config(inputs, rows.n, rows.d, rows.source.in_memory)
+            return {"norm_histogram": _norm_counts(rows.source, clip)}
+        source = released.setdefault("source", rows.source)
+        if "config" not in released:
+            released["config"] = self._config(inputs, source.n, source.d, source.in_memory)[1]
+        config = released["config"]
+        return {plan.releases[-1].name: Drawn(lambda releaser: _dp_pca_run(source, config, releaser,
+                                                                           self.show_progress))}
+
+    def post_process(self, inputs: _DpPcaChecked, rows: _Opened, released: Released,
+                     report: Any) -> SubspaceResult:
+        W, log, used = released[released.plan.releases[-1].name]
+        out = _dp_pca_result(W, log, used, report, released["config"], inputs.inputs.rank_method,
+                             inputs.inputs.histogram)
+        if "clip" in released:
+            out.diagnostics.update({"clip": released["clip"],
+                                    "histogram_noise_std": released["histogram_noise_std"]})
+        return out
 
 
 def _batch_layout(n: int | None, batch_size: int | None, batch_constant: float, schedule: str,
@@ -1638,11 +1945,11 @@ def _dp_pca_plan(config: _DpPcaConfig, relation: Relation, in_memory: bool, cali
 def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
                 show_progress: bool | None) -> tuple[np.ndarray, _StepLog, int]:
     """The release of :func:`dp_pca` (after the charge): initial iterate, permutation, minibatches."""
-    W = orthonormalize(releaser.generator.standard_normal((source.d, source.k)), "qr")
+    W = orthonormalize(releaser.standard_normal((source.d, source.k)), "qr")
     if config.block > source.k:  # oversampling: extra columns drawn after the first k (seeded runs of
-        extra = releaser.generator.standard_normal((source.d, config.block - source.k))  # k cols unchanged)
+        extra = releaser.standard_normal((source.d, config.block - source.k))  # k cols unchanged)
         W = orthonormalize(np.hstack([W, extra]), "qr")
-    rows = source.reader(releaser.generator)
+    rows = source.reader(releaser)
     log = _StepLog()
     bar = progress(range(config.T or 0), total=config.T, desc=source.owner, enabled=show_progress,
                    min_total=50)

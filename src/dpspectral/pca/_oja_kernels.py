@@ -130,11 +130,12 @@ def _oja_vector(W, X, etas, Z, zetas, beta, noisy):  # type: ignore[no-untyped-d
     return W
 
 
-def sfc64_state(generator: np.random.Generator) -> np.ndarray:
-    """A fresh SFC64 state ``[a, b, c, counter]`` seeded from ``generator`` (three uint64 words, the
-    counter at 1, then 12 outputs discarded, as NumPy's ``SFC64`` seeds itself)."""
+def sfc64_state(words: np.ndarray) -> np.ndarray:
+    """A fresh SFC64 state ``[a, b, c, counter]`` seeded by three uint64 ``words`` (a charged releaser's
+    :meth:`~dpspectral.privacy._pipeline.Releaser.words`): the counter at 1, then 12 outputs
+    discarded, as NumPy's ``SFC64`` seeds itself."""
     state = np.empty(4, dtype=np.uint64)
-    state[:3] = generator.integers(0, np.iinfo(np.uint64).max, size=3, dtype=np.uint64, endpoint=True)
+    state[:3] = np.asarray(words, dtype=np.uint64)[:3]
     state[3] = 1
     standard_normals(state, np.empty(0), 12)
     return state

@@ -31,21 +31,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Interval,
-    Table,
-    Types,
-    check_params,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
@@ -100,8 +86,7 @@ _N_COMPONENTS = Interval(1, None, "left", integer=True)
 #: The parameters of :func:`noisy_power`; ``k <= n_features`` and ``k <= block_size <= n_features``
 #: relate parameters to each other and to the data and are checked inline.
 _PARAMS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE, "n_iter": _N_ITER,
+    **PRIVACY_PARAMETERS, "n_iter": _N_ITER,
     "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE], "device": [NONE, DEVICE],
 }
 

@@ -68,21 +68,7 @@ from .._array_api import (
     isfinite_all,
     work_dtype,
 )
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Interval,
-    Table,
-    Types,
-    renamed,
-    validated,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, renamed, validated
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate
 from .._progress import progress
@@ -119,8 +105,7 @@ _G = 2.0  # Lipschitz constant of f_i(v) = -v^T x x^T v on the unit ball for ||x
 
 _COUNT = Interval(1, None, "left", integer=True)
 _COMMON_PARAMS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    **PRIVACY_PARAMETERS,
     "n_steps": [NONE, _COUNT], "learning_rate": [NONE, Interval(0, None, "neither")],
     "sampling_rate": [NONE, Interval(0, 1, "right")],
     "adaptive_clip": Types((bool, np.bool_), "a bool"), "clip_share": [NONE, SHARE],

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._array_api import refuse_device
 from .._moments import accumulate
 from .._rows import (
+    _is_block_source,
     _iter_blocks,
     _page_releaser,
     as_numeric_array,
@@ -28,7 +29,7 @@ from .._rows import (
 from .._validation import check_n_components
 from ..privacy._adaptive import RowClipPlan, release_row_clip
 from ..privacy._clipping import NormViolation, clip_rows
-from ..privacy._pipeline import StagedRelease, validate_rows
+from ..privacy._pipeline import StagedRelease
 
 __all__ = ["BLOCK_FACTOR", "DEFAULT_N_BATCHES", "DEFAULT_WARMUP_FRACTION", "batch_sizes",
            "default_block_size", "minibatch_sensitivity", "noise_per_clip2", "smallest_n"]
@@ -229,15 +230,30 @@ class _Source:
     owner: str
     block_progress: bool | None
 
-    def reader(self, generator: np.random.Generator) -> _Rows:
+    def reader(self, secret: Any) -> _Rows:
         """The rows in the order the run uses them: an in-memory input is read in a uniformly random
-        order drawn now from the secret ``generator`` (a stream in its arrival order)."""
+        order drawn now by ``secret.permutation`` (a charged releaser's named draw; a stream is read in
+        its arrival order)."""
         if not self.in_memory:
             assert self.rows is not None
             return self.rows
         assert self.n is not None
         return _Rows(self.data, self.row_norm, self.mode, self.owner, show_progress=self.block_progress,
-                     order=generator.permutation(self.n))
+                     order=secret.permutation(self.n))
+
+    def at_clip(self, r: float) -> _Source:
+        """The source re-opened at a released clip ``r``: rows clipped at r, never refused (they were
+        checked at the bound before the charge)."""
+        rows = None if self.in_memory else _Rows(self.data, r, "clip", self.owner,
+                                                 show_progress=self.block_progress)
+        return dataclasses.replace(self, rows=rows, row_norm=r, mode="clip")
+
+    def public_n(self) -> int | None:
+        """The number of rows, public under replace-one: given, or counted when a re-readable stream
+        was read and checked before the charge."""
+        if self.n is not None or self.in_memory:
+            return self.n
+        return self.data.n_rows if isinstance(self.data, _CheckedStream) else None
 
 
 def _open_source(src: Any, n: int | None, in_memory: bool, k: Any, rank_method: str, C: float,
@@ -284,9 +300,7 @@ def _adaptive_clip_stage(source: _Source, clip: RowClipPlan, staged: StagedRelea
     assert n is not None
     r = release_row_clip(source.data, clip, staged, noise, noise_per_clip2=nu_of_n(n), d=source.d,
                          n_public=n, owner=source.owner, show_progress=source.block_progress)
-    rows = None if source.in_memory else _Rows(source.data, r, "clip", source.owner,
-                                               show_progress=source.block_progress)
-    return dataclasses.replace(source, rows=rows, row_norm=r, mode="clip"), r
+    return source.at_clip(r), r
 
 
 def _order_note(in_memory: bool, what: str) -> str:
@@ -317,16 +331,23 @@ class _CheckedStream:
         return cls(source, int(checked.n))
 
 
+def _is_stream(X: Any) -> bool:
+    """An iterator of row blocks or a callable returning one (read as it comes), not an in-memory input."""
+    return _is_block_source(X) and not is_dask_array(X) and not isinstance(X, (list, tuple))
+
+
 def _prepare_source(X: Any, n_samples: int | None, C: float, on_norm_violation: str,
                     owner: str) -> tuple[Any, int | None, bool]:
     """(source, n, in_memory): an in-memory input is validated whole here, before any charge."""
     refuse_device(X, owner)  # host only (docs/array-api.md: why the row-by-row methods are not covered)
     src = _as_source(X)
-    in_memory = validate_rows(src, row_norm=C, on_norm_violation=on_norm_violation, owner=owner)
-    if not in_memory:
+    if _is_stream(src):
         if not is_one_shot(src):  # re-iterable (a callable): validated before the charge, as in memory
             src = _CheckedStream.of(src, C, on_norm_violation, owner)
         return src, _n_rows(X, n_samples, owner), False
+    # every row checked (finite; within the bound with "raise") before anything is charged
+    accumulate(src, row_norm=C, on_norm_violation=on_norm_violation,  # type: ignore[arg-type]
+               want_sum=False, want_second=False, owner=owner)
     src = _indexable(src)
     n = _n_rows(src, n_samples, owner)
     if not n:

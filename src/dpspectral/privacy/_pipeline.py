@@ -368,6 +368,10 @@ class Releaser:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
         return int(self.generator.integers(low, high))
 
+    def gumbel(self, loc: float, scale: float, size: Any) -> np.ndarray:
+        """Gumbel draws of location ``loc`` and scale ``scale``, shape ``size`` (report-noisy-max)."""
+        return self.generator.gumbel(loc, scale, size=size)
+
     def random(self, size: Any) -> np.ndarray:
         """Uniform draws in ``[0, 1)`` of shape ``size`` (an acceptance test of rejection sampling)."""
         return self.generator.random(size)
@@ -392,6 +396,45 @@ class Releaser:
             yield sub
         finally:
             sub._open = False
+
+    def words(self, n: int) -> np.ndarray:
+        """``n`` uniform 64-bit words (``uint64``): the seed of a compiled secret stream (an SFC64 state)."""
+        return self.generator.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
+
+    def spawn(self, n: int) -> list[Any]:
+        """``n`` independent secret random states for inner runs (each a mechanism's ``random_state``).
+
+        Seeded: generators on the children of one ``SeedSequence`` seeded by one draw of this
+        generator; secure: ``"secure"`` (OS entropy) for each. Serve a part of this charged release
+        with :meth:`part`.
+        """
+        if getattr(self.noise, "name", "") == "secure":
+            return ["secure"] * n
+        seeds = np.random.SeedSequence(int(self.generator.integers(2**63))).spawn(n)
+        return [np.random.default_rng(seed) for seed in seeds]
+
+    def part(self, plan: ReleasePlan, random_state: Any) -> Releaser:
+        """A releaser of ``plan``, a part of this charged release, drawing from ``random_state``.
+
+        ``plan``'s cost must be included in the events charged for this release (its own events are
+        not charged again); ``random_state`` is one of :meth:`spawn`'s (secure: the same source).
+        """
+        from ._noise import noise_source
+
+        if not self._open:
+            raise RuntimeError(f"{self.plan.label}: randomness drawn after its release block ended.")
+        noise = self.noise if random_state == "secure" else noise_source(random_state)
+        return Releaser(plan, noise)
+
+    @property
+    def draws_in_bulk(self) -> bool:
+        """Whether the noise source is a seeded generator, whose draws can be made in bulk with the same
+        law: its Gaussian release is ``std`` times i.i.d. standard normals (drawable by a compiled
+        sampler seeded from :meth:`words`) and its Laplace histograms are noised on their occupied bins
+        in one vector draw. False for the secure source (exact draws, one at a time, on every bin)."""
+        from ._noise import SeededNoise
+
+        return type(self.noise) is SeededNoise
 
     @property
     def events(self) -> list[dp_accounting.DpEvent]:

@@ -41,7 +41,8 @@ release whose randomness is not additive noise: it draws through the releaser's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -50,7 +51,7 @@ from ._noise import noise_source
 from ._pipeline import ReleasePlan, Releaser, StagedRelease, precheck, read_then_release, release
 
 __all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
-           "charge_at_creation", "unprotected_generator"]
+           "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
 Result = TypeVar("Result")
@@ -228,6 +229,20 @@ def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[
         drawn = draw(releaser)
     report = releaser.report(**facts, notes=plan.notes, stacklevel=stacklevel + 1)
     return drawn, report, noise
+
+
+@contextlib.contextmanager
+def charged_elsewhere(plan: ReleasePlan, random_state: Any) -> Iterator[Releaser]:
+    """A releaser of ``plan``, a part of a release charged by another party, drawing from its own source.
+
+    For a party that draws its share of a run charged once before dispatch (a site of a distributed
+    run: the aggregator charged the whole run's events before any site ran): nothing is charged here
+    and no ledger entry is written; the noise is drawn only through ``plan``, inside the block.
+    ``random_state``: the party's own seed (a ``SeedSequence`` or ``Generator``), ``"secure"`` (its own
+    OS entropy and exact samplers), or a noise source.
+    """
+    with release(plan, None, noise_source(random_state)) as releaser:
+        yield releaser
 
 
 def unprotected_generator(random_state: Any) -> Any:
