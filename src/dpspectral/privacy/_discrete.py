@@ -10,10 +10,12 @@ whole array of pending draws at once, with rejection loops only over the entries
 
 The bits
 --------
-A *word source* supplies uniform 64-bit words (:class:`GeneratorWords`: a seeded NumPy generator's
-raw output, reproducible; :class:`SystemWords`: the operating system's CSPRNG, ``os.urandom``, read
-in bulk and viewed as ``uint64``, so every bit is OS entropy). The law of the output is the same
-whatever the source; only the stream differs.
+A *word source* supplies uniform 64-bit words (:class:`GeneratorWords`: one stream per value drawn,
+Philox4x32-10 keyed once from a seeded NumPy generator, reproducible and independent of how the values
+are split into calls; :class:`SystemWords`: the operating system's CSPRNG, ``os.urandom``, read in
+bulk and viewed as ``uint64``, so every bit is OS entropy). Every step below reads, for each pending
+value, the next word of that value's stream. The law of the output is the same whatever the source;
+only the stream differs.
 
 The building blocks, each exact
 -------------------------------
@@ -53,7 +55,7 @@ integer scale ``T = ceil(sigma)``, kept with probability ``exp(-r^2 / 2)`` where
 ``a = |Y| - sigma`` and ``B = sigma``). The proposal times the acceptance is proportional to
 ``exp(-y^2 / (2 sigma^2))`` for any positive ``T``, so the output is exactly the discrete Gaussian.
 
-Speed: a few million draws a second on one core for the secure source's scales (``sigma`` of
+Speed: about a million draws a second on one core for the secure source's scales (``sigma`` of
 ``2**30`` grid steps); the figures are in ``docs/noise.md``.
 """
 
@@ -73,13 +75,61 @@ _LIMIT = 1 << 62  # integers handled in uint64/int64 without overflow
 
 
 class GeneratorWords:
-    """Uniform 64-bit words from a NumPy generator's bit generator (reproducible from its seed)."""
+    """Per-value streams of uniform 64-bit words, reproducible from a NumPy generator (Philox4x32-10).
+
+    The first time it is used it reads one 64-bit key from the generator (its only draw from it). The
+    values drawn through it are numbered ``0, 1, 2, ...`` in the order of the calls; the ``j``-th word
+    of value ``g`` is the Philox4x32-10 block of counter ``(g, j)`` under that key (a counter-based
+    generator: Salmon et al., SC 2011). Each value's draw reads only its own stream, so the draws do not
+    depend on how the values are split between calls.
+    """
 
     def __init__(self, generator: np.random.Generator) -> None:
         self._bits = generator.bit_generator
+        self._key: tuple[int, int] | None = None
+        self._next = 0  # the number of the next value
+
+    def open(self, size: int) -> _PhiloxStreams:
+        if self._key is None:
+            key = int(self._bits.random_raw())
+            self._key = (key & 0xFFFFFFFF, key >> 32)
+        first, self._next = self._next, self._next + int(size)
+        return _PhiloxStreams(self._key, first, int(size))
 
     def words(self, n: int) -> np.ndarray:
-        return np.asarray(self._bits.random_raw(int(n)), dtype=_U64)
+        """``n`` words of ``n`` new values' streams (one each)."""
+        return self.open(n).words(np.arange(int(n)))
+
+
+_M32 = _U64(0xFFFFFFFF)
+
+
+def _philox(c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray,
+            k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first two 32-bit lanes of Philox4x32-10 (32-bit values held in uint64 arrays)."""
+    m0, m1 = _U64(0xD2511F53), _U64(0xCD9E8D57)
+    for _ in range(10):
+        p0, p1 = c0 * m0, c2 * m1
+        c0, c1, c2, c3 = ((p1 >> _U64(32)) ^ c1 ^ _U64(k0), p1 & _M32,
+                          (p0 >> _U64(32)) ^ c3 ^ _U64(k1), p0 & _M32)
+        k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return c0, c1
+
+
+class _PhiloxStreams:
+    """The streams of values ``first .. first + size - 1``: ``words(idx)``, each listed value's next word."""
+
+    def __init__(self, key: tuple[int, int], first: int, size: int) -> None:
+        self._key, self._first = key, first
+        self._used = np.zeros(size, dtype=_U64)
+
+    def words(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)  # distinct indices
+        g = _U64(self._first) + idx.astype(_U64)
+        j = self._used[idx]
+        self._used[idx] = j + _U64(1)
+        lo, hi = _philox(g & _M32, g >> _U64(32), j & _M32, j >> _U64(32), *self._key)
+        return lo | (hi << _U64(32))
 
 
 class SystemWords:
@@ -89,23 +139,33 @@ class SystemWords:
         return np.frombuffer(os.urandom(8 * int(n)), dtype=_U64).copy()
 
 
-def _below(src: Any, n: int, size: int) -> np.ndarray:
-    """``size`` exact uniform integers in ``[0, n)`` (masked rejection), as uint64."""
+class _Fresh:
+    """Streams of a source of fresh words (OS entropy): each request is answered with new words."""
+
+    def __init__(self, src: Any) -> None:
+        self._src = src
+
+    def words(self, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(self._src.words(len(idx)), dtype=_U64)
+
+
+def _open(src: Any, size: int) -> Any:
+    """The per-value streams of ``size`` new values from ``src``."""
+    return src.open(size) if hasattr(src, "open") else _Fresh(src)
+
+
+def _below(st: Any, n: int, idx: np.ndarray) -> np.ndarray:
+    """An exact uniform integer in ``[0, n)`` for each value of ``idx`` (masked rejection), as uint64."""
     n = int(n)
     if not 1 <= n <= 1 << 63:
         raise ValueError(f"below(n) needs 1 <= n <= 2**63; got {n}.")
-    if n == 1 or size == 0:
-        return np.zeros(size, dtype=_U64)
-    bits = (n - 1).bit_length()
-    small = bits <= 32
-    out = np.empty(size, dtype=_U64)
-    todo = np.arange(size)
+    out = np.zeros(idx.size, dtype=_U64)
+    if n == 1 or idx.size == 0:
+        return out
+    mask = _U64((1 << (n - 1).bit_length()) - 1)
+    todo = np.arange(idx.size)
     while todo.size:
-        m = todo.size
-        raw = src.words((m + 1) // 2 if small else m)
-        if small:
-            raw = raw.view(np.uint32)[:m].astype(_U64)
-        vals = raw & _U64((1 << bits) - 1)
+        vals = st.words(idx[todo]) & mask
         ok = vals < _U64(n)
         out[todo[ok]] = vals[ok]
         todo = todo[~ok]
@@ -173,13 +233,23 @@ def _exp_neg_bounds(x: Fraction, bits: int) -> tuple[Fraction, Fraction]:
         n_terms *= 2
 
 
-def _bern_exp(src: Any, x_hat: np.ndarray, exact: Any) -> np.ndarray:
+class _One:
+    """The stream of one value, as a word source (for the exact fallback)."""
+
+    def __init__(self, st: Any, index: int) -> None:
+        self._st, self._idx = st, np.array([index])
+
+    def words(self, n: int) -> np.ndarray:
+        return np.concatenate([self._st.words(self._idx) for _ in range(int(n))])
+
+
+def _bern_exp(st: Any, x_hat: np.ndarray, exact: Any, idx: np.ndarray) -> np.ndarray:
     """Exact ``Bernoulli(exp(-x))`` per entry: ``x_hat`` within relative ``2**-44`` of ``x``.
 
-    ``exact(i)`` gives entry ``i``'s ``x`` as a Fraction (only called in the rare undecided band).
+    ``exact(i)`` gives entry ``i``'s ``x`` as a Fraction (only called in the rare undecided band);
+    entry ``i`` reads the stream of value ``idx[i]``.
     """
-    m = x_hat.size
-    u = (src.words(m) >> _U64(11)).astype(np.float64)  # the first 53 bits of V, exactly
+    u = (st.words(idx) >> _U64(11)).astype(np.float64)  # the first 53 bits of V, exactly
     v_lo = u * 2.0**-53
     v_hi = (u + 1.0) * 2.0**-53
     big = x_hat > _X_MAX  # exp(-x) < exp(-63) < 2**-90
@@ -189,17 +259,17 @@ def _bern_exp(src: Any, x_hat: np.ndarray, exact: Any) -> np.ndarray:
     out = v_hi <= lo
     undecided = np.flatnonzero(~out & (v_lo < hi))
     for i in undecided:
-        out[i] = _LazyUniform(int(u[i]), 53, src).less_exp(exact(int(i)))
+        out[i] = _LazyUniform(int(u[i]), 53, _One(st, int(idx[i]))).less_exp(exact(int(i)))
     return out
 
 
-def _laplace_magnitude(src: Any, scale: Fraction, size: int) -> np.ndarray:
+def _laplace_magnitude(st: Any, scale: Fraction, idx: np.ndarray) -> np.ndarray:
     """``K = #{k >= 1 : V < exp(-k / scale)}`` for uniform ``V``: geometric, ``P(K >= k) = exp(-k/scale)``.
 
     A float guess ``floor(-scale log V)`` checked exactly by two comparisons (:func:`_bern_exp` with
     the same ``V``); an entry whose guess is not confirmed is counted exactly, one comparison at a time.
     """
-    words = src.words(size)
+    words = st.words(idx)
     u = (words >> _U64(11)).astype(np.float64)
     b = float(scale)
     with np.errstate(divide="ignore"):
@@ -222,7 +292,7 @@ def _laplace_magnitude(src: Any, scale: Fraction, size: int) -> np.ndarray:
     yes_at |= guess == 0
     _, no_next = decided_less((k_hat + 1.0) * inv_b)  # not V < exp(-(k_hat + 1) / b): K < k_hat + 1
     for i in np.flatnonzero(~(yes_at & no_next)):
-        out[i] = _exact_magnitude(int(u[i]), scale, int(guess[i]), src)
+        out[i] = _exact_magnitude(int(u[i]), scale, int(guess[i]), _One(st, int(idx[i])))
     return out
 
 
@@ -254,37 +324,41 @@ def discrete_laplace_array(scale: Any, size: int, src: Any) -> np.ndarray:
     size : int
         The number of draws.
     src : GeneratorWords or SystemWords
-        The source of uniform 64-bit words.
+        The source of the words (:class:`GeneratorWords`: each value from its own stream).
     """
     f = _as_fraction(scale, "scale")
     t, s = f.numerator, f.denominator
     if t >= _LIMIT or s >= _LIMIT:
         raise ValueError(f"The scale's numerator and denominator must be below 2**62; got {f}.")
+    return _laplace(_open(src, size), t, s, np.arange(int(size)))
+
+
+def _laplace(st: Any, t: int, s: int, idx: np.ndarray) -> np.ndarray:
+    """The discrete Laplace of scale ``t / s`` for each value of ``idx``, each from its own stream."""
     one = Fraction(1)
-    out = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
+    out = np.empty(idx.size, dtype=np.int64)
+    todo = np.arange(idx.size)
     while todo.size:
-        m = todo.size
-        u = _below(src, t, m)
-        keep = _bern_exp(src, u.astype(np.float64) / t, lambda i, u=u: Fraction(int(u[i]), t))
+        ids = idx[todo]
+        u = _below(st, t, ids)
+        keep = _bern_exp(st, u.astype(np.float64) / t, lambda i, u=u: Fraction(int(u[i]), t), ids)
         kept = np.flatnonzero(keep)
-        v = _laplace_magnitude(src, one, kept.size)
+        v = _laplace_magnitude(st, one, ids[kept])
         if np.any(v >= (_LIMIT - t) // t):  # probability exp(-2**62 / t): never, but never wrong
             raise OverflowError("a discrete Laplace draw exceeded 2**62")
         x = (u[kept].astype(np.int64) + t * v) // s
-        negative = _bits(src, kept.size)
+        negative = _bits(st, ids[kept])
         good = ~(negative & (x == 0))
         out[todo[kept[good]]] = np.where(negative, -x, x)[good]
-        done = np.zeros(m, dtype=bool)
+        done = np.zeros(todo.size, dtype=bool)
         done[kept[good]] = True
         todo = todo[~done]
     return out
 
 
-def _bits(src: Any, size: int) -> np.ndarray:
-    """``size`` independent fair bits (booleans), 64 from each word."""
-    raw = src.words((size + 63) // 64).view(np.uint8)
-    return np.unpackbits(raw)[:size].astype(bool)
+def _bits(st: Any, idx: np.ndarray) -> np.ndarray:
+    """A fair bit (boolean) for each value of ``idx``: the low bit of its next word."""
+    return (st.words(idx) & _U64(1)).astype(bool)
 
 
 def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
@@ -297,7 +371,7 @@ def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
     size : int
         The number of draws.
     src : GeneratorWords or SystemWords
-        The source of uniform 64-bit words.
+        The source of the words (:class:`GeneratorWords`: each value from its own stream).
     """
     f = _as_fraction(sigma, "sigma")
     S, M = f.numerator, f.denominator
@@ -307,19 +381,19 @@ def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
     A, C, B = A // g, C // g, B // g
     if B >= _LIMIT or C >= _LIMIT or A >= _LIMIT:
         raise ValueError(f"sigma = {f} has too large a numerator or denominator for the fast sampler.")
+    st = _open(src, size)
     out = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
+    todo = np.arange(int(size))
     b_float = float(B)
     while todo.size:
-        m = todo.size
-        y = discrete_laplace_array(T, m, src)
+        y = _laplace(st, T, 1, todo)
         ay = np.abs(y)
         if np.any(ay >= (_LIMIT - C) // A):
             raise OverflowError("a discrete Gaussian proposal exceeded the fast sampler's range")
         a = ay * A - C
         r = a.astype(np.float64) / b_float
         x_hat = 0.5 * r * r
-        ok = _bern_exp(src, x_hat, lambda i, a=a: Fraction(int(a[i]) ** 2, 2 * B * B))
+        ok = _bern_exp(st, x_hat, lambda i, a=a: Fraction(int(a[i]) ** 2, 2 * B * B), todo)
         out[todo[ok]] = y[ok]
         todo = todo[~ok]
     return out

@@ -6,7 +6,8 @@ every mechanism takes (:func:`noise_source`):
 * :class:`ExactNoise` (any seeded ``random_state``: None, an int, a ``SeedSequence`` or a
   ``Generator``; the default): the **exact** discrete Gaussian and discrete Laplace of Canonne, Kamath
   and Steinke (NeurIPS 2020) on a grid of width ``g = 2**(floor(log2 scale) - GRID_BITS)``, drawn from
-  the seeded generator's raw 64-bit words: reproducible from the seed, and no output carries the
+  per-value word streams keyed once by the seeded generator (the same release from the same seed,
+  whatever the chunking of the rows: ``docs/noise.md``), and no output carries the
   low-order bits of a floating-point sample (Mironov, CCS 2012, showed that such bits can reveal the
   value they hide). The report's ``noise_source`` is ``"exact"``.
 * :class:`SecureNoise` (``random_state="secure"``): the same samplers and the same law, with every bit
@@ -17,7 +18,7 @@ every mechanism takes (:func:`noise_source`):
 
 The samplers (:mod:`dpspectral.privacy._discrete`) are vectorised over arrays, in integer arithmetic
 with an exact fallback for the rare decisions that 53 bits do not settle: their output follows the
-discrete laws exactly, at a few million draws a second (``docs/noise.md``). The pure-Python samplers
+discrete laws exactly, at about a million draws a second (``docs/noise.md``). The pure-Python samplers
 :func:`discrete_gaussian` and :func:`discrete_laplace` below are the reference implementation the tests
 compare with.
 
