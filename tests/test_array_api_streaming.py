@@ -101,7 +101,7 @@ def test_zero_noise_limit_same_components_and_report(namespace, data, options):
     assert out.privacy.events == ref.privacy.events
     assert out.privacy.epsilon == pytest.approx(ref.privacy.epsilon, rel=1e-12)
     assert out.privacy.delta == ref.privacy.delta
-    assert out.privacy.noise_source == "seeded-device" and ref.privacy.noise_source == "seeded"
+    assert out.privacy.noise_source == "exact" and ref.privacy.noise_source == "exact"
     assert [e.event for e in acc_dev.entries] == [e.event for e in acc_np.entries]
     assert len(acc_dev.entries) == (1 if options.get("adaptive_clip") is False else 2)
     assert out.diagnostics.get("clip") == ref.diagnostics.get("clip")  # the same released clip

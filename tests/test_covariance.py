@@ -259,15 +259,19 @@ def test_uncentred_adaptive_clip_at_the_bound_for_unit_rows(lowrank_data):
 
 def test_uncentred_adaptive_clip_follows_the_data_under_a_loose_bound(lowrank_data):
     """row_norm 10x the largest norm: the clip comes down near the data's norms (well below the bound)
-    and the top-2 subspace is far closer to the truth than with the clip at row_norm (seeded)."""
+    and the top-2 subspace is far closer to the truth than with the clip at row_norm (seeded).
+
+    The private quantile lands above 1.2 in about 1% of runs (3 of 400 measured, exact and float noise
+    alike), so 4 of 5 runs are asked to land below it (a false failure about once in 1,000) and the
+    errors are compared by their medians."""
     kw = dict(epsilon=1.0, delta=1e-6, row_norm=10.0)
-    adaptive = [analyze_gauss(lowrank_data, 2, random_state=seed, **kw) for seed in range(3)]
+    adaptive = [analyze_gauss(lowrank_data, 2, random_state=seed, **kw) for seed in range(5)]
     fixed = [analyze_gauss(lowrank_data, 2, random_state=seed, adaptive_clip=False, **kw)
-             for seed in range(3)]
+             for seed in range(5)]
     truth = exact_top(lowrank_data, 2)
-    assert all(r.diagnostics["clip"] < 1.2 for r in adaptive)  # largest norm 1
-    err_a = np.mean([proj_dist(r.components, truth) for r in adaptive])
-    err_f = np.mean([proj_dist(r.components, truth) for r in fixed])
+    assert sum(r.diagnostics["clip"] < 1.2 for r in adaptive) >= 4  # largest norm 1
+    err_a = np.median([proj_dist(r.components, truth) for r in adaptive])
+    err_f = np.median([proj_dist(r.components, truth) for r in fixed])
     assert err_a < 0.5 * err_f, (err_a, err_f)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpspectral import config_context
 from dpspectral.privacy import EpsilonDeltaDpEvent, ParallelDpEvent, epsilon_of
 from dpspectral.privacy import _histogram as hist
 from dpspectral.privacy._accounting import MAX_PARALLEL_EXPANSIONS
@@ -30,7 +31,7 @@ from dpspectral.privacy._histogram import (
     stable_histogram_mode,
     stable_threshold,
 )
-from dpspectral.privacy._noise import SecureNoise, SeededNoise
+from dpspectral.privacy._noise import ExactNoise, SecureNoise, SeededNoise
 from dpspectral.privacy._pipeline import ReleasePlan, release
 
 ALPHA = 1e-3  # false-positive rate of every audit bound and of every two-sample test below
@@ -43,7 +44,7 @@ BINS = np.array([2, 2, 2, 5, 6, 6])  # counts: bin 2 -> 3, bin 5 -> 1, bin 6 -> 
 
 
 def _fast(n_runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
+    rng = SeededNoise(np.random.default_rng(seed))  # the float source's O(1) maximum of the empty bins
     out = [laplace_histogram_mode(BINS, LOW, HIGH, scale=SCALE, random_state=rng) for _ in range(n_runs)]
     return np.array([i for i, _ in out]), np.array([v for _, v in out])
 
@@ -102,8 +103,12 @@ def test_laplace_max_matches_explicit_maxima(m):
 
 def test_laplace_mode_over_a_huge_range_is_fast_and_lands_on_an_empty_bin():
     # 2e12 bins, five values in bin 0 with scale 1: the largest empty-bin noise is ~ ln(1e12) = 27.6,
-    # so an empty bin wins; its value lies in [20, 40] except with probability < 1e-5 per run.
-    rng = np.random.default_rng(3)
+    # so an empty bin wins; its value lies in [20, 40] except with probability < 1e-5 per run. The O(1)
+    # maximum of the empty bins is the float source's; the exact default noises every bin, and refuses.
+    with pytest.raises(ValueError, match="every bin of the public range"):
+        laplace_histogram_mode(np.zeros(5, np.int64), -10**12, 10**12, scale=1.0,
+                               random_state=np.random.default_rng(3))
+    rng = SeededNoise(np.random.default_rng(3))
     low, high = -10**12, 10**12
     t = time.perf_counter()
     for _ in range(50):
@@ -197,16 +202,21 @@ def test_stable_histogram_bad_budget(kw):
 # noise sources: a Generator, a NoiseSource or a Releaser; the secure source
 
 
-def test_generator_and_seeded_source_draw_the_same():
+def test_generator_and_its_default_source_draw_the_same():
+    # a Generator is wrapped in the default source (exact noise); in config_context(noise="float") in
+    # the float source
     bins = np.r_[np.full(30, 2), np.arange(-50, 50)]
+    kw = {"epsilon": 1.0, "delta": 1e-6}
     for seed in range(5):
-        a = laplace_histogram_mode(bins, -100, 100, scale=2.0, random_state=np.random.default_rng(seed))
-        b = laplace_histogram_mode(bins, -100, 100, scale=2.0,
-                                   random_state=SeededNoise(np.random.default_rng(seed)))
-        assert a == b
-        kw = {"epsilon": 1.0, "delta": 1e-6}
-        assert stable_histogram(bins, random_state=np.random.default_rng(seed), **kw) == stable_histogram(
-            bins, random_state=SeededNoise(np.random.default_rng(seed)), **kw)
+        for kind, source in (("exact", ExactNoise), ("float", SeededNoise)):
+            with config_context(noise=kind):
+                a = laplace_histogram_mode(bins, -100, 100, scale=2.0,
+                                           random_state=np.random.default_rng(seed))
+                h = stable_histogram(bins, random_state=np.random.default_rng(seed), **kw)
+            b = laplace_histogram_mode(bins, -100, 100, scale=2.0,
+                                       random_state=source(np.random.default_rng(seed)))
+            assert a == b
+            assert h == stable_histogram(bins, random_state=source(np.random.default_rng(seed)), **kw)
 
 
 def test_secure_laplace_mode_and_stable_histogram():
@@ -241,7 +251,7 @@ def test_histogram_through_a_releaser():
     plan = ReleasePlan("hist", Relation.REPLACE_ONE, (laplace_histogram_event(2.0, "replace_one"),))
     with release(plan, None, SeededNoise(np.random.default_rng(0))) as releaser:
         inside = laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=releaser)
-    fresh = np.random.default_rng(0)
+    fresh = SeededNoise(np.random.default_rng(0))
     assert inside == laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=fresh)
     with pytest.raises(RuntimeError, match="after its release block ended"):
         laplace_histogram_mode(np.arange(5), 0, 9, scale=2.0, random_state=releaser)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpspectral import config_context
 from dpspectral.lowrank._continual import ContinualLRF, dyadic_nodes, tree_levels
 from dpspectral.lowrank._covariance import CovarianceLRF
 from dpspectral.lowrank._factorization import (
@@ -43,8 +44,16 @@ KW = dict(epsilon=1.0, delta=1e-6)
 SEED = 1234  # a declared public sketch seed (the default is fresh OS entropy)
 
 
+@pytest.fixture
+def float_noise():
+    """The float source (NumPy's normals), whose draws :func:`reference_noise` repeats."""
+    with config_context(noise="float"):
+        yield
+
+
 def reference_noise(random_state: int, m: int, n: int, t: int, v: int, sigma: float):
-    """The draws of TurnstileLRF / private_frobenius_lrf: N1 (m x t), then N2 (v x n); nothing else.
+    """The draws of TurnstileLRF / private_frobenius_lrf under the float source (the ``float_noise``
+    fixture): N1 (m x t), then N2 (v x n); nothing else.
 
     The sketch seed is public randomness, never drawn from random_state.
     """
@@ -91,7 +100,7 @@ def assert_unchanged(st: TurnstileLRF, snap) -> None:
 
 
 @pytest.mark.parametrize("shape", [(40, 70), (70, 40), (12, 12)])  # (12, 12): identity sketches
-def test_state_equals_one_shot_sketches(shape):
+def test_state_equals_one_shot_sketches(shape, float_noise):
     rng = np.random.default_rng(0)
     A = rng.normal(size=shape)
     k = 4
@@ -129,7 +138,7 @@ def test_state_equals_one_shot_sketches(shape):
     assert "n_updates" not in res.diagnostics and "seconds" not in res.diagnostics
 
 
-def test_state_is_noisy_from_initialisation():
+def test_state_is_noisy_from_initialisation(float_noise):
     st = TurnstileLRF((30, 50), 3, random_state=2, **KW)
     N1, N2 = reference_noise(2, 30, 50, st.sizes.t, st.sizes.v, st.sigma)
     assert not st.published
@@ -391,7 +400,8 @@ def test_load_refuses_corrupt_files(tmp_path):
     with np.load(path) as f:
         cfg, status, pub = str(f["config"][()]), str(f["status"][()]), str(f["publication"][()])
     Y2, Z2 = state_arrays(st)[0][:-1], state_arrays(st)[1]
-    _rewrite(wrong, Y_c=Y2, checksum=np.array(state_checksum(cfg, status, pub, {"Y_c": Y2, "Z": Z2})))
+    _rewrite(wrong, Y_c=Y2, checksum=np.array(state_checksum(cfg, status, pub, {"Y_c": Y2, "Z": Z2},
+                                                                      st.privacy.noise_source)))
     with pytest.raises(StateFileError, match="do not fit"):
         TurnstileLRF.load(wrong)
     npy = tmp_path / "a.npy"
@@ -560,7 +570,7 @@ def test_zero_noise_limit_is_near_optimal(shape):
 # ----------------------------------------------------------------------------------------------
 
 
-def test_covariance_state_equals_dense_sketch_of_ata():
+def test_covariance_state_equals_dense_sketch_of_ata(float_noise):
     rng = np.random.default_rng(7)
     d, k = 14, 3
     X = rng.normal(size=(300, d)) * 0.4
@@ -763,7 +773,8 @@ def test_continual_zero_noise_limit():
 
 def test_state_files_are_zip_archives(tmp_path):
     path = make_state().save(tmp_path / "s.npz")
-    keys = ("Y_c", "Z", "config", "status", "publication", "format_version", "checksum")
+    keys = ("Y_c", "Z", "config", "status", "publication", "format_version", "checksum",
+            "noise_source")  # a seeded state draws exact noise by default, and says so
     with zipfile.ZipFile(path) as z:
         assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in (*keys, "notice"))  # a secret checkpoint
     path = make_state().save(tmp_path / "p.npz", publish=True)

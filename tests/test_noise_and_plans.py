@@ -7,7 +7,8 @@
   scale) must be rejected.
 * The secure source rounds to its grid and widens the noise by the rounding's sensitivity, so the
   ratio noise / sensitivity the events record is unchanged; its outputs are exact grid multiples.
-* The seeded source draws exactly what ``rng.normal`` drew (seeded results of every method unchanged).
+* The floating-point source (``config_context(noise="float")``) draws exactly what ``rng.normal`` drew;
+  the default for a seeded ``random_state`` is the exact source, reproducible from the seed.
 * A plan's noise is drawn only by a planned name, only inside the charged block; a staged run is
   checked against the ceiling before its first stage and each stage must match its declared cost.
 """
@@ -23,10 +24,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpspectral import config_context, set_config
 from dpspectral.privacy import Accountant, BudgetExceededError, PrivacyBudget, Relation
 from dpspectral.privacy._gaussian import symmetric_gaussian
 from dpspectral.privacy._noise import (
     GRID_BITS,
+    ExactNoise,
     SecureNoise,
     SeededNoise,
     discrete_gaussian,
@@ -109,20 +112,20 @@ def test_secure_source_widens_the_noise_for_the_rounding() -> None:
 
     import dpspectral.privacy._noise as noise_module
 
-    original = noise_module.discrete_gaussian
+    original = noise_module.discrete_gaussian_array
 
-    def spy(sigma: Fraction, bits) -> int:
+    def spy(sigma: Fraction, size: int, words) -> np.ndarray:
         calls.append(sigma)
-        return 0
+        return np.zeros(size, dtype=np.int64)
 
-    noise_module.discrete_gaussian = spy  # type: ignore[assignment]
+    noise_module.discrete_gaussian_array = spy  # type: ignore[assignment]
     try:
         Recording(bits=random.Random(0)).add_gaussian(np.zeros(100), 1.0, 1e-6)
     finally:
-        noise_module.discrete_gaussian = original  # type: ignore[assignment]
+        noise_module.discrete_gaussian_array = original  # type: ignore[assignment]
     grid = math.ldexp(1.0, -GRID_BITS)
-    expected = (1e-6 + grid * 10) / 1e-6 / grid  # in grid steps
-    assert float(calls[0]) == pytest.approx(expected, rel=1e-12)
+    expected = (1e-6 + grid * 10) / 1e-6 / grid  # in grid steps, then rounded up to an integer
+    assert calls[0] == math.ceil(expected)
 
 
 def test_secure_source_refuses_a_release_without_sensitivity() -> None:
@@ -148,9 +151,16 @@ def test_seeded_source_draws_what_numpy_drew() -> None:
 
 
 def test_noise_source_resolution() -> None:
-    assert noise_source(None).name == "seeded"
-    assert noise_source(3).name == "seeded"
+    assert noise_source(None).name == "exact"
+    assert noise_source(3).name == "exact"
+    assert isinstance(noise_source(np.random.default_rng(3)), ExactNoise)
     assert noise_source("secure").name == "secure"
+    with config_context(noise="float"):
+        assert noise_source(3).name == "float" and isinstance(noise_source(3), SeededNoise)
+        assert noise_source("secure").name == "secure"
+    assert noise_source(3).name == "exact"
+    with pytest.raises(ValueError, match="'noise' setting"):
+        set_config(noise="gaussian")
     with pytest.raises(ValueError, match="'random_state'.*'secure'"):
         noise_source("securely")
     with pytest.raises(TypeError):
@@ -248,7 +258,12 @@ def test_analyze_gauss_secure_end_to_end() -> None:
     assert a.privacy.noise_source == "secure" and a.privacy.certified
     assert not np.allclose(a.components, b.components)
     seeded = analyze_gauss(X, 2, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
-    assert seeded.privacy.noise_source == "seeded"
+    assert seeded.privacy.noise_source == "exact"
+    again = analyze_gauss(X, 2, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
+    assert np.array_equal(seeded.components, again.components)  # reproducible from the seed
+    with config_context(noise="float"):
+        floating = analyze_gauss(X, 2, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0)
+    assert floating.privacy.noise_source == "float"
 
 
 def test_secure_release_without_sensitivity_is_refused_before_the_charge() -> None:
@@ -262,3 +277,45 @@ def test_secure_release_without_sensitivity_is_refused_before_the_charge() -> No
     zero = ReleasePlan("zero", Relation.ADD_REMOVE, (), (NoisyRelease("sum", "gaussian", 0.0, 0.0),))
     with release(zero, acc, noise_source("secure")) as releaser:
         assert np.array_equal(releaser.add("sum", np.arange(3.0)), np.arange(3.0))
+
+
+@pytest.mark.parametrize("shape", ["iid", "goe"])
+def test_exact_source_releases_on_the_grid_every_shape(shape: str) -> None:
+    """Vectors, scalars, the symmetric shapes and the noise alone: every released value of the exact
+    source is an exact multiple of its grid (for "goe", ``iso(M)`` is: the diagonal, and ``sqrt(2)``
+    times each entry above it), and the spread is the planned one (chi-square interval on the
+    variance, false-positive rate 1e-4 on each side)."""
+    source = ExactNoise(np.random.default_rng(7))
+    std, sensitivity = 0.37, 0.05
+    g = math.ldexp(1.0, math.floor(math.log2(std)) - GRID_BITS)
+    stat = np.linspace(-1.0, 1.0, 4000) + 1e-13
+    out = source.add_gaussian(stat, std, sensitivity)
+    assert np.all(np.mod(out, g) == 0.0)
+    assert np.mod(source.add_gaussian(0.3 + 1e-13, std, sensitivity), g) == 0.0
+    lap = source.add_laplace(stat, 0.2, 0.01)
+    assert np.all(np.mod(lap, math.ldexp(1.0, math.floor(math.log2(0.2)) - GRID_BITS)) == 0.0)
+    alone = source.gaussian(std, (50, 40), sensitivity)
+    assert alone.shape == (50, 40) and np.all(np.mod(alone, g) == 0.0)
+    d = 60
+    M = source.add_symmetric_gaussian(np.eye(d) + 1e-13, std, sensitivity, shape=shape)
+    assert np.array_equal(M, M.T)
+    i, j = np.triu_indices(d)
+    iso = M[i, j] * np.where(i == j, 1.0, math.sqrt(2.0) if shape == "goe" else 1.0)
+    diag = np.diag(M) - 1.0
+    assert np.all(np.mod(np.diag(M), g) == 0.0)
+    if shape == "iid":
+        assert np.all(np.mod(iso, g) == 0.0)
+    noise = np.concatenate([out - stat, diag])
+    n = noise.size
+    lo, hi = stats.chi2.ppf([P_REJECT / 2, 1 - P_REJECT / 2], n - 1) / (n - 1)
+    assert lo < np.var(noise, ddof=1) / std**2 < hi
+    off = M[np.triu_indices(d, 1)] * (math.sqrt(2.0) if shape == "goe" else 1.0)
+    lo, hi = stats.chi2.ppf([P_REJECT / 2, 1 - P_REJECT / 2], off.size - 1) / (off.size - 1)
+    assert lo < np.var(off, ddof=1) / std**2 < hi
+
+
+def test_exact_source_is_reproducible_from_its_seed() -> None:
+    a = ExactNoise(np.random.default_rng(1)).add_gaussian(np.zeros(500), 1.0, 0.1)
+    b = ExactNoise(np.random.default_rng(1)).add_gaussian(np.zeros(500), 1.0, 0.1)
+    c = ExactNoise(np.random.default_rng(2)).add_gaussian(np.zeros(500), 1.0, 0.1)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpspectral import Accountant, UncertifiedPrivacyWarning
+from dpspectral import Accountant, UncertifiedPrivacyWarning, config_context
 from dpspectral.gep import (
     dp_rayleigh_flow,
     dp_truncated_rayleigh_flow,
@@ -82,9 +82,12 @@ def test_gep_solvers_run_on_the_secure_source(name, kind, calibration, pairs):
     assert len(acc.entries) == 1 and acc.entries[0].status == "released"  # one charge, as seeded
 
 
-def test_seeded_reports_name_the_seeded_source(pairs):
+def test_seeded_reports_name_the_exact_source(pairs):
     res = dpsr(pairs["fda"], 2, epsilon=EPS, delta=DELTA, n_iter=5, random_state=0)
-    assert res.privacy.noise_source == "seeded"
+    assert res.privacy.noise_source == "exact"
+    with config_context(noise="float"):
+        res = dpsr(pairs["fda"], 2, epsilon=EPS, delta=DELTA, n_iter=5, random_state=0)
+    assert res.privacy.noise_source == "float"
 
 
 def test_private_fda_passes_the_secure_source_to_the_solver(data):
@@ -145,11 +148,13 @@ def test_local_report_on_the_secure_source_lies_on_its_grid(calibration, sketch_
 
 
 def test_seeded_local_report_draws_what_the_generator_drew():
-    """One report is one Gaussian on (y_i, Z_i): y's noise then Z's, row by row, from ``rng``."""
+    """One report is one Gaussian on (y_i, Z_i): y's noise then Z's, row by row, from ``rng`` (the
+    float source, whose draws are NumPy's normals)."""
     setup = local_lrf_setup(12, 5, 2, subspace_sketch_size=2, affine_sketch_size=3, seed=3)
     row = np.linspace(-0.4, 0.5, 5)
     noise = local_lrf_noise(EPS, DELTA, 2, 3, row_norm=1.0)
-    rep = local_lrf_report(row, 4, setup, epsilon=EPS, delta=DELTA, row_norm=1.0, rng=11)
+    with config_context(noise="float"):
+        rep = local_lrf_report(row, 4, setup, epsilon=EPS, delta=DELTA, row_norm=1.0, rng=11)
     z = np.random.default_rng(11).standard_normal(2 + 9)
     np.testing.assert_array_equal(rep.y, row @ setup.Phi + noise.sigma_y * z[:2])
     np.testing.assert_array_equal(rep.Z, np.outer(setup.S[:, 4], setup.T @ row)

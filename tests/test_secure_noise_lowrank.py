@@ -66,7 +66,7 @@ def test_secure_runs_report_their_source_and_differ(fn, extra):
     b = _quiet(fn, A, 2, random_state="secure", **extra, **KW)
     seeded = _quiet(fn, A, 2, random_state=0, **extra, **KW)
     assert a.privacy.noise_source == "secure" and b.privacy.noise_source == "secure"
-    assert seeded.privacy.noise_source == "seeded"
+    assert seeded.privacy.noise_source == "exact"
     # the same plan, the same guarantee: only the source of the noise changed
     assert a.privacy.events == seeded.privacy.events
     assert a.privacy.epsilon == seeded.privacy.epsilon and a.privacy.certified == seeded.privacy.certified
@@ -108,8 +108,8 @@ def test_secure_turnstile_state_file_records_its_source(tmp_path: Path):
         assert np.max(np.abs(Y - st._Y)) <= grid / 2
     seeded = TurnstileLRF((12, 9), 2, random_state=0, **KW).save(tmp_path / "plain.npz")
     with np.load(seeded, allow_pickle=False) as f:
-        assert "noise_source" not in f.files  # a seeded file is the one of earlier versions
-    assert TurnstileLRF.load(seeded).privacy.noise_source == "seeded"
+        assert str(f["noise_source"][()]) == "exact"  # a seeded run draws exact noise by default
+    assert TurnstileLRF.load(seeded).privacy.noise_source == "exact"
 
 
 def test_secure_covariance_state_and_two_states_differ():

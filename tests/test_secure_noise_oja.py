@@ -45,9 +45,9 @@ def secure_draws(monkeypatch):
     record: list[tuple[str, int]] = []
     real = SecureNoise._add
 
-    def spy(self, statistic, scale, sensitivity, kind):
+    def spy(self, statistic, scale, sensitivity, kind, each=False):
         record.append((kind, int(np.size(statistic))))
-        return real(self, statistic, scale, sensitivity, kind)
+        return real(self, statistic, scale, sensitivity, kind, each=each)
 
     monkeypatch.setattr(SecureNoise, "_add", spy)
     return record

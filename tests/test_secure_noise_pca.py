@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+from dpspectral import config_context
 from dpspectral.local._gaussian import local_gaussian, local_gaussian_report
 from dpspectral.model_selection import private_select, select_subspace
 from dpspectral.pca._exponential import exponential_pca, ppca
@@ -60,7 +61,7 @@ def test_secure_runs_are_reported_secure_and_differ(name: str, data: np.ndarray)
     W = a.components
     np.testing.assert_allclose(W.T @ W, np.eye(W.shape[1]), atol=1e-8)
     seeded = run(data, 0)
-    assert seeded.privacy.noise_source == "seeded"
+    assert seeded.privacy.noise_source == "exact"
     assert a.privacy.certified == seeded.privacy.certified
     assert a.privacy.epsilon == pytest.approx(seeded.privacy.epsilon)
 
@@ -90,15 +91,19 @@ def test_secure_local_report_lies_on_the_grid_and_differs() -> None:
     a, b = local_gaussian_report(x, **kw), local_gaussian_report(x, **kw)
     assert a.shape == (6,) and not np.array_equal(a, b)
     seeded = local_gaussian_report(x, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0)
+    with config_context(noise="float"):
+        floating = local_gaussian_report(x, epsilon=1.0, delta=DELTA, row_norm=1.0, random_state=0)
     std = local_gaussian(x[None, :], 1, epsilon=1.0, delta=DELTA, row_norm=1.0,
                          random_state=0).diagnostics["noise_std"]
     grid = 2.0 ** (np.floor(np.log2(std)) - GRID_BITS)
     i, j = np.triu_indices(3)
     iso = np.where(i == j, 1.0, math.sqrt(2.0))  # noise_shape="goe" releases upper(M) * iso on the grid
     steps, seeded_steps = a * iso / grid, seeded * iso / grid
+    float_steps = floating * iso / grid
     # on the grid up to the rounding of * sqrt(2) / sqrt(2) (relative 1e-16 of values ~1e9 steps)
     assert np.max(np.abs(steps - np.rint(steps))) <= 1e-6
-    assert np.max(np.abs(seeded_steps - np.rint(seeded_steps))) > 1e-3  # the seeded source has no grid
+    assert np.max(np.abs(seeded_steps - np.rint(seeded_steps))) <= 1e-6  # the exact default: the grid too
+    assert np.max(np.abs(float_steps - np.rint(float_steps))) > 1e-3  # the float source has no grid
 
 
 def test_secure_private_select_and_select_subspace(data: np.ndarray) -> None:

@@ -13,7 +13,7 @@ import pytest
 from dpspectral import Accountant
 from dpspectral.privacy._accounting import BudgetExceededError
 from dpspectral.privacy._budget import PrivacyBudget, Relation
-from dpspectral.privacy._noise import SecureNoise, SeededNoise
+from dpspectral.privacy._noise import ExactNoise, SecureNoise, SeededNoise
 from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from dpspectral.privacy._template import Drawn, Mechanism, Released, RunSettings, run
 
@@ -130,4 +130,4 @@ def test_independent_draws_do_not_shift_the_later_stages_noise():
     # one draw of the run's stream seeds the independent stream, whatever was drawn inside it
     rng = np.random.default_rng(7)
     rng.integers(0, 2**63 - 1)
-    assert own["b"] == rng.normal(0.0, 1.0)
+    assert own["b"] == ExactNoise(rng).add_gaussian(0.0, 1.0, 1.0)  # the default source: exact noise

@@ -42,30 +42,55 @@ ROW_BY_ROW = ("its inner loop is one row (or one small minibatch) per step, with
 _local = threading.local()
 
 
-def get_config() -> dict[str, bool]:
-    """Return dpspectral's own configuration for this thread: ``{"array_api_dispatch": bool}``."""
-    return {"array_api_dispatch": bool(getattr(_local, "array_api_dispatch", False))}
+#: The noise of every additive release drawn on the host: ``"exact"`` (default: exact discrete
+#: samplers on the release's grid, :mod:`dpspectral.privacy._noise`) or ``"float"`` (NumPy's
+#: floating-point samples, as in the papers' experiments; for comparison only).
+NOISE_KINDS = ("exact", "float")
 
 
-def set_config(array_api_dispatch: bool | None = None) -> None:
-    """Turn array API dispatch on or off for this thread (see :func:`config_context`)."""
+def get_config() -> dict[str, Any]:
+    """dpspectral's own configuration (this thread's).
+
+    ``{"array_api_dispatch": bool, "noise": "exact" | "float"}``: see :func:`config_context`.
+    """
+    return {"array_api_dispatch": bool(getattr(_local, "array_api_dispatch", False)),
+            "noise": str(getattr(_local, "noise", "exact"))}
+
+
+def set_config(array_api_dispatch: bool | None = None, noise: str | None = None) -> None:
+    """Set this thread's configuration (see :func:`config_context`); ``None`` leaves a setting as it is."""
+    if noise is not None and noise not in NOISE_KINDS:
+        raise ValueError(f"The 'noise' setting must be one of {NOISE_KINDS}. Got {noise!r} instead.")
     if array_api_dispatch is not None:
         _local.array_api_dispatch = bool(array_api_dispatch)
+    if noise is not None:
+        _local.noise = noise
 
 
 @contextlib.contextmanager
-def config_context(*, array_api_dispatch: bool | None = None) -> Iterator[None]:
-    """Within the block, the covered methods compute in the input's array namespace, on its device.
+def config_context(*, array_api_dispatch: bool | None = None, noise: str | None = None) -> Iterator[None]:
+    """Within the block, the given settings hold (this thread); they are restored after it.
 
-    The same effect as ``sklearn.config_context(array_api_dispatch=True)`` (either switch is enough),
-    without scikit-learn's requirement of ``SCIPY_ARRAY_API=1``.
+    Parameters
+    ----------
+    array_api_dispatch : bool, optional
+        The covered methods compute in the input's array namespace, on its device. The same effect as
+        ``sklearn.config_context(array_api_dispatch=True)`` (either switch is enough), without
+        scikit-learn's requirement of ``SCIPY_ARRAY_API=1``.
+    noise : {"exact", "float"}, optional
+        How a seeded ``random_state`` draws additive noise: ``"exact"`` (default) draws the exact
+        discrete Gaussian and Laplace on each release's grid, from the seeded generator's bits, so no
+        output carries the low-order bits of a floating-point sample; ``"float"`` draws NumPy's
+        floating-point normal and Laplace samples, as the papers' experiments did (for comparison
+        only: such bits can reveal the data, Mironov 2012). The report's ``noise_source`` says which
+        (``"exact"``, ``"float"``; ``random_state="secure"`` is always exact, ``"secure"``).
     """
-    old = get_config()["array_api_dispatch"]
-    set_config(array_api_dispatch)
+    old = get_config()
+    set_config(array_api_dispatch, noise)
     try:
         yield
     finally:
-        set_config(old)
+        set_config(old["array_api_dispatch"], old["noise"])
 
 
 def dispatch_enabled() -> bool:

@@ -38,6 +38,7 @@ from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
 from ..privacy._guardrails import PrivacyParameterWarning
+from ..privacy._noise import noise_source
 from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
 from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
@@ -484,7 +485,7 @@ default="moments"
             certified=False, calibration="none", events=(dp_accounting.NonPrivateDpEvent(),),
             notes=(message, *pair.notes),
             # nothing is drawn; the report states the source asked for (as the private solvers do)
-            noise_source="secure" if isinstance(self.random_state, str) else "seeded",  # str: "secure"
+            noise_source=noise_source(self.random_state).name,
         )
         return result, privacy
 

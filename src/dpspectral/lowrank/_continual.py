@@ -36,7 +36,7 @@ from .._constraints import Interval, renamed, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import SeededNoise
+from ..privacy._noise import seeded_source
 from ..privacy._noise_base import NoiseSource
 from ..privacy._pipeline import ReleasePlan, Releaser
 from ..privacy._template import RunSettings, charge_at_creation
@@ -304,7 +304,7 @@ class ContinualLRF:
             return Releaser.of_charged_plan(self._release_plan, self._secure_source)
         assert self._noise_seed is not None
         g = np.random.default_rng(np.random.SeedSequence([self._noise_seed, int(level), int(index)]))
-        return Releaser.of_charged_plan(self._release_plan, SeededNoise(g))
+        return Releaser.of_charged_plan(self._release_plan, seeded_source(g))
 
     def _node_noise(self, level: int, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The seeded noise ``(N1, N2)`` of node (level, index): m x t and v x n (of ``A^T`` if m > n)."""

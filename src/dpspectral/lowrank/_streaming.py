@@ -169,7 +169,7 @@ class PublishOnce:
 
     def _use_grid(self, noise_name: str, sigma: float) -> None:
         """Record the grid of the secure source's noise of scale ``sigma`` (nothing for the seeded one)."""
-        if noise_name == "secure":
+        if noise_name in ("exact", "secure"):
             self._grid = grid(sigma)
 
     def _snapshot(self, a: np.ndarray) -> np.ndarray:
@@ -556,7 +556,7 @@ def state_noise_source(path: str | os.PathLike[str], data: Mapping[str, np.ndarr
     if "noise_source" not in data:
         return "seeded"
     name = str(data["noise_source"][()])
-    if name not in ("seeded", "secure"):
+    if name not in ("seeded", "float", "exact", "secure"):
         raise StateFileError(f"{path}: unknown noise source {name!r}.")
     return name
 

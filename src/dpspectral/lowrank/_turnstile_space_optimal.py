@@ -268,7 +268,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         self.privacy = report
         self._publication = publication
         self._grids = None
-        if report.noise_source == "secure":
+        if report.noise_source in ("exact", "secure"):
             self._grids = (grid(self._so.sigma_y), grid(self._so.sigma_z))
 
     # -- reading (each publishes the current snapshot) -------------------------------------------

@@ -30,6 +30,17 @@ CPU and GPU). Like the seeded NumPy source these are floating-point samples (Mir
 research and for users who trust the machine, not for an adversary who reads the exact bits.
 ``random_state="secure"`` (the exact discrete samplers, which run on the host) is refused for device
 data: convert the data with :func:`dpspectral.to_numpy` for a secure release.
+
+Exact noise (the default)
+-------------------------
+With the default configuration (``dpspectral.config_context(noise="exact")``) the additive noise is
+the host's exact discrete noise (:class:`~dpspectral.privacy._noise.ExactNoise`, seeded from the same
+child seed): the statistic is copied to the host, released there on its grid, and the release copied
+back. The exact samplers are integer and branch-heavy (rejection loops over shrinking sets of
+entries), which suits the host; the copies are of the released statistic only (a d x d matrix, a
+vector), which is small next to the data. The report's ``noise_source`` is then ``"exact"``; the
+device's floating-point stream above is used with ``config_context(noise="float")``
+(``"seeded-device"``).
 """
 
 from __future__ import annotations
@@ -91,6 +102,14 @@ class DeviceNoise(NoiseSource):
         self.dtype = xp.float64 if dtype is None else dtype
         self.backend = _backend(xp)
         seed = device_seed(generator)
+        from .._array_api import get_config
+
+        self._exact: Any = None
+        if get_config()["noise"] == "exact":
+            from ._noise import ExactNoise
+
+            self._exact = ExactNoise(np.random.default_rng(seed))
+            self.name = "exact"
         if self.backend == "torch":
             import torch
 
@@ -126,6 +145,16 @@ class DeviceNoise(NoiseSource):
                 else self._stream.laplace(0.0, 1.0, size=shape))
         return self.xp.astype(self.xp.asarray(np.asarray(draw), device=self.device), dtype)
 
+    def _host_exact(self, method: str, statistic: Any, *args: Any, **kwargs: Any) -> Any:
+        """The host's exact release of ``statistic`` (copied there and back when on the device)."""
+        from .._array_api import is_device_array, to_numpy
+
+        if not is_device_array(statistic):
+            return getattr(self._exact, method)(statistic, *args, **kwargs)
+        host = np.asarray(to_numpy(statistic), dtype=np.float64)
+        out = getattr(self._exact, method)(host, *args, **kwargs)
+        return self.xp.astype(self.xp.asarray(np.asarray(out), device=self.device), statistic.dtype)
+
     def _add(self, statistic: Any, scale: float, kind: str) -> Any:
         from .._array_api import is_device_array, to_numpy
 
@@ -137,9 +166,13 @@ class DeviceNoise(NoiseSource):
         return values + scale * to_numpy(self._standard(values.shape, self.xp.float64, kind))
 
     def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:
+        if self._exact is not None:
+            return self._host_exact("add_gaussian", statistic, std, sensitivity)
         return self._add(statistic, std, "normal")
 
     def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
+        if self._exact is not None:
+            return self._host_exact("add_laplace", statistic, scale, sensitivity)
         return self._add(statistic, scale, "laplace")
 
     def add_symmetric_gaussian(self, matrix: Any, std: float,
@@ -150,6 +183,8 @@ class DeviceNoise(NoiseSource):
         ``"iid"``: ``std (Z + Z^T) / sqrt(2)`` off the diagonal and ``std Z_ii`` on it (every entry on and
         above the diagonal ``N(0, std^2)``). Independent on and above the diagonal in both.
         """
+        if self._exact is not None:
+            return self._host_exact("add_symmetric_gaussian", matrix, std, sensitivity, shape=shape)
         xp = self.xp
         d = int(matrix.shape[0])
         Z = self._standard((d, d), matrix.dtype)
@@ -161,6 +196,9 @@ class DeviceNoise(NoiseSource):
 
     def gaussian(self, std: float, size: Any, sensitivity: float | None = None) -> Any:
         shape = (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+        if self._exact is not None:
+            out = self._exact.gaussian(std, shape, sensitivity)
+            return self.xp.astype(self.xp.asarray(np.asarray(out), device=self.device), self.dtype)
         return std * self._standard(shape, self.dtype)
 
 

@@ -73,7 +73,7 @@ import numpy as np
 from .._constraints import EPSILON, NONE, Interval, check_params
 from ._accounting import EpsilonDeltaDpEvent
 from ._budget import Relation, as_relation
-from ._noise import SeededNoise, grid
+from ._noise import SeededNoise, grid, seeded_source
 from ._noise_base import NoiseSource
 from ._pipeline import Releaser
 
@@ -144,7 +144,7 @@ def _noise_of(random_state: Any, owner: str) -> NoiseSource:
     if isinstance(random_state, NoiseSource):
         return random_state
     if isinstance(random_state, np.random.Generator):
-        return SeededNoise(random_state)
+        return seeded_source(random_state)
     raise TypeError(f"The 'random_state' parameter of {owner} must be a numpy Generator, a NoiseSource or "
                     f"a Releaser. Got {random_state!r} instead.")
 
@@ -155,6 +155,8 @@ def _noisy_counts(noise: NoiseSource, counts: np.ndarray, scale: float,
     source: a per-bin grid widening that does not depend on the number of bins)."""
     if isinstance(noise, SeededNoise):
         return np.asarray(noise.add_laplace(counts, scale, sensitivity))
+    if hasattr(noise, "add_laplace_each"):  # the exact sources: the per-bin releases in one call
+        return np.asarray(noise.add_laplace_each(counts, scale, sensitivity), dtype=float)
     return np.array([noise.add_laplace(float(c), scale, sensitivity) for c in counts], dtype=float)
 
 
@@ -234,7 +236,7 @@ def _mode_over_every_bin(ids: np.ndarray, counts: np.ndarray, low: int, high: in
         raise ValueError(
             f"laplace_histogram_mode: with a {type(noise).__name__} source every bin of the public range is "
             f"noised one by one, and the range [{low}, {high}] has {width} bins (at most {MAX_SECURE_BINS}); "
-            "narrow the range or use the seeded source."
+            "narrow the range, or draw float noise (dpspectral.config_context(noise='float'))."
         )
     full = np.zeros(width)
     full[ids - low] = counts

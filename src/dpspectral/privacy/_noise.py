@@ -1,48 +1,53 @@
-"""The one noise source of the release pipeline: a seeded generator, or a secure one for deployment.
+"""The one noise source of the release pipeline: exact discrete noise by default, seeded or secure.
 
 Every noisy release draws from a :class:`NoiseSource`, chosen by the ``random_state`` argument that
 every mechanism takes (:func:`noise_source`):
 
-* :class:`SeededNoise` (any ``random_state`` but ``"secure"``): NumPy's generator, reproducible from a
-  seed; the default for research and the only one the papers' experiments use. Its Gaussian and
-  Laplace draws are floating-point samples: Mironov (CCS 2012) showed that the low-order bits of such
-  samples can leak the data, so it is **not** meant for deployment against an adversary who sees the
-  exact bits of the output.
-* :class:`SecureNoise` (``random_state="secure"``): randomness from the operating system
-  (:mod:`secrets`), and **exact** samplers for the additive Gaussian and Laplace mechanisms, the
-  discrete Gaussian and discrete Laplace of Canonne, Kamath and Steinke (NeurIPS 2020, Algorithms 1-3)
-  on a grid of width ``g = 2**(floor(log2 scale) - GRID_BITS)``: the statistic is rounded to the grid
-  and the integer noise times ``g`` added, so every output is an exact multiple of ``g`` and carries no
-  low-order bits of a floating-point sample. This is the approach of the most trusted libraries
-  (OpenDP's ``make_gaussian`` on floats, Google's secure noise).
+* :class:`ExactNoise` (any seeded ``random_state``: None, an int, a ``SeedSequence`` or a
+  ``Generator``; the default): the **exact** discrete Gaussian and discrete Laplace of Canonne, Kamath
+  and Steinke (NeurIPS 2020) on a grid of width ``g = 2**(floor(log2 scale) - GRID_BITS)``, drawn from
+  per-value word streams keyed once by the seeded generator (the same release from the same seed,
+  whatever the chunking of the rows: ``docs/noise.md``), and no output carries the
+  low-order bits of a floating-point sample (Mironov, CCS 2012, showed that such bits can reveal the
+  value they hide). The report's ``noise_source`` is ``"exact"``.
+* :class:`SecureNoise` (``random_state="secure"``): the same samplers and the same law, with every bit
+  from the operating system's CSPRNG (``os.urandom`` read in bulk); not reproducible. ``"secure"``.
+* :class:`SeededNoise`: NumPy's floating-point normal and Laplace samples, as in the papers'
+  experiments; only on request (``dpspectral.config_context(noise="float")``), for comparison. It is
+  not meant for deployment against an adversary who sees the exact bits of the output. ``"float"``.
 
-Privacy of the secure samplers
-------------------------------
-Rounding moves each coordinate by at most ``g/2``, so two neighbouring statistics at L2 distance
-``Delta`` are, after rounding, at L2 distance at most ``Delta + g sqrt(m)`` (``m`` coordinates; L1:
-``Delta + g m``). The secure source therefore scales the noise by ``(Delta + g sqrt(m)) / Delta``
-(L1: ``(Delta + g m) / Delta``), so that the ratio noise/sensitivity, which the accounting event
-records, is unchanged; with ``GRID_BITS = 30`` the increase is below ``1e-6`` for a million
-coordinates. The discrete Laplace with scale ``b/g`` on integer shifts gives the same pure epsilon as
-the continuous one. For the discrete Gaussian, CKS20 prove the same concentrated-DP bound
-(``rho = Delta'^2 / (2 sigma^2)``) as the continuous Gaussian and an (epsilon, delta) curve that matches
-the continuous one up to terms negligible for ``sigma / g >= 2**30`` (their Theorem 7 and Figure 1):
-the accountant's Gaussian events are used as they are, and the report says which source drew the noise.
+The samplers (:mod:`dpspectral.privacy._discrete`) are vectorised over arrays, in integer arithmetic
+with an exact fallback for the rare decisions that 53 bits do not settle: their output follows the
+discrete laws exactly, at about a million draws a second (``docs/noise.md``). The pure-Python samplers
+:func:`discrete_gaussian` and :func:`discrete_laplace` below are the reference implementation the tests
+compare with.
+
+Privacy of the grid
+-------------------
+The statistic is rounded to the grid and the integer noise times ``g`` added, so every output is an
+exact multiple of ``g``. Rounding moves each coordinate by at most ``g/2``, so two neighbouring
+statistics at L2 distance ``Delta`` are, after rounding, at L2 distance at most ``Delta + g sqrt(m)``
+(``m`` coordinates; L1: ``Delta + g m``). The noise is therefore scaled by ``(Delta + g sqrt(m)) /
+Delta`` (L1: ``(Delta + g m) / Delta``) and its width in grid steps rounded up to an integer, so that
+the ratio noise/sensitivity, which the accounting event records, is not smaller than planned; with
+``GRID_BITS = 30`` the increase is below ``1e-6`` for a million coordinates. The discrete Laplace with
+scale ``b/g`` on integer shifts gives the same pure epsilon as the continuous one. For the discrete
+Gaussian, CKS20 prove the same concentrated-DP bound (``rho = Delta'^2 / (2 sigma^2)``) as the
+continuous Gaussian and an (epsilon, delta) curve that matches the continuous one up to terms
+negligible for ``sigma / g >= 2**30`` (their Theorem 7 and Figure 1): the accountant's Gaussian events
+are used as they are, and the report says which source drew the noise. A release that declares no
+sensitivity (an uncertified paper calibration) is drawn on the grid at its planned scale, unwidened;
+the secure source refuses it.
 
 Randomness other than additive noise (shuffles, sketches kept secret, the exponential mechanism's
 Bingham sampler, the Wishart mechanism) comes from :attr:`NoiseSource.generator`: for the secure
 source a NumPy generator seeded with 128 bits of OS entropy (not reproducible, not exposed), sampled
-in floating point (stated in ``docs/privacy-caveats.md``).
-
-Speed: the exact samplers run in pure Python, about 30-60 microseconds per coordinate (a 784 x 784
-covariance release takes seconds, not milliseconds): deployment pays for exactness, research uses the
-seeded source.
+in floating point (``docs/noise.md`` lists these and why).
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 import random
 import secrets
 from fractions import Fraction
@@ -51,10 +56,12 @@ from typing import Any
 import numpy as np
 
 from ._device_noise import device_noise_source
+from ._discrete import GeneratorWords, SystemWords, discrete_gaussian_array, discrete_laplace_array
 from ._noise_base import NoiseSource, _check_shape
 
 __all__ = [
     "GRID_BITS",
+    "ExactNoise",
     "NoiseSource",
     "SecureNoise",
     "SeededNoise",
@@ -62,6 +69,7 @@ __all__ = [
     "discrete_laplace",
     "grid",
     "noise_source",
+    "seeded_source",
 ]
 
 #: The secure grid is ``2**(floor(log2 scale) - GRID_BITS)``: the noise is at least ``2**GRID_BITS``
@@ -75,9 +83,10 @@ def grid(scale: float) -> float:
 
 
 class SeededNoise(NoiseSource):
-    """NumPy's generator (reproducible from a seed). Draws exactly what ``rng.normal`` would."""
+    """NumPy's floating-point samples (reproducible from a seed). Draws exactly what ``rng.normal``
+    would; only with ``dpspectral.config_context(noise="float")`` (module docstring)."""
 
-    name = "seeded"
+    name = "float"
 
     def __init__(self, generator: np.random.Generator) -> None:
         self.generator = generator
@@ -171,39 +180,51 @@ def discrete_gaussian(sigma: Fraction, bits: random.Random = _SYSTEM_BITS) -> in
             return y
 
 
-class SecureNoise(NoiseSource):
-    """OS entropy and exact discrete samplers on a fine grid (module docstring: privacy and speed)."""
+class _RandomWords:
+    """64-bit words from an object with ``getrandbits`` (a seeded ``random.Random`` in tests)."""
 
-    name = "secure"
+    def __init__(self, bits: Any) -> None:
+        self._bits = bits
 
-    def __init__(self, bits: random.Random | None = None) -> None:
-        self.bits: random.Random = _SYSTEM_BITS if bits is None else bits
-        self.generator = np.random.default_rng(secrets.randbits(128))
+    def words(self, n: int) -> np.ndarray:
+        return np.array([self._bits.getrandbits(64) for _ in range(int(n))], dtype=np.uint64)
 
-    @staticmethod
-    def _require(sensitivity: float | None, scale: float) -> float:
-        if sensitivity is None or not sensitivity >= 0 or (
-                sensitivity > 0 and (not math.isfinite(scale) or not scale > 0)):
+
+class _GridNoise(NoiseSource):
+    """Exact discrete noise on the release's grid (module docstring); ``_words`` supplies the bits."""
+
+    _words: Any
+    #: Whether a release must declare its sensitivity (the secure source refuses one that does not).
+    _strict = False
+
+    def _require(self, sensitivity: float | None, scale: float) -> float | None:
+        if self._strict and (sensitivity is None or not sensitivity >= 0):
             raise ValueError(
                 "The secure noise source needs each release's sensitivity and a positive finite noise "
                 "scale (to widen the noise for the rounding to its grid); this release declared none."
             )
-        return float(sensitivity)
+        if sensitivity is not None and not sensitivity >= 0:
+            raise ValueError(f"A release's sensitivity must be non-negative; got {sensitivity!r}.")
+        if (sensitivity is None or sensitivity > 0) and not (math.isfinite(scale) and scale > 0):
+            raise ValueError(
+                f"The {self.name} noise source needs a positive finite noise scale; got {scale!r}."
+            )
+        return None if sensitivity is None else float(sensitivity)
 
-    def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str) -> Any:
+    def _add(self, statistic: Any, scale: float, sensitivity: float | None, kind: str,
+             each: bool = False) -> Any:
         delta = self._require(sensitivity, scale)
         if delta == 0:  # the statistic does not depend on the data: released as it is, no noise needed
             return statistic
         values = np.asarray(statistic, dtype=np.float64)
-        m = max(values.size, 1)
+        m = 1 if each else max(values.size, 1)
         step = grid(scale)
         spread = step * (math.sqrt(m) if kind == "gaussian" else m)
-        widened = Fraction(scale * (delta + spread) / delta) / Fraction(step)
-        draw = discrete_gaussian if kind == "gaussian" else discrete_laplace
-        steps = np.rint(values / step)
-        noise = np.fromiter((draw(widened, self.bits) for _ in range(values.size)), dtype=np.float64,
-                            count=values.size).reshape(values.shape)
-        out = (steps + noise) * step
+        widened = scale if delta is None else scale * (delta + spread) / delta
+        steps_wide = math.ceil(Fraction(widened) / Fraction(step))  # in grid steps, rounded up
+        draw = discrete_gaussian_array if kind == "gaussian" else discrete_laplace_array
+        noise = draw(steps_wide, values.size, self._words).reshape(values.shape)
+        out = (np.rint(values / step) + noise) * step
         return float(out) if np.ndim(statistic) == 0 else out
 
     def add_gaussian(self, statistic: Any, std: float, sensitivity: float | None = None) -> Any:
@@ -211,6 +232,15 @@ class SecureNoise(NoiseSource):
 
     def add_laplace(self, statistic: Any, scale: float, sensitivity: float | None = None) -> Any:
         return self._add(statistic, scale, sensitivity, "laplace")
+
+    def add_laplace_each(self, values: np.ndarray, scale: float,
+                         sensitivity: float | None = None) -> np.ndarray:
+        """What ``add_laplace(v, scale, sensitivity)`` on each value alone would release.
+
+        The same law (each value its own release: the widening of one coordinate), in one call.
+        """
+        return np.asarray(self._add(np.asarray(values, dtype=np.float64), scale, sensitivity, "laplace",
+                                    each=True))
 
     def add_symmetric_gaussian(self, matrix: np.ndarray, std: float,
                                sensitivity: float | None = None, shape: str = "iid") -> np.ndarray:
@@ -225,17 +255,60 @@ class SecureNoise(NoiseSource):
         return out.astype(matrix.dtype, copy=False)
 
 
+class ExactNoise(_GridNoise):
+    """The default: exact discrete noise on the grid from a seeded generator's bits (reproducible).
+
+    Parameters
+    ----------
+    generator : numpy.random.Generator
+        The secret generator: its raw words draw the noise, and it serves the randomness other than
+        additive noise (:attr:`generator`).
+    """
+
+    name = "exact"
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self.generator = generator
+        self._words = GeneratorWords(generator)
+
+
+class SecureNoise(_GridNoise):
+    """OS entropy and the exact discrete samplers on a fine grid (module docstring: privacy and speed).
+
+    Parameters
+    ----------
+    bits : object with ``getrandbits``, optional
+        Where the bits come from instead of ``os.urandom`` (tests pass a seeded ``random.Random``).
+    """
+
+    name = "secure"
+    _strict = True
+
+    def __init__(self, bits: Any = None) -> None:
+        self._words = SystemWords() if bits is None else _RandomWords(bits)
+        self.generator = np.random.default_rng(secrets.randbits(128))
+
+
 def _iso_weights(d: int) -> np.ndarray:
     """``iso(M) = upper(M) * weights``: 1 on the diagonal, ``sqrt(2)`` above it."""
     i, j = np.triu_indices(d)
     return np.where(i == j, 1.0, math.sqrt(2.0))
 
 
+def seeded_source(generator: np.random.Generator) -> NoiseSource:
+    """The source of a seeded generator under the configuration: :class:`ExactNoise` by default,
+    :class:`SeededNoise` (floating point) inside ``dpspectral.config_context(noise="float")``."""
+    from .._array_api import get_config
+
+    return SeededNoise(generator) if get_config()["noise"] == "float" else ExactNoise(generator)
+
+
 def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
     """The noise source for ``random_state``: ``"secure"`` -> :class:`SecureNoise`, else seeded.
 
-    ``None``, an int, a ``SeedSequence`` or a ``Generator`` give :class:`SeededNoise` (a Generator is
-    used and advanced as is; the global NumPy state is never used). A :class:`NoiseSource` passes
+    ``None``, an int, a ``SeedSequence`` or a ``Generator`` give :class:`ExactNoise` (or
+    :class:`SeededNoise` with ``config_context(noise="float")``: :func:`seeded_source`); a Generator is
+    used and advanced as is; the global NumPy state is never used. A :class:`NoiseSource` passes
     through. ``like``: a non-NumPy array (PyTorch, CuPy...; array API dispatch on) gives
     :class:`~dpspectral.privacy._device_noise.DeviceNoise`, which draws on that array's device
     (``"secure"`` is then refused: its exact samplers run on the host).
@@ -255,7 +328,4 @@ def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
         )
     from .._validation import as_generator
 
-    if isinstance(random_state, numbers.Integral) or random_state is None or isinstance(
-            random_state, (np.random.Generator, np.random.SeedSequence, np.random.RandomState)):
-        return SeededNoise(as_generator(random_state))
-    return SeededNoise(as_generator(random_state))  # raises the usual TypeError
+    return seeded_source(as_generator(random_state))  # raises the usual TypeError for other types

@@ -393,11 +393,11 @@ class Releaser:
         entropy) is already independent and serves as is. The same plan and the same block: it closes
         when the block ends.
         """
-        from ._noise import SeededNoise
+        from ._noise import ExactNoise, SeededNoise
 
         noise = self.noise
-        if isinstance(noise, SeededNoise):
-            noise = SeededNoise(np.random.default_rng(self.integers(0, 2**63 - 1)))
+        if isinstance(noise, (ExactNoise, SeededNoise)):
+            noise = type(noise)(np.random.default_rng(self.integers(0, 2**63 - 1)))
         sub = Releaser(self.plan, noise)
         sub.n_rows = self.n_rows
         try:
