@@ -109,10 +109,104 @@ def test_fast_samplers_at_the_release_scale(kind: str) -> None:
 
 
 def test_operating_system_bits_give_the_same_law() -> None:
-    x = discrete_gaussian_array(Fraction(3), N // 4, SystemWords())  # not seeded: OS entropy
+    """OS entropy cannot be seeded: each assertion fails a correct sampler with probability ALPHA."""
+    x = discrete_gaussian_array(Fraction(3), N, SystemWords())
     assert _chi2_p(x, _gauss(3.0), 3.0) > ALPHA
-    y = discrete_laplace_array(Fraction(3), N // 4, SystemWords())
+    assert _ks_p(x, _gauss(3.0), 3.0) > ALPHA
+    y = discrete_laplace_array(Fraction(3), N, SystemWords())
     assert _chi2_p(y, _laplace(3.0), 3.0) > ALPHA
+    assert _ks_p(y, _laplace(3.0), 3.0) > ALPHA
+
+
+class _SeededBulkWords:
+    """Words in bulk, as the OS source gives them, but from a seeded generator (reproducible)."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def words(self, n: int) -> np.ndarray:
+        return self._rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+
+@pytest.mark.parametrize("width", [Fraction(7, 3), Fraction(40)])
+def test_the_bulk_word_path_follows_the_law(width: Fraction) -> None:
+    """The path the OS source takes (one round per pending value a pass), seeded so it is reproducible."""
+    w = float(width)
+    x = discrete_gaussian_array(width, N, _SeededBulkWords(21))
+    assert _chi2_p(x, _gauss(w), w) > ALPHA and _ks_p(x, _gauss(w), w) > ALPHA
+    assert _chi2_p(x, _gauss(1.01 * w), w) < ALPHA
+    y = discrete_laplace_array(width, N, _SeededBulkWords(22))
+    assert _chi2_p(y, _laplace(w), w) > ALPHA and _ks_p(y, _laplace(w), w) > ALPHA
+    assert _chi2_p(y, _laplace(1.03 * w), w) < ALPHA
+
+
+@pytest.mark.parametrize("draw", [discrete_gaussian_array, discrete_laplace_array])
+@pytest.mark.parametrize("width", [Fraction(3), Fraction(2**30 + 12345)])
+def test_the_draws_do_not_depend_on_how_they_are_split_into_calls(draw, width: Fraction) -> None:
+    n = 50_000
+    whole = draw(width, n, GeneratorWords(np.random.default_rng(8)))
+    cuts = np.sort(np.random.default_rng(9).choice(np.arange(1, n), size=40, replace=False))
+    src = GeneratorWords(np.random.default_rng(8))
+    parts = [draw(width, b - a, src) for a, b in zip(np.r_[0, cuts], np.r_[cuts, n], strict=True)]
+    assert np.array_equal(np.concatenate(parts), whole)
+    assert not np.array_equal(draw(width, n, GeneratorWords(np.random.default_rng(10))), whole)
+
+
+def test_the_exact_path_of_the_geometric_part_keeps_the_law(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short tables (ending at exp(-k rho) >= 2**-4) send about 1 value in 16 through exact counting."""
+    _discrete._table.cache_clear()
+    monkeypatch.setattr(_discrete, "_TABLE_END", 2**28)
+    try:
+        x = discrete_gaussian_array(Fraction(5, 2), 20_000, GeneratorWords(np.random.default_rng(6)))
+        y = discrete_laplace_array(Fraction(7, 2), 20_000, GeneratorWords(np.random.default_rng(7)))
+    finally:
+        _discrete._table.cache_clear()
+    assert _chi2_p(x, _gauss(2.5), 2.5) > ALPHA and _chi2_p(x, _gauss(3.5), 2.5) < ALPHA
+    assert _chi2_p(y, _laplace(3.5), 3.5) > ALPHA and _chi2_p(y, _laplace(5.0), 3.5) < ALPHA
+
+
+@pytest.mark.parametrize("m", range(7))
+def test_the_geometric_tables_are_the_exact_floors(m: int) -> None:
+    table = _discrete._table(m)
+    rho = Fraction(1, 2**m)
+    assert table[0] == 2**32 and table[-1] >= _discrete._TABLE_END > table[-1] * math.exp(-float(rho)) - 1
+    for k in np.unique(np.linspace(1, table.size - 1, 25).astype(int)):
+        lo, hi = _discrete._exp_neg_bounds(k * rho, 80)
+        assert math.floor(lo * 2**32) == math.floor(hi * 2**32) == int(table[k])
+
+
+def test_philox_matches_the_published_answers() -> None:
+    """Random123's known-answer vectors for Philox4x32-10 (counter, key -> output, 32-bit lanes)."""
+    cases = [((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+             ((2**32 - 1,) * 4, (2**32 - 1,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+             ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+              (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+    for c, k, expected in cases:
+        a, b = _discrete._philox_block(np.uint64(c[0] | c[1] << 32), np.uint64(c[2] | c[3] << 32),
+                                       np.uint64(k[0]), np.uint64(k[1]))
+        assert (int(a) & 0xFFFFFFFF, int(a) >> 32, int(b) & 0xFFFFFFFF, int(b) >> 32) == expected
+
+
+def test_the_compiled_exponential_is_the_checked_one() -> None:
+    x = np.random.default_rng(1).uniform(0, 64, 2000)
+    compiled = np.array([_discrete._exp_neg1(v) for v in x])
+    assert np.array_equal(compiled, _discrete._exp_neg(x))
+
+
+@pytest.mark.parametrize("kind", ["exact", "secure"])
+def test_every_released_value_lies_on_its_grid(kind: str) -> None:
+    from dpspectral.privacy._noise import ExactNoise, SecureNoise, grid
+
+    source = ExactNoise(np.random.default_rng(2)) if kind == "exact" else SecureNoise()
+    statistic = np.random.default_rng(3).normal(size=(40, 30))
+    for add, scale in ((source.add_gaussian, 0.7), (source.add_laplace, 3.1)):
+        out = add(statistic, scale, sensitivity=1.0)
+        steps = out / grid(scale)
+        assert np.array_equal(steps, np.round(steps)) and not np.array_equal(out, statistic)
+    sym = source.add_symmetric_gaussian(statistic[:30] @ statistic[:30].T, 0.7, sensitivity=1.0)
+    assert np.array_equal(sym, sym.T)
+    steps = sym[np.triu_indices(30)] / grid(0.7)
+    assert np.array_equal(steps, np.round(steps))
 
 
 def test_the_exact_fallback_keeps_the_law(monkeypatch: pytest.MonkeyPatch) -> None:
