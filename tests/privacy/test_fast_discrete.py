@@ -152,10 +152,14 @@ def test_the_draws_do_not_depend_on_how_they_are_split_into_calls(draw, width: F
     assert not np.array_equal(draw(width, n, GeneratorWords(np.random.default_rng(10))), whole)
 
 
-def test_the_exact_path_of_the_geometric_part_keeps_the_law(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Short tables (ending at exp(-k rho) >= 2**-4) send about 1 value in 16 through exact counting."""
+@pytest.mark.parametrize("end_hi", [2**36, 2**92])
+def test_the_exact_path_of_the_geometric_part_keeps_the_law(monkeypatch: pytest.MonkeyPatch,
+                                                            end_hi: int) -> None:
+    """Short tables (ending at exp(-k rho) >= 2**-4) send about 1 value in 16 through the exact path:
+    its 96-bit table, or (that one short as well) rational enclosures."""
     _discrete._table.cache_clear()
     monkeypatch.setattr(_discrete, "_TABLE_END", 2**28)
+    monkeypatch.setattr(_discrete, "_TABLE_END_HI", end_hi)
     try:
         x = discrete_gaussian_array(Fraction(5, 2), 20_000, GeneratorWords(np.random.default_rng(6)))
         y = discrete_laplace_array(Fraction(7, 2), 20_000, GeneratorWords(np.random.default_rng(7)))
@@ -167,12 +171,36 @@ def test_the_exact_path_of_the_geometric_part_keeps_the_law(monkeypatch: pytest.
 
 @pytest.mark.parametrize("m", range(7))
 def test_the_geometric_tables_are_the_exact_floors(m: int) -> None:
-    table = _discrete._table(m)
+    table = _discrete._table(m)[0]
     rho = Fraction(1, 2**m)
     assert table[0] == 2**32 and table[-1] >= _discrete._TABLE_END > table[-1] * math.exp(-float(rho)) - 1
     for k in np.unique(np.linspace(1, table.size - 1, 25).astype(int)):
         lo, hi = _discrete._exp_neg_bounds(k * rho, 80)
         assert math.floor(lo * 2**32) == math.floor(hi * 2**32) == int(table[k])
+
+
+def test_the_rational_enclosures_of_the_exponential() -> None:
+    from decimal import Decimal, localcontext
+
+    for x in [Fraction(0), Fraction(1, 3), Fraction(7, 2), Fraction(64), Fraction(2**40 + 1, 2**33)]:
+        lo, hi = _discrete._exp_neg_bounds(x, 120)
+        assert 0 <= hi - lo <= Fraction(1, 2**120)
+        with localcontext() as ctx:
+            ctx.prec = 80  # exp is correctly rounded: within 1e-79 relatively
+            ref = Fraction((-Decimal(x.numerator) / Decimal(x.denominator)).exp())
+        assert lo * (1 - Fraction(1, 10**70)) <= ref <= hi * (1 + Fraction(1, 10**70))
+    lo, hi = _discrete._exp_neg_bounds(Fraction(1), 60)
+    assert not lo <= Fraction(Decimal(-1.001).exp()) <= hi  # a different value is not enclosed
+
+
+@pytest.mark.parametrize("m", range(7))
+def test_the_high_tables_are_the_exact_floors(m: int) -> None:
+    _, high = _discrete._table(m)
+    rho = Fraction(1, 2**m)
+    assert high[0] == 2**96 and high[-1] >= _discrete._TABLE_END_HI
+    for k in np.unique(np.linspace(1, len(high) - 1, 15).astype(int)):
+        lo, hi = _discrete._exp_neg_bounds(k * rho, 140)
+        assert math.floor(lo * 2**96) == math.floor(hi * 2**96) == high[k]
 
 
 def test_philox_matches_the_published_answers() -> None:
@@ -223,7 +251,8 @@ def test_the_exact_fallback_keeps_the_law(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_the_float_exponential_is_within_its_stated_bound() -> None:
     x = np.concatenate([np.linspace(0.0, 64.0, 20001), np.random.default_rng(0).uniform(0, 64, 20000)])
-    exact = np.array([float(sum(_discrete._exp_neg_bounds(Fraction(v), 80)) / 2) for v in x[::400]])
+    # 180 bits: within 2**-80 relatively even at exp(-64) > 2**-93
+    exact = np.array([float(sum(_discrete._exp_neg_bounds(Fraction(v), 180)) / 2) for v in x[::400]])
     assert np.max(np.abs(_discrete._exp_neg(x[::400]) / exact - 1.0)) < 2.0**-38
 
 

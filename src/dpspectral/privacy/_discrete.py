@@ -40,21 +40,25 @@ probability above 0.5 at every scale (about 0.7 for the Gaussian at release scal
 Each decision is exact
 ----------------------
 * ``N``: the comparisons ``V < exp(-k rho)`` are made with the integers ``t[k] = floor(exp(-k rho)
-  2**32)``, tabulated exactly (integer enclosures of ``exp(-rho) 2**128`` raised to the ``k``-th power
+  2**32)``, tabulated exactly (integer enclosures of ``exp(-rho) 2**192`` raised to the ``k``-th power
   with outward rounding; ``exp(-k rho) 2**32`` is irrational, so its floor is decided once the two ends
   agree): ``V < exp(-k rho)`` surely when the prefix is below ``t[k]``, surely not when above. A float
-  logarithm only says where to start looking. When the prefix equals a ``t[k]`` (probability
-  ``2**-32``) or lies beyond the table's end (``exp(-k rho) < 2**-24``), the round is *undecided*.
+  logarithm only says where to start looking. When the prefix equals the ``t[N + 1]`` that would
+  decide (probability about ``2**-22`` a round at the release scale, where the table runs down to
+  entries of 256), or lies beyond the table's end (``exp(-k rho) < 2**-24``), the round is *undecided*.
 * The acceptance ``V' < exp(-x)``, ``V'`` with its first 53 digits the high bits of ``wb``:
   ``exp(-x)`` is evaluated in float64 as ``1 / P(x / 1024)**1024`` with ``P`` the degree-10 Taylor
   polynomial of ``exp`` (IEEE additions, multiplications and one division, each correctly rounded;
   no library function), and the comparison is decided from the 53 digits whenever ``V'``'s interval
   lies outside the band ``exp(-x) (1 +- 2**-33)``; otherwise (probability about ``2**-32``) the round
   is undecided. For ``x > 64`` the enclosure is ``[0, 2**-90]``.
-* An undecided round is decided exactly in Python: more digits of ``V`` and ``V'`` are drawn (from
-  the value's own stream, or the OS) and compared with rational enclosures of ``exp(-x)`` (Taylor
-  series of ``exp(x)`` with its remainder bounded, in exact fractions) until the comparison is
-  decided; ``x`` is then computed in fractions. The later rounds of that value run there as well.
+* An undecided round is decided exactly in Python. For ``N``: 64 more digits of ``V`` (from the
+  value's own stream, or the OS) and a second table, of ``floor(exp(-k rho) 2**96)`` down to
+  ``exp(-k rho) >= 2**-60``, computed the same way. For the acceptance: first the float test above
+  (a round is also undecided when only ``N`` was); inside the band, more digits of ``V'`` compared with
+  rational enclosures of ``exp(-x)`` (integer arithmetic with outward rounding: the Taylor series of
+  ``exp(x / 2**s)`` with its remainder bounded, inverted and squared ``s`` times), ``x`` computed in
+  fractions, until the comparison is decided. The value's later rounds run there as well.
 
 **Error bound.** The band must contain ``exp(-x)``. Write ``u = 2**-53``. *The argument:* ``L / T``
 is exact (``T`` a power of two); for the Gaussian, with ``sigma`` rounded to float64 and ``sigma / T
@@ -101,8 +105,10 @@ _X_MAX = 64.0
 _COEFFS = [1.0 / math.factorial(k) for k in range(10, -1, -1)]
 #: The largest power of two ``T = 2**e`` of a proposal handled (``e - 6 <= 31`` bits of ``L``).
 _E_MAX = 37
-#: Each geometric table ends where ``exp(-k rho) 2**32`` falls below ``2**8``.
+#: The compiled rounds' geometric table ends where ``exp(-k rho) 2**32`` falls below ``2**8``, the exact
+#: path's where ``exp(-k rho) 2**96`` falls below ``2**36`` (``exp(-k rho) < 2**-60``).
 _TABLE_END = 1 << 8
+_TABLE_END_HI = 1 << 36
 
 
 # --- the bits -----------------------------------------------------------------------------------------
@@ -194,21 +200,33 @@ def _exp_neg1(x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
 
 
 def _exp_neg_bounds(x: Fraction, bits: int) -> tuple[Fraction, Fraction]:
-    """Rational ``lo <= exp(-x) <= hi`` with ``hi - lo <= 2**-bits`` (Taylor series of ``exp(x)``)."""
-    target = Fraction(1, 1 << bits)
-    n_terms = 1
+    """Rational ``lo <= exp(-x) <= hi`` with ``hi - lo <= 2**-bits``, for a rational ``x >= 0``.
+
+    Integer arithmetic with outward rounding in fixed point: ``y = x / 2**s <= 1/2``, the Taylor series of
+    ``exp(y)`` summed until a term is at most one unit (the rest is below twice that term, the ratio of
+    consecutive terms being at most 1/2), inverted, then squared ``s`` times.
+    """
+    s = 0
+    while x > Fraction(1 << s, 2):
+        s += 1
+    y = x / (1 << s)
+    num, den = y.numerator, y.denominator
+    p = bits + s + 24
     while True:
-        term, total = Fraction(1), Fraction(1)
-        for k in range(1, n_terms + 1):
-            term = term * x / k
-            total += term
-        nxt = term * x / (n_terms + 1)
-        if n_terms + 2 > 2 * x:
-            rest = nxt * 2  # the tail after the last term is at most twice its first term here
-            lo, hi = 1 / (total + rest), 1 / total
-            if hi - lo <= target:
-                return lo, hi
-        n_terms *= 2
+        lo_sum = hi_sum = 0
+        t_lo = t_hi = 1 << p
+        k = 0
+        while t_hi > 1:
+            lo_sum, hi_sum = lo_sum + t_lo, hi_sum + t_hi
+            k += 1
+            t_lo, t_hi = t_lo * num // (den * k), -(-t_hi * num // (den * k))
+        lo_sum, hi_sum = lo_sum + t_lo, hi_sum + 3 * t_hi  # the rest is below 2 t_hi
+        lo, hi = (1 << 2 * p) // hi_sum, -(-(1 << 2 * p) // lo_sum)
+        for _ in range(s):
+            lo, hi = (lo * lo) >> p, -((-hi * hi) >> p)
+        if (hi - lo) << bits <= 1 << p:
+            return Fraction(lo, 1 << p), Fraction(hi, 1 << p)
+        p += 32  # pragma: no cover - the precision above suffices
 
 
 class _LazyUniform:
@@ -234,26 +252,31 @@ class _LazyUniform:
 
 
 @cache
-def _table(m: int) -> np.ndarray:
-    """``t[0] = 2**32`` and ``t[k] = floor(exp(-k rho) 2**32)`` for ``rho = 2**-m``, ``k = 1..K``.
+def _table(m: int) -> tuple[np.ndarray, list[int]]:
+    """The floors of ``exp(-k rho) 2**32`` and of ``exp(-k rho) 2**96`` for ``rho = 2**-m``, from ``k = 0``.
 
-    Computed exactly: integer enclosures of ``exp(-rho) 2**128`` (from :func:`_exp_neg_bounds`) raised
-    to the ``k``-th power with outward rounding; each floor is taken only where the two ends agree
-    (``exp(-k rho) 2**32`` is irrational, never an integer).
+    The first (uint64, for the compiled rounds) ends before the first entry below ``_TABLE_END``, the
+    second (Python ints, for the exact path) before the first below ``_TABLE_END_HI``. Computed exactly:
+    integer enclosures of ``exp(-rho) 2**192`` (from :func:`_exp_neg_bounds`) raised to the ``k``-th
+    power with outward rounding; each floor is taken only where the two ends agree (``exp(-k rho)
+    2**96`` is irrational, never an integer).
     """
-    one = 1 << 128
-    lo1, hi1 = _exp_neg_bounds(Fraction(1, 1 << m), 150)
+    bits = 192
+    one = 1 << bits
+    lo1, hi1 = _exp_neg_bounds(Fraction(1, 1 << m), bits + 8)
     lo1_i, hi1_i = math.floor(lo1 * one), math.ceil(hi1 * one)
     lo, hi = one, one
-    out = [1 << 32]
+    low, high = [1 << 32], [1 << 96]
     while True:
-        lo, hi = (lo * lo1_i) >> 128, -((-hi * hi1_i) >> 128)
-        f_lo, f_hi = lo >> 96, hi >> 96
-        if f_lo != f_hi:  # pragma: no cover - would need exp(-k rho) 2**32 within 2**-80 of an integer
+        lo, hi = (lo * lo1_i) >> bits, -((-hi * hi1_i) >> bits)
+        f_lo, f_hi = lo >> (bits - 96), hi >> (bits - 96)
+        if f_lo != f_hi:  # pragma: no cover - would need exp(-k rho) 2**96 within 2**-80 of an integer
             raise RuntimeError("a geometric table entry could not be decided")
-        if f_lo < _TABLE_END:
-            return np.array(out, dtype=_U64)
-        out.append(f_lo)
+        if f_lo < _TABLE_END_HI:
+            return np.array(low, dtype=_U64), high
+        high.append(f_lo)
+        if len(low) == len(high) - 1 and f_lo >> 64 >= _TABLE_END:
+            low.append(f_lo >> 64)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -294,6 +317,12 @@ def _round(wa, wb, j, table, rho, gauss, c1, c2, inv_t, margin):  # type: ignore
     negative = (wa & np.uint64(1)) == np.uint64(1)
     if m == 0 and negative:
         return 0, 0
+    return _accept(m, low, negative, wb, gauss, c1, c2, inv_t, margin)
+
+
+@numba.njit(cache=True, nogil=True)
+def _accept(m, low, negative, wb, gauss, c1, c2, inv_t, margin):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The acceptance ``V' < exp(-x)`` of a round of magnitude ``m``, decided from 53 bits of ``wb``."""
     if gauss:
         r = float(m) / c1 - c2
         x = float(low) * inv_t + 0.5 * r * r
@@ -359,7 +388,7 @@ class _Law:
         self.T = 1 << e
         self.j = max(e - 6, 0)
         self.m = min(e, 6)  # rho = 2**j / T = 2**-m
-        self.table = _table(self.m)
+        self.table, self.table_hi = _table(self.m)
         self.rho = 2.0 ** -self.m
         self.inv_t = 1.0 / self.T
         if gauss:
@@ -383,19 +412,25 @@ class _Law:
         """The round of :func:`_round` decided exactly: further digits of its uniforms from ``more``."""
         n, sure = _count(_U64(wa >> 32), self.table, self.rho)
         n = int(n)
-        if not sure:
-            v = _LazyUniform(wa >> 32, 32, more)
-            rho = Fraction(1, 1 << self.m)
-            while v.less_exp((n + 1) * rho):
+        if not sure:  # 64 more digits of V and the 96-bit table; rational enclosures beyond it
+            v, high = (wa >> 32 << 64) | more(), self.table_hi
+            while n + 1 < len(high) and high[n + 1] > v:
                 n += 1
+            if n + 1 >= len(high) or high[n + 1] == v:
+                lazy = _LazyUniform(v, 96, more)
+                rho = Fraction(1, 1 << self.m)
+                while lazy.less_exp((n + 1) * rho):
+                    n += 1
         low = (wa >> 1) & ((1 << self.j) - 1)
         m = (n << self.j) | low
         negative = wa & 1 == 1
         if m == 0 and negative:
             return False, 0
-        if not _LazyUniform(wb >> 11, 53, more).less_exp(self.exact_x(m, low)):
-            return False, 0
-        return True, -m if negative else m
+        code, y = _accept(np.int64(m), _U64(low), negative, _U64(wb), *self.args()[3:])
+        if code == 2:  # in the band: more digits of V', rational enclosures
+            code = 1 if _LazyUniform(wb >> 11, 53, more).less_exp(self.exact_x(m, low)) else 0
+            y = -m if negative else m
+        return code == 1, int(y)
 
     def exact_value(self, wa: int, wb: int, more: Callable[[], int]) -> int:
         """Rounds decided exactly from ``(wa, wb)`` on, until one is accepted."""
