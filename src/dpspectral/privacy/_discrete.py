@@ -342,13 +342,16 @@ def _accept(m, low, negative, wb, gauss, c1, c2, inv_t, margin):  # type: ignore
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_streams(out, first, k0, k1, j, table, rho, gauss, c1, c2, inv_t, margin,  # type: ignore[no-untyped-def]
+def _draw_streams(out, start, first, k0, k1, j, table, rho, gauss, c1, c2, inv_t, margin,  # type: ignore[no-untyped-def]
                   stuck, stuck_wa, stuck_wb, stuck_next):  # pragma: no cover - compiled
-    """Each value ``first + i`` by rounds on its own stream (block ``r`` for round ``r``) until accepted;
-    a value whose round is undecided is listed in ``stuck`` (with that round's words and the number of
-    its next word) for the exact path. Returns the number listed."""
+    """Values ``start, start + 1, ...`` (numbers ``first + i``) by rounds on their own streams (block
+    ``r`` for round ``r``) until accepted; a value whose round is undecided is listed in ``stuck`` (with
+    that round's words and the number of its next word) for the exact path. Stops when ``stuck`` is
+    full; returns the number listed and the index of the next value to draw."""
     n_stuck = 0
-    for i in range(out.shape[0]):
+    for i in range(start, out.shape[0]):
+        if n_stuck == stuck.shape[0]:
+            return n_stuck, i
         g = np.uint64(first + i)
         r = 0
         while True:
@@ -365,7 +368,7 @@ def _draw_streams(out, first, k0, k1, j, table, rho, gauss, c1, c2, inv_t, margi
                 stuck_next[n_stuck] = 2 * r
                 n_stuck += 1
                 break
-    return n_stuck
+    return n_stuck, out.shape[0]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -461,15 +464,17 @@ def _draw(law: _Law, size: int, src: Any) -> np.ndarray:
         return out
     if hasattr(src, "reserve"):
         first, key = src.reserve(size)
-        stuck = np.empty(size, dtype=np.int64)
-        swa, swb = np.empty(size, dtype=_U64), np.empty(size, dtype=_U64)
-        snext = np.empty(size, dtype=np.int64)
-        k = _draw_streams(out, first, _U64(key[0]), _U64(key[1]), *law.args(),  # type: ignore[call-arg]
-                          stuck, swa, swb, snext)
-        for s in range(k):
-            i = int(stuck[s])
-            more = _stream_reader(key, first + i, int(snext[s]))
-            out[i] = law.exact_value(int(swa[s]), int(swb[s]), more)
+        cap = 64  # undecided rounds are rare (below 2**-21 a round)
+        stuck, snext = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+        swa, swb = np.empty(cap, dtype=_U64), np.empty(cap, dtype=_U64)
+        start = 0
+        while start < size:
+            k, start = _draw_streams(out, start, first, _U64(key[0]), _U64(key[1]),  # type: ignore[call-arg]
+                                     *law.args(), stuck, swa, swb, snext)
+            for s in range(int(k)):
+                i = int(stuck[s])
+                more = _stream_reader(key, first + i, int(snext[s]))
+                out[i] = law.exact_value(int(swa[s]), int(swb[s]), more)
         return out
     todo = np.arange(size)
     while todo.size:  # one round for every pending value, with fresh words
