@@ -16,13 +16,16 @@ source; only the stream differs.
 
 The algorithm: rounds of rejection sampling
 -------------------------------------------
-Both laws are drawn by rejection from a discrete Laplace of scale ``T = 2**e`` (CKS20 use
-``T = ceil(sigma)``; any ``T > 0`` gives the law, and a power of two makes the proposal a matter of
-bits). A *round* reads two fresh words ``wa, wb`` and either returns a value or is rejected; rounds
-repeat until one returns a value, and since their words are fresh they are independent trials.
+Both laws are drawn by rejection from a discrete Laplace of integer scale ``T`` (CKS20 use
+``T = ceil(sigma)``; any ``T > 0`` gives the Gaussian, any ``T >= b`` the Laplace of scale ``b``). ``T``
+is the scale rounded (for the Laplace: up) to an integer up to 64, and above to a multiple of
+``2**(e - 4)`` where ``2**e <= scale < 2**(e + 1)``, so that ``T`` is within 1/32 of the scale and the
+proposal is a matter of bits. A *round* reads two fresh words ``wa, wb`` and either returns a value or
+is rejected; rounds repeat until one returns a value, and since their words are fresh they are
+independent trials.
 
-* The magnitude ``M = N 2**j + L`` with ``j = max(e - 6, 0)`` and ``rho = 2**j / T`` (``2**-6``, or
-  ``1 / T`` for ``T < 64``): ``N = #{k >= 1 : V < exp(-k rho)}`` for the uniform ``V`` whose first 32
+* The magnitude ``M = N 2**j + L`` with ``j = max(e - 6, 0)`` (``j = 0`` up to 64) and ``rho = 2**j /
+  T``, between 1/128 and 1: ``N = #{k >= 1 : V < exp(-k rho)}`` for the uniform ``V`` whose first 32
   binary digits are the high half of ``wa`` (so ``P(N >= k) = exp(-k rho)``: geometric), ``L`` uniform
   in ``[0, 2**j)`` from bits ``1..j`` of ``wa``, the sign from bit 0; ``M = 0`` with the minus sign is
   rejected.
@@ -35,7 +38,7 @@ L / T = M / T``: proportional to ``exp(-M / T - g(M))``, which is ``exp(-y^2 / (
 constant for the Gaussian and ``exp(-|y| / b)`` for the Laplace. So the first accepted round follows
 the target law. The acceptance of ``exp(-L / T)`` folds the truncated-geometric low part of ``M`` into
 the same Bernoulli as the target's correction: one Bernoulli per round, and a round is accepted with
-probability above 0.5 at every scale (about 0.7 for the Gaussian at release scales).
+probability about 0.75 for the Gaussian and above 0.9 for the Laplace at release scales.
 
 Each decision is exact
 ----------------------
@@ -60,24 +63,24 @@ Each decision is exact
   ``exp(x / 2**s)`` with its remainder bounded, inverted and squared ``s`` times), ``x`` computed in
   fractions, until the comparison is decided. The value's later rounds run there as well.
 
-**Error bound.** The band must contain ``exp(-x)``. Write ``u = 2**-53``. *The argument:* ``L / T``
-is exact (``T`` a power of two); for the Gaussian, with ``sigma`` rounded to float64 and ``sigma / T
-<= 2``, ``M / sigma - sigma / T`` is within ``41u`` of ``r`` and ``r^2 / 2`` within ``600u`` of its
-value when ``x <= 64`` (``|r| <= 11.32``); for the Laplace, ``1 / b - 1 / T`` is within ``2u / T + u
-(1 / b - 1 / T)`` and ``M / T <= 18`` on the table, so ``M (1 / b - 1 / T)`` is within ``230u``; the
-final sum adds ``64u``: in all ``x`` is within ``700u < 2**-43`` absolutely, which moves ``exp(-x)`` by
-a relative ``2**-43``. *The polynomial:* with ``y = x / 1024 <= 1/16`` (exact), the truncation is below
-``y**11 / 11! < 2**-69`` relatively; Horner's rule on positive terms errs by at most ``21u``; each of
-the ten squarings doubles the relative error and adds ``u``, so ``P**1024`` is within ``1024 * 21u +
-1023u < 2**-38.5``, and the reciprocal adds ``u``. Together below ``2**-38``, a factor 32 inside the
-band. For ``x_hat > 64``, ``x > 63`` and ``exp(-x) < 2**-90``.
+**Error bound.** The band must contain ``exp(-x)``. Write ``u = 2**-53``. *The argument:* ``L / T <= rho
+<= 1`` is computed within ``2u``; for the Gaussian, with ``sigma`` and ``sigma / T`` rounded to float64
+and ``sigma / T <= 2``, ``M / sigma - sigma / T`` is within ``43u`` of ``r`` and ``r^2 / 2`` within
+``620u`` of its value when ``x <= 64`` (``|r| <= 11.32``); for the Laplace, ``1 / b - 1 / T`` is within
+``3u / b``, and with ``M (1 / b - 1 / T) <= 64`` and ``M / T <= 18`` on the table, ``M (1 / b - 1 / T)``
+is within ``310u``; the final sum adds ``64u``: in all ``x`` is within ``700u < 2**-43`` absolutely,
+which moves ``exp(-x)`` by a relative ``2**-43``. *The polynomial:* with ``y = x / 1024 <= 1/16``
+(exact), the truncation is below ``y**11 / 11! < 2**-69`` relatively; Horner's rule on positive terms
+errs by at most ``21u``; each of the ten squarings doubles the relative error and adds ``u``, so
+``P**1024`` is within ``1024 * 21u + 1023u < 2**-38.5``, and the reciprocal adds ``u``. Together below
+``2**-38``, a factor 32 inside the band. For ``x_hat > 64``, ``x > 63`` and ``exp(-x) < 2**-90``.
 
 Speed
 -----
 The rounds run in compiled loops (:func:`_draw_streams` generates each value's Philox blocks inline;
 :func:`_draw_words` takes OS words in bulk, one round per pending value a pass). On the shared
-benchmark machine, one core: about 1.3 x 10^7 discrete Gaussians a second at ``2**30`` grid steps from
-a seed (``docs/noise.md``).
+benchmark machine, one core: about 1.3 x 10^7 discrete Gaussian and 1.8 x 10^7 discrete Laplace draws
+a second at ``2**30`` grid steps from a seed (``docs/benchmarks/speed.md``).
 """
 
 from __future__ import annotations
@@ -103,8 +106,8 @@ _M32 = 0xFFFFFFFF
 _MARGIN = 2.0**-33
 _X_MAX = 64.0
 _COEFFS = [1.0 / math.factorial(k) for k in range(10, -1, -1)]
-#: The largest power of two ``T = 2**e`` of a proposal handled (``e - 6 <= 31`` bits of ``L``).
-_E_MAX = 37
+#: The most bits of ``L`` (the low part of a proposal's magnitude) handled: scales below ``2**37``.
+_J_MAX = 31
 #: The compiled rounds' geometric table ends where ``exp(-k rho) 2**32`` falls below ``2**8``, the exact
 #: path's where ``exp(-k rho) 2**96`` falls below ``2**36`` (``exp(-k rho) < 2**-60``).
 _TABLE_END = 1 << 8
@@ -252,8 +255,8 @@ class _LazyUniform:
 
 
 @cache
-def _table(m: int) -> tuple[np.ndarray, list[int]]:
-    """The floors of ``exp(-k rho) 2**32`` and of ``exp(-k rho) 2**96`` for ``rho = 2**-m``, from ``k = 0``.
+def _table(rho: Fraction) -> tuple[np.ndarray, list[int]]:
+    """The floors of ``exp(-k rho) 2**32`` and of ``exp(-k rho) 2**96``, from ``k = 0``.
 
     The first (uint64, for the compiled rounds) ends before the first entry below ``_TABLE_END``, the
     second (Python ints, for the exact path) before the first below ``_TABLE_END_HI``. Computed exactly:
@@ -263,7 +266,7 @@ def _table(m: int) -> tuple[np.ndarray, list[int]]:
     """
     bits = 192
     one = 1 << bits
-    lo1, hi1 = _exp_neg_bounds(Fraction(1, 1 << m), bits + 8)
+    lo1, hi1 = _exp_neg_bounds(rho, bits + 8)
     lo1_i, hi1_i = math.floor(lo1 * one), math.ceil(hi1 * one)
     lo, hi = one, one
     low, high = [1 << 32], [1 << 96]
@@ -297,7 +300,7 @@ def _count(u, table, rho):  # type: ignore[no-untyped-def]  # pragma: no cover -
     return n, n < last and table[n + 1] < u
 
 
-# --- one round: a proposal from a discrete Laplace of scale T = 2**e, and one acceptance -------------
+# --- one round: a proposal from a discrete Laplace of integer scale T, and one acceptance -----------
 
 
 @numba.njit(cache=True, nogil=True)
@@ -382,21 +385,20 @@ def _draw_words(words, codes, ys, j, table, rho, gauss, c1, c2, inv_t, margin): 
 
 
 class _Law:
-    """A target law as rejection from the discrete Laplace of scale ``T = 2**e`` (module docstring)."""
+    """A target law as rejection from the discrete Laplace of integer scale ``T`` (module docstring);
+    ``M = N 2**j + L``."""
 
-    def __init__(self, gauss: bool, value: Fraction, e: int) -> None:
-        if e > _E_MAX:
-            raise ValueError(f"The fast discrete samplers handle scales below 2**{_E_MAX}; got {value}.")
-        self.gauss, self.value, self.e = gauss, value, e
-        self.T = 1 << e
-        self.j = max(e - 6, 0)
-        self.m = min(e, 6)  # rho = 2**j / T = 2**-m
-        self.table, self.table_hi = _table(self.m)
-        self.rho = 2.0 ** -self.m
-        self.inv_t = 1.0 / self.T
+    def __init__(self, gauss: bool, value: Fraction, T: int, j: int) -> None:
+        if j > _J_MAX:
+            raise ValueError(f"The fast discrete samplers handle scales below 2**{_J_MAX + 6}; got {value}.")
+        self.gauss, self.value, self.T, self.j = gauss, value, T, j
+        self.rho_frac = Fraction(1 << j, T)
+        self.table, self.table_hi = _table(self.rho_frac)
+        self.rho = float(self.rho_frac)
+        self.inv_t = 1.0 / T
         if gauss:
             self.c1 = float(value)
-            self.c2 = self.c1 / self.T
+            self.c2 = self.c1 / T
         else:
             self.c1 = float(1 / value) - self.inv_t
 
@@ -421,8 +423,7 @@ class _Law:
                 n += 1
             if n + 1 >= len(high) or high[n + 1] == v:
                 lazy = _LazyUniform(v, 96, more)
-                rho = Fraction(1, 1 << self.m)
-                while lazy.less_exp((n + 1) * rho):
+                while lazy.less_exp((n + 1) * self.rho_frac):
                     n += 1
         low = (wa >> 1) & ((1 << self.j) - 1)
         m = (n << self.j) | low
@@ -497,30 +498,33 @@ def _as_fraction(x: Any, what: str) -> Fraction:
     return f
 
 
+def _proposal(tau: Fraction, up: bool) -> tuple[int, int]:
+    """The proposal's scale ``T`` near ``tau`` (at least ``tau`` when ``up``) and ``j``.
+
+    Up to 64, ``T`` is ``tau`` rounded to an integer (at least 1) and ``j = 0``; above, ``T`` is ``tau``
+    rounded to a multiple of ``2**(e - 4)``, ``2**e <= tau < 2**(e + 1)``, and ``j = e - 6``: ``rho = 2**j
+    / T`` is then between 1/128 and 1/64, and ``T`` within 1/32 of ``tau``.
+    """
+    unit, j = 1, 0
+    if tau > 64:
+        e = tau.numerator.bit_length() - tau.denominator.bit_length() + 1
+        while Fraction(1 << e) > tau:
+            e -= 1
+        unit, j = 1 << (e - 4), e - 6
+    q = tau / unit
+    n = math.ceil(q) if up else math.floor(q + Fraction(1, 2))
+    return unit * max(n, 1), j
+
+
 def _gaussian_law(sigma: Fraction) -> _Law:
-    """``T = 2**e`` with the highest acceptance ``(sigma / T) exp(-(sigma / T)**2 / 2)`` of the two
-    powers of two around ``sigma`` (any ``T`` gives the law; this one keeps the rounds few)."""
-    if sigma < 1:
-        return _Law(True, sigma, 0)
-    e = sigma.numerator.bit_length() - sigma.denominator.bit_length()
-    while Fraction(1 << (e + 1)) <= sigma:
-        e += 1
-    while Fraction(1 << e) > sigma:
-        e -= 1
-
-    def eff(k: int) -> float:
-        r = float(sigma) / 2.0**k
-        return r * math.exp(-r * r / 2)
-
-    return _Law(True, sigma, e if eff(e) >= eff(e + 1) else e + 1)
+    """The proposal's scale near ``sigma``, where the rounds are accepted most often (any ``T`` gives
+    the law)."""
+    return _Law(True, sigma, *_proposal(sigma, up=False))
 
 
 def _laplace_law(scale: Fraction) -> _Law:
-    """``T = 2**e``: the smallest power of two at least ``scale`` (and at least 1)."""
-    e = 0
-    while Fraction(1 << e) < scale:
-        e += 1
-    return _Law(False, scale, e)
+    """The proposal's scale just above ``scale`` (the proposal must not decay faster than the law)."""
+    return _Law(False, scale, *_proposal(scale, up=True))
 
 
 def discrete_laplace_array(scale: Any, size: int, src: Any) -> np.ndarray:
