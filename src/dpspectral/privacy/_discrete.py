@@ -104,7 +104,6 @@ _M32 = 0xFFFFFFFF
 #: relatively (module docstring); a comparison is decided from 53 bits only outside a band of relative
 #: half-width ``2**-33`` around it.
 _MARGIN = 2.0**-33
-_X_MAX = 64.0
 _COEFFS = [1.0 / math.factorial(k) for k in range(10, -1, -1)]
 #: The most bits of ``L`` (the low part of a proposal's magnitude) handled: scales below ``2**37``.
 _J_MAX = 31
