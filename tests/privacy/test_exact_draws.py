@@ -2,7 +2,7 @@
 
 Uniform integers, permutations, Bernoulli(q) (Poisson sampling) and the exponential mechanism of
 :mod:`dpspectral.privacy._draws`, then the releases that use them (``private_select``, ``dp_spca``,
-minibatch Oja): reproducible from the seed, the float opt-in drawing NumPy's draws as before, and the
+``minibatch_oja``): reproducible from the seed, the float opt-in drawing NumPy's draws as before, and the
 same accounting events whatever the source.
 
 Statistical tests are seeded (deterministic); each chi-square test rejects at p < 1e-6, so a correct
@@ -22,9 +22,10 @@ import pytest
 from scipy import stats
 
 import dpspectral
-from dpspectral import dp_spca
+from dpspectral import dp_spca, minibatch_oja
 from dpspectral.model_selection import private_select
 from dpspectral.privacy import _discrete
+from dpspectral.privacy import _draws as _draws_module
 from dpspectral.privacy._accounting import EpsilonDeltaDpEvent
 from dpspectral.privacy._draws import (
     GeneratorRawWords,
@@ -244,3 +245,22 @@ def test_poisson_sampled_release_is_reproducible_and_keeps_its_events():
         floating = _spca(11)
     assert a.privacy.events == floating.privacy.events
     assert a.privacy.noise_source == "exact" and floating.privacy.noise_source == "float"
+
+
+def test_permuted_release_is_reproducible_and_keeps_its_events(monkeypatch):
+    X = np.random.default_rng(1).standard_normal((300, 5))
+    orders = []
+    real = _draws_module.permutation
+    monkeypatch.setattr(_draws_module, "permutation", lambda src, n: orders.append(n) or real(src, n))
+
+    def run(seed):
+        return minibatch_oja(X, 2, epsilon=1.0, delta=1e-5, row_norm=2.0, adaptive_clip=False,
+                             random_state=seed)
+
+    a, b = run(5), run(5)
+    assert orders == [300, 300]  # the secret order of the rows: the exact permutation, once a run
+    assert np.array_equal(a.components, b.components)
+    with dpspectral.config_context(noise="float"):
+        floating = run(5)
+    assert orders == [300, 300]  # the float source keeps NumPy's permutation
+    assert a.privacy.events == floating.privacy.events
