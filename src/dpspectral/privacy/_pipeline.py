@@ -292,7 +292,8 @@ class ReleasePlan:
     ``events`` are the accounting events charged (exactly the releases made: a release repeated ``T``
     times is one ``SelfComposedDpEvent``); ``releases`` are the additive-noise releases the mechanism
     may draw, by name. Mechanisms whose randomness is not additive noise (the exponential mechanism,
-    sampling) declare their events and no ``releases``; they draw from :attr:`Releaser.generator`.
+    sampling) declare their events and no ``releases``; they draw through the releaser's named draws
+    (:meth:`Releaser.exponential_choice`, :meth:`Releaser.poisson_sample`, ...).
     """
 
     label: str
