@@ -169,9 +169,9 @@ class _Sampler:
     indices).
 
     A device array (array API dispatch): the sample's indices are drawn on the host exactly as on the
-    NumPy path, moved to the device,
-    and the rows gathered (``xp.take``) and clipped there; with ``q = 1`` every row is the sample and
-    nothing is drawn (the NumPy path's draw is then a permutation it sorts back: the same rows).
+    NumPy path, moved to the device, and the rows gathered (``xp.take``) and clipped there; with
+    ``q = 1`` every row is the sample and nothing is drawn (the float source's NumPy path then draws a
+    permutation it sorts back: the same rows).
     """
 
     def __init__(self, X: Any, q: float, C: float, on_norm_violation: NormViolation,
