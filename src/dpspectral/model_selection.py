@@ -25,8 +25,10 @@ beyond what was released.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -178,7 +180,12 @@ class _Select(Mechanism[_SelectInputs, SelectionResult]):
             )
         # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
         # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
-        scale = (1.0 if inputs.monotone else 2.0) * inputs.sensitivity / inputs.budget.epsilon
+        # The scale as a float no smaller than the real quotient, so the law drawn is never sharper
+        # than the one charged (the division rounds to nearest).
+        width = (1.0 if inputs.monotone else 2.0) * inputs.sensitivity
+        scale = width / inputs.budget.epsilon
+        if Fraction(scale) < Fraction(width) / Fraction(inputs.budget.epsilon):
+            scale = math.nextafter(scale, math.inf)
         return releaser.exponential_choice(scores, scale)
 
     def post_process(self, inputs: _SelectInputs, rows: _Scores, released: Released,

@@ -297,3 +297,15 @@ def test_a_tie_of_noisy_counts_is_broken_uniformly_from_the_words():
     counts = np.bincount(wins - 3, minlength=5)
     assert counts.size == 5 and _pvalue(counts, np.ones(5)) > P_MIN
     assert _pvalue(counts, np.r_[1.15, np.ones(4)]) < P_MIN
+
+
+@pytest.mark.parametrize("epsilon, monotone", [(3.0, False), (0.7, True), (2.0, False)])
+def test_selection_scale_is_never_below_the_charged_one(monkeypatch, epsilon, monotone):
+    scales = []
+    monkeypatch.setattr(Releaser, "exponential_choice", lambda self, scores, scale: scales.append(scale) or 0)
+    private_select([0, 1], lambda c: float(c), epsilon=epsilon, sensitivity=1.0, monotone=monotone,
+                   random_state=0)
+    real = Fraction(1 if monotone else 2) / Fraction(epsilon)
+    (scale,) = scales
+    assert Fraction(scale) >= real  # the law drawn is at most as sharp as the one charged
+    assert Fraction(math.nextafter(scale, 0.0)) < real  # and the nearest float that is
