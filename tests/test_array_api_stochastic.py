@@ -27,9 +27,12 @@ from dpspectral import DPPCA, Accountant, to_numpy
 from dpspectral._array_api import config_context
 from dpspectral.pca._stochastic import _Sampler, dp_spca, dp_vrpca
 from dpspectral.privacy import _noise as noise_module
+from dpspectral.privacy._budget import Relation
 from dpspectral.privacy._clipping import sensitivity_norm
 from dpspectral.privacy._device_noise import DeviceNoise
 from dpspectral.privacy._gaussian import analytic_noise_multiplier
+from dpspectral.privacy._noise import ExactNoise
+from dpspectral.privacy._pipeline import ReleasePlan, Releaser
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -164,14 +167,21 @@ def test_sampler_draws_sample_for_sample(namespace, q):
     X = _spiked(n=301)
     X[:40] *= 1.8  # rows above the clip
     W = np.linalg.qr(np.random.default_rng(1).normal(size=(D, K)))[0]
-    host = _Sampler(X, q, 1.0, "clip", np.random.default_rng(7), "dp_spca")
+    host = _Sampler(X, q, 1.0, "clip", _releaser(7), "dp_spca")
     with config_context(array_api_dispatch=True):
-        device = _Sampler(_convert(X, namespace), q, 1.0, "clip", np.random.default_rng(7), "dp_spca")
+        device = _Sampler(_convert(X, namespace), q, 1.0, "clip", _releaser(7), "dp_spca")
         Wd = device.on_data(W)
         for _ in range(6):
             np.testing.assert_allclose(to_numpy(device.product(Wd)), host.product(W), rtol=1e-10, atol=1e-12)
-    if q < 1.0:
-        assert device.rng.bit_generator.state == host.rng.bit_generator.state
+    states = [s.releaser.generator.bit_generator.state for s in (device, host)]
+    assert states[0] == states[1]
+    if q == 1.0:  # every row: nothing drawn
+        assert states[0] == np.random.default_rng(7).bit_generator.state
+
+
+def _releaser(seed: int) -> Releaser:
+    """A releaser of the exact source seeded with ``seed`` (for the sampler's Poisson draws)."""
+    return Releaser(ReleasePlan("dp_spca", Relation.REPLACE_ONE, ()), ExactNoise(np.random.default_rng(seed)))
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

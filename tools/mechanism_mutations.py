@@ -183,8 +183,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DP-SPCA adaptive clip: rows sampled at row_norm, noise at the released clip (issue 16)",
         "pca/_stochastic.py",
-        "_Sampler(X, q, run.clip, run.mode, run.releaser.generator, owner)\n        V = _spca",
-        "_Sampler(X, q, C, run.mode, run.releaser.generator, owner)\n        V = _spca",
+        "_Sampler(X, q, run.clip, run.mode, run.releaser, owner)\n        V = _spca",
+        "_Sampler(X, q, C, run.mode, run.releaser, owner)\n        V = _spca",
         "tests/test_adaptive_clip_stochastic.py",
     ),
     Mutation(

@@ -7,9 +7,10 @@ charges every *fit* to the shared ledger, but its scores and its choice are comp
 are not private. This module makes the choice itself a differentially private, charged release:
 
 * :func:`private_select` -- the exponential mechanism (McSherry and Talwar 2007) over a public list
-  of candidates with scores of declared sensitivity, implemented as report-noisy-max with Gumbel
-  noise (which has exactly the exponential mechanism's law); one ``EpsilonDeltaDpEvent(eps, 0)``
-  is charged through :func:`dpspectral.privacy._pipeline.release`.
+  of candidates with scores of declared sensitivity, its law sampled exactly from integer bits
+  (``docs/noise.md``; report-noisy-max with NumPy's Gumbel noise under
+  ``dpspectral.config_context(noise="float")``); one ``EpsilonDeltaDpEvent(eps, 0)`` is charged
+  through :func:`dpspectral.privacy._pipeline.release`.
 * :func:`select_subspace` -- the common PCA case: among candidate subspaces (released components
   of earlier private fits, or public ones), the one that captures the most energy of the private
   rows clipped to ``row_norm``. Its score ``sum_i ||V^T c(x_i)||^2`` has sensitivity ``C^2``
@@ -24,8 +25,10 @@ beyond what was released.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -94,13 +97,6 @@ def _check_candidates(candidates: Any, owner: str) -> list[Any]:
     return out
 
 
-def _gumbel_argmax(scores: np.ndarray, scale: float, releaser: Releaser) -> int:
-    """Report-noisy-max: the index of the largest ``scores / scale`` plus standard Gumbel noise (the
-    exponential mechanism's law), drawn by the charged releaser."""
-    noisy = scores / scale + releaser.gumbel(0.0, 1.0, scores.shape)
-    return int(np.argmax(noisy))
-
-
 @dataclass(frozen=True)
 class _SelectInputs:
     """The public inputs of a selection (checked by the public function before the run).
@@ -135,8 +131,8 @@ class _Scores:
 
 class _Select(Mechanism[_SelectInputs, SelectionResult]):
     """The exponential mechanism on private scores, as the release template runs it: one pure-DP event,
-    the scores computed inside the charge (a failing score is a failed release that stays charged), one
-    Gumbel draw per candidate, only the chosen index released."""
+    the scores computed inside the charge (a failing score is a failed release that stays charged), the
+    choice drawn by :meth:`Releaser.exponential_choice`, only the chosen index released."""
 
     stacklevel = 4  # frames above run: the public function, the constraint check, the caller
 
@@ -152,7 +148,7 @@ class _Select(Mechanism[_SelectInputs, SelectionResult]):
         return ReleasePlan(self.label, inputs.relation, (EpsilonDeltaDpEvent(inputs.budget.epsilon, 0.0),),
                            notes=(
             *inputs.notes,
-            "Exponential mechanism (report-noisy-max with Gumbel noise) over a public list of "
+            "Exponential mechanism over a public list of "
             f"{len(inputs.candidates)} candidates; only the chosen index is released, no score.",
         ))
 
@@ -184,8 +180,13 @@ class _Select(Mechanism[_SelectInputs, SelectionResult]):
             )
         # exp(eps u / (2 Delta)) in general; exp(eps u / Delta) when every score moves in the same
         # direction between neighbours (monotone), as in McSherry and Talwar's analysis.
-        scale = (1.0 if inputs.monotone else 2.0) * inputs.sensitivity / inputs.budget.epsilon
-        return _gumbel_argmax(scores, scale, releaser)
+        # The scale as a float no smaller than the real quotient, so the law drawn is never sharper
+        # than the one charged (the division rounds to nearest).
+        width = (1.0 if inputs.monotone else 2.0) * inputs.sensitivity
+        scale = width / inputs.budget.epsilon
+        if Fraction(scale) < Fraction(width) / Fraction(inputs.budget.epsilon):
+            scale = math.nextafter(scale, math.inf)
+        return releaser.exponential_choice(scores, scale)
 
     def post_process(self, inputs: _SelectInputs, rows: _Scores, released: Released,
                      report: Any) -> SelectionResult:
@@ -208,8 +209,9 @@ def private_select(
     """Choose one of ``candidates`` by the exponential mechanism on private scores.
 
     Returns candidate ``i`` with probability proportional to ``exp(epsilon u_i / (2 Delta))``
-    (``exp(epsilon u_i / Delta)`` with ``monotone=True``), ``u_i = score_fn(candidates[i])``, by
-    report-noisy-max with Gumbel noise (the same law, numerically stable).
+    (``exp(epsilon u_i / Delta)`` with ``monotone=True``), ``u_i = score_fn(candidates[i])``: this law
+    exactly, for the float scores, by rejection from integer bits (``docs/noise.md``); inside
+    ``dpspectral.config_context(noise="float")``, by report-noisy-max with NumPy's Gumbel noise.
 
     Parameters
     ----------
@@ -232,8 +234,8 @@ def private_select(
         Ledger charged with ``EpsilonDeltaDpEvent(epsilon, 0)`` (refused before the scores are
         computed if over its ceiling).
     random_state : None, int, SeedSequence, Generator or "secure"
-        Secret randomness (it decides the choice). ``"secure"``: the Gumbel draws come from a
-        generator seeded with OS entropy (the report's ``noise_source`` says which).
+        Secret randomness (it decides the choice): a seed draws it reproducibly, ``"secure"`` from
+        OS entropy (the report's ``noise_source`` says which).
 
     Returns
     -------
@@ -309,8 +311,7 @@ def select_subspace(
     relation : {"replace_one", "add_remove"}
     accountant : Accountant, optional
     random_state : None, int, SeedSequence, Generator or "secure"
-        Secret (it decides the choice); ``"secure"``: Gumbel draws from a generator seeded with OS
-        entropy.
+        Secret (it decides the choice): a seed draws it reproducibly, ``"secure"`` from OS entropy.
     on_norm_violation : {"clip", "raise"}
 
     Returns

@@ -164,29 +164,27 @@ def _step_events(q: float, multiplier: float, steps: int) -> dp_accounting.DpEve
 
 
 class _Sampler:
-    """Poisson row samples, clipped, drawn from the run's generator.
+    """Poisson row samples, clipped, drawn by the run's releaser (:meth:`Releaser.poisson_sample`: one
+    exact ``Bernoulli(q)`` per row; with the float source a binomial count, then that many distinct
+    indices).
 
-    A device array (array API dispatch): the sample's indices are drawn by the host generator exactly as
-    on the NumPy path (a binomial count, then that many distinct indices, sorted), moved to the device,
-    and the rows gathered (``xp.take``) and clipped there; with ``q = 1`` every row is the sample and
-    nothing is drawn (the NumPy path's draw is then a permutation it sorts back: the same rows).
+    A device array (array API dispatch): the sample's indices are drawn on the host exactly as on the
+    NumPy path, moved to the device, and the rows gathered (``xp.take``) and clipped there; with
+    ``q = 1`` every row is the sample and nothing is drawn (the float source's NumPy path then draws a
+    permutation it sorts back: the same rows).
     """
 
     def __init__(self, X: Any, q: float, C: float, on_norm_violation: NormViolation,
-                 rng: np.random.Generator, owner: str) -> None:
-        self.X, self.q, self.C, self.mode, self.rng = X, q, C, on_norm_violation, rng
+                 releaser: Releaser, owner: str) -> None:
+        self.X, self.q, self.C, self.mode, self.releaser = X, q, C, on_norm_violation, releaser
         self.owner = owner
         self.n = int(X.shape[0])
         self.xp, self.device = get_namespace_and_device(X, owner)  # (None, None): the NumPy path
 
     def draw(self) -> np.ndarray | None:
         """The sorted row indices of a fresh Poisson sample (None when it is empty)."""
-        b = int(self.rng.binomial(self.n, self.q))
-        if b == 0:
-            return None
-        idx = self.rng.choice(self.n, size=b, replace=False)
-        idx.sort()
-        return idx
+        idx = self.releaser.poisson_sample(self.n, self.q)
+        return idx if idx.size else None
 
     def product(self, W: Any) -> Any:
         """``sum_{i in S} c(x_i) c(x_i)^T W`` over a fresh Poisson sample S (zeros when S is empty).
@@ -200,11 +198,9 @@ class _Sampler:
             return _sampled_product(self.X, idx, W, self.C, self.mode, self.owner)
         if self.q == 1.0:  # every row: nothing to draw
             return _full_product_xp(self.X, W, self.C, self.xp, self.owner)
-        b = int(self.rng.binomial(self.n, self.q))
-        if b == 0:
+        idx = self.draw()
+        if idx is None:
             return self.xp.zeros_like(W)
-        idx = self.rng.choice(self.n, size=b, replace=False)
-        idx.sort()
         rows = from_numpy(idx, self.xp, self.device)  # the host's draw, moved once
         return _full_product_xp(self.X, W, self.C, self.xp, self.owner, rows=rows)
 
@@ -505,7 +501,7 @@ def dp_spca(
                           show_progress=show_progress) as run:
         # the power-step learning rate at the rows' clip (C, or the released r): public
         eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
-        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser.generator, owner)
+        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser, owner)
         V = _spca_steps(X, k, p, sampler, run.releaser, n_steps=T, scale=eta / (q * n),
                         show_progress=show_progress, owner=owner)
         # frames: certify_release, report, dp_spca, the constraint check, the renaming, the caller
@@ -742,7 +738,7 @@ def dp_vrpca(
                           show_progress=show_progress) as run:
         # the power-step learning rate at the rows' clip (C, or the released r): public
         eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
-        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser.generator, owner)
+        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser, owner)
         V = _vrpca_epochs(X, k, p, sampler, run.releaser, C=run.clip, on_norm_violation=run.mode,
                           n_steps=T, n_epochs=m, learning_rate=eta,
                           adaptive=bool(adaptive_noise) and calibration == "tight",

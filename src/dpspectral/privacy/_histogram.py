@@ -73,6 +73,7 @@ import numpy as np
 from .._constraints import EPSILON, NONE, Interval, check_params
 from ._accounting import EpsilonDeltaDpEvent
 from ._budget import Relation, as_relation
+from ._draws import below, word_source
 from ._noise import SeededNoise, grid, seeded_source
 from ._noise_base import NoiseSource
 from ._pipeline import Releaser
@@ -242,7 +243,9 @@ def _mode_over_every_bin(ids: np.ndarray, counts: np.ndarray, low: int, high: in
     full[ids - low] = counts
     noisy = _noisy_counts(noise, full, scale, sensitivity)
     top = np.flatnonzero(noisy == noisy.max())
-    j = int(top[0]) if top.size == 1 else int(noise.generator.choice(top))
+    src = word_source(noise)  # a tie broken uniformly: from the source's integer words when exact
+    j = int(top[0]) if top.size == 1 else int(top[below(src, [top.size])[0]] if src is not None
+                                              else noise.generator.choice(top))
     return low + j, float(noisy[j])
 
 

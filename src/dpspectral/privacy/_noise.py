@@ -39,10 +39,13 @@ are used as they are, and the report says which source drew the noise. A release
 sensitivity (an uncertified paper calibration) is drawn on the grid at its planned scale, unwidened;
 the secure source refuses it.
 
-Randomness other than additive noise (shuffles, sketches kept secret, the exponential mechanism's
-Bingham sampler, the Wishart mechanism) comes from :attr:`NoiseSource.generator`: for the secure
-source a NumPy generator seeded with 128 bits of OS entropy (not reproducible, not exposed), sampled
-in floating point (``docs/noise.md`` lists these and why).
+Selections (the exponential mechanism), Poisson samples and secret permutations are drawn exactly
+from integer words of the same source (:mod:`dpspectral.privacy._draws`: the seeded generator's words,
+or OS entropy for the secure source; NumPy's draws with the float source). The other randomness
+(sketches kept secret, random starts, the exponential mechanism's Bingham sampler, the Wishart
+mechanism) comes from :attr:`NoiseSource.generator`: for the secure source a NumPy generator seeded
+with 128 bits of OS entropy (not reproducible, not exposed), sampled in floating point
+(``docs/noise.md`` lists these and why).
 """
 
 from __future__ import annotations

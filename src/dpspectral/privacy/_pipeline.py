@@ -63,6 +63,7 @@ from .._rows import (
     norm_violation_error,
     not_finite_error,
 )
+from . import _draws
 from ._budget import Relation
 from ._clipping import clip_threshold, norm_scale, scaled_row_norms
 
@@ -291,7 +292,8 @@ class ReleasePlan:
     ``events`` are the accounting events charged (exactly the releases made: a release repeated ``T``
     times is one ``SelfComposedDpEvent``); ``releases`` are the additive-noise releases the mechanism
     may draw, by name. Mechanisms whose randomness is not additive noise (the exponential mechanism,
-    sampling) declare their events and no ``releases``; they draw from :attr:`Releaser.generator`.
+    sampling) declare their events and no ``releases``; they draw through the releaser's named draws
+    (:meth:`Releaser.exponential_choice`, :meth:`Releaser.poisson_sample`, ...).
     """
 
     label: str
@@ -367,8 +369,46 @@ class Releaser:
         return draws
 
     def permutation(self, n: int) -> np.ndarray:
-        """A uniformly random permutation of ``range(n)`` (a secret order of the rows)."""
-        return self.generator.permutation(n)
+        """A uniformly random permutation of ``range(n)`` (a secret order of the rows).
+
+        Exact (:func:`~dpspectral.privacy._draws.permutation`: Fisher-Yates on the source's integer
+        words); NumPy's ``permutation`` with the float source.
+        """
+        src = self._words()
+        if src is None:
+            return self.generator.permutation(n)
+        return _draws.permutation(src, n)
+
+    def poisson_sample(self, n: int, q: float) -> np.ndarray:
+        """The sorted indices of a Poisson sample of ``range(n)``, each row kept with probability ``q``.
+
+        Exact (:func:`~dpspectral.privacy._draws.poisson_sample`: one ``Bernoulli(q)`` per row from
+        integer words); with the float source, NumPy's binomial count and that many distinct indices.
+        """
+        src = self._words()
+        if src is not None:
+            return _draws.poisson_sample(src, n, q)
+        b = int(self.generator.binomial(n, q))
+        idx: np.ndarray = self.generator.choice(n, size=b, replace=False) if b else np.empty(0, np.int64)
+        idx.sort()
+        return idx
+
+    def exponential_choice(self, scores: np.ndarray, scale: float) -> int:
+        """The exponential mechanism: index ``i`` with probability proportional to
+        ``exp(scores[i] / scale)``.
+
+        Exact (:func:`~dpspectral.privacy._draws.exponential_choice`); with the float source,
+        report-noisy-max with NumPy's Gumbel noise (the same law, up to floating point).
+        """
+        src = self._words()
+        if src is not None:
+            return _draws.exponential_choice(src, scores, scale)
+        return int(np.argmax(scores / scale + self.gumbel(0.0, 1.0, np.shape(scores))))
+
+    def _words(self) -> Any:
+        """The word source of the exact draws (None for the float source), after the open check."""
+        self.generator  # noqa: B018 - refuses a draw after the release block ended
+        return _draws.word_source(self.noise)
 
     def integers(self, low: int, high: int) -> int:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
