@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ._discrete import _bern_exp, _Fresh
+from ._discrete import _MARGIN, _exp_neg, _LazyUniform
 from ._noise_base import NoiseSource
 
 __all__ = ["GeneratorRawWords", "below", "bernoulli", "exponential_choice", "permutation",
@@ -49,6 +49,44 @@ __all__ = ["GeneratorRawWords", "below", "bernoulli", "exponential_choice", "per
 _U64 = np.uint64
 _WORD = 1 << 64
 _POISSON_CHUNK = 1 << 20  # rows decided per call of the word source (8 MB of words)
+
+
+_X_MAX = 64.0  # exp(-x) < exp(-64) < 2**-90 beyond
+
+
+class _Fresh:
+    """Streams of a source of fresh words (OS entropy or a seeded generator's raw words): each request
+    is answered with new words."""
+
+    def __init__(self, src: Any) -> None:
+        self._src = src
+
+    def words(self, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(self._src.words(len(idx)), dtype=_U64)
+
+
+def _bern_exp(st: Any, x_hat: np.ndarray, exact: Any, idx: np.ndarray) -> np.ndarray:
+    """Exact ``Bernoulli(exp(-x))`` per entry: ``x_hat`` within relative ``2**-44`` of ``x``.
+
+    The first 53 binary digits of a uniform ``V`` decide ``V < exp(-x)`` unless ``V`` falls within the
+    proved error band of the float64 ``exp(-x_hat)`` (``privacy._discrete``); there further digits are
+    drawn and compared with exact rational enclosures. ``exact(i)`` gives entry ``i``'s ``x`` as a
+    Fraction (called only in that rare band); entry ``i`` reads the stream of value ``idx[i]``.
+    """
+    u = (st.words(idx) >> _U64(11)).astype(np.float64)  # the first 53 bits of V, exactly
+    v_lo = u * 2.0**-53
+    v_hi = (u + 1.0) * 2.0**-53
+    big = x_hat > _X_MAX
+    p = _exp_neg(np.where(big, 0.0, x_hat))
+    lo = np.where(big, 0.0, p * (1.0 - _MARGIN))
+    hi = np.where(big, 2.0**-90, p * (1.0 + _MARGIN))
+    out: np.ndarray = v_hi <= lo
+    undecided = np.flatnonzero(~out & (v_lo < hi))
+    for i in undecided:
+        def more(i: int = int(i)) -> int:
+            return int(st.words(np.array([idx[i]]))[0])
+        out[i] = _LazyUniform(int(u[i]), 53, more).less_exp(exact(int(i)))
+    return out
 
 
 class GeneratorRawWords:
