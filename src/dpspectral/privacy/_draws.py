@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from ._discrete import _MARGIN, _exp_neg, _LazyUniform
+from . import _discrete
+from ._discrete import _exp_neg, _LazyUniform
 from ._noise_base import NoiseSource
 
 __all__ = ["GeneratorRawWords", "below", "bernoulli", "exponential_choice", "permutation",
@@ -78,8 +79,9 @@ def _bern_exp(st: Any, x_hat: np.ndarray, exact: Any, idx: np.ndarray) -> np.nda
     v_hi = (u + 1.0) * 2.0**-53
     big = x_hat > _X_MAX
     p = _exp_neg(np.where(big, 0.0, x_hat))
-    lo = np.where(big, 0.0, p * (1.0 - _MARGIN))
-    hi = np.where(big, 2.0**-90, p * (1.0 + _MARGIN))
+    margin = _discrete._MARGIN  # read at call time (a test widens it to exercise the exact path)
+    lo = np.where(big, 0.0, p * (1.0 - margin))
+    hi = np.where(big, 2.0**-90, p * (1.0 + margin))
     out: np.ndarray = v_hi <= lo
     undecided = np.flatnonzero(~out & (v_lo < hi))
     for i in undecided:
