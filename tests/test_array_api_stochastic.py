@@ -27,9 +27,12 @@ from dpspectral import DPPCA, Accountant, to_numpy
 from dpspectral._array_api import config_context
 from dpspectral.pca._stochastic import _Sampler, dp_spca, dp_vrpca
 from dpspectral.privacy import _noise as noise_module
+from dpspectral.privacy._budget import Relation
 from dpspectral.privacy._clipping import sensitivity_norm
 from dpspectral.privacy._device_noise import DeviceNoise
 from dpspectral.privacy._gaussian import analytic_noise_multiplier
+from dpspectral.privacy._noise import noise_source
+from dpspectral.privacy._pipeline import ReleasePlan, release
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -162,14 +165,17 @@ def test_sampler_draws_sample_for_sample(namespace, q):
     X = _spiked(n=301)
     X[:40] *= 1.8  # rows above the clip
     W = np.linalg.qr(np.random.default_rng(1).normal(size=(D, K)))[0]
-    host = _Sampler(X, q, 1.0, "clip", np.random.default_rng(7), "dp_spca")
-    with config_context(array_api_dispatch=True):
-        device = _Sampler(_convert(X, namespace), q, 1.0, "clip", np.random.default_rng(7), "dp_spca")
-        Wd = device.on_data(W)
-        for _ in range(6):
-            np.testing.assert_allclose(to_numpy(device.product(Wd)), host.product(W), rtol=1e-10, atol=1e-12)
-    if q < 1.0:
-        assert device.rng.bit_generator.state == host.rng.bit_generator.state
+    plan = ReleasePlan("dp_spca", Relation.REPLACE_ONE, (), ())
+    with release(plan, None, noise_source(7)) as on_host, release(plan, None, noise_source(7)) as on_device:
+        host = _Sampler(X, q, 1.0, "clip", on_host, "dp_spca")
+        with config_context(array_api_dispatch=True):
+            device = _Sampler(_convert(X, namespace), q, 1.0, "clip", on_device, "dp_spca")
+            Wd = device.on_data(W)
+            for _ in range(6):
+                np.testing.assert_allclose(to_numpy(device.product(Wd)), host.product(W), rtol=1e-10,
+                                           atol=1e-12)
+        if q < 1.0:
+            assert on_device.generator.bit_generator.state == on_host.generator.bit_generator.state
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

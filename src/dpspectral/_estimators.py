@@ -48,6 +48,7 @@ from ._constraints import (
 )
 from ._device_stream import DEVICE, stream_to_device
 from ._linalg import UnresolvedVarianceWarning, released_variances
+from ._options import AdaptiveClip
 from ._projection import Projection, _ReleasedSubspace
 from ._public_basis import PublicBasis, as_public_basis, counts_rows, resolve_for, with_public_basis
 from ._registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
@@ -231,6 +232,14 @@ def _is_array_like_for_sklearn(X: Any) -> bool:
         isinstance(X, (list, tuple)) and not (X and hasattr(X[0], "ndim") and X[0].ndim == 2)
     )
 
+
+def _fold_clip_share(method: Method, options: dict[str, Any]) -> None:
+    """``clip_share`` for a method that takes the share inside ``adaptive_clip``: passed as
+    ``adaptive_clip=AdaptiveClip(share=clip_share)`` (nothing when ``adaptive_clip=False``)."""
+    if "clip_share" in options and "clip_share" not in method.options and "adaptive_clip" in method.options:
+        share = options.pop("clip_share")
+        if options.get("adaptive_clip") is not False:
+            options["adaptive_clip"] = AdaptiveClip(share=share)
 
 class DPPCA(_ReleasedSubspace, _DPEstimator):
     """Differentially private principal component analysis.
@@ -647,7 +656,8 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                     f"uncentred, with a warning). Got {self.centering!r} instead."
                 )
         for name in self._method_options:
-            if getattr(self, name) is not None and name not in method.options:
+            if getattr(self, name) is not None and name not in method.options and not (
+                    name == "clip_share" and "adaptive_clip" in method.options):  # _fold_clip_share
                 raise ValueError(
                     f"The '{name}' parameter of {owner} must be None for method={method.name!r}, "
                     f"which does not take it. Got {getattr(self, name)!r} instead."
@@ -701,6 +711,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
             options["release_count"] = True
         options.update({name: getattr(self, name) for name in self._method_options
                         if getattr(self, name) is not None})
+        _fold_clip_share(method, options)
         twice = sorted(set(options) & set(self.method_params or {}))
         if twice:
             raise ValueError(f"{owner}: {twice} given both as parameters and in method_params; give "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
+import types
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,6 +43,21 @@ class AdaptiveClip:
     share: float | None = None
 
 
+#: The modules whose keyword wrappers (``call``: :func:`folded`, :func:`~dpspectral._constraints.renamed`)
+#: stand between a user's call and the function; a warning skips them.
+_WRAPPER_MODULES = frozenset({__name__, "dpspectral._constraints"})
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame above the calling wrapper that is not a keyword wrapper."""
+    level = 2
+    frame: types.FrameType | None = sys._getframe(2)
+    while (frame is not None and frame.f_code.co_name == "call"
+           and frame.f_globals.get("__name__") in _WRAPPER_MODULES):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0.2.0") -> Callable[[F], F]:
     """Accept keywords that became fields of an option group, with a FutureWarning.
 
@@ -62,10 +79,11 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
                 example = ", ".join(f"{name}=..." for name in given)
                 warnings.warn(
                     f"{olds} of {owner} moved into '{group}': pass {group}={factory.__name__}({example}). "
-                    "The old keyword will be removed in a later version.", FutureWarning, stacklevel=2)
+                    "The old keyword will be removed in a later version.", FutureWarning,
+                    stacklevel=_caller_level())
                 current = kwargs.get(group)
                 if isinstance(current, factory):
-                    kwargs[group] = dataclasses.replace(current, **given)
+                    kwargs[group] = dataclasses.replace(current, **given)  # type: ignore[type-var]
                 elif current is not False:
                     kwargs[group] = factory(**given)
             return func(*args, **kwargs)

@@ -295,7 +295,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._stochastic", "dp_spca"),
         summary="Noisy stochastic power steps with polar retraction (full batches by default; Poisson "
                 "samples with a sampling_rate)",
-        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "clip_share", "block_size"},
+        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "block_size"},
         passes="1 norm histogram + n_steps (full batches by default; Poisson samples with a sampling_rate)",
         memory="O(dk) + O(n) (each step's row indices)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
@@ -307,7 +307,7 @@ _PCA: tuple[Method, ...] = (
         summary="Variance-reduced noisy steps; the epoch's full gradient released with noise (defaults: "
                 "3 noisy power steps on an oversampled block)",
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share", "block_size", "adaptive_noise",
-                                       "adaptive_clip", "clip_share"},
+                                       "adaptive_clip"},
         passes="n_epochs (one full gradient each) + inner steps (none by default)",
         memory="O(dp) + O(n) (row indices), p = min(d, 10k)",
         regime="As dp_spca, when several full passes are affordable and fewer noisy steps are wanted",

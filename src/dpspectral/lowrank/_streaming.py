@@ -515,7 +515,7 @@ def verified_state(
 ) -> tuple[dict[str, Any], str, str]:
     """Check the format version and the checksum of a read state; return (config, status, publication).
 
-    The noise source (:func:`state_noise_source`) is covered by the checksum.
+    The noise source (:func:`recorded_noise_name`) is covered by the checksum.
 
     ``status`` is ``"published"`` (a released snapshot) or ``"secret"`` (a checkpoint); ``publication``
     says whether a snapshot of the state was published (``"none"``, ``"current"``, ``"stale"``).
@@ -537,7 +537,7 @@ def verified_state(
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
     want = state_checksum(config_json, status, publication, {k: data[k] for k in array_names},
-                          state_noise_source(path, data))
+                          recorded_noise_name(path, data))
     if want != checksum:
         raise StateFileError(f"{path}: checksum mismatch: the file is corrupt (or was edited).")
     try:
@@ -551,8 +551,8 @@ def verified_state(
     return config, status, publication
 
 
-def state_noise_source(path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> str:
-    """The noise source a state file records (``"seeded"`` when it has no ``noise_source`` member)."""
+def recorded_noise_name(path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> str:
+    """The name of the noise source a state file records (``"seeded"`` without a ``noise_source`` member)."""
     if "noise_source" not in data:
         return "seeded"
     name = str(data["noise_source"][()])
@@ -986,7 +986,7 @@ class TurnstileLRF(SketchState):
         # the file already holds the noisy state: the report of its plan, nothing charged or drawn
         report = certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
                                  calibration=config.calibration, notes=plan.notes, stacklevel=3,
-                                 noise_source=state_noise_source(path, data))
+                                 noise_source=recorded_noise_name(path, data))
         state = cls.__new__(cls)
         state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state

@@ -72,8 +72,8 @@ from ._streaming import (
     check_entry,
     read_only,
     read_state_file,
+    recorded_noise_name,
     state_checksum,
-    state_noise_source,
     verified_state,
     write_state_file,
 )
@@ -491,7 +491,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         report = certify_release(so.plan.events, mechanism=cls.mechanism, budget=budget,
                                  relation=so.plan.relation, calibration=config.calibration,
                                  notes=so.plan.notes, stacklevel=3,
-                                 noise_source=state_noise_source(path, data))
+                                 noise_source=recorded_noise_name(path, data))
         state._set_omega(int(data[_SECRET_SEED]) if status == SECRET else None)
         state._Y_c, state._Y_r, state._Z = (np.array(data[a], dtype=np.float64) for a in _ARRAYS)
         state._finish_build(report, CURRENT if status == PUBLISHED else publication)

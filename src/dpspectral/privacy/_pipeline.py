@@ -370,6 +370,16 @@ class Releaser:
         """A uniformly random permutation of ``range(n)`` (a secret order of the rows)."""
         return self.generator.permutation(n)
 
+    def poisson_sample(self, n: int, rate: float) -> np.ndarray:
+        """The sorted indices of a Poisson sample of ``range(n)`` (each index independently with
+        probability ``rate``): a binomial count, then that many distinct indices uniformly (empty if none)."""
+        b = int(self.generator.binomial(n, rate))
+        if b == 0:
+            return np.zeros(0, dtype=np.int64)
+        idx: np.ndarray = self.generator.choice(n, size=b, replace=False)
+        idx.sort()
+        return idx
+
     def integers(self, low: int, high: int) -> int:
         """A uniform integer in ``[low, high)`` (the seed of a secret stream)."""
         return int(self.generator.integers(low, high))
