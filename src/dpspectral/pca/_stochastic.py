@@ -396,10 +396,7 @@ class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
         if n is None or d is None:
             return None
         plan = self._method(inputs, n, d)[0]
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
+        return plan if inputs.clip is None else inputs.clip.first_in(plan)
 
     def is_staged(self, inputs: _Checked) -> bool:
         return inputs.clip is not None
