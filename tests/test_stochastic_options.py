@@ -57,3 +57,20 @@ def test_dppca_clip_share_reaches_the_method_as_the_group():
     assert est.privacy_.events == ref.privacy.events
     off = DPPCA(**kw, clip_share=0.1, adaptive_clip=False).fit(X)
     assert len(off.privacy_.events) == 1  # no histogram
+
+
+@pytest.mark.parametrize("method", METHODS, ids=lambda f: f.__name__)
+def test_a_one_shot_stream_is_refused_before_anything(method):
+    """The steps sample rows at random: a generator of blocks is refused unread, nothing charged."""
+    X = _data()
+    read = []
+
+    def blocks():
+        for a in range(0, X.shape[0], 50):
+            read.append(a)
+            yield X[a:a + 50]
+
+    acc = Accountant()
+    with pytest.raises(TypeError, match="random access"):
+        method(blocks(), 2, **PRIVACY, accountant=acc)
+    assert read == [] and acc.entries == ()
