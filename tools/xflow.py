@@ -4,20 +4,22 @@
 and (if dask is installed) a Dask array of it, and records, with :func:`sys.setprofile`, every Python
 frame of the library entered (called, or a generator resumed) whose arguments or locals hold the data:
 ``X`` itself, an array that shares memory with it (a view, a slice, a block of its rows) or a block that
-one of the row iterators of ``dpspectral._rows`` yielded. Looking one level into containers and
-objects (a tuple of blocks, ``self.X``). The module of each such frame, in call order, is the path;
-repeats in a row are one visit. Printed for each input:
+one of the row iterators of ``dpspectral._rows`` yielded, looking one level into containers and
+objects (a tuple of blocks, ``self.X``). The module of each such frame, in call order, is the path
+(repeats in a row merged). A move is a frame handing the data to a frame of another module: the frame
+entered and the nearest frame up its stack that holds the data. Printed for each input:
 
 (a) the distinct modules the data visit;
-(b) the moves between modules (consecutive visits);
-(c) the returns: moves into a module the data left earlier;
+(b) the moves between modules;
+(c) the returns: moves into a module the data had left before;
 (d) the upward moves: from a module of a lower layer to one of a higher layer, in the layer order of
     ``docs/architecture.md``: a module's layer is one more than the highest layer of the library's
     modules it imports (:func:`layers`; the leaf ``_rows`` and the privacy core at the bottom, the
     mechanisms above the release template, the estimators and the command on top).
 
-``measure(X, **kwargs)`` returns these as a :class:`Flow` (``tests/test_xflow.py`` bounds the upward
-moves).
+The same counts over consecutive entries of the path (a frame entered after a callee returned counted
+as a move from the callee's module) are printed too: a coarser measure. ``-v`` lists every frame.
+:func:`analyze_gauss_flow` returns a :class:`Flow` (``tests/test_xflow.py`` bounds the upward moves).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+
 
 def import_graph(root: Path = SRC / "dpspectral") -> dict[str, set[str]]:
     """The modules of the package at ``root`` and the modules of it each one imports.
