@@ -47,6 +47,10 @@ def test_the_group_off_or_with_a_bad_field_is_refused_or_ignored_as_stated(metho
     plain = method(X, 2, **PRIVACY, random_state=2, adaptive_clip=False)
     np.testing.assert_array_equal(off.components, plain.components)
     assert "clip" not in off.diagnostics
+    with pytest.warns(FutureWarning):  # NumPy's False is off too
+        numpy_off = method(X, 2, **PRIVACY, random_state=2, adaptive_clip=np.False_, clip_share=0.3)
+    np.testing.assert_array_equal(numpy_off.components, plain.components)
+    assert "clip" not in method(X, 2, **PRIVACY, random_state=2, adaptive_clip=np.False_).diagnostics
 
 
 def test_dppca_clip_share_reaches_the_method_as_the_group():

@@ -84,7 +84,7 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
                 current = kwargs.get(group)
                 if isinstance(current, factory):
                     kwargs[group] = dataclasses.replace(current, **given)  # type: ignore[type-var]
-                elif current is not False:
+                elif current is None or bool(current):  # absent or on (False, NumPy's False: off)
                     kwargs[group] = factory(**given)
             return func(*args, **kwargs)
 

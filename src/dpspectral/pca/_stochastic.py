@@ -277,8 +277,8 @@ def _adaptive_clip(value: bool | AdaptiveClip, calibration: str, owner: str) -> 
         )
     if isinstance(value, AdaptiveClip):
         check_params({"share": [NONE, SHARE]}, {"share": value.share}, f"{owner}'s AdaptiveClip")
-    if value is False or calibration != "tight":
-        return None
+    if not (isinstance(value, AdaptiveClip) or value) or calibration != "tight":
+        return None  # off (False or NumPy's False), or the paper's calibration
     return value if isinstance(value, AdaptiveClip) else AdaptiveClip()
 
 
