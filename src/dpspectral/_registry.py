@@ -393,7 +393,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("distributed._protocol", "dpdispca"),
         summary="Sites release Analyze Gauss once and send rank-R proxies; aggregator releases top-K",
         options=frozenset({"intermediate_rank", "n_sites", "variant", "weighting", "spectrum", "engine",
-                           "site_timeout", "min_sites", "on_site_failure", "release_count", "accounting",
+                           "site_failure", "release_count", "accounting",
                            "show_progress"}),
         other_tasks=("distributed",), passes="1 per site", memory="O(d^2) per site, O(d R S) aggregator",
         regime="Data held by several sites that may not pool their rows; each site's guarantee is the "

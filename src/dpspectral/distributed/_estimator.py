@@ -21,14 +21,16 @@ from .._constraints import (
 )
 from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
 from .._linalg import released_variances
+from .._options import folded
 from .._projection import Projection, _ReleasedSubspace
 from .._public_basis import _lift_subspace, as_public_basis, resolve_for
 from .._registry import Method, get_method
 from .._validation import validated_data
 from ..privacy._accounting import Accountant
 from ..privacy._budget import Relation
+from ..privacy._template import RunSettings
 from ._engines import DaskEngine, Engine, InProcessEngine, _materialise, is_dask_collection, is_dask_future
-from ._protocol import DistributedResult, _as_sites, _is_dask_array, _run_protocol
+from ._protocol import DistributedResult, SiteFailurePolicy, _as_sites, _Call, _is_dask_array, _run_protocol
 
 __all__ = ["DistributedDPPCA"]
 
@@ -77,8 +79,6 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         the other in this process.
     scheduler_address : str or None, default=None
         Address of an existing Dask scheduler (``engine="dask"``).
-    site_timeout : float or None, default=None
-        Seconds after dispatch by which a site must answer; later sites are left out.
     n_workers : int or None, default=None
         Workers of the ``LocalCluster`` started when no client or address is found (default
         ``min(S, cpus, 8)``); ignored otherwise.
@@ -95,9 +95,9 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     calibration : {"tight", "paper"}, default="tight"
         ``"paper"`` uses the paper's spectral-norm noise, which the accountant does not certify for every
         (epsilon, delta) (:class:`~dpspectral.UncertifiedPrivacyWarning`).
-    min_sites : int, default=1
-        Fewest contributing sites for a release.
-    on_site_failure : {"warn", "raise"}, default="warn"
+    site_failure : SiteFailurePolicy or None, default=None
+        How long to wait for a site, how many must answer, and whether one failure fails the fit
+        (:class:`~dpspectral.distributed.SiteFailurePolicy`; None: its defaults).
     release_count : bool, default=False
         Under add/remove: every site also releases a noisy row count.
     accountant : Accountant or None, default=None
@@ -153,6 +153,8 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     ((2, 8), (0, 1, 2))
     """
 
+    @folded("site_failure", SiteFailurePolicy,
+            {"site_timeout": "timeout", "min_sites": "min_sites", "on_site_failure": "on_failure"})
     def __init__(
         self,
         n_components: int | None = None,
@@ -164,15 +166,13 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         method: str = "dpdispca",
         engine: Any = "dask",
         scheduler_address: str | None = None,
-        site_timeout: float | None = None,
         n_workers: int | None = None,
         variant: str = "proxy",
         weighting: Any = "equal",
         spectrum: str = "eigh",
         relation: str = "replace_one",
         calibration: str = "tight",
-        min_sites: int = 1,
-        on_site_failure: str = "warn",
+        site_failure: SiteFailurePolicy | None = None,
         release_count: bool = False,
         accountant: Accountant | None = None,
         random_state: Any = None,
@@ -188,15 +188,13 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         self.method = method
         self.engine = engine
         self.scheduler_address = scheduler_address
-        self.site_timeout = site_timeout
         self.n_workers = n_workers
         self.variant = variant
         self.weighting = weighting
         self.spectrum = spectrum
         self.relation = relation
         self.calibration = calibration
-        self.min_sites = min_sites
-        self.on_site_failure = on_site_failure
+        self.site_failure = site_failure
         self.release_count = release_count
         self.accountant = accountant
         self.random_state = random_state
@@ -215,15 +213,13 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         "method": method_names("distributed"),
         "engine": [Options(("dask", "inprocess")), Types((Engine,), "an Engine")],
         "scheduler_address": [Types((str,), "a str"), NONE],
-        "site_timeout": [Interval(0, None, "neither"), NONE],
         "n_workers": [Interval(1, None, "left", integer=True), NONE],
         "variant": Options(("proxy", "full")),
         "spectrum": Options(("eigh", "svd")),
         # the relations DPdisPCA protects ("replace_one", "add_remove") are checked by the protocol
         "relation": Types((str, Relation), "a str or Relation"),
         "calibration": CALIBRATION,
-        "min_sites": Interval(1, None, "left", integer=True),  # <= the number of sites: the protocol's
-        "on_site_failure": Options(("warn", "raise")),
+        "site_failure": [Types((SiteFailurePolicy,), "a SiteFailurePolicy"), NONE],  # fields: the protocol's
         "release_count": BOOL,
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
@@ -347,21 +343,14 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
             mechanism = f"{entry.name}_secure"
         else:
             mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
-        return _run_protocol(
-            sites, k, mechanism=mechanism, owner=type(self).__name__,
-            variant=self.variant,  # type: ignore[arg-type]
-            epsilon=self.epsilon,  # type: ignore[arg-type]
-            delta=self.delta,  # type: ignore[arg-type]
-            row_norm=self.row_norm,  # type: ignore[arg-type]
-            relation=self.relation, calibration=self.calibration, intermediate_rank=self.intermediate_rank,
-            n_sites=None, weighting=self.weighting,
-            spectrum=self.spectrum,  # type: ignore[arg-type]
-            engine=self._engine(), site_timeout=self.site_timeout, min_sites=self.min_sites,
-            on_site_failure=self.on_site_failure,  # type: ignore[arg-type]
-            release_count=self.release_count, accountant=self.accountant, random_state=self.random_state,
-            on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
-            accounting="auto", show_progress=None, stacklevel=4, aggregation=self.aggregation,
-        )
+        call = _Call(
+            mechanism, self.epsilon, self.delta, self.row_norm,  # type: ignore[arg-type]
+            self.relation, self.calibration, self.variant,  # type: ignore[arg-type]
+            self.intermediate_rank, None, self.weighting, self.spectrum,  # type: ignore[arg-type]
+            self.site_failure, self.release_count, self.on_norm_violation,  # type: ignore[arg-type]
+            self.aggregation, self._engine(), RunSettings(self.accountant, self.random_state),
+            stacklevel=4, owner=type(self).__name__)
+        return _run_protocol(sites, k, call)
 
     def _store(self, result: DistributedResult) -> None:
         """Keep the released quantities as fitted attributes."""

@@ -216,7 +216,8 @@ class Mechanism(Generic[Inputs, Result]):
 
 
 def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[[Releaser], Result], *,
-                       facts: Mapping[str, Any], stacklevel: int = 2) -> tuple[Result, Any, Any]:
+                       facts: Mapping[str, Any], stacklevel: int = 2,
+                       noise: NoiseSource | None = None) -> tuple[Result, Any, Any]:
     """Charge ``plan`` when a state is created, before any data arrive, and draw what is fixed then.
 
     For a state that takes its data later (a turnstile sketch, a continual-release tree, rows inserted
@@ -227,8 +228,12 @@ def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[
 
     Returns ``(what draw returned, the privacy report, the noise source)``; the noise source serves a
     plan charged for a whole horizon later (:meth:`~dpspectral.privacy._pipeline.Releaser.of_charged_plan`).
+
+    The same charge serves a run whose parties draw their own noise once it is charged (the sites of a
+    distributed run, each under :func:`charged_elsewhere`): ``draw`` dispatches them, and ``noise`` is
+    a source that draws nothing, named for the report, in place of ``settings.random_state``'s.
     """
-    noise = noise_source(settings.random_state)
+    noise = noise_source(settings.random_state) if noise is None else noise
     with release(plan, settings.accountant, noise) as releaser:
         drawn = draw(releaser)
     report = releaser.report(**facts, notes=plan.notes, stacklevel=stacklevel + 1)
