@@ -410,6 +410,24 @@ def test_old_site_failure_keywords_still_work_with_a_future_warning() -> None:
             pytest.raises(SiteFailureError, match="on_failure='raise'"):
         DistributedDPPCA(3, engine=_SlowSiteOne(), on_site_failure="raise", site_timeout=0.4,
                          random_state=0, **KW).fit(sites)
+    from sklearn.base import clone
+
+    est = DistributedDPPCA(3, site_failure=SiteFailurePolicy(min_sites=2), **KW)
+    assert clone(est).get_params()["site_failure"] == SiteFailurePolicy(min_sites=2)
+
+
+def test_old_engine_keywords_of_the_estimator_fold_into_a_dask_engine() -> None:
+    """``scheduler_address`` and ``n_workers`` become ``engine=DaskEngine(...)`` (FutureWarning); with
+    ``engine="inprocess"`` they still have no effect."""
+    with pytest.warns(FutureWarning, match=r"'n_workers' of DistributedDPPCA moved into 'engine'"):
+        est = DistributedDPPCA(3, n_workers=2, **KW)
+    assert isinstance(est.engine, DaskEngine) and est.engine.n_workers == 2
+    with pytest.warns(FutureWarning, match=r"engine=DaskEngine\(scheduler_address=\.\.\.\)"):
+        est = DistributedDPPCA(3, engine="inprocess", scheduler_address="tcp://nowhere:1", random_state=0,
+                               **KW)
+    assert est.engine == "inprocess" and "scheduler_address" not in est.get_params()
+    ref = dpdispca(_sites(3), 3, random_state=0, **KW)
+    assert np.array_equal(est.fit(_sites(3)).components_, ref.components.T)
 
 
 def test_estimator_in_process_and_bad_parameters() -> None:
@@ -483,7 +501,8 @@ def test_dask_matches_inprocess(cluster) -> None:  # type: ignore[no-untyped-def
     res_f = dpdispca(futures, 3, random_state=5, engine=DaskEngine(client=client), **KW)
     _same_release(res_f.components, ref.components)
     assert [r.worker for r in res_f.sites] == [workers[1 - s % 2] for s in range(4)]
-    est = DistributedDPPCA(3, scheduler_address=c.scheduler_address, random_state=5, **KW).fit(sites)
+    est = DistributedDPPCA(3, engine=DaskEngine(scheduler_address=c.scheduler_address), random_state=5,
+                           **KW).fit(sites)
     _same_release(est.components_, ref.components.T)
 
 
@@ -556,7 +575,8 @@ def test_worker_killed_in_the_middle_of_a_run() -> None:
         pid = client.run(os.getpid, workers=[victim])[victim]
         # keep the victim busy, so that its sites are still waiting when it dies
         blocker = client.submit(time.sleep, 60, workers=[victim], allow_other_workers=False, pure=False)
-        est = DistributedDPPCA(3, scheduler_address=c.scheduler_address, random_state=5, **KW)
+        est = DistributedDPPCA(3, engine=DaskEngine(scheduler_address=c.scheduler_address), random_state=5,
+                               **KW)
 
         def fit() -> list[warnings.WarningMessage]:
             with warnings.catch_warnings(record=True) as record:
@@ -591,7 +611,7 @@ def test_worker_killed_in_the_middle_of_a_run() -> None:
 def test_estimator_starts_its_own_local_cluster() -> None:
     pytest.importorskip("dask.distributed")
     sites = _sites(2)
-    est = DistributedDPPCA(3, n_workers=2, random_state=1, **KW).fit(sites)
+    est = DistributedDPPCA(3, engine=DaskEngine(n_workers=2), random_state=1, **KW).fit(sites)
     ref = DistributedDPPCA(3, engine="inprocess", random_state=1, **KW).fit(sites)
     _same_release(est.components_, ref.components_)
     assert est.result_.diagnostics["engine"] == "dask"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +18,6 @@ from .._constraints import (
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
-    Interval,
     Options,
     Types,
 )
@@ -29,7 +31,7 @@ from .._validation import validated_data
 from ..privacy._accounting import Accountant
 from ..privacy._budget import Relation
 from ..privacy._template import RunSettings
-from ._engines import DaskEngine, Engine, InProcessEngine, _materialise, is_dask_collection, is_dask_future
+from ._engines import DaskEngine, Engine, _materialise, is_dask_collection, is_dask_future
 from ._protocol import DistributedResult, SiteFailurePolicy, _as_sites, _Call, _is_dask_array, _run_protocol
 
 __all__ = ["DistributedDPPCA"]
@@ -42,6 +44,33 @@ def _is_row_list(sites: Any) -> bool:
     """
     return (isinstance(sites, (list, tuple)) and len(sites) > 0
             and all(isinstance(row, (list, tuple)) and all(np.isscalar(v) for v in row) for row in sites))
+
+
+def _folded_into_engine(init: Callable[..., None]) -> Callable[..., None]:
+    """``scheduler_address`` and ``n_workers`` are :class:`DaskEngine`'s: accepted, with a FutureWarning.
+
+    ``DistributedDPPCA(scheduler_address=a, n_workers=w)`` keeps working as
+    ``DistributedDPPCA(engine=DaskEngine(scheduler_address=a, n_workers=w))`` when ``engine`` is
+    ``"dask"`` (the default); with ``"inprocess"`` or an engine object they had no effect, and still
+    have none.
+    """
+    fields = ("scheduler_address", "n_workers")
+
+    @functools.wraps(init)
+    def call(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = {name: kwargs.pop(name) for name in fields if name in kwargs}
+        if given:
+            olds, example = ", ".join(f"'{n}'" for n in given), ", ".join(f"{n}=..." for n in given)
+            warnings.warn(f"{olds} of DistributedDPPCA moved into 'engine': pass "
+                          f"engine=DaskEngine({example}). The old keyword will be removed in a later "
+                          "version.", FutureWarning, stacklevel=2)
+            if kwargs.get("engine", "dask") == "dask":
+                kwargs["engine"] = DaskEngine(**given)
+        init(self, *args, **kwargs)
+
+    call.folded_parameters = {**getattr(init, "folded_parameters", {}),  # type: ignore[attr-defined]
+                              **{name: f"engine.{name}" for name in fields}}
+    return call
 
 
 class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
@@ -70,18 +99,14 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         A name from ``dpspectral.methods(task="distributed")`` (the registry's distributed entries; today
         DPdisPCA).
     engine : {"dask", "inprocess"} or Engine, default="dask"
-        ``"dask"``: the sites run on ``dask.distributed`` workers: a ``DaskEngine(client=c)`` passed as
-        ``engine`` uses ``c``; else ``scheduler_address``; else the active ``distributed.Client``; else the
-        address in Dask's configuration (``DASK_SCHEDULER_ADDRESS``); else a ``LocalCluster`` (one
-        single-threaded process per worker) is started for the fit and closed after. A client the user
-        opened is never replaced or closed (docs/algorithms/distributed.md, "Dask the way Dask users
-        work"); the workers must have ``dpspectral`` installed. ``"inprocess"``: the sites run one after
-        the other in this process.
-    scheduler_address : str or None, default=None
-        Address of an existing Dask scheduler (``engine="dask"``).
-    n_workers : int or None, default=None
-        Workers of the ``LocalCluster`` started when no client or address is found (default
-        ``min(S, cpus, 8)``); ignored otherwise.
+        ``"dask"``: the sites run on ``dask.distributed`` workers: the active ``distributed.Client``;
+        else the address in Dask's configuration (``DASK_SCHEDULER_ADDRESS``); else a ``LocalCluster``
+        (one single-threaded process per worker) is started for the fit and closed after.
+        ``DaskEngine(client=c)``, ``DaskEngine(scheduler_address=...)`` or ``DaskEngine(n_workers=...)``
+        name the client, the scheduler or the size of that ``LocalCluster``
+        (:class:`~dpspectral.distributed.DaskEngine`). A client the user opened is never replaced or
+        closed (docs/algorithms/distributed.md, "Dask the way Dask users work"); the workers must have
+        ``dpspectral`` installed. ``"inprocess"``: the sites run one after the other in this process.
     variant : {"proxy", "full"}, default="proxy"
         ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
         baseline).
@@ -153,6 +178,7 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     ((2, 8), (0, 1, 2))
     """
 
+    @_folded_into_engine
     @folded("site_failure", SiteFailurePolicy,
             {"site_timeout": "timeout", "min_sites": "min_sites", "on_site_failure": "on_failure"})
     def __init__(
@@ -165,8 +191,6 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         intermediate_rank: int | None = None,
         method: str = "dpdispca",
         engine: Any = "dask",
-        scheduler_address: str | None = None,
-        n_workers: int | None = None,
         variant: str = "proxy",
         weighting: Any = "equal",
         spectrum: str = "eigh",
@@ -187,8 +211,6 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         self.intermediate_rank = intermediate_rank
         self.method = method
         self.engine = engine
-        self.scheduler_address = scheduler_address
-        self.n_workers = n_workers
         self.variant = variant
         self.weighting = weighting
         self.spectrum = spectrum
@@ -212,8 +234,6 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         "intermediate_rank": N_COMPONENTS,  # <= n_features: the protocol's
         "method": method_names("distributed"),
         "engine": [Options(("dask", "inprocess")), Types((Engine,), "an Engine")],
-        "scheduler_address": [Types((str,), "a str"), NONE],
-        "n_workers": [Interval(1, None, "left", integer=True), NONE],
         "variant": Options(("proxy", "full")),
         "spectrum": Options(("eigh", "svd")),
         # the relations DPdisPCA protects ("replace_one", "add_remove") are checked by the protocol
@@ -231,14 +251,6 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "
                      "sites: checked by the protocol once the sites are known",
     }
-
-    def _engine(self) -> Engine:
-        """The engine named by ``engine`` (checked by the table)."""
-        if isinstance(self.engine, Engine):
-            return self.engine
-        if self.engine == "inprocess":
-            return InProcessEngine()
-        return DaskEngine(scheduler_address=self.scheduler_address, n_workers=self.n_workers)
 
     def _validate_params_dp(self) -> Method:
         """The registry entry of ``method`` (the table has checked every parameter; the checks that need
@@ -348,7 +360,7 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
             self.relation, self.calibration, self.variant,  # type: ignore[arg-type]
             self.intermediate_rank, None, self.weighting, self.spectrum,  # type: ignore[arg-type]
             self.site_failure, self.release_count, self.on_norm_violation,  # type: ignore[arg-type]
-            self.aggregation, self._engine(), RunSettings(self.accountant, self.random_state),
+            self.aggregation, self.engine, RunSettings(self.accountant, self.random_state),
             stacklevel=4, owner=type(self).__name__)
         return _run_protocol(sites, k, call)
 
