@@ -67,6 +67,9 @@ from ._common import (
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
+    CheckedPair,
+    NamedPairMechanism,
+    PairCall,
     PairMechanism,
     PairRows,
     check_int,
@@ -600,12 +603,12 @@ def dpsr(
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
-    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
-                 budget_shares=budget_shares,
-                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
-                 init=init, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
+    return _Dpsr.solve("dpsr", pair, k, None, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_size_b=step_size_b,
+                       step_size_a=step_size_a, basis_size=basis_size, budget_shares=budget_shares,
+                       calibration=calibration, paper_formula=paper_formula,
+                       paper_constants=paper_constants, init=init, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
 @renamed(DPSR_PAPER_NAMES)
@@ -654,66 +657,31 @@ def dpsrs(
     As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
-    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
-                 budget_shares=budget_shares,
-                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
-                 init=init, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
-
-
-def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
-          show_progress: bool | None, **params: Any) -> GEPResult:
-    """DPSR/DPSRS (``mechanism``) through the release template (:class:`_Dpsr`)."""
-    return run_on_pair(_Dpsr(mechanism, show_progress), _DpsrCall(k, sparsity, params), pair, accountant,
-                       params["random_state"])
-
-
-@dataclass(frozen=True)
-class _DpsrCall:
-    """The public inputs of one DPSR/DPSRS run, as the caller gave them (``params``: the keywords)."""
-
-    k: Any
-    sparsity: Any
-    params: dict[str, Any]
+    return _Dpsr.solve("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_size_b=step_size_b,
+                       step_size_a=step_size_a, basis_size=basis_size, budget_shares=budget_shares,
+                       calibration=calibration, paper_formula=paper_formula,
+                       paper_constants=paper_constants, init=init, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
 @dataclass(frozen=True, eq=False)
-class _DpsrChecked:
+class _DpsrChecked(CheckedPair):
     """The checked public inputs of one run, with its plan and the plan's scales (public)."""
 
-    pair: ScatterPair
-    inputs: _DpsrInputs
-    plan: ReleasePlan
     scales: _DpsrScales
-    calibration: str
-    d: int
-    n: None = None
-
-    @property
-    def budget(self) -> PrivacyBudget:
-        return self.inputs.budget
 
 
-class _Dpsr(PairMechanism):
+class _Dpsr(NamedPairMechanism):
     """DPSR/DPSRS as the release template runs it: phase 1's m noisy gradients, the Lambda_B release,
     then phase 2's m noisy gradients on the reduced A (one charge; phase 2 at the released bound)."""
 
-    stacklevel = 4
-
-    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
-        super().__init__(show_progress)
-        self.label = mechanism
-
-    def check(self, inputs: _DpsrCall, X: Any) -> _DpsrChecked:
+    def check(self, inputs: PairCall, X: Any) -> _DpsrChecked:
         owner = message_owner(self.label)
         pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
         checked = _dpsr_ridge(self.label, pair, checked, inputs.params, owner)
         plan, scales = _dpsr_plan(self.label, pair, checked, inputs.params, owner)
-        return _DpsrChecked(pair, checked, plan, scales, inputs.params["calibration"], pair.n_features)
-
-    def plan(self, inputs: _DpsrChecked, n: int | None, d: int | None) -> ReleasePlan:
-        return inputs.plan
+        return _DpsrChecked(pair, checked, plan, inputs.params["calibration"], pair.n_features, scales=scales)
 
     def statistic(self, inputs: _DpsrChecked, rows: PairRows, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
