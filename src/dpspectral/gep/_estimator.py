@@ -135,7 +135,7 @@ default="moments"
         discrete samplers (not reproducible); ``privacy_.noise_source`` says which source was used.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
-        Extra options of the solver (e.g. ``step_size_b``, ``step_size_a``, ``basis_size``,
+        Extra options of the solver (e.g. ``step_sizes`` (:class:`StepSizes`), ``basis_size``,
         ``budget_shares`` for DPSR; ``step_size``, ``init`` for the flows; ``a_share``; for ``"moments"``
         only ``budget_shares``, the
         shares of (second moment, class sums, counts), default (0.5, 0.4, 0.1), ``adaptive_clip``

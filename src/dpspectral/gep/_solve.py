@@ -154,7 +154,7 @@ def private_fda(
         pair is the same whichever labels are named, so no label set is published).
     on_norm_violation : {"clip", "raise"}
     **kwargs
-        Options of the solver (``n_iter``, ``step_size_b``, ``calibration``, ``accountant``,
+        Options of the solver (``n_iter``, ``step_sizes``, ``calibration``, ``accountant``,
         ``random_state``, ...).
 
     Returns
@@ -247,7 +247,7 @@ def private_gep(
         As :func:`private_fda` (``regularization`` is xi in the paper; the old name ``xi`` still works,
         with a FutureWarning).
     n_samples : int, optional
-        Public n, needed only by ``calibration="paper"`` with explicit ``paper_constants``.
+        Public n, needed only by ``calibration="paper"`` with explicit ``PaperCalibration.constants``.
     **kwargs
         The solver's options, as :func:`private_fda`.
 
