@@ -31,7 +31,6 @@ from .._estimators import (
     method_names,
     require,
 )
-from .._projection import Projection, _ReleasedProjection
 from .._public_basis import _lift_gep, project_for_fit
 from .._registry import Method, get_method, methods
 from .._validation import validated_data
@@ -40,6 +39,7 @@ from ..privacy._budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning
 from ..privacy._guardrails import PrivacyParameterWarning
 from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
+from ._directions import _ReleasedDirections
 from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
 from ._moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from ._result import GEPResult
@@ -60,7 +60,7 @@ class _ProbeAccountant(Accountant):
         raise _ReachedTheCharge
 
 
-class DPFisherDiscriminant(_ReleasedProjection, _DPEstimator):
+class DPFisherDiscriminant(_ReleasedDirections, _DPEstimator):
     """Differentially private Fisher discriminant analysis (dimension reduction).
 
     ``fit(X, y)`` releases, once, the second moment, the class sums and the class counts of the clipped
@@ -534,23 +534,3 @@ default="moments"
                 f"Got {self.n_components!r} instead."
             )
         return k
-
-    _fitted_attribute = "scalings_"
-
-    def _projection(self) -> Projection:
-        """``X @ scalings_``."""
-        return Projection(self.scalings_)
-
-    def transform(self, X: Any) -> Any:
-        """Project ``X`` on the released directions: ``X @ scalings_``.
-
-        A Dask array gives a Dask array (lazy: the projection of each block of rows).
-        """
-        return super().transform(X)
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags
