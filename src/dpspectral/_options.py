@@ -65,7 +65,7 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
                     "The old keyword will be removed in a later version.", FutureWarning, stacklevel=2)
                 current = kwargs.get(group)
                 if isinstance(current, factory):
-                    kwargs[group] = dataclasses.replace(current, **given)
+                    kwargs[group] = dataclasses.replace(current, **given)  # type: ignore[type-var]
                 elif current is not False:
                     kwargs[group] = factory(**given)
             return func(*args, **kwargs)

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ._accounting import Accountant
     from ._noise_base import NoiseSource
 
-__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
+__all__ = ["After", "Drawn", "Mechanism", "Prelude", "Released", "Rows", "RunSettings", "Symmetric", "run",
            "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
@@ -213,6 +213,26 @@ class Mechanism(Generic[Inputs, Result]):
     def report_facts(self, inputs: Any) -> dict[str, Any]:
         """The report's ``mechanism``, ``budget`` and ``calibration`` (public inputs)."""
         return {"mechanism": self.label, "budget": inputs.budget, "calibration": inputs.calibration}
+
+
+class Prelude(Mechanism[Inputs, Result]):
+    """A first stage run alone, for a later run that continues it (:attr:`Released.continuation`).
+
+    ``cost``: the later run's events, checked with this stage's before anything is read
+    (:meth:`reserved_events`) and charged by the later run. The inputs state the stage's own plan:
+    ``inputs.plan(label)``.
+    """
+
+    def __init__(self, owner: str, cost: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.label = owner
+        self.cost = cost
+
+    def plan(self, inputs: Any, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan(self.label)  # type: ignore[no-any-return]
+
+    def reserved_events(self, inputs: Any) -> tuple[Any, ...]:
+        return self.cost
 
 
 def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[[Releaser], Result], *,
