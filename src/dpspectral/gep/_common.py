@@ -356,6 +356,21 @@ class NamedPairMechanism(PairMechanism):
     def plan(self, inputs: CheckedPair, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.plan
 
+    @staticmethod
+    def check_call(owner: str, pair: Any, k: Any, sparsity: Any, table: Mapping[str, Any],
+                   params: Mapping[str, Any]) -> tuple[ScatterPair, PrivacyBudget, Any, int, int | None]:
+        """The checks every named solver starts with, before anything is read or charged: the pair,
+        the solver's ``table`` (the budget), the ridge, then ``k`` and ``sparsity`` in [1, d] (the pair's
+        shape is public). Returns ``(pair, budget, ridge, k, sparsity)``."""
+        pair = check_pair(pair, owner)
+        budget = check_solver_params(table, params, owner)
+        xi = check_regularization(params["regularization"], owner)
+        d = pair.n_features
+        k = check_int(k, "k", 1, d, owner)
+        if sparsity is not None:
+            sparsity = check_int(sparsity, "sparsity", 1, d, owner)
+        return pair, budget, xi, k, sparsity
+
     @classmethod
     def solve(cls, mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *,
               accountant: Accountant | None, show_progress: bool | None, **params: Any) -> Any:

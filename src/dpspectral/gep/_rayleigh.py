@@ -63,10 +63,6 @@ from ._common import (
     PairCall,
     PairRows,
     called_as,
-    check_int,
-    check_pair,
-    check_regularization,
-    check_solver_params,
     message_owner,
     noise_ridge,
     normalize_released,
@@ -300,13 +296,8 @@ class _FlowInputs:
 def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                  params: dict[str, Any]) -> tuple[ScatterPair, _FlowInputs]:
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(FLOW_TABLE, params, owner)
-    xi = check_regularization(params["regularization"], owner)
+    pair, budget, xi, k, sparsity = _Flow.check_call(owner, pair, k, sparsity, FLOW_TABLE, params)
     d = pair.n_features
-    k = check_int(k, "k", 1, d, owner)
-    if sparsity is not None:
-        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
     init = params["init"]
     V0: np.ndarray | None = None
     if isinstance(init, str):

@@ -723,13 +723,8 @@ class _Dpsr(NamedPairMechanism):
 def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                  params: dict[str, Any]) -> tuple[ScatterPair, _DpsrInputs]:
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(DPSR_TABLE, params, owner)
-    xi = check_regularization(params["regularization"], owner)
+    pair, budget, xi, k, sparsity = _Dpsr.check_call(owner, pair, k, sparsity, DPSR_TABLE, params)
     d = pair.n_features
-    k = check_int(k, "k", 1, d, owner)
-    if sparsity is not None:
-        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
     auto_eta = isinstance(params["step_sizes.phase2"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
     basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
