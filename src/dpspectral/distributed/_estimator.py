@@ -357,11 +357,15 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
             mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
         call = _Call(
             mechanism, self.epsilon, self.delta, self.row_norm,  # type: ignore[arg-type]
-            self.relation, self.calibration, self.variant,  # type: ignore[arg-type]
-            self.intermediate_rank, None, self.weighting, self.spectrum,  # type: ignore[arg-type]
-            self.site_failure, self.release_count, self.on_norm_violation,  # type: ignore[arg-type]
-            self.aggregation, self.engine, RunSettings(self.accountant, self.random_state),
-            stacklevel=4, owner=type(self).__name__)
+            relation=self.relation, calibration=self.calibration,
+            variant=self.variant,  # type: ignore[arg-type]
+            intermediate_rank=self.intermediate_rank, weighting=self.weighting,
+            spectrum=self.spectrum,  # type: ignore[arg-type]
+            site_failure=self.site_failure, release_count=self.release_count,
+            on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
+            aggregation=self.aggregation, engine=self.engine,
+            settings=RunSettings(self.accountant, self.random_state), stacklevel=4,
+            owner=type(self).__name__)
         return _run_protocol(sites, k, call)
 
     def _store(self, result: DistributedResult) -> None:

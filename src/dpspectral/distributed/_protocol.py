@@ -1120,9 +1120,12 @@ def dpdispca(
         mechanism = "dpdispca_secure"
     else:
         mechanism = "dpdispca" if variant == "proxy" else "dpdispca_full"
-    call = _Call(mechanism, epsilon, delta, row_norm, relation, calibration, variant, intermediate_rank,
-                 n_sites, weighting, spectrum, site_failure, release_count, on_norm_violation, aggregation,
-                 engine, RunSettings(accountant, random_state, accounting, show_progress), stacklevel=5)
+    call = _Call(mechanism, epsilon, delta, row_norm, relation=relation, calibration=calibration,
+                 variant=variant, intermediate_rank=intermediate_rank, n_sites=n_sites, weighting=weighting,
+                 spectrum=spectrum, site_failure=site_failure, release_count=release_count,
+                 on_norm_violation=on_norm_violation, aggregation=aggregation, engine=engine,
+                 settings=RunSettings(accountant, random_state, accounting, show_progress),
+                 stacklevel=5)  # the caller, above the wrapper that folds the old keywords
     return _run_protocol(sites, k, call)
 
 
