@@ -10,18 +10,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Options,
-    Types,
-)
-from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
+from .._constraints import DELTA, NONE, Options, Types
+from .._estimators import ACCOUNTANT, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
 from .._linalg import released_variances
 from .._options import folded
 from .._projection import Projection, _ReleasedSubspace
@@ -32,7 +22,15 @@ from ..privacy._accounting import Accountant
 from ..privacy._budget import Relation
 from ..privacy._template import RunSettings
 from ._engines import DaskEngine, Engine, _materialise, is_dask_collection, is_dask_future
-from ._protocol import DistributedResult, SiteFailurePolicy, _as_sites, _Call, _is_dask_array, _run_protocol
+from ._protocol import (
+    PROTOCOL_CONSTRAINTS,
+    DistributedResult,
+    SiteFailurePolicy,
+    _as_sites,
+    _Call,
+    _is_dask_array,
+    _run_protocol,
+)
 
 __all__ = ["DistributedDPPCA"]
 
@@ -226,26 +224,19 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
 
     _task = "distributed"
     _required_parameters = ("epsilon", "delta", "row_norm")
+    #: The protocol's own tables (:func:`~dpspectral.distributed.dpdispca`), and the estimator's entries.
     _parameter_constraints = {
+        **PROTOCOL_CONSTRAINTS,
         "n_components": N_COMPONENTS,  # <= n_features: the protocol's, once the sites are read
-        "epsilon": EPSILON,
         "delta": DELTA,  # > 0 (Gaussian mechanism): the protocol's check, with its reason
-        "row_norm": ROW_NORM,
         "intermediate_rank": N_COMPONENTS,  # <= n_features: the protocol's
         "method": method_names("distributed"),
         "engine": [Options(("dask", "inprocess")), Types((Engine,), "an Engine")],
-        "variant": Options(("proxy", "full")),
-        "spectrum": Options(("eigh", "svd")),
         # the relations DPdisPCA protects ("replace_one", "add_remove") are checked by the protocol
         "relation": Types((str, Relation), "a str or Relation"),
-        "calibration": CALIBRATION,
         "site_failure": [Types((SiteFailurePolicy,), "a SiteFailurePolicy"), NONE],  # fields: the protocol's
-        "release_count": BOOL,
         "accountant": ACCOUNTANT,
-        "random_state": RANDOM_STATE,
-        "on_norm_violation": ON_NORM_VIOLATION,
         "public_basis": PUBLIC_BASIS,
-        "aggregation": Options(("independent", "secure")),
     }
     _parameters_checked_elsewhere = {
         "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "

@@ -1210,8 +1210,9 @@ _PRIVACY_CONSTRAINTS: dict[str, Any] = {
     "epsilon": EPSILON, "delta": Interval(0, 1, "neither"), "row_norm": ROW_NORM, "calibration": CALIBRATION,
     "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
 }
-dpdispca.parameter_constraints = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS,  # type: ignore[attr-defined]
-                                  **SITE_FAILURE_CONSTRAINTS}
+#: The privacy and protocol parameters that dpdispca and DistributedDPPCA share.
+PROTOCOL_CONSTRAINTS: dict[str, Any] = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS}
+dpdispca.parameter_constraints = {**PROTOCOL_CONSTRAINTS, **SITE_FAILURE_CONSTRAINTS}  # type: ignore[attr-defined]
 for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
     _f.parameter_constraints = {  # type: ignore[attr-defined]
         **_PRIVACY_CONSTRAINTS, "spectrum": PARAMETER_CONSTRAINTS["spectrum"]}
