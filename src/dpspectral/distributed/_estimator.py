@@ -76,7 +76,7 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
 
     ``fit(sites)`` runs every site's private step where its data lives (a Dask worker by default) and
     releases the top-K eigenvectors of the aggregated proxies; only the proxies travel. Sites that fail
-    (raise, lose their worker, or miss ``site_timeout``) are left out with a
+    (raise, lose their worker, or miss the ``site_failure`` timeout) are left out with a
     :class:`~dpspectral.distributed.SiteFailureWarning`; ``sites_contributed_`` says which sites the
     release used.
 

@@ -5,9 +5,10 @@ matrix once (Analyze Gauss) and sends the aggregator only its rank-R proxy ``P_s
 ``variant="full"``, the noisy matrix itself); the aggregator releases the top-K eigenvectors of
 ``A_c = sum_s w_s P_s P_s^T``. The sites run on an engine (:mod:`~dpspectral.distributed._engines`):
 in-process, or on Dask workers where the sites' data live. A site that raises, whose worker dies, or that
-does not answer within ``site_timeout`` is left out with a :class:`SiteFailureWarning` naming it and giving
-a data-independent reason (never the text of the site's exception, a row, a value, a count or a timing);
-the release uses the remaining sites and the result lists which sites contributed.
+does not answer within the timeout of the run's :class:`SiteFailurePolicy` is left out with a
+:class:`SiteFailureWarning` naming it and giving a data-independent reason (never the text of the site's
+exception, a row, a value, a count or a timing); the release uses the remaining sites and the result lists
+which sites contributed.
 
 Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. a trusted curator),
 :func:`local_pca` (one site alone) and ``variant="full"`` (sites send their noisy ``A_hat_s``).
@@ -154,7 +155,7 @@ class SiteReport:
         Index of the site in the input.
     status : {"ok", "failed", "timeout", "lost"}
         ``"ok"``: contributed. ``"failed"``: its step raised. ``"lost"``: its worker died.
-        ``"timeout"``: no answer within ``site_timeout``.
+        ``"timeout"``: no answer within the policy's ``timeout`` (:class:`SiteFailurePolicy`).
     contributed : bool
     bytes_sent : int
         Bytes of released numbers the site sent to the aggregator (0 when nothing arrived).
@@ -925,11 +926,11 @@ def _run_secure(run: _Inputs, call: _Call) -> DistributedResult:
     return result
 
 
-def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure: OnSiteFailure,
+def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_failure: OnSiteFailure,
                    stacklevel: int, charged: bool = True) -> list[Any]:
     failed = [o for o in outcomes if o.status != "ok"]
     ok = [o.site for o in outcomes if o.status == "ok"]
-    if failed and on_site_failure == "raise":
+    if failed and on_failure == "raise":
         reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in failed)
         nothing = "" if charged else " nothing was charged, and"
         raise SiteFailureError(f"{owner}: {len(failed)} of {len(outcomes)} sites did not answer "
