@@ -30,12 +30,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    CALIBRATION,
-    EPSILON,
     NONE,
-    ON_NORM_VIOLATION,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
-    ROW_NORM,
     Interval,
     Options,
     Types,
@@ -1207,10 +1204,7 @@ def local_pca(
 # The tables, stated once (checked inside: check_mechanism_inputs for the privacy parameters, then
 # PARAMETER_CONSTRAINTS; the bounds that depend on the sites once they are read). Attached without a
 # wrapper, so that the warnings' stacklevel still points at the caller.
-_PRIVACY_CONSTRAINTS: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": Interval(0, 1, "neither"), "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
-}
+_PRIVACY_CONSTRAINTS: dict[str, Any] = {**PRIVACY_PARAMETERS, "delta": Interval(0, 1, "neither")}
 #: The privacy and protocol parameters that dpdispca and DistributedDPPCA share.
 PROTOCOL_CONSTRAINTS: dict[str, Any] = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS}
 dpdispca.parameter_constraints = {**PROTOCOL_CONSTRAINTS, **SITE_FAILURE_CONSTRAINTS}  # type: ignore[attr-defined]

@@ -10,17 +10,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Interval,
-    Options,
-)
+from .._constraints import DELTA, EPSILON, NONE, PRIVACY_PARAMETERS, Interval, Options
 from .._estimators import (
     ACCOUNTANT,
     METHOD_PARAMS,
@@ -230,21 +220,18 @@ default="moments"
     _required_parameters = ("row_norm",)
     _parameter_constraints = {
         "n_components": N_COMPONENTS,  # <= min(n_classes - 1, n_features): _n_components
+        **PRIVACY_PARAMETERS,
         "epsilon": [EPSILON, NONE],  # required by the private solvers only (not by "sr")
         "delta": [DELTA, NONE],
-        "row_norm": ROW_NORM,
         "method": method_names("gep"),
         # > 0 for the private solvers, or "noise" (a ridge from the noise scale): check_regularization
         "regularization": [NONE, Interval(0, None, "left"), Options(("noise",))],
         "xi": [NONE, Interval(0, None, "left"), Options(("noise", "deprecated"))],  # the old name
         "ridge": [Interval(0, None, "neither"), NONE],  # method="moments" only: _validate_params_dp
         "relation": RELATION,  # one the method protects: _validate_params_dp
-        "calibration": CALIBRATION,
         "n_iter": Interval(1, None, "left", integer=True),
         "sparsity": [Interval(1, None, "left", integer=True), NONE],  # <= n_features: the solver's
         "accountant": ACCOUNTANT,
-        "random_state": RANDOM_STATE,
-        "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
         "public_basis": PUBLIC_BASIS,
     }
