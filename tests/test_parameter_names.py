@@ -273,12 +273,9 @@ _FDA_Y = np.arange(12) % 3
 _PAIR = gep.fda_pair(_FDA_X, _FDA_Y, row_norm=1.0)
 _GEP_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0}
 _XI_OLD, _XI_NEW = {"xi": 0.05}, {"regularization": 0.05}
-#: The step sizes of DPSR (eta_b, eta_a in the paper) and of the Rayleigh flows (eta), renamed too.
-_STEP_OLD = {"dpsr": {"eta_b": 0.5, "eta_a": 0.5}, "dpsrs": {"eta_b": 0.5, "eta_a": 0.5},
-             "dp_rayleigh_flow": {"eta": 0.5}, "dp_truncated_rayleigh_flow": {"eta": 0.5}}
-_STEP_NEW = {"dpsr": {"step_size_b": 0.5, "step_size_a": 0.5},
-             "dpsrs": {"step_size_b": 0.5, "step_size_a": 0.5},
-             "dp_rayleigh_flow": {"step_size": 0.5}, "dp_truncated_rayleigh_flow": {"step_size": 0.5}}
+#: The step size of the Rayleigh flows (eta in the paper), renamed too.
+_STEP_OLD = {"dp_rayleigh_flow": {"eta": 0.5}, "dp_truncated_rayleigh_flow": {"eta": 0.5}}
+_STEP_NEW = {"dp_rayleigh_flow": {"step_size": 0.5}, "dp_truncated_rayleigh_flow": {"step_size": 0.5}}
 
 
 def _gep(res: Any) -> tuple[np.ndarray, ...]:

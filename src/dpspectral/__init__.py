@@ -8,7 +8,7 @@ from ._options import AdaptiveClip
 from ._public_basis import PublicBasis, with_public_basis
 from ._registry import Method, get_method, methods
 from ._results import LowRankResult, SubspaceResult
-from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
+from .distributed import DistributedDPPCA, SiteFailureError, SiteFailurePolicy, SiteFailureWarning, dpdispca
 from .gep import DPFisherDiscriminant, DPLinearDiscriminantAnalysis, GEPResult, private_fda, private_gep
 from .local import local_gaussian, private_local_lrf
 from .lowrank import (
@@ -72,6 +72,7 @@ __all__ = [
     "PureEpsilonWarning",
     "Relation",
     "SiteFailureError",
+    "SiteFailurePolicy",
     "SiteFailureWarning",
     "SubspaceResult",
     "UncentredWarning",
