@@ -22,6 +22,8 @@ from .lowrank import (
     turnstile_space_optimal_lrf,
 )
 from .pca import (
+    AdaptiveClip,
+    RangeEstimation,
     analyze_gauss,
     dp_pca,
     dp_spca,
@@ -53,6 +55,7 @@ __version__ = "0.1.0"
 # values of private_fda and DPFisherDiscriminant), the estimators, the registry and the privacy types.
 __all__ = [
     "Accountant",
+    "AdaptiveClip",
     "BudgetExceededError",
     "DistributedDPPCA",
     "DPFisherDiscriminant",
@@ -68,6 +71,7 @@ __all__ = [
     "PublicBasis",
     "PrivacyReport",
     "PureEpsilonWarning",
+    "RangeEstimation",
     "Relation",
     "SiteFailureError",
     "SiteFailureWarning",

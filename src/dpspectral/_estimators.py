@@ -48,6 +48,7 @@ from ._constraints import (
 )
 from ._device_stream import DEVICE, stream_to_device
 from ._linalg import UnresolvedVarianceWarning, released_variances
+from ._options import ADAPTIVE_CLIP, AdaptiveClip, folded
 from ._projection import Projection, _ReleasedSubspace
 from ._public_basis import PublicBasis, as_public_basis, counts_rows, resolve_for, with_public_basis
 from ._registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
@@ -293,19 +294,15 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         cannot centre).
     mean_share : float, default=0.1
         Share of the Gaussian budget spent on the private mean (``centering="private"``).
-    adaptive_clip : bool or None, default=None
-        (covariance methods) Clip the rows at a released quantile of their norms instead of at
-        ``row_norm``: a staged release (noisy norm histogram, then the scatter at the released clip;
+    adaptive_clip : bool, AdaptiveClip or None, default=None
+        Clip the rows at a clip released from a noisy histogram of their norms instead of at
+        ``row_norm``: a staged release (noisy norm histogram, then the release at the released clip;
         ``docs/algorithms/covariance.md``). None takes the method's default (on for ``analyze_gauss``
-        and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism.
-    clip_quantile : float in (0, 1) or None, default=None
-        The quantile of the norms the adaptive clip estimates; None: the method's default (for
-        uncentred rows, or rows centred at a public centre, the balance rule, which picks the clip from
-        the released histogram and the noise instead of a fixed quantile; 0.1 for privately centred
-        rows).
-    clip_share : float in (0, 1) or None, default=None
-        Share of the Gaussian budget spent on the norm histogram; None: the method's default (0.02
-        uncentred, 0.05 centred).
+        and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism. An
+        :class:`~dpspectral.AdaptiveClip` sets the histogram's ``share`` of the budget (None: 0.02
+        uncentred, 0.05 centred) and the ``quantile`` of the norms to clip at (None: the balance rule
+        for uncentred rows, or rows centred at a public centre, which picks the clip from the released
+        histogram and the noise instead of a fixed quantile; 0.1 for privately centred rows).
     noise_shape : {"goe", "iid"} or None, default=None
         (covariance and local Gaussian methods) The symmetric noise's shape; None: the method's default.
     accountant : Accountant or None, default=None
@@ -418,6 +415,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
     True
     """
 
+    @folded("adaptive_clip", AdaptiveClip, {"clip_quantile": "quantile", "clip_share": "share"})
     def __init__(
         self,
         n_components: int | None = None,
@@ -430,9 +428,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         calibration: str | None = None,
         centering: Any = "private",
         mean_share: float = 0.1,
-        adaptive_clip: bool | None = None,
-        clip_quantile: float | None = None,
-        clip_share: float | None = None,
+        adaptive_clip: bool | AdaptiveClip | None = None,
         noise_shape: str | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
@@ -453,8 +449,6 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         self.centering = centering
         self.mean_share = mean_share
         self.adaptive_clip = adaptive_clip
-        self.clip_quantile = clip_quantile
-        self.clip_share = clip_share
         self.noise_shape = noise_shape
         self.accountant = accountant
         self.random_state = random_state
@@ -476,9 +470,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         "relation": RELATION,
         "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
-        "adaptive_clip": [NONE, BOOL],
-        "clip_quantile": [NONE, SHARE],
-        "clip_share": [NONE, SHARE],
+        "adaptive_clip": [NONE, ADAPTIVE_CLIP],
         "noise_shape": [NONE, Options(("goe", "iid"))],
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
@@ -491,7 +483,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
     }
     #: Method options that are also estimator parameters: passed on when not None, and refused (named)
     #: for a method that does not take them.
-    _method_options = ("adaptive_clip", "clip_quantile", "clip_share", "noise_shape")
+    _method_options = ("adaptive_clip", "noise_shape")
     _parameters_checked_elsewhere = {
         "centering": "'private', None or a public centre of length n_features: checked by the method, "
                      "once n_features is known ('private' runs uncentred, with a warning, and a public "

@@ -229,7 +229,7 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 #: analyze_gauss and mod_sulq also clip the rows (uncentred or privately centred) at a private quantile of
 #: their norms, and take the noise's shape.
-_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share", "noise_shape"}
+_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "noise_shape"}
 _ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms, scatter; 3 privately "
                     "centred: sum, centred norms, scatter); 1 with adaptive_clip=False (2 privately "
                     "centred) or a one-shot stream")
@@ -284,7 +284,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
-        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip", "clip_share"}),
+        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip"}),
         memory="O(d^2)", passes=("2 by default (checks that also count the norms, then X^T X at the released "
                                  "clip); 1 with adaptive_clip=False or a one-shot stream"),
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
@@ -317,7 +317,7 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
         function=_ref("pca._oja", "private_oja"),
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
-        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip"},
         passes="1 (a one-shot stream, amplification); 2 by default otherwise (norm histogram, then steps)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
@@ -327,10 +327,8 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._oja", "dp_pca"),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
-        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult",
-                                "tail_scale", "tail_exponent", "failure_probability", "n_groups",
-                                "histogram_share", "schedule", "block_size", "truncation",
-                                "range_fraction", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "range_estimation", "schedule",
+                                "block_size", "adaptive_clip"},
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
@@ -340,7 +338,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._minibatch", "minibatch_oja"),
         summary="Few noisy block-power steps on disjoint minibatches; single pass (parallel composition)",
         options=frozenset({"n_batches", "warmup_fraction", "block_size", "n_samples", "show_progress",
-                           "adaptive_clip", "clip_share"}),
+                           "adaptive_clip"}),
         passes="1 (a one-shot stream); 2 by default otherwise (the norm histogram, then the batches)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",

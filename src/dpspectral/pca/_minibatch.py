@@ -31,9 +31,10 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Options, Types, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Types, validated
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
@@ -84,7 +85,7 @@ MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
     "n_samples": [NONE, Interval(1, None, "left", integer=True)],
     "show_progress": [NONE, Types((bool,), "a bool")],
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
+    "adaptive_clip": ADAPTIVE_CLIP,
 }
 
 
@@ -343,6 +344,7 @@ def _sizes(inputs: _MinibatchChecked, source: _Source) -> list[int]:
     return batch_sizes(source.n, int(inputs.inputs.n_batches), float(inputs.inputs.warmup_fraction))
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(MINIBATCH_OJA_PARAMETERS)
 def minibatch_oja(
     X: Any,
@@ -361,8 +363,7 @@ def minibatch_oja(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """Minibatch clipped Oja (paper 001, Eq. (7)): one pass, T noisy block-power steps on disjoint batches.
 
@@ -404,11 +405,9 @@ def minibatch_oja(
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bar over the blocks of a stream.
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule) instead of at
-        ``row_norm``; ignored (one release) for a one-shot iterator, which cannot be read twice.
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+    adaptive_clip : bool or AdaptiveClip, default=True
+        As in :func:`noisy_power`; ignored (one release) for a one-shot iterator, which cannot be read
+        twice.
 
     Returns
     -------
@@ -443,7 +442,7 @@ def minibatch_oja(
     lists of blocks, a callable that returns a fresh iterator of blocks; a one-shot iterator keeps the
     single release above): a noisy histogram of the row norms is released first
     (:mod:`dpspectral.privacy._adaptive`: ``GaussianDpEvent(s_h)``, L2 sensitivity sqrt(2) under
-    replace-one, ``s_h = s_total / sqrt(clip_share)``) and the clip r <= C is post-processed from it
+    replace-one, ``s_h = s_total / sqrt(share)``) and the clip r <= C is post-processed from it
     (the balance rule with :func:`noise_per_clip2`). Every row is then clipped at the public r, so the
     derivation above holds with C replaced by r: ``sigma = m min(sqrt(p), sqrt 2) r^2``, with m
     calibrated for ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)] * T)])``
@@ -460,7 +459,8 @@ def minibatch_oja(
     ``"seeded-device"``; ``random_state="secure"`` is refused there). The initial frame and the secret
     permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
     """
+    on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
     inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, n_batches, warmup_fraction,
-                              block_size, n_samples, on_norm_violation, adaptive_clip, clip_share)
+                              block_size, n_samples, on_norm_violation, on, clip_share)
     return run(_MinibatchOja(show_progress), inputs, X,
                RunSettings(accountant=accountant, random_state=random_state, show_progress=show_progress))

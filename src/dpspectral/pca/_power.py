@@ -31,10 +31,11 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, check_params, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Table, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._progress import progress
 from .._results import SubspaceResult
 from .._rows import n_features_of
@@ -87,7 +88,7 @@ _N_COMPONENTS = Interval(1, None, "left", integer=True)
 #: relate parameters to each other and to the data and are checked inline.
 _PARAMS: Table = {
     **PRIVACY_PARAMETERS, "n_iter": _N_ITER,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE], "device": [NONE, DEVICE],
+    "adaptive_clip": ADAPTIVE_CLIP, "device": [NONE, DEVICE],
 }
 
 
@@ -186,6 +187,7 @@ def _left_singular_vectors(Y: Any) -> Any:
     return U
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(_PARAMS)
 def noisy_power(
     X: Any,
@@ -202,8 +204,7 @@ def noisy_power(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
     device: Any = None,
 ) -> SubspaceResult:
     """Private power iteration (Hardt and Roth 2013; Hardt and Price 2014), row-level variant.
@@ -258,12 +259,11 @@ def noisy_power(
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bars over blocks and iterations (None: on a terminal, for long work).
-    adaptive_clip : bool, default=True
+    adaptive_clip : bool or AdaptiveClip, default=True
         Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
         :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``. Off for the
-        paper calibration and for a one-shot iterator (it needs a second read).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+        paper calibration and for a one-shot iterator (it needs a second read). ``AdaptiveClip(share=...)``
+        sets the histogram's share of the budget (default 0.02); the balance rule takes no quantile.
     device : None, str, torch.device, or an array
         Out-of-core on a device: host rows (an array, a memmap, row blocks) are copied to ``device`` one
         block at a time and clipped and summed there (every pass); the noise, the iterations and the
@@ -294,7 +294,7 @@ def noisy_power(
     ``random_state`` is secret (it draws the noise).
 
     Adaptive clipping (default with ``calibration="tight"`` and an input that can be read twice): a
-    noisy histogram of the row norms is released first (``clip_share`` of the budget) and the rows
+    noisy histogram of the row norms is released first (its ``share`` of the budget) and the rows
     are clipped at the clip post-processed from it (:mod:`dpspectral.privacy._adaptive`): the
     sensitivity above holds with C replaced by that public clip; the multiplier is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``. The data
@@ -308,10 +308,11 @@ def noisy_power(
     ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
     is drawn by the host generator, as on the NumPy path, then moved to the device.
     """
+    on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
     return run(_NoisyPower(show_progress), _PowerInputs(
         k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         n_iter=n_iter, block_size=block_size, on_norm_violation=on_norm_violation,
-        adaptive_clip=adaptive_clip, clip_share=clip_share,
+        adaptive_clip=on, clip_share=clip_share,
     ), stream_to_device(X, device, _OWNER), RunSettings(accountant, random_state))
 
 
