@@ -4,6 +4,7 @@ from ._array_api import config_context, get_config, set_config, to_numpy
 from ._costs import pipeline_cost
 from ._estimators import DPPCA, DPLowRank, UncentredWarning
 from ._linalg import UnresolvedVarianceWarning
+from ._options import AdaptiveClip
 from ._public_basis import PublicBasis, with_public_basis
 from ._registry import Method, get_method, methods
 from ._results import LowRankResult, SubspaceResult
@@ -22,7 +23,6 @@ from .lowrank import (
     turnstile_space_optimal_lrf,
 )
 from .pca import (
-    AdaptiveClip,
     RangeEstimation,
     analyze_gauss,
     dp_pca,

@@ -47,24 +47,6 @@ class AdaptiveClip:
                      {"quantile": self.quantile, "share": self.share}, "AdaptiveClip")
 
 
-@dataclass(frozen=True)
-class _Group(Constraint):
-    """A bool or an instance of an option group (whose fields it checked when it was made)."""
-
-    group: type
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, (bool, self.group))
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        return f"a bool or an {self.group.__name__}"
-
-
-#: The constraint of an ``adaptive_clip`` parameter: True, False or an :class:`AdaptiveClip`.
-ADAPTIVE_CLIP = _Group(AdaptiveClip)
-
-
 def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0.2.0") -> Callable[[F], F]:
     """Accept keywords that became fields of an option group, with a FutureWarning.
 
@@ -89,7 +71,7 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
                     "The old keyword will be removed in a later version.", FutureWarning, stacklevel=2)
                 current = kwargs.get(group)
                 if isinstance(current, factory):
-                    kwargs[group] = dataclasses.replace(current, **given)
+                    kwargs[group] = dataclasses.replace(current, **given)  # type: ignore[type-var]
                 elif current is not False:
                     kwargs[group] = factory(**given)
             return func(*args, **kwargs)
@@ -115,3 +97,21 @@ def clip_fields(value: bool | AdaptiveClip, owner: str,
             f"not at a quantile: pass AdaptiveClip(share=...) without quantile. Got quantile="
             f"{group.quantile!r}.")
     return value is not False, group.quantile, group.share
+
+
+@dataclass(frozen=True)
+class _Group(Constraint):
+    """A bool or an instance of an option group (whose fields it checked when it was made)."""
+
+    group: type
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, (bool, self.group))
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return f"a bool or an {self.group.__name__}"
+
+
+#: The constraint of an ``adaptive_clip`` parameter: True, False or an :class:`AdaptiveClip`.
+ADAPTIVE_CLIP = _Group(AdaptiveClip)

@@ -2067,8 +2067,9 @@ def planned_events(method: str, X: Any, k: int, **params: Any) -> list[dp_accoun
     The parameters are checked as the call checks them; the old keywords of the option groups are not
     accepted here.
     """
-    function, mechanism, inputs_type = {"private_oja": (private_oja, _PrivateOja, _OjaInputs),
-                                        "dp_pca": (dp_pca, _DpPca, _DpPcaInputs)}[method]
+    known: dict[str, tuple[Callable[..., Any], Any, Any]] = {
+        "private_oja": (private_oja, _PrivateOja, _OjaInputs), "dp_pca": (dp_pca, _DpPca, _DpPcaInputs)}
+    function, mechanism, inputs_type = known[method]
     bound = inspect.signature(function).bind(X, k, **params)
     bound.apply_defaults()
     given = bound.arguments

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .._constraints import NONE, SHARE, Interval, Options, check_params
+from .._constraints import NONE, SHARE, Interval, Options, Table, check_params
 
 __all__ = ["RANGE_ESTIMATION_FIELDS", "RangeEstimation"]
 
 _POSITIVE = Interval(0, None, "neither")
-_FIELDS = {
+_FIELDS: Table = {
     "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE, "tail_scale": _POSITIVE,
     "tail_exponent": _POSITIVE, "failure_probability": SHARE,
     "n_groups": [NONE, Interval(1, None, "left", integer=True)], "histogram_share": SHARE,
