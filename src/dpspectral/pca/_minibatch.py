@@ -52,6 +52,7 @@ from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
+from ._clip_stage import ClipStaged, with_clip_stage
 from ._oja import _array_shape, _Opened
 from ._stream import (
     DEFAULT_N_BATCHES,
@@ -239,11 +240,12 @@ class _MinibatchChecked:
     d: int | None = None
 
 
-class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
+class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
     """Minibatch Oja as the release template runs it: one release of the noisy batch sums at the bound
     C, or (adaptive clipping) the norm histogram first, then the batch sums at the released clip."""
 
     label = _OWNER
+    release_name = _BATCH
     stacklevel = 3  # frames above run: minibatch_oja, the constraint check, the caller
 
     def check(self, inputs: _MinibatchInputs, X: Any) -> _MinibatchChecked:
@@ -284,17 +286,7 @@ class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
     def plan(self, inputs: _MinibatchChecked, n: int | None, d: int | None) -> ReleasePlan | None:
         if d is None:
             return None
-        plan = self._method_plan(inputs, n, d)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
-
-    def is_staged(self, inputs: _MinibatchChecked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _MinibatchChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_BATCH,),)
+        return with_clip_stage(self._method_plan(inputs, n, d), inputs.clip)
 
     def stage_plan(self, inputs: _MinibatchChecked, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:

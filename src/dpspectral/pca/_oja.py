@@ -111,6 +111,7 @@ from ..privacy._histogram import (
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
+from ._clip_stage import ClipStaged, with_clip_stage
 from ._range_estimation import RANGE_ESTIMATION_FIELDS, RangeEstimation
 from ._stream import (
     _batch_sum,
@@ -641,11 +642,12 @@ def _array_shape(X: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
+class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
     """Private Oja as the release template runs it: one release of the noisy steps at the bound C, or
     (adaptive clipping) the norm histogram first, then the steps at the released clip."""
 
     label = "private_oja"
+    release_name = _STEP
     stacklevel = 4  # frames above run: private_oja, the constraint check, the renaming, the caller
 
     def check(self, inputs: _OjaInputs, X: Any) -> _OjaChecked:
@@ -702,10 +704,7 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
     def _plan_of(self, inputs: _OjaChecked, shape: _Source) -> ReleasePlan:
         plan, _ = _private_oja_plan(inputs.budget, inputs.relation, inputs.beta, shape,
                                     inputs.inputs.amplification, inputs.clip)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
+        return with_clip_stage(plan, inputs.clip)
 
     def _clip_share(self, inputs: _OjaInputs) -> float:
         return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
@@ -716,12 +715,6 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
         plan = self.plan(checked, checked.n, checked.d)
         assert plan is not None
         return list(plan.events)
-
-    def is_staged(self, inputs: _OjaChecked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _OjaChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_STEP,),)
 
     def stage_plan(self, inputs: _OjaChecked, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:
@@ -1587,12 +1580,8 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
             return None
         in_memory = inputs.d is not None or n is not None
         _, config, clip = self._config(inputs, n, d, in_memory)
-        plan = _dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
-                            seeded=inputs.inputs.seeded)
-        if clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (clip.event, *plan.events),
-                           (clip.release, *plan.releases), plan.notes)
+        return with_clip_stage(_dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
+                                            seeded=inputs.inputs.seeded), clip)
 
     def _clip_share(self, inputs: _DpPcaInputs) -> float:
         return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE

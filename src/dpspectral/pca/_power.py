@@ -53,6 +53,7 @@ from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
+from ._clip_stage import ClipStaged, with_clip_stage
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
 
@@ -347,12 +348,13 @@ class _Checked:
     d: int | None
 
 
-class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
+class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
     """The noisy power method as the release template runs it: one release of the L iterations at
     the bound C, or (adaptive clipping) the norm histogram first, then the iterations at the released
     clip."""
 
     label = _OWNER
+    release_name = "iteration"
     stacklevel = 3  # frames above run: noisy_power, the constraint check, the caller
 
     def check(self, inputs: _PowerInputs, X: Any) -> _Checked:
@@ -369,18 +371,8 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
         _, p = _sizes(inputs.k, inputs.inputs.block_size, d)
-        plan = _plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C, int(inputs.inputs.n_iter),
-                     p, inputs.clip)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
-
-    def is_staged(self, inputs: _Checked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return (("norm_histogram",), ("iteration",)) if inputs.clip is not None else (("iteration",),)
+        return with_clip_stage(_plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C,
+                                     int(inputs.inputs.n_iter), p, inputs.clip), inputs.clip)
 
     def read(self, inputs: _Checked, X: Any) -> Rows:
         """The validating pass: ``A`` at the bound C, or (adaptive) only the row norms' counts."""
