@@ -88,6 +88,11 @@ DEFAULT_CLIP_SHARE = 0.05
 UNCENTRED_CLIP_SHARE = 0.02
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
+#: The neighbouring relations each mechanism offers (MOD-SULQ's noise scale depends on n, public only
+#: under replace-one).
+_RELATIONS: dict[str, tuple[Relation, ...]] = {
+    "analyze_gauss": (Relation.REPLACE_ONE, Relation.ADD_REMOVE), "mod_sulq": (Relation.REPLACE_ONE,),
+    "wishart": (Relation.REPLACE_ONE, Relation.ADD_REMOVE)}
 
 
 def _scatter_sensitivity(relation: Relation, row_norm: float) -> float:
@@ -263,7 +268,6 @@ class CovarianceInputs:
     mean_share: float
     release_count: bool
     on_norm_violation: NormViolation
-    allowed_relations: tuple[Relation, ...]
     adaptive_clip: bool | AdaptiveClip = False
     noise_shape: str | None = None
 
@@ -311,7 +315,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             kind, X, epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm,
             relation=inputs.relation, calibration=inputs.calibration, centering=inputs.centering,
             mean_share=inputs.mean_share, on_norm_violation=inputs.on_norm_violation,
-            allowed_relations=inputs.allowed_relations)
+            allowed_relations=_RELATIONS[kind])
         xp = _array_api_namespace(kind, X)
         private_mean = isinstance(center, str)
         d_known = n_features_of(X)
@@ -510,9 +514,14 @@ def _gram(G: np.ndarray) -> np.ndarray:
     return G @ G.T
 
 
-def _covariance_pca(inputs: CovarianceInputs, X: Any, settings: RunSettings) -> SubspaceResult:
-    """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
-    return run(_Covariance(settings.show_progress), inputs, X, settings)
+def _covariance_call(kind: _NoiseKind, X: Any, k: int, *, accountant: Accountant | None, random_state: Any,
+                     accounting: AccountingMethod, show_progress: bool | None, device: Any = None,
+                     **public: Any) -> SubspaceResult:
+    """Run one covariance mechanism on the parameters of its function's call (every one as given):
+    validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
+    inputs, settings = CovarianceInputs(kind, k, **public), RunSettings(accountant, random_state, accounting,
+                                                                          show_progress)
+    return run(_Covariance(show_progress), inputs, stream_to_device(X, device, kind), settings)
 
 
 def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
@@ -710,13 +719,7 @@ def analyze_gauss(
     same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
-    return _covariance_pca(CovarianceInputs(
-        "analyze_gauss", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-        adaptive_clip=adaptive_clip, noise_shape=noise_shape,
-    ), stream_to_device(X, device, "analyze_gauss"),
-        RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("analyze_gauss", **locals())
 
 
 @folded("adaptive_clip", AdaptiveClip, {"clip_quantile": "quantile", "clip_share": "share"})
@@ -772,19 +775,9 @@ random_state, on_norm_violation, accounting, show_progress, device
     the accountant certifies the epsilon it gives (the paper's per-entry union bound is loose, so it
     is normally certified with room to spare).
 
-    Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
-    events; the noise is drawn on the data's device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
-    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
-    ``random_state="secure"`` is refused there (its exact samplers run on the host).
+    Device arrays: as :func:`analyze_gauss`.
     """
-    return _covariance_pca(CovarianceInputs(
-        "mod_sulq", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE,),
-        adaptive_clip=adaptive_clip, noise_shape=noise_shape,
-    ), stream_to_device(X, device, "mod_sulq"),
-        RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("mod_sulq", **locals())
 
 
 @validated(COVARIANCE_PARAMETERS)
@@ -836,9 +829,5 @@ show_progress
     ``certified=False`` and ``epsilon=inf``, an :class:`UncertifiedPrivacyWarning` is raised, and an
     accountant with a finite ceiling refuses it. Only ``calibration="paper"`` exists.
     """
-    return _covariance_pca(CovarianceInputs(
-        "wishart", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-    ), X, RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("wishart", **locals())
 
