@@ -12,9 +12,18 @@ import warnings
 import numpy as np
 import pytest
 
-from dpspectral import DPPCA, Accountant, AdaptiveClip, RangeEstimation
+from dpspectral import DPPCA, Accountant, AdaptiveClip, EpsilonSplit, RangeEstimation
 from dpspectral.gep._moments import moments_fda
-from dpspectral.pca import analyze_gauss, dp_pca, minibatch_oja, mod_sulq, noisy_power, private_oja
+from dpspectral.pca import (
+    analyze_gauss,
+    dp_pca,
+    exponential_pca,
+    minibatch_oja,
+    mod_sulq,
+    noisy_power,
+    ppca,
+    private_oja,
+)
 from dpspectral.pca._oja import planned_events
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=3)
@@ -112,3 +121,32 @@ def test_planned_events_are_the_events_a_run_charges(method):
     assert list(charged) == planned
     with pytest.raises(ValueError, match="'epsilon' parameter of " + method):
         planned_events(method, X, 1, epsilon=-1.0, delta=1e-6, row_norm=1.0)
+
+
+@pytest.mark.parametrize("method", [ppca, exponential_pca])
+def test_exponential_old_split_keywords_warn_and_give_the_same_release(method):
+    X = _rows(n=400, d=4)
+    _same_without_warning(
+        lambda **split: method(X, 2, epsilon=1.0, row_norm=1.0, random_state=3, **split).components,
+        {"epsilon_split": EpsilonSplit(eigenvalue_share=0.2, allocation="equal", coordinate_share=0.0)},
+        {"eigenvalue_share": 0.2, "allocation": "equal", "coordinate_share": 0.0})
+    # the split is used: another split is another budget per direction
+    split = [method(X, 2, epsilon=1.0, row_norm=1.0, random_state=3, epsilon_split=EpsilonSplit(
+        eigenvalue_share=s)).diagnostics["directions_epsilon"] for s in (0.2, 0.4)]
+    assert split[0] > split[1]
+
+
+def test_ppca_refuses_vector_shares_before_anything_is_charged():
+    acc = Accountant(10.0, 0.0)
+    with pytest.raises(ValueError, match="vector_shares=...\\) is for exponential_pca"):
+        ppca(_rows(n=200, d=4), 2, epsilon=1.0, row_norm=1.0, accountant=acc,
+             epsilon_split=EpsilonSplit(vector_shares=[1.0, 2.0]))
+    assert acc.entries == ()
+
+
+def test_dppca_auto_still_takes_a_folded_keyword_in_method_params():
+    X = _rows(n=400, d=4)
+    with pytest.warns(FutureWarning, match="moved into 'epsilon_split'"):
+        est = DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, random_state=0,
+                    method_params={"eigenvalue_share": 0.2}).fit(X)
+    assert est.method_ == "ppca"

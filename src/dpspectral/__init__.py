@@ -23,6 +23,7 @@ from .lowrank import (
     turnstile_space_optimal_lrf,
 )
 from .pca import (
+    EpsilonSplit,
     RangeEstimation,
     analyze_gauss,
     dp_pca,
@@ -63,6 +64,7 @@ __all__ = [
     "DPLowRank",
     "DPPCA",
     "DPStandardScaler",
+    "EpsilonSplit",
     "GEPResult",
     "LowRankResult",
     "Method",

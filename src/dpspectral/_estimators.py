@@ -324,7 +324,8 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         multiplies it back. Post-processing of released quantities: it costs nothing. Needs a method
         that releases eigenvalues (``"analyze_gauss"``, ``"mod_sulq"``, ``"wishart"``,
         ``"local_gaussian"``, ``"ppca"`` and ``"exponential"`` with k > 1 and a positive
-        ``eigenvalue_share``, ``"dpdispca"``); refused for the others before anything is charged.
+        ``EpsilonSplit.eigenvalue_share``, ``"dpdispca"``); refused for the others before anything is
+        charged.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
         Extra keyword arguments of the chosen method (see its docstring).
@@ -490,7 +491,8 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                      "centre is refused here, for a method that does not centre)",
     }
     #: The methods whose release includes eigenvalues (``explained_variance_``; ``whiten=True``), except
-    #: ppca with k = 1 and an ``eigenvalue_share`` of 0 (:meth:`_check_variance_options`).
+    #: ppca with k = 1 and ppca or exponential with an ``eigenvalue_share`` of 0
+    #: (:meth:`_check_variance_options`).
     _EIGENVALUE_METHODS = ("analyze_gauss", "mod_sulq", "wishart", "local_gaussian", "ppca", "exponential",
                            "dpdispca")
     #: The methods whose one release (a noisy d x d matrix) gives every eigenvalue and its trace at the
@@ -507,7 +509,9 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                 "chosen from the released eigenvalues and total variance of all the features, which only "
                 f"{', '.join(repr(m) for m in self._FRACTION_METHODS)} release at no extra cost. "
                 "Nothing was charged.")
-        share = (self.method_params or {}).get("eigenvalue_share")
+        params = self.method_params or {}
+        split = params.get("epsilon_split")
+        share = params.get("eigenvalue_share") if split is None else split.eigenvalue_share
         no_values = (method.name not in self._EIGENVALUE_METHODS
                      or (method.name in ("ppca", "exponential") and share is not None and share == 0)
                      or (method.name == "ppca" and self.n_components == 1))
@@ -568,7 +572,9 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                                stream=not in_memory, public_basis=self.public_basis is not None)
         self.method_, self.method_reason_ = choice.method, choice.reason
         entry = get_method(choice.method)
-        unknown = sorted(set(self.method_params or {}) - set(entry.options))
+        # the method's options, and for one release the keywords that moved into its option groups
+        known = set(entry.options) | set(getattr(entry.function, "folded_parameters", {}))
+        unknown = sorted(set(self.method_params or {}) - known)
         if unknown:
             raise ValueError(
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take the "

@@ -369,7 +369,7 @@ _PCA: tuple[Method, ...] = (
         summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, jointly accounted, "
                 "budget split from private eigenvalues",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"allocation", "accounting", "eigenvalue_share", "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) with small k and moderate d (exact sampler cost grows with d)",
     ),
@@ -380,8 +380,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._exponential", "exponential_pca"),
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares", "allocation", "accounting",
-                                        "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) when the eigenvalues are wanted too",
     ),
@@ -521,8 +520,8 @@ _GEP: tuple[Method, ...] = (
         function=_ref("gep._moments", "moments_fda"), solver=_ref("gep._moments", "moments_pair_solver"),
         summary="One Gaussian release of X^T X, class sums and counts (rows clipped at a released clip); "
                 "Fisher GEP with a noise-scaled ridge",
-        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip",
-                           "clip_share"}), task="gep",
+        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip"}),
+        task="gep",
         memory="O(n d) (a clipped copy of the rows) + O(d^2)",
         passes="2 by default (norm histogram, then the moments); 1 with adaptive_clip=False",
         regime="The default private Fisher discriminant (and DPLinearDiscriminantAnalysis): one release of "

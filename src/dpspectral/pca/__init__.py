@@ -2,7 +2,14 @@
 
 from .._options import AdaptiveClip
 from ._covariance import analyze_gauss, mod_sulq, wishart
-from ._exponential import BinghamSampler, BinghamSamplerError, exponential_pca, ppca, sample_bingham
+from ._exponential import (
+    BinghamSampler,
+    BinghamSamplerError,
+    EpsilonSplit,
+    exponential_pca,
+    ppca,
+    sample_bingham,
+)
 from ._minibatch import minibatch_oja
 from ._oja import dp_pca, oja, private_oja
 from ._power import noisy_power
@@ -13,6 +20,7 @@ __all__ = [
     "AdaptiveClip",
     "BinghamSampler",
     "BinghamSamplerError",
+    "EpsilonSplit",
     "RangeEstimation",
     "analyze_gauss",
     "dp_pca",
