@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpspectral import DPPCA, Accountant, AdaptiveClip, EpsilonSplit, RangeEstimation
+from dpspectral import DPPCA, Accountant, AdaptiveClip, EpsilonSplit, RangeEstimation, WarmupSchedule
 from dpspectral.gep._moments import moments_fda
 from dpspectral.pca import (
     analyze_gauss,
@@ -150,3 +150,14 @@ def test_dppca_auto_still_takes_a_folded_keyword_in_method_params():
         est = DPPCA(2, epsilon=1.0, delta=0.0, row_norm=1.0, random_state=0,
                     method_params={"eigenvalue_share": 0.2}).fit(X)
     assert est.method_ == "ppca"
+
+
+def test_minibatch_oja_old_schedule_keywords_warn_and_give_the_same_release():
+    X = _rows(n=3000)
+    _same_without_warning(lambda **batches: minibatch_oja(X, 1, **KW, **batches).components,
+                          {"schedule": WarmupSchedule(n_batches=3, warmup_fraction=0.1)},
+                          {"n_batches": 3, "warmup_fraction": 0.1})
+    sizes = minibatch_oja(X, 1, **KW, schedule=WarmupSchedule(3, 0.1)).diagnostics["batch_sizes"]
+    assert sizes == (300, 300, 2400)
+    with pytest.raises(ValueError, match="'warmup_fraction' parameter of WarmupSchedule must be"):
+        WarmupSchedule(warmup_fraction=1.5)

@@ -25,6 +25,7 @@ from .lowrank import (
 from .pca import (
     EpsilonSplit,
     RangeEstimation,
+    WarmupSchedule,
     analyze_gauss,
     dp_pca,
     dp_spca,
@@ -81,6 +82,7 @@ __all__ = [
     "UncentredWarning",
     "UncertifiedPrivacyWarning",
     "UnresolvedVarianceWarning",
+    "WarmupSchedule",
     "analyze_gauss",
     "config_context",
     "continual_lrf",

@@ -14,6 +14,7 @@ from ._minibatch import minibatch_oja
 from ._oja import dp_pca, oja, private_oja
 from ._power import noisy_power
 from ._range_estimation import RangeEstimation
+from ._schedule import WarmupSchedule
 from ._stochastic import dp_spca, dp_vrpca
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "BinghamSamplerError",
     "EpsilonSplit",
     "RangeEstimation",
+    "WarmupSchedule",
     "analyze_gauss",
     "dp_pca",
     "dp_spca",

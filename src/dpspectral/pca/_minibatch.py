@@ -54,9 +54,8 @@ from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
 from ._oja import _array_shape, _Opened
+from ._schedule import WarmupSchedule
 from ._stream import (
-    DEFAULT_N_BATCHES,
-    DEFAULT_WARMUP_FRACTION,
     _as_source,
     _batch_sum,
     _check_k,
@@ -81,8 +80,7 @@ _DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API disp
 
 MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     **PRIVACY_PARAMETERS, "calibration": Options(("tight",)),
-    "n_batches": Interval(1, None, "left", integer=True),
-    "warmup_fraction": Interval(0, 1, "neither"),
+    "schedule": [NONE, Types((WarmupSchedule,), "a WarmupSchedule")],
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
     "n_samples": [NONE, Interval(1, None, "left", integer=True)],
     "show_progress": [NONE, Types((bool,), "a bool")],
@@ -336,6 +334,7 @@ def _sizes(inputs: _MinibatchChecked, source: _Source) -> list[int]:
     return batch_sizes(source.n, int(inputs.inputs.n_batches), float(inputs.inputs.warmup_fraction))
 
 
+@folded("schedule", WarmupSchedule, {"n_batches": "n_batches", "warmup_fraction": "warmup_fraction"})
 @folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(MINIBATCH_OJA_PARAMETERS)
 def minibatch_oja(
@@ -347,8 +346,7 @@ def minibatch_oja(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    n_batches: int = DEFAULT_N_BATCHES,
-    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    schedule: WarmupSchedule | None = None,
     block_size: int | None = None,
     n_samples: int | None = None,
     accountant: Accountant | None = None,
@@ -361,9 +359,9 @@ def minibatch_oja(
 
     ``G_t = sum_{x in B_t} c(x) c(x)^T W_{t-1} + Z_t`` with ``Z_t`` i.i.d. ``N(0, sigma^2)``, then
     ``W_t = QR(G_t)``; ``c`` clips rows to norm C = ``row_norm``; W has p = ``block_size`` >= k columns
-    and the components are the top-k left singular vectors of ``G_T``. T = ``n_batches``; the first T - 1
-    batches (warm-up) have ``floor(warmup_fraction n)`` rows each, the last the rest (public: n is
-    public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
+    and the components are the top-k left singular vectors of ``G_T``. T = ``schedule.n_batches``; the
+    first T - 1 batches (warm-up) have ``floor(warmup_fraction n)`` rows each, the last the rest (public:
+    n is public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
     read from a stream (an in-memory input is indexed in its secret order), p = ``block_size``.
 
     Parameters
@@ -380,10 +378,10 @@ def minibatch_oja(
         ``on_norm_violation="raise"``).
     relation : {"replace_one"}
     calibration : {"tight"}
-    n_batches : int
-        T, the number of steps (batches); default 4.
-    warmup_fraction : float
-        Share of the rows in each of the T - 1 warm-up batches; default 0.05.
+    schedule : WarmupSchedule or None, default=None
+        The batches: T = ``n_batches`` steps, T - 1 warm-up batches of ``warmup_fraction`` of the rows
+        (:class:`WarmupSchedule`; None: 4 and 0.05). The old keywords ``n_batches``, ``warmup_fraction``
+        still work, with a FutureWarning.
     block_size : int or None
         p, the columns of the iterate (oversampling), in [k, n_features]; None: ``min(d, 20 k)``
         (:func:`default_block_size`). The result is the top-k left
@@ -452,7 +450,9 @@ def minibatch_oja(
     permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
     """
     on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
-    inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, n_batches, warmup_fraction,
-                              block_size, n_samples, on_norm_violation, on, clip_share)
+    batches = schedule or WarmupSchedule()
+    inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, batches.n_batches,
+                              batches.warmup_fraction, block_size, n_samples, on_norm_violation, on,
+                              clip_share)
     return run(_MinibatchOja(show_progress), inputs, X,
                RunSettings(accountant=accountant, random_state=random_state, show_progress=show_progress))
