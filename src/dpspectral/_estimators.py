@@ -580,18 +580,20 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take the "
                 f"method_params {unknown}. Name the method these parameters belong to (method=...)."
             )
-        if (self.centering is not None and not _asks_private_centre(self.centering)
-                and "centering" not in entry.options):
-            raise ValueError(
-                f"method='auto' chose {choice.method!r} ({choice.reason}), which does not centre the "
-                f"data; centering={self.centering!r} needs a covariance method (method='analyze_gauss')."
-            )
-        for name in self._method_options:
-            if getattr(self, name) is not None and name not in entry.options:
-                raise ValueError(
-                    f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take "
-                    f"{name}={getattr(self, name)!r}; name a method that does (method='analyze_gauss')."
-                )
+        for name in self._options_not_taken(entry)[:1]:
+            given = f"{name}={getattr(self, name)!r}"
+            what = (f"does not centre the data; {given} needs a covariance method" if name == "centering"
+                    else f"does not take {given}; name a method that does")
+            raise ValueError(f"method='auto' chose {choice.method!r} ({choice.reason}), which {what} "
+                             "(method='analyze_gauss').")
+
+    def _options_not_taken(self, method: Method) -> list[str]:
+        """The parameters set here that ``method`` does not take: a public centre (``"private"`` runs it
+        uncentred, with a warning) and the method options."""
+        centre = (self.centering is not None and not _asks_private_centre(self.centering)
+                  and "centering" not in method.options)
+        return ["centering"] * centre + [name for name in self._method_options
+                                         if getattr(self, name) is not None and name not in method.options]
 
     def _validate_params_dp(self) -> tuple[PrivacyBudget, float, Method, Relation]:
         """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
@@ -637,19 +639,12 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         ``centering="private"`` (the default) with a method that cannot centre is not refused: ``fit``
         runs it uncentred, with an :class:`UncentredWarning` (and a note in the privacy report).
         """
-        if "centering" not in method.options and self.centering is not None:
-            if not _asks_private_centre(self.centering):
-                raise ValueError(
-                    f"The 'centering' parameter of {owner} must be None or 'private' for "
-                    f"method={method.name!r}, which does not centre the data ('private' runs it "
-                    f"uncentred, with a warning). Got {self.centering!r} instead."
-                )
-        for name in self._method_options:
-            if getattr(self, name) is not None and name not in method.options:
-                raise ValueError(
-                    f"The '{name}' parameter of {owner} must be None for method={method.name!r}, "
-                    f"which does not take it. Got {getattr(self, name)!r} instead."
-                )
+        for name in self._options_not_taken(method)[:1]:
+            what = (f"None or 'private' for method={method.name!r}, which does not centre the data "
+                    "('private' runs it uncentred, with a warning)" if name == "centering"
+                    else f"None for method={method.name!r}, which does not take it")
+            raise ValueError(f"The '{name}' parameter of {owner} must be {what}. Got {getattr(self, name)!r} "
+                             "instead.")
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
         """Fit the private principal subspace.
