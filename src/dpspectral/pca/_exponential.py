@@ -1040,9 +1040,8 @@ def ppca(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified.
+    X
+        As in :func:`analyze_gauss`.
     k : int
         Number of components, in [1, n_features] (1 is CSS12's PPCA itself).
     epsilon : float
@@ -1134,11 +1133,8 @@ def exponential_pca(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified.
-    k : int
-        Number of components, in [1, n_features].
+    X, k
+        As in :func:`analyze_gauss`.
     epsilon : float
         In (0, inf): the total, ``epsilon_0 + sum_j epsilon_j``.
     delta : float

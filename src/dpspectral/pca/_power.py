@@ -223,18 +223,9 @@ def noisy_power(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified. Read once (``A`` is computed in chunks).
-    k : int
-        Number of components, in [1, n_features].
-    epsilon : float
-        In (0, inf).
-    delta : float
-        In (0, 1).
-    row_norm : float
-        Public bound C on the Euclidean norm of each row; rows above it are clipped per row, or
-        rejected with ``on_norm_violation="raise"``. Never derived from the data.
+    X, k, epsilon, delta, row_norm
+        As in :func:`analyze_gauss` (``X`` is read once: ``A`` is computed in chunks; twice with
+        adaptive clipping).
     relation : {"replace_one", "add_remove"}
     calibration : {"tight", "paper"}
         ``"tight"`` (default): the smallest per-iteration noise multiplier whose L-fold composition
