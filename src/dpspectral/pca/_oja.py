@@ -532,6 +532,48 @@ def private_oja(
     The rows of an in-memory input are visited in a uniformly random order drawn from the secret
     generator (the paper's line 1 shuffle, fresh for every call); a stream is used in its order.
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or an
+        iterable of row blocks
+        The private data, read once per pass. Never modified.
+    k : int, default=1
+        Number of components, in [1, n_features].
+    epsilon, delta : float
+        The (epsilon, delta) guarantee, epsilon in (0, inf) and delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's Euclidean norm; rows above it are clipped (or refused with
+        ``on_norm_violation="raise"``). Never derived from the data.
+    relation : {"replace_one"}
+    calibration : {"tight"}
+        The paper's multiplier leaves its constant unspecified: only the exact one is offered.
+    learning_rate_scale, learning_rate_offset : float or None, float
+        c1 and c2 of ``eta_t = c1 / (c2 + t)``; c1 None: ``10 / row_norm^2``; c2 default 10.
+    gradient_clip : float or None
+        beta, the clip of each step's gradient; None: ``row_norm^2`` (only the row clip acts).
+    rank_method : {"block", "deflation"}
+        A d x k iterate, or k parts of the rows each learning one component (module docstring).
+    amplification : {"none", "shuffle"}
+        ``"shuffle"``: amplification by shuffling (in-memory data only; below).
+    n_samples : int or None
+        n for a stream; checked against an in-memory input's row count.
+    accountant : Accountant, optional
+        Ledger to spend against (refused before anything is drawn when over its ceiling).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise, the initial iterate and the row order.
+    on_norm_violation : {"clip", "raise"}
+    show_progress : bool or None
+        Progress bar over the rows.
+    adaptive_clip : bool or AdaptiveClip, default=True
+        Clip the rows at a released clip instead of at ``row_norm`` (below); ``AdaptiveClip(share=...)``
+        sets the histogram's share of the budget (the clip follows the balance rule, which takes no
+        quantile).
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); ``values`` None.
+
     Privacy
     -------
     Relation: replace-one. The row at step t enters only that step, whose update before noise moves
@@ -1440,6 +1482,38 @@ def dp_pca(
     :class:`RangeEstimation`, passed as ``range_estimation`` (None: its defaults, chosen from
     measurements in docs/algorithms/oja.md). Learning rates are in the units of the data: ``eta``
     scales as ``1 / row_norm^2``; the defaults suit ``row_norm = 1``.
+
+    Parameters
+    ----------
+    X, k, epsilon, delta, row_norm, relation
+        As in :func:`private_oja`.
+    calibration : {"tight", "paper"}
+        ``"tight"``: both branches get the whole budget; ``"paper"``: the paper's split and noise
+        (below).
+    learning_rate_scale, learning_rate_offset : float or None
+        c1 and c2 of ``eta_t = c1 / (c2 + t)``; c1 None: power steps (the paper's schedule: 100 /
+        row_norm^2); c2 None: 1.
+    schedule : {"warmup", "paper"}
+        The minibatches: three warm-up batches of 5% and the rest, or the paper's equal batches.
+    batch_size : int or None
+        Equal minibatches of this size instead of the schedule's.
+    batch_constant : float
+        c of the paper's ``B = c n / ln(n)^2``.
+    rank_method
+        As in :func:`private_oja`.
+    block_size : int or None
+        Columns of the iterate, in [k, n_features]; None: ``min(d, 20 k)`` (the paper's schedule: k).
+    range_estimation : RangeEstimation or None
+        The constants of Algorithms 4 and 5 (:class:`RangeEstimation`); None: its defaults.
+    n_samples, accountant, random_state, on_norm_violation, show_progress
+        As in :func:`private_oja`.
+    adaptive_clip : bool or AdaptiveClip, default=True
+        As in :func:`private_oja`, where Algorithms 4 and 5 cannot act (below).
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); ``values`` None; diagnostics of the steps and batches.
 
     Privacy
     -------
