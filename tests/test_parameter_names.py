@@ -44,7 +44,7 @@ from dpspectral.lowrank import (
     sketch_sizes,
     turnstile_lrf,
 )
-from dpspectral.pca import dp_spca
+from dpspectral.pca import RangeEstimation, dp_spca
 from dpspectral.pca._oja import (
     dp_pca,
     oja,
@@ -235,7 +235,8 @@ def _dp_pca(**tail: Any) -> tuple[np.ndarray, ...]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)  # the paper's formula
         warnings.simplefilter("ignore", UserWarning)  # outside Theorem 5.1's range (privacy holds)
-        res = dp_pca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, batch_size=64, n_groups=4,
+        res = dp_pca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, batch_size=64,
+                     range_estimation=RangeEstimation(n_groups=4, tail_scale=2.0, tail_exponent=0.7),
                      calibration="paper", random_state=0, **tail)
     return res.components, np.array([res.privacy.epsilon])
 
@@ -345,8 +346,7 @@ RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, 
     ("private_local_lrf", lambda **kw: (lambda r: (r.U, r.S))(private_local_lrf(_ROWS, 2, **_PRIVATE, **kw)),
      _SIZES_OLD, _SIZES_NEW),
     ("local_gaussian_aggregate", _local_gaussian, {"d": 9}, {"n_features": 9}),
-    ("dp_pca", _dp_pca, {"K": 2.0, "a": 0.7, "c1": 3.0, "c2": 2.0},
-     {"tail_scale": 2.0, "tail_exponent": 0.7, "learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
+    ("dp_pca", _dp_pca, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("oja", _oja, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("private_oja", _private_oja, {"c1": 3.0, "c2": 2.0},
      {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),

@@ -23,6 +23,9 @@ from .lowrank import (
     turnstile_space_optimal_lrf,
 )
 from .pca import (
+    EpsilonSplit,
+    RangeEstimation,
+    WarmupSchedule,
     analyze_gauss,
     dp_pca,
     dp_spca,
@@ -62,6 +65,7 @@ __all__ = [
     "DPLowRank",
     "DPPCA",
     "DPStandardScaler",
+    "EpsilonSplit",
     "GEPResult",
     "LowRankResult",
     "Method",
@@ -70,6 +74,7 @@ __all__ = [
     "PublicBasis",
     "PrivacyReport",
     "PureEpsilonWarning",
+    "RangeEstimation",
     "Relation",
     "SiteFailureError",
     "SiteFailurePolicy",
@@ -78,6 +83,7 @@ __all__ = [
     "UncentredWarning",
     "UncertifiedPrivacyWarning",
     "UnresolvedVarianceWarning",
+    "WarmupSchedule",
     "analyze_gauss",
     "config_context",
     "continual_lrf",

@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._registry import Method, methods
+from .pca._schedule import WarmupSchedule
 from .privacy._audit import (
     clopper_pearson,
     covariance_pair,
@@ -117,7 +118,7 @@ AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "learning_rate_scale": 1e4},
     # one batch: the whole pass is one noisy batch sum of the pair's rows (each batch of a longer pass is
     # the same release on other rows, in parallel composition)
-    "minibatch_oja": {"n_batches": 1},
+    "minibatch_oja": {"schedule": WarmupSchedule(n_batches=1)},
     "dpsrs": {"sparsity": 1},
     "dp_truncated_rayleigh_flow": {"sparsity": 1},
 }

@@ -19,7 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["AdaptiveClip", "folded"]
+from ._constraints import NONE, SHARE, Constraint, check_params
+
+__all__ = ["ADAPTIVE_CLIP", "AdaptiveClip", "clip_fields", "folded"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,6 +43,10 @@ class AdaptiveClip:
 
     quantile: float | None = None
     share: float | None = None
+
+    def __post_init__(self) -> None:
+        check_params({"quantile": [NONE, SHARE], "share": [NONE, SHARE]},
+                     {"quantile": self.quantile, "share": self.share}, "AdaptiveClip")
 
 
 #: The modules whose keyword wrappers (``call``: :func:`folded`, :func:`~dpspectral._constraints.renamed`)
@@ -93,3 +99,37 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
         return call  # type: ignore[return-value]
 
     return wrap
+
+
+def clip_fields(value: bool | AdaptiveClip, owner: str,
+                takes_quantile: bool = True) -> tuple[bool, float | None, float | None]:
+    """``(on, quantile, share)`` of an ``adaptive_clip`` value (None: the method's default).
+
+    A method that picks its clip by the balance rule (``takes_quantile=False``) refuses a quantile, which
+    it would not use.
+    """
+    group = value if isinstance(value, AdaptiveClip) else AdaptiveClip()
+    if group.quantile is not None and not takes_quantile:
+        raise ValueError(
+            f"{owner} picks its clip from the released norm histogram and the noise (the balance rule), "
+            f"not at a quantile: pass AdaptiveClip(share=...) without quantile. Got quantile="
+            f"{group.quantile!r}.")
+    return value is not False, group.quantile, group.share
+
+
+@dataclass(frozen=True)
+class _Group(Constraint):
+    """A bool or an instance of an option group (whose fields it checked when it was made)."""
+
+    group: type
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, (bool, self.group))
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return f"a bool or an {self.group.__name__}"
+
+
+#: The constraint of an ``adaptive_clip`` parameter: True, False or an :class:`AdaptiveClip`.
+ADAPTIVE_CLIP = _Group(AdaptiveClip)

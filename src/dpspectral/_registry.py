@@ -229,7 +229,7 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 #: analyze_gauss and mod_sulq also clip the rows (uncentred or privately centred) at a private quantile of
 #: their norms, and take the noise's shape.
-_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share", "noise_shape"}
+_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "noise_shape"}
 _ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms, scatter; 3 privately "
                     "centred: sum, centred norms, scatter); 1 with adaptive_clip=False (2 privately "
                     "centred) or a one-shot stream")
@@ -284,7 +284,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
-        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip", "clip_share"}),
+        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip"}),
         memory="O(d^2)", passes=("2 by default (checks that also count the norms, then X^T X at the released "
                                  "clip); 1 with adaptive_clip=False or a one-shot stream"),
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
@@ -317,7 +317,7 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
         function=_ref("pca._oja", "private_oja"),
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
-        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip"},
         passes="1 (a one-shot stream, amplification); 2 by default otherwise (norm histogram, then steps)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
@@ -327,10 +327,8 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._oja", "dp_pca"),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
-        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult",
-                                "tail_scale", "tail_exponent", "failure_probability", "n_groups",
-                                "histogram_share", "schedule", "block_size", "truncation",
-                                "range_fraction", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "range_estimation", "schedule",
+                                "block_size", "adaptive_clip"},
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
@@ -339,8 +337,7 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
         function=_ref("pca._minibatch", "minibatch_oja"),
         summary="Few noisy block-power steps on disjoint minibatches; single pass (parallel composition)",
-        options=frozenset({"n_batches", "warmup_fraction", "block_size", "n_samples", "show_progress",
-                           "adaptive_clip", "clip_share"}),
+        options=frozenset({"schedule", "block_size", "n_samples", "show_progress", "adaptive_clip"}),
         passes="1 (a one-shot stream); 2 by default otherwise (the norm histogram, then the batches)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
@@ -371,7 +368,7 @@ _PCA: tuple[Method, ...] = (
         summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, jointly accounted, "
                 "budget split from private eigenvalues",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"allocation", "accounting", "eigenvalue_share", "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) with small k and moderate d (exact sampler cost grows with d)",
     ),
@@ -382,8 +379,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._exponential", "exponential_pca"),
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares", "allocation", "accounting",
-                                        "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) when the eigenvalues are wanted too",
     ),
@@ -523,8 +519,8 @@ _GEP: tuple[Method, ...] = (
         function=_ref("gep._moments", "moments_fda"), solver=_ref("gep._moments", "moments_pair_solver"),
         summary="One Gaussian release of X^T X, class sums and counts (rows clipped at a released clip); "
                 "Fisher GEP with a noise-scaled ridge",
-        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip",
-                           "clip_share"}), task="gep",
+        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip"}),
+        task="gep",
         memory="O(n d) (a clipped copy of the rows) + O(d^2)",
         passes="2 by default (norm histogram, then the moments); 1 with adaptive_clip=False",
         regime="The default private Fisher discriminant (and DPLinearDiscriminantAnalysis): one release of "
