@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -60,9 +61,13 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
             if given:
                 olds = ", ".join(f"'{old}'" for old, new in fields.items() if new in given)
                 example = ", ".join(f"{name}=..." for name in given)
+                # name the user's line, above any other option group folded around this one
+                frame, level = sys._getframe(1), 2
+                while frame is not None and frame.f_code is call.__code__:
+                    frame, level = frame.f_back, level + 1
                 warnings.warn(
                     f"{olds} of {owner} moved into '{group}': pass {group}={factory.__name__}({example}). "
-                    "The old keyword will be removed in a later version.", FutureWarning, stacklevel=2)
+                    "The old keyword will be removed in a later version.", FutureWarning, stacklevel=level)
                 current = kwargs.get(group)
                 if isinstance(current, factory):
                     kwargs[group] = dataclasses.replace(current, **given)

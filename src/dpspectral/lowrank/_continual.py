@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import Interval, renamed, validated
+from .._constraints import Interval, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
@@ -58,7 +58,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketches import PAPER_SIZE_NAMES, sketch_sizes
+from ._sketch_options import Sketch, sketch_keywords, sketch_plan
 from ._streaming import _check_shape, _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
@@ -120,19 +120,13 @@ class ContinualLRF:
     calibration : {"tight", "paper"}
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
-        works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
-        ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = A Phi`` (Phi:
+        n x t), v the rows of ``Z = S A`` (S: v x m) of the rank-k solve, the failure share and the
+        public seed. The seed is not shown before the horizon is reached (see Privacy).
     bound : float
         Public scale b: neighbouring streams differ in the batch of one time step, by a matrix of Frobenius
         norm at most b.
-    sketch_failure_share : float in (0, 1)
-    sketch_seed : int, optional
-        Seed of the sketches: fresh OS entropy if None (never drawn from ``random_state``). Not shown
-        before the horizon is reached (see Privacy); a declared seed is the caller's responsibility.
     noise_seed : int, optional
         Seed of the node noises (drawn from ``random_state`` if None). **Secret**: whoever knows it can
         remove the noise. Give it only to reproduce a run in a test; it is never shown. Not with
@@ -176,7 +170,7 @@ class ContinualLRF:
 
     mechanism = "continual_lrf"
 
-    @renamed(PAPER_SIZE_NAMES)
+    @sketch_keywords
     @validated({**PRIVATE_LRF_TABLE, "horizon": Interval(1, None, "left", integer=True)},
                owner="ContinualLRF")
     def __init__(
@@ -190,11 +184,8 @@ class ContinualLRF:
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         noise_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
@@ -210,11 +201,10 @@ class ContinualLRF:
         m, n = (n_user, m_user) if self.transposed else (m_user, n_user)
         self._inner_shape = (m, n)
         self.rank = check_rank(rank, m, n, owner)
-        self.sizes = sketch_sizes(self.rank, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
-                                  affine_sketch_size=affine_sketch_size, owner=owner)
+        options, self.sizes = sketch_plan(sketch, self.rank, alpha, m, m, owner)
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
-                           sketch_failure_share=float(sketch_failure_share))
-        self._sketch_seed = _seed(sketch_seed, owner=owner)
+                           sketch_failure_share=float(options.failure_share))
+        self._sketch_seed = _seed(options.seed, owner=owner)
         secure = isinstance(random_state, str) and random_state == "secure"
         _check_noise_seed(noise_seed, secure, owner)
         # the whole tree, charged once; the node noises are drawn at each step: from the seed fixed
@@ -477,7 +467,7 @@ class ContinualLRF:
         )
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated(PRIVATE_LRF_TABLE)
 def continual_lrf(
     A: Any,
@@ -488,11 +478,8 @@ def continual_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -525,11 +512,8 @@ def continual_lrf(
         relation=relation,
         calibration=calibration,
         alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size,
-        affine_sketch_size=affine_sketch_size,
+        sketch=sketch,
         bound=bound,
-        sketch_failure_share=sketch_failure_share,
-        sketch_seed=sketch_seed,
         accountant=accountant,
         random_state=random_state,
     )

@@ -46,7 +46,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import renamed, validated
+from .._constraints import validated
 from .._results import LowRankResult
 from .._rows import not_finite_error
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
@@ -71,7 +71,8 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
+from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._sketches import SketchSizes
 
 __all__ = [
     "STATE_FORMAT_VERSION",
@@ -591,19 +592,12 @@ class TurnstileLRF(SketchState):
         As in :func:`~dpspectral.lowrank._factorization.frobenius_noise`.
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
-        works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
-        ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = A Phi`` (Phi:
+        n x t), v the rows of ``Z = S A`` (S: v x m) of the rank-k solve. A declared seed is the
+        caller's: the stream must not depend on it (see Privacy).
     bound : float
         Public scale b of the relation: neighbouring matrices differ by ``||A - A'||_F <= b``.
-    sketch_failure_share : float in (0, 1)
-        Share of delta for the sketches' norm bounds failing.
-    sketch_seed : int, optional
-        Seed of the sketches Phi, S: fresh OS entropy if None (never drawn from ``random_state``). A
-        declared seed is the caller's: the stream must not depend on it (see Privacy).
     accountant : Accountant, optional
         Ledger; the release is recorded there at initialisation, before any noise is drawn. A refusal
         (:class:`~dpspectral.privacy._budget.BudgetExceededError`) creates no state.
@@ -657,7 +651,7 @@ class TurnstileLRF(SketchState):
 
     mechanism = "turnstile_lrf"
 
-    @renamed(PAPER_SIZE_NAMES)
+    @sketch_keywords
     @validated(PRIVATE_LRF_TABLE, owner="TurnstileLRF")
     def __init__(
         self,
@@ -669,20 +663,14 @@ class TurnstileLRF(SketchState):
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
         config = self._configure(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
-                                 calibration=calibration, alpha=alpha,
-                                 subspace_sketch_size=subspace_sketch_size,
-                                 affine_sketch_size=affine_sketch_size, bound=bound,
-                                 sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed)
+                                 calibration=calibration, alpha=alpha, sketch=sketch, bound=bound)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
         # refused before anything is drawn; N1, then N2
@@ -696,9 +684,7 @@ class TurnstileLRF(SketchState):
 
     @staticmethod
     def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
-                   calibration: str, alpha: float, subspace_sketch_size: Any,
-                   affine_sketch_size: Any, bound: float,
-                   sketch_failure_share: float, sketch_seed: Any) -> TurnstileConfig:
+                   calibration: str, alpha: float, sketch: Sketch | None, bound: float) -> TurnstileConfig:
         """Validate the public inputs (cross-parameter checks: shape, rank, sketch sizes) into a config."""
         owner = TurnstileLRF.__name__
         budget = _budget(epsilon, delta, owner)
@@ -706,21 +692,20 @@ class TurnstileLRF(SketchState):
         m_user, n_user = _check_shape(shape, owner)
         m, n = sorted((m_user, n_user))
         k = check_rank(rank, m, n, owner)
-        sizes = sketch_sizes(k, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
-                             affine_sketch_size=affine_sketch_size, owner=owner)
+        options, sizes = sketch_plan(sketch, k, alpha, m, m, owner)
         return TurnstileConfig(
             shape=(m_user, n_user),
             rank=k,
             t=sizes.t,
             v=sizes.v,
-            sketch_seed=_seed(sketch_seed, owner=owner),
+            sketch_seed=_seed(options.seed, owner=owner),
             epsilon=budget.epsilon,
             delta=budget.delta,
             relation=rel.value,
             calibration=calibration,
             bound=float(bound),
             alpha=float(alpha),
-            sketch_failure_share=float(sketch_failure_share),
+            sketch_failure_share=float(options.failure_share),
         )
 
     # -- construction shared by __init__ and load ------------------------------------------------
@@ -1003,7 +988,7 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     return int(m), int(n)
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated(PRIVATE_LRF_TABLE)
 def turnstile_lrf(
     A: Any,
@@ -1014,11 +999,8 @@ def turnstile_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     batch_size: int = 1_000_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -1044,11 +1026,8 @@ def turnstile_lrf(
         relation=relation,
         calibration=calibration,
         alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size,
-        affine_sketch_size=affine_sketch_size,
+        sketch=sketch,
         bound=bound,
-        sketch_failure_share=sketch_failure_share,
-        sketch_seed=sketch_seed,
         accountant=accountant,
         random_state=random_state,
     )

@@ -54,7 +54,8 @@ from ._factorization import (
     space_optimal_noise,
     split_joint,
 )
-from ._sketches import SketchSizes, sketch_sizes
+from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._sketches import SketchSizes
 from ._streaming import (
     CURRENT,
     NONE,
@@ -124,9 +125,10 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     epsilon, delta, relation, calibration, alpha
         As in :func:`~dpspectral.private_space_optimal_lrf` (relation ``"priv1"`` only:
         ``A - A' = b u v^T``).
-    subspace_sketch_size, affine_sketch_size : int, optional
-        t (columns of ``Y_c``, rows of ``Y_r``) and v (rows of S and T); k <= t <= m, t <= v <= m + n.
-    bound, input_share, sketch_failure_share, sketch_seed
+    sketch : Sketch, optional
+        t (columns of ``Y_c``, rows of ``Y_r``) and v (rows of S and T), k <= t <= m, t <= v <= m + n;
+        the failure share and the seed (:class:`~dpspectral.lowrank.Sketch`).
+    bound, input_share
         As in :func:`~dpspectral.private_space_optimal_lrf`.
     accountant : Accountant, optional
         Ledger; charged at initialisation, before anything is drawn. A refusal creates no state.
@@ -164,6 +166,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     _instead = ("ContinualSpaceOptimalLRF (the Priv1 tree) or ContinualLRF (the Priv2 tree, also Priv1) "
                 "for releases at many times, or a new state (a new release, charged anew) for new data")
 
+    @sketch_keywords
     @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE}, owner="TurnstileSpaceOptimalLRF")
     def __init__(
         self,
@@ -175,12 +178,9 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         relation: Relation | str = "priv1",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
         input_share: float = 0.5,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
@@ -190,12 +190,12 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         rel = _relation(relation, (Relation.PRIV1,), owner)
         m, n = sorted((m_user, n_user))
         k = check_rank(rank, m, n, owner)
-        sizes = sketch_sizes(k, alpha, m, m + n, subspace_sketch_size=subspace_sketch_size,
-                             affine_sketch_size=affine_sketch_size, owner=owner)
+        options, sizes = sketch_plan(sketch, k, alpha, m, m + n, owner)
         config = SpaceOptimalConfig(
-            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v, sketch_seed=_seed(sketch_seed, owner=owner),
+            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v,
+            sketch_seed=_seed(options.seed, owner=owner),
             epsilon=budget.epsilon, delta=budget.delta, relation=rel.value, calibration=str(calibration),
-            bound=float(bound), alpha=float(alpha), sketch_failure_share=float(sketch_failure_share),
+            bound=float(bound), alpha=float(alpha), sketch_failure_share=float(options.failure_share),
             input_share=float(input_share),
         )
         so, budget = self._plan(config, owner)
@@ -214,7 +214,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         (omega_seed, N1, N2), report, _ = charge_at_creation(
             so.plan, RunSettings(accountant, random_state), draw,
             facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
-            stacklevel=5)
+            stacklevel=6)
         self._init_state(omega_seed, N1, N2)
         self._finish_build(report, NONE)
 
@@ -498,6 +498,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         return state
 
 
+@sketch_keywords
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE, "singular_values": SINGULAR_VALUES,
             "batch_size": Interval(1, None, "left", integer=True)})
 def turnstile_space_optimal_lrf(
@@ -509,12 +510,9 @@ def turnstile_space_optimal_lrf(
     relation: Relation | str = "priv1",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     singular_values: Literal["shrink", "raw"] = "shrink",
     batch_size: int = 1_000_000,
     accountant: Accountant | None = None,
@@ -525,7 +523,7 @@ def turnstile_space_optimal_lrf(
     A :class:`TurnstileSpaceOptimalLRF` of A's shape receives the entries (row-major, in batches of
     ``batch_size``) and releases once. The final state is the one-shot state, so the result is that of
     :func:`~dpspectral.lowrank._factorization.private_space_optimal_lrf` with the same ``random_state``
-    and ``sketch_seed`` (up to summation order). Parameters as there; for a real stream use the class.
+    and sketch seed (up to summation order). Parameters as there; for a real stream use the class.
 
     Privacy
     -------
@@ -537,9 +535,7 @@ def turnstile_space_optimal_lrf(
     M = sp.coo_matrix(check_matrix(A, "turnstile_space_optimal_lrf"))
     state = TurnstileSpaceOptimalLRF(
         M.shape, k, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration, alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size, bound=bound,
-        input_share=input_share, sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
-        accountant=accountant, random_state=random_state,
+        sketch=sketch, bound=bound, input_share=input_share, accountant=accountant, random_state=random_state,
     )
     step = int(batch_size)
     for a in range(0, M.nnz, step):
