@@ -58,7 +58,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._streaming import _check_shape, _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
@@ -501,6 +501,7 @@ def continual_lrf(
     one differing row).
     """
     owner = "continual_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
     state = ContinualLRF(

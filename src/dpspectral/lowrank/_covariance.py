@@ -36,7 +36,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 from ._streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
 from ._subspace import GramResult
@@ -306,6 +306,7 @@ def covariance_lrf(
     ``random_state="secure"`` draws the state's noise from the secure source.
     """
     owner = "covariance_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = check_matrix(A, owner)
     validate_rows(M, row_norm=float(row_norm), on_norm_violation=on_norm_violation, owner=owner)
     state = CovarianceLRF(

@@ -71,7 +71,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 
 __all__ = [
@@ -1017,6 +1017,7 @@ def turnstile_lrf(
     As :class:`TurnstileLRF`: Priv2 (hence Priv1) on the final matrix, one snapshot released.
     """
     owner = "turnstile_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.coo_matrix(check_matrix(A, owner))
     state = TurnstileLRF(
         M.shape,
