@@ -58,6 +58,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
+from ._one_call import state_keywords
 from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._streaming import _check_shape, _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only
 
@@ -420,10 +421,8 @@ class ContinualLRF:
         Parameters
         ----------
         singular_values : {"shrink", "raw"}
-            ``"shrink"`` (default): the solve's core shrunk by the noise edge of the summed nodes'
-            noise (std ``sqrt(len(nodes)) sigma``; a value below it gets 0;
-            :func:`~dpspectral.lowrank._shrink.frobenius_shrink`), post-processing that keeps a release
-            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
+            As in :meth:`~dpspectral.lowrank.TurnstileLRF.release`, at the noise edge of the summed
+            nodes' noise (std ``sqrt(len(nodes)) sigma``).
 
         Returns
         -------
@@ -504,19 +503,6 @@ def continual_lrf(
     sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
-    state = ContinualLRF(
-        M.shape,
-        k,
-        m,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        calibration=calibration,
-        alpha=alpha,
-        sketch=sketch,
-        bound=bound,
-        accountant=accountant,
-        random_state=random_state,
-    )
+    state = ContinualLRF(M.shape, k, m, **state_keywords(ContinualLRF.__init__, locals()))
     state._fill_to_horizon(M)  # the release at T without the intermediate nodes (see the method)
     return state.release()

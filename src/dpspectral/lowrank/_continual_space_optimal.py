@@ -50,7 +50,8 @@ from ._factorization import (
     space_optimal_finish,
     space_optimal_noise,
 )
-from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._one_call import state_keywords
+from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._streaming import STREAM_NOTE, _check_shape, check_entries
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
@@ -232,11 +233,12 @@ def continual_space_optimal_lrf(
     Priv1 (``A - A' = b u v^T``) on the whole matrix for the whole sequence of releases: case (b) of
     :class:`ContinualSpaceOptimalLRF`'s Privacy section (each row updated at one step).
     """
-    M = sp.csr_matrix(check_matrix(A, "continual_space_optimal_lrf"))
+    owner = "continual_space_optimal_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
+    M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
-    state = ContinualSpaceOptimalLRF(
-        M.shape, k, m, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration, alpha=alpha,
-        sketch=sketch, bound=bound, input_share=input_share, accountant=accountant, random_state=random_state)
+    init = ContinualSpaceOptimalLRF.__init__
+    state = ContinualSpaceOptimalLRF(M.shape, k, m, **state_keywords(init, locals()))
     for i in range(m):
         lo, hi = M.indptr[i], M.indptr[i + 1]
         state.step(np.full(hi - lo, i), M.indices[lo:hi], M.data[lo:hi])

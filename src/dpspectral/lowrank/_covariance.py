@@ -36,6 +36,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
+from ._one_call import state_keywords
 from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 from ._streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
@@ -248,9 +249,7 @@ class CovarianceLRF(SketchState):
         Parameters
         ----------
         singular_values : {"shrink", "raw"}
-            ``"shrink"`` (default): the solve's core shrunk by the noise edge (a value below it gets 0;
-            :func:`~dpspectral.lowrank._shrink.frobenius_shrink`), post-processing that keeps a release
-            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
+            As in :meth:`~dpspectral.lowrank.TurnstileLRF.release`.
 
         Returns
         -------
@@ -309,20 +308,7 @@ def covariance_lrf(
     sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = check_matrix(A, owner)
     validate_rows(M, row_norm=float(row_norm), on_norm_violation=on_norm_violation, owner=owner)
-    state = CovarianceLRF(
-        M.shape[1],
-        k,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        row_norm=row_norm,
-        on_norm_violation=on_norm_violation,
-        calibration=calibration,
-        alpha=alpha,
-        sketch=sketch,
-        accountant=accountant,
-        random_state=random_state,
-    )
+    state = CovarianceLRF(M.shape[1], k, **state_keywords(CovarianceLRF.__init__, locals()))
     step = max(1, int(batch_rows))
     for a in range(0, M.shape[0], step):
         block = M[a : a + step]

@@ -71,6 +71,7 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
+from ._one_call import state_keywords, stream_entries
 from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 
@@ -1019,22 +1020,8 @@ def turnstile_lrf(
     owner = "turnstile_lrf"
     sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.coo_matrix(check_matrix(A, owner))
-    state = TurnstileLRF(
-        M.shape,
-        k,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        calibration=calibration,
-        alpha=alpha,
-        sketch=sketch,
-        bound=bound,
-        accountant=accountant,
-        random_state=random_state,
-    )
-    step = max(1, int(batch_size))
-    for a in range(0, M.nnz, step):
-        state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
+    state = TurnstileLRF(M.shape, k, **state_keywords(TurnstileLRF.__init__, locals()))
+    stream_entries(state, M, batch_size)
     return state.release()
 
 

@@ -54,7 +54,8 @@ from ._factorization import (
     space_optimal_noise,
     split_joint,
 )
-from ._sketch_options import Sketch, sketch_keywords, sketch_plan
+from ._one_call import state_keywords, stream_entries
+from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 from ._streaming import (
     CURRENT,
@@ -532,12 +533,10 @@ def turnstile_space_optimal_lrf(
     ``EpsilonDeltaDpEvent`` of ``Y_c``, one Gaussian of sensitivity ``b sqrt(c_t + c_S c_T)`` for
     ``(Y_r, Z)``, ``EpsilonDeltaDpEvent(0, 3 delta_s)``).
     """
-    M = sp.coo_matrix(check_matrix(A, "turnstile_space_optimal_lrf"))
-    state = TurnstileSpaceOptimalLRF(
-        M.shape, k, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration, alpha=alpha,
-        sketch=sketch, bound=bound, input_share=input_share, accountant=accountant, random_state=random_state,
-    )
-    step = int(batch_size)
-    for a in range(0, M.nnz, step):
-        state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
+    owner = "turnstile_space_optimal_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
+    M = sp.coo_matrix(check_matrix(A, owner))
+    state = TurnstileSpaceOptimalLRF(M.shape, k, **state_keywords(
+        TurnstileSpaceOptimalLRF.__init__, locals()))
+    stream_entries(state, M, batch_size)
     return state.release(singular_values)
