@@ -73,6 +73,7 @@ __all__ = [
     "BOUND",
     "FrobeniusNoise",
     "SKETCH_SEED",
+    "UncountedMatrix",
     "add_joint",
     "check_matrix",
     "frobenius_noise",
@@ -895,8 +896,8 @@ class _LRFChecked:
 
 
 @dataclass(frozen=True, eq=False)
-class _Matrix:
-    """The read matrix; ``n`` and ``d`` None: no number of rows goes to the report."""
+class UncountedMatrix:
+    """The matrix a release reads, with ``n`` and ``d`` None: no number of rows goes to the report."""
 
     B: Any
     n: None = None
@@ -932,8 +933,8 @@ class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
     def plan(self, inputs: _LRFChecked, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.release_plan
 
-    def read(self, inputs: _LRFChecked, X: Any) -> _Matrix:
-        return _Matrix(inputs.B)
+    def read(self, inputs: _LRFChecked, X: Any) -> UncountedMatrix:
+        return UncountedMatrix(inputs.B)
 
     def report_facts(self, inputs: _LRFChecked) -> dict[str, Any]:
         return {"mechanism": inputs.inputs.owner, "budget": inputs.budget, "calibration": inputs.calibration}
@@ -963,7 +964,7 @@ class _Frobenius(_SketchLRF):
                               shape=shape)
         return fro, frobenius_plan(inputs.owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
 
-    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+    def statistic(self, inputs: _LRFChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         m, n = inputs.shape
         Phi, S = frobenius_sketches(m, n, inputs.sizes, inputs.seed)  # public, from their seed
@@ -971,7 +972,7 @@ class _Frobenius(_SketchLRF):
         released["public_sketches"] = S, (Y_c.shape, Z.shape)
         return {"sketches": joint(Y_c, Z)}
 
-    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+    def post_process(self, inputs: _LRFChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         fro, (S, shapes) = inputs.noise, released["public_sketches"]
         Y_c, Z = split_joint(np.asarray(released["sketches"]), shapes)
@@ -998,7 +999,7 @@ class _SpaceOptimal(_SketchLRF):
                                  sketch_failure_share=float(inputs.sketch.failure_share))
         return so, so.plan
 
-    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+    def statistic(self, inputs: _LRFChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         m, n = inputs.shape
         Psi, S, T = _space_optimal_sketches(m, m + n, inputs.sizes, inputs.seed)  # public, from their seed
@@ -1007,7 +1008,7 @@ class _SpaceOptimal(_SketchLRF):
         return {plan.releases[0].name: Drawn(
             lambda releaser: _space_optimal_sketch(rows.B, Psi, S, T, inputs.noise, releaser))}
 
-    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+    def post_process(self, inputs: _LRFChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         so, (S, T) = inputs.noise, released["public_sketches"]
         Y_c, Y_r, Z = released[so.plan.releases[0].name]

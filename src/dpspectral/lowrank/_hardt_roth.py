@@ -58,7 +58,7 @@ from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensit
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
-from ._factorization import BOUND, _budget, check_matrix, check_rank
+from ._factorization import BOUND, UncountedMatrix, _budget, check_matrix, check_rank
 from ._power import default_block, default_shares, power_iterate, power_plan, power_result
 from ._shrink import frobenius_shrink
 from ._sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, svd_top_k
@@ -538,15 +538,6 @@ class _HRChecked:
     release_plan: ReleasePlan
 
 
-@dataclass(frozen=True, eq=False)
-class _Clipped:
-    """The rows the releases read (clipped to C, or as given under ``row_change``); no public n."""
-
-    A: Any
-    n: None = None
-    d: None = None
-
-
 class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     """Hardt-Roth: the power iteration's T releases, or the range finder's two stages, in one charge."""
 
@@ -579,29 +570,29 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     def plan(self, inputs: _HRChecked, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.release_plan
 
-    def read(self, inputs: _HRChecked, X: Any) -> _Clipped:
+    def read(self, inputs: _HRChecked, X: Any) -> UncountedMatrix:
         """The rows clipped to C (``on_norm_violation="raise"``: a row over it is refused here, before
         the charge); under ``row_change`` the rows as given."""
         if inputs.inputs.row_change is not None:
-            return _Clipped(inputs.A)
+            return UncountedMatrix(inputs.A)
         clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
                                copy=True, owner=_OWNER)
-        return _Clipped(clipped)
+        return UncountedMatrix(clipped)
 
     def report_facts(self, inputs: _HRChecked) -> dict[str, Any]:
         return {"mechanism": _OWNER, "budget": inputs.budget, "calibration": inputs.calibration}
 
-    def statistic(self, inputs: _HRChecked, rows: _Clipped, plan: ReleasePlan,
+    def statistic(self, inputs: _HRChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         first = plan.releases[0].name
         if inputs.algorithm == "power":
             k, p = inputs.k, inputs.size
-            return {first: Drawn(lambda releaser: power_iterate(rows.A, k, p, plan, releaser))}
+            return {first: Drawn(lambda releaser: power_iterate(rows.B, k, p, plan, releaser))}
         assert inputs.noise is not None
         tau = inputs.noise.tau
-        return {first: Drawn(lambda releaser: _two_stages(rows.A, inputs.size, tau, releaser))}
+        return {first: Drawn(lambda releaser: _two_stages(rows.B, inputs.size, tau, releaser))}
 
-    def post_process(self, inputs: _HRChecked, rows: _Clipped, released: Released,
+    def post_process(self, inputs: _HRChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         plan = released.plan
         if inputs.algorithm == "power":
