@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +39,7 @@ from ._continual import dyadic_nodes, tree_levels
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
+    SingularValues,
     _budget,
     _relation,
     _result,
@@ -176,7 +177,7 @@ class ContinualSpaceOptimalLRF:
             Y_r, Z = releaser.add("Y_r", exact[1]), releaser.add("Z", exact[2])
         return Y_c, Y_r, Z
 
-    def release(self, singular_values: Literal["shrink", "raw"] = "shrink") -> LowRankResult:
+    def release(self, singular_values: SingularValues = "shrink") -> LowRankResult:
         """The rank-k factorization of the matrix built up to now (post-processing of released nodes).
 
         Returns

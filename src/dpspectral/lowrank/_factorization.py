@@ -90,6 +90,8 @@ __all__ = [
 ]
 
 Calibration = Literal["tight", "paper"]
+#: How the released singular values are chosen (:data:`SINGULAR_VALUES`).
+SingularValues = Literal["shrink", "raw"]
 
 #: The public scale b of the Priv1/Priv2 relations (and any other positive bound).
 BOUND = Interval(0, None, "neither")
@@ -695,7 +697,7 @@ def private_frobenius_lrf(
     alpha: float = 0.25,
     sketch: Sketch | None = None,
     bound: float = 1.0,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -784,7 +786,7 @@ def private_space_optimal_lrf(
     sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:

@@ -58,16 +58,22 @@ from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensit
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
-from ._factorization import BOUND, UncountedMatrix, _budget, check_matrix, check_rank
+from ._factorization import (
+    BOUND,
+    Calibration,
+    SingularValues,
+    UncountedMatrix,
+    _budget,
+    check_matrix,
+    check_rank,
+)
 from ._power import default_block, default_shares, power_iterate, power_plan, power_result
 from ._shrink import frobenius_shrink
 from ._sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, svd_top_k
 
 __all__ = ["HardtRothNoise", "PowerIteration", "RangeFinder", "hardt_roth", "hardt_roth_noise"]
 
-Calibration = Literal["tight", "paper"]
 Algorithm = Literal["power", "range_finder"]
-SingularValues = Literal["shrink", "raw"]
 
 _OWNER = "hardt_roth"
 

@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,6 +42,7 @@ from ._factorization import (
     PRIVATE_LRF_TABLE,
     SINGULAR_VALUES,
     Calibration,
+    SingularValues,
     SpaceOptimalNoise,
     _budget,
     _relation,
@@ -392,7 +393,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         self._changed()
 
     # -- release ---------------------------------------------------------------------------------
-    def release(self, singular_values: Literal["shrink", "raw"] = "shrink") -> LowRankResult:
+    def release(self, singular_values: SingularValues = "shrink") -> LowRankResult:
         """The rank-k factorization from the current state (post-processing; publishes the snapshot).
 
         Steps 3-6 of the one-shot algorithm, with its choice of singular values (``"shrink"``, default,
@@ -514,7 +515,7 @@ def turnstile_space_optimal_lrf(
     sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     batch_size: int = 1_000_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
