@@ -90,13 +90,12 @@ __all__ = [
 ]
 
 Calibration = Literal["tight", "paper"]
-#: How the released singular values are chosen (:data:`SINGULAR_VALUES`).
-SingularValues = Literal["shrink", "raw"]
 
 #: The public scale b of the Priv1/Priv2 relations (and any other positive bound).
 BOUND = Interval(0, None, "neither")
 #: How the released singular values are chosen: shrunk by the noise edge (default) or the paper's raw ones.
 SINGULAR_VALUES = Options(("shrink", "raw"))
+SingularValues = Literal["shrink", "raw"]
 
 #: The parameters every private factorization of this package takes (cross-parameter checks, k <= min(m,
 #: n) and the sketch sizes within the dimensions, stay in the functions).
