@@ -165,3 +165,8 @@ def test_hardt_roth_bad_group_field_is_refused():
         hardt_roth(_ROWS, 2, **_PRIVATE, power=PowerIteration(iterations=0))
     with pytest.raises(ValueError, match=r"'range_finder.prune' parameter of hardt_roth"):
         hardt_roth(_ROWS, 2, **_PRIVATE, algorithm="range_finder", range_finder=RangeFinder(prune=-1.0))
+
+
+def test_two_old_names_of_one_field_are_refused():
+    with pytest.raises(TypeError, match=r"two keywords for 'sketch.subspace_size'"):
+        private_frobenius_lrf(_A, 2, **_PRIVATE, t=4, subspace_sketch_size=5)
