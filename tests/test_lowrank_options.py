@@ -170,3 +170,10 @@ def test_hardt_roth_bad_group_field_is_refused():
 def test_two_old_names_of_one_field_are_refused():
     with pytest.raises(TypeError, match=r"two keywords for 'sketch.subspace_size'"):
         private_frobenius_lrf(_A, 2, **_PRIVATE, t=4, subspace_sketch_size=5)
+
+
+def test_a_sketch_field_selects_the_local_sketch_protocol_and_is_named_when_refused():
+    assert private_local_lrf(_ROWS, 2, **_PRIVATE, sketch=Sketch(failure_share=0.2)).U is None  # gram: V, S
+    assert private_local_lrf(_ROWS, 2, **_PRIVATE, sketch=Sketch(seed=2)).U is not None  # the paper's
+    with pytest.raises(ValueError, match=r"sketch\.seed belong\(s\) to the paper's sketch protocol"):
+        private_local_lrf(_ROWS, 2, **_PRIVATE, protocol="gram", sketch=Sketch(seed=2))

@@ -985,9 +985,9 @@ def private_local_lrf(
                             on_norm_violation=on_norm_violation, row_change=row_change,
                             random_state=random_state, sketch_sensitivity=sketch_sensitivity,
                             protocol=protocol)
-    sketch_args = dict(row_change=row_change, calibration=calibration, sketch_sensitivity=sketch_sensitivity,
-                       subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size,
-                       sketch_seed=sketch_seed)
+    sketch_args = {"row_change": row_change, "calibration": calibration,
+                   "sketch.sensitivity": sketch_sensitivity, "sketch.subspace_size": subspace_sketch_size,
+                   "sketch.affine_size": affine_sketch_size, "sketch.seed": sketch_seed}
     if _protocol(protocol, sketch_args, owner) == "gram":
         gram_sum = True if simulate_sum is None else bool(simulate_sum)
         return _gram_protocol(A, k, budget, C, simulate_sum=gram_sum, on_norm_violation=on_norm_violation,
@@ -1119,8 +1119,8 @@ def _lrf_inputs(owner: str, *, row_norm: Any, relation: Any, row_change: Any, ca
 
 
 #: The parameters that only the paper's sketch protocol has: setting one selects ``protocol="sketch"``.
-_SKETCH_ONLY = ("row_change", "calibration", "sketch_sensitivity", "subspace_sketch_size",
-                "affine_sketch_size", "sketch_seed")
+_SKETCH_ONLY = ("row_change", "calibration", "sketch.sensitivity", "sketch.subspace_size",
+                "sketch.affine_size", "sketch.seed")
 #: Failure probability of the noise edge below which the gram protocol's singular values are set to 0.
 _EDGE_FAILURE = 1e-3
 
@@ -1131,7 +1131,7 @@ def _protocol(protocol: str | None, sketch_args: dict[str, Any], owner: str) -> 
     A public choice (it reads the arguments only). ``protocol="gram"`` with a sketch-only parameter is
     refused (it would be ignored).
     """
-    defaults = {"row_change": None, "calibration": "tight", "sketch_sensitivity": "per_pair"}
+    defaults = {"row_change": None, "calibration": "tight", "sketch.sensitivity": "per_pair"}
     given = [name for name in _SKETCH_ONLY if sketch_args.get(name) != defaults.get(name)]
     if protocol is None:
         return "sketch" if given else "gram"
