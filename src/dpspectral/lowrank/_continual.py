@@ -45,13 +45,10 @@ from ._factorization import (
     SKETCH_NOTE,
     Calibration,
     FrobeniusNoise,
-    _budget,
-    _relation,
     _result,
     _seed,
     add_joint,
     check_matrix,
-    check_rank,
     frobenius_noise,
     frobenius_plan,
     frobenius_release,
@@ -59,8 +56,8 @@ from ._factorization import (
     split_joint,
 )
 from ._one_call import state_keywords
-from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
-from ._streaming import _check_shape, _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only
+from ._sketch_options import Sketch, sketch_keywords, sketch_options
+from ._streaming import _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only, state_inputs
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
 
@@ -192,17 +189,14 @@ class ContinualLRF:
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV2, Relation.PRIV1), alpha=alpha, sketch=sketch, owner=owner)
+        budget, rel, options, m, n = got.budget, got.relation, got.sketch, got.m, got.n
         self.levels = tree_levels(horizon)
         self.horizon = int(horizon)
-        m_user, n_user = _check_shape(shape, owner)
-        self.shape = (m_user, n_user)
-        self.transposed = m_user > n_user
-        m, n = (n_user, m_user) if self.transposed else (m_user, n_user)
+        self.shape, self.rank, self.sizes = got.shape, got.rank, got.sizes
+        self.transposed = got.shape[0] > got.shape[1]
         self._inner_shape = (m, n)
-        self.rank = check_rank(rank, m, n, owner)
-        options, self.sizes = sketch_plan(sketch, self.rank, alpha, m, m, owner)
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
                            sketch_failure_share=float(options.failure_share))
         self._sketch_seed = _seed(options.seed, owner=owner)

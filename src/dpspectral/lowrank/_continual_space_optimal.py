@@ -40,20 +40,17 @@ from ._factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
     SingularValues,
-    _budget,
-    _relation,
     _result,
     _seed,
     _space_optimal_sketches,
     add_joint,
     check_matrix,
-    check_rank,
     space_optimal_finish,
     space_optimal_noise,
 )
 from ._one_call import state_keywords
-from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
-from ._streaming import STREAM_NOTE, _check_shape, check_entries
+from ._sketch_options import Sketch, sketch_keywords, sketch_options
+from ._streaming import STREAM_NOTE, check_entries, state_inputs
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
 
@@ -106,11 +103,11 @@ class ContinualSpaceOptimalLRF:
                  sketch: Sketch | None = None, bound: float = 1.0, input_share: float = 0.5,
                  accountant: Accountant | None = None, random_state: Any = None) -> None:
         owner = type(self).__name__
-        m, n = _check_shape(shape, owner)
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV1,), owner)
-        self.rank = check_rank(rank, m, n, owner)
-        options, self.sizes = sketch_plan(sketch, self.rank, alpha, m, m + n, owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV1,), alpha=alpha, sketch=sketch, owner=owner, oriented=False,
+                           padded=True)
+        budget, rel, options, m, n = got.budget, got.relation, got.sketch, got.m, got.n
+        self.rank, self.sizes = got.rank, got.sizes
         self.shape, self.horizon, self.levels, self.time = (m, n), int(horizon), tree_levels(horizon), 0
         so = space_optimal_noise(self.mechanism, budget, rel, self.sizes, (m, n),
                                  bound=float(bound) * math.sqrt(self.levels), calibration=str(calibration),

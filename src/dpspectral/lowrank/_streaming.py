@@ -688,25 +688,21 @@ class TurnstileLRF(SketchState):
                    calibration: str, alpha: float, sketch: Sketch | None, bound: float) -> TurnstileConfig:
         """Validate the public inputs (cross-parameter checks: shape, rank, sketch sizes) into a config."""
         owner = TurnstileLRF.__name__
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        m_user, n_user = _check_shape(shape, owner)
-        m, n = sorted((m_user, n_user))
-        k = check_rank(rank, m, n, owner)
-        options, sizes = sketch_plan(sketch, k, alpha, m, m, owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV2, Relation.PRIV1), alpha=alpha, sketch=sketch, owner=owner)
         return TurnstileConfig(
-            shape=(m_user, n_user),
-            rank=k,
-            t=sizes.t,
-            v=sizes.v,
-            sketch_seed=_seed(options.seed, owner=owner),
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            relation=rel.value,
+            shape=got.shape,
+            rank=got.rank,
+            t=got.sizes.t,
+            v=got.sizes.v,
+            sketch_seed=_seed(got.sketch.seed, owner=owner),
+            epsilon=got.budget.epsilon,
+            delta=got.budget.delta,
+            relation=got.relation.value,
             calibration=calibration,
             bound=float(bound),
             alpha=float(alpha),
-            sketch_failure_share=float(options.failure_share),
+            sketch_failure_share=float(got.sketch.failure_share),
         )
 
     # -- construction shared by __init__ and load ------------------------------------------------
@@ -987,6 +983,38 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     if not (_is_int(m) and _is_int(n) and m >= 1 and n >= 1):
         raise ValueError(f"The 'shape' parameter of {owner} must be a pair of ints >= 1. Got {shape!r}.")
     return int(m), int(n)
+
+
+@dataclass(frozen=True)
+class StateInputs:
+    """The checked public inputs of a streaming state: the budget, the relation, the shape as given
+    (``m_user``, ``n_user``) and as sketched (``m``, ``n``), the rank, the sketch options and sizes."""
+
+    budget: PrivacyBudget
+    relation: Relation
+    shape: tuple[int, int]
+    m: int
+    n: int
+    rank: int
+    sketch: Sketch
+    sizes: SketchSizes
+
+
+def state_inputs(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
+                 allowed: tuple[Relation, ...], alpha: float, sketch: Sketch | None, owner: str,
+                 oriented: bool = True, padded: bool = False) -> StateInputs:
+    """Check what every streaming state checks, in one order, before anything is charged.
+
+    ``oriented``: the state sketches the orientation m <= n (else the shape as given); ``padded``: the
+    affine sketches see ``m + n`` columns (Private-Space-Optimal's padding ``[A, sigma_min I_m]``).
+    """
+    budget = _budget(epsilon, delta, owner)
+    rel = _relation(relation, allowed, owner)
+    given = _check_shape(shape, owner)
+    m, n = sorted(given) if oriented else given
+    k = check_rank(rank, m, n, owner)
+    options, sizes = sketch_plan(sketch, k, alpha, m, m + n if padded else m, owner)
+    return StateInputs(budget, rel, given, m, n, k, options, sizes)
 
 
 @sketch_keywords

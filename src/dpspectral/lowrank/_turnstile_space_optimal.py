@@ -50,13 +50,12 @@ from ._factorization import (
     _seed,
     _space_optimal_sketches,
     check_matrix,
-    check_rank,
     space_optimal_finish,
     space_optimal_noise,
     split_joint,
 )
 from ._one_call import state_keywords, stream_entries
-from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
+from ._sketch_options import Sketch, sketch_keywords, sketch_options
 from ._sketches import SketchSizes
 from ._streaming import (
     CURRENT,
@@ -70,12 +69,12 @@ from ._streaming import (
     PublishOnce,
     StateFileError,
     TurnstileConfig,
-    _check_shape,
     check_entries,
     check_entry,
     read_only,
     read_state_file,
     state_checksum,
+    state_inputs,
     state_noise_source,
     verified_state,
     write_state_file,
@@ -187,18 +186,14 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
-        m_user, n_user = _check_shape(shape, owner)
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV1,), owner)
-        m, n = sorted((m_user, n_user))
-        k = check_rank(rank, m, n, owner)
-        options, sizes = sketch_plan(sketch, k, alpha, m, m + n, owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV1,), alpha=alpha, sketch=sketch, owner=owner, padded=True)
         config = SpaceOptimalConfig(
-            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v,
-            sketch_seed=_seed(options.seed, owner=owner),
-            epsilon=budget.epsilon, delta=budget.delta, relation=rel.value, calibration=str(calibration),
-            bound=float(bound), alpha=float(alpha), sketch_failure_share=float(options.failure_share),
-            input_share=float(input_share),
+            shape=got.shape, rank=got.rank, t=got.sizes.t, v=got.sizes.v,
+            sketch_seed=_seed(got.sketch.seed, owner=owner),
+            epsilon=got.budget.epsilon, delta=got.budget.delta, relation=got.relation.value,
+            calibration=str(calibration), bound=float(bound), alpha=float(alpha),
+            sketch_failure_share=float(got.sketch.failure_share), input_share=float(input_share),
         )
         so, budget = self._plan(config, owner)
         self._setup(config, so)
