@@ -30,19 +30,10 @@ from dpspectral.local import (
     local_gaussian_report,
     local_lrf_report,
     local_lrf_setup,
-    private_local_lrf,
 )
 from dpspectral.lowrank import (
-    ContinualLRF,
-    CovarianceLRF,
-    TurnstileLRF,
-    continual_lrf,
-    covariance_lrf,
     optimal_space_lrf,
-    private_frobenius_lrf,
-    private_space_optimal_lrf,
     sketch_sizes,
-    turnstile_lrf,
 )
 from dpspectral.pca import RangeEstimation, dp_spca
 from dpspectral.pca._oja import (
@@ -171,34 +162,13 @@ def test_registry_options_are_parameters_of_their_function():
 
 _A = np.random.default_rng(2018).uniform(size=(12, 9))
 _ROWS = _A / np.linalg.norm(_A, axis=1, keepdims=True)
-_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0, "sketch_seed": 11}
+_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0}
 _SIZES_OLD = {"t": 4, "v": 6}
 _SIZES_NEW = {"subspace_sketch_size": 4, "affine_sketch_size": 6}
 
 
 def _factors(res: Any) -> tuple[np.ndarray, ...]:
     return res.U, res.S, res.V
-
-
-def _turnstile(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = TurnstileLRF(_A.shape, 2, **_PRIVATE, **sizes)
-    rows, cols = np.nonzero(_A)
-    state.update_many(rows, cols, _A[rows, cols])
-    return _factors(state.release())
-
-
-def _continual(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = ContinualLRF(_A.shape, 2, 2, **_PRIVATE, **sizes)
-    for step in range(2):
-        cols = np.arange(_A.shape[1])
-        state.step(np.full(cols.size, step), cols, _A[step])
-    return _factors(state.release())
-
-
-def _covariance(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = CovarianceLRF(_ROWS.shape[1], 2, **_PRIVATE, **sizes)
-    state.insert_many(_ROWS)
-    return _factors(state.release())
 
 
 def _spca(**share: Any) -> tuple[np.ndarray, ...]:
@@ -323,18 +293,6 @@ _GEP_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]]]] = [
 RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, Any], dict[str, Any]]] = [
     ("optimal_space_lrf", lambda **kw: _factors(optimal_space_lrf(_A, 2, random_state=0, **kw)),
      _SIZES_OLD, _SIZES_NEW),
-    ("private_frobenius_lrf", lambda **kw: _factors(private_frobenius_lrf(_A, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("private_space_optimal_lrf",
-     lambda **kw: _factors(private_space_optimal_lrf(_A, 2, **_PRIVATE, **kw)), _SIZES_OLD, _SIZES_NEW),
-    ("turnstile_lrf", lambda **kw: _factors(turnstile_lrf(_A, 2, **_PRIVATE, **kw)), _SIZES_OLD, _SIZES_NEW),
-    ("continual_lrf", lambda **kw: _factors(continual_lrf(_A, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("covariance_lrf", lambda **kw: _factors(covariance_lrf(_ROWS, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("TurnstileLRF.__init__", _turnstile, _SIZES_OLD, _SIZES_NEW),
-    ("ContinualLRF.__init__", _continual, _SIZES_OLD, _SIZES_NEW),
-    ("CovarianceLRF.__init__", _covariance, _SIZES_OLD, _SIZES_NEW),
     ("sketch_sizes", lambda **kw: (np.array(dataclasses.astuple(sketch_sizes(2, 0.25, **kw))),),
      {"t_max": 7, "v_max": 8, "t": 3, "v": 5},
      {"max_subspace_sketch_size": 7, "max_affine_sketch_size": 8, "subspace_sketch_size": 3,
@@ -343,8 +301,6 @@ RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, 
     ("local_lrf_setup", _local_setup, {"m": 12, "n": 9, **_SIZES_OLD},
      {"n_users": 12, "n_features": 9, **_SIZES_NEW}),
     ("local_lrf_report", _local_report, {"i": 3}, {"user_index": 3}),
-    ("private_local_lrf", lambda **kw: (lambda r: (r.U, r.S))(private_local_lrf(_ROWS, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
     ("local_gaussian_aggregate", _local_gaussian, {"d": 9}, {"n_features": 9}),
     ("dp_pca", _dp_pca, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("oja", _oja, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),

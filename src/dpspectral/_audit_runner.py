@@ -60,6 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._registry import Method, methods
+from .lowrank._sketch_options import Sketch
 from .pca._schedule import WarmupSchedule
 from .privacy._audit import (
     clopper_pearson,
@@ -563,10 +564,10 @@ def _method_kwargs(method: Method, relation: Relation, epsilon: float,
         kwargs["bound"] = PRIV_BOUND
     if method.task == "gep":  # the pair's labels are the public classes (no label-set release to audit)
         kwargs["classes"] = (0, 1)
-    if "sketch_seed" in method.options:
+    if "sketch" in method.options and method.needs_delta:  # not optimal_space_lrf's sketch kind
         # the sketches' randomness is public (the adversary knows it): one fixed seed for every run, so
         # that the runs differ only in the secret noise and the audit is reproducible
-        kwargs["sketch_seed"] = AUDIT_SKETCH_SEED
+        kwargs["sketch"] = Sketch(seed=AUDIT_SKETCH_SEED)
     used: dict[str, Any] = {}
     for key, value in AUDIT_SETTINGS.get(method.name, {}).items():
         if key in method.options:

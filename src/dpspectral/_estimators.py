@@ -1101,10 +1101,11 @@ class DPLowRank(_DPEstimator):
     random_state : None, int, SeedSequence, Generator or "secure"
         Seeds the secret noise only: keep it secret. ``"secure"`` draws the noise from OS entropy with
         exact discrete samplers (not reproducible; ``privacy_.noise_source == "secure"``). The public
-        sketches come from OS entropy unless a public ``sketch_seed`` is declared in ``method_params``
-        (a fit is reproducible only then, and never with ``"secure"``).
+        sketches come from OS entropy unless a public seed is declared in ``method_params``
+        (``{"sketch": Sketch(seed=...)}``; a fit is reproducible only then, and never with ``"secure"``).
     method_params : dict or None
-        Extra keyword arguments of the method (``t``, ``v``, ``bound``, ``sketch_seed``, ...).
+        Extra keyword arguments of the method (``sketch`` (a :class:`~dpspectral.lowrank.Sketch`),
+        ``bound``, ...).
 
     Attributes
     ----------

@@ -79,7 +79,13 @@ def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0
 
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
-            given = {new: kwargs.pop(old) for old, new in fields.items() if old in kwargs}
+            given: dict[str, Any] = {}
+            for old, new in fields.items():
+                if old in kwargs:
+                    if new in given:  # two old names of one field (a paper's symbol and its long name)
+                        raise TypeError(f"{owner}() got two keywords for '{group}.{new}'; pass "
+                                        f"{group}={factory.__name__}({new}=...).")
+                    given[new] = kwargs.pop(old)
             if given:
                 olds = ", ".join(f"'{old}'" for old, new in fields.items() if new in given)
                 example = ", ".join(f"{name}=..." for name in given)

@@ -236,7 +236,7 @@ _ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms,
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
-_LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketch_seed"}
+_LRF_OPTIONS = frozenset({"alpha", "bound", "sketch"})  # sketch: a lowrank.Sketch (t, v, seed, failure share)
 _OJA_OPTIONS = frozenset({"learning_rate_scale", "learning_rate_offset", "rank_method", "n_samples",
                           "show_progress"})  # eta_t = c1 / (c2 + t): c1 the scale, c2 the offset
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
@@ -464,8 +464,7 @@ _LOWRANK: tuple[Method, ...] = (
         model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
         function=_ref("lowrank._covariance", "covariance_lrf"),
         summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
-        options=_SKETCH_SIZES | {"row_norm", "on_norm_violation", "alpha", "sketch_failure_share",
-                                 "sketch_seed", "batch_rows"},
+        options=frozenset({"row_norm", "on_norm_violation", "alpha", "sketch", "batch_rows"}),
         task="lowrank", passes="1 (rows inserted once)", memory="O((t + v) n)",
         regime="Row-level privacy for the covariance A^T A of rows streamed once",
     ),
@@ -476,8 +475,8 @@ _LOWRANK: tuple[Method, ...] = (
         function=_ref("lowrank._hardt_roth", "hardt_roth"),
         summary="Row-level: noisy subspace iteration on A^T A (STOC 2013; releases V and S, not U); the "
                 "STOC 2012 range finder (A Omega, pruned Q, Q^T A) as algorithm='range_finder'",
-        options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
-                           "on_norm_violation", "algorithm", "block", "iterations", "singular_values"}),
+        options=frozenset({"row_norm", "range_finder", "power", "on_norm_violation", "algorithm",
+                           "singular_values"}),
         task="lowrank", passes="2 per iteration (3 iterations)",
         memory="O(m n) (a clipped copy of A) + O(n min(n, 10 k))",
         regime="Row-level neighbours (one person per row): the right subspace V at Analyze Gauss's level "
@@ -489,8 +488,7 @@ _LOWRANK: tuple[Method, ...] = (
         function=_ref("local._lowrank", "private_local_lrf"),
         summary="Default protocol='gram': each user sends iso(a a^T) + noise, V and S (the local model's "
                 "limit); protocol='sketch': the paper's a^T Phi, S_i (T a)^T reports, left subspace U",
-        options=frozenset({"row_norm", "alpha", *_SKETCH_SIZES, "simulate_sum", "sketch_seed",
-                           "sketch_failure_share", "on_norm_violation", "protocol", "sketch_sensitivity",
+        options=frozenset({"row_norm", "alpha", "sketch", "simulate_sum", "on_norm_violation", "protocol",
                            "row_change"}),
         task="lowrank", passes="1 (one report per user)", memory="O(n^2) (gram); O(m t + v^2) (sketch)",
         regime="No trusted curator: every user (row) randomises their own report; beats a random V when "
