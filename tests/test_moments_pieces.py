@@ -59,3 +59,26 @@ def test_centred_non_finite_refused():
     with pytest.raises(NonPrivateDataError):
         accumulate(X, row_norm=1.0, center=mu, want_second=True)
     assert np.isinf(centred_row_norms(X, mu)[1500])
+
+
+def test_top_k_eigh_serial_blas_for_small_d(monkeypatch):
+    """The top-k eigh runs on one BLAS thread up to SERIAL_EIGH_MAX_D (threads that must meet after each
+    small product are slow on shared cores) and gives the top eigenpairs."""
+    import contextlib
+
+    import dpspectral._linalg as linalg
+
+    limits = []
+
+    def record(limits_arg=None, user_api=None):
+        limits.append((limits_arg, user_api))
+        return contextlib.nullcontext()
+
+    monkeypatch.setattr(linalg, "threadpool_limits", record)
+    A = np.random.default_rng(3).standard_normal((200, 40))
+    S = A.T @ A
+    values, vectors = linalg.top_k_eigh(S, 3)
+    assert limits == [(1, "blas")]
+    expected = np.linalg.eigvalsh(S)[::-1][:3]
+    np.testing.assert_allclose(values, expected, rtol=1e-10)
+    np.testing.assert_allclose(S @ vectors, vectors * values, atol=1e-8)
