@@ -147,8 +147,8 @@ PAPER_PRIVATE_OJA: dict[str, Any] = {"gradient_clip": 1.0, "rank_method": "block
 #: DP-PCA (Algorithms 3-5) with the paper's schedule and pure-Laplace histograms (equal minibatches
 #: B = n / ln(n)^2, a k-column iterate, Algorithm 5's truncation at every step, halves for Algorithms 4
 #: and 5), K = 1, a = 1/2, half-width 2r, pure-Laplace histograms; c1 = 100, c2 = 1 on real data.
-_PAPER_RANGE = dict(half_width_mult=2.0, tail_scale=1.0, tail_exponent=0.5, failure_probability=0.01,
-                    n_groups=None, histogram_share=0.5)
+_PAPER_RANGE: dict[str, Any] = dict(half_width_mult=2.0, tail_scale=1.0, tail_exponent=0.5,
+                                    failure_probability=0.01, n_groups=None, histogram_share=0.5)
 PAPER_DP_PCA_LAPLACE: dict[str, Any] = {"schedule": "paper", "batch_size": None, "batch_constant": 1.0,
                                  "rank_method": "block",
                                  "range_estimation": RangeEstimation(histogram="laplace", **_PAPER_RANGE),

@@ -83,7 +83,7 @@ from .._moments import accumulate
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
 from ..lowrank._factorization import check_matrix, check_rank
-from ..lowrank._sketch_options import Sketch, sketch_keywords, sketch_options
+from ..lowrank._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ..lowrank._sketches import (
     PAPER_SIZE_NAMES,
     chi2_quantile_factor,
@@ -977,8 +977,8 @@ def private_local_lrf(
     owner = _OWNER
     options = sketch_options(sketch, owner, drawn=True)
     subspace_sketch_size, affine_sketch_size = options.subspace_size, options.affine_size
-    sketch_seed, sketch_failure_share = options.seed, options.failure_share
-    sketch_sensitivity = options.sensitivity
+    sketch_seed, sketch_failure_share = options.seed, failure_share_of(options)
+    sketch_sensitivity = options.sensitivity or "per_pair"
     budget, C = _lrf_inputs(owner, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
                             calibration=calibration, alpha=alpha, simulate_sum=simulate_sum,
                             sketch_seed=sketch_seed, sketch_failure_share=sketch_failure_share,

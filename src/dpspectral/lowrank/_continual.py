@@ -56,7 +56,7 @@ from ._factorization import (
     split_joint,
 )
 from ._one_call import state_keywords
-from ._sketch_options import Sketch, sketch_keywords, sketch_options
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ._streaming import _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only, state_inputs
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
@@ -198,7 +198,7 @@ class ContinualLRF:
         self.transposed = got.shape[0] > got.shape[1]
         self._inner_shape = (m, n)
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
-                           sketch_failure_share=float(options.failure_share))
+                           sketch_failure_share=failure_share_of(options))
         self._sketch_seed = _seed(options.seed, owner=owner)
         secure = isinstance(random_state, str) and random_state == "secure"
         _check_noise_seed(noise_seed, secure, owner)

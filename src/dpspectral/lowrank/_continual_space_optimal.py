@@ -49,7 +49,7 @@ from ._factorization import (
     space_optimal_noise,
 )
 from ._one_call import state_keywords
-from ._sketch_options import Sketch, sketch_keywords, sketch_options
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ._streaming import STREAM_NOTE, check_entries, state_inputs
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
@@ -112,7 +112,7 @@ class ContinualSpaceOptimalLRF:
         so = space_optimal_noise(self.mechanism, budget, rel, self.sizes, (m, n),
                                  bound=float(bound) * math.sqrt(self.levels), calibration=str(calibration),
                                  alpha=float(alpha), input_share=float(input_share),
-                                 sketch_failure_share=float(options.failure_share))
+                                 sketch_failure_share=failure_share_of(options))
         self._so = dataclasses.replace(so, plan=dataclasses.replace(
             so.plan, notes=(*so.plan.notes, STREAM_NOTE, f"Binary tree over T = {self.horizon} steps, L = "
                             f"{self.levels} levels: sigma_min and the noise set for scale b sqrt(L).")))

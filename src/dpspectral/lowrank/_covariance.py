@@ -37,7 +37,7 @@ from ._factorization import (
     split_joint,
 )
 from ._one_call import state_keywords
-from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 from ._streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
 from ._subspace import GramResult
@@ -159,7 +159,7 @@ class CovarianceLRF(SketchState):
         k = check_rank(rank, d, d, owner)
         options, sizes = sketch_plan(sketch, k, alpha, d, d, owner)
         noise, b, plan = self._plan(budget, rel, C_r, d, sizes, calibration=calibration, alpha=float(alpha),
-                                    sketch_failure_share=float(options.failure_share))
+                                    sketch_failure_share=failure_share_of(options))
         self._sketch_seed = _seed(options.seed, owner=owner)
         self.n_features = d
         self.rank = k

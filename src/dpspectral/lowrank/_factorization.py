@@ -53,7 +53,14 @@ from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
-from ._sketch_options import SKETCH_OPTION, SKETCH_SEED, Sketch, sketch_keywords, sketch_plan
+from ._sketch_options import (
+    SKETCH_OPTION,
+    SKETCH_SEED,
+    Sketch,
+    failure_share_of,
+    sketch_keywords,
+    sketch_plan,
+)
 from ._sketches import (
     ALPHA,
     PAPER_SIZE_NAMES,
@@ -922,7 +929,7 @@ class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
         inputs = dataclasses.replace(inputs, sketch=options)
         noise, plan = self.noise_plan(inputs, budget, rel, sizes, (m, n))
         return _LRFChecked(inputs, budget, rel, inputs.calibration, B, transposed, k, sizes, noise, plan,
-                           _seed(inputs.sketch.seed, owner=owner))
+                           _seed((inputs.sketch or Sketch()).seed, owner=owner))
 
     def sketched_width(self, m: int, n: int) -> int:
         raise NotImplementedError
@@ -961,7 +968,7 @@ class _Frobenius(_SketchLRF):
                    shape: tuple[int, int]) -> tuple[FrobeniusNoise, ReleasePlan]:
         fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(inputs.bound),
                               calibration=inputs.calibration, alpha=float(inputs.alpha),
-                              sketch_failure_share=float(inputs.sketch.failure_share), owner=inputs.owner,
+                              sketch_failure_share=failure_share_of(inputs.sketch), owner=inputs.owner,
                               shape=shape)
         return fro, frobenius_plan(inputs.owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
 
@@ -997,7 +1004,7 @@ class _SpaceOptimal(_SketchLRF):
         so = space_optimal_noise(inputs.owner, budget, rel, sizes, shape, bound=float(inputs.bound),
                                  calibration=inputs.calibration, alpha=float(inputs.alpha),
                                  input_share=float(inputs.input_share or 0.5),
-                                 sketch_failure_share=float(inputs.sketch.failure_share))
+                                 sketch_failure_share=failure_share_of(inputs.sketch))
         return so, so.plan
 
     def statistic(self, inputs: _LRFChecked, rows: UncountedMatrix, plan: ReleasePlan,

@@ -99,6 +99,12 @@ def sketch_options(sketch: Sketch | None, owner: str, drawn: bool = False) -> Sk
                    else options.failure_share, sensitivity=options.sensitivity or "per_pair")
 
 
+def failure_share_of(sketch: Sketch | None) -> float:
+    """The sketch's failure share, the default (0.1) where it is None."""
+    share = None if sketch is None else sketch.failure_share
+    return float(FAILURE_SHARE if share is None else share)
+
+
 def sketch_plan(sketch: Sketch | None, k: int, alpha: float, max_subspace_size: int, max_affine_size: int,
                 owner: str) -> tuple[Sketch, SketchSizes]:
     """The checked options (:func:`sketch_options`) and the sizes they give (:func:`.sketch_sizes`)."""

@@ -72,7 +72,7 @@ from ._factorization import (
     split_joint,
 )
 from ._one_call import state_keywords, stream_entries
-from ._sketch_options import Sketch, sketch_keywords, sketch_options, sketch_plan
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
 
 __all__ = [
@@ -702,7 +702,7 @@ class TurnstileLRF(SketchState):
             calibration=calibration,
             bound=float(bound),
             alpha=float(alpha),
-            sketch_failure_share=float(got.sketch.failure_share),
+            sketch_failure_share=failure_share_of(got.sketch),
         )
 
     # -- construction shared by __init__ and load ------------------------------------------------

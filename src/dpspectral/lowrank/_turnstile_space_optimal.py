@@ -55,7 +55,7 @@ from ._factorization import (
     split_joint,
 )
 from ._one_call import state_keywords, stream_entries
-from ._sketch_options import Sketch, sketch_keywords, sketch_options
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ._sketches import SketchSizes
 from ._streaming import (
     CURRENT,
@@ -193,7 +193,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
             sketch_seed=_seed(got.sketch.seed, owner=owner),
             epsilon=got.budget.epsilon, delta=got.budget.delta, relation=got.relation.value,
             calibration=str(calibration), bound=float(bound), alpha=float(alpha),
-            sketch_failure_share=float(got.sketch.failure_share), input_share=float(input_share),
+            sketch_failure_share=failure_share_of(got.sketch), input_share=float(input_share),
         )
         so, budget = self._plan(config, owner)
         self._setup(config, so)
