@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpspectral.pca import analyze_gauss
+from dpspectral.pca import AdaptiveClip, analyze_gauss
 from dpspectral_reproduce.chen2025 import load_chen_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def _run(name: str, data: Path, args: argparse.Namespace) -> dict:
     top = float(np.sort(np.linalg.eigvalsh(cov))[::-1][: args.k].sum())
     norms = np.linalg.norm(Xc, axis=1)
     settings: list[tuple[str, dict]] = [("clip at row_norm", {"adaptive_clip": False})]
-    settings += [(f"adaptive q={q:g}", {"clip_quantile": q}) for q in args.quantiles]
+    settings += [(f"adaptive q={q:g}", {"adaptive_clip": AdaptiveClip(quantile=q)}) for q in args.quantiles]
     table = []
     for eps in args.epsilons:
         for label, kw in settings:
@@ -102,11 +102,11 @@ def _run_uncentred(name: str, data: Path, args: argparse.Namespace) -> dict:
     raw = _raw(name, data)
     norms = np.linalg.norm(raw, axis=1)
     unit = raw / np.where(norms > 0, norms, 1.0)[:, None]
-    share = {"clip_share": args.share} if args.share else {}
+    share = args.share or None
     settings: list[tuple[str, dict]] = [("clip at row_norm", {"adaptive_clip": False}),
-                                        ("adaptive, balance rule (default)", share)]
-    settings += [(f"adaptive q={q:g}", {"clip_quantile": q, **({"clip_share": args.share}
-                                                                if args.share else {})})
+                                        ("adaptive, balance rule (default)",
+                                         {"adaptive_clip": AdaptiveClip(share=share)})]
+    settings += [(f"adaptive q={q:g}", {"adaptive_clip": AdaptiveClip(quantile=q, share=share)})
                  for q in args.quantiles]
     table = []
     for scaling, X, C in [("unit", unit, 1.0), ("max", raw, 1.0), ("4x", raw, 4.0)]:

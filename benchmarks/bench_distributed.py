@@ -116,7 +116,7 @@ def bench_speed(args: argparse.Namespace) -> None:
     from threadpoolctl import threadpool_limits
 
     from dpspectral import DPPCA
-    from dpspectral.distributed import DistributedDPPCA
+    from dpspectral.distributed import DaskEngine, DistributedDPPCA
 
     X = load_mnist(Path(args.data))
     sites = split(X, 10)
@@ -142,8 +142,8 @@ def bench_speed(args: argparse.Namespace) -> None:
             Client(cluster) as client:
         client.wait_for_workers(2)
         startup = time.perf_counter() - t0
-        t_d, est = _fit_times(lambda r: DistributedDPPCA(k, intermediate_rank=R,
-                                                         scheduler_address=cluster.scheduler_address,
+        at_cluster = DaskEngine(scheduler_address=cluster.scheduler_address)
+        t_d, est = _fit_times(lambda r: DistributedDPPCA(k, intermediate_rank=R, engine=at_cluster,
                                                          random_state=r, **KW), sites, args.repeats)
         with threadpool_limits(1, user_api="blas"):  # the workers' BLAS is single-threaded too
             ref = DistributedDPPCA(k, intermediate_rank=R, engine="inprocess", random_state=args.repeats - 1,
@@ -157,15 +157,15 @@ def bench_speed(args: argparse.Namespace) -> None:
         workers = sorted(client.scheduler_info()["workers"])
         futures = [client.scatter(S, workers=[workers[s % len(workers)]], hash=False)
                    for s, S in enumerate(sites)]  # the sites' data already lives on the workers
-        t_f, est_f = _fit_times(lambda r: DistributedDPPCA(k, intermediate_rank=R,
-                                                           scheduler_address=cluster.scheduler_address,
+        t_f, est_f = _fit_times(lambda r: DistributedDPPCA(k, intermediate_rank=R, engine=at_cluster,
                                                            random_state=r, **KW), futures, args.repeats)
         emit({"bench": "speed", "engine": "dask LocalCluster, data already on the workers (futures)",
               "seconds_median": statistics.median(t_f), "seconds_all": t_f,
               "identical_to_inprocess": bool(np.array_equal(est_f.components_, ref.components_))})
         del futures
         t0 = time.perf_counter()
-        DistributedDPPCA(k, intermediate_rank=R, n_workers=2, random_state=0, **KW).fit(sites[:2])
+        DistributedDPPCA(k, intermediate_rank=R, engine=DaskEngine(n_workers=2), random_state=0,
+                         **KW).fit(sites[:2])
         emit({"bench": "speed", "engine": "dask, own LocalCluster per fit (2 sites)",
               "seconds": time.perf_counter() - t0})
 
@@ -174,7 +174,7 @@ def bench_scaling(args: argparse.Namespace) -> None:
     from distributed import Client, LocalCluster
     from threadpoolctl import threadpool_limits
 
-    from dpspectral.distributed import DistributedDPPCA
+    from dpspectral.distributed import DaskEngine, DistributedDPPCA
 
     X = load_mnist(Path(args.data))
     k, R = 50, 100
@@ -187,7 +187,8 @@ def bench_scaling(args: argparse.Namespace) -> None:
                 t_in, est_in = _fit_times(lambda r: DistributedDPPCA(
                     k, intermediate_rank=R, engine="inprocess", random_state=r, **KW), sites, 1)
             t_d, est_d = _fit_times(lambda r: DistributedDPPCA(
-                k, intermediate_rank=R, scheduler_address=cluster.scheduler_address, random_state=r, **KW),
+                k, intermediate_rank=R, engine=DaskEngine(scheduler_address=cluster.scheduler_address),
+                random_state=r, **KW),
                 sites, 1)
             emit({"bench": "scaling", "sites": S, "rows_per_site": X.shape[0] // S,
                   "inprocess_seconds": t_in[0], "dask_seconds": t_d[0],

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpspectral.pca import BinghamSampler, BinghamSamplerError, exponential_pca, ppca
+from dpspectral.pca import BinghamSampler, BinghamSamplerError, EpsilonSplit, exponential_pca, ppca
 
 D, K, EPSILON, ROW_NORM = 100, 10, 1.0, 3.0
 
@@ -254,7 +254,7 @@ UTILITY_SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
     "no coordinates": {"coordinate_share": 0.0},
     "before issue 16": {"allocation": "equal", "accounting": "per_direction", "coordinate_share": 0.0},
-}
+}  # fields of EpsilonSplit
 
 
 def utility(data_dir: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
@@ -278,9 +278,10 @@ def utility(data_dir: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
                     for label, kw in UTILITY_SETTINGS.items():
                         if label == "before issue 16" and fn is ppca:
                             kw = {**kw, "eigenvalue_share": 0.0}
+                        split = {"epsilon_split": EpsilonSplit(**kw)}
                         caps = []
                         for seed in range(repeats):
-                            V = fn(X, K, epsilon=eps, row_norm=1.0, random_state=seed, **kw).components
+                            V = fn(X, K, epsilon=eps, row_norm=1.0, random_state=seed, **split).components
                             caps.append(float(np.trace(V.T @ A @ V)) / top)
                         row = {"data": name, "rotated": rotated, "epsilon": eps,
                                "method": fn.__name__, "setting": label,

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from dpspectral.pca import analyze_gauss
+from dpspectral.pca import WarmupSchedule, analyze_gauss
 from dpspectral.pca._minibatch import minibatch_oja
 
 #: (n_batches, warmup_fraction, block_size)
@@ -59,8 +59,8 @@ def spiked_table(ns: list[int], seeds: int, time_limit: float, start: float) -> 
         for s in range(seeds):
             X = spiked(n, 1000 + s)
             for t, f, p in SCHEDULES:
-                r = minibatch_oja(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, n_batches=t,
-                                  warmup_fraction=f, block_size=p, random_state=s)
+                r = minibatch_oja(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, schedule=WarmupSchedule(t, f),
+                                  block_size=p, random_state=s)
                 cells.setdefault(f"{t},{f},{p}", []).append(sin_theta(r.components))
             r = analyze_gauss(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=s)
             cells.setdefault("ag", []).append(sin_theta(r.components))
@@ -89,8 +89,8 @@ def mnist_table(seeds: int) -> None:
         vals: dict[str, list[float]] = {}
         for s in range(seeds):
             for t, f, p in MNIST:
-                r = minibatch_oja(X, 10, epsilon=eps, delta=1e-6, row_norm=1.0, n_batches=t,
-                                  warmup_fraction=f, block_size=p, random_state=s)
+                r = minibatch_oja(X, 10, epsilon=eps, delta=1e-6, row_norm=1.0, schedule=WarmupSchedule(t, f),
+                                  block_size=p, random_state=s)
                 vals.setdefault(f"{t},{f},{p}", []).append(captured(r.components))
             r = analyze_gauss(X, 10, epsilon=eps, delta=1e-6, row_norm=1.0, random_state=s)
             vals.setdefault("ag", []).append(captured(r.components))

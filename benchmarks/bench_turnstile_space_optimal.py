@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from dpspectral.lowrank import TurnstileLRF, private_space_optimal_lrf, turnstile_lrf
+from dpspectral.lowrank import Sketch, TurnstileLRF, private_space_optimal_lrf, turnstile_lrf
 from dpspectral.lowrank._turnstile_space_optimal import (
     TurnstileSpaceOptimalLRF,
     paper_space_bound,
@@ -49,7 +49,7 @@ def error_table(seeds=(0, 1, 2)) -> None:
                 "turnstile_lrf (Priv2)": []}
         diff, secs = 0.0, {key: 0.0 for key in rows}
         for seed in seeds:
-            kw = dict(random_state=seed, sketch_seed=100 + seed, **KW)
+            kw = dict(random_state=seed, sketch=Sketch(seed=100 + seed), **KW)
             t0 = time.perf_counter()
             one = private_space_optimal_lrf(A, k, **kw)
             t1 = time.perf_counter()
@@ -90,7 +90,7 @@ def tree_table(seeds=(0, 1, 2)) -> None:
         opt = float(np.sqrt(np.sum(s[k:] ** 2)))
         errs = np.zeros(3)
         for seed in seeds:
-            kw = dict(random_state=seed, sketch_seed=100 + seed, **KW)
+            kw = dict(random_state=seed, sketch=Sketch(seed=100 + seed), **KW)
             for i, f in enumerate((continual_space_optimal_lrf, continual_lrf, private_space_optimal_lrf)):
                 errs[i] += np.linalg.norm(A - f(A, k, **kw).reconstruct()) / opt / len(seeds)
         print(f"| {m} x {n} | {L} | {2 * L * node + st._Omega.nbytes:,} | "

@@ -18,7 +18,13 @@ import pytest
 from _adaptive import RecordingGenerator as _RecordingGenerator
 from _pinned import bw_multiplier, clip_by_hand
 
-from dpspectral import Accountant, DPFisherDiscriminant, DPLinearDiscriminantAnalysis, private_fda
+from dpspectral import (
+    Accountant,
+    AdaptiveClip,
+    DPFisherDiscriminant,
+    DPLinearDiscriminantAnalysis,
+    private_fda,
+)
 from dpspectral.gep._moments import DEFAULT_SHARES, moments_fda, moments_sensitivity, release_moments
 from dpspectral.privacy._accounting import epsilon_of
 from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
@@ -141,8 +147,8 @@ def test_refusals_charge_nothing():
     bad[3, 0] = np.nan
     over = X.copy()
     over[5] *= 100.0
-    cases = [(bad, {}), (over, {"on_norm_violation": "raise"}), (X, {"clip_share": 1.5}),
-             (X, {"clip_share": 0.0}), (X, {"adaptive_clip": "yes"})]
+    cases = [(bad, {}), (over, {"on_norm_violation": "raise"}), (X, {"adaptive_clip": "yes"}),
+             (X, {"adaptive_clip": AdaptiveClip(quantile=0.5)})]
     for data, kwargs in cases:
         fresh = Accountant(10.0, 1e-3)
         with pytest.raises((ValueError, TypeError)):
@@ -154,7 +160,7 @@ def test_refusals_charge_nothing():
 def test_estimators_and_private_fda_pass_the_options_through():
     X, y = _data(n=600)
     kw = dict(epsilon=EPS, delta=DELTA, row_norm=1.0, classes=CLASSES, random_state=3)
-    a = moments_fda(X, y, 2, clip_share=0.05, **kw)
+    a = moments_fda(X, y, 2, adaptive_clip=AdaptiveClip(share=0.05), **kw)
     b = private_fda(X, y, 2, method="moments", clip_share=0.05, **kw)
     c = DPFisherDiscriminant(2, method_params={"clip_share": 0.05}, **kw).fit(X, y)
     d = DPLinearDiscriminantAnalysis(2, clip_share=0.05, **kw).fit(X, y)

@@ -21,6 +21,7 @@ from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
 from dpspectral import UncertifiedPrivacyWarning, dp_spca, dp_vrpca
+from dpspectral._options import AdaptiveClip
 from dpspectral.privacy._accounting import Accountant, epsilon_of
 from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
 from dpspectral.privacy._budget import BudgetExceededError
@@ -37,7 +38,7 @@ def _histogram_event(share: float = DEFAULT_CLIP_SHARE) -> dp_accounting.Gaussia
 # -- events -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fn,kw,tol", [
     (dp_spca, {}, 1e-6),  # full batches: all Gaussian (the histogram and the T steps)
-    (dp_spca, {"sampling_rate": 0.5, "n_steps": 6, "clip_share": 0.05}, 5e-3),
+    (dp_spca, {"sampling_rate": 0.5, "n_steps": 6, "adaptive_clip": AdaptiveClip(share=0.05)}, 5e-3),
     (dp_vrpca, {}, 1e-6),  # the m full gradients only: all Gaussian
     (dp_vrpca, {"n_steps": 3}, 5e-3),  # full gradients and inner steps
 ])
@@ -45,13 +46,13 @@ def test_events_compose_to_the_budget(fn, kw, tol):
     X, _ = _spiked(n=600, d=8)
     res = fn(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0, **kw)
     hist, *method = res.privacy.events
-    assert hist == _histogram_event(kw.get("clip_share", DEFAULT_CLIP_SHARE))
+    assert hist == _histogram_event(kw.get("adaptive_clip", AdaptiveClip(share=DEFAULT_CLIP_SHARE)).share)
     direct = epsilon_of(dp_accounting.ComposedDpEvent([hist, *method]), DELTA, relation="replace_one")
     assert direct <= EPS * (1 + 1e-9) and direct == pytest.approx(EPS, abs=tol)
     assert res.privacy.certified and res.privacy.epsilon == pytest.approx(direct)
     # the method's events are the base mechanism's with a smaller share: a plan without the histogram
     # (adaptive_clip=False) has the same event structure and a smaller multiplier
-    base = fn(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0, adaptive_clip=False, **kw)
+    base = fn(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0, **{**kw, "adaptive_clip": False})
     assert len(base.privacy.events) == len(method)
     assert [type(e) for e in base.privacy.events] == [type(e) for e in method]
 
@@ -217,6 +218,7 @@ def test_adaptive_refusal_charges_nothing(fn):
            on_norm_violation="raise")
     with pytest.raises(ValueError, match="block_size"):  # checked before the charge too
         fn(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=fresh, random_state=0, block_size=7)
-    with pytest.raises(ValueError, match="clip_share"):
-        fn(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=fresh, clip_share=1.5)
+    with pytest.raises(ValueError, match="share"):
+        fn(X, 1, epsilon=EPS, delta=DELTA, row_norm=1.0, accountant=fresh,
+           adaptive_clip=AdaptiveClip(share=1.5))
     assert len(fresh.entries) == 0

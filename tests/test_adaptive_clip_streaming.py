@@ -23,6 +23,7 @@ from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
 import dpspectral.pca._oja as oja_module
+from dpspectral import AdaptiveClip
 from dpspectral.pca._minibatch import minibatch_oja, minibatch_sensitivity
 from dpspectral.pca._oja import private_oja
 from dpspectral.privacy._accounting import Accountant, ParallelDpEvent, epsilon_of
@@ -49,7 +50,8 @@ _METHODS = {"minibatch_oja": minibatch_oja, "private_oja": private_oja}
 @pytest.mark.parametrize("share", [None, 0.05])
 def test_events_compose_to_exactly_the_budget(name, share):
     X, _ = _spiked()
-    res = _METHODS[name](X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0, clip_share=share)
+    res = _METHODS[name](X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0,
+                         adaptive_clip=AdaptiveClip(share=share))
     hist, method = res.privacy.events
     s_total = analytic_noise_multiplier(EPS, DELTA)
     assert hist == dp_accounting.GaussianDpEvent(s_total / math.sqrt(share or DEFAULT_CLIP_SHARE))

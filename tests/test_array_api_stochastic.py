@@ -31,6 +31,8 @@ from dpspectral.privacy._budget import Relation
 from dpspectral.privacy._clipping import sensitivity_norm
 from dpspectral.privacy._device_noise import DeviceNoise
 from dpspectral.privacy._gaussian import analytic_noise_multiplier
+from dpspectral.privacy._noise import noise_source
+from dpspectral.privacy._pipeline import ReleasePlan, release
 from dpspectral.privacy._noise import ExactNoise
 from dpspectral.privacy._pipeline import ReleasePlan, Releaser
 
@@ -167,21 +169,17 @@ def test_sampler_draws_sample_for_sample(namespace, q):
     X = _spiked(n=301)
     X[:40] *= 1.8  # rows above the clip
     W = np.linalg.qr(np.random.default_rng(1).normal(size=(D, K)))[0]
-    host = _Sampler(X, q, 1.0, "clip", _releaser(7), "dp_spca")
-    with config_context(array_api_dispatch=True):
-        device = _Sampler(_convert(X, namespace), q, 1.0, "clip", _releaser(7), "dp_spca")
-        Wd = device.on_data(W)
-        for _ in range(6):
-            np.testing.assert_allclose(to_numpy(device.product(Wd)), host.product(W), rtol=1e-10, atol=1e-12)
-    states = [s.releaser.generator.bit_generator.state for s in (device, host)]
-    assert states[0] == states[1]
-    if q == 1.0:  # every row: nothing drawn
-        assert states[0] == np.random.default_rng(7).bit_generator.state
-
-
-def _releaser(seed: int) -> Releaser:
-    """A releaser of the exact source seeded with ``seed`` (for the sampler's Poisson draws)."""
-    return Releaser(ReleasePlan("dp_spca", Relation.REPLACE_ONE, ()), ExactNoise(np.random.default_rng(seed)))
+    plan = ReleasePlan("dp_spca", Relation.REPLACE_ONE, (), ())
+    with release(plan, None, noise_source(7)) as on_host, release(plan, None, noise_source(7)) as on_device:
+        host = _Sampler(X, q, 1.0, "clip", on_host, "dp_spca")
+        with config_context(array_api_dispatch=True):
+            device = _Sampler(_convert(X, namespace), q, 1.0, "clip", on_device, "dp_spca")
+            Wd = device.on_data(W)
+            for _ in range(6):
+                np.testing.assert_allclose(to_numpy(device.product(Wd)), host.product(W), rtol=1e-10,
+                                           atol=1e-12)
+        if q < 1.0:
+            assert on_device.generator.bit_generator.state == on_host.generator.bit_generator.state
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

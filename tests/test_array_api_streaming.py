@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pytest
 
-from dpspectral import DPPCA, Accountant, to_numpy
+from dpspectral import DPPCA, Accountant, WarmupSchedule, to_numpy
 from dpspectral._array_api import config_context
 from dpspectral.pca import _minibatch as minibatch_module
 from dpspectral.pca._minibatch import minibatch_oja
@@ -79,10 +79,10 @@ def _same_subspace(V0: np.ndarray, V1: np.ndarray, tol: float) -> None:
 CASES = [
     ("spiked", {"adaptive_clip": False}),  # one release at C: the same frame and permutation
     ("spiked", {"adaptive_clip": False, "row_norm": 0.4}),  # rows above the bound: clipped on the device
-    ("spiked", {"adaptive_clip": False, "n_batches": 2, "warmup_fraction": 0.3, "block_size": K}),
+    ("spiked", {"adaptive_clip": False, "schedule": WarmupSchedule(2, 0.3), "block_size": K}),
     ("axes", {}),  # the default: adaptive clip, three warm-up batches
-    ("spiked", {"n_batches": 1, "block_size": D}),  # adaptive clip, one step over every row
-    ("spiked", {"n_batches": 1, "block_size": D, "row_norm": 0.4}),
+    ("spiked", {"schedule": WarmupSchedule(1), "block_size": D}),  # adaptive clip, one step over every row
+    ("spiked", {"schedule": WarmupSchedule(1), "block_size": D, "row_norm": 0.4}),
 ]
 
 

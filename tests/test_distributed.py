@@ -25,6 +25,7 @@ from dpspectral.distributed import (
     DistributedDPPCA,
     InProcessEngine,
     SiteFailureError,
+    SiteFailurePolicy,
     SiteFailureWarning,
     aggregate,
     dpdispca,
@@ -309,15 +310,16 @@ def test_inprocess_site_failures_are_left_out() -> None:
     expected = aggregate([site_step(sites[s], _plan(), spawn_site_seeds(0, 3)[s], s) for s in (0, 2)], 3)
     assert np.array_equal(res.components, expected.components)
     with pytest.raises(SiteFailureError, match="min_sites=3"), pytest.warns(SiteFailureWarning):
-        dpdispca(sites, 3, min_sites=3, random_state=0, **KW)
-    with pytest.raises(SiteFailureError, match="on_site_failure='raise'"):
-        dpdispca(sites, 3, on_site_failure="raise", random_state=0, **KW)
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(min_sites=3), random_state=0, **KW)
+    with pytest.raises(SiteFailureError, match="on_failure='raise'"):
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(on_failure="raise"), random_state=0, **KW)
 
 
 def test_inprocess_timeout() -> None:
-    message = r"site 1 was left out of the release \(timeout: no answer within site_timeout=0.4 s\)"
+    message = r"site 1 was left out of the release \(timeout: no answer within timeout=0.4 s\)"
     with pytest.warns(SiteFailureWarning, match=message):
-        res = dpdispca(_sites(3), 3, engine=_SlowSiteOne(), site_timeout=0.4, random_state=0, **KW)
+        res = dpdispca(_sites(3), 3, engine=_SlowSiteOne(), site_failure=SiteFailurePolicy(timeout=0.4),
+                       random_state=0, **KW)
     assert res.contributing_sites == (0, 2) and res.sites[1].status == "timeout"
 
 
@@ -375,14 +377,17 @@ def test_audit_catches_the_papers_spectral_norm_noise() -> None:
         ([np.ones((10, 3)) / 3], {"calibration": "loose"}, ValueError, "'calibration' parameter"),
         ([np.ones((10, 3)) / 3], {"intermediate_rank": 0}, ValueError, "'intermediate_rank' parameter"),
         ([np.ones((10, 3)) / 3], {"intermediate_rank": 4}, ValueError, "'intermediate_rank' parameter"),
-        ([np.ones((10, 3)) / 3], {"site_timeout": -1}, ValueError, "'site_timeout' parameter"),
+        ([np.ones((10, 3)) / 3], {"site_failure": SiteFailurePolicy(timeout=-1)}, ValueError,
+         "'site_failure.timeout' parameter"),
         ([np.ones((10, 3)) / 3], {"weighting": [1.0, 2.0]}, ValueError, "'weighting' parameter"),
         ([np.ones((10, 3)) / 3], {"weighting": "by_size"}, ValueError, "'weighting' parameter"),
         ([np.ones((10, 3)) / 3], {"engine": "spark"}, ValueError, "'engine' parameter"),
-        ([np.ones((10, 3)) / 3], {"min_sites": 2}, ValueError, "'min_sites' parameter"),
+        ([np.ones((10, 3)) / 3], {"site_failure": SiteFailurePolicy(min_sites=2)}, ValueError,
+         "'site_failure.min_sites' parameter"),
         ([np.ones((10, 3)) / 3], {"variant": "tiny"}, ValueError, "'variant' parameter"),
         ([np.ones((10, 3)) / 3], {"spectrum": "qr"}, ValueError, "'spectrum' parameter"),
-        ([np.ones((10, 3)) / 3], {"on_site_failure": "ignore"}, ValueError, "'on_site_failure' parameter"),
+        ([np.ones((10, 3)) / 3], {"site_failure": SiteFailurePolicy(on_failure="ignore")}, ValueError,
+         "'site_failure.on_failure' parameter"),
         ([np.ones((10, 3)) / 3], {"random_state": -1}, ValueError, "'random_state' parameter"),
     ],
 )
@@ -391,6 +396,38 @@ def test_bad_input(sites: Any, kwargs: dict[str, Any], error: type, match: str) 
     k = params.pop("k")
     with pytest.raises(error, match=match):
         dpdispca(sites, k, **params)
+
+
+def test_old_site_failure_keywords_still_work_with_a_future_warning() -> None:
+    """``site_timeout``, ``min_sites`` and ``on_site_failure`` fold into ``site_failure`` (same run)."""
+    sites = _sites(3)
+    new = dpdispca(sites, 3, site_failure=SiteFailurePolicy(timeout=30.0, min_sites=2), random_state=0, **KW)
+    moved = r"'site_timeout', 'min_sites' of dpdispca moved into 'site_failure'"
+    with pytest.warns(FutureWarning, match=moved):
+        old = dpdispca(sites, 3, site_timeout=30.0, min_sites=2, random_state=0, **KW)
+    assert np.array_equal(old.components, new.components)
+    with pytest.warns(FutureWarning, match="site_failure=SiteFailurePolicy"), \
+            pytest.raises(SiteFailureError, match="on_failure='raise'"):
+        DistributedDPPCA(3, engine=_SlowSiteOne(), on_site_failure="raise", site_timeout=0.4,
+                         random_state=0, **KW).fit(sites)
+    from sklearn.base import clone
+
+    est = DistributedDPPCA(3, site_failure=SiteFailurePolicy(min_sites=2), **KW)
+    assert clone(est).get_params()["site_failure"] == SiteFailurePolicy(min_sites=2)
+
+
+def test_old_engine_keywords_of_the_estimator_fold_into_a_dask_engine() -> None:
+    """``scheduler_address`` and ``n_workers`` become ``engine=DaskEngine(...)`` (FutureWarning); with
+    ``engine="inprocess"`` they still have no effect."""
+    with pytest.warns(FutureWarning, match=r"'n_workers' of DistributedDPPCA moved into 'engine'"):
+        est = DistributedDPPCA(3, n_workers=2, **KW)
+    assert isinstance(est.engine, DaskEngine) and est.engine.n_workers == 2
+    with pytest.warns(FutureWarning, match=r"engine=DaskEngine\(scheduler_address=\.\.\.\)"):
+        est = DistributedDPPCA(3, engine="inprocess", scheduler_address="tcp://nowhere:1", random_state=0,
+                               **KW)
+    assert est.engine == "inprocess" and "scheduler_address" not in est.get_params()
+    ref = dpdispca(_sites(3), 3, random_state=0, **KW)
+    assert np.array_equal(est.fit(_sites(3)).components_, ref.components.T)
 
 
 def test_estimator_in_process_and_bad_parameters() -> None:
@@ -464,7 +501,8 @@ def test_dask_matches_inprocess(cluster) -> None:  # type: ignore[no-untyped-def
     res_f = dpdispca(futures, 3, random_state=5, engine=DaskEngine(client=client), **KW)
     _same_release(res_f.components, ref.components)
     assert [r.worker for r in res_f.sites] == [workers[1 - s % 2] for s in range(4)]
-    est = DistributedDPPCA(3, scheduler_address=c.scheduler_address, random_state=5, **KW).fit(sites)
+    est = DistributedDPPCA(3, engine=DaskEngine(scheduler_address=c.scheduler_address), random_state=5,
+                           **KW).fit(sites)
     _same_release(est.components_, ref.components.T)
 
 
@@ -487,8 +525,9 @@ def test_dask_site_that_raises_and_one_that_times_out(cluster) -> None:  # type:
     blocker = client.submit(_wait_for_event, name, 30.0, workers=[workers[1]], pure=False)
     try:
         moved = [client.scatter(S, workers=[workers[s % 2]], hash=False) for s, S in enumerate(sites)]
-        with pytest.warns(SiteFailureWarning, match="timeout: no answer within site_timeout=3") as record:
-            res = dpdispca(moved, 3, random_state=5, site_timeout=3.0, engine=DaskEngine(client=client), **KW)
+        with pytest.warns(SiteFailureWarning, match="timeout: no answer within timeout=3") as record:
+            res = dpdispca(moved, 3, random_state=5, site_failure=SiteFailurePolicy(timeout=3.0),
+                           engine=DaskEngine(client=client), **KW)
         assert res.contributing_sites == (0, 2)
         assert {r.site for r in res.sites if r.status == "timeout"} == {1, 3}
         assert sum("site 1 was left out" in str(w.message) for w in record) == 1
@@ -536,7 +575,8 @@ def test_worker_killed_in_the_middle_of_a_run() -> None:
         pid = client.run(os.getpid, workers=[victim])[victim]
         # keep the victim busy, so that its sites are still waiting when it dies
         blocker = client.submit(time.sleep, 60, workers=[victim], allow_other_workers=False, pure=False)
-        est = DistributedDPPCA(3, scheduler_address=c.scheduler_address, random_state=5, **KW)
+        est = DistributedDPPCA(3, engine=DaskEngine(scheduler_address=c.scheduler_address), random_state=5,
+                               **KW)
 
         def fit() -> list[warnings.WarningMessage]:
             with warnings.catch_warnings(record=True) as record:
@@ -571,7 +611,7 @@ def test_worker_killed_in_the_middle_of_a_run() -> None:
 def test_estimator_starts_its_own_local_cluster() -> None:
     pytest.importorskip("dask.distributed")
     sites = _sites(2)
-    est = DistributedDPPCA(3, n_workers=2, random_state=1, **KW).fit(sites)
+    est = DistributedDPPCA(3, engine=DaskEngine(n_workers=2), random_state=1, **KW).fit(sites)
     ref = DistributedDPPCA(3, engine="inprocess", random_state=1, **KW).fit(sites)
     _same_release(est.components_, ref.components_)
     assert est.result_.diagnostics["engine"] == "dask"
@@ -598,7 +638,7 @@ def test_a_site_failure_reaches_the_aggregator_without_its_text() -> None:
         res = dpdispca(sites, 3, random_state=0, **KW)
     texts = [*res.failed_sites.values(), *(str(w.message) for w in record), repr(res.sites)]
     with pytest.raises(SiteFailureError) as err:
-        dpdispca(sites, 3, on_site_failure="raise", random_state=0, **KW)
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(on_failure="raise"), random_state=0, **KW)
     texts.append(str(err.value))
     for text in texts:
         for forbidden in ("37", "123.456", "3 rows", "ValueError"):
@@ -735,13 +775,14 @@ def test_too_few_in_memory_sites_with_good_rows() -> None:
     acc = Accountant(delta=1e-5)
     with pytest.raises(SiteFailureError, match="only 1 of 3 sites answered, fewer than min_sites=2") as err, \
             pytest.warns(SiteFailureWarning):
-        dpdispca(sites, 3, min_sites=2, on_norm_violation="raise", accountant=acc, random_state=0, **KW)
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(min_sites=2), on_norm_violation="raise",
+                 accountant=acc, random_state=0, **KW)
     text = str(err.value)
     assert "site 0: failed" in text and "site 2: failed" in text
     assert not any(t in text for t in ("37", "11", "123"))
     assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
-    with pytest.raises(SiteFailureError, match="on_site_failure='raise'"):
-        dpdispca(sites, 3, on_site_failure="raise", random_state=0, **KW)
+    with pytest.raises(SiteFailureError, match="on_failure='raise'"):
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(on_failure="raise"), random_state=0, **KW)
     est = DistributedDPPCA(3, engine="inprocess", random_state=0, **KW)
     with pytest.warns(SiteFailureWarning, match="DistributedDPPCA: site 0 was left out of the release"):
         est.fit(sites)  # clipping: only site 0 (NaN) is bad
@@ -757,7 +798,8 @@ def test_a_failed_run_stays_charged_and_is_marked_failed() -> None:
     sites[1] = dask.delayed(_boom)()
     acc = Accountant(delta=1e-5)
     with pytest.raises(SiteFailureError), pytest.warns(SiteFailureWarning):
-        dpdispca(sites, 3, min_sites=2, accountant=acc, random_state=0, **KW)
+        dpdispca(sites, 3, site_failure=SiteFailurePolicy(min_sites=2), accountant=acc, random_state=0,
+                 **KW)
     assert len(acc.entries) == 1 and acc.entries[0].status.startswith("failed")
 
 

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
-from dpspectral import DPPCA, Accountant, BudgetExceededError, Relation
+from dpspectral import DPPCA, Accountant, AdaptiveClip, BudgetExceededError, Relation
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
 
@@ -125,13 +125,16 @@ def test_secure_noise_source(lowrank_data):
      "'centering'.*must be None or 'private'.*noisy_power"),
     # adaptive clipping and the noise's shape: estimator parameters, in the table
     ({"adaptive_clip": "yes"}, TypeError, "'adaptive_clip' parameter of DPPCA must be"),
-    ({"clip_quantile": 1.5}, ValueError, "'clip_quantile' parameter of DPPCA must be"),
-    ({"clip_share": 0.0}, ValueError, "'clip_share' parameter of DPPCA must be"),
+    ({"adaptive_clip": 0.5}, TypeError,
+     "'adaptive_clip' parameter of DPPCA must be None or a bool or an AdaptiveClip"),
     ({"noise_shape": "wide"}, ValueError, "'noise_shape' parameter of DPPCA must be"),
-    ({"method": "noisy_power", "clip_quantile": 0.1}, ValueError,
-     "'clip_quantile'.*must be None.*noisy_power"),
+    ({"method": "noisy_power", "adaptive_clip": AdaptiveClip(quantile=0.1)}, ValueError,
+     "noisy_power picks its clip.*not at a quantile"),
+    ({"method": "wishart", "calibration": "paper", "adaptive_clip": AdaptiveClip(share=0.1)}, ValueError,
+     "'adaptive_clip'.*must be None.*wishart"),
     ({"delta": 0.0, "adaptive_clip": True}, ValueError, "chose 'ppca'.*adaptive_clip=True"),
-    ({"method": "analyze_gauss", "clip_quantile": 0.5, "method_params": {"clip_quantile": 0.5}},
+    ({"method": "analyze_gauss", "adaptive_clip": AdaptiveClip(quantile=0.5),
+      "method_params": {"adaptive_clip": AdaptiveClip(quantile=0.5)}},
      ValueError, "both as parameters and in method_params"),
 ])
 def test_bad_parameters(params, err, match):
@@ -241,7 +244,8 @@ def test_a_method_with_one_calibration_uses_it_by_default(rng):
 def test_adaptive_clip_parameters_reach_the_method(lowrank_data):
     from dpspectral.pca import analyze_gauss
 
-    for params in ({"adaptive_clip": False, "noise_shape": "iid"}, {"clip_quantile": 0.5, "clip_share": 0.1}):
+    for params in ({"adaptive_clip": False, "noise_shape": "iid"},
+                   {"adaptive_clip": AdaptiveClip(quantile=0.5, share=0.1)}):
         est = DPPCA(2, method="analyze_gauss", centering=None, random_state=5, **params,
                     **KW).fit(lowrank_data)
         res = analyze_gauss(lowrank_data, 2, random_state=5, **params, **KW)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from dpspectral import DPPCA, Accountant, BudgetExceededError
+from dpspectral import DPPCA, Accountant, BudgetExceededError, EpsilonSplit
 from dpspectral.pca import (
     BinghamSampler,
     BinghamSamplerError,
@@ -232,8 +232,9 @@ def _data(n=600, d=8, seed=0):
 def test_tight_calibration_and_events(relation, c_factor, l1):
     X = _data()
     C = 0.7
-    r = exponential_pca(X, 3, epsilon=2.0, row_norm=C, relation=relation, eigenvalue_share=0.25,
-                        allocation="equal", accounting="per_direction", random_state=0)
+    r = exponential_pca(X, 3, epsilon=2.0, row_norm=C, relation=relation, random_state=0,
+                        epsilon_split=EpsilonSplit(eigenvalue_share=0.25, allocation="equal",
+                                                   accounting="per_direction"))
     C2 = (C * (1 + 1e-10)) ** 2
     diag = r.diagnostics
     assert diag["vector_epsilons"] == pytest.approx([0.5] * 3)
@@ -250,8 +251,8 @@ def test_tight_calibration_and_events(relation, c_factor, l1):
 
 def test_paper_calibration_uses_amin_et_al_constants():
     X = _data()
-    r = exponential_pca(X, 2, epsilon=1.0, row_norm=1.0, calibration="paper", eigenvalue_share=0.2,
-                        random_state=0)
+    r = exponential_pca(X, 2, epsilon=1.0, row_norm=1.0, calibration="paper",
+                        epsilon_split=EpsilonSplit(eigenvalue_share=0.2), random_state=0)
     C2 = (1 + 1e-10) ** 2
     assert r.diagnostics["concentrations"] == pytest.approx([0.4 / 4 / C2] * 2)
     assert r.diagnostics["eigenvalue_noise_scale"] == pytest.approx(2 * C2 / 0.2)
@@ -264,7 +265,8 @@ def test_ppca_spends_everything_on_directions_and_k_equals_d_is_free_at_the_end(
     r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0)
     assert r.values is None and r.total is None
     assert r.diagnostics["directions_epsilon"] == pytest.approx(1.0)
-    old = {"allocation": "equal", "accounting": "per_direction"}  # the papers' split and accounting
+    old = {"epsilon_split": EpsilonSplit(allocation="equal", accounting="per_direction")}  # the papers'
+
     r = ppca(X, 1, epsilon=1.0, row_norm=1.0, random_state=0, **old)
     assert r.diagnostics["vector_epsilons"] == pytest.approx([1.0])
     r = ppca(X, 4, epsilon=1.0, row_norm=1.0, random_state=0, **old)
@@ -278,8 +280,8 @@ def test_ppca_spends_everything_on_directions_and_k_equals_d_is_free_at_the_end(
     assert r.diagnostics["eigenvalue_epsilon"] == pytest.approx(0.05, rel=1e-9)
     r = ppca(X, 3, epsilon=1.0, row_norm=1.0, calibration="paper", random_state=0)  # CSS12: none
     assert r.values is None and r.diagnostics["vector_epsilons"] == pytest.approx([1 / 3] * 3)
-    r = exponential_pca(X, 2, epsilon=1.0, row_norm=1.0, eigenvalue_share=0.0,
-                        vector_shares=[3.0, 1.0], accounting="per_direction", random_state=0)
+    r = exponential_pca(X, 2, epsilon=1.0, row_norm=1.0, random_state=0, epsilon_split=EpsilonSplit(
+        eigenvalue_share=0.0, vector_shares=[3.0, 1.0], accounting="per_direction"))
     assert r.values is None
     assert r.diagnostics["vector_epsilons"] == pytest.approx([0.75, 0.25])
     assert r.privacy.epsilon == pytest.approx(1.0, rel=1e-9) and r.privacy.certified
@@ -313,7 +315,8 @@ def test_second_direction_follows_the_bingham_law_on_the_complement_of_the_first
     c = eps / 3 / (1 + 1e-10) ** 2  # replace-one, joint accounting: C^2 (max c + sum c) = eps
     pit = []
     for seed in range(1500):
-        r = ppca(X, 2, epsilon=eps, row_norm=1.0, allocation="equal", random_state=seed)
+        r = ppca(X, 2, epsilon=eps, row_norm=1.0, epsilon_split=EpsilonSplit(allocation="equal"),
+                 random_state=seed)
         assert r.diagnostics["concentrations"] == pytest.approx([c, c], rel=1e-9)
         V = r.components
         N = np.linalg.svd(V[:, :1], full_matrices=True)[0][:, 1:]  # basis of the complement of v_1
@@ -327,8 +330,8 @@ def test_second_direction_follows_the_bingham_law_on_the_complement_of_the_first
 def test_released_eigenvalues_carry_the_stated_laplace_noise():
     X = _data(n=300, d=3, seed=5)
     lam = np.linalg.eigvalsh(X.T @ X)[::-1]
-    res = [exponential_pca(X, 1, epsilon=1.0, row_norm=1.0, eigenvalue_share=0.5, random_state=s)
-           for s in range(1500)]
+    res = [exponential_pca(X, 1, epsilon=1.0, row_norm=1.0, epsilon_split=EpsilonSplit(eigenvalue_share=0.5),
+                           random_state=s) for s in range(1500)]
     scale = res[0].diagnostics["eigenvalue_noise_scale"]
     assert scale == pytest.approx(2 * (1 + 1e-10) ** 2 / 0.5)
     noise = np.array([r.values[0] for r in res]) - lam[0]
@@ -385,9 +388,9 @@ def test_estimator_with_delta_zero():
     ({"row_norm": -1.0}, ValueError, "'row_norm'"),
     ({"relation": "priv1"}, ValueError, "'relation'"),
     ({"calibration": "loose"}, ValueError, "'calibration'"),
-    ({"eigenvalue_share": 1.0}, ValueError, "'eigenvalue_share'.*Got 1.0"),
-    ({"vector_shares": [1.0]}, ValueError, "'vector_shares'"),
-    ({"vector_shares": [1.0, -1.0]}, ValueError, "'vector_shares'"),
+    ({"epsilon_split": {"eigenvalue_share": 0.2}}, ValueError, "'epsilon_split'.*an EpsilonSplit"),
+    ({"epsilon_split": EpsilonSplit(vector_shares=[1.0])}, ValueError, "'vector_shares'"),
+    ({"epsilon_split": EpsilonSplit(vector_shares=[1.0, -1.0])}, ValueError, "'vector_shares'"),
     ({"envelope": "x"}, ValueError, "'envelope'"),
     ({"max_proposals": 0}, ValueError, "'max_proposals' parameter of exponential"),
     ({"k": 9}, ValueError, "'k'.*Got 9"),
@@ -496,10 +499,12 @@ def test_parameters_are_declared_in_a_constraint_table(fn) -> None:
     the generated message and charges nothing."""
     table = fn.parameter_constraints
     assert {"epsilon", "delta", "row_norm", "envelope", "max_proposals", "random_state"} <= set(table)
-    assert {"eigenvalue_share", "allocation", "accounting"} <= set(table)
-    with pytest.raises(ValueError, match=rf"The 'accounting' parameter of {fn.__name__} must be one of "
+    assert "epsilon_split" in table
+    with pytest.raises(ValueError, match=r"The 'accounting' parameter of EpsilonSplit must be one of "
                                          r"'joint', 'per_direction'\. Got 'x' instead\."):
-        fn(_data(), 2, epsilon=1.0, row_norm=1.0, accounting="x")
+        EpsilonSplit(accounting="x")
+    with pytest.raises(ValueError, match=r"The 'eigenvalue_share' parameter of EpsilonSplit must be"):
+        EpsilonSplit(eigenvalue_share=1.0)
     acc = Accountant(10.0, 1e-3)
     with pytest.raises(ValueError, match=rf"The 'envelope' parameter of {fn.__name__} must be one of "
                                          r"'auto', 'acg', 'tangent'\. Got 'x' instead\."):
@@ -556,8 +561,8 @@ def test_joint_accounting_is_exact_and_tight_on_the_worst_pair(relation):
     else:  # add/remove: the normalisers alone (B = N copies of x = e_1, V orthogonal to x)
         B = np.tile(e[0], (N, 1))
         D, D2, V = np.vstack([B, e[0]]), B, np.stack([e[1], e[2]], axis=1)
-    r = ppca(D, 2, epsilon=eps, row_norm=1.0, relation=relation, eigenvalue_share=0.0,
-             allocation="equal", random_state=0)
+    r = ppca(D, 2, epsilon=eps, row_norm=1.0, relation=relation, random_state=0,
+             epsilon_split=EpsilonSplit(eigenvalue_share=0.0, allocation="equal"))
     c = r.diagnostics["concentrations"]
     assert r.privacy.epsilon == pytest.approx(eps, rel=1e-9)
     A, A2 = D.T @ D, D2.T @ D2
@@ -631,8 +636,9 @@ def test_defaults_beat_a_random_subspace_and_the_old_split_on_a_spiked_set():
     new = np.mean([captured(ppca(X, k, epsilon=eps, row_norm=1.0, random_state=s)) for s in seeds])
     new_e = np.mean([captured(exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s))
                      for s in seeds])
-    old = np.mean([captured(exponential_pca(X, k, epsilon=eps, row_norm=1.0, allocation="equal",
-                                            accounting="per_direction", random_state=s))
+    old = np.mean([captured(exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s,
+                                            epsilon_split=EpsilonSplit(allocation="equal",
+                                                                       accounting="per_direction")))
                    for s in seeds])
     Qr = np.linalg.qr(np.random.default_rng(1).normal(size=(d, k)))[0]
     random_level = float(np.trace(Qr.T @ A @ Qr)) / top
@@ -713,6 +719,7 @@ def test_coordinates_are_used_where_energy_is_coordinate_sparse_and_not_after_a_
         if not dense:
             cap = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in runs])
             base = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in (
-                exponential_pca(X, k, epsilon=eps, row_norm=1.0, coordinate_share=0.0, random_state=s)
+                exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s,
+                                epsilon_split=EpsilonSplit(coordinate_share=0.0))
                 for s in range(4))])
             assert cap >= base + 0.08

@@ -15,6 +15,8 @@ from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarnin
 from dpspectral.gep import (
     DPFisherDiscriminant,
     PairSensitivity,
+    PaperCalibration,
+    StepSizes,
     dp_rayleigh_flow,
     dp_truncated_rayleigh_flow,
     dpsr,
@@ -239,7 +241,7 @@ def _user_pair(seed: int, d: int = 6):
 def test_zero_noise_dpsr_converges_to_sr(seed):
     A, B, pair = _user_pair(seed)
     ref = simultaneous_reduction(A, B, 3, regularization=0.01)
-    res = dpsr(pair, 3, epsilon=HUGE, delta=0.5, n_iter=400, step_size_b=10.0, step_size_a=10.0,
+    res = dpsr(pair, 3, epsilon=HUGE, delta=0.5, n_iter=400, step_sizes=StepSizes(10.0, 10.0),
                regularization=0.01, random_state=0)
     assert res.privacy.certified
     np.testing.assert_allclose(res.values, ref.values, rtol=1e-5)
@@ -248,7 +250,7 @@ def test_zero_noise_dpsr_converges_to_sr(seed):
     X, y = _fda_data(np.random.default_rng(seed))
     fpair = fda_pair(X, y, row_norm=1.0)
     ref = simultaneous_reduction(fpair.A, fpair.B, 2, regularization=0.01)
-    res = dpsr(fpair, 2, epsilon=HUGE, delta=0.5, n_iter=600, step_size_b=50.0, step_size_a=50.0,
+    res = dpsr(fpair, 2, epsilon=HUGE, delta=0.5, n_iter=600, step_sizes=StepSizes(50.0, 50.0),
                regularization=0.01, random_state=1)
     np.testing.assert_allclose(res.vectors, ref.vectors, atol=1e-4 * np.abs(ref.vectors).max())
 
@@ -265,8 +267,8 @@ def test_zero_noise_limits_of_the_other_solvers():
     assert flow.values[0] == pytest.approx(ref.values[0], rel=1e-6)
     # PCA as a GEP: B = I is public, phase 1 exact; the answer is the covariance's top eigenvectors
     X, _ = _fda_data(np.random.default_rng(0))
-    res = private_pca_gep(X, 2, epsilon=HUGE, delta=0.5, row_norm=1.0, n_iter=400, step_size_a=50.0,
-                          regularization=0.01, random_state=0)
+    res = private_pca_gep(X, 2, epsilon=HUGE, delta=0.5, row_norm=1.0, n_iter=400,
+                          step_sizes=StepSizes(phase2=50.0), regularization=0.01, random_state=0)
     w, U = np.linalg.eigh(np.cov(X.T, bias=True))
     top = U[:, ::-1][:, :2] / math.sqrt(1.01)
     np.testing.assert_allclose(_aligned(res.vectors, top), top, atol=1e-5)
@@ -301,7 +303,7 @@ def test_zero_noise_dpsrs_finds_a_sparse_discriminant():
     X = rng.normal(size=(2000, 10)) * 0.1
     X[:, 0] += np.where(y == 1, 0.3, -0.3)
     pair = fda_pair(X, y, row_norm=2.0)
-    res = dpsrs(pair, 1, 1, epsilon=HUGE, delta=0.5, n_iter=200, step_size_b=50.0, step_size_a=50.0,
+    res = dpsrs(pair, 1, 1, epsilon=HUGE, delta=0.5, n_iter=200, step_sizes=StepSizes(50.0, 50.0),
                 random_state=0)
     assert np.flatnonzero(res.vectors[:, 0]).tolist() == [0]
 
@@ -366,7 +368,8 @@ def test_paper_calibration_is_certified_with_the_derived_constants_and_flagged_o
     assert res.diagnostics["noise_std_phase2"] == pytest.approx(s2)
     # Reading C1 as the sensitivity of n B (4) and C2 = 8: the noise is too small, flagged.
     with pytest.warns(UncertifiedPrivacyWarning, match="does not certify"):
-        bad = dpsr(fpair, 2, epsilon=1.0, delta=DELTA, calibration="paper", paper_constants=(4.0, 8.0),
+        bad = dpsr(fpair, 2, epsilon=1.0, delta=DELTA, calibration="paper",
+                   paper_calibration=PaperCalibration(constants=(4.0, 8.0)),
                    random_state=0)
     assert not bad.privacy.certified and bad.privacy.epsilon > 1.0
     assert any("C1=4" in note for note in bad.privacy.notes)
@@ -433,8 +436,8 @@ def test_audit_of_the_first_dpsr_phase():
     start = np.array([[1.0], [0.0]])
 
     def run(pair, eps, seed):
-        return dpsr(pair, 1, epsilon=eps, delta=delta, n_iter=1, step_size_b=1e6, basis_size=1, init=start,
-                    random_state=int(seed))
+        return dpsr(pair, 1, epsilon=eps, delta=delta, n_iter=1, step_sizes=StepSizes(phase1=1e6),
+                    basis_size=1, init=start, random_state=int(seed))
 
     claim = epsilon_of([run(pairs[0], 1.0, 0).privacy.events[0]], delta, relation="replace_one")
     assert 0.3 < claim < 1.0
@@ -669,9 +672,38 @@ def test_user_pair_with_the_noise_ridge_needs_no_definite_b():
                     regularization=0.01)
 
 
+@pytest.mark.parametrize("old, new", [
+    ({"eta_b": 0.25, "eta_a": 0.5}, StepSizes(phase1=0.25, phase2=0.5)),
+    ({"step_size_b": 0.25}, StepSizes(phase1=0.25)),
+    ({"step_size_a": 0.5, "step_sizes": StepSizes(phase1=0.25)}, StepSizes(phase1=0.25, phase2=0.5)),
+])
+def test_dpsr_step_size_keywords_fold_into_step_sizes(fpair, old, new):
+    """The keywords ``step_size_b``, ``step_size_a`` (and the paper's ``eta_b``, ``eta_a``) still work,
+    with a FutureWarning naming ``step_sizes``, and give the result of the group."""
+    kw = dict(epsilon=1.0, delta=DELTA, n_iter=3, random_state=0)
+    with pytest.warns(FutureWarning, match="moved into 'step_sizes': pass step_sizes=StepSizes"):
+        before = dpsrs(fpair, 2, 3, **old, **kw)
+    np.testing.assert_array_equal(before.vectors, dpsrs(fpair, 2, 3, step_sizes=new, **kw).vectors)
+
+
+def test_dpsr_paper_keywords_fold_into_paper_calibration(fpair):
+    kw = dict(epsilon=1.0, delta=DELTA, n_iter=3, calibration="paper", random_state=0)
+    with pytest.warns(FutureWarning, match="moved into 'paper_calibration'"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
+        before = dpsr(fpair, 2, paper_formula="algorithm2", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
+        after = dpsr(fpair, 2, paper_calibration=PaperCalibration(formula="algorithm2"), **kw)
+        default = dpsr(fpair, 2, **kw)
+    np.testing.assert_array_equal(before.vectors, after.vectors)
+    assert after.diagnostics["noise_std_phase1"] != default.diagnostics["noise_std_phase1"]
+    with pytest.raises(ValueError, match="'paper_calibration.formula' parameter of dpsr"):
+        dpsr(fpair, 2, paper_calibration=PaperCalibration(formula="theorem13"), **kw)
+    with pytest.raises(TypeError, match="'step_sizes' parameter of dpsr must be a StepSizes"):
+        dpsr(fpair, 2, step_sizes=0.5, **kw)
+
+
 @pytest.mark.parametrize("old, new, solver", [
-    ({"eta_b": 0.5}, {"step_size_b": 0.5}, "dpsr"),
-    ({"eta_a": 0.5}, {"step_size_a": 0.5}, "dpsr"),
     ({"eta": 0.5}, {"step_size": 0.5}, "dp_rayleigh_flow"),
 ])
 def test_step_sizes_keep_their_paper_names_for_one_release(fpair, old, new, solver):

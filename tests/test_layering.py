@@ -14,6 +14,7 @@ Each check has a negative control on a synthetic module, so a walker that found 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import subprocess
 import sys
@@ -117,37 +118,15 @@ def test_the_walker_finds_forbidden_imports(tmp_path: Path) -> None:
 
 
 def _import_graph(root: Path) -> dict[str, set[str]]:
-    """The modules of the package at ``root`` and the modules of it each one imports.
-
-    Every import counts, at module level or inside a function (a deferred import is a dependency
-    too); ``from pkg import mod`` is an edge to the module ``pkg.mod``, ``from pkg import name`` one to
-    ``pkg`` (its ``__init__``).
-    """
-    modules: dict[str, bool] = {}  # name -> whether it is a package's __init__
-    paths: dict[str, Path] = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        is_init = parts[-1] == "__init__"
-        name = ".".join(parts[:-1] if is_init else parts)
-        modules[name], paths[name] = is_init, path
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in paths.items():
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = name.split(".") if modules[name] else name.split(".")[:-1]
-                    base = base[:len(base) - (node.level - 1)]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
-                           for alias in node.names]
-            else:
-                continue
-            graph[name].update(t for t in targets if t in modules and t != name)
-    return graph
+    """The modules of the package at ``root`` and the modules of it each one imports, every import
+    counted (at module level or inside a function): ``tools/xflow.py``'s graph, whose layers it uses."""
+    spec = importlib.util.spec_from_file_location("xflow", Path(__file__).resolve().parents[1] / "tools"
+                                                  / "xflow.py")
+    assert spec is not None and spec.loader is not None
+    xflow = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("xflow", xflow)
+    spec.loader.exec_module(xflow)
+    return xflow.import_graph(root)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -10,6 +10,7 @@ from sklearn.base import clone
 
 import dpspectral
 from dpspectral import DPPCA, Accountant, BudgetExceededError, DPLowRank, methods
+from dpspectral.lowrank import Sketch
 from dpspectral.privacy import epsilon_of
 
 LOWRANK = methods(task="lowrank")
@@ -24,8 +25,8 @@ def matrix() -> np.ndarray:
 
 def _run(method, A, k, seed, **kw):
     params: dict = {"random_state": seed}
-    if "sketch_seed" in method.options:  # public randomness: reproducible only when declared
-        params["sketch_seed"] = seed
+    if "sketch" in method.options and method.needs_delta:  # public randomness: reproducible when declared
+        params["sketch"] = Sketch(seed=seed)
     if "row_norm" in method.options:
         params["row_norm"] = 2.0
     if method.private:

@@ -23,6 +23,7 @@ from dpspectral.local._lowrank import (
     local_lrf_setup,
     private_local_lrf,
 )
+from dpspectral.lowrank import RangeFinder, Sketch
 from dpspectral.lowrank._hardt_roth import hardt_roth, hardt_roth_noise
 from dpspectral.lowrank._sketches import chi2_factor, chi2_quantile_factor
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of, gaussian_epsilon
@@ -316,9 +317,9 @@ _OK = np.full((6, 4), 0.2)
     (_OK, 1, {"relation": "replace_one"}, ValueError, "'relation'.*'local'"),
     (_OK, 1, {"calibration": "loose"}, ValueError, "'calibration'"),
     (_OK, 1, {"simulate_sum": "yes"}, TypeError, "'simulate_sum'"),
-    (_OK, 1, {"subspace_sketch_size": 5}, ValueError, "'subspace_sketch_size'"),
+    (_OK, 1, {"sketch": Sketch(subspace_size=5)}, ValueError, "'subspace_sketch_size'"),
     (_OK, 1, {"row_norm": 0.0}, ValueError, "'row_norm'"),
-    (_OK, 1, {"sketch_seed": -3}, ValueError, "'sketch_seed'"),
+    (_OK, 1, {"sketch": Sketch(seed=-3)}, ValueError, "'sketch.seed'"),
 ])
 def test_local_bad_input(A, k, kw, err, match):
     acc = Accountant(10.0, 1e-3)
@@ -495,9 +496,9 @@ _HR_OK = np.full((6, 4), 0.2)
     (_HR_OK, 1, {"relation": "priv1"}, ValueError, "'replace_one'.*not Priv1"),
     (_HR_OK, 1, {"relation": "priv2"}, ValueError, "'replace_one'"),
     (_HR_OK, 1, {"relation": "local"}, ValueError, "'replace_one'"),
-    (_HR_OK, 1, {"oversampling": -1}, ValueError, "'oversampling'"),
-    (_HR_OK, 1, {"prune": 0.0}, ValueError, "'prune'"),
-    (_HR_OK, 1, {"stage_share": 1.0}, ValueError, "'stage_share'"),
+    (_HR_OK, 1, {"range_finder": RangeFinder(oversampling=-1)}, ValueError, "'range_finder.oversampling'"),
+    (_HR_OK, 1, {"prune": 0.0}, ValueError, "'range_finder.prune'"),
+    (_HR_OK, 1, {"range_finder": RangeFinder(stage_share=1.0)}, ValueError, "'range_finder.stage_share'"),
     (_HR_OK, 1, {"calibration": "loose"}, ValueError, "'calibration'"),
 ])
 def test_hr_bad_input(A, k, kw, err, match):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dpspectral import Accountant, DPLowRank, Relation
+from dpspectral.lowrank import PowerIteration, hardt_roth
 from dpspectral.lowrank import _power as power_module
-from dpspectral.lowrank import hardt_roth
 from dpspectral.lowrank._power import RowSubspaceResult, default_block, default_shares
 from dpspectral.lowrank._shrink import frobenius_shrink, noise_threshold, signal_singular_values
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
@@ -183,9 +183,9 @@ def test_shrinkers_on_pure_noise_and_on_a_spike():
     ({"algorithm": "power", "row_change": 1.0}, "algorithm='power' needs rows clipped"),
     ({"algorithm": "power", "calibration": "paper"}, "algorithm='power' needs"),
     ({"algorithm": "svd"}, "'algorithm'"),
-    ({"block": 0}, "'block'"),
-    ({"iterations": 0}, "'iterations'"),
-    ({"iterations": 21}, "'iterations'"),
+    ({"power": PowerIteration(block=0)}, "'power.block'"),
+    ({"iterations": 0}, "'power.iterations'"),
+    ({"power": PowerIteration(iterations=21)}, "'power.iterations'"),
     ({"singular_values": "zero"}, "'singular_values'"),
     ({"row_norm": float("nan")}, "row_norm"),
     ({"row_norm": 0.0}, "row_norm"),

@@ -28,6 +28,7 @@ from dpspectral.local._lowrank import (
     local_lrf_setup,
     private_local_lrf,
 )
+from dpspectral.lowrank import Sketch
 from dpspectral.lowrank import _factorization as factorization
 from dpspectral.lowrank._continual import ContinualLRF, continual_lrf
 from dpspectral.lowrank._covariance import CovarianceLRF, covariance_lrf
@@ -52,8 +53,8 @@ def _method_kwargs(method, seed: int = 3) -> dict:
     kw: dict = dict(random_state=seed, epsilon=1.0, delta=1e-6, relation=method.relations[0])
     if "row_norm" in method.options:
         kw["row_norm"] = 2.0
-    if "sketch_seed" in method.options:
-        kw["sketch_seed"] = 11
+    if "sketch" in method.options and method.needs_delta:
+        kw["sketch"] = Sketch(seed=11)
     return kw
 
 
@@ -78,7 +79,8 @@ def test_turnstile_result_holds_no_count_of_entries():
     b = turnstile_lrf(A2, 3, random_state=1, sketch_seed=2, **KW)
     assert "n_updates" not in a.diagnostics
     assert a.diagnostics == b.diagnostics  # old code: n_updates 300 vs 301, certified=True
-    est = [DPLowRank(3, method="turnstile_lrf", random_state=1, method_params={"sketch_seed": 2}, **KW).fit(X)
+    params = {"sketch": Sketch(seed=2)}
+    est = [DPLowRank(3, method="turnstile_lrf", random_state=1, method_params=params, **KW).fit(X)
            for X in (A, A2)]
     assert est[0].result_.diagnostics == est[1].result_.diagnostics
     st = TurnstileLRF((30, 20), 3, **KW)

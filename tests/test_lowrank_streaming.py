@@ -20,6 +20,7 @@ import pytest
 from scipy import stats
 
 from dpspectral import config_context
+from dpspectral.lowrank import Sketch
 from dpspectral.lowrank._continual import ContinualLRF, dyadic_nodes, tree_levels
 from dpspectral.lowrank._covariance import CovarianceLRF
 from dpspectral.lowrank._factorization import (
@@ -243,7 +244,7 @@ def test_huge_but_safe_values_take_the_checked_path():
     (dict(shape=(20, 30), rank=2, delta=0.0), "delta"),
     (dict(shape=(20, 30), rank=2, relation="add_remove"), "relation"),
     (dict(shape=(20, 30), rank=2, bound=-1.0), "bound"),
-    (dict(shape=(20, 30), rank=2, subspace_sketch_size=25), "'subspace_sketch_size' parameter"),
+    (dict(shape=(20, 30), rank=2, sketch=Sketch(subspace_size=25)), "'sketch.subspace_size' parameter"),
 ])
 def test_bad_configuration(kwargs, match):
     args = {**KW, **kwargs}

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
+from dpspectral.lowrank import Sketch
 from dpspectral.lowrank._continual import dyadic_nodes, tree_levels
 from dpspectral.lowrank._continual_space_optimal import (
     ContinualSpaceOptimalLRF,
@@ -205,9 +206,9 @@ def test_bad_updates_leave_the_state_unchanged(update):
 
 @pytest.mark.parametrize(("kwargs", "match"), [
     (dict(shape=(20, 30), rank=21), "'k' parameter"),  # k > min(m, n)
-    (dict(shape=(20, 30), rank=5, subspace_sketch_size=4), "subspace_sketch_size"),  # k > t
-    (dict(shape=(20, 30), rank=5, subspace_sketch_size=21), "subspace_sketch_size"),  # t > m
-    (dict(shape=(20, 30), rank=5, affine_sketch_size=51), "affine_sketch_size"),  # v > m + n
+    (dict(shape=(20, 30), rank=5, sketch=Sketch(subspace_size=4)), "sketch.subspace_size"),  # k > t
+    (dict(shape=(20, 30), rank=5, sketch=Sketch(subspace_size=21)), "sketch.subspace_size"),  # t > m
+    (dict(shape=(20, 30), rank=5, affine_sketch_size=51), "sketch.affine_size"),  # v > m + n (old keyword)
     (dict(shape=(20, 30), rank=2, relation="priv2"), "relation"),
     (dict(shape=(20, 30), rank=2, epsilon=-1.0), "epsilon"),
     (dict(shape=(20, 30), rank=2, input_share=1.0), "input_share"),

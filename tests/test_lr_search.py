@@ -98,8 +98,7 @@ def test_the_search_is_charged_before_any_candidate_runs(spiked: np.ndarray, mon
     real = lr._METHODS["private_oja"]
 
     def spy(*args, **kw):
-        if not kw.get("_plan_only"):
-            seen.append(len(ledger.entries))
+        seen.append(len(ledger.entries))
         return real(*args, **kw)
 
     monkeypatch.setitem(lr._METHODS, "private_oja", spy)

@@ -18,7 +18,7 @@ from scipy import stats
 
 import dpspectral.pca._minibatch as mb_module
 import dpspectral.pca._stream as stream_module
-from dpspectral import Accountant
+from dpspectral import Accountant, WarmupSchedule
 from dpspectral._constraints import InvalidParameterError
 from dpspectral.pca._minibatch import batch_sizes, minibatch_oja
 from dpspectral.privacy import epsilon_of
@@ -148,8 +148,8 @@ def test_ledger_holds_one_parallel_event_at_the_requested_epsilon():
     ({"nan": True}, ValueError),
     ({"epsilon": -1.0}, InvalidParameterError),
     ({"calibration": "paper"}, InvalidParameterError),
-    ({"n_batches": 0}, InvalidParameterError),
-    ({"warmup_fraction": 1.5}, InvalidParameterError),
+    ({"schedule": {"n_batches": 0}}, InvalidParameterError),
+    ({"schedule": 4}, InvalidParameterError),
     ({"relation": "add_remove"}, ValueError),
     ({"bogus_option": 1}, TypeError),
     ({"k": 7}, ValueError),
@@ -176,7 +176,8 @@ def test_too_few_rows_names_the_smallest_n():
     with pytest.raises(ValueError, match="the smallest n that works is 20"):
         minibatch_oja(spiked(19, 4, 0), 1, epsilon=1.0, delta=DELTA, row_norm=C)
     with pytest.raises(ValueError, match="the smallest n that works is 10"):
-        minibatch_oja(spiked(9, 4, 0), 1, epsilon=1.0, delta=DELTA, row_norm=C, warmup_fraction=0.1)
+        minibatch_oja(spiked(9, 4, 0), 1, epsilon=1.0, delta=DELTA, row_norm=C,
+                      schedule=WarmupSchedule(warmup_fraction=0.1))
     with pytest.raises(ValueError, match="leave no rows"):
         batch_sizes(1000, 5, 0.25)
 

@@ -47,7 +47,7 @@ from _neighbours import assert_same_public_view, fitted_attributes, observe, pub
 from dpspectral import DPPCA, DPFisherDiscriminant, DPLowRank, methods
 from dpspectral.distributed import DistributedDPPCA, dpdispca
 from dpspectral.distributed._engines import InProcessEngine, _materialise
-from dpspectral.lowrank import ContinualLRF, CovarianceLRF, TurnstileLRF
+from dpspectral.lowrank import ContinualLRF, CovarianceLRF, Sketch, TurnstileLRF
 from dpspectral.privacy._budget import Relation
 
 SEED = 3
@@ -313,8 +313,8 @@ def _lowrank_call(m, data, relation, acc):
                     accountant=acc, random_state=SEED)
     if "row_norm" in m.options:
         kw["row_norm"] = 1.0
-    if "sketch_seed" in m.options:
-        kw["sketch_seed"] = SKETCH_SEED
+    if "sketch" in m.options and m.needs_delta:
+        kw["sketch"] = Sketch(seed=SKETCH_SEED)
     return m.function(data, 2, **kw)
 
 
@@ -420,7 +420,8 @@ def _dplowrank_cases():
 
 @pytest.mark.parametrize("method, relation, data, neighbour", list(_dplowrank_cases()))
 def test_dplowrank_fitted_attributes_are_neighbour_invariant(method, relation, data, neighbour):
-    params = {"sketch_seed": SKETCH_SEED} if "sketch_seed" in method.options else None
+    seeded = "sketch" in method.options and method.needs_delta
+    params = {"sketch": Sketch(seed=SKETCH_SEED)} if seeded else None
 
     def fit(A):
         return lambda acc: fitted_attributes(DPLowRank(

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from _neighbours import assert_message_is_data_free, observe
 
 from dpspectral import methods
+from dpspectral.lowrank import Sketch
 
 N, D, K = 500, 6, 2
 CLASSES = (0, 1, 2)
@@ -85,8 +86,8 @@ def _call(m, X: np.ndarray, y: np.ndarray, accountant, on_norm_violation: str | 
         kw["random_state"] = 0
     if m.task in ("pca", "gep") or "row_norm" in m.options:
         kw["row_norm"] = 1.0
-    if "sketch_seed" in m.options:
-        kw["sketch_seed"] = 7  # a declared public seed
+    if "sketch" in m.options and m.needs_delta:
+        kw["sketch"] = Sketch(seed=7)  # a declared public seed
     if m.task == "gep":
         kw["classes"] = CLASSES
     if on_norm_violation is not None:
@@ -190,7 +191,8 @@ def _fit_lowrank(X, y, acc, onv):
     from dpspectral import DPLowRank
 
     return DPLowRank(K, epsilon=1.0, delta=1e-5, method="covariance_lrf", row_norm=1.0, accountant=acc,
-                     random_state=0, method_params={"on_norm_violation": onv or "clip", "sketch_seed": 7}
+                     random_state=0,
+                     method_params={"on_norm_violation": onv or "clip", "sketch": Sketch(seed=7)}
                      ).fit(X)
 
 

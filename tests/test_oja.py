@@ -14,7 +14,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
+from dpspectral import Accountant, BudgetExceededError, RangeEstimation, UncertifiedPrivacyWarning
 from dpspectral.datasets import spiked_covariance
 from dpspectral.metrics import max_sin_theta
 from dpspectral.pca._oja import (
@@ -213,8 +213,8 @@ def test_dp_pca_with_stable_histograms_takes_steps_at_huge_epsilon(spiked):
     # The thresholded histogram keeps a bin only above 1 + 2 ln(2/delta)/epsilon > 1: with a single
     # group (what the spec's group count gives at large epsilon) no step would ever be taken.
     X, V = spiked
-    res = _quiet(dp_pca, X, 3, epsilon=HUGE, delta=DELTA, row_norm=1.0, histogram="stable",
-                 batch_size=1000, random_state=0)
+    res = _quiet(dp_pca, X, 3, epsilon=HUGE, delta=DELTA, row_norm=1.0,
+                 range_estimation=RangeEstimation(histogram="stable"), batch_size=1000, random_state=0)
     assert res.diagnostics["n_groups"] >= 3
     # with three groups a bin passes the threshold only when two groups agree (about half the steps
     # at these settings, varying with the secret row permutation): some steps must be taken
@@ -499,8 +499,11 @@ def test_dp_pca_batch_errors(small):
         dp_pca(_blocks(small, SIZES), 1, epsilon=0.5, delta=DELTA, row_norm=1.0)
     with pytest.raises(ValueError, match="'batch_size'"):
         dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, batch_size=0)
-    with pytest.raises(ValueError, match="'histogram'"):
-        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, histogram="exponential")
+    with pytest.raises(ValueError, match="'histogram' parameter of RangeEstimation"):
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0,
+               range_estimation=RangeEstimation(histogram="exponential"))
+    with pytest.raises(ValueError, match="'range_estimation' parameter of dp_pca"):
+        dp_pca(small, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, range_estimation={"histogram": "stable"})
     with pytest.raises(ValueError, match="deflation"):  # n / k rows per component < one batch
         _quiet(dp_pca, small, 3, epsilon=HUGE, delta=DELTA, row_norm=1.0, batch_size=2500,
                rank_method="deflation")
@@ -532,7 +535,8 @@ def test_dp_pca_paper_calibration_reports_what_the_accountant_certifies(half_wid
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = dp_pca(X, 1, epsilon=0.5, delta=DELTA, row_norm=1.0, calibration="paper",
-                     half_width_mult=half_width_mult, batch_size=4000, random_state=0)
+                     range_estimation=RangeEstimation(half_width_mult=half_width_mult), batch_size=4000,
+                     random_state=0)
     report = res.privacy
     eps = epsilon_of(report.events, DELTA, relation="replace_one")
     assert report.calibration == "paper" and report.epsilon == pytest.approx(eps)
@@ -545,8 +549,8 @@ def test_dp_pca_paper_calibration_reports_what_the_accountant_certifies(half_wid
 @pytest.mark.parametrize("histogram", ["laplace", "stable"])
 def test_dp_pca_events_are_parallel_and_tight(histogram, spiked):
     X, _ = spiked
-    res = dp_pca(X, 2, epsilon=0.5, delta=1e-5, row_norm=1.0, histogram=histogram, batch_size=8000,
-                 random_state=0)
+    res = dp_pca(X, 2, epsilon=0.5, delta=1e-5, row_norm=1.0,
+                 range_estimation=RangeEstimation(histogram=histogram), batch_size=8000, random_state=0)
     (event,) = res.privacy.events
     assert isinstance(event, ParallelDpEvent) and len(event.events) == 2
     eps = epsilon_of(res.privacy.events, 1e-5, relation="replace_one")

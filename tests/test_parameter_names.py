@@ -30,21 +30,12 @@ from dpspectral.local import (
     local_gaussian_report,
     local_lrf_report,
     local_lrf_setup,
-    private_local_lrf,
 )
 from dpspectral.lowrank import (
-    ContinualLRF,
-    CovarianceLRF,
-    TurnstileLRF,
-    continual_lrf,
-    covariance_lrf,
     optimal_space_lrf,
-    private_frobenius_lrf,
-    private_space_optimal_lrf,
     sketch_sizes,
-    turnstile_lrf,
 )
-from dpspectral.pca import dp_spca
+from dpspectral.pca import RangeEstimation, dp_spca
 from dpspectral.pca._oja import (
     dp_pca,
     oja,
@@ -171,34 +162,13 @@ def test_registry_options_are_parameters_of_their_function():
 
 _A = np.random.default_rng(2018).uniform(size=(12, 9))
 _ROWS = _A / np.linalg.norm(_A, axis=1, keepdims=True)
-_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0, "sketch_seed": 11}
+_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0}
 _SIZES_OLD = {"t": 4, "v": 6}
 _SIZES_NEW = {"subspace_sketch_size": 4, "affine_sketch_size": 6}
 
 
 def _factors(res: Any) -> tuple[np.ndarray, ...]:
     return res.U, res.S, res.V
-
-
-def _turnstile(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = TurnstileLRF(_A.shape, 2, **_PRIVATE, **sizes)
-    rows, cols = np.nonzero(_A)
-    state.update_many(rows, cols, _A[rows, cols])
-    return _factors(state.release())
-
-
-def _continual(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = ContinualLRF(_A.shape, 2, 2, **_PRIVATE, **sizes)
-    for step in range(2):
-        cols = np.arange(_A.shape[1])
-        state.step(np.full(cols.size, step), cols, _A[step])
-    return _factors(state.release())
-
-
-def _covariance(**sizes: Any) -> tuple[np.ndarray, ...]:
-    state = CovarianceLRF(_ROWS.shape[1], 2, **_PRIVATE, **sizes)
-    state.insert_many(_ROWS)
-    return _factors(state.release())
 
 
 def _spca(**share: Any) -> tuple[np.ndarray, ...]:
@@ -235,7 +205,8 @@ def _dp_pca(**tail: Any) -> tuple[np.ndarray, ...]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpspectral.UncertifiedPrivacyWarning)  # the paper's formula
         warnings.simplefilter("ignore", UserWarning)  # outside Theorem 5.1's range (privacy holds)
-        res = dp_pca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, batch_size=64, n_groups=4,
+        res = dp_pca(X, 1, epsilon=1.0, delta=1e-6, row_norm=1.0, batch_size=64,
+                     range_estimation=RangeEstimation(n_groups=4, tail_scale=2.0, tail_exponent=0.7),
                      calibration="paper", random_state=0, **tail)
     return res.components, np.array([res.privacy.epsilon])
 
@@ -273,12 +244,9 @@ _FDA_Y = np.arange(12) % 3
 _PAIR = gep.fda_pair(_FDA_X, _FDA_Y, row_norm=1.0)
 _GEP_PRIVATE = {"epsilon": 1.0, "delta": 1e-6, "random_state": 0}
 _XI_OLD, _XI_NEW = {"xi": 0.05}, {"regularization": 0.05}
-#: The step sizes of DPSR (eta_b, eta_a in the paper) and of the Rayleigh flows (eta), renamed too.
-_STEP_OLD = {"dpsr": {"eta_b": 0.5, "eta_a": 0.5}, "dpsrs": {"eta_b": 0.5, "eta_a": 0.5},
-             "dp_rayleigh_flow": {"eta": 0.5}, "dp_truncated_rayleigh_flow": {"eta": 0.5}}
-_STEP_NEW = {"dpsr": {"step_size_b": 0.5, "step_size_a": 0.5},
-             "dpsrs": {"step_size_b": 0.5, "step_size_a": 0.5},
-             "dp_rayleigh_flow": {"step_size": 0.5}, "dp_truncated_rayleigh_flow": {"step_size": 0.5}}
+#: The step size of the Rayleigh flows (eta in the paper), renamed too.
+_STEP_OLD = {"dp_rayleigh_flow": {"eta": 0.5}, "dp_truncated_rayleigh_flow": {"eta": 0.5}}
+_STEP_NEW = {"dp_rayleigh_flow": {"step_size": 0.5}, "dp_truncated_rayleigh_flow": {"step_size": 0.5}}
 
 
 def _gep(res: Any) -> tuple[np.ndarray, ...]:
@@ -325,18 +293,6 @@ _GEP_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]]]] = [
 RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, Any], dict[str, Any]]] = [
     ("optimal_space_lrf", lambda **kw: _factors(optimal_space_lrf(_A, 2, random_state=0, **kw)),
      _SIZES_OLD, _SIZES_NEW),
-    ("private_frobenius_lrf", lambda **kw: _factors(private_frobenius_lrf(_A, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("private_space_optimal_lrf",
-     lambda **kw: _factors(private_space_optimal_lrf(_A, 2, **_PRIVATE, **kw)), _SIZES_OLD, _SIZES_NEW),
-    ("turnstile_lrf", lambda **kw: _factors(turnstile_lrf(_A, 2, **_PRIVATE, **kw)), _SIZES_OLD, _SIZES_NEW),
-    ("continual_lrf", lambda **kw: _factors(continual_lrf(_A, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("covariance_lrf", lambda **kw: _factors(covariance_lrf(_ROWS, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
-    ("TurnstileLRF.__init__", _turnstile, _SIZES_OLD, _SIZES_NEW),
-    ("ContinualLRF.__init__", _continual, _SIZES_OLD, _SIZES_NEW),
-    ("CovarianceLRF.__init__", _covariance, _SIZES_OLD, _SIZES_NEW),
     ("sketch_sizes", lambda **kw: (np.array(dataclasses.astuple(sketch_sizes(2, 0.25, **kw))),),
      {"t_max": 7, "v_max": 8, "t": 3, "v": 5},
      {"max_subspace_sketch_size": 7, "max_affine_sketch_size": 8, "subspace_sketch_size": 3,
@@ -345,11 +301,8 @@ RENAMED_CASES: list[tuple[str, Callable[..., tuple[np.ndarray, ...]], dict[str, 
     ("local_lrf_setup", _local_setup, {"m": 12, "n": 9, **_SIZES_OLD},
      {"n_users": 12, "n_features": 9, **_SIZES_NEW}),
     ("local_lrf_report", _local_report, {"i": 3}, {"user_index": 3}),
-    ("private_local_lrf", lambda **kw: (lambda r: (r.U, r.S))(private_local_lrf(_ROWS, 2, **_PRIVATE, **kw)),
-     _SIZES_OLD, _SIZES_NEW),
     ("local_gaussian_aggregate", _local_gaussian, {"d": 9}, {"n_features": 9}),
-    ("dp_pca", _dp_pca, {"K": 2.0, "a": 0.7, "c1": 3.0, "c2": 2.0},
-     {"tail_scale": 2.0, "tail_exponent": 0.7, "learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
+    ("dp_pca", _dp_pca, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("oja", _oja, {"c1": 3.0, "c2": 2.0}, {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),
     ("private_oja", _private_oja, {"c1": 3.0, "c2": 2.0},
      {"learning_rate_scale": 3.0, "learning_rate_offset": 2.0}),

@@ -46,6 +46,7 @@ import dpspectral.privacy._gaussian as gaussian_module
 from dpspectral.gep._rayleigh import dp_rayleigh_flow
 from dpspectral.gep._reduction import dpsr, dpsrs
 from dpspectral.gep._scatter import fda_pair
+from dpspectral.pca import RangeEstimation
 from dpspectral.privacy._histogram import laplace_histogram_mode
 from dpspectral.privacy._noise import SeededNoise
 from dpspectral.privacy._pipeline import Releaser
@@ -289,7 +290,7 @@ def test_dp_pca_laplace_releases_pinned(monkeypatch):
     n, d, B = 3200, 20, 32
     rec = _instrument_dp_pca(monkeypatch)
     res = _run_dp_pca(_pca_data(n, d), range(4), epsilon=eps, delta=delta, row_norm=C, batch_size=B,
-                      n_groups=4, half_width_mult=h)
+                      range_estimation=RangeEstimation(n_groups=4, half_width_mult=h))
     claim = res[0].privacy
     assert claim.certified and claim.epsilon == pytest.approx(eps, rel=1e-4)
     a4 = np.concatenate(rec["a4"])
@@ -332,8 +333,8 @@ def test_dp_pca_stable_releases_pinned(monkeypatch):
     n, d, B, groups = 256 * 30, 5, 256, 64
     rec = _instrument_dp_pca(monkeypatch)
     res = _run_dp_pca(_pca_data(n, d, seed=2), range(4), epsilon=eps, delta=delta, row_norm=C,
-                      batch_size=B, n_groups=groups, half_width_mult=h, histogram="stable",
-                      histogram_share=share)
+                      batch_size=B, range_estimation=RangeEstimation(
+                          n_groups=groups, half_width_mult=h, histogram="stable", histogram_share=share))
     claim = res[0].privacy
     assert claim.certified
     a4 = [r for r in rec["stable"] if not r[0]]
@@ -371,8 +372,9 @@ def test_dp_pca_paper_calibration_pinned(monkeypatch):
     n, d, B = 3200, 20, 32
     rec = _instrument_dp_pca(monkeypatch)
     res = _run_dp_pca(_pca_data(n, d, seed=6), range(3), epsilon=eps, delta=delta, row_norm=C,
-                      batch_size=B, n_groups=4, half_width_mult=h, calibration="paper", tail_scale=K,
-                      tail_exponent=a, failure_probability=fail)
+                      batch_size=B, calibration="paper", range_estimation=RangeEstimation(
+                          n_groups=4, half_width_mult=h, tail_scale=K, tail_exponent=a,
+                          failure_probability=fail))
     zeta = fail / (2 * (n // B))
     z_paper, z_gap = [], []
     for noise, gap, lam in rec["raw"]:
@@ -491,7 +493,7 @@ def test_dp_pca_clips_by_effect():
     for norm in (10.0, C, C / 2):
         Y = X * norm
         out.append(_run_dp_pca(Y, [7], epsilon=1.0, delta=1e-5, row_norm=C, batch_size=40,
-                               n_groups=4)[0].components)
+                               range_estimation=RangeEstimation(n_groups=4))[0].components)
         out.append(oja.private_oja(Y, 1, epsilon=50.0, delta=1e-5, row_norm=C, random_state=7).components)
     np.testing.assert_allclose(out[0], out[2], atol=1e-12)  # dp_pca
     np.testing.assert_allclose(out[1], out[3], atol=1e-12)  # private_oja

@@ -38,7 +38,7 @@ from scipy import special, stats
 import dpspectral.local._gaussian as local_module
 import dpspectral.pca._covariance as cov_module
 import dpspectral.pca._power as power_module
-from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
+from dpspectral import Accountant, BudgetExceededError, EpsilonSplit, UncertifiedPrivacyWarning
 from dpspectral.local._gaussian import local_gaussian, local_gaussian_report
 from dpspectral.model_selection import select_subspace
 from dpspectral.pca import BinghamSamplerError, exponential_pca, ppca
@@ -504,7 +504,8 @@ def _utility_sensitivity(relation: str) -> tuple[float, bool]:
 def test_exponential_releases_pinned(relation):
     X = _data(n=200, d=3, seed=5)
     runs, eps = 1500, 1.0
-    res = [exponential_pca(X, 1, epsilon=eps, row_norm=C, relation=relation, eigenvalue_share=0.5,
+    res = [exponential_pca(X, 1, epsilon=eps, row_norm=C, relation=relation,
+                           epsilon_split=EpsilonSplit(eigenvalue_share=0.5),
                            random_state=s) for s in range(runs)]
     diag = res[0].diagnostics
     truth = _eigen_release(X)

@@ -19,6 +19,7 @@ import dpspectral
 from dpspectral import DPPCA, DistributedDPPCA, DPFisherDiscriminant, DPLowRank, methods
 from dpspectral import _registry as registry_module
 from dpspectral._registry import ESTIMATORS, MODELS, TASKS, FunctionRef, get_method, methods_markdown
+from dpspectral.lowrank import Sketch
 from dpspectral.privacy import epsilon_of
 
 ALL = [m for m in methods(task="pca") if m.private]  # the DP contracts (the non-private oja: below)
@@ -265,7 +266,7 @@ LOWRANK = methods(task="lowrank")
 def test_lowrank_function_and_estimator_give_the_same_factors(method):
     A = np.random.default_rng(3).uniform(size=(40, 18))
     common: dict = {"random_state": 5}
-    options = {"sketch_seed": 11} if "sketch_seed" in method.options else {}
+    options = {"sketch": Sketch(seed=11)} if "sketch" in method.options and method.needs_delta else {}
     if "alpha" in method.options:
         common["alpha"] = 0.25
     if "row_norm" in method.options:

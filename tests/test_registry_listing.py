@@ -4,7 +4,7 @@
   ``oja`` hide inside ``private_oja``);
 * the non-private references the documents name are registered, so they are listed;
 * the user guide's choice table calls only the code's default the default Fisher discriminant;
-* every docstring of ``clip_quantile`` states the code's default;
+* every docstring of ``adaptive_clip`` states the code's default quantile;
 * the installation page lists every optional dependency (extra) of ``pyproject.toml``.
 """
 
@@ -50,13 +50,13 @@ def test_choice_table_names_the_code_default_fisher_discriminant():
 
 def test_clip_quantile_docstrings_state_the_code_default():
     assert DEFAULT_CLIP_QUANTILE == 0.1
-    # mod_sulq documents clip_quantile "as in analyze_gauss" (one place for the shared parameters)
+    # mod_sulq documents adaptive_clip "as in analyze_gauss" (one place for the shared parameters)
     mod_sulq_doc = inspect.getdoc(dpspectral.mod_sulq) or ""
-    i = mod_sulq_doc.index("clip_quantile")
+    i = mod_sulq_doc.index("adaptive_clip")
     assert "As in :func:`analyze_gauss`" in mod_sulq_doc[i:i + 400]
     for owner in (dpspectral.DPPCA, dpspectral.analyze_gauss):
         doc = inspect.getdoc(owner) or ""
-        i = doc.index("clip_quantile")
+        i = doc.index("adaptive_clip :")
         part = doc[i:i + 900]
         assert f"{DEFAULT_CLIP_QUANTILE:g}" in part and "balance rule" in part, owner
         assert "0.9" not in part, owner

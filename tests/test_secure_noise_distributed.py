@@ -17,7 +17,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from dpspectral.distributed import dpdispca, local_pca, pooled_pca, spawn_site_seeds
+from dpspectral.distributed import SiteFailurePolicy, dpdispca, local_pca, pooled_pca, spawn_site_seeds
 from dpspectral.distributed._protocol import _NoiseAtSites
 from dpspectral.distributed._site import (
     SECURE,
@@ -191,8 +191,9 @@ def test_parameters_are_declared_in_a_constraint_table(fn: Any) -> None:
 
 def test_dpdispca_table_covers_the_protocol_options() -> None:
     table = dpdispca.parameter_constraints
-    assert {"variant", "on_site_failure", "site_timeout", "release_count"} <= set(table)
-    with pytest.raises(ValueError, match=r"The 'site_timeout' parameter of dpdispca must be None or a float"):
-        dpdispca(_sites(), 2, site_timeout=0.0, **KW)
+    assert {"variant", "site_failure.on_failure", "site_failure.timeout", "release_count"} <= set(table)
+    with pytest.raises(ValueError,
+                       match=r"The 'site_failure.timeout' parameter of dpdispca must be None or a float"):
+        dpdispca(_sites(), 2, site_failure=SiteFailurePolicy(timeout=0.0), **KW)
     with pytest.raises(TypeError, match=r"The 'release_count' parameter of dpdispca must be a bool"):
         dpdispca(_sites(), 2, release_count="yes", **KW)

@@ -24,6 +24,8 @@ from dpspectral import Accountant
 from dpspectral.lowrank import (
     ContinualLRF,
     CovarianceLRF,
+    RangeFinder,
+    Sketch,
     TurnstileLRF,
     continual_lrf,
     covariance_lrf,
@@ -189,9 +191,12 @@ TABLED = [
 @pytest.mark.parametrize("fn, owner, call", TABLED, ids=[owner for _, owner, _ in TABLED])
 def test_parameters_are_checked_from_the_table_before_any_charge(fn, owner, call):
     table = fn.parameter_constraints
-    assert {"epsilon", "delta", "calibration", "sketch_failure_share", "random_state"} <= set(table)
+    # the failure share of the sketches: Hardt-Roth's is one of its range finder's constants
+    group, share = (("range_finder", RangeFinder(failure_share=1.0)) if owner == "hardt_roth"
+                    else ("sketch", Sketch(failure_share=1.0)))
+    assert {"epsilon", "delta", "calibration", group, "random_state"} <= set(table)
     for bad, words in [({"epsilon": -1.0}, "'epsilon' parameter"),
-                       ({"sketch_failure_share": 1.0}, "'sketch_failure_share' parameter"),
+                       ({group: share}, f"'{group}.failure_share' parameter"),
                        ({"random_state": "os"}, "'random_state' parameter")]:
         acc = Accountant(100.0, 1e-3)
         with pytest.raises(ValueError, match=re.escape(f"The {words} of {owner} must be")):

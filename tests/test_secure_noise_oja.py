@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpspectral import Accountant
+from dpspectral import Accountant, RangeEstimation
 from dpspectral.pca._oja import (
     AnalysisRangeWarning,
     dp_pca,
@@ -94,8 +94,9 @@ def test_private_oja_secure_with_shuffling(secure_draws):
 
 @pytest.mark.parametrize("histogram", ["laplace", "stable"])
 def test_dp_pca_secure(rows, secure_draws, histogram):
-    kw = dict(epsilon=200.0, delta=DELTA, row_norm=1.0, batch_size=32, histogram=histogram,
-              n_groups=2 if histogram == "laplace" else 3, schedule="paper")  # halves, p = k, Alg. 5 always
+    groups = 2 if histogram == "laplace" else 3
+    kw = dict(epsilon=200.0, delta=DELTA, row_norm=1.0, batch_size=32, schedule="paper",  # halves, p = k,
+              range_estimation=RangeEstimation(histogram=histogram, n_groups=groups))  # Alg. 5 always
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AnalysisRangeWarning)
         acc = Accountant(500.0, 1e-3)

@@ -18,7 +18,7 @@ import pytest
 from dpspectral import config_context
 from dpspectral.local._gaussian import local_gaussian, local_gaussian_report
 from dpspectral.model_selection import private_select, select_subspace
-from dpspectral.pca._exponential import exponential_pca, ppca
+from dpspectral.pca._exponential import EpsilonSplit, exponential_pca, ppca
 from dpspectral.pca._lr_search import select_learning_rate
 from dpspectral.pca._power import noisy_power
 from dpspectral.pca._stochastic import dp_spca, dp_vrpca
@@ -79,7 +79,8 @@ def test_secure_run_is_charged_like_a_seeded_one(data: np.ndarray) -> None:
 
 def test_secure_eigenvalues_lie_on_the_laplace_grid(data: np.ndarray) -> None:
     """The released eigenvalue vector is a multiple of the secure grid ``2**(floor(log2 b) - 30)``."""
-    res = exponential_pca(data, 2, epsilon=1.0, row_norm=1.0, eigenvalue_share=0.5, random_state="secure")
+    res = exponential_pca(data, 2, epsilon=1.0, row_norm=1.0, random_state="secure",
+                          epsilon_split=EpsilonSplit(eigenvalue_share=0.5))
     grid = 2.0 ** (np.floor(np.log2(res.diagnostics["eigenvalue_noise_scale"])) - GRID_BITS)
     steps = np.append(res.values, res.total) / grid
     np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-3)

@@ -3,7 +3,7 @@
 Every public scikit-learn estimator of ``dpspectral`` is listed here (a test enumerates them), each in
 the settings the checks need: a ``row_norm`` large enough that the checks' small data are barely
 clipped, a tiny k so that every check's data (sometimes a single feature) has enough columns, a fixed
-``random_state`` (and a declared public ``sketch_seed`` for the sketching methods) so that refits are
+``random_state`` (and a declared public sketch seed for the sketching methods) so that refits are
 identical, and the in-process engine for ``DistributedDPPCA`` (no Dask cluster is started: the
 fixture below makes the Dask engine fail).
 
@@ -32,6 +32,7 @@ from dpspectral import (
     DPStandardScaler,
 )
 from dpspectral._constraints import Constraint, InvalidParameterError
+from dpspectral.lowrank import Sketch
 
 #: {estimator class name (``[add_remove]`` for that relation): {check name: reason}}.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
@@ -57,8 +58,9 @@ def _instances() -> list[BaseEstimator]:
         DPPCA(1, row_norm=100.0, relation="add_remove", centering="private", **_PRIVACY),
         # pure epsilon-DP: delta 0 (a positive delta would be unused, with a PureEpsilonWarning)
         DPPCA(1, row_norm=100.0, method="ppca", **{**_PRIVACY, "delta": 0.0}),
-        DPLowRank(1, method_params={"sketch_seed": 0}, **_PRIVACY),
-        DPLowRank(1, method="covariance_lrf", row_norm=100.0, method_params={"sketch_seed": 0}, **_PRIVACY),
+        DPLowRank(1, method_params={"sketch": Sketch(seed=0)}, **_PRIVACY),
+        DPLowRank(1, method="covariance_lrf", row_norm=100.0, method_params={"sketch": Sketch(seed=0)},
+                  **_PRIVACY),
         # a large epsilon: the checks' small data pass the private label release's threshold (classes=None)
         DPFisherDiscriminant(1, row_norm=100.0, epsilon=1e4, delta=1e-5, random_state=0),
         DistributedDPPCA(1, row_norm=100.0, engine="inprocess", **_PRIVACY),

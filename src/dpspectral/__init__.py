@@ -4,13 +4,17 @@ from ._array_api import config_context, get_config, set_config, to_numpy
 from ._costs import pipeline_cost
 from ._estimators import DPPCA, DPLowRank, UncentredWarning
 from ._linalg import UnresolvedVarianceWarning
+from ._options import AdaptiveClip
 from ._public_basis import PublicBasis, with_public_basis
 from ._registry import Method, get_method, methods
 from ._results import LowRankResult, SubspaceResult
-from .distributed import DistributedDPPCA, SiteFailureError, SiteFailureWarning, dpdispca
+from .distributed import DistributedDPPCA, SiteFailureError, SiteFailurePolicy, SiteFailureWarning, dpdispca
 from .gep import DPFisherDiscriminant, DPLinearDiscriminantAnalysis, GEPResult, private_fda, private_gep
 from .local import local_gaussian, private_local_lrf
 from .lowrank import (
+    PowerIteration,
+    RangeFinder,
+    Sketch,
     continual_lrf,
     continual_space_optimal_lrf,
     covariance_lrf,
@@ -22,6 +26,9 @@ from .lowrank import (
     turnstile_space_optimal_lrf,
 )
 from .pca import (
+    EpsilonSplit,
+    RangeEstimation,
+    WarmupSchedule,
     analyze_gauss,
     dp_pca,
     dp_spca,
@@ -53,6 +60,7 @@ __version__ = "0.1.0"
 # values of private_fda and DPFisherDiscriminant), the estimators, the registry and the privacy types.
 __all__ = [
     "Accountant",
+    "AdaptiveClip",
     "BudgetExceededError",
     "DistributedDPPCA",
     "DPFisherDiscriminant",
@@ -60,21 +68,28 @@ __all__ = [
     "DPLowRank",
     "DPPCA",
     "DPStandardScaler",
+    "EpsilonSplit",
     "GEPResult",
     "LowRankResult",
     "Method",
     "PrivacyBudget",
+    "PowerIteration",
     "PrivacyParameterWarning",
     "PublicBasis",
     "PrivacyReport",
     "PureEpsilonWarning",
+    "RangeEstimation",
+    "RangeFinder",
     "Relation",
     "SiteFailureError",
+    "SiteFailurePolicy",
     "SiteFailureWarning",
+    "Sketch",
     "SubspaceResult",
     "UncentredWarning",
     "UncertifiedPrivacyWarning",
     "UnresolvedVarianceWarning",
+    "WarmupSchedule",
     "analyze_gauss",
     "config_context",
     "continual_lrf",

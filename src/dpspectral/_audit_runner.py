@@ -60,6 +60,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._registry import Method, methods
+from .lowrank._sketch_options import Sketch
+from .pca._schedule import WarmupSchedule
 from .privacy._audit import (
     clopper_pearson,
     covariance_pair,
@@ -117,7 +119,7 @@ AUDIT_SETTINGS: dict[str, dict[str, Any]] = {
     "dp_pca": {"n_rows": 256, "n_isotropic": 128, "batch_size": 256, "learning_rate_scale": 1e4},
     # one batch: the whole pass is one noisy batch sum of the pair's rows (each batch of a longer pass is
     # the same release on other rows, in parallel composition)
-    "minibatch_oja": {"n_batches": 1},
+    "minibatch_oja": {"schedule": WarmupSchedule(n_batches=1)},
     "dpsrs": {"sparsity": 1},
     "dp_truncated_rayleigh_flow": {"sparsity": 1},
 }
@@ -562,10 +564,10 @@ def _method_kwargs(method: Method, relation: Relation, epsilon: float,
         kwargs["bound"] = PRIV_BOUND
     if method.task == "gep":  # the pair's labels are the public classes (no label-set release to audit)
         kwargs["classes"] = (0, 1)
-    if "sketch_seed" in method.options:
+    if "sketch" in method.options and method.needs_delta:  # not optimal_space_lrf's sketch kind
         # the sketches' randomness is public (the adversary knows it): one fixed seed for every run, so
         # that the runs differ only in the secret noise and the audit is reproducible
-        kwargs["sketch_seed"] = AUDIT_SKETCH_SEED
+        kwargs["sketch"] = Sketch(seed=AUDIT_SKETCH_SEED)
     used: dict[str, Any] = {}
     for key, value in AUDIT_SETTINGS.get(method.name, {}).items():
         if key in method.options:

@@ -30,7 +30,7 @@ from .privacy._accounting import Accountant
 from .privacy._budget import PrivacyBudget, Relation
 from .privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from .privacy._pipeline import NoisyRelease, ReleasePlan
-from .privacy._template import Mechanism, Released
+from .privacy._template import Prelude, Released
 
 #: Share of the budget spent on the number of rows (of ``1 / s^2`` for a Gaussian budget, of epsilon
 #: under pure epsilon). At n = 1,000, epsilon = 1, delta = 1e-6 the Gaussian count's standard deviation
@@ -108,7 +108,7 @@ def count_rows(X: Any, matrix: np.ndarray, row_norm: float | None, owner: str) -
     return CountRows(n, int(matrix.shape[0]))
 
 
-class RowCount(Mechanism[CountRelease, tuple[float, Any]]):
+class RowCount(Prelude[CountRelease, tuple[float, Any]]):
     """The count stage alone, for a later run (the method in the basis) that continues it.
 
     ``cost``: the later run's events, checked with the count's before anything is read, charged by it.
@@ -116,16 +116,8 @@ class RowCount(Mechanism[CountRelease, tuple[float, Any]]):
     """
 
     def __init__(self, owner: str, cost: tuple[dp_accounting.DpEvent, ...], rows: CountRows) -> None:
-        super().__init__()
-        self.label = owner
-        self.cost = cost
+        super().__init__(owner, cost)
         self.rows = rows
-
-    def plan(self, inputs: CountRelease, n: int | None, d: int | None) -> ReleasePlan:
-        return inputs.plan(self.label)
-
-    def reserved_events(self, inputs: CountRelease) -> tuple[Any, ...]:
-        return self.cost
 
     def read(self, inputs: CountRelease, X: Any) -> CountRows:
         return self.rows

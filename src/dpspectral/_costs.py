@@ -291,6 +291,7 @@ def _default_relation(step: Any, params: dict[str, Any]) -> Relation:
 def _dppca_cost(name: str, step: Any, d: int | None) -> tuple[StepCost, int | None]:
     """DPPCA: the covariance methods' plan with the tight calibration; otherwise the declared budget."""
     from ._estimators import supported_relation
+    from ._options import clip_fields
     from ._registry import choose_method, get_method
     from .pca._covariance import DEFAULT_CLIP_SHARE, UNCENTRED_CLIP_SHARE, covariance_plan
 
@@ -315,9 +316,9 @@ def _dppca_cost(name: str, step: Any, d: int | None) -> tuple[StepCost, int | No
                                       if entry.needs_delta else 0.0},
                          f"method={method!r}"), d_out
     private_mean = isinstance(step.centering, str) and step.centering == "private"
-    adaptive = True if step.adaptive_clip is None else bool(step.adaptive_clip)
-    clip_share = step.clip_share if step.clip_share is not None else (
-        DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE)
+    adaptive, _, clip_share = clip_fields(True if step.adaptive_clip is None else step.adaptive_clip, kind)
+    if clip_share is None:
+        clip_share = DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE
     plan = covariance_plan(method, budget=PrivacyBudget(float(step.epsilon), float(step.delta)),
                            relation=relation, calibration="tight", row_norm=float(step.row_norm), n=None, d=d,
                            private_mean=private_mean, release_count="release_count" in entry.options,

@@ -48,6 +48,7 @@ from ._constraints import (
 )
 from ._device_stream import DEVICE, stream_to_device
 from ._linalg import UnresolvedVarianceWarning, released_variances
+from ._options import ADAPTIVE_CLIP, AdaptiveClip, folded
 from ._projection import Projection, _ReleasedSubspace
 from ._public_basis import PublicBasis, as_public_basis, counts_rows, resolve_for, with_public_basis
 from ._registry import ESTIMATORS, Method, choose_lowrank_method, choose_method, get_method, methods
@@ -293,19 +294,15 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         cannot centre).
     mean_share : float, default=0.1
         Share of the Gaussian budget spent on the private mean (``centering="private"``).
-    adaptive_clip : bool or None, default=None
-        (covariance methods) Clip the rows at a released quantile of their norms instead of at
-        ``row_norm``: a staged release (noisy norm histogram, then the scatter at the released clip;
+    adaptive_clip : bool, AdaptiveClip or None, default=None
+        Clip the rows at a clip released from a noisy histogram of their norms instead of at
+        ``row_norm``: a staged release (noisy norm histogram, then the release at the released clip;
         ``docs/algorithms/covariance.md``). None takes the method's default (on for ``analyze_gauss``
-        and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism.
-    clip_quantile : float in (0, 1) or None, default=None
-        The quantile of the norms the adaptive clip estimates; None: the method's default (for
-        uncentred rows, or rows centred at a public centre, the balance rule, which picks the clip from
-        the released histogram and the noise instead of a fixed quantile; 0.1 for privately centred
-        rows).
-    clip_share : float in (0, 1) or None, default=None
-        Share of the Gaussian budget spent on the norm histogram; None: the method's default (0.02
-        uncentred, 0.05 centred).
+        and ``mod_sulq`` with ``calibration="tight"``); False keeps the one-release mechanism. An
+        :class:`~dpspectral.AdaptiveClip` sets the histogram's ``share`` of the budget (None: 0.02
+        uncentred, 0.05 centred) and the ``quantile`` of the norms to clip at (None: the balance rule
+        for uncentred rows, or rows centred at a public centre, which picks the clip from the released
+        histogram and the noise instead of a fixed quantile; 0.1 for privately centred rows).
     noise_shape : {"goe", "iid"} or None, default=None
         (covariance and local Gaussian methods) The symmetric noise's shape; None: the method's default.
     accountant : Accountant or None, default=None
@@ -327,7 +324,8 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         multiplies it back. Post-processing of released quantities: it costs nothing. Needs a method
         that releases eigenvalues (``"analyze_gauss"``, ``"mod_sulq"``, ``"wishart"``,
         ``"local_gaussian"``, ``"ppca"`` and ``"exponential"`` with k > 1 and a positive
-        ``eigenvalue_share``, ``"dpdispca"``); refused for the others before anything is charged.
+        ``EpsilonSplit.eigenvalue_share``, ``"dpdispca"``); refused for the others before anything is
+        charged.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
         Extra keyword arguments of the chosen method (see its docstring).
@@ -418,6 +416,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
     True
     """
 
+    @folded("adaptive_clip", AdaptiveClip, {"clip_quantile": "quantile", "clip_share": "share"})
     def __init__(
         self,
         n_components: int | None = None,
@@ -430,9 +429,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         calibration: str | None = None,
         centering: Any = "private",
         mean_share: float = 0.1,
-        adaptive_clip: bool | None = None,
-        clip_quantile: float | None = None,
-        clip_share: float | None = None,
+        adaptive_clip: bool | AdaptiveClip | None = None,
         noise_shape: str | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
@@ -453,8 +450,6 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         self.centering = centering
         self.mean_share = mean_share
         self.adaptive_clip = adaptive_clip
-        self.clip_quantile = clip_quantile
-        self.clip_share = clip_share
         self.noise_shape = noise_shape
         self.accountant = accountant
         self.random_state = random_state
@@ -476,9 +471,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         "relation": RELATION,
         "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
-        "adaptive_clip": [NONE, BOOL],
-        "clip_quantile": [NONE, SHARE],
-        "clip_share": [NONE, SHARE],
+        "adaptive_clip": [NONE, ADAPTIVE_CLIP],
         "noise_shape": [NONE, Options(("goe", "iid"))],
         "accountant": ACCOUNTANT,
         "random_state": RANDOM_STATE,
@@ -491,14 +484,15 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
     }
     #: Method options that are also estimator parameters: passed on when not None, and refused (named)
     #: for a method that does not take them.
-    _method_options = ("adaptive_clip", "clip_quantile", "clip_share", "noise_shape")
+    _method_options = ("adaptive_clip", "noise_shape")
     _parameters_checked_elsewhere = {
         "centering": "'private', None or a public centre of length n_features: checked by the method, "
                      "once n_features is known ('private' runs uncentred, with a warning, and a public "
                      "centre is refused here, for a method that does not centre)",
     }
     #: The methods whose release includes eigenvalues (``explained_variance_``; ``whiten=True``), except
-    #: ppca with k = 1 and an ``eigenvalue_share`` of 0 (:meth:`_check_variance_options`).
+    #: ppca with k = 1 and ppca or exponential with an ``eigenvalue_share`` of 0
+    #: (:meth:`_check_variance_options`).
     _EIGENVALUE_METHODS = ("analyze_gauss", "mod_sulq", "wishart", "local_gaussian", "ppca", "exponential",
                            "dpdispca")
     #: The methods whose one release (a noisy d x d matrix) gives every eigenvalue and its trace at the
@@ -515,7 +509,9 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                 "chosen from the released eigenvalues and total variance of all the features, which only "
                 f"{', '.join(repr(m) for m in self._FRACTION_METHODS)} release at no extra cost. "
                 "Nothing was charged.")
-        share = (self.method_params or {}).get("eigenvalue_share")
+        params = self.method_params or {}
+        split = params.get("epsilon_split")
+        share = params.get("eigenvalue_share") if split is None else split.eigenvalue_share
         no_values = (method.name not in self._EIGENVALUE_METHODS
                      or (method.name in ("ppca", "exponential") and share is not None and share == 0)
                      or (method.name == "ppca" and self.n_components == 1))
@@ -576,24 +572,28 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
                                stream=not in_memory, public_basis=self.public_basis is not None)
         self.method_, self.method_reason_ = choice.method, choice.reason
         entry = get_method(choice.method)
-        unknown = sorted(set(self.method_params or {}) - set(entry.options))
+        # the method's options, and for one release the keywords that moved into its option groups
+        known = set(entry.options) | set(getattr(entry.function, "folded_parameters", {}))
+        unknown = sorted(set(self.method_params or {}) - known)
         if unknown:
             raise ValueError(
                 f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take the "
                 f"method_params {unknown}. Name the method these parameters belong to (method=...)."
             )
-        if (self.centering is not None and not _asks_private_centre(self.centering)
-                and "centering" not in entry.options):
-            raise ValueError(
-                f"method='auto' chose {choice.method!r} ({choice.reason}), which does not centre the "
-                f"data; centering={self.centering!r} needs a covariance method (method='analyze_gauss')."
-            )
-        for name in self._method_options:
-            if getattr(self, name) is not None and name not in entry.options:
-                raise ValueError(
-                    f"method='auto' chose {choice.method!r} ({choice.reason}), which does not take "
-                    f"{name}={getattr(self, name)!r}; name a method that does (method='analyze_gauss')."
-                )
+        for name in self._options_not_taken(entry)[:1]:
+            given = f"{name}={getattr(self, name)!r}"
+            what = (f"does not centre the data; {given} needs a covariance method" if name == "centering"
+                    else f"does not take {given}; name a method that does")
+            raise ValueError(f"method='auto' chose {choice.method!r} ({choice.reason}), which {what} "
+                             "(method='analyze_gauss').")
+
+    def _options_not_taken(self, method: Method) -> list[str]:
+        """The parameters set here that ``method`` does not take: a public centre (``"private"`` runs it
+        uncentred, with a warning) and the method options."""
+        centre = (self.centering is not None and not _asks_private_centre(self.centering)
+                  and "centering" not in method.options)
+        return ["centering"] * centre + [name for name in self._method_options
+                                         if getattr(self, name) is not None and name not in method.options]
 
     def _validate_params_dp(self) -> tuple[PrivacyBudget, float, Method, Relation]:
         """The checks that relate parameters (after the table): (budget, row_norm, entry, relation)."""
@@ -639,19 +639,12 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         ``centering="private"`` (the default) with a method that cannot centre is not refused: ``fit``
         runs it uncentred, with an :class:`UncentredWarning` (and a note in the privacy report).
         """
-        if "centering" not in method.options and self.centering is not None:
-            if not _asks_private_centre(self.centering):
-                raise ValueError(
-                    f"The 'centering' parameter of {owner} must be None or 'private' for "
-                    f"method={method.name!r}, which does not centre the data ('private' runs it "
-                    f"uncentred, with a warning). Got {self.centering!r} instead."
-                )
-        for name in self._method_options:
-            if getattr(self, name) is not None and name not in method.options:
-                raise ValueError(
-                    f"The '{name}' parameter of {owner} must be None for method={method.name!r}, "
-                    f"which does not take it. Got {getattr(self, name)!r} instead."
-                )
+        for name in self._options_not_taken(method)[:1]:
+            what = (f"None or 'private' for method={method.name!r}, which does not centre the data "
+                    "('private' runs it uncentred, with a warning)" if name == "centering"
+                    else f"None for method={method.name!r}, which does not take it")
+            raise ValueError(f"The '{name}' parameter of {owner} must be {what}. Got {getattr(self, name)!r} "
+                             "instead.")
 
     def fit(self, X: Any, y: Any = None) -> DPPCA:
         """Fit the private principal subspace.
@@ -1108,10 +1101,11 @@ class DPLowRank(_DPEstimator):
     random_state : None, int, SeedSequence, Generator or "secure"
         Seeds the secret noise only: keep it secret. ``"secure"`` draws the noise from OS entropy with
         exact discrete samplers (not reproducible; ``privacy_.noise_source == "secure"``). The public
-        sketches come from OS entropy unless a public ``sketch_seed`` is declared in ``method_params``
-        (a fit is reproducible only then, and never with ``"secure"``).
+        sketches come from OS entropy unless a public seed is declared in ``method_params``
+        (``{"sketch": Sketch(seed=...)}``; a fit is reproducible only then, and never with ``"secure"``).
     method_params : dict or None
-        Extra keyword arguments of the method (``t``, ``v``, ``bound``, ``sketch_seed``, ...).
+        Extra keyword arguments of the method (``sketch`` (a :class:`~dpspectral.lowrank.Sketch`),
+        ``bound``, ...).
 
     Attributes
     ----------

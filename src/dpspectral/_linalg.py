@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
 __all__ = ["ReleasedVariances", "UnresolvedVarianceWarning", "fix_signs", "orthonormalize",
            "released_variances", "top_k_eigh"]
@@ -20,6 +21,13 @@ def fix_signs(V: np.ndarray) -> np.ndarray:
     signs = np.sign(V[idx, np.arange(V.shape[1])])
     signs[signs == 0] = 1
     return V * signs
+
+
+#: Up to this d, :func:`top_k_eigh` runs LAPACK on one BLAS thread: its tridiagonal reduction is
+#: thousands of small matrix-vector products, and threads that must meet after each one are slow when
+#: the cores are shared (at d = 784 on a busy 2-core machine, 0.1 s on one thread against 6-10 s on two;
+#: docs/benchmarks/speed.md).
+SERIAL_EIGH_MAX_D = 2048
 
 
 def top_k_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -37,9 +45,10 @@ def top_k_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         xp = _namespace(M)
         values, vectors = xp.linalg.eigh(M)  # ascending
         return xp.flip(values[d - k:], axis=0), _fix_signs_xp(xp.flip(vectors[:, d - k:], axis=1))
-    values, vectors = scipy.linalg.eigh(
-        M, subset_by_index=[d - k, d - 1], lower=False, check_finite=False, driver="evr"
-    )
+    with threadpool_limits(1 if d <= SERIAL_EIGH_MAX_D else None, user_api="blas"):
+        values, vectors = scipy.linalg.eigh(
+            M, subset_by_index=[d - k, d - 1], lower=False, check_finite=False, driver="evr"
+        )
     order = np.argsort(values)[::-1]
     return values[order], fix_signs(vectors[:, order])
 

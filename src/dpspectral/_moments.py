@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
 from ._array_api import clip_rows_xp, from_numpy, isfinite_all, row_norms_xp, to_numpy, work_dtype
@@ -36,7 +35,14 @@ from ._rows import (
     not_finite_error,
     unknown_columns_error,
 )
-from .privacy._clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
+from .privacy._clipping import (
+    NormViolation,
+    centred_row_norms,
+    clip_rows,
+    clip_threshold,
+    norm_scale,
+    scaled_row_norms,
+)
 from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
 
 __all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
@@ -63,14 +69,18 @@ def needs_two_passes_ok(X: Any) -> bool:
     return not is_one_shot(X)
 
 
-def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float = 1.0) -> np.ndarray:
-    """Row norms of a dense block scaled by ``scale`` (the public power of two
-    :func:`~dpspectral.privacy._clipping.norm_scale` of the bound: compare them with ``row_norm * scale``);
-    also the finiteness check (a NaN/inf makes its row's norm so)."""
+def _dense_row_norms(block: np.ndarray, first_row: int, owner: str, scale: float = 1.0,
+                     center: np.ndarray | None = None) -> np.ndarray:
+    """Row norms of a dense block (centred by ``center`` if given: without a centred copy) scaled by
+    ``scale`` (the public power of two :func:`~dpspectral.privacy._clipping.norm_scale` of the bound:
+    compare them with ``row_norm * scale``); also the finiteness check (a NaN/inf makes its row's norm
+    so)."""
     if scale == 1.0:
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        norms = centred_row_norms(block, center)
         if np.isfinite(norms).all():
             return norms
+    if center is not None:
+        block = block - center
     if not np.isfinite(block).all():
         _raise_not_finite(block, first_row, owner)
     # rows scaled piece by piece, and finite rows whose squares overflow rescaled by their largest entry
@@ -138,11 +148,14 @@ def accumulate(
                     f"{owner}: the centre has shape {center.shape}, expected ({d},)."
                 )
             total = np.zeros(d)
-            second = np.zeros((d, d), order="F")
+            second = np.zeros((d, d))
         if block.shape[0] == 0:
             continue
-        if center is not None:
-            block = (block.toarray() if sp.issparse(block) else block) - center
+        shift = None  # the centre of a dense block, subtracted piece by piece (no centred copy)
+        if center is not None and sp.issparse(block):
+            block = block.toarray() - center
+        elif center is not None:
+            shift = center
         n += block.shape[0]
         if sp.issparse(block):
             if norm_edges is not None:
@@ -155,7 +168,7 @@ def accumulate(
             if want_second:
                 second += (block.T @ block).toarray()
             continue
-        norms = _dense_row_norms(block, first_row, owner, scale)  # of the rows scaled by `scale`
+        norms = _dense_row_norms(block, first_row, owner, scale, shift)  # of the rows scaled by `scale`
         if norm_edges is not None:
             counts += bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
         over = norms > clip_threshold(row_norm * scale)
@@ -165,12 +178,12 @@ def accumulate(
         if not (want_sum or want_second):  # a validation pass (finite, within the bound): nothing to add
             continue
         second = _add_clipped(block, norms, over, row_norm * scale, total if want_sum else None,
-                              second if want_second else None)
+                              second if want_second else None, center=shift)
     if d is None or n == 0:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
     if want_second:
         assert second is not None
-        # dsyrk fills the upper triangle only (sparse updates fill both): mirror the upper one.
+        # exactly symmetric: the upper triangle mirrored (a sparse product may differ in the last bit)
         second = np.ascontiguousarray(np.triu(second) + np.triu(second, 1).T)
     return Moments(
         n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
@@ -260,7 +273,7 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
         return out
     total = np.zeros(d) if want_sum else None
     second = _add_clipped(block, norms, over, row_norm * scale, total,
-                          np.zeros((d, d), order="F") if want_second else None)
+                          np.zeros((d, d)) if want_second else None)
     if total is not None:
         out[0, 3:3 + d] = total
     if second is not None:
@@ -270,20 +283,22 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
 
 #: :func:`_add_clipped` scales and adds the rows in pieces of about this many entries (2 MB of float64,
 #: cache-sized; at least 1024 rows): at d <= 200 1.3-1.6x faster than one scaled copy of a whole
-#: 128 MB block, at d >= 500 within 5 % (docs/benchmarks.md, "How it scales").
+#: 128 MB block, at d >= 500 within 5 % (docs/benchmarks/scaling.md).
 _PIECE_ELEMENTS = 1 << 18
 
 
 def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,
-                 total: np.ndarray | None, second: np.ndarray | None) -> np.ndarray | None:
-    """Add the clipped rows of a dense block to ``total`` (their sum, in place) and ``second`` (the
-    upper triangle of their ``X^T X``, a Fortran-ordered d x d array, updated in place; returned).
-    ``norms`` and ``row_norm`` are both of the rows scaled by the bound's public power of two
+                 total: np.ndarray | None, second: np.ndarray | None,
+                 center: np.ndarray | None = None) -> np.ndarray | None:
+    """Add the clipped rows ``(x - center) * factor`` of a dense block to ``total`` (their sum, in
+    place) and ``second`` (their ``X^T X``, a d x d array, updated in place; returned). ``norms`` (of
+    the centred rows) and ``row_norm`` are both of the rows scaled by the bound's public power of two
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
-    One code path whatever the data: every row is scaled by its factor (1 within the bound,
-    ``row_norm / ||x||`` above it) into a new piece, so the work done (and the time taken) does not
-    depend on how many rows, or which, exceed the bound. The caller's array is never written."""
+    One code path whatever the data: every row is centred and scaled by its factor (1 within the
+    bound, ``row_norm / ||x||`` above it) into a new piece, and every piece added by the same matrix
+    product, so the work done (and the time taken) does not depend on how many rows, or which, exceed
+    the bound. The caller's array is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     m, d = block.shape
     rows = max(1024, _PIECE_ELEMENTS // max(d, 1))
@@ -292,12 +307,18 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     buffer = np.empty((min(rows, m), d))
     for a in range(0, m, rows):
         piece = buffer[:min(rows, m - a)]
-        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)
+        if center is None:
+            np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)
+        else:
+            np.subtract(block[a:a + rows], center, out=piece)
+            np.multiply(piece, factors[a:a + rows, None], out=piece)
         if total is not None:
             total += piece.sum(axis=0)
         if second is not None:
-            # upper triangle of piece^T piece by a rank-k update (half the flops of a GEMM)
-            second = blas.dsyrk(1.0, piece.T, beta=1.0, c=second, trans=0, lower=0, overwrite_c=1)
+            # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) and mirrors
+            # it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk, whose
+            # OpenBLAS build synchronises its threads worse on small updates (docs/benchmarks/speed.md)
+            second += piece.T @ piece
     return second
 
 

@@ -229,20 +229,20 @@ _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "ac
                                  "show_progress"})
 #: analyze_gauss and mod_sulq also clip the rows (uncentred or privately centred) at a private quantile of
 #: their norms, and take the noise's shape.
-_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "clip_quantile", "clip_share", "noise_shape"}
+_ADAPTIVE_OPTIONS = _COVARIANCE_OPTIONS | {"adaptive_clip", "noise_shape"}
 _ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms, scatter; 3 privately "
                     "centred: sum, centred norms, scatter); 1 with adaptive_clip=False (2 privately "
                     "centred) or a one-shot stream")
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
-_LRF_OPTIONS = _SKETCH_SIZES | {"alpha", "bound", "sketch_failure_share", "sketch_seed"}
+_LRF_OPTIONS = frozenset({"alpha", "bound", "sketch"})  # sketch: a lowrank.Sketch (t, v, seed, failure share)
 _OJA_OPTIONS = frozenset({"learning_rate_scale", "learning_rate_offset", "rank_method", "n_samples",
                           "show_progress"})  # eta_t = c1 / (c2 + t): c1 the scale, c2 the offset
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 _GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
-_SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_size_b", "step_size_a", "basis_size", "budget_shares",
-                             "paper_formula", "paper_constants", "init", "show_progress"}
+_SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_sizes", "basis_size", "budget_shares", "paper_calibration",
+                             "init", "show_progress"}
 _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "step_size", "init", "a_share", "show_progress"}
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
@@ -284,7 +284,7 @@ _PCA: tuple[Method, ...] = (
         model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._power", "noisy_power"),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
-        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip", "clip_share"}),
+        options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip"}),
         memory="O(d^2)", passes=("2 by default (checks that also count the norms, then X^T X at the released "
                                  "clip); 1 with adaptive_clip=False or a one-shot stream"),
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
@@ -295,7 +295,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._stochastic", "dp_spca"),
         summary="Noisy stochastic power steps with polar retraction (full batches by default; Poisson "
                 "samples with a sampling_rate)",
-        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "clip_share", "block_size"},
+        options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "block_size"},
         passes="1 norm histogram + n_steps (full batches by default; Poisson samples with a sampling_rate)",
         memory="O(dk) + O(n) (each step's row indices)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
@@ -307,7 +307,7 @@ _PCA: tuple[Method, ...] = (
         summary="Variance-reduced noisy steps; the epoch's full gradient released with noise (defaults: "
                 "3 noisy power steps on an oversampled block)",
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share", "block_size", "adaptive_noise",
-                                       "adaptive_clip", "clip_share"},
+                                       "adaptive_clip"},
         passes="n_epochs (one full gradient each) + inner steps (none by default)",
         memory="O(dp) + O(n) (row indices), p = min(d, 10k)",
         regime="As dp_spca, when several full passes are affordable and fewer noisy steps are wanted",
@@ -317,7 +317,7 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
         function=_ref("pca._oja", "private_oja"),
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
-        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip"},
         passes="1 (a one-shot stream, amplification); 2 by default otherwise (norm histogram, then steps)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
@@ -327,10 +327,8 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
         function=_ref("pca._oja", "dp_pca"),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
-        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "histogram", "half_width_mult",
-                                "tail_scale", "tail_exponent", "failure_probability", "n_groups",
-                                "histogram_share", "schedule", "block_size", "truncation",
-                                "range_fraction", "adaptive_clip", "clip_share"},
+        options=_OJA_OPTIONS | {"batch_size", "batch_constant", "range_estimation", "schedule",
+                                "block_size", "adaptive_clip"},
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
@@ -339,8 +337,7 @@ _PCA: tuple[Method, ...] = (
         model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
         function=_ref("pca._minibatch", "minibatch_oja"),
         summary="Few noisy block-power steps on disjoint minibatches; single pass (parallel composition)",
-        options=frozenset({"n_batches", "warmup_fraction", "block_size", "n_samples", "show_progress",
-                           "adaptive_clip", "clip_share"}),
+        options=frozenset({"schedule", "block_size", "n_samples", "show_progress", "adaptive_clip"}),
         passes="1 (a one-shot stream); 2 by default otherwise (the norm histogram, then the batches)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
@@ -371,7 +368,7 @@ _PCA: tuple[Method, ...] = (
         summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, jointly accounted, "
                 "budget split from private eigenvalues",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"allocation", "accounting", "eigenvalue_share", "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) with small k and moderate d (exact sampler cost grows with d)",
     ),
@@ -382,8 +379,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("pca._exponential", "exponential_pca"),
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
         needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"eigenvalue_share", "vector_shares", "allocation", "accounting",
-                                        "coordinate_share"},
+        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
         memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) when the eigenvalues are wanted too",
     ),
@@ -393,7 +389,7 @@ _PCA: tuple[Method, ...] = (
         function=_ref("distributed._protocol", "dpdispca"),
         summary="Sites release Analyze Gauss once and send rank-R proxies; aggregator releases top-K",
         options=frozenset({"intermediate_rank", "n_sites", "variant", "weighting", "spectrum", "engine",
-                           "site_timeout", "min_sites", "on_site_failure", "release_count", "accounting",
+                           "site_failure", "release_count", "accounting",
                            "show_progress"}),
         other_tasks=("distributed",), passes="1 per site", memory="O(d^2) per site, O(d R S) aggregator",
         regime="Data held by several sites that may not pool their rows; each site's guarantee is the "
@@ -468,8 +464,7 @@ _LOWRANK: tuple[Method, ...] = (
         model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
         function=_ref("lowrank._covariance", "covariance_lrf"),
         summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
-        options=_SKETCH_SIZES | {"row_norm", "on_norm_violation", "alpha", "sketch_failure_share",
-                                 "sketch_seed", "batch_rows"},
+        options=frozenset({"row_norm", "on_norm_violation", "alpha", "sketch", "batch_rows"}),
         task="lowrank", passes="1 (rows inserted once)", memory="O((t + v) n)",
         regime="Row-level privacy for the covariance A^T A of rows streamed once",
     ),
@@ -480,8 +475,8 @@ _LOWRANK: tuple[Method, ...] = (
         function=_ref("lowrank._hardt_roth", "hardt_roth"),
         summary="Row-level: noisy subspace iteration on A^T A (STOC 2013; releases V and S, not U); the "
                 "STOC 2012 range finder (A Omega, pruned Q, Q^T A) as algorithm='range_finder'",
-        options=frozenset({"row_norm", "oversampling", "prune", "stage_share", "sketch_failure_share",
-                           "on_norm_violation", "algorithm", "block", "iterations", "singular_values"}),
+        options=frozenset({"row_norm", "range_finder", "power", "on_norm_violation", "algorithm",
+                           "singular_values"}),
         task="lowrank", passes="2 per iteration (3 iterations)",
         memory="O(m n) (a clipped copy of A) + O(n min(n, 10 k))",
         regime="Row-level neighbours (one person per row): the right subspace V at Analyze Gauss's level "
@@ -493,8 +488,7 @@ _LOWRANK: tuple[Method, ...] = (
         function=_ref("local._lowrank", "private_local_lrf"),
         summary="Default protocol='gram': each user sends iso(a a^T) + noise, V and S (the local model's "
                 "limit); protocol='sketch': the paper's a^T Phi, S_i (T a)^T reports, left subspace U",
-        options=frozenset({"row_norm", "alpha", *_SKETCH_SIZES, "simulate_sum", "sketch_seed",
-                           "sketch_failure_share", "on_norm_violation", "protocol", "sketch_sensitivity",
+        options=frozenset({"row_norm", "alpha", "sketch", "simulate_sum", "on_norm_violation", "protocol",
                            "row_change"}),
         task="lowrank", passes="1 (one report per user)", memory="O(n^2) (gram); O(m t + v^2) (sketch)",
         regime="No trusted curator: every user (row) randomises their own report; beats a random V when "
@@ -523,8 +517,8 @@ _GEP: tuple[Method, ...] = (
         function=_ref("gep._moments", "moments_fda"), solver=_ref("gep._moments", "moments_pair_solver"),
         summary="One Gaussian release of X^T X, class sums and counts (rows clipped at a released clip); "
                 "Fisher GEP with a noise-scaled ridge",
-        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip",
-                           "clip_share"}), task="gep",
+        options=frozenset({"ridge", "budget_shares", "classes", "on_norm_violation", "adaptive_clip"}),
+        task="gep",
         memory="O(n d) (a clipped copy of the rows) + O(d^2)",
         passes="2 by default (norm histogram, then the moments); 1 with adaptive_clip=False",
         regime="The default private Fisher discriminant (and DPLinearDiscriminantAnalysis): one release of "

@@ -75,6 +75,7 @@ from dpspectral._progress import progress
 from dpspectral._registry import get_method
 from dpspectral.datasets import gaussian_data, random_orthonormal
 from dpspectral.metrics import captured_energy, max_sin_theta
+from dpspectral.pca import RangeEstimation
 from dpspectral.pca._oja import AnalysisRangeWarning, oja
 
 from . import report
@@ -146,12 +147,12 @@ PAPER_PRIVATE_OJA: dict[str, Any] = {"gradient_clip": 1.0, "rank_method": "block
 #: DP-PCA (Algorithms 3-5) with the paper's schedule and pure-Laplace histograms (equal minibatches
 #: B = n / ln(n)^2, a k-column iterate, Algorithm 5's truncation at every step, halves for Algorithms 4
 #: and 5), K = 1, a = 1/2, half-width 2r, pure-Laplace histograms; c1 = 100, c2 = 1 on real data.
+_PAPER_RANGE: dict[str, Any] = dict(half_width_mult=2.0, tail_scale=1.0, tail_exponent=0.5,
+                                    failure_probability=0.01, n_groups=None, histogram_share=0.5)
 PAPER_DP_PCA_LAPLACE: dict[str, Any] = {"schedule": "paper", "batch_size": None, "batch_constant": 1.0,
                                  "rank_method": "block",
-                                 "histogram": "laplace", "half_width_mult": 2.0, "tail_scale": 1.0,
-                                 "tail_exponent": 0.5, "failure_probability": 0.01, "n_groups": None,
-                                 "histogram_share": 0.5, "learning_rate_scale": 100.0,
-                                 "learning_rate_offset": 1.0}
+                                 "range_estimation": RangeEstimation(histogram="laplace", **_PAPER_RANGE),
+                                 "learning_rate_scale": 100.0, "learning_rate_offset": 1.0}
 #: label -> (registry name, keyword arguments, whether it is a paper version: those get the
 #: oracle learning rates on synthetic data; the "library defaults" rows get nothing but (eps, delta))
 _ALGORITHMS: dict[str, tuple[str, dict[str, Any], bool]] = {
@@ -161,7 +162,8 @@ _ALGORITHMS: dict[str, tuple[str, dict[str, Any], bool]] = {
     PRIVATE_OJA_SHUFFLED: ("private_oja", {**PAPER_PRIVATE_OJA, "amplification": "shuffle"}, True),
     PRIVATE_OJA_DEFAULT: ("private_oja", {}, False),
     DP_PCA: ("dp_pca", PAPER_DP_PCA_LAPLACE, True),
-    DP_PCA_STABLE: ("dp_pca", {**PAPER_DP_PCA_LAPLACE, "histogram": "stable"}, True),
+    DP_PCA_STABLE: ("dp_pca", {**PAPER_DP_PCA_LAPLACE, "range_estimation": RangeEstimation(
+        histogram="stable", **_PAPER_RANGE)}, True),
     DP_PCA_DEFAULT: ("dp_pca", {}, False),
     MINIBATCH_OJA: ("minibatch_oja", {}, False),
     ANALYZE_GAUSS: ("analyze_gauss", {}, False),

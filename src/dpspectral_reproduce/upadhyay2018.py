@@ -86,6 +86,7 @@ from dpspectral.lowrank._factorization import (
     private_space_optimal_lrf,
 )
 from dpspectral.lowrank._hardt_roth import hardt_roth
+from dpspectral.lowrank._sketch_options import Sketch
 from dpspectral.privacy._accounting import PrivacyReport
 from dpspectral.privacy._budget import UncertifiedPrivacyWarning
 
@@ -314,7 +315,7 @@ def _fit(method: str, A: np.ndarray, k: int, alpha: float, epsilon: float, delta
                                                   row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_t15":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, alpha=alpha,
-                                                  subspace_sketch_size=min(math.ceil(1.5 * k), m, n),
+                                                  sketch=Sketch(subspace_size=min(math.ceil(1.5 * k), m, n)),
                                                   row_change=UNIT, simulate_sum=True, random_state=seed)
         elif method == "local_replace":
             res = local_lowrank.private_local_lrf(A, k, epsilon=epsilon, delta=delta, row_norm=row_bound,

@@ -15,7 +15,7 @@ For every distinct size (m, n, k, alpha) of the central tables (3-6) that the ru
 * streams the input of the table's row (its first repeat's matrix) into the Priv1 state as turnstile
   updates ``(i, j, A_ij)``, in a random order and in a few batches, releases once, and compares the
   factorization with the one-shot :func:`~dpspectral.lowrank._factorization.private_space_optimal_lrf`
-  for the same ``random_state`` and ``sketch_seed``: the same state, hence the same result up to the
+  for the same ``random_state`` and sketch seed: the same state, hence the same result up to the
   floating-point summation order (``max |M_stream - M_one-shot| / max |A|``, rounding level).
 
 Privacy: each state is a separate release at the table's epsilon and delta = 1/m (no shared ledger),
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dpspectral.lowrank._factorization import private_space_optimal_lrf
+from dpspectral.lowrank._sketch_options import Sketch
 from dpspectral.lowrank._streaming import TurnstileLRF
 from dpspectral.lowrank._turnstile_space_optimal import TurnstileSpaceOptimalLRF, paper_space_bound
 
@@ -108,8 +109,9 @@ def _bytes_row(size: Mapping[str, Any], epsilon: float, seed: int) -> tuple[dict
     m, n, k, alpha = size["m"], size["n"], size["k"], size["alpha"]
     kw: dict[str, Any] = dict(epsilon=epsilon, delta=1.0 / m, alpha=alpha, calibration="tight")
     public = _public(seed, size)
-    p1 = TurnstileSpaceOptimalLRF((m, n), k, random_state=_secret(seed, size), sketch_seed=public, **kw)
-    p2 = TurnstileLRF((m, n), k, random_state=_secret(seed, size, 2), sketch_seed=public, **kw)
+    p1 = TurnstileSpaceOptimalLRF((m, n), k, random_state=_secret(seed, size), sketch=Sketch(seed=public),
+                                  **kw)
+    p2 = TurnstileLRF((m, n), k, random_state=_secret(seed, size, 2), sketch=Sketch(seed=public), **kw)
     b = p1.state_bytes()
     bound = paper_space_bound((m, n), k, alpha)
     p2_bytes = priv2_state_formula((m, n), p2.sizes.t, p2.sizes.v)
@@ -149,7 +151,7 @@ def _compare(row: dict[str, Any], state: TurnstileSpaceOptimalLRF, A: np.ndarray
     streamed = state.release("raw")
     one = private_space_optimal_lrf(A, k, epsilon=epsilon, delta=1.0 / m, alpha=row["alpha"],
                                     calibration="tight", singular_values="raw",
-                                    random_state=_secret(seed, row), sketch_seed=_public(seed, row))
+                                    random_state=_secret(seed, row), sketch=Sketch(seed=_public(seed, row)))
     Ms, M1 = streamed.reconstruct(), one.reconstruct()
     row["error_stream"] = float(np.linalg.norm(A - Ms))
     row["error_one_shot"] = float(np.linalg.norm(A - M1))

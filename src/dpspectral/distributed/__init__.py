@@ -20,6 +20,7 @@ from ._estimator import DistributedDPPCA
 from ._protocol import (
     DistributedResult,
     SiteFailureError,
+    SiteFailurePolicy,
     SiteFailureWarning,
     SiteReport,
     dpdispca,
@@ -39,6 +40,7 @@ __all__ = [
     "InProcessEngine",
     "SecureAggregationError",
     "SiteFailureError",
+    "SiteFailurePolicy",
     "SiteFailureWarning",
     "SiteOutcome",
     "SitePayload",

@@ -28,7 +28,8 @@ time, or why it did not. Engines never raise because of a site's fault; the prot
 What the aggregator learns about a failed site is its status and a data-independent reason
 (:func:`~dpspectral.distributed._site.failure_reason`): the kind of problem for the library's own
 data-independent errors, a generic text for any other exception (whose message may describe the site's
-rows), never a timing. ``site_timeout`` still decides which sites are late (a documented timing caveat).
+rows), never a timing. ``SiteFailurePolicy.timeout`` still decides which sites are late (a documented
+timing caveat).
 With a Dask collection or a caller's ``Future`` as a site, an exception raised while computing the data
 travels through the Dask scheduler as Dask sends it; the library reports only the generic text.
 """
@@ -167,7 +168,7 @@ class InProcessEngine(Engine):
                 outcomes.append(SiteOutcome(s, "failed", error=f"its step raised {failure_reason(exc)}"))
                 continue
             if timeout is not None and time.perf_counter() - t0 > timeout:
-                late = f"no answer within site_timeout={timeout:g} s"
+                late = f"no answer within timeout={timeout:g} s"
                 outcomes.append(SiteOutcome(s, "timeout", error=late))
             else:
                 outcomes.append(SiteOutcome(s, "ok", payload=payload))
@@ -387,7 +388,7 @@ class DaskEngine(Engine):
             for fut, s in pending.items():
                 fut.cancel()
                 outcomes[s] = SiteOutcome(s, "timeout",
-                                          error=f"no answer within site_timeout={timeout:g} s of dispatch")
+                                          error=f"no answer within timeout={timeout:g} s of dispatch")
         finally:
             # Release (never cancel) what this run holds: a Dask collection's block computed here may be
             # the very key of the caller's persisted array, which cancelling would destroy for them.

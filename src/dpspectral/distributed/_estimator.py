@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Interval,
-    Options,
-    Types,
-)
-from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
+from .._constraints import DELTA, NONE, Options, Types
+from .._estimators import ACCOUNTANT, N_COMPONENTS, PUBLIC_BASIS, _DPEstimator, method_names
 from .._linalg import released_variances
+from .._options import folded
 from .._projection import Projection, _ReleasedSubspace
 from .._public_basis import _lift_subspace, as_public_basis, resolve_for
 from .._registry import Method, get_method
 from .._validation import validated_data
 from ..privacy._accounting import Accountant
 from ..privacy._budget import Relation
-from ._engines import DaskEngine, Engine, InProcessEngine, _materialise, is_dask_collection, is_dask_future
-from ._protocol import DistributedResult, _as_sites, _is_dask_array, _run_protocol
+from ..privacy._template import RunSettings
+from ._engines import DaskEngine, Engine, _materialise, is_dask_collection, is_dask_future
+from ._protocol import (
+    PROTOCOL_CONSTRAINTS,
+    DistributedResult,
+    SiteFailurePolicy,
+    _as_sites,
+    _Call,
+    _is_dask_array,
+    _run_protocol,
+)
 
 __all__ = ["DistributedDPPCA"]
 
@@ -42,12 +44,39 @@ def _is_row_list(sites: Any) -> bool:
             and all(isinstance(row, (list, tuple)) and all(np.isscalar(v) for v in row) for row in sites))
 
 
+def _folded_into_engine(init: Callable[..., None]) -> Callable[..., None]:
+    """``scheduler_address`` and ``n_workers`` are :class:`DaskEngine`'s: accepted, with a FutureWarning.
+
+    ``DistributedDPPCA(scheduler_address=a, n_workers=w)`` keeps working as
+    ``DistributedDPPCA(engine=DaskEngine(scheduler_address=a, n_workers=w))`` when ``engine`` is
+    ``"dask"`` (the default); with ``"inprocess"`` or an engine object they had no effect, and still
+    have none.
+    """
+    fields = ("scheduler_address", "n_workers")
+
+    @functools.wraps(init)
+    def call(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = {name: kwargs.pop(name) for name in fields if name in kwargs}
+        if given:
+            olds, example = ", ".join(f"'{n}'" for n in given), ", ".join(f"{n}=..." for n in given)
+            warnings.warn(f"{olds} of DistributedDPPCA moved into 'engine': pass "
+                          f"engine=DaskEngine({example}). The old keyword will be removed in a later "
+                          "version.", FutureWarning, stacklevel=2)
+            if kwargs.get("engine", "dask") == "dask":
+                kwargs["engine"] = DaskEngine(**given)
+        init(self, *args, **kwargs)
+
+    call.folded_parameters = {**getattr(init, "folded_parameters", {}),  # type: ignore[attr-defined]
+                              **{name: f"engine.{name}" for name in fields}}
+    return call
+
+
 class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     """Differentially private PCA of data held by several sites (DPdisPCA, Imtiaz and Sarwate 2018).
 
     ``fit(sites)`` runs every site's private step where its data lives (a Dask worker by default) and
     releases the top-K eigenvectors of the aggregated proxies; only the proxies travel. Sites that fail
-    (raise, lose their worker, or miss ``site_timeout``) are left out with a
+    (raise, lose their worker, or miss the ``site_failure`` timeout) are left out with a
     :class:`~dpspectral.distributed.SiteFailureWarning`; ``sites_contributed_`` says which sites the
     release used.
 
@@ -68,20 +97,14 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         A name from ``dpspectral.methods(task="distributed")`` (the registry's distributed entries; today
         DPdisPCA).
     engine : {"dask", "inprocess"} or Engine, default="dask"
-        ``"dask"``: the sites run on ``dask.distributed`` workers: a ``DaskEngine(client=c)`` passed as
-        ``engine`` uses ``c``; else ``scheduler_address``; else the active ``distributed.Client``; else the
-        address in Dask's configuration (``DASK_SCHEDULER_ADDRESS``); else a ``LocalCluster`` (one
-        single-threaded process per worker) is started for the fit and closed after. A client the user
-        opened is never replaced or closed (docs/algorithms/distributed.md, "Dask the way Dask users
-        work"); the workers must have ``dpspectral`` installed. ``"inprocess"``: the sites run one after
-        the other in this process.
-    scheduler_address : str or None, default=None
-        Address of an existing Dask scheduler (``engine="dask"``).
-    site_timeout : float or None, default=None
-        Seconds after dispatch by which a site must answer; later sites are left out.
-    n_workers : int or None, default=None
-        Workers of the ``LocalCluster`` started when no client or address is found (default
-        ``min(S, cpus, 8)``); ignored otherwise.
+        ``"dask"``: the sites run on ``dask.distributed`` workers: the active ``distributed.Client``;
+        else the address in Dask's configuration (``DASK_SCHEDULER_ADDRESS``); else a ``LocalCluster``
+        (one single-threaded process per worker) is started for the fit and closed after.
+        ``DaskEngine(client=c)``, ``DaskEngine(scheduler_address=...)`` or ``DaskEngine(n_workers=...)``
+        name the client, the scheduler or the size of that ``LocalCluster``
+        (:class:`~dpspectral.distributed.DaskEngine`). A client the user opened is never replaced or
+        closed (docs/algorithms/distributed.md, "Dask the way Dask users work"); the workers must have
+        ``dpspectral`` installed. ``"inprocess"``: the sites run one after the other in this process.
     variant : {"proxy", "full"}, default="proxy"
         ``"proxy"``: sites send ``P_s`` (D x R); ``"full"``: the noisy ``A_hat_s`` (the paper's costlier
         baseline).
@@ -95,9 +118,9 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     calibration : {"tight", "paper"}, default="tight"
         ``"paper"`` uses the paper's spectral-norm noise, which the accountant does not certify for every
         (epsilon, delta) (:class:`~dpspectral.UncertifiedPrivacyWarning`).
-    min_sites : int, default=1
-        Fewest contributing sites for a release.
-    on_site_failure : {"warn", "raise"}, default="warn"
+    site_failure : SiteFailurePolicy or None, default=None
+        How long to wait for a site, how many must answer, and whether one failure fails the fit
+        (:class:`~dpspectral.distributed.SiteFailurePolicy`; None: its defaults).
     release_count : bool, default=False
         Under add/remove: every site also releases a noisy row count.
     accountant : Accountant or None, default=None
@@ -153,6 +176,9 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
     ((2, 8), (0, 1, 2))
     """
 
+    @_folded_into_engine
+    @folded("site_failure", SiteFailurePolicy,
+            {"site_timeout": "timeout", "min_sites": "min_sites", "on_site_failure": "on_failure"})
     def __init__(
         self,
         n_components: int | None = None,
@@ -163,16 +189,12 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         intermediate_rank: int | None = None,
         method: str = "dpdispca",
         engine: Any = "dask",
-        scheduler_address: str | None = None,
-        site_timeout: float | None = None,
-        n_workers: int | None = None,
         variant: str = "proxy",
         weighting: Any = "equal",
         spectrum: str = "eigh",
         relation: str = "replace_one",
         calibration: str = "tight",
-        min_sites: int = 1,
-        on_site_failure: str = "warn",
+        site_failure: SiteFailurePolicy | None = None,
         release_count: bool = False,
         accountant: Accountant | None = None,
         random_state: Any = None,
@@ -187,16 +209,12 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
         self.intermediate_rank = intermediate_rank
         self.method = method
         self.engine = engine
-        self.scheduler_address = scheduler_address
-        self.site_timeout = site_timeout
-        self.n_workers = n_workers
         self.variant = variant
         self.weighting = weighting
         self.spectrum = spectrum
         self.relation = relation
         self.calibration = calibration
-        self.min_sites = min_sites
-        self.on_site_failure = on_site_failure
+        self.site_failure = site_failure
         self.release_count = release_count
         self.accountant = accountant
         self.random_state = random_state
@@ -206,43 +224,24 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
 
     _task = "distributed"
     _required_parameters = ("epsilon", "delta", "row_norm")
+    #: The protocol's own tables (:func:`~dpspectral.distributed.dpdispca`), and the estimator's entries.
     _parameter_constraints = {
+        **PROTOCOL_CONSTRAINTS,
         "n_components": N_COMPONENTS,  # <= n_features: the protocol's, once the sites are read
-        "epsilon": EPSILON,
         "delta": DELTA,  # > 0 (Gaussian mechanism): the protocol's check, with its reason
-        "row_norm": ROW_NORM,
         "intermediate_rank": N_COMPONENTS,  # <= n_features: the protocol's
         "method": method_names("distributed"),
         "engine": [Options(("dask", "inprocess")), Types((Engine,), "an Engine")],
-        "scheduler_address": [Types((str,), "a str"), NONE],
-        "site_timeout": [Interval(0, None, "neither"), NONE],
-        "n_workers": [Interval(1, None, "left", integer=True), NONE],
-        "variant": Options(("proxy", "full")),
-        "spectrum": Options(("eigh", "svd")),
         # the relations DPdisPCA protects ("replace_one", "add_remove") are checked by the protocol
         "relation": Types((str, Relation), "a str or Relation"),
-        "calibration": CALIBRATION,
-        "min_sites": Interval(1, None, "left", integer=True),  # <= the number of sites: the protocol's
-        "on_site_failure": Options(("warn", "raise")),
-        "release_count": BOOL,
+        "site_failure": [Types((SiteFailurePolicy,), "a SiteFailurePolicy"), NONE],  # fields: the protocol's
         "accountant": ACCOUNTANT,
-        "random_state": RANDOM_STATE,
-        "on_norm_violation": ON_NORM_VIOLATION,
         "public_basis": PUBLIC_BASIS,
-        "aggregation": Options(("independent", "secure")),
     }
     _parameters_checked_elsewhere = {
         "weighting": "'equal', 'size' or public per-site weights, whose length must be the number of "
                      "sites: checked by the protocol once the sites are known",
     }
-
-    def _engine(self) -> Engine:
-        """The engine named by ``engine`` (checked by the table)."""
-        if isinstance(self.engine, Engine):
-            return self.engine
-        if self.engine == "inprocess":
-            return InProcessEngine()
-        return DaskEngine(scheduler_address=self.scheduler_address, n_workers=self.n_workers)
 
     def _validate_params_dp(self) -> Method:
         """The registry entry of ``method`` (the table has checked every parameter; the checks that need
@@ -347,21 +346,18 @@ class DistributedDPPCA(_ReleasedSubspace, _DPEstimator):
             mechanism = f"{entry.name}_secure"
         else:
             mechanism = entry.name if self.variant == "proxy" else f"{entry.name}_full"
-        return _run_protocol(
-            sites, k, mechanism=mechanism, owner=type(self).__name__,
+        call = _Call(
+            mechanism, self.epsilon, self.delta, self.row_norm,  # type: ignore[arg-type]
+            relation=self.relation, calibration=self.calibration,
             variant=self.variant,  # type: ignore[arg-type]
-            epsilon=self.epsilon,  # type: ignore[arg-type]
-            delta=self.delta,  # type: ignore[arg-type]
-            row_norm=self.row_norm,  # type: ignore[arg-type]
-            relation=self.relation, calibration=self.calibration, intermediate_rank=self.intermediate_rank,
-            n_sites=None, weighting=self.weighting,
+            intermediate_rank=self.intermediate_rank, weighting=self.weighting,
             spectrum=self.spectrum,  # type: ignore[arg-type]
-            engine=self._engine(), site_timeout=self.site_timeout, min_sites=self.min_sites,
-            on_site_failure=self.on_site_failure,  # type: ignore[arg-type]
-            release_count=self.release_count, accountant=self.accountant, random_state=self.random_state,
+            site_failure=self.site_failure, release_count=self.release_count,
             on_norm_violation=self.on_norm_violation,  # type: ignore[arg-type]
-            accounting="auto", show_progress=None, stacklevel=4, aggregation=self.aggregation,
-        )
+            aggregation=self.aggregation, engine=self.engine,
+            settings=RunSettings(self.accountant, self.random_state), stacklevel=4,
+            owner=type(self).__name__)
+        return _run_protocol(sites, k, call)
 
     def _store(self, result: DistributedResult) -> None:
         """Keep the released quantities as fitted attributes."""

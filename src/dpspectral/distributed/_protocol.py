@@ -5,9 +5,10 @@ matrix once (Analyze Gauss) and sends the aggregator only its rank-R proxy ``P_s
 ``variant="full"``, the noisy matrix itself); the aggregator releases the top-K eigenvectors of
 ``A_c = sum_s w_s P_s P_s^T``. The sites run on an engine (:mod:`~dpspectral.distributed._engines`):
 in-process, or on Dask workers where the sites' data live. A site that raises, whose worker dies, or that
-does not answer within ``site_timeout`` is left out with a :class:`SiteFailureWarning` naming it and giving
-a data-independent reason (never the text of the site's exception, a row, a value, a count or a timing);
-the release uses the remaining sites and the result lists which sites contributed.
+does not answer within the timeout of the run's :class:`SiteFailurePolicy` is left out with a
+:class:`SiteFailureWarning` naming it and giving a data-independent reason (never the text of the site's
+exception, a row, a value, a count or a timing); the release uses the remaining sites and the result lists
+which sites contributed.
 
 Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. a trusted curator),
 :func:`local_pca` (one site alone) and ``variant="full"`` (sites send their noisy ``A_hat_s``).
@@ -16,6 +17,7 @@ Baselines of the paper: :func:`pooled_pca` (one Analyze Gauss on all rows, i.e. 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import secrets
 import warnings
@@ -28,18 +30,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    CALIBRATION,
-    EPSILON,
     NONE,
-    ON_NORM_VIOLATION,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
-    ROW_NORM,
     Interval,
     Options,
     Types,
     check_choice,
     check_params,
 )
+from .._options import folded
 from .._results import SubspaceResult
 from .._rows import as_numeric_array, check_dask_columns, is_dask_array
 from .._validation import as_generator, check_mechanism_inputs, check_n_components
@@ -47,7 +47,8 @@ from ..privacy._accounting import Accountant, AccountingMethod, ParallelDpEvent,
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation
 from ..privacy._noise_base import NoiseSource
-from ..privacy._pipeline import ReleasePlan, Releaser, precheck, release, validate_rows
+from ..privacy._pipeline import ReleasePlan, Releaser, precheck, validate_rows
+from ..privacy._template import RunSettings, charge_at_creation
 from ._aggregator import Aggregate, aggregate
 from ._engines import DaskEngine, Engine, InProcessEngine, SiteOutcome, is_dask_collection, is_dask_future
 from ._secure import (
@@ -71,6 +72,7 @@ from ._site import SECURE, SitePayload, SitePlan, SiteSeed, Spectrum, Variant, s
 __all__ = [
     "DistributedResult",
     "SiteFailureError",
+    "SiteFailurePolicy",
     "SiteFailureWarning",
     "SiteReport",
     "dpdispca",
@@ -87,7 +89,57 @@ class SiteFailureWarning(UserWarning):
 
 
 class SiteFailureError(RuntimeError):
-    """Too few sites answered (or ``on_site_failure="raise"``); nothing was released by the aggregator."""
+    """Too few sites answered (or ``on_failure="raise"``); nothing was released by the aggregator."""
+
+
+@dataclass(frozen=True)
+class SiteFailurePolicy:
+    """What a distributed run does about sites that fail: how long it waits, how many must answer, and
+    whether one failure stops the run.
+
+    Pass ``site_failure=SiteFailurePolicy(...)`` to :func:`dpdispca` or
+    :class:`~dpspectral.distributed.DistributedDPPCA`; None uses these defaults. A site fails when its
+    step raises (bad rows at the site included), its worker dies, or it misses ``timeout``; a failed site
+    is left out with a :class:`SiteFailureWarning` naming it, and the release uses the others (each
+    site's guarantee is its own, so the guarantee is unchanged).
+
+    Parameters
+    ----------
+    timeout : float or None, default=None
+        Seconds after dispatch by which a site must answer, in (0, inf); later sites are left out. None
+        waits for every site. Whether a site is late can depend on its rows (docs/privacy-caveats.md).
+    min_sites : int, default=1
+        Fewest contributing sites for a release, in [1, S]; fewer raise :class:`SiteFailureError` after
+        the charge (the run stays charged, marked failed in the ledger, and nothing is released).
+    on_failure : {"warn", "raise"}, default="warn"
+        ``"warn"``: leave a failed site out with a :class:`SiteFailureWarning`; ``"raise"``: fail the run
+        with :class:`SiteFailureError` on any failed site.
+    """
+
+    timeout: float | None = None
+    min_sites: int = 1
+    on_failure: OnSiteFailure = "warn"
+
+
+#: The fields of :class:`SiteFailurePolicy`, checked as ``site_failure.<field>`` (``min_sites <= S``
+#: once the sites are read).
+SITE_FAILURE_CONSTRAINTS: dict[str, Any] = {
+    "site_failure.timeout": [NONE, Interval(0, None, "neither")],
+    "site_failure.min_sites": Interval(1, None, "left", integer=True),
+    "site_failure.on_failure": Options(("warn", "raise")),
+}
+
+
+def site_failure_policy(value: Any, owner: str) -> SiteFailurePolicy:
+    """``site_failure`` checked: None is the defaults; a :class:`SiteFailurePolicy` has its fields checked."""
+    if value is None:
+        return SiteFailurePolicy()
+    if not isinstance(value, SiteFailurePolicy):
+        raise TypeError(f"The 'site_failure' parameter of {owner} must be a SiteFailurePolicy or None. Got "
+                        f"{type(value).__name__} instead.")
+    check_params(SITE_FAILURE_CONSTRAINTS, {f"site_failure.{f.name}": getattr(value, f.name)
+                                            for f in dataclasses.fields(value)}, owner)
+    return value
 
 
 @dataclass(frozen=True)
@@ -100,7 +152,7 @@ class SiteReport:
         Index of the site in the input.
     status : {"ok", "failed", "timeout", "lost"}
         ``"ok"``: contributed. ``"failed"``: its step raised. ``"lost"``: its worker died.
-        ``"timeout"``: no answer within ``site_timeout``.
+        ``"timeout"``: no answer within the policy's ``timeout`` (:class:`SiteFailurePolicy`).
     contributed : bool
     bytes_sent : int
         Bytes of released numbers the site sent to the aggregator (0 when nothing arrived).
@@ -413,13 +465,12 @@ def _as_sites(sites: Any, n_sites: int | None, owner: str, *, relation: Relation
 
 
 #: The protocol's own parameters (the privacy parameters are checked by ``check_mechanism_inputs``);
-#: the bounds that depend on the sites (``k``, ``intermediate_rank``, ``min_sites``, ``weighting``)
+#: the bounds that depend on the sites (``k``, ``intermediate_rank``, ``weighting``, ``min_sites`` of
+#: ``site_failure``)
 #: are checked once the number of sites and features is known.
 PARAMETER_CONSTRAINTS: dict[str, Any] = {
     "variant": Options(("proxy", "full")),
     "spectrum": Options(("svd", "eigh")),
-    "on_site_failure": Options(("warn", "raise")),
-    "site_timeout": [NONE, Interval(0, None, "neither")],
     "release_count": Types((bool, np.bool_), "a bool"),
     "random_state": RANDOM_STATE,
     "aggregation": Options(("independent", "secure")),
@@ -449,8 +500,8 @@ def _check_sized(k: Any, intermediate_rank: Any, min_sites: Any, d: int | None, 
         k = check_n_components(k, d, owner, name="k")
     rank = Interval(1, d, "both" if d is not None else "left", integer=True)
     check_params({"k": Interval(1, None, "left", integer=True), "intermediate_rank": [NONE, rank],
-                  "min_sites": Interval(1, S, "both", integer=True)},
-                 {"k": k, "intermediate_rank": intermediate_rank, "min_sites": min_sites}, owner)
+                  "site_failure.min_sites": Interval(1, S, "both", integer=True)},
+                 {"k": k, "intermediate_rank": intermediate_rank, "site_failure.min_sites": min_sites}, owner)
     k = int(k)
     if intermediate_rank is None:
         return k, default_rank(k, d)
@@ -532,9 +583,7 @@ class _Inputs:
     k: int
     rank: int
     weights: Any
-    timeout: float | None
-    min_sites: int
-    on_site_failure: OnSiteFailure
+    failure: SiteFailurePolicy
     release_count: bool
     on_norm_violation: NormViolation
     aggregation: str = "independent"
@@ -559,10 +608,10 @@ def _check_secure(params: dict[str, Any], rel: Relation, owner: str) -> None:
     require_cryptography(owner)
 
 
-def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism: str, *,
-              rows_at_site: bool = True) -> _Inputs:
+def _validate(sites: Any, k: Any, call: _Call) -> _Inputs:
     """Every public parameter, then the sites' structure (one array: whole, values included), before the
-    charge; a list's in-memory sites have their rows checked at their site when ``rows_at_site``."""
+    charge; a list's in-memory sites have their rows checked at their site when ``call.rows_at_site``."""
+    owner, params, rows_at_site = call.owner or call.mechanism, call.params(), call.rows_at_site
     budget, rel, C = check_mechanism_inputs(
         epsilon=params["epsilon"], delta=params["delta"], row_norm=params["row_norm"],
         relation=params["relation"], calibration=params["calibration"],
@@ -570,19 +619,20 @@ def _validate(sites: Any, k: Any, params: dict[str, Any], owner: str, mechanism:
         allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
     )
     check_params(PARAMETER_CONSTRAINTS, params, owner)
+    failure = site_failure_policy(call.site_failure, owner)
     _check_secure(params, rel, owner)
     parsed = _as_sites(sites, params["n_sites"], owner, relation=rel, row_norm=C,
                        on_norm_violation=params["on_norm_violation"], random_state=params["random_state"],
                        rows_at_site=rows_at_site)
     S = len(parsed.handles)
-    k, rank = _check_sized(k, params["intermediate_rank"], params["min_sites"], parsed.n_features, S, owner)
+    k, rank = _check_sized(k, params["intermediate_rank"], failure.min_sites, parsed.n_features, S, owner)
     weights = _check_weighting(params["weighting"], S, owner)
-    timeout = params["site_timeout"]
+    timeout = None if failure.timeout is None else float(failure.timeout)
     return _Inputs(
-        owner=owner, mechanism=mechanism, budget=budget, relation=rel, row_norm=C,
+        owner=owner, mechanism=call.mechanism, budget=budget, relation=rel, row_norm=C,
         calibration=params["calibration"], variant=params["variant"], spectrum=params["spectrum"],
-        sites=parsed, k=k, rank=rank, weights=weights, timeout=None if timeout is None else float(timeout),
-        min_sites=int(params["min_sites"]), on_site_failure=params["on_site_failure"],
+        sites=parsed, k=k, rank=rank, weights=weights,
+        failure=dataclasses.replace(failure, timeout=timeout, min_sites=int(failure.min_sites)),
         release_count=bool(params["release_count"]), on_norm_violation=params["on_norm_violation"],
         aggregation=params["aggregation"],
     )
@@ -608,32 +658,31 @@ def _plan(run: _Inputs) -> tuple[SitePlan, ReleasePlan]:
     return plan, ReleasePlan(run.mechanism, rel, events, notes=site_plan.notes)
 
 
-def _release(run: _Inputs, plan: SitePlan, run_plan: ReleasePlan, *, engine: Engine, seeds: list[Any],
-             accountant: Accountant | None, noise: NoiseSource, show_progress: bool | None,
-             stacklevel: int) -> tuple[list[SiteOutcome], list[SitePayload], Aggregate, Releaser]:
-    """Charge the run, have every site release (each with its own noise), aggregate.
+def _release(run: _Inputs, plan: SitePlan, engine: Engine, seeds: list[Any], show_progress: bool | None,
+             stacklevel: int, releaser: Releaser) -> tuple[list[SiteOutcome], list[SitePayload], Aggregate]:
+    """Inside the run's charge: have every site release (each with its own noise), aggregate.
 
-    Charged before any site is asked to release (refused: nothing runs). A failure after the charge (too
-    few sites answered) is a failed release: it stays charged, marked failed in the ledger.
+    Called once the run is charged (:func:`_run_protocol`), before any site is asked to release. A
+    failure here (too few sites answered) is a failed release: it stays charged, marked failed in the
+    ledger. ``releaser`` draws nothing: the aggregator's release is post-processing.
     """
     owner = run.owner
-    with release(run_plan, accountant, noise) as releaser:
-        outcomes = engine.run(run.sites.handles, site_step, plan, seeds, timeout=run.timeout,
-                              show_progress=show_progress)
-        payloads = _handle_faults(outcomes, owner, run.on_site_failure, stacklevel + 1)
-        if len(payloads) < run.min_sites:
-            reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes
-                                if o.status != "ok")
-            raise SiteFailureError(f"{owner}: only {len(payloads)} of {len(outcomes)} sites answered, fewer "
-                                   f"than min_sites={run.min_sites}; nothing was released by the aggregator. "
-                                   f"{reasons}")
-        dims = {p.n_features for p in payloads}
-        if len(dims) > 1:
-            raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of "
-                             f"features ({sorted(dims)}).")
-        check_n_components(run.k, dims.pop(), owner, name="k")
-        agg = aggregate(payloads, run.k, weighting=run.weights, spectrum=run.spectrum, owner=owner)
-    return outcomes, payloads, agg, releaser
+    outcomes = engine.run(run.sites.handles, site_step, plan, seeds, timeout=run.failure.timeout,
+                          show_progress=show_progress)
+    payloads = _handle_faults(outcomes, owner, run.failure.on_failure, stacklevel + 1)
+    if len(payloads) < run.failure.min_sites:
+        reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in outcomes
+                            if o.status != "ok")
+        raise SiteFailureError(f"{owner}: only {len(payloads)} of {len(outcomes)} sites answered, fewer "
+                               f"than min_sites={run.failure.min_sites}; nothing was released by the "
+                               f"aggregator. {reasons}")
+    dims = {p.n_features for p in payloads}
+    if len(dims) > 1:
+        raise ValueError(f"The 'sites' parameter of {owner}: the sites have different numbers of "
+                         f"features ({sorted(dims)}).")
+    check_n_components(run.k, dims.pop(), owner, name="k")
+    agg = aggregate(payloads, run.k, weighting=run.weights, spectrum=run.spectrum, owner=owner)
+    return outcomes, payloads, agg
 
 
 def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads: list[SitePayload],
@@ -675,61 +724,72 @@ def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads:
                              sites=site_reports)
 
 
-def _run_protocol(
-    sites: Any,
-    k: int,
-    *,
-    mechanism: str,
-    variant: Variant,
-    epsilon: float,
-    delta: float,
-    row_norm: float,
-    relation: Relation | str,
-    calibration: str,
-    intermediate_rank: int | None,
-    n_sites: int | None,
-    weighting: Any,
-    spectrum: Spectrum,
-    engine: Any,
-    site_timeout: float | None,
-    min_sites: int,
-    on_site_failure: OnSiteFailure,
-    release_count: bool,
-    accountant: Accountant | None,
-    random_state: Any,
-    on_norm_violation: NormViolation,
-    accounting: AccountingMethod,
-    show_progress: bool | None,
-    stacklevel: int,
-    owner: str | None = None,
-    rows_at_site: bool = True,
-    aggregation: str = "independent",
-) -> DistributedResult:
+@dataclass(frozen=True)
+class _Call:
+    """One run of the protocol as an entry point asks for it: its public parameters and how it runs.
+
+    The defaults are those of the one-site baselines (the full matrix, in process, a failed site fails
+    the run); :func:`dpdispca` and the estimator state every field. ``owner`` names the entry point in
+    messages (default ``mechanism``); ``rows_at_site=False`` (the one-site baselines): a list's
+    in-memory site is validated whole before the charge instead of at its site, where a bad site would
+    be left out.
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str = "replace_one"
+    calibration: str = "tight"
+    variant: Variant = "full"
+    intermediate_rank: int | None = None
+    n_sites: int | None = None
+    weighting: Any = "equal"
+    spectrum: Spectrum = "eigh"
+    site_failure: Any = SiteFailurePolicy(on_failure="raise")
+    release_count: bool = False
+    on_norm_violation: NormViolation = "clip"
+    aggregation: str = "independent"
+    engine: Any = "inprocess"
+    settings: RunSettings = RunSettings(show_progress=False)
+    stacklevel: int = 3
+    owner: str | None = None
+    rows_at_site: bool = True
+
+    def params(self) -> dict[str, Any]:
+        """The public parameters that :func:`_validate` checks, by their names in the signatures."""
+        names = ("epsilon", "delta", "row_norm", "relation", "calibration", "intermediate_rank", "n_sites",
+                 "variant", "weighting", "spectrum", "release_count", "on_norm_violation", "aggregation")
+        return {**{name: getattr(self, name) for name in names}, "random_state": self.settings.random_state}
+
+
+def _report_facts(run: _Inputs, settings: RunSettings) -> dict[str, Any]:
+    """The privacy report's public facts: the mechanism, its budget, calibration and accounting."""
+    return {"mechanism": run.mechanism, "budget": run.budget, "calibration": run.calibration,
+            "accounting": settings.accounting}
+
+
+def _run_protocol(sites: Any, k: int, call: _Call) -> DistributedResult:
     """Validate -> plan -> release (sites, aggregator) -> post-process: the body of every entry point.
 
-    ``rows_at_site=False`` (the one-site baselines): a list's in-memory site is validated whole before
-    the charge instead of at its site, where a bad site would be left out."""
-    owner = owner or mechanism
-    params = dict(epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-                  intermediate_rank=intermediate_rank, n_sites=n_sites, variant=variant, weighting=weighting,
-                  spectrum=spectrum, site_timeout=site_timeout, min_sites=min_sites,
-                  on_site_failure=on_site_failure, release_count=release_count, random_state=random_state,
-                  on_norm_violation=on_norm_violation, aggregation=aggregation)
-    run = _validate(sites, k, params, owner, mechanism, rows_at_site=rows_at_site)
+    The run's events are charged once through the release template
+    (:func:`~dpspectral.privacy._template.charge_at_creation`) before any site is asked to release; the
+    sites then draw their own noise (:func:`~dpspectral.privacy._template.charged_elsewhere`).
+    """
+    run = _validate(sites, k, call)
     if run.aggregation == "secure":
-        return _run_secure(run, engine=engine, random_state=random_state, accountant=accountant,
-                           accounting=accounting, show_progress=show_progress, stacklevel=stacklevel + 1)
+        return _run_secure(run, call)
     plan, run_plan = _plan(run)
-    eng = _as_engine(engine, owner)
-    seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(random_state,
+    eng = _as_engine(call.engine, run.owner)
+    settings = call.settings
+    seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(settings.random_state,
                                                                                  len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else "seeded")
     with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
-        outcomes, payloads, agg, releaser = _release(
-            run, plan, run_plan, engine=eng, seeds=seeds, accountant=accountant, noise=noise,
-            show_progress=show_progress, stacklevel=stacklevel)
-    report = releaser.report(mechanism=mechanism, budget=run.budget, calibration=calibration,
-                             accounting=accounting, notes=run_plan.notes, stacklevel=stacklevel + 1)
+        (outcomes, payloads, agg), report, _ = charge_at_creation(
+            run_plan, settings, functools.partial(_release, run, plan, eng, seeds, settings.show_progress,
+                                                  call.stacklevel + 1),
+            facts=_report_facts(run, settings), noise=noise, stacklevel=call.stacklevel + 1)
     return _result(run, plan, outcomes, payloads, agg, report, eng.name)
 
 
@@ -772,7 +832,7 @@ def _secure_keys(run: _Inputs, plan: SitePlan, eng: Engine, seeds: list[Any], sh
     """Round 1 (before the charge): every site checks its rows and sends its public key; a site with bad
     rows is left out (warned, named); sites that disagree on D or on the plan stop the round, named."""
     owner = run.owner
-    outcomes = eng.run(run.sites.handles, advertise_step, plan, seeds, timeout=run.timeout,  # type: ignore[arg-type]
+    outcomes = eng.run(run.sites.handles, advertise_step, plan, seeds, timeout=run.failure.timeout,  # type: ignore[arg-type]
                        show_progress=show_progress)
     digest = plan_digest(plan)
     ok = [o for o in outcomes if o.status == "ok"]
@@ -783,21 +843,41 @@ def _secure_keys(run: _Inputs, plan: SitePlan, eng: Engine, seeds: list[Any], sh
         odd = next(a.site for a in adverts if a.n_features != first.n_features)
         raise ValueError(f"The 'sites' parameter of {owner}: site {odd} has a different number of features "
                          f"than site {first.site}. Nothing was charged.")
-    _handle_faults(outcomes, owner, run.on_site_failure, stacklevel + 1, charged=False)
-    if len(adverts) < run.min_sites:
+    _handle_faults(outcomes, owner, run.failure.on_failure, stacklevel + 1, charged=False)
+    if len(adverts) < run.failure.min_sites:
         raise SiteFailureError(f"{owner}: only {len(adverts)} of {len(outcomes)} sites answered the key "
-                               f"round, fewer than min_sites={run.min_sites}; nothing was charged or "
+                               f"round, fewer than min_sites={run.failure.min_sites}; nothing was charged or "
                                "released.")
     if adverts:
         check_n_components(run.k, adverts[0].n_features, owner, name="k")
     return outcomes, adverts
 
 
-def _run_secure(run: _Inputs, *, engine: Any, random_state: Any, accountant: Accountant | None,
-                accounting: AccountingMethod, show_progress: bool | None,
-                stacklevel: int) -> DistributedResult:
-    """Secure aggregation (:mod:`~dpspectral.distributed._secure`): keys, charge, masked messages, sum."""
+def _secure_messages(run: _Inputs, rnd: SecureRound, adverts: list[Any], eng: Engine, seeds: list[Any],
+                     show_progress: bool | None, releaser: Releaser) -> tuple[dict[int, Any], SitePayload,
+                                                                              Aggregate]:
+    """Round 2, inside the charge: the sites' masked messages, their unmasked sum and its eigenvectors."""
     owner = run.owner
+    outcomes = eng.run(run.sites.handles, message_step, rnd, seeds,  # type: ignore[arg-type]
+                       timeout=run.failure.timeout, show_progress=show_progress)
+    messages = {o.site: o.payload for o in outcomes if o.status == "ok" and o.site in rnd.public_keys}
+    missing = [o for o in outcomes if o.site in rnd.public_keys and o.status != "ok"]
+    if missing:
+        raise SecureAggregationError(
+            f"{owner}: site {missing[0].site} did not send its masked message ({missing[0].status}: "
+            f"{missing[0].error}); its masks cannot be removed, so the round was refused and nothing "
+            "was released (it stays charged).")
+    packed = unmask(messages, rnd, owner)
+    n_total = sum(a.n_samples for a in adverts)
+    payload = SitePayload(site=rnd.sites[0], variant="full", matrix=packed, n_features=rnd.n_features,
+                          n_samples=n_total, noisy_count=None, normalised=True)
+    agg = aggregate([payload], run.k, weighting="equal", spectrum=run.spectrum, owner=owner)
+    return messages, payload, agg
+
+
+def _run_secure(run: _Inputs, call: _Call) -> DistributedResult:
+    """Secure aggregation (:mod:`~dpspectral.distributed._secure`): keys, charge, masked messages, sum."""
+    owner, settings, stacklevel = run.owner, call.settings, call.stacklevel + 1
     run = dataclasses.replace(run, variant="full")
     plan, _ = _plan(run)
     scatter = plan.release_plan["scatter"]
@@ -805,34 +885,20 @@ def _run_secure(run: _Inputs, *, engine: Any, random_state: Any, accountant: Acc
     event = dp_accounting.GaussianDpEvent(multiplier)
     note = ("Secure aggregation: the sites' noise shares sum to the pooled Analyze Gauss noise; against a "
             "coalition of every other site a site keeps only its own share (diagnostics: coalition_epsilon).")
-    precheck(accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
-    eng = _as_engine(engine, owner)
-    seeds = spawn_site_seeds(random_state, len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    precheck(settings.accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
+    eng = _as_engine(call.engine, owner)
+    seeds = spawn_site_seeds(settings.random_state, len(run.sites.handles))
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else "seeded")
     with eng.session(len(run.sites.handles)):
-        keys, adverts = _secure_keys(run, plan, eng, seeds, show_progress, stacklevel + 1)
+        keys, adverts = _secure_keys(run, plan, eng, seeds, settings.show_progress, stacklevel + 1)
         rnd = _secure_round(run, plan, adverts, multiplier)
         run_plan = ReleasePlan(run.mechanism, run.relation, (event,), notes=(note,))
-        with release(run_plan, accountant, noise) as releaser:
-            outcomes = eng.run(run.sites.handles, message_step, rnd, seeds,  # type: ignore[arg-type]
-                               timeout=run.timeout, show_progress=show_progress)
-            messages = {o.site: o.payload for o in outcomes if o.status == "ok" and o.site in rnd.public_keys}
-            missing = [o for o in outcomes if o.site in rnd.public_keys and o.status != "ok"]
-            if missing:
-                raise SecureAggregationError(
-                    f"{owner}: site {missing[0].site} did not send its masked message ({missing[0].status}: "
-                    f"{missing[0].error}); its masks cannot be removed, so the round was refused and nothing "
-                    "was released (it stays charged).")
-            packed = unmask(messages, rnd, owner)
-            d = rnd.n_features
-            n_total = sum(a.n_samples for a in adverts)
-            payload = SitePayload(site=rnd.sites[0], variant="full", matrix=packed, n_features=d,
-                                  n_samples=n_total, noisy_count=None, normalised=True)
-            agg = aggregate([payload], run.k, weighting="equal", spectrum=run.spectrum, owner=owner)
+        (messages, payload, agg), report, _ = charge_at_creation(
+            run_plan, settings, functools.partial(_secure_messages, run, rnd, adverts, eng, seeds,
+                                                  settings.show_progress),
+            facts=_report_facts(run, settings), noise=noise, stacklevel=stacklevel + 1)
     weights = _secure_weights(adverts, run.weights)
     agg = dataclasses.replace(agg, weights=weights)
-    report = releaser.report(mechanism=run.mechanism, budget=run.budget, calibration=run.calibration,
-                             accounting=accounting, notes=run_plan.notes, stacklevel=stacklevel + 1)
     sent = {a.site: a.nbytes for a in adverts}
     for s, msg in messages.items():
         sent[s] += msg.nbytes if isinstance(msg, MaskedMessage) else 0
@@ -857,16 +923,16 @@ def _run_secure(run: _Inputs, *, engine: Any, random_state: Any, accountant: Acc
     return result
 
 
-def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure: OnSiteFailure,
+def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_failure: OnSiteFailure,
                    stacklevel: int, charged: bool = True) -> list[Any]:
     failed = [o for o in outcomes if o.status != "ok"]
     ok = [o.site for o in outcomes if o.status == "ok"]
-    if failed and on_site_failure == "raise":
+    if failed and on_failure == "raise":
         reasons = "; ".join(f"site {o.site}: {o.status} ({o.error})" for o in failed)
         nothing = "" if charged else " nothing was charged, and"
         raise SiteFailureError(f"{owner}: {len(failed)} of {len(outcomes)} sites did not answer "
-                               f"(on_site_failure='raise');{nothing} nothing was released by the aggregator. "
-                               f"{reasons}")
+                               f"(site_failure.on_failure='raise');{nothing} nothing was released by the "
+                               f"aggregator. {reasons}")
     for o in failed:
         warnings.warn(
             f"{owner}: site {o.site} was left out of the release ({o.status}: {o.error}). The release uses "
@@ -877,6 +943,8 @@ def _handle_faults(outcomes: Sequence[SiteOutcome], owner: str, on_site_failure:
 
 
 
+@folded("site_failure", SiteFailurePolicy,
+        {"site_timeout": "timeout", "min_sites": "min_sites", "on_site_failure": "on_failure"})
 def dpdispca(
     sites: Any,
     k: int,
@@ -892,9 +960,7 @@ def dpdispca(
     weighting: Any = "equal",
     spectrum: Spectrum = "eigh",
     engine: Any = "inprocess",
-    site_timeout: float | None = None,
-    min_sites: int = 1,
-    on_site_failure: OnSiteFailure = "warn",
+    site_failure: SiteFailurePolicy | None = None,
     release_count: bool = False,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -957,6 +1023,7 @@ def dpdispca(
     is charged once, before any site is dispatched; each site then draws its noise through that plan
     from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
     A run that fails after the charge stays charged and is marked failed in the ledger.
+
     Parameters
     ----------
     sites : list of per-site data, a Dask array, or one 2-D array
@@ -999,12 +1066,10 @@ def dpdispca(
         Where the sites run; ``"dask"`` uses the active ``distributed.Client`` when there is one, else
         starts a ``LocalCluster`` for the run (closed after it); ``DaskEngine(client=...)`` or
         ``DaskEngine(scheduler_address=...)`` name a cluster. The connection is made before the charge.
-    site_timeout : float, optional
-        Seconds after dispatch by which a site must answer; later sites are left out.
-    min_sites : int, default=1
-        Fewest contributing sites for a release; fewer raise :class:`SiteFailureError`.
-    on_site_failure : {"warn", "raise"}, default="warn"
-        ``"warn"``: leave a failed site out with a :class:`SiteFailureWarning`; ``"raise"``: fail the run.
+    site_failure : SiteFailurePolicy or None, default=None
+        How long to wait for a site, how many must answer, and whether one failure fails the run
+        (:class:`SiteFailurePolicy`; None: its defaults, wait for every site, one answering site is
+        enough, a failed site is left out with a warning).
     release_count : bool, default=False
         Under add/remove, have every site release a noisy row count (always done when the weighting needs
         one); ignored under replace-one, where N_s is public.
@@ -1044,7 +1109,8 @@ def dpdispca(
     Raises
     ------
     SiteFailureError
-        Fewer than ``min_sites`` sites answered, or a site failed with ``on_site_failure="raise"``.
+        Fewer than ``site_failure.min_sites`` sites answered, or a site failed with
+        ``site_failure.on_failure="raise"``.
     BudgetExceededError
         The accountant refused the run (nothing was released).
     """
@@ -1052,15 +1118,13 @@ def dpdispca(
         mechanism = "dpdispca_secure"
     else:
         mechanism = "dpdispca" if variant == "proxy" else "dpdispca_full"
-    return _run_protocol(
-        sites, k, mechanism=mechanism, variant=variant,
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        intermediate_rank=intermediate_rank, n_sites=n_sites, weighting=weighting, spectrum=spectrum,
-        engine=engine, site_timeout=site_timeout, min_sites=min_sites, on_site_failure=on_site_failure,
-        release_count=release_count, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=show_progress,
-        stacklevel=3, aggregation=aggregation,
-    )
+    call = _Call(mechanism, epsilon, delta, row_norm, relation=relation, calibration=calibration,
+                 variant=variant, intermediate_rank=intermediate_rank, n_sites=n_sites, weighting=weighting,
+                 spectrum=spectrum, site_failure=site_failure, release_count=release_count,
+                 on_norm_violation=on_norm_violation, aggregation=aggregation, engine=engine,
+                 settings=RunSettings(accountant, random_state, accounting, show_progress),
+                 stacklevel=5)  # the caller, above the wrapper that folds the old keywords
+    return _run_protocol(sites, k, call)
 
 
 def pooled_pca(
@@ -1088,47 +1152,7 @@ def pooled_pca(
 
     Privacy
     -------
-    Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
-    (the sites hold disjoint rows). Which site holds which rows: a list of per-site data is the sites'
-    own (public, structural). One array with ``n_sites`` is cut into contiguous near-equal blocks under
-    replace-one (n is public and a replaced row keeps its position; this assumes that the row order does
-    not depend on the data). Under add/remove n is private, and a cut by position would move rows across
-    every later boundary when a row is added or removed (about half the sites would change); there every
-    row's site is an independent uniform draw from the run's secret randomness (child S of
-    ``SeedSequence(random_state)``, or OS entropy for ``"secure"``; never output), so the other rows'
-    sites have the same law with or without a given row, and coupling them, a neighbour changes one site.
-    A Dask array's row blocks are the sites under replace-one; under add/remove an array of several row
-    blocks is refused before anything is charged (its chunk boundaries are positions too): pass one
-    entry per site. Each site releases the upper
-    triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
-    L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
-    (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
-    bounds the *spectral* norm (``1 / N_s``), which is not the Gaussian mechanism's sensitivity:
-    ``calibration="paper"`` reproduces that noise, ``sqrt(2)`` too small, and is certified only where the
-    accountant agrees (``UncertifiedPrivacyWarning`` otherwise). ``calibration="tight"`` (default) is the
-    analytic Gaussian mechanism for the Frobenius sensitivity. Under add/remove a site normalising by its
-    size also releases a noisy count (1% of its Gaussian budget, split exactly). Event:
-    ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
-    rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
-    proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
-    change the guarantee when a failure does not depend on the data (crashes, timeouts); the site
-    step's control flow reads only public sizes once the input is validated. A site whose own rows are
-    bad (NaN/inf, a row over C with ``on_norm_violation="raise"``, no rows under replace-one) is left
-    out too, on either engine: whether site s fails is a function of site s's rows only, so "failed" is
-    one more output of site s's own mechanism, and it reveals what a refusal by that site would (some
-    row of it is invalid, and the kind of problem), nothing about the other sites' rows; the guarantee
-    holds on the domain of valid rows (finite, within C). What the aggregator learns of a failed site is
-    its status and a data-independent reason (the kind of problem, or a generic text); no site timing is
-    reported. Under add/remove a site with no rows releases its noise on a zero scatter like any other
-    (its row count is private); under replace-one an empty site is left out. Validate, then plan, then
-    charge: the sites' structure (2-D, numeric, the same D) is checked before the ledger is charged; one
-    array (split into sites or not) is validated whole there too (finite, and no row over C with
-    ``on_norm_violation="raise"``), with messages that name no row, count or site; the rows of a list's
-    sites, in memory or held by Dask, are checked at their site. Every site's releases are planned from
-    public inputs (:func:`~dpspectral.distributed._site.site_release_plan`) and the run's parallel event
-    is charged once, before any site is dispatched; each site then draws its noise through that plan
-    from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
-    A run that fails after the charge stays charged and is marked failed in the ledger.
+    As in :func:`dpdispca` (its Privacy section), with every site's rows read as one site.
     """
     owner = "dpdispca_pooled"
     # structure only here; the values are validated (whole, before the charge) by _run_protocol
@@ -1137,13 +1161,10 @@ def pooled_pca(
         if is_dask_future(h) or is_dask_collection(h):
             raise TypeError(f"The 'sites' parameter of {owner} must hold in-memory arrays: the pooled "
                             "baseline needs every row in one place.")
-    return _run_protocol(
-        [_RowBlocks(parsed.handles)], k, mechanism=owner, variant="full", epsilon=epsilon, delta=delta,
-        row_norm=row_norm, relation=relation, calibration=calibration, intermediate_rank=None, n_sites=None,
-        weighting="equal", spectrum=spectrum, engine="inprocess", site_timeout=None, min_sites=1,
-        on_site_failure="raise", release_count=False, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=False, stacklevel=3,
-    )
+    call = _Call(owner, epsilon, delta, row_norm, relation, calibration, spectrum=spectrum,
+                 on_norm_violation=on_norm_violation,
+                 settings=RunSettings(accountant, random_state, accounting, False))
+    return _run_protocol([_RowBlocks(parsed.handles)], k, call)
 
 
 def local_pca(
@@ -1168,70 +1189,25 @@ def local_pca(
 
     Privacy
     -------
-    Relation: replace-one (default, the paper's: ``N_s`` public) or add/remove, on the rows of each site
-    (the sites hold disjoint rows). Which site holds which rows: a list of per-site data is the sites'
-    own (public, structural). One array with ``n_sites`` is cut into contiguous near-equal blocks under
-    replace-one (n is public and a replaced row keeps its position; this assumes that the row order does
-    not depend on the data). Under add/remove n is private, and a cut by position would move rows across
-    every later boundary when a row is added or removed (about half the sites would change); there every
-    row's site is an independent uniform draw from the run's secret randomness (child S of
-    ``SeedSequence(random_state)``, or OS entropy for ``"secure"``; never output), so the other rows'
-    sites have the same law with or without a given row, and coupling them, a neighbour changes one site.
-    A Dask array's row blocks are the sites under replace-one; under add/remove an array of several row
-    blocks is refused before anything is charged (its chunk boundaries are positions too): pass one
-    entry per site. Each site releases the upper
-    triangle of its clipped scatter ``S_s = sum_i c(x_i) c(x_i)^T`` once with symmetric Gaussian noise:
-    L2 sensitivity ``sqrt(2) C^2`` (replace-one: ``||x x^T - y y^T||_F <= sqrt(2) C^2``) or ``C^2``
-    (add/remove: ``||x x^T||_F = C^2``), i.e. ``sqrt(2) C^2 / N_s`` on ``A_s = S_s / N_s``. The paper
-    bounds the *spectral* norm (``1 / N_s``), which is not the Gaussian mechanism's sensitivity:
-    ``calibration="paper"`` reproduces that noise, ``sqrt(2)`` too small, and is certified only where the
-    accountant agrees (``UncertifiedPrivacyWarning`` otherwise). ``calibration="tight"`` (default) is the
-    analytic Gaussian mechanism for the Frobenius sensitivity. Under add/remove a site normalising by its
-    size also releases a noisy count (1% of its Gaussian budget, split exactly). Event:
-    ``ParallelDpEvent([GaussianDpEvent(sigma / Delta)])``: every site releases that event on its own
-    rows, and a row is in exactly one site, so the guarantee is one site's (parallel composition). The
-    proxy, the aggregation and the eigendecomposition are post-processing. Sites left out (faults) do not
-    change the guarantee when a failure does not depend on the data (crashes, timeouts); the site
-    step's control flow reads only public sizes once the input is validated. A site whose own rows are
-    bad (NaN/inf, a row over C with ``on_norm_violation="raise"``, no rows under replace-one) is left
-    out too, on either engine: whether site s fails is a function of site s's rows only, so "failed" is
-    one more output of site s's own mechanism, and it reveals what a refusal by that site would (some
-    row of it is invalid, and the kind of problem), nothing about the other sites' rows; the guarantee
-    holds on the domain of valid rows (finite, within C). What the aggregator learns of a failed site is
-    its status and a data-independent reason (the kind of problem, or a generic text); no site timing is
-    reported. Under add/remove a site with no rows releases its noise on a zero scatter like any other
-    (its row count is private); under replace-one an empty site is left out. Validate, then plan, then
-    charge: the sites' structure (2-D, numeric, the same D) is checked before the ledger is charged; one
-    array (split into sites or not) is validated whole there too (finite, and no row over C with
-    ``on_norm_violation="raise"``), with messages that name no row, count or site; the rows of a list's
-    sites, in memory or held by Dask, are checked at their site. Every site's releases are planned from
-    public inputs (:func:`~dpspectral.distributed._site.site_release_plan`) and the run's parallel event
-    is charged once, before any site is dispatched; each site then draws its noise through that plan
-    from its own source (its child ``SeedSequence``, or its OS entropy for ``random_state="secure"``).
-    A run that fails after the charge stays charged and is marked failed in the ledger.
+    As in :func:`dpdispca` (its Privacy section), for the one site ``site`` alone.
     """
     owner = "dpdispca_local"
     if not isinstance(sites, (list, tuple)):
         sites = [sites]
     check_params({"site": Interval(0, len(sites) - 1, "both", integer=True)}, {"site": site}, owner)
-    return _run_protocol(
-        [sites[int(site)]], k, mechanism=owner, variant="full", epsilon=epsilon, delta=delta,
-        row_norm=row_norm, relation=relation, calibration=calibration, intermediate_rank=None, n_sites=None,
-        weighting="equal", spectrum=spectrum, engine="inprocess", site_timeout=None, min_sites=1,
-        on_site_failure="raise", release_count=False, accountant=accountant, random_state=random_state,
-        on_norm_violation=on_norm_violation, accounting=accounting, show_progress=False, stacklevel=3,
-        rows_at_site=False,
-    )
+    call = _Call(owner, epsilon, delta, row_norm, relation, calibration, spectrum=spectrum,
+                 on_norm_violation=on_norm_violation,
+                 settings=RunSettings(accountant, random_state, accounting, False), rows_at_site=False)
+    return _run_protocol([sites[int(site)]], k, call)
 
 
 # The tables, stated once (checked inside: check_mechanism_inputs for the privacy parameters, then
 # PARAMETER_CONSTRAINTS; the bounds that depend on the sites once they are read). Attached without a
 # wrapper, so that the warnings' stacklevel still points at the caller.
-_PRIVACY_CONSTRAINTS: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": Interval(0, 1, "neither"), "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
-}
-dpdispca.parameter_constraints = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS}  # type: ignore[attr-defined]
+_PRIVACY_CONSTRAINTS: dict[str, Any] = {**PRIVACY_PARAMETERS, "delta": Interval(0, 1, "neither")}
+#: The privacy and protocol parameters that dpdispca and DistributedDPPCA share.
+PROTOCOL_CONSTRAINTS: dict[str, Any] = {**_PRIVACY_CONSTRAINTS, **PARAMETER_CONSTRAINTS}
+dpdispca.parameter_constraints = {**PROTOCOL_CONSTRAINTS, **SITE_FAILURE_CONSTRAINTS}  # type: ignore[attr-defined]
 for _f in (pooled_pca, local_pca):  # type: ignore[assignment]
     _f.parameter_constraints = {  # type: ignore[attr-defined]
         **_PRIVACY_CONSTRAINTS, "spectrum": PARAMETER_CONSTRAINTS["spectrum"]}

@@ -9,6 +9,7 @@ Pairs: :func:`fda_pair` (between-/within-class scatter), :func:`pca_pair` (covar
 """
 
 from ._estimator import DPFisherDiscriminant
+from ._groups import PaperCalibration, StepSizes
 from ._lda import DPLinearDiscriminantAnalysis
 from ._rayleigh import dp_rayleigh_flow, dp_truncated_rayleigh_flow, rho_from_epsilon_delta
 from ._reduction import (
@@ -40,7 +41,9 @@ __all__ = [
     "GEPResult",
     "GEP_METHODS",
     "PairSensitivity",
+    "PaperCalibration",
     "ScatterPair",
+    "StepSizes",
     "dp_rayleigh_flow",
     "dp_truncated_rayleigh_flow",
     "dpsr",

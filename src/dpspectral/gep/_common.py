@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -22,6 +23,7 @@ from .._constraints import (
 )
 from .._linalg import orthonormalize
 from ..privacy._budget import PrivacyBudget
+from ..privacy._pipeline import ReleasePlan
 from ..privacy._template import Mechanism, RunSettings, run
 from ._scatter import ScatterPair
 
@@ -38,6 +40,9 @@ __all__ = [
     "check_positive",
     "check_solver_params",
     "NOISE_RIDGE",
+    "CheckedPair",
+    "NamedPairMechanism",
+    "PairCall",
     "PairMechanism",
     "PairRows",
     "REGULARIZATION_PAPER_NAME",
@@ -309,3 +314,66 @@ def run_on_pair(mechanism: PairMechanism, inputs: Any, pair: ScatterPair, accoun
                 random_state: Any) -> Any:
     """Run a solver on ``pair`` through the release template (check, plan, charge, draw, post-process)."""
     return run(mechanism, inputs, pair, RunSettings(accountant, random_state))
+
+
+@dataclass(frozen=True)
+class PairCall:
+    """The public inputs of one run of a :class:`NamedPairMechanism`, as the caller gave them."""
+
+    k: Any
+    sparsity: Any
+    #: the solver's keywords (``random_state`` among them)
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedPair:
+    """The checked public inputs of one run of a :class:`NamedPairMechanism`: the pair, the solver's own
+    checked inputs (``inputs.budget`` among them), its plan, calibration and dimension (public)."""
+
+    pair: ScatterPair
+    inputs: Any
+    plan: ReleasePlan
+    calibration: str
+    d: int
+    n = None  # the pair is not read row by row
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        return self.inputs.budget  # type: ignore[no-any-return]
+
+
+class NamedPairMechanism(PairMechanism):
+    """A solver serving several registry names (DPSR and DPSRS, the two flows): ``label`` is the name
+    called; :meth:`check` returns a :class:`CheckedPair` whose plan is the run's."""
+
+    stacklevel = 4
+
+    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self.label = mechanism
+
+    def plan(self, inputs: CheckedPair, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan
+
+    @staticmethod
+    def check_call(owner: str, pair: Any, k: Any, sparsity: Any, table: Mapping[str, Any],
+                   params: Mapping[str, Any]) -> tuple[ScatterPair, PrivacyBudget, Any, int, int | None]:
+        """The checks every named solver starts with, before anything is read or charged: the pair,
+        the solver's ``table`` (the budget), the ridge, then ``k`` and ``sparsity`` in [1, d] (the pair's
+        shape is public). Returns ``(pair, budget, ridge, k, sparsity)``."""
+        pair = check_pair(pair, owner)
+        budget = check_solver_params(table, params, owner)
+        xi = check_regularization(params["regularization"], owner)
+        d = pair.n_features
+        k = check_int(k, "k", 1, d, owner)
+        if sparsity is not None:
+            sparsity = check_int(sparsity, "sparsity", 1, d, owner)
+        return pair, budget, xi, k, sparsity
+
+    @classmethod
+    def solve(cls, mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *,
+              accountant: Accountant | None, show_progress: bool | None, **params: Any) -> Any:
+        """Run the solver named ``mechanism`` on ``pair`` through the release template."""
+        return run_on_pair(cls(mechanism, show_progress), PairCall(k, sparsity, params), pair, accountant,
+                           params["random_state"])

@@ -10,17 +10,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    Interval,
-    Options,
-)
+from .._constraints import DELTA, EPSILON, NONE, PRIVACY_PARAMETERS, Interval, Options
 from .._estimators import (
     ACCOUNTANT,
     METHOD_PARAMS,
@@ -31,7 +21,6 @@ from .._estimators import (
     method_names,
     require,
 )
-from .._projection import Projection, _ReleasedProjection
 from .._public_basis import _lift_gep, project_for_fit
 from .._registry import Method, get_method, methods
 from .._validation import validated_data
@@ -41,6 +30,7 @@ from ..privacy._guardrails import PrivacyParameterWarning
 from ..privacy._noise import noise_source
 from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
+from ._directions import _ReleasedDirections
 from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
 from ._moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from ._result import GEPResult
@@ -61,7 +51,7 @@ class _ProbeAccountant(Accountant):
         raise _ReachedTheCharge
 
 
-class DPFisherDiscriminant(_ReleasedProjection, _DPEstimator):
+class DPFisherDiscriminant(_ReleasedDirections, _DPEstimator):
     """Differentially private Fisher discriminant analysis (dimension reduction).
 
     ``fit(X, y)`` releases, once, the second moment, the class sums and the class counts of the clipped
@@ -136,7 +126,7 @@ default="moments"
         discrete samplers (not reproducible); ``privacy_.noise_source`` says which source was used.
     on_norm_violation : {"clip", "raise"}, default="clip"
     method_params : dict or None, default=None
-        Extra options of the solver (e.g. ``step_size_b``, ``step_size_a``, ``basis_size``,
+        Extra options of the solver (e.g. ``step_sizes`` (:class:`StepSizes`), ``basis_size``,
         ``budget_shares`` for DPSR; ``step_size``, ``init`` for the flows; ``a_share``; for ``"moments"``
         only ``budget_shares``, the
         shares of (second moment, class sums, counts), default (0.5, 0.4, 0.1), ``adaptive_clip``
@@ -231,21 +221,18 @@ default="moments"
     _required_parameters = ("row_norm",)
     _parameter_constraints = {
         "n_components": N_COMPONENTS,  # <= min(n_classes - 1, n_features): _n_components
+        **PRIVACY_PARAMETERS,
         "epsilon": [EPSILON, NONE],  # required by the private solvers only (not by "sr")
         "delta": [DELTA, NONE],
-        "row_norm": ROW_NORM,
         "method": method_names("gep"),
         # > 0 for the private solvers, or "noise" (a ridge from the noise scale): check_regularization
         "regularization": [NONE, Interval(0, None, "left"), Options(("noise",))],
         "xi": [NONE, Interval(0, None, "left"), Options(("noise", "deprecated"))],  # the old name
         "ridge": [Interval(0, None, "neither"), NONE],  # method="moments" only: _validate_params_dp
         "relation": RELATION,  # one the method protects: _validate_params_dp
-        "calibration": CALIBRATION,
         "n_iter": Interval(1, None, "left", integer=True),
         "sparsity": [Interval(1, None, "left", integer=True), NONE],  # <= n_features: the solver's
         "accountant": ACCOUNTANT,
-        "random_state": RANDOM_STATE,
-        "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
         "public_basis": PUBLIC_BASIS,
     }
@@ -535,23 +522,3 @@ default="moments"
                 f"Got {self.n_components!r} instead."
             )
         return k
-
-    _fitted_attribute = "scalings_"
-
-    def _projection(self) -> Projection:
-        """``X @ scalings_``."""
-        return Projection(self.scalings_)
-
-    def transform(self, X: Any) -> Any:
-        """Project ``X`` on the released directions: ``X @ scalings_``.
-
-        A Dask array gives a Dask array (lazy: the projection of each block of rows).
-        """
-        return super().transform(X)
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags

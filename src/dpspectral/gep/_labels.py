@@ -56,7 +56,7 @@ from ..privacy._histogram import (
 )
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import histogram_sensitivity
-from ..privacy._template import Drawn, Mechanism, Released
+from ..privacy._template import Drawn, Prelude, Released
 
 __all__ = ["LABEL_DELTA_SHARE", "LABEL_SHARE", "LabelRelease", "LabelRows", "LabelSet", "plan_label_release",
            "solver_budget", "too_few_labels"]
@@ -169,7 +169,7 @@ class LabelRows:
         return 0  # no features are read
 
 
-class LabelSet(Mechanism[LabelRelease, tuple[np.ndarray, Any]]):
+class LabelSet(Prelude[LabelRelease, tuple[np.ndarray, Any]]):
     """The label-set stage alone, as the release template runs it, for a later run that continues it.
 
     ``cost``: the events of that later run (a solver on the pair), checked against the ledger with the
@@ -179,16 +179,8 @@ class LabelSet(Mechanism[LabelRelease, tuple[np.ndarray, Any]]):
     """
 
     def __init__(self, owner: str, cost: tuple[dp_accounting.DpEvent, ...], budget: PrivacyBudget) -> None:
-        super().__init__()
-        self.label = owner
-        self.cost = cost
+        super().__init__(owner, cost)
         self.budget = budget
-
-    def plan(self, inputs: LabelRelease, n: int | None, d: int | None) -> ReleasePlan:
-        return inputs.plan(self.label)
-
-    def reserved_events(self, inputs: LabelRelease) -> tuple[Any, ...]:
-        return self.cost
 
     def read(self, inputs: LabelRelease, X: LabelRows) -> LabelRows:
         return X

@@ -13,18 +13,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
 from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, RELATION, _DPEstimator
-from .._projection import Projection, _ReleasedProjection
 from .._public_basis import project_for_fit
 from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._budget import Relation, as_relation
+from ._directions import _ReleasedDirections
 from ._moments import DEFAULT_RIDGE, ReleasedMoments, fisher_from_moments, lda_from_moments, prepare_moments
 from ._scatter import check_classes
 
 __all__ = ["DPLinearDiscriminantAnalysis"]
 
 
-class DPLinearDiscriminantAnalysis(_ReleasedProjection, LinearClassifierMixin, _DPEstimator):
+class DPLinearDiscriminantAnalysis(_ReleasedDirections, LinearClassifierMixin, _DPEstimator):
     """Differentially private linear discriminant analysis (classifier and dimension reduction).
 
     ``fit(X, y)`` releases, ONCE, the second moment, the class sums and the class counts of the clipped
@@ -332,23 +332,3 @@ class DPLinearDiscriminantAnalysis(_ReleasedProjection, LinearClassifierMixin, _
         """Logarithm of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
-
-    _fitted_attribute = "scalings_"
-
-    def _projection(self) -> Projection:
-        """``X @ scalings_``."""
-        return Projection(self.scalings_)
-
-    def transform(self, X: Any) -> Any:
-        """Project ``X`` on the released Fisher directions: ``X @ scalings_``.
-
-        A Dask array gives a Dask array (lazy: the projection of each block of rows).
-        """
-        return super().transform(X)
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        tags.transformer_tags.preserves_dtype = ["float64"]
-        return tags

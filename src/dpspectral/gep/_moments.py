@@ -104,6 +104,7 @@ from .._constraints import (
 )
 from .._linalg import fix_signs
 from .._moments import accumulate
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._rows import as_numeric_2d
 from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._adaptive import (
@@ -832,6 +833,7 @@ def lda_from_moments(moments: ReleasedMoments, *, ridge: float = DEFAULT_RIDGE,
 # ------------------------------------------------------------------------------------------------
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 def moments_fda(
     X: Any,
     y: Any,
@@ -848,8 +850,7 @@ def moments_fda(
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: str = "clip",
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
     owner: str = "moments_fda",
 ) -> GEPResult:
     """Private Fisher discriminant directions by one release of the moments (registry: ``"moments"``).
@@ -861,8 +862,12 @@ def moments_fda(
     k : int
         Directions, in ``[1, n_classes - 1]`` (what scikit-learn's LDA allows; a larger k is refused).
     epsilon, delta, row_norm, relation, budget_shares, classes, calibration, accountant, random_state,
-    on_norm_violation, adaptive_clip, clip_share
-        As :func:`release_moments` (adaptive clipping of the rows by default).
+    on_norm_violation
+        As :func:`release_moments`.
+    adaptive_clip : bool or AdaptiveClip, default=True
+        Adaptive clipping of the rows (the default), as ``adaptive_clip`` of :func:`release_moments`;
+        ``AdaptiveClip(share=...)`` is its ``clip_share`` (the clip follows the balance rule, which
+        takes no quantile).
     ridge : float
         > 0, in units of the public noise scale ``sigma_S sqrt(d)`` (default 1.0, measured on four data sets).
 
@@ -884,7 +889,9 @@ def moments_fda(
     if epsilon is None or delta is None or row_norm is None:
         raise TypeError(f"{owner} needs epsilon, delta and row_norm (public privacy parameters; none has a "
                         "default).")
-    check_params({"ridge": MOMENTS_TABLE["ridge"]}, {"ridge": ridge}, owner)
+    check_params({"ridge": MOMENTS_TABLE["ridge"], "adaptive_clip": ADAPTIVE_CLIP},
+                 {"ridge": ridge, "adaptive_clip": adaptive_clip}, owner)
+    adaptive, _, clip_share = clip_fields(adaptive_clip, owner, takes_quantile=False)
     _check_k(k, None if classes is None else int(check_classes(classes, owner).size), owner)
     found: dict[str, int] = {}
 
@@ -896,7 +903,7 @@ def moments_fda(
     prepared = prepare_moments(X, y, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
                                relation=relation, budget_shares=budget_shares, calibration=calibration,
                                random_state=random_state, on_norm_violation=on_norm_violation,
-                               adaptive_clip=adaptive_clip, clip_share=clip_share, owner=owner)
+                               adaptive_clip=adaptive, clip_share=clip_share, owner=owner)
     moments = prepared.release(accountant, random_state, on_classes)
     return fisher_result(moments, found["k"], ridge)
 

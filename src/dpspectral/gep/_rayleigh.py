@@ -58,18 +58,15 @@ from ._common import (
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
-    PairMechanism,
+    CheckedPair,
+    NamedPairMechanism,
+    PairCall,
     PairRows,
     called_as,
-    check_int,
-    check_pair,
-    check_regularization,
-    check_solver_params,
     message_owner,
     noise_ridge,
     normalize_released,
     random_orthonormal,
-    run_on_pair,
     truncate_columns,
     with_constraints,
 )
@@ -183,10 +180,10 @@ def dp_rayleigh_flow(
     public). The flow is post-processing, the ridge included (``"noise"`` computes it from the planned
     noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
     """
-    return _flow("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
-                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
+    return _Flow.solve("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                       a_share=a_share, calibration=calibration, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
 @renamed(FLOW_PAPER_NAMES)
@@ -221,68 +218,33 @@ def dp_truncated_rayleigh_flow(
     own truncated algorithm may privatise per iteration instead (not verified; see the module
     docstring).
     """
-    return _flow("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
-                 regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
-                 a_share=a_share, calibration=calibration, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
-
-
-def _flow(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
-          show_progress: bool | None, **params: Any) -> GEPResult:
-    """The flows (``mechanism``) through the release template (:class:`_Flow`)."""
-    return run_on_pair(_Flow(mechanism, show_progress), _FlowCall(k, sparsity, params), pair, accountant,
-                       params["random_state"])
-
-
-@dataclass(frozen=True)
-class _FlowCall:
-    """The public inputs of one flow, as the caller gave them (``params``: the keywords)."""
-
-    k: Any
-    sparsity: Any
-    params: dict[str, Any]
+    return _Flow.solve("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
+                       a_share=a_share, calibration=calibration, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
 @dataclass(frozen=True, eq=False)
-class _FlowChecked:
+class _FlowChecked(CheckedPair):
     """The checked public inputs of one flow, its plan and multipliers (public)."""
 
-    pair: ScatterPair
-    inputs: _FlowInputs
-    plan: ReleasePlan
     multipliers: tuple[float, float]
-    calibration: str
     init: Any
-    d: int
-    n: None = None
-
-    @property
-    def budget(self) -> PrivacyBudget:
-        return self.inputs.budget
 
 
-class _Flow(PairMechanism):
+class _Flow(NamedPairMechanism):
     """The flows as the release template runs them: A^ (and B^ unless public) released, a start drawn in
     the same charge, then the (truncated) Rayleigh flow on the released pair (post-processing)."""
 
-    stacklevel = 4
-
-    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
-        super().__init__(show_progress)
-        self.label = mechanism
-
-    def check(self, inputs: _FlowCall, X: Any) -> _FlowChecked:
+    def check(self, inputs: PairCall, X: Any) -> _FlowChecked:
         owner = message_owner(self.label)
         pair, checked = _flow_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
         plan, multipliers = _flow_plan(self.label, pair, checked, inputs.params["calibration"],
                                        inputs.params["a_share"])
         if checked.noise_ridge:  # public: a function of the planned noise scale
             checked = dataclasses.replace(checked, xi=noise_ridge(plan["A"].scale, pair.n_features))
-        return _FlowChecked(pair, checked, plan, multipliers, inputs.params["calibration"],
-                            inputs.params["init"], pair.n_features)
-
-    def plan(self, inputs: _FlowChecked, n: int | None, d: int | None) -> ReleasePlan:
-        return inputs.plan
+        return _FlowChecked(pair, checked, plan, inputs.params["calibration"], pair.n_features,
+                            multipliers=multipliers, init=inputs.params["init"])
 
     def statistic(self, inputs: _FlowChecked, rows: PairRows, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
@@ -334,13 +296,8 @@ class _FlowInputs:
 def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                  params: dict[str, Any]) -> tuple[ScatterPair, _FlowInputs]:
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(FLOW_TABLE, params, owner)
-    xi = check_regularization(params["regularization"], owner)
+    pair, budget, xi, k, sparsity = _Flow.check_call(owner, pair, k, sparsity, FLOW_TABLE, params)
     d = pair.n_features
-    k = check_int(k, "k", 1, d, owner)
-    if sparsity is not None:
-        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
     init = params["init"]
     V0: np.ndarray | None = None
     if isinstance(init, str):

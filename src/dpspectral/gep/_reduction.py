@@ -34,10 +34,10 @@ Calibration
 exact under the Gaussian-DP accountant, which dominates the zCDP and RDP bounds) split exactly over
 phase 1, the Lambda_B release and phase 2 by ``budget_shares``. ``"paper"``: Theorem 12's
 ``sigma_1 = 2 C1 c sqrt(m) / (n eps)``, ``sigma_2 = 2 C2 c sqrt(m) / (n eps xi)`` with
-``c = sqrt(2 ln(1.25 m / delta))`` (``paper_formula="algorithm2"``: Algorithm 2's
+``c = sqrt(2 ln(1.25 m / delta))`` (``PaperCalibration(formula="algorithm2")``: Algorithm 2's
 ``2 C sqrt(m ln(1.25/delta)) / (n eps)``), the Lambda_B release at phase 1's per-step multiplier; the
 accountant certifies what that gives (:class:`~dpspectral.UncertifiedPrivacyWarning` if it is not the
-requested epsilon, e.g. with ``paper_constants=(4, 8)``, reading C1 as the sensitivity of n B).
+requested epsilon, e.g. with ``PaperCalibration(constants=(4, 8))``, reading C1 as the sensitivity of n B).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ import scipy.linalg
 
 from .._constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
 from .._linalg import fix_signs, orthonormalize, top_k_eigh
+from .._options import folded
 from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
@@ -67,6 +68,9 @@ from ._common import (
     POSITIVE,
     REGULARIZATION_PAPER_NAME,
     SOLVER_TABLE,
+    CheckedPair,
+    NamedPairMechanism,
+    PairCall,
     PairMechanism,
     PairRows,
     check_int,
@@ -83,6 +87,7 @@ from ._common import (
     truncate_columns,
     with_constraints,
 )
+from ._groups import PaperCalibration, StepSizes, group_fields
 from ._result import GEPResult
 from ._scatter import ScatterPair
 
@@ -426,15 +431,18 @@ class BudgetShares(Constraint):
 DPSR_TABLE: dict[str, Any] = {
     **SOLVER_TABLE,
     "n_iter": Interval(1, None, "left", integer=True),
-    "step_size_b": POSITIVE,
-    "step_size_a": [POSITIVE, Options(("auto",))],
+    "step_sizes.phase1": POSITIVE,
+    "step_sizes.phase2": [POSITIVE, Options(("auto",))],
     "budget_shares": BudgetShares(),
-    "paper_formula": Options(("theorem12", "algorithm2")),
+    "paper_calibration.formula": Options(("theorem12", "algorithm2")),
 }
 
 
-#: The paper's symbols of DPSR's parameters (still accepted, with a FutureWarning).
-DPSR_PAPER_NAMES = {**REGULARIZATION_PAPER_NAME, "eta_b": "step_size_b", "eta_a": "step_size_a"}
+#: DPSR's keywords that became fields of its option groups (still accepted, with a FutureWarning): the
+#: paper's symbols of the step sizes, their descriptive names, and the paper calibration's options.
+_PAPER_STEPS = {"eta_b": "phase1", "eta_a": "phase2"}
+_STEPS = {"step_size_b": "phase1", "step_size_a": "phase2"}
+_PAPER_OPTIONS = {"paper_formula": "formula", "paper_constants": "constants"}
 
 
 @dataclass(frozen=True)
@@ -500,7 +508,10 @@ def _noisy_phase(
     return V, prev, G
 
 
-@renamed(DPSR_PAPER_NAMES)
+@folded("step_sizes", StepSizes, _PAPER_STEPS)
+@folded("step_sizes", StepSizes, _STEPS)
+@folded("paper_calibration", PaperCalibration, _PAPER_OPTIONS)
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsr(
     pair: ScatterPair,
@@ -510,13 +521,11 @@ def dpsr(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    step_size_b: float = 1.0,
-    step_size_a: float | str = "auto",
+    step_sizes: StepSizes | None = None,
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
-    paper_formula: PaperFormula = "theorem12",
-    paper_constants: tuple[float, float] | None = None,
+    paper_calibration: PaperCalibration | None = None,
     init: np.ndarray | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -525,10 +534,9 @@ def dpsr(
     """DPSR (Chen et al., Algorithm 2): simultaneous reduction with noisy gradient steps in both phases.
 
     Phase 1 (m = ``n_iter`` steps) on ``J1(V) = tr(V^T B V)`` from a random orthonormal d x k1 start:
-    ``V <- QR(V + eta_B (2 B V + Z))`` (``eta_B``: ``step_size_b``); then ``Lambda^_B`` (released, see
-    the module docstring), ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2 (m steps)
-    on
-    ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
+    ``V <- QR(V + eta_B (2 B V + Z))`` (``eta_B``: ``step_sizes.phase1``); then ``Lambda^_B`` (released,
+    see the module docstring), ``Phi~ = V (Lambda^_B + xi I)^{-1/2}``, ``A~ = Phi~^T A Phi~``; phase 2
+    (m steps) on ``tr(V'^T A~ V')`` from a random orthonormal k1 x k start; the answer is ``Phi~ V'_m``.
 
     Parameters
     ----------
@@ -546,15 +554,9 @@ def dpsr(
         0.01). The old name ``xi`` still works, with a FutureWarning.
     n_iter : int
         Steps per phase m >= 1 (the paper uses 15; noise grows like sqrt(m)).
-    step_size_b : float
-        Step size of phase 1, on B (eta_B in the paper, which searches {1/4, 1/2, 1}). The old name
-        ``eta_b`` still works, with a FutureWarning.
-    step_size_a : float or "auto"
-        Step size of phase 2, on the reduced A (eta_A in the paper). ``"auto"`` (default): with
-        ``regularization="noise"`` the step with ``eta_A sigma_2 sqrt(k1) = 1`` (one step's noise has the
-        norm of an iterate column; ``sigma_2`` the phase-2 noise std, from the plan and the released
-        ``||Phi~||_2^2``: public); with a float xi the paper's 1. The old name ``eta_a`` still works,
-        with a FutureWarning.
+    step_sizes : StepSizes or None
+        eta_B and eta_A, the steps of phase 1 (on B) and phase 2 (on the reduced A)
+        (:class:`~dpspectral.gep.StepSizes`; None: 1 and ``"auto"``).
     basis_size : int or None
         k1, the number of columns of phase 1, in [k, d]; None (default) is d, the full basis the
         reduction needs (spec §B.8).
@@ -564,12 +566,9 @@ def dpsr(
         instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
     calibration : {"tight", "paper"}
         See the module docstring.
-    paper_formula : {"theorem12", "algorithm2"}
-        Which of the paper's two printed noise scales ``"paper"`` uses.
-    paper_constants : (C1, C2) or None
-        The constants in the paper's formula, on the paper's scale (rows of norm 1; multiplied by
-        ``row_norm^2 / n`` here). None: the derived ones (sound). Other values show what the
-        accountant certifies for other readings of the paper.
+    paper_calibration : PaperCalibration or None
+        Which of the paper's printed noise scales ``calibration="paper"`` uses, with which constants
+        (:class:`~dpspectral.gep.PaperCalibration`; None: Theorem 12's, the derived constants).
     init : ndarray of shape (d, k1), optional
         Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
         random orthonormal one from ``random_state``.
@@ -594,21 +593,24 @@ def dpsr(
     ``diag(V_m^T B V_m)`` (sensitivity ``min(||dB||_F, sqrt(k1) ||dB||_2)``), and m noisy gradients
     ``2 A~ V'_{t-1} + Z'_t`` (sensitivity ``2 ||Phi~||_2^2 min(||dA||_F, sqrt(k) ||dA||_2)`` with
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
-    data-independent start, so the releases compose adaptively. xi and ``step_size_a="auto"`` are functions
-    of the plan's public noise scales and released quantities (``"noise"``), never of the data. Events:
+    data-independent start, so the releases compose adaptively. xi and ``step_sizes.phase2="auto"`` are
+    functions of the plan's public noise scales and released quantities (``"noise"``), never of the data.
+    Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
-    return _dpsr("dpsr", pair, k, None, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
-                 budget_shares=budget_shares,
-                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
-                 init=init, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
+    return _Dpsr.solve("dpsr", pair, k, None, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
+                       basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
+                       paper_calibration=paper_calibration, init=init, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
-@renamed(DPSR_PAPER_NAMES)
+@folded("step_sizes", StepSizes, _PAPER_STEPS)
+@folded("step_sizes", StepSizes, _STEPS)
+@folded("paper_calibration", PaperCalibration, _PAPER_OPTIONS)
+@renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsrs(
     pair: ScatterPair,
@@ -619,13 +621,11 @@ def dpsrs(
     delta: float,
     regularization: float | str = "noise",
     n_iter: int = 15,
-    step_size_b: float = 1.0,
-    step_size_a: float | str = "auto",
+    step_sizes: StepSizes | None = None,
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
     calibration: Calibration = "tight",
-    paper_formula: PaperFormula = "theorem12",
-    paper_constants: tuple[float, float] | None = None,
+    paper_calibration: PaperCalibration | None = None,
     init: np.ndarray | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -654,66 +654,34 @@ def dpsrs(
     As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
-    return _dpsr("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta, regularization=regularization,
-                 n_iter=n_iter, step_size_b=step_size_b, step_size_a=step_size_a, basis_size=basis_size,
-                 budget_shares=budget_shares,
-                 calibration=calibration, paper_formula=paper_formula, paper_constants=paper_constants,
-                 init=init, accountant=accountant, random_state=random_state,
-                 show_progress=show_progress)
-
-
-def _dpsr(mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *, accountant: Accountant | None,
-          show_progress: bool | None, **params: Any) -> GEPResult:
-    """DPSR/DPSRS (``mechanism``) through the release template (:class:`_Dpsr`)."""
-    return run_on_pair(_Dpsr(mechanism, show_progress), _DpsrCall(k, sparsity, params), pair, accountant,
-                       params["random_state"])
-
-
-@dataclass(frozen=True)
-class _DpsrCall:
-    """The public inputs of one DPSR/DPSRS run, as the caller gave them (``params``: the keywords)."""
-
-    k: Any
-    sparsity: Any
-    params: dict[str, Any]
+    return _Dpsr.solve("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta,
+                       regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
+                       basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
+                       paper_calibration=paper_calibration, init=init, accountant=accountant,
+                       random_state=random_state, show_progress=show_progress)
 
 
 @dataclass(frozen=True, eq=False)
-class _DpsrChecked:
+class _DpsrChecked(CheckedPair):
     """The checked public inputs of one run, with its plan and the plan's scales (public)."""
 
-    pair: ScatterPair
-    inputs: _DpsrInputs
-    plan: ReleasePlan
     scales: _DpsrScales
-    calibration: str
-    d: int
-    n: None = None
-
-    @property
-    def budget(self) -> PrivacyBudget:
-        return self.inputs.budget
 
 
-class _Dpsr(PairMechanism):
+class _Dpsr(NamedPairMechanism):
     """DPSR/DPSRS as the release template runs it: phase 1's m noisy gradients, the Lambda_B release,
     then phase 2's m noisy gradients on the reduced A (one charge; phase 2 at the released bound)."""
 
-    stacklevel = 4
-
-    def __init__(self, mechanism: str, show_progress: bool | None = None) -> None:
-        super().__init__(show_progress)
-        self.label = mechanism
-
-    def check(self, inputs: _DpsrCall, X: Any) -> _DpsrChecked:
+    def check(self, inputs: PairCall, X: Any) -> _DpsrChecked:
         owner = message_owner(self.label)
-        pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, inputs.params)
-        checked = _dpsr_ridge(self.label, pair, checked, inputs.params, owner)
-        plan, scales = _dpsr_plan(self.label, pair, checked, inputs.params, owner)
-        return _DpsrChecked(pair, checked, plan, scales, inputs.params["calibration"], pair.n_features)
-
-    def plan(self, inputs: _DpsrChecked, n: int | None, d: int | None) -> ReleasePlan:
-        return inputs.plan
+        params = {**inputs.params,  # the groups' fields by their dotted names, as the table has them
+                  **group_fields(inputs.params["step_sizes"], StepSizes, "step_sizes", owner),
+                  **group_fields(inputs.params["paper_calibration"], PaperCalibration, "paper_calibration",
+                                 owner)}
+        pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, params)
+        checked = _dpsr_ridge(self.label, pair, checked, params, owner)
+        plan, scales = _dpsr_plan(self.label, pair, checked, params, owner)
+        return _DpsrChecked(pair, checked, plan, params["calibration"], pair.n_features, scales=scales)
 
     def statistic(self, inputs: _DpsrChecked, rows: PairRows, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
@@ -755,14 +723,9 @@ class _Dpsr(PairMechanism):
 def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
                  params: dict[str, Any]) -> tuple[ScatterPair, _DpsrInputs]:
     """The public inputs, checked before anything is read or charged (the pair's shape is public)."""
-    pair = check_pair(pair, owner)
-    budget = check_solver_params(DPSR_TABLE, params, owner)
-    xi = check_regularization(params["regularization"], owner)
+    pair, budget, xi, k, sparsity = _Dpsr.check_call(owner, pair, k, sparsity, DPSR_TABLE, params)
     d = pair.n_features
-    k = check_int(k, "k", 1, d, owner)
-    if sparsity is not None:
-        sparsity = check_int(sparsity, "sparsity", 1, d, owner)
-    auto_eta = isinstance(params["step_size_a"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
+    auto_eta = isinstance(params["step_sizes.phase2"], str)  # "auto": resolved in _dpsr_ridge and _auto_eta
     basis_size = params["basis_size"]
     k1 = d if basis_size is None else check_int(basis_size, "basis_size", k, d, owner)
     V0 = None
@@ -774,8 +737,8 @@ def _dpsr_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
     w1, w_lam, w2 = (float(x) for x in params["budget_shares"])
     return pair, _DpsrInputs(
         budget=budget, k=k, k1=d if pair.b_is_public else k1, sparsity=sparsity, m=int(params["n_iter"]),
-        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["step_size_b"]),
-        eta_a=1.0 if auto_eta else float(params["step_size_a"]), shares=(w1, w_lam, w2), V0=V0,
+        xi=1.0 if xi == NOISE_RIDGE else float(xi), eta_b=float(params["step_sizes.phase1"]),
+        eta_a=1.0 if auto_eta else float(params["step_sizes.phase2"]), shares=(w1, w_lam, w2), V0=V0,
         noise_ridge=xi == NOISE_RIDGE, auto_eta=auto_eta)
 
 
@@ -880,17 +843,18 @@ def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str,
     """Chen et al.'s noise scales (Theorem 12 or Algorithm 2) and the multipliers they give."""
     public_b, xi = pair.b_is_public, inputs.xi
     g1, g2 = delta1, delta2_base
-    if params["paper_constants"] is not None:
+    constants = params["paper_calibration.constants"]
+    if constants is not None:
         if pair.n_samples is None:
-            raise ValueError(f"The 'paper_constants' parameter of {owner} needs a pair with a known "
-                             "n_samples (the paper's constants are divided by n).")
-        C1, C2 = (check_positive(c, "paper_constants", owner) for c in params["paper_constants"])
+            raise ValueError(f"The 'paper_calibration.constants' parameter of {owner} needs a pair with a "
+                             "known n_samples (the paper's constants are divided by n).")
+        C1, C2 = (check_positive(c, "paper_calibration.constants", owner) for c in constants)
         unit = (pair.row_norm or 1.0) ** 2 / pair.n_samples
         g1, g2 = C1 * unit, C2 * unit
         notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
                      f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
                      f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
-    budget, formula = inputs.budget, params["paper_formula"]
+    budget, formula = inputs.budget, params["paper_calibration.formula"]
     sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, inputs.m, xi, g1, g2, formula)
     s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
     s_lam = s1 if (release_lam and not public_b) else math.inf

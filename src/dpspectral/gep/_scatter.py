@@ -490,7 +490,7 @@ def symmetric_definite_pair(
         a FutureWarning.
     n_samples : int, optional
         The (public) number of records, needed only by ``calibration="paper"`` with explicit
-        ``paper_constants``.
+        ``PaperCalibration.constants``.
     check_definite : bool
         Check that ``B + xi I`` is positive definite (one eigenvalue computation).
 

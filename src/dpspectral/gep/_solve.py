@@ -154,7 +154,7 @@ def private_fda(
         pair is the same whichever labels are named, so no label set is published).
     on_norm_violation : {"clip", "raise"}
     **kwargs
-        Options of the solver (``n_iter``, ``step_size_b``, ``calibration``, ``accountant``,
+        Options of the solver (``n_iter``, ``step_sizes``, ``calibration``, ``accountant``,
         ``random_state``, ...).
 
     Returns
@@ -247,7 +247,7 @@ def private_gep(
         As :func:`private_fda` (``regularization`` is xi in the paper; the old name ``xi`` still works,
         with a FutureWarning).
     n_samples : int, optional
-        Public n, needed only by ``calibration="paper"`` with explicit ``paper_constants``.
+        Public n, needed only by ``calibration="paper"`` with explicit ``PaperCalibration.constants``.
     **kwargs
         The solver's options, as :func:`private_fda`.
 
@@ -282,6 +282,14 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
     only relation is replace-one, where a record is a row and its label (the sensitivities of
     :func:`fda_sensitivity`); another relation is a clear error. For ``method="sr"`` (non-private)
     ``epsilon``, ``delta``, ``row_norm`` are optional and the privacy options are ignored.
+
+    Privacy
+    -------
+    ``method="sr"``: none, the non-private reference (labelled ``certified=False`` wherever it is
+    reported). Otherwise replace-one neighbours (one labelled row changed): the release is that of the
+    solver ``method`` (:mod:`dpspectral.gep`) on the scatter pair of the rows clipped at ``row_norm``,
+    whose sensitivities :func:`private_fda` derives (its Privacy section); the classification that
+    follows reads only released values.
     """
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), "fda_method")
 
@@ -289,6 +297,13 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
             row_norm: float | None = None, relation: Any = Relation.REPLACE_ONE,
             regularization: float | str | None = None,
             **options: Any) -> GEPResult:
+        """:func:`~dpspectral.gep.private_fda` with its ``method`` fixed by :func:`fda_method`.
+
+        Privacy
+        -------
+        As in :func:`~dpspectral.gep._solve.fda_method` (the solver's release on the clipped rows'
+        scatter pair, replace-one; none for ``"sr"``).
+        """
         owner = f"the registry method {method!r}"
         try:
             rel = Relation(relation)
@@ -311,16 +326,4 @@ def fda_method(method: str) -> Callable[..., GEPResult]:
                            regularization=regularization, **options)
 
     fit.__name__ = fit.__qualname__ = f"fda_{method}"
-    privacy = (
-        "None: the non-private reference (labelled ``certified=False`` wherever it is reported).\n"
-        if method == "sr" else
-        "Replace-one neighbours (one labelled row changed). The release is that of\n"
-        f":func:`~dpspectral.gep.{method}` on the scatter pair of the rows clipped at ``row_norm``, whose\n"
-        "sensitivities :func:`~dpspectral.gep.private_fda` derives (its Privacy section); the\n"
-        "classification that follows reads only released values.\n"
-    )
-    fit.__doc__ = (
-        f":func:`~dpspectral.gep.private_fda` with ``method={method!r}`` (see :func:`fda_method`).\n\n"
-        f"Privacy\n-------\n{privacy}"
-    )
     return renamed(REGULARIZATION_PAPER_NAME)(fit)  # after the name: its warning names fda_<method>

@@ -83,6 +83,7 @@ from .._moments import accumulate
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
 from ..lowrank._factorization import check_matrix, check_rank
+from ..lowrank._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ..lowrank._sketches import (
     PAPER_SIZE_NAMES,
     chi2_quantile_factor,
@@ -849,7 +850,7 @@ def _protocol_plan(relation: Relation, noise: LocalLrfNoise, *, m: int, simulate
     return ReleasePlan(_OWNER, relation, noise.events, tuple(releases), tuple(notes))
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 def private_local_lrf(
     A: Any,
     k: int,
@@ -860,16 +861,12 @@ def private_local_lrf(
     relation: Relation | str = "local",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     simulate_sum: bool | None = None,
-    sketch_seed: int | None = None,
-    sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
     row_change: float | None = None,
     random_state: Any = None,
     accountant: Accountant | None = None,
-    sketch_sensitivity: Literal["per_pair", "drawn"] = "per_pair",
     protocol: Protocol | None = None,
 ) -> LowRankResult:
     """Private low-rank factorization in the local model: each row of A is one user (no trusted curator).
@@ -886,7 +883,7 @@ def private_local_lrf(
     practical epsilon (docs/algorithms/lowrank.md, "Private-Local-LRF").
 
     **``protocol="sketch"``** (Upadhyay's Figure 9, Theorem 57; selected by any of ``row_change``,
-    ``calibration="paper"``, ``sketch_sensitivity="drawn"``, the sketch sizes or ``sketch_seed``):
+    ``calibration="paper"``, or a sketch size, seed or ``sensitivity="drawn"`` in ``sketch``):
     every user sends ``(y_i, Z_i)`` (:func:`local_lrf_report`); the server
     aggregates (:func:`local_lrf_aggregate`) into ``U^`` (m x k), orthonormal, with
     ``||A - U^ U^^T A||_F <= (1 + O(alpha)) ||A - [A]_k||_F + O(v sqrt(m) sigma_z)``. The users are
@@ -909,12 +906,15 @@ def private_local_lrf(
     alpha : float in (0, 1)
         Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped at
         ``min(m, n)``) and the paper's noise formulas.
-    subspace_sketch_size : int, optional
-        t in the paper: the columns of the public sketch ``Phi`` (n x t), the length of each ``y_i``; in
-        [k, min(m, n)]. The old name ``t`` still works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: the rows of the public sketches ``S`` (v x m) and ``T`` (v x n); each ``Z_i`` is
-        v x v. In [k, min(m, n)]; the old name ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The public sketches of ``protocol="sketch"`` (:class:`~dpspectral.lowrank.Sketch`): t the
+        columns of ``Phi`` (n x t), the length of each ``y_i``; v the rows of ``S`` (v x m) and ``T``
+        (v x n), each ``Z_i`` v x v; both in [k, min(m, n)]. The seed must not be chosen adversarially
+        (module docstring). ``sensitivity="per_pair"`` (default): chi-square per-pair bounds over
+        random sketches (a sketch-failure delta; the seed must not be adversarial); ``"drawn"``: every
+        user is calibrated to the exact worst case for the drawn sketches (the largest column norm of
+        S: the same noise for all users), sound whatever the seed, no sketch-failure delta
+        (:func:`local_lrf_noise_drawn`).
     simulate_sum : bool, optional
         ``"gram"``: True (default) draws the average's noise directly (exactly the law of the mean of the
         m reports); False draws every user's report. ``"sketch"``:
@@ -922,11 +922,6 @@ def private_local_lrf(
         True: draw the server's sum ``sum_i G_i`` directly as one v x v matrix of i.i.d.
         ``N(0, m sigma_z^2)`` entries, exactly the same law, in O(v^2) instead of O(m v^2) time. The
         ``y_i`` noise is per user in both modes (it is one m x t matrix).
-    sketch_seed : int, optional
-        Seed of the public sketches: fresh OS entropy if None (never drawn from ``random_state``, which
-        is secret). Must not be chosen adversarially (module docstring).
-    sketch_failure_share : float in (0, 1)
-        Share of delta covering the sketch norm bounds failing.
     on_norm_violation : {"clip", "raise"}
     row_change : float, optional
         Public bound b on how far one user's row may change (``||a - a'|| <= b``). When given, rows are not
@@ -935,19 +930,14 @@ def private_local_lrf(
         (``local_row_change``: see Privacy).
     random_state : None, int, SeedSequence, Generator or "secure"
         Seeds the users' secret noise only: keep it secret (``"secure"``: OS entropy and exact samplers).
-        The public sketches always come from ``sketch_seed``, never from it.
+        The public sketches always come from the sketch's public seed, never from it.
     accountant : Accountant, optional
         Ledger (relation ``"local"``) spent before any noise is drawn, after the whole matrix was
         validated (a refusal costs nothing).
-    sketch_sensitivity : {"per_pair", "drawn"}
-        ``"per_pair"`` (default): chi-square per-pair bounds over random sketches (a sketch-failure
-        delta; the seed must not be adversarial). ``"drawn"``: every user is calibrated to the exact
-        worst case for the drawn sketches (the largest column norm of S: the same noise for all users),
-        sound whatever the seed, no sketch-failure delta (:func:`local_lrf_noise_drawn`).
     protocol : {"gram", "sketch"}, optional
         None (default): ``"gram"`` unless a parameter of the sketch protocol is set (``row_change``,
-        ``calibration="paper"``, ``sketch_sensitivity="drawn"``, ``subspace_sketch_size``,
-        ``affine_sketch_size``, ``sketch_seed``), then ``"sketch"``, the paper's Figure 9.
+        ``calibration="paper"``, or in ``sketch`` a size, the seed or ``sensitivity="drawn"``), then
+        ``"sketch"``, the paper's Figure 9.
 
     Returns
     -------
@@ -985,15 +975,19 @@ def private_local_lrf(
     report rounded to the secure grid and widened for it with its own sensitivity).
     """
     owner = _OWNER
+    options = sketch_options(sketch, owner, drawn=True)
+    subspace_sketch_size, affine_sketch_size = options.subspace_size, options.affine_size
+    sketch_seed, sketch_failure_share = options.seed, failure_share_of(options)
+    sketch_sensitivity = options.sensitivity or "per_pair"
     budget, C = _lrf_inputs(owner, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
                             calibration=calibration, alpha=alpha, simulate_sum=simulate_sum,
                             sketch_seed=sketch_seed, sketch_failure_share=sketch_failure_share,
                             on_norm_violation=on_norm_violation, row_change=row_change,
                             random_state=random_state, sketch_sensitivity=sketch_sensitivity,
                             protocol=protocol)
-    sketch_args = dict(row_change=row_change, calibration=calibration, sketch_sensitivity=sketch_sensitivity,
-                       subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size,
-                       sketch_seed=sketch_seed)
+    sketch_args = {"row_change": row_change, "calibration": calibration,
+                   "sketch.sensitivity": sketch_sensitivity, "sketch.subspace_size": subspace_sketch_size,
+                   "sketch.affine_size": affine_sketch_size, "sketch.seed": sketch_seed}
     if _protocol(protocol, sketch_args, owner) == "gram":
         gram_sum = True if simulate_sum is None else bool(simulate_sum)
         return _gram_protocol(A, k, budget, C, simulate_sum=gram_sum, on_norm_violation=on_norm_violation,
@@ -1125,8 +1119,8 @@ def _lrf_inputs(owner: str, *, row_norm: Any, relation: Any, row_change: Any, ca
 
 
 #: The parameters that only the paper's sketch protocol has: setting one selects ``protocol="sketch"``.
-_SKETCH_ONLY = ("row_change", "calibration", "sketch_sensitivity", "subspace_sketch_size",
-                "affine_sketch_size", "sketch_seed")
+_SKETCH_ONLY = ("row_change", "calibration", "sketch.sensitivity", "sketch.subspace_size",
+                "sketch.affine_size", "sketch.seed")
 #: Failure probability of the noise edge below which the gram protocol's singular values are set to 0.
 _EDGE_FAILURE = 1e-3
 
@@ -1137,7 +1131,7 @@ def _protocol(protocol: str | None, sketch_args: dict[str, Any], owner: str) -> 
     A public choice (it reads the arguments only). ``protocol="gram"`` with a sketch-only parameter is
     refused (it would be ignored).
     """
-    defaults = {"row_change": None, "calibration": "tight", "sketch_sensitivity": "per_pair"}
+    defaults = {"row_change": None, "calibration": "tight", "sketch.sensitivity": "per_pair"}
     given = [name for name in _SKETCH_ONLY if sketch_args.get(name) != defaults.get(name)]
     if protocol is None:
         return "sketch" if given else "gram"

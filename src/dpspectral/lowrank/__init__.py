@@ -13,7 +13,8 @@ from ._continual import ContinualLRF, continual_lrf
 from ._continual_space_optimal import ContinualSpaceOptimalLRF, continual_space_optimal_lrf
 from ._covariance import CovarianceLRF, covariance_lrf
 from ._factorization import optimal_space_lrf, private_frobenius_lrf, private_space_optimal_lrf
-from ._hardt_roth import hardt_roth
+from ._hardt_roth import PowerIteration, RangeFinder, hardt_roth
+from ._sketch_options import Sketch
 from ._sketches import chi2_factor, rank_k_between, rank_k_left, sketch_sizes
 from ._streaming import StateFileError, TurnstileLRF, turnstile_lrf
 from ._subspace import GramResult, RowSubspaceResult
@@ -24,7 +25,10 @@ __all__ = [
     "ContinualSpaceOptimalLRF",
     "CovarianceLRF",
     "GramResult",
+    "PowerIteration",
+    "RangeFinder",
     "RowSubspaceResult",
+    "Sketch",
     "StateFileError",
     "TurnstileLRF",
     "TurnstileSpaceOptimalLRF",

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import Interval, renamed, validated
+from .._constraints import Interval, validated
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
@@ -45,21 +45,19 @@ from ._factorization import (
     SKETCH_NOTE,
     Calibration,
     FrobeniusNoise,
-    _budget,
-    _relation,
     _result,
     _seed,
     add_joint,
     check_matrix,
-    check_rank,
     frobenius_noise,
     frobenius_plan,
     frobenius_release,
     frobenius_sketches,
     split_joint,
 )
-from ._sketches import PAPER_SIZE_NAMES, sketch_sizes
-from ._streaming import _check_shape, _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only
+from ._one_call import state_keywords
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
+from ._streaming import _entry_kernel, _is_int, _shrink_sigma, check_entries, read_only, state_inputs
 
 __all__ = ["ContinualLRF", "continual_lrf", "dyadic_nodes", "tree_levels"]
 
@@ -120,19 +118,13 @@ class ContinualLRF:
     calibration : {"tight", "paper"}
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
-        works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
-        ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = A Phi`` (Phi:
+        n x t), v the rows of ``Z = S A`` (S: v x m) of the rank-k solve, the failure share and the
+        public seed. The seed is not shown before the horizon is reached (see Privacy).
     bound : float
         Public scale b: neighbouring streams differ in the batch of one time step, by a matrix of Frobenius
         norm at most b.
-    sketch_failure_share : float in (0, 1)
-    sketch_seed : int, optional
-        Seed of the sketches: fresh OS entropy if None (never drawn from ``random_state``). Not shown
-        before the horizon is reached (see Privacy); a declared seed is the caller's responsibility.
     noise_seed : int, optional
         Seed of the node noises (drawn from ``random_state`` if None). **Secret**: whoever knows it can
         remove the noise. Give it only to reproduce a run in a test; it is never shown. Not with
@@ -176,7 +168,7 @@ class ContinualLRF:
 
     mechanism = "continual_lrf"
 
-    @renamed(PAPER_SIZE_NAMES)
+    @sketch_keywords
     @validated({**PRIVATE_LRF_TABLE, "horizon": Interval(1, None, "left", integer=True)},
                owner="ContinualLRF")
     def __init__(
@@ -190,31 +182,24 @@ class ContinualLRF:
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         noise_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV2, Relation.PRIV1), alpha=alpha, sketch=sketch, owner=owner)
+        budget, rel, options, m, n = got.budget, got.relation, got.sketch, got.m, got.n
         self.levels = tree_levels(horizon)
         self.horizon = int(horizon)
-        m_user, n_user = _check_shape(shape, owner)
-        self.shape = (m_user, n_user)
-        self.transposed = m_user > n_user
-        m, n = (n_user, m_user) if self.transposed else (m_user, n_user)
+        self.shape, self.rank, self.sizes = got.shape, got.rank, got.sizes
+        self.transposed = got.shape[0] > got.shape[1]
         self._inner_shape = (m, n)
-        self.rank = check_rank(rank, m, n, owner)
-        self.sizes = sketch_sizes(self.rank, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
-                                  affine_sketch_size=affine_sketch_size, owner=owner)
         noise = self._plan(budget, rel, calibration=calibration, alpha=float(alpha), bound=float(bound),
-                           sketch_failure_share=float(sketch_failure_share))
-        self._sketch_seed = _seed(sketch_seed, owner=owner)
+                           sketch_failure_share=failure_share_of(options))
+        self._sketch_seed = _seed(options.seed, owner=owner)
         secure = isinstance(random_state, str) and random_state == "secure"
         _check_noise_seed(noise_seed, secure, owner)
         # the whole tree, charged once; the node noises are drawn at each step: from the seed fixed
@@ -430,10 +415,8 @@ class ContinualLRF:
         Parameters
         ----------
         singular_values : {"shrink", "raw"}
-            ``"shrink"`` (default): the solve's core shrunk by the noise edge of the summed nodes'
-            noise (std ``sqrt(len(nodes)) sigma``; a value below it gets 0;
-            :func:`~dpspectral.lowrank._shrink.frobenius_shrink`), post-processing that keeps a release
-            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
+            As in :meth:`~dpspectral.lowrank.TurnstileLRF.release`, at the noise edge of the summed
+            nodes' noise (std ``sqrt(len(nodes)) sigma``).
 
         Returns
         -------
@@ -477,7 +460,7 @@ class ContinualLRF:
         )
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated(PRIVATE_LRF_TABLE)
 def continual_lrf(
     A: Any,
@@ -488,11 +471,8 @@ def continual_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -514,24 +494,9 @@ def continual_lrf(
     one differing row).
     """
     owner = "continual_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
-    state = ContinualLRF(
-        M.shape,
-        k,
-        m,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        calibration=calibration,
-        alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size,
-        affine_sketch_size=affine_sketch_size,
-        bound=bound,
-        sketch_failure_share=sketch_failure_share,
-        sketch_seed=sketch_seed,
-        accountant=accountant,
-        random_state=random_state,
-    )
+    state = ContinualLRF(M.shape, k, m, **state_keywords(ContinualLRF.__init__, locals()))
     state._fill_to_horizon(M)  # the release at T without the intermediate nodes (see the method)
     return state.release()

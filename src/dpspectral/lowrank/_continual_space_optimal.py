@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,19 +39,18 @@ from ._continual import dyadic_nodes, tree_levels
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
-    _budget,
-    _relation,
+    SingularValues,
     _result,
     _seed,
     _space_optimal_sketches,
     add_joint,
     check_matrix,
-    check_rank,
     space_optimal_finish,
     space_optimal_noise,
 )
-from ._sketches import sketch_sizes
-from ._streaming import STREAM_NOTE, _check_shape, check_entries
+from ._one_call import state_keywords
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
+from ._streaming import STREAM_NOTE, check_entries, state_inputs
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
 
@@ -68,8 +67,7 @@ class ContinualSpaceOptimalLRF:
         k in [1, min(m, n)].
     horizon : int
         T, the number of steps (public).
-    epsilon, delta, calibration, alpha, subspace_sketch_size, affine_sketch_size, bound, input_share, \
-sketch_failure_share, sketch_seed, accountant, random_state
+    epsilon, delta, calibration, alpha, sketch, bound, input_share, accountant, random_state
         As in :class:`~dpspectral.lowrank._turnstile_space_optimal.TurnstileSpaceOptimalLRF`; the whole
         horizon is charged at initialisation.
 
@@ -97,37 +95,35 @@ sketch_failure_share, sketch_seed, accountant, random_state
 
     mechanism = "continual_space_optimal_lrf"
 
+    @sketch_keywords
     @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE,
                 "horizon": Interval(1, None, "left", integer=True)}, owner="ContinualSpaceOptimalLRF")
     def __init__(self, shape: tuple[int, int], rank: int, horizon: int, *, epsilon: float, delta: float,
                  relation: Relation | str = "priv1", calibration: Calibration = "tight", alpha: float = 0.25,
-                 subspace_sketch_size: int | None = None, affine_sketch_size: int | None = None,
-                 bound: float = 1.0, input_share: float = 0.5, sketch_failure_share: float = 0.1,
-                 sketch_seed: int | None = None, accountant: Accountant | None = None,
-                 random_state: Any = None) -> None:
+                 sketch: Sketch | None = None, bound: float = 1.0, input_share: float = 0.5,
+                 accountant: Accountant | None = None, random_state: Any = None) -> None:
         owner = type(self).__name__
-        m, n = _check_shape(shape, owner)
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV1,), owner)
-        self.rank = check_rank(rank, m, n, owner)
-        self.sizes = sketch_sizes(self.rank, alpha, m, m + n, subspace_sketch_size=subspace_sketch_size,
-                                  affine_sketch_size=affine_sketch_size, owner=owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV1,), alpha=alpha, sketch=sketch, owner=owner, oriented=False,
+                           padded=True)
+        budget, rel, options, m, n = got.budget, got.relation, got.sketch, got.m, got.n
+        self.rank, self.sizes = got.rank, got.sizes
         self.shape, self.horizon, self.levels, self.time = (m, n), int(horizon), tree_levels(horizon), 0
         so = space_optimal_noise(self.mechanism, budget, rel, self.sizes, (m, n),
                                  bound=float(bound) * math.sqrt(self.levels), calibration=str(calibration),
                                  alpha=float(alpha), input_share=float(input_share),
-                                 sketch_failure_share=float(sketch_failure_share))
+                                 sketch_failure_share=failure_share_of(options))
         self._so = dataclasses.replace(so, plan=dataclasses.replace(
             so.plan, notes=(*so.plan.notes, STREAM_NOTE, f"Binary tree over T = {self.horizon} steps, L = "
                             f"{self.levels} levels: sigma_min and the noise set for scale b sqrt(L).")))
-        self._sketch_seed = _seed(sketch_seed, owner=owner)
+        self._sketch_seed = _seed(options.seed, owner=owner)
         self._Psi, self._S, self._T = _space_optimal_sketches(m, m + n, self.sizes, self._sketch_seed)
         # the whole horizon, charged once; Omega's secret seed drawn then
         omega_seed, self.privacy, self._source = charge_at_creation(
             self._so.plan, RunSettings(accountant, random_state),
             lambda releaser: releaser.integers(0, 2**63 - 1),
             facts={"mechanism": self.mechanism, "budget": budget, "calibration": str(calibration)},
-            stacklevel=6)
+            stacklevel=7)
         t = self._Psi.shape[0]
         self._Omega = np.random.default_rng(omega_seed).standard_normal((n, t))  # secret, shared
         self._open = [self._zeros() for _ in range(self.levels)]  # exact sketches of each level's open node
@@ -178,7 +174,7 @@ sketch_failure_share, sketch_seed, accountant, random_state
             Y_r, Z = releaser.add("Y_r", exact[1]), releaser.add("Z", exact[2])
         return Y_c, Y_r, Z
 
-    def release(self, singular_values: Literal["shrink", "raw"] = "shrink") -> LowRankResult:
+    def release(self, singular_values: SingularValues = "shrink") -> LowRankResult:
         """The rank-k factorization of the matrix built up to now (post-processing of released nodes).
 
         Returns
@@ -208,6 +204,7 @@ sketch_failure_share, sketch_seed, accountant, random_state
         return _result(U, s, V, False, self.privacy, diag)
 
 
+@sketch_keywords
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE})
 def continual_space_optimal_lrf(
     A: Any,
@@ -218,12 +215,9 @@ def continual_space_optimal_lrf(
     relation: Relation | str = "priv1",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -237,13 +231,12 @@ def continual_space_optimal_lrf(
     Priv1 (``A - A' = b u v^T``) on the whole matrix for the whole sequence of releases: case (b) of
     :class:`ContinualSpaceOptimalLRF`'s Privacy section (each row updated at one step).
     """
-    M = sp.csr_matrix(check_matrix(A, "continual_space_optimal_lrf"))
+    owner = "continual_space_optimal_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
+    M = sp.csr_matrix(check_matrix(A, owner))
     m = M.shape[0]
-    state = ContinualSpaceOptimalLRF(
-        M.shape, k, m, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration, alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size, bound=bound,
-        input_share=input_share, sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
-        accountant=accountant, random_state=random_state)
+    init = ContinualSpaceOptimalLRF.__init__
+    state = ContinualSpaceOptimalLRF(M.shape, k, m, **state_keywords(init, locals()))
     for i in range(m):
         lo, hi = M.indptr[i], M.indptr[i + 1]
         state.step(np.full(hi - lo, i), M.indices[lo:hi], M.data[lo:hi])

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, renamed, validated
+from .._constraints import ON_NORM_VIOLATION, ROW_NORM, Constraint, Interval, validated
 from .._rows import as_numeric_array, not_finite_error
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant
@@ -36,7 +36,9 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
+from ._one_call import state_keywords
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options, sketch_plan
+from ._sketches import SketchSizes
 from ._streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
 from ._subspace import GramResult
 
@@ -77,17 +79,10 @@ class CovarianceLRF(SketchState):
         As in :func:`~dpspectral.lowrank._factorization.frobenius_noise`.
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by d.
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = C Phi`` (Phi: d x t), at most d. The old name
-        ``t`` still works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S C`` (S: v x d) of the rank-k solve, at most d. The old name
-        ``v`` still works, with a FutureWarning.
-    sketch_failure_share : float in (0, 1)
-        Share of delta for the sketches' norm bounds failing.
-    sketch_seed : int, optional
-        Seed of the sketches Phi (d x t) and S (v x d): fresh OS entropy if None (never drawn from
-        ``random_state``); not shown before the state is published.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = C Phi`` (Phi:
+        d x t), v the rows of ``Z = S C`` (S: v x d) of the rank-k solve, both at most d; the seed is
+        not shown before the state is published.
     accountant : Accountant, optional
         Ledger; the release is recorded at initialisation, before any noise is drawn.
     random_state : None, int, SeedSequence, Generator or "secure"
@@ -131,7 +126,7 @@ class CovarianceLRF(SketchState):
 
     mechanism = "covariance_lrf"
 
-    @renamed(PAPER_SIZE_NAMES)
+    @sketch_keywords
     @validated({**_TABLE, "n_features": Interval(1, None, "left", integer=True)}, owner="CovarianceLRF")
     def __init__(
         self,
@@ -145,10 +140,7 @@ class CovarianceLRF(SketchState):
         on_norm_violation: NormViolation = "clip",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
+        sketch: Sketch | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
@@ -165,11 +157,10 @@ class CovarianceLRF(SketchState):
         )
         d = int(n_features)
         k = check_rank(rank, d, d, owner)
-        sizes = sketch_sizes(k, alpha, d, d, subspace_sketch_size=subspace_sketch_size,
-                             affine_sketch_size=affine_sketch_size, owner=owner)
+        options, sizes = sketch_plan(sketch, k, alpha, d, d, owner)
         noise, b, plan = self._plan(budget, rel, C_r, d, sizes, calibration=calibration, alpha=float(alpha),
-                                    sketch_failure_share=float(sketch_failure_share))
-        self._sketch_seed = _seed(sketch_seed, owner=owner)
+                                    sketch_failure_share=failure_share_of(options))
+        self._sketch_seed = _seed(options.seed, owner=owner)
         self.n_features = d
         self.rank = k
         self.sizes = sizes
@@ -258,9 +249,7 @@ class CovarianceLRF(SketchState):
         Parameters
         ----------
         singular_values : {"shrink", "raw"}
-            ``"shrink"`` (default): the solve's core shrunk by the noise edge (a value below it gets 0;
-            :func:`~dpspectral.lowrank._shrink.frobenius_shrink`), post-processing that keeps a release
-            that is all noise at the zero matrix's error; ``"raw"``: the paper's plain truncation.
+            As in :meth:`~dpspectral.lowrank.TurnstileLRF.release`.
 
         Returns
         -------
@@ -283,7 +272,7 @@ class CovarianceLRF(SketchState):
         )
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated(_TABLE)
 def covariance_lrf(
     A: Any,
@@ -296,10 +285,7 @@ def covariance_lrf(
     on_norm_violation: NormViolation = "clip",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
+    sketch: Sketch | None = None,
     batch_rows: int = 10_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -319,25 +305,10 @@ def covariance_lrf(
     ``random_state="secure"`` draws the state's noise from the secure source.
     """
     owner = "covariance_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = check_matrix(A, owner)
     validate_rows(M, row_norm=float(row_norm), on_norm_violation=on_norm_violation, owner=owner)
-    state = CovarianceLRF(
-        M.shape[1],
-        k,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        row_norm=row_norm,
-        on_norm_violation=on_norm_violation,
-        calibration=calibration,
-        alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size,
-        affine_sketch_size=affine_sketch_size,
-        sketch_failure_share=sketch_failure_share,
-        sketch_seed=sketch_seed,
-        accountant=accountant,
-        random_state=random_state,
-    )
+    state = CovarianceLRF(M.shape[1], k, **state_keywords(CovarianceLRF.__init__, locals()))
     step = max(1, int(batch_rows))
     for a in range(0, M.shape[0], step):
         block = M[a : a + step]

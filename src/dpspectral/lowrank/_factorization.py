@@ -21,6 +21,7 @@ discrete samplers (:mod:`dpspectral.privacy._noise`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -40,7 +41,6 @@ from .._constraints import (
     Constraint,
     Interval,
     Options,
-    Types,
     check_params,
     renamed,
     validated,
@@ -53,6 +53,14 @@ from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, public_seed
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
+from ._sketch_options import (
+    SKETCH_OPTION,
+    SKETCH_SEED,
+    Sketch,
+    failure_share_of,
+    sketch_keywords,
+    sketch_plan,
+)
 from ._sketches import (
     ALPHA,
     PAPER_SIZE_NAMES,
@@ -72,6 +80,7 @@ __all__ = [
     "BOUND",
     "FrobeniusNoise",
     "SKETCH_SEED",
+    "UncountedMatrix",
     "add_joint",
     "check_matrix",
     "frobenius_noise",
@@ -93,8 +102,7 @@ Calibration = Literal["tight", "paper"]
 BOUND = Interval(0, None, "neither")
 #: How the released singular values are chosen: shrunk by the noise edge (default) or the paper's raw ones.
 SINGULAR_VALUES = Options(("shrink", "raw"))
-#: A declared public sketch seed, or None (fresh OS entropy).
-SKETCH_SEED: list[Constraint] = [Types((type(None),), "None"), Interval(0, None, "left", integer=True)]
+SingularValues = Literal["shrink", "raw"]
 
 #: The parameters every private factorization of this package takes (cross-parameter checks, k <= min(m,
 #: n) and the sketch sizes within the dimensions, stay in the functions).
@@ -104,8 +112,7 @@ PRIVATE_LRF_TABLE: dict[str, Constraint | list[Constraint] | None] = {
     "calibration": CALIBRATION,
     "alpha": ALPHA,
     "bound": BOUND,
-    "sketch_failure_share": SHARE,
-    "sketch_seed": SKETCH_SEED,
+    "sketch": SKETCH_OPTION,
     "random_state": RANDOM_STATE,
 }
 
@@ -683,7 +690,7 @@ def optimal_space_lrf(
     return _result(U, s, V, transposed, None, diag)
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated({**PRIVATE_LRF_TABLE, "singular_values": SINGULAR_VALUES})
 def private_frobenius_lrf(
     A: Any,
@@ -694,12 +701,9 @@ def private_frobenius_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -722,20 +726,13 @@ def private_frobenius_lrf(
     calibration : {"tight", "paper"}
     alpha : float in (0, 1)
         Sets the default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)`` (capped).
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
-        works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
-        ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = A Phi`` (Phi:
+        n x t), v the rows of ``Z = S A`` (S: v x m) of the rank-k solve, the share of delta that covers
+        their norm bounds failing, and the public seed of Phi and S (fresh OS entropy if not given; never
+        drawn from ``random_state``, which is secret).
     bound : float
         Public scale b of the relation: neighbours differ by ``||A - A'||_F <= b`` (default 1, the paper's).
-    sketch_failure_share : float in (0, 1)
-        Share of delta that covers the sketches' norm bounds failing.
-    sketch_seed : int, optional
-        Seed of the public sketches Phi, S, declared public: fresh OS entropy if None (never drawn from
-        ``random_state``, which is secret). Must not be chosen by an adversary who knows the data, and
-        the data must not be chosen with knowledge of it.
     singular_values : {"shrink", "raw"}
         ``"shrink"`` (default): the rank-k solve's core ``U_c^T Z`` (its noise i.i.d. of std sigma) has its
         singular values shrunk by the noise edge (:func:`~dpspectral.lowrank._shrink.frobenius_shrink`;
@@ -747,7 +744,7 @@ def private_frobenius_lrf(
         Ledger spent before any noise is drawn.
     random_state : None, int, SeedSequence, Generator or "secure"
         Seeds the secret noise (and nothing published): keep it secret. A run is reproducible when
-        both ``random_state`` and ``sketch_seed`` are given. ``"secure"``: OS entropy and exact
+        both ``random_state`` and the sketch's seed are given. ``"secure"``: OS entropy and exact
         discrete Gaussian noise (:mod:`dpspectral.privacy._noise`), for deployment.
 
     Returns
@@ -776,12 +773,12 @@ def private_frobenius_lrf(
     matrix is validated before the ledger is charged.
     """
     return run(_Frobenius(), _LRFInputs(
-        "private_frobenius_lrf", k, epsilon, delta, relation, calibration, alpha, subspace_sketch_size,
-        affine_sketch_size, bound, sketch_failure_share, sketch_seed, singular_values,
+        "private_frobenius_lrf", k, epsilon, delta, relation, calibration, alpha, sketch, bound,
+        singular_values,
     ), A, RunSettings(accountant, random_state))
 
 
-@renamed(PAPER_SIZE_NAMES)
+@sketch_keywords
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE, "singular_values": SINGULAR_VALUES})
 def private_space_optimal_lrf(
     A: Any,
@@ -792,13 +789,10 @@ def private_space_optimal_lrf(
     relation: Relation | str = "priv1",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     accountant: Accountant | None = None,
     random_state: Any = None,
 ) -> LowRankResult:
@@ -818,16 +812,13 @@ def private_space_optimal_lrf(
         Input perturbation is analysed for Priv1 only.
     calibration, alpha
         As in :func:`private_frobenius_lrf`.
-    subspace_sketch_size : int, optional
-        t in the paper: columns of ``Y_c = Â Omega``, rows of ``Y_r = Psi Â`` (old name ``t``).
-    affine_sketch_size : int, optional
-        v in the paper: rows of S and T, ``Z = S Â T^T`` is v x v (old name ``v``).
+    sketch : Sketch, optional
+        As in :func:`private_frobenius_lrf`: t the columns of ``Y_c = Â Omega`` and rows of
+        ``Y_r = Psi Â``, v the rows of S and T (``Z = S Â T^T`` is v x v); the seed is Psi's, S's and T's.
     bound : float
         As in :func:`private_frobenius_lrf`; it scales the relation: ``A - A' = b u v^T``.
     input_share : float in (0, 1)
         Share of epsilon given to the input-perturbed sketch ``Y_c``; the rest goes to ``(Y_r, Z)``.
-    sketch_failure_share, sketch_seed
-        As in :func:`private_frobenius_lrf`.
     singular_values : {"shrink", "raw"}
         As in :func:`private_frobenius_lrf`, with Z's noise std ``sigma_z`` on the t x t core.
     accountant, random_state
@@ -855,16 +846,16 @@ def private_space_optimal_lrf(
     with probability 3 delta_s, so one Gaussian mechanism of sensitivity ``b sqrt(c_t + c_v^2)`` (a factor
     is 1 for a sketch that is the identity, :func:`embedding`).
     (3) ``EpsilonDeltaDpEvent(0, 3 delta_s)`` for the sketch failures. ``calibration="tight"`` gives
-    ``(input_share eps, rest)`` of epsilon and ``(1 - sketch_failure_share) / 2`` of delta to each part;
+    ``(input_share eps, rest)`` of epsilon and ``(1 - sketch.failure_share) / 2`` of delta to each part;
     ``"paper"`` uses ``sigma_min = 16 ln(1/delta) sqrt(t kappa ln(1/delta)) / epsilon``,
     ``rho_1 = sqrt((1+alpha) ln(1/delta))/epsilon`` for N1 and ``rho_2 = (1+alpha) sqrt(ln(1/delta))/epsilon``
     for N2 (recalled; spec §2) and reports what the accountant certifies for them. Psi, S, T come from
-    the public ``sketch_seed`` (OS entropy unless declared); Omega and the noise from the secret
+    the public sketch seed (OS entropy unless declared); Omega and the noise from the secret
     ``random_state``.
     """
     return run(_SpaceOptimal(), _LRFInputs(
-        "private_space_optimal_lrf", k, epsilon, delta, relation, calibration, alpha, subspace_sketch_size,
-        affine_sketch_size, bound, sketch_failure_share, sketch_seed, singular_values, input_share,
+        "private_space_optimal_lrf", k, epsilon, delta, relation, calibration, alpha, sketch, bound,
+        singular_values, input_share,
     ), A, RunSettings(accountant, random_state))
 
 
@@ -884,11 +875,8 @@ class _LRFInputs:
     relation: Relation | str
     calibration: Calibration
     alpha: float
-    subspace_sketch_size: int | None
-    affine_sketch_size: int | None
+    sketch: Sketch | None  # the caller's; filled in and checked by ``check``
     bound: float
-    sketch_failure_share: float
-    sketch_seed: int | None
     singular_values: str
     input_share: float | None = None
 
@@ -916,8 +904,8 @@ class _LRFChecked:
 
 
 @dataclass(frozen=True, eq=False)
-class _Matrix:
-    """The read matrix; ``n`` and ``d`` None: no number of rows goes to the report."""
+class UncountedMatrix:
+    """The matrix a release reads, with ``n`` and ``d`` None: no number of rows goes to the report."""
 
     B: Any
     n: None = None
@@ -937,12 +925,11 @@ class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
         B, transposed = _orient(check_matrix(X, owner))  # the whole matrix, before anything is charged
         m, n = B.shape
         k = check_rank(inputs.k, m, n, owner)
-        sizes = sketch_sizes(k, inputs.alpha, m, self.sketched_width(m, n),
-                             subspace_sketch_size=inputs.subspace_sketch_size,
-                             affine_sketch_size=inputs.affine_sketch_size, owner=owner)
+        options, sizes = sketch_plan(inputs.sketch, k, inputs.alpha, m, self.sketched_width(m, n), owner)
+        inputs = dataclasses.replace(inputs, sketch=options)
         noise, plan = self.noise_plan(inputs, budget, rel, sizes, (m, n))
         return _LRFChecked(inputs, budget, rel, inputs.calibration, B, transposed, k, sizes, noise, plan,
-                           _seed(inputs.sketch_seed, owner=owner))
+                           _seed((inputs.sketch or Sketch()).seed, owner=owner))
 
     def sketched_width(self, m: int, n: int) -> int:
         raise NotImplementedError
@@ -954,8 +941,8 @@ class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
     def plan(self, inputs: _LRFChecked, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.release_plan
 
-    def read(self, inputs: _LRFChecked, X: Any) -> _Matrix:
-        return _Matrix(inputs.B)
+    def read(self, inputs: _LRFChecked, X: Any) -> UncountedMatrix:
+        return UncountedMatrix(inputs.B)
 
     def report_facts(self, inputs: _LRFChecked) -> dict[str, Any]:
         return {"mechanism": inputs.inputs.owner, "budget": inputs.budget, "calibration": inputs.calibration}
@@ -981,11 +968,11 @@ class _Frobenius(_SketchLRF):
                    shape: tuple[int, int]) -> tuple[FrobeniusNoise, ReleasePlan]:
         fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=float(inputs.bound),
                               calibration=inputs.calibration, alpha=float(inputs.alpha),
-                              sketch_failure_share=inputs.sketch_failure_share, owner=inputs.owner,
+                              sketch_failure_share=failure_share_of(inputs.sketch), owner=inputs.owner,
                               shape=shape)
         return fro, frobenius_plan(inputs.owner, rel, fro, notes=(*fro.notes, SKETCH_NOTE))
 
-    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+    def statistic(self, inputs: _LRFChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         m, n = inputs.shape
         Phi, S = frobenius_sketches(m, n, inputs.sizes, inputs.seed)  # public, from their seed
@@ -993,7 +980,7 @@ class _Frobenius(_SketchLRF):
         released["public_sketches"] = S, (Y_c.shape, Z.shape)
         return {"sketches": joint(Y_c, Z)}
 
-    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+    def post_process(self, inputs: _LRFChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         fro, (S, shapes) = inputs.noise, released["public_sketches"]
         Y_c, Z = split_joint(np.asarray(released["sketches"]), shapes)
@@ -1017,10 +1004,10 @@ class _SpaceOptimal(_SketchLRF):
         so = space_optimal_noise(inputs.owner, budget, rel, sizes, shape, bound=float(inputs.bound),
                                  calibration=inputs.calibration, alpha=float(inputs.alpha),
                                  input_share=float(inputs.input_share or 0.5),
-                                 sketch_failure_share=float(inputs.sketch_failure_share))
+                                 sketch_failure_share=failure_share_of(inputs.sketch))
         return so, so.plan
 
-    def statistic(self, inputs: _LRFChecked, rows: _Matrix, plan: ReleasePlan,
+    def statistic(self, inputs: _LRFChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         m, n = inputs.shape
         Psi, S, T = _space_optimal_sketches(m, m + n, inputs.sizes, inputs.seed)  # public, from their seed
@@ -1029,7 +1016,7 @@ class _SpaceOptimal(_SketchLRF):
         return {plan.releases[0].name: Drawn(
             lambda releaser: _space_optimal_sketch(rows.B, Psi, S, T, inputs.noise, releaser))}
 
-    def post_process(self, inputs: _LRFChecked, rows: _Matrix, released: Released,
+    def post_process(self, inputs: _LRFChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         so, (S, T) = inputs.noise, released["public_sketches"]
         Y_c, Y_r, Z = released[so.plan.releases[0].name]

@@ -26,6 +26,7 @@ so Upadhyay's comparison with it mixes notions (spec §9).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -46,8 +47,10 @@ from .._constraints import (
     Interval,
     Options,
     Types,
+    check_params,
     validated,
 )
+from .._options import folded
 from .._results import LowRankResult
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
@@ -55,16 +58,22 @@ from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensit
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
-from ._factorization import BOUND, _budget, check_matrix, check_rank
+from ._factorization import (
+    BOUND,
+    Calibration,
+    SingularValues,
+    UncountedMatrix,
+    _budget,
+    check_matrix,
+    check_rank,
+)
 from ._power import default_block, default_shares, power_iterate, power_plan, power_result
 from ._shrink import frobenius_shrink
 from ._sketches import chi2_factor, chi2_quantile_factor, finish, orth_columns, svd_top_k
 
-__all__ = ["HardtRothNoise", "hardt_roth", "hardt_roth_noise"]
+__all__ = ["HardtRothNoise", "PowerIteration", "RangeFinder", "hardt_roth", "hardt_roth_noise"]
 
-Calibration = Literal["tight", "paper"]
 Algorithm = Literal["power", "range_finder"]
-SingularValues = Literal["shrink", "raw"]
 
 _OWNER = "hardt_roth"
 
@@ -74,6 +83,60 @@ _OWNER = "hardt_roth"
 ROW_CHANGE_RELATION: Relation | None = getattr(Relation, "ROW_CHANGE", None)
 
 _NONE = Types((type(None),), "None")
+
+
+@dataclass(frozen=True)
+class RangeFinder:
+    """The constants of Hardt and Roth's two-stage range finder (STOC 2012), ``algorithm="range_finder"``.
+
+    Stage 1 releases ``Y = A Omega + N1`` for a Gaussian Omega of ``ell = k + p`` columns; stage 2
+    prunes the rows of ``Q = orth(Y)`` to norm ``tau = min(1, c sqrt(ell / m))`` and releases
+    ``B = Q~^T A + N2`` (:func:`~dpspectral.lowrank.hardt_roth`). Pass
+    ``hardt_roth(..., range_finder=RangeFinder(...))``; the power iteration ignores these.
+
+    Parameters
+    ----------
+    oversampling : int >= 0 or None, default=None
+        p, Halko–Martinsson–Tropp's oversampling (None: k); the multiplicative error is
+        ``sqrt(1 + k/(p - 1))``. ell is capped at ``min(m, n)``.
+    prune : float > 0, default=2.0
+        c in ``tau = c sqrt(ell / m)`` (HR12 use small constants; c in [1, 3]). Smaller c: less
+        stage-2 noise, more distortion on coherent matrices.
+    stage_share : float in (0, 1), default=0.5
+        Share of the Gaussian budget (of ``mu^2``) given to stage 1 (tight calibration).
+    failure_share : float in (0, 1), default=0.1
+        Share of delta that covers stage 1's chi-square bound on ``||Omega^T w||`` failing.
+    """
+
+    oversampling: int | None = None
+    prune: float = 2.0
+    stage_share: float = 0.5
+    failure_share: float = 0.1
+
+
+@dataclass(frozen=True)
+class PowerIteration:
+    """The constants of Hardt and Roth's noisy subspace iteration (STOC 2013), ``algorithm="power"``.
+
+    Pass ``hardt_roth(..., power=PowerIteration(...))``; the range finder ignores these.
+
+    Parameters
+    ----------
+    block : int or None, default=None
+        p, the block width of ``X_j`` (n x p): at least k, at most n (None: ``min(n, 10 k)``).
+    iterations : int in [1, 20], default=3
+        T, the number of noisy products ``A^T (A X_j) + N_j`` (budget shares 1:2:6 for 3, else
+        doubling).
+    """
+
+    block: int | None = None
+    iterations: int = 3
+
+
+#: The old keywords of :func:`hardt_roth` and the fields of its two option groups they became.
+_RANGE_FINDER_KEYWORDS = {"oversampling": "oversampling", "prune": "prune", "stage_share": "stage_share",
+                          "sketch_failure_share": "failure_share"}
+_POWER_KEYWORDS = {"block": "block", "iterations": "iterations"}
 
 #: The parameters of the noise plan (:func:`hardt_roth_noise`).
 _NOISE_TABLE: dict[str, Constraint | list[Constraint] | None] = {
@@ -92,18 +155,24 @@ _NOISE_TABLE: dict[str, Constraint | list[Constraint] | None] = {
 _TABLE: dict[str, Constraint | list[Constraint] | None] = {
     "epsilon": EPSILON,
     "delta": DELTA,
-    "oversampling": [_NONE, Interval(0, None, "left", integer=True)],
-    "prune": BOUND,
     "calibration": CALIBRATION,
-    "stage_share": SHARE,
-    "sketch_failure_share": SHARE,
     "on_norm_violation": ON_NORM_VIOLATION,
     "row_change": [_NONE, BOUND],
     "algorithm": [_NONE, Options(("power", "range_finder"))],
-    "block": [_NONE, Interval(1, None, "left", integer=True)],
-    "iterations": Interval(1, 20, "both", integer=True),
+    "range_finder": [_NONE, Types((RangeFinder,), "a RangeFinder")],
+    "power": [_NONE, Types((PowerIteration,), "a PowerIteration")],
     "singular_values": Options(("shrink", "raw")),
     "random_state": RANDOM_STATE,
+}
+
+#: The fields of the two option groups (checked once the groups are known).
+_FIELDS_TABLE: dict[str, Constraint | list[Constraint] | None] = {
+    "range_finder.oversampling": [_NONE, Interval(0, None, "left", integer=True)],
+    "range_finder.prune": BOUND,
+    "range_finder.stage_share": SHARE,
+    "range_finder.failure_share": SHARE,
+    "power.block": [_NONE, Interval(1, None, "left", integer=True)],
+    "power.iterations": Interval(1, 20, "both", integer=True),
 }
 
 
@@ -227,6 +296,8 @@ def _dense(M: Any) -> np.ndarray:
     return np.asarray(M.toarray() if sp.issparse(M) else M)
 
 
+@folded("range_finder", RangeFinder, _RANGE_FINDER_KEYWORDS)
+@folded("power", PowerIteration, _POWER_KEYWORDS)
 @validated(_TABLE)
 def hardt_roth(
     A: Any,
@@ -236,16 +307,12 @@ def hardt_roth(
     delta: float,
     relation: Relation | str = "replace_one",
     row_norm: float = 1.0,
-    oversampling: int | None = None,
-    prune: float = 2.0,
     calibration: Calibration = "tight",
-    stage_share: float = 0.5,
-    sketch_failure_share: float = 0.1,
     on_norm_violation: NormViolation = "clip",
     row_change: float | None = None,
     algorithm: Algorithm | None = None,
-    block: int | None = None,
-    iterations: int = 3,
+    range_finder: RangeFinder | None = None,
+    power: PowerIteration | None = None,
     singular_values: SingularValues = "shrink",
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -289,18 +356,8 @@ def hardt_roth(
     row_norm : float
         Public bound C on each row's Euclidean norm; rows above it are scaled down to it (or rejected
         with ``on_norm_violation="raise"``). A replaced row moves by at most ``2 C``.
-    oversampling : int, optional
-        Range finder: p >= 0 (default k): HMT's oversampling; the multiplicative error is
-        ``sqrt(1 + k/(p - 1))``.
-    prune : float
-        c > 0 in ``tau = c sqrt(ell / m)`` (HR12 use small constants; c in [1, 3]). Smaller c: less
-        stage-2 noise, more distortion on coherent matrices.
     calibration : {"tight", "paper"}
         See :func:`hardt_roth_noise`.
-    stage_share : float in (0, 1)
-        Share of the Gaussian budget (of ``mu^2``) given to stage 1 (tight calibration).
-    sketch_failure_share : float in (0, 1)
-        Share of delta that covers the stage-1 chi-square bound failing.
     on_norm_violation : {"clip", "raise"}
     row_change : float, optional
         Public bound b on the norm of the change of the one differing row (``A' = A + e_i w^T``,
@@ -310,10 +367,12 @@ def hardt_roth(
     algorithm : {"power", "range_finder"}, optional
         Default ``"power"`` (STOC 2013, V and S only), or ``"range_finder"`` (STOC 2012, U, S, V) when
         ``row_change`` or ``calibration="paper"`` is given.
-    block : int, optional
-        Power iteration: the block width p (default ``min(n, 10 k)``; at least k, at most n).
-    iterations : int
-        Power iteration: T in [1, 20] (default 3; budget shares 1:2:6 for 3, else doubling).
+    range_finder : RangeFinder, optional
+        The range finder's constants: oversampling p, pruning constant c, stage share and sketch
+        failure share (:class:`~dpspectral.lowrank.RangeFinder`; its defaults if not given).
+    power : PowerIteration, optional
+        The power iteration's constants: block width p and iterations T
+        (:class:`~dpspectral.lowrank.PowerIteration`; its defaults if not given).
     singular_values : {"shrink", "raw"}
         Range finder: shrink B's singular values by the noise edge (default) or keep them (the paper's).
     accountant : Accountant, optional
@@ -369,9 +428,14 @@ def hardt_roth(
     sensitivity is ``||Q~^T u|| ||w||``, up to ``||Q~||_2 ~ 1`` instead of tau (spec §9), so
     ``relation`` accepts only ``"replace_one"``.
     """
+    rf = RangeFinder() if range_finder is None else range_finder
+    pw = PowerIteration() if power is None else power
+    check_params(_FIELDS_TABLE, {f"{group}.{field.name}": getattr(value, field.name)
+                                 for group, value in (("range_finder", rf), ("power", pw))
+                                 for field in dataclasses.fields(value)}, _OWNER)
     return run(_HardtRoth(), _HRInputs(
-        k, epsilon, delta, relation, row_norm, oversampling, prune, calibration, stage_share,
-        sketch_failure_share, on_norm_violation, row_change, algorithm, block, iterations, singular_values,
+        k, epsilon, delta, relation, row_norm, rf.oversampling, rf.prune, calibration, rf.stage_share,
+        rf.failure_share, on_norm_violation, row_change, algorithm, pw.block, pw.iterations, singular_values,
     ), A, RunSettings(accountant, random_state))
 
 
@@ -480,20 +544,11 @@ class _HRChecked:
     release_plan: ReleasePlan
 
 
-@dataclass(frozen=True, eq=False)
-class _Clipped:
-    """The rows the releases read (clipped to C, or as given under ``row_change``); no public n."""
-
-    A: Any
-    n: None = None
-    d: None = None
-
-
 class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     """Hardt-Roth: the power iteration's T releases, or the range finder's two stages, in one charge."""
 
     label = _OWNER
-    stacklevel = 4  # frames above run: hardt_roth, the parameter check (two frames), the caller
+    stacklevel = 6  # frames above run: hardt_roth, the parameter check, the two option folds, the caller
 
     def check(self, inputs: _HRInputs, X: Any) -> _HRChecked:
         budget = _budget(inputs.epsilon, inputs.delta, _OWNER)
@@ -521,29 +576,29 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     def plan(self, inputs: _HRChecked, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.release_plan
 
-    def read(self, inputs: _HRChecked, X: Any) -> _Clipped:
+    def read(self, inputs: _HRChecked, X: Any) -> UncountedMatrix:
         """The rows clipped to C (``on_norm_violation="raise"``: a row over it is refused here, before
         the charge); under ``row_change`` the rows as given."""
         if inputs.inputs.row_change is not None:
-            return _Clipped(inputs.A)
+            return UncountedMatrix(inputs.A)
         clipped, _ = clip_rows(inputs.A, inputs.C, on_norm_violation=inputs.inputs.on_norm_violation,
                                copy=True, owner=_OWNER)
-        return _Clipped(clipped)
+        return UncountedMatrix(clipped)
 
     def report_facts(self, inputs: _HRChecked) -> dict[str, Any]:
         return {"mechanism": _OWNER, "budget": inputs.budget, "calibration": inputs.calibration}
 
-    def statistic(self, inputs: _HRChecked, rows: _Clipped, plan: ReleasePlan,
+    def statistic(self, inputs: _HRChecked, rows: UncountedMatrix, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         first = plan.releases[0].name
         if inputs.algorithm == "power":
             k, p = inputs.k, inputs.size
-            return {first: Drawn(lambda releaser: power_iterate(rows.A, k, p, plan, releaser))}
+            return {first: Drawn(lambda releaser: power_iterate(rows.B, k, p, plan, releaser))}
         assert inputs.noise is not None
         tau = inputs.noise.tau
-        return {first: Drawn(lambda releaser: _two_stages(rows.A, inputs.size, tau, releaser))}
+        return {first: Drawn(lambda releaser: _two_stages(rows.B, inputs.size, tau, releaser))}
 
-    def post_process(self, inputs: _HRChecked, rows: _Clipped, released: Released,
+    def post_process(self, inputs: _HRChecked, rows: UncountedMatrix, released: Released,
                      report: Any) -> LowRankResult:
         plan = released.plan
         if inputs.algorithm == "power":

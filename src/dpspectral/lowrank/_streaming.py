@@ -46,7 +46,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import renamed, validated
+from .._constraints import validated
 from .._results import LowRankResult
 from .._rows import not_finite_error
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
@@ -71,7 +71,9 @@ from ._factorization import (
     frobenius_sketches,
     split_joint,
 )
-from ._sketches import PAPER_SIZE_NAMES, SketchSizes, sketch_sizes
+from ._one_call import state_keywords, stream_entries
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options, sketch_plan
+from ._sketches import SketchSizes
 
 __all__ = [
     "STATE_FORMAT_VERSION",
@@ -515,7 +517,7 @@ def verified_state(
 ) -> tuple[dict[str, Any], str, str]:
     """Check the format version and the checksum of a read state; return (config, status, publication).
 
-    The noise source (:func:`state_noise_source`) is covered by the checksum.
+    The noise source (:func:`recorded_noise_name`) is covered by the checksum.
 
     ``status`` is ``"published"`` (a released snapshot) or ``"secret"`` (a checkpoint); ``publication``
     says whether a snapshot of the state was published (``"none"``, ``"current"``, ``"stale"``).
@@ -537,7 +539,7 @@ def verified_state(
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise StateFileError(f"{path}: malformed state file header ({exc}).") from exc
     want = state_checksum(config_json, status, publication, {k: data[k] for k in array_names},
-                          state_noise_source(path, data))
+                          recorded_noise_name(path, data))
     if want != checksum:
         raise StateFileError(f"{path}: checksum mismatch: the file is corrupt (or was edited).")
     try:
@@ -551,8 +553,8 @@ def verified_state(
     return config, status, publication
 
 
-def state_noise_source(path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> str:
-    """The noise source a state file records (``"seeded"`` when it has no ``noise_source`` member)."""
+def recorded_noise_name(path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> str:
+    """The name of the noise source a state file records (``"seeded"`` without a ``noise_source`` member)."""
     if "noise_source" not in data:
         return "seeded"
     name = str(data["noise_source"][()])
@@ -591,19 +593,12 @@ class TurnstileLRF(SketchState):
         As in :func:`~dpspectral.lowrank._factorization.frobenius_noise`.
     alpha : float in (0, 1)
         Default sketch sizes ``t = ceil(k/alpha)``, ``v = ceil(k/alpha^2)``, capped by min(m, n).
-    subspace_sketch_size : int, optional
-        t in the paper: columns of the sketch ``Y_c = A Phi`` (Phi: n x t). The old name ``t`` still
-        works, with a FutureWarning.
-    affine_sketch_size : int, optional
-        v in the paper: rows of the sketch ``Z = S A`` (S: v x m) of the rank-k solve. The old name
-        ``v`` still works, with a FutureWarning.
+    sketch : Sketch, optional
+        The sketches (:class:`~dpspectral.lowrank.Sketch`): t the columns of ``Y_c = A Phi`` (Phi:
+        n x t), v the rows of ``Z = S A`` (S: v x m) of the rank-k solve. A declared seed is the
+        caller's: the stream must not depend on it (see Privacy).
     bound : float
         Public scale b of the relation: neighbouring matrices differ by ``||A - A'||_F <= b``.
-    sketch_failure_share : float in (0, 1)
-        Share of delta for the sketches' norm bounds failing.
-    sketch_seed : int, optional
-        Seed of the sketches Phi, S: fresh OS entropy if None (never drawn from ``random_state``). A
-        declared seed is the caller's: the stream must not depend on it (see Privacy).
     accountant : Accountant, optional
         Ledger; the release is recorded there at initialisation, before any noise is drawn. A refusal
         (:class:`~dpspectral.privacy._budget.BudgetExceededError`) creates no state.
@@ -657,7 +652,7 @@ class TurnstileLRF(SketchState):
 
     mechanism = "turnstile_lrf"
 
-    @renamed(PAPER_SIZE_NAMES)
+    @sketch_keywords
     @validated(PRIVATE_LRF_TABLE, owner="TurnstileLRF")
     def __init__(
         self,
@@ -669,20 +664,14 @@ class TurnstileLRF(SketchState):
         relation: Relation | str = "priv2",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
         config = self._configure(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
-                                 calibration=calibration, alpha=alpha,
-                                 subspace_sketch_size=subspace_sketch_size,
-                                 affine_sketch_size=affine_sketch_size, bound=bound,
-                                 sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed)
+                                 calibration=calibration, alpha=alpha, sketch=sketch, bound=bound)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
         # refused before anything is drawn; N1, then N2
@@ -696,31 +685,24 @@ class TurnstileLRF(SketchState):
 
     @staticmethod
     def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
-                   calibration: str, alpha: float, subspace_sketch_size: Any,
-                   affine_sketch_size: Any, bound: float,
-                   sketch_failure_share: float, sketch_seed: Any) -> TurnstileConfig:
+                   calibration: str, alpha: float, sketch: Sketch | None, bound: float) -> TurnstileConfig:
         """Validate the public inputs (cross-parameter checks: shape, rank, sketch sizes) into a config."""
         owner = TurnstileLRF.__name__
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        m_user, n_user = _check_shape(shape, owner)
-        m, n = sorted((m_user, n_user))
-        k = check_rank(rank, m, n, owner)
-        sizes = sketch_sizes(k, alpha, m, m, subspace_sketch_size=subspace_sketch_size,
-                             affine_sketch_size=affine_sketch_size, owner=owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV2, Relation.PRIV1), alpha=alpha, sketch=sketch, owner=owner)
         return TurnstileConfig(
-            shape=(m_user, n_user),
-            rank=k,
-            t=sizes.t,
-            v=sizes.v,
-            sketch_seed=_seed(sketch_seed, owner=owner),
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            relation=rel.value,
+            shape=got.shape,
+            rank=got.rank,
+            t=got.sizes.t,
+            v=got.sizes.v,
+            sketch_seed=_seed(got.sketch.seed, owner=owner),
+            epsilon=got.budget.epsilon,
+            delta=got.budget.delta,
+            relation=got.relation.value,
             calibration=calibration,
             bound=float(bound),
             alpha=float(alpha),
-            sketch_failure_share=float(sketch_failure_share),
+            sketch_failure_share=failure_share_of(got.sketch),
         )
 
     # -- construction shared by __init__ and load ------------------------------------------------
@@ -986,7 +968,7 @@ class TurnstileLRF(SketchState):
         # the file already holds the noisy state: the report of its plan, nothing charged or drawn
         report = certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
                                  calibration=config.calibration, notes=plan.notes, stacklevel=3,
-                                 noise_source=state_noise_source(path, data))
+                                 noise_source=recorded_noise_name(path, data))
         state = cls.__new__(cls)
         state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state
@@ -1003,7 +985,39 @@ def _check_shape(shape: Any, owner: str) -> tuple[int, int]:
     return int(m), int(n)
 
 
-@renamed(PAPER_SIZE_NAMES)
+@dataclass(frozen=True)
+class StateInputs:
+    """The checked public inputs of a streaming state: the budget, the relation, the shape as given
+    (``m_user``, ``n_user``) and as sketched (``m``, ``n``), the rank, the sketch options and sizes."""
+
+    budget: PrivacyBudget
+    relation: Relation
+    shape: tuple[int, int]
+    m: int
+    n: int
+    rank: int
+    sketch: Sketch
+    sizes: SketchSizes
+
+
+def state_inputs(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
+                 allowed: tuple[Relation, ...], alpha: float, sketch: Sketch | None, owner: str,
+                 oriented: bool = True, padded: bool = False) -> StateInputs:
+    """Check what every streaming state checks, in one order, before anything is charged.
+
+    ``oriented``: the state sketches the orientation m <= n (else the shape as given); ``padded``: the
+    affine sketches see ``m + n`` columns (Private-Space-Optimal's padding ``[A, sigma_min I_m]``).
+    """
+    budget = _budget(epsilon, delta, owner)
+    rel = _relation(relation, allowed, owner)
+    given = _check_shape(shape, owner)
+    m, n = sorted(given) if oriented else given
+    k = check_rank(rank, m, n, owner)
+    options, sizes = sketch_plan(sketch, k, alpha, m, m + n if padded else m, owner)
+    return StateInputs(budget, rel, given, m, n, k, options, sizes)
+
+
+@sketch_keywords
 @validated(PRIVATE_LRF_TABLE)
 def turnstile_lrf(
     A: Any,
@@ -1014,11 +1028,8 @@ def turnstile_lrf(
     relation: Relation | str = "priv2",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
     batch_size: int = 1_000_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -1035,26 +1046,10 @@ def turnstile_lrf(
     As :class:`TurnstileLRF`: Priv2 (hence Priv1) on the final matrix, one snapshot released.
     """
     owner = "turnstile_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
     M = sp.coo_matrix(check_matrix(A, owner))
-    state = TurnstileLRF(
-        M.shape,
-        k,
-        epsilon=epsilon,
-        delta=delta,
-        relation=relation,
-        calibration=calibration,
-        alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size,
-        affine_sketch_size=affine_sketch_size,
-        bound=bound,
-        sketch_failure_share=sketch_failure_share,
-        sketch_seed=sketch_seed,
-        accountant=accountant,
-        random_state=random_state,
-    )
-    step = max(1, int(batch_size))
-    for a in range(0, M.nnz, step):
-        state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
+    state = TurnstileLRF(M.shape, k, **state_keywords(TurnstileLRF.__init__, locals()))
+    stream_entries(state, M, batch_size)
     return state.release()
 
 

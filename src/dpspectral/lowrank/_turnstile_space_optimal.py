@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,6 +42,7 @@ from ._factorization import (
     PRIVATE_LRF_TABLE,
     SINGULAR_VALUES,
     Calibration,
+    SingularValues,
     SpaceOptimalNoise,
     _budget,
     _relation,
@@ -49,12 +50,13 @@ from ._factorization import (
     _seed,
     _space_optimal_sketches,
     check_matrix,
-    check_rank,
     space_optimal_finish,
     space_optimal_noise,
     split_joint,
 )
-from ._sketches import SketchSizes, sketch_sizes
+from ._one_call import state_keywords, stream_entries
+from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
+from ._sketches import SketchSizes
 from ._streaming import (
     CURRENT,
     NONE,
@@ -67,13 +69,13 @@ from ._streaming import (
     PublishOnce,
     StateFileError,
     TurnstileConfig,
-    _check_shape,
     check_entries,
     check_entry,
     read_only,
     read_state_file,
+    recorded_noise_name,
     state_checksum,
-    state_noise_source,
+    state_inputs,
     verified_state,
     write_state_file,
 )
@@ -124,9 +126,10 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     epsilon, delta, relation, calibration, alpha
         As in :func:`~dpspectral.private_space_optimal_lrf` (relation ``"priv1"`` only:
         ``A - A' = b u v^T``).
-    subspace_sketch_size, affine_sketch_size : int, optional
-        t (columns of ``Y_c``, rows of ``Y_r``) and v (rows of S and T); k <= t <= m, t <= v <= m + n.
-    bound, input_share, sketch_failure_share, sketch_seed
+    sketch : Sketch, optional
+        t (columns of ``Y_c``, rows of ``Y_r``) and v (rows of S and T), k <= t <= m, t <= v <= m + n;
+        the failure share and the seed (:class:`~dpspectral.lowrank.Sketch`).
+    bound, input_share
         As in :func:`~dpspectral.private_space_optimal_lrf`.
     accountant : Accountant, optional
         Ledger; charged at initialisation, before anything is drawn. A refusal creates no state.
@@ -164,6 +167,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     _instead = ("ContinualSpaceOptimalLRF (the Priv1 tree) or ContinualLRF (the Priv2 tree, also Priv1) "
                 "for releases at many times, or a new state (a new release, charged anew) for new data")
 
+    @sketch_keywords
     @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE}, owner="TurnstileSpaceOptimalLRF")
     def __init__(
         self,
@@ -175,28 +179,21 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         relation: Relation | str = "priv1",
         calibration: Calibration = "tight",
         alpha: float = 0.25,
-        subspace_sketch_size: int | None = None,
-        affine_sketch_size: int | None = None,
+        sketch: Sketch | None = None,
         bound: float = 1.0,
         input_share: float = 0.5,
-        sketch_failure_share: float = 0.1,
-        sketch_seed: int | None = None,
         accountant: Accountant | None = None,
         random_state: Any = None,
     ) -> None:
         owner = type(self).__name__
-        m_user, n_user = _check_shape(shape, owner)
-        budget = _budget(epsilon, delta, owner)
-        rel = _relation(relation, (Relation.PRIV1,), owner)
-        m, n = sorted((m_user, n_user))
-        k = check_rank(rank, m, n, owner)
-        sizes = sketch_sizes(k, alpha, m, m + n, subspace_sketch_size=subspace_sketch_size,
-                             affine_sketch_size=affine_sketch_size, owner=owner)
+        got = state_inputs(shape, rank, epsilon=epsilon, delta=delta, relation=relation,
+                           allowed=(Relation.PRIV1,), alpha=alpha, sketch=sketch, owner=owner, padded=True)
         config = SpaceOptimalConfig(
-            shape=(m_user, n_user), rank=k, t=sizes.t, v=sizes.v, sketch_seed=_seed(sketch_seed, owner=owner),
-            epsilon=budget.epsilon, delta=budget.delta, relation=rel.value, calibration=str(calibration),
-            bound=float(bound), alpha=float(alpha), sketch_failure_share=float(sketch_failure_share),
-            input_share=float(input_share),
+            shape=got.shape, rank=got.rank, t=got.sizes.t, v=got.sizes.v,
+            sketch_seed=_seed(got.sketch.seed, owner=owner),
+            epsilon=got.budget.epsilon, delta=got.budget.delta, relation=got.relation.value,
+            calibration=str(calibration), bound=float(bound), alpha=float(alpha),
+            sketch_failure_share=failure_share_of(got.sketch), input_share=float(input_share),
         )
         so, budget = self._plan(config, owner)
         self._setup(config, so)
@@ -214,7 +211,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         (omega_seed, N1, N2), report, _ = charge_at_creation(
             so.plan, RunSettings(accountant, random_state), draw,
             facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
-            stacklevel=5)
+            stacklevel=6)
         self._init_state(omega_seed, N1, N2)
         self._finish_build(report, NONE)
 
@@ -391,7 +388,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         self._changed()
 
     # -- release ---------------------------------------------------------------------------------
-    def release(self, singular_values: Literal["shrink", "raw"] = "shrink") -> LowRankResult:
+    def release(self, singular_values: SingularValues = "shrink") -> LowRankResult:
         """The rank-k factorization from the current state (post-processing; publishes the snapshot).
 
         Steps 3-6 of the one-shot algorithm, with its choice of singular values (``"shrink"``, default,
@@ -491,13 +488,14 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         report = certify_release(so.plan.events, mechanism=cls.mechanism, budget=budget,
                                  relation=so.plan.relation, calibration=config.calibration,
                                  notes=so.plan.notes, stacklevel=3,
-                                 noise_source=state_noise_source(path, data))
+                                 noise_source=recorded_noise_name(path, data))
         state._set_omega(int(data[_SECRET_SEED]) if status == SECRET else None)
         state._Y_c, state._Y_r, state._Z = (np.array(data[a], dtype=np.float64) for a in _ARRAYS)
         state._finish_build(report, CURRENT if status == PUBLISHED else publication)
         return state
 
 
+@sketch_keywords
 @validated({**PRIVATE_LRF_TABLE, "input_share": SHARE, "singular_values": SINGULAR_VALUES,
             "batch_size": Interval(1, None, "left", integer=True)})
 def turnstile_space_optimal_lrf(
@@ -509,13 +507,10 @@ def turnstile_space_optimal_lrf(
     relation: Relation | str = "priv1",
     calibration: Calibration = "tight",
     alpha: float = 0.25,
-    subspace_sketch_size: int | None = None,
-    affine_sketch_size: int | None = None,
+    sketch: Sketch | None = None,
     bound: float = 1.0,
     input_share: float = 0.5,
-    sketch_failure_share: float = 0.1,
-    sketch_seed: int | None = None,
-    singular_values: Literal["shrink", "raw"] = "shrink",
+    singular_values: SingularValues = "shrink",
     batch_size: int = 1_000_000,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -525,7 +520,7 @@ def turnstile_space_optimal_lrf(
     A :class:`TurnstileSpaceOptimalLRF` of A's shape receives the entries (row-major, in batches of
     ``batch_size``) and releases once. The final state is the one-shot state, so the result is that of
     :func:`~dpspectral.lowrank._factorization.private_space_optimal_lrf` with the same ``random_state``
-    and ``sketch_seed`` (up to summation order). Parameters as there; for a real stream use the class.
+    and sketch seed (up to summation order). Parameters as there; for a real stream use the class.
 
     Privacy
     -------
@@ -534,14 +529,10 @@ def turnstile_space_optimal_lrf(
     ``EpsilonDeltaDpEvent`` of ``Y_c``, one Gaussian of sensitivity ``b sqrt(c_t + c_S c_T)`` for
     ``(Y_r, Z)``, ``EpsilonDeltaDpEvent(0, 3 delta_s)``).
     """
-    M = sp.coo_matrix(check_matrix(A, "turnstile_space_optimal_lrf"))
-    state = TurnstileSpaceOptimalLRF(
-        M.shape, k, epsilon=epsilon, delta=delta, relation=relation, calibration=calibration, alpha=alpha,
-        subspace_sketch_size=subspace_sketch_size, affine_sketch_size=affine_sketch_size, bound=bound,
-        input_share=input_share, sketch_failure_share=sketch_failure_share, sketch_seed=sketch_seed,
-        accountant=accountant, random_state=random_state,
-    )
-    step = int(batch_size)
-    for a in range(0, M.nnz, step):
-        state.update_many(M.row[a : a + step], M.col[a : a + step], M.data[a : a + step])
+    owner = "turnstile_space_optimal_lrf"
+    sketch = sketch_options(sketch, owner)  # its fields refused under this function's name
+    M = sp.coo_matrix(check_matrix(A, owner))
+    state = TurnstileSpaceOptimalLRF(M.shape, k, **state_keywords(
+        TurnstileSpaceOptimalLRF.__init__, locals()))
+    stream_entries(state, M, batch_size)
     return state.release(singular_values)

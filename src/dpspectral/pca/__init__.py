@@ -1,15 +1,29 @@
 """Central-model PCA mechanisms."""
 
+from .._options import AdaptiveClip
 from ._covariance import analyze_gauss, mod_sulq, wishart
-from ._exponential import BinghamSampler, BinghamSamplerError, exponential_pca, ppca, sample_bingham
+from ._exponential import (
+    BinghamSampler,
+    BinghamSamplerError,
+    EpsilonSplit,
+    exponential_pca,
+    ppca,
+    sample_bingham,
+)
 from ._minibatch import minibatch_oja
 from ._oja import dp_pca, oja, private_oja
 from ._power import noisy_power
+from ._range_estimation import RangeEstimation
+from ._schedule import WarmupSchedule
 from ._stochastic import dp_spca, dp_vrpca
 
 __all__ = [
+    "AdaptiveClip",
     "BinghamSampler",
     "BinghamSamplerError",
+    "EpsilonSplit",
+    "RangeEstimation",
+    "WarmupSchedule",
     "analyze_gauss",
     "dp_pca",
     "dp_spca",

@@ -43,6 +43,7 @@ from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options,
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
 from .._moments import accumulate, needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._rows import is_one_shot, n_features_of
 from .._validation import check_mechanism_inputs, check_n_components, check_share
@@ -87,6 +88,11 @@ DEFAULT_CLIP_SHARE = 0.05
 UNCENTRED_CLIP_SHARE = 0.02
 
 _NoiseKind = Literal["analyze_gauss", "mod_sulq", "wishart"]
+#: The neighbouring relations each mechanism offers (MOD-SULQ's noise scale depends on n, public only
+#: under replace-one).
+_RELATIONS: dict[str, tuple[Relation, ...]] = {
+    "analyze_gauss": (Relation.REPLACE_ONE, Relation.ADD_REMOVE), "mod_sulq": (Relation.REPLACE_ONE,),
+    "wishart": (Relation.REPLACE_ONE, Relation.ADD_REMOVE)}
 
 
 def _scatter_sensitivity(relation: Relation, row_norm: float) -> float:
@@ -262,10 +268,7 @@ class CovarianceInputs:
     mean_share: float
     release_count: bool
     on_norm_violation: NormViolation
-    allowed_relations: tuple[Relation, ...]
-    adaptive_clip: bool = False
-    clip_quantile: float | None = None
-    clip_share: float | None = None
+    adaptive_clip: bool | AdaptiveClip = False
     noise_shape: str | None = None
 
 
@@ -312,19 +315,18 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             kind, X, epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm,
             relation=inputs.relation, calibration=inputs.calibration, centering=inputs.centering,
             mean_share=inputs.mean_share, on_norm_violation=inputs.on_norm_violation,
-            allowed_relations=inputs.allowed_relations)
+            allowed_relations=_RELATIONS[kind])
         xp = _array_api_namespace(kind, X)
         private_mean = isinstance(center, str)
         d_known = n_features_of(X)
         n_known = int(X.shape[0]) if d_known is not None and not math.isnan(X.shape[0]) else None
         # adaptive clipping: centred (private mean) or uncentred; the paper's calibrations stay as
         # published, and a one-shot stream (one read only) keeps the one-pass release
-        adaptive = inputs.adaptive_clip and inputs.calibration == "tight" and kind != "wishart" and (
+        on, clip_quantile, clip_share = clip_fields(inputs.adaptive_clip, kind)
+        adaptive = on and inputs.calibration == "tight" and kind != "wishart" and (
             private_mean or needs_two_passes_ok(X))
-        clip_quantile = inputs.clip_quantile
         if clip_quantile is None and private_mean:  # uncentred: None is the balance rule
             clip_quantile = DEFAULT_CLIP_QUANTILE
-        clip_share = inputs.clip_share
         if clip_share is None:
             clip_share = DEFAULT_CLIP_SHARE if private_mean else UNCENTRED_CLIP_SHARE
         return _Checked(
@@ -512,9 +514,14 @@ def _gram(G: np.ndarray) -> np.ndarray:
     return G @ G.T
 
 
-def _covariance_pca(inputs: CovarianceInputs, X: Any, settings: RunSettings) -> SubspaceResult:
-    """Validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
-    return run(_Covariance(settings.show_progress), inputs, X, settings)
+def _covariance_call(kind: _NoiseKind, X: Any, k: int, *, accountant: Accountant | None, random_state: Any,
+                     accounting: AccountingMethod, show_progress: bool | None, device: Any = None,
+                     **public: Any) -> SubspaceResult:
+    """Run one covariance mechanism on the parameters of its function's call (every one as given):
+    validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
+    inputs, settings = CovarianceInputs(kind, k, **public), RunSettings(accountant, random_state, accounting,
+                                                                          show_progress)
+    return run(_Covariance(show_progress), inputs, stream_to_device(X, device, kind), settings)
 
 
 def _noise_norm_per_clip2(plan: ReleasePlan, noise_shape: str, d: int) -> float:
@@ -573,13 +580,13 @@ COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
 #: analyze_gauss and mod_sulq also clip the privately centred rows adaptively.
 ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     **COVARIANCE_PARAMETERS,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_quantile": [NONE, SHARE],
-    "clip_share": [NONE, SHARE],
+    "adaptive_clip": ADAPTIVE_CLIP,
     "noise_shape": [NONE, Options(("goe", "iid"))],
     "device": [NONE, DEVICE],
 }
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_quantile": "quantile", "clip_share": "share"})
 @validated(ADAPTIVE_PARAMETERS)
 def analyze_gauss(
     X: Any,
@@ -592,9 +599,7 @@ def analyze_gauss(
     calibration: Calibration = "tight",
     centering: Centering = None,
     mean_share: float = 0.1,
-    adaptive_clip: bool = True,
-    clip_quantile: float | None = None,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
     noise_shape: NoiseShape | None = None,
     release_count: bool = False,
     accountant: Accountant | None = None,
@@ -642,12 +647,12 @@ def analyze_gauss(
         :class:`dpspectral.DPPCA` centres by default (``centering="private"``).
     mean_share : float
         Share of the Gaussian budget (of ``1/s^2``) given to the private mean.
-    adaptive_clip, clip_quantile, clip_share : bool, float or None, float or None
-        (analyze_gauss, mod_sulq; ``calibration="tight"``) Clip the rows at a clip released from a
-        noisy histogram of their norms (spending ``clip_share`` of the budget; None: 0.02 uncentred,
-        0.05 centred) instead of at ``row_norm`` (docs/algorithms/covariance.md). With
-        ``centering="private"``: the released ``clip_quantile`` (None: 0.1) of the centred norms.
-        Uncentred (None or a public centre): ``clip_quantile=None`` is the balance rule (about
+    adaptive_clip : bool or AdaptiveClip, default=True
+        (``calibration="tight"``) Clip the rows at a clip released from a noisy histogram of their
+        norms (spending its ``share`` of the budget; None: 0.02 uncentred, 0.05 centred)
+        instead of at ``row_norm`` (docs/algorithms/covariance.md). With ``centering="private"``: the
+        released ``quantile`` (None: 0.1) of the centred norms. Uncentred (None or a
+        public centre): ``quantile=None`` is the balance rule (about
         ``sqrt(d)/2`` times the scatter noise's spectral norm per unit ``r^2`` rows above the clip, so
         that as the noise vanishes nothing is clipped); a float clips at that quantile. A one-shot
         iterator (one read) keeps the one-release mechanism. ``adaptive_clip=False``: the one release
@@ -714,16 +719,10 @@ def analyze_gauss(
     same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
     ``random_state="secure"`` is refused there (its exact samplers run on the host).
     """
-    return _covariance_pca(CovarianceInputs(
-        "analyze_gauss", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-        adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
-        noise_shape=noise_shape,
-    ), stream_to_device(X, device, "analyze_gauss"),
-        RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("analyze_gauss", **locals())
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_quantile": "quantile", "clip_share": "share"})
 @validated(ADAPTIVE_PARAMETERS)
 def mod_sulq(
     X: Any,
@@ -736,9 +735,7 @@ def mod_sulq(
     calibration: Calibration = "tight",
     centering: Centering = None,
     mean_share: float = 0.1,
-    adaptive_clip: bool = True,
-    clip_quantile: float | None = None,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
     noise_shape: NoiseShape | None = None,
     release_count: bool = False,
     accountant: Accountant | None = None,
@@ -762,8 +759,8 @@ def mod_sulq(
         As in :func:`analyze_gauss`.
     relation : {"replace_one"}
         Replace-one only: the paper's noise scale depends on n, public under replace-one.
-    calibration, centering, mean_share, adaptive_clip, clip_quantile, clip_share, noise_shape, \
-release_count, accountant, random_state, on_norm_violation, accounting, show_progress, device
+    calibration, centering, mean_share, adaptive_clip, noise_shape, release_count, accountant, \
+random_state, on_norm_violation, accounting, show_progress, device
         As in :func:`analyze_gauss`.
 
     Returns
@@ -778,20 +775,9 @@ release_count, accountant, random_state, on_norm_violation, accounting, show_pro
     the accountant certifies the epsilon it gives (the paper's per-entry union bound is loose, so it
     is normally certified with room to spare).
 
-    Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
-    events; the noise is drawn on the data's device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
-    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
-    ``random_state="secure"`` is refused there (its exact samplers run on the host).
+    Device arrays: as :func:`analyze_gauss`.
     """
-    return _covariance_pca(CovarianceInputs(
-        "mod_sulq", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE,),
-        adaptive_clip=adaptive_clip, clip_quantile=clip_quantile, clip_share=clip_share,
-        noise_shape=noise_shape,
-    ), stream_to_device(X, device, "mod_sulq"),
-        RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("mod_sulq", **locals())
 
 
 @validated(COVARIANCE_PARAMETERS)
@@ -843,9 +829,5 @@ show_progress
     ``certified=False`` and ``epsilon=inf``, an :class:`UncertifiedPrivacyWarning` is raised, and an
     accountant with a finite ceiling refuses it. Only ``calibration="paper"`` exists.
     """
-    return _covariance_pca(CovarianceInputs(
-        "wishart", k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
-        calibration=calibration, centering=centering, mean_share=mean_share, release_count=release_count,
-        on_norm_violation=on_norm_violation, allowed_relations=(Relation.REPLACE_ONE, Relation.ADD_REMOVE),
-    ), X, RunSettings(accountant, random_state, accounting, show_progress))
+    return _covariance_call("wishart", **locals())
 

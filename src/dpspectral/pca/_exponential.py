@@ -14,8 +14,8 @@ Two mechanisms, both pure epsilon-DP (``delta = 0``):
 Both default to a jointly accounted deflation (the k draws cost ``(k + 1) c C^2``, not
 ``2 k c C^2``, under replace-one), a split of the directions' budget chosen from privately released
 eigenvalues, and an optional choice of coordinates from a privately released diagonal (see "Joint
-accounting" below). ``allocation="equal", accounting="per_direction", coordinate_share=0`` (and, for
-ppca, ``eigenvalue_share=0``) give the papers' mechanisms with step-by-step accounting.
+accounting" below). ``EpsilonSplit(allocation="equal", accounting="per_direction", coordinate_share=0)``
+(and, for ppca, ``eigenvalue_share=0``) gives the papers' mechanisms with step-by-step accounting.
 
 The sampler (:class:`BinghamSampler`, :func:`sample_bingham`) draws *exactly* from the vector Bingham
 distribution ``p(v) ∝ exp(v^T M v)`` on the unit sphere by rejection from one of two envelopes, chosen
@@ -126,9 +126,10 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, check_params, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, check_params, validated
 from .._linalg import fix_signs
 from .._moments import accumulate
+from .._options import folded
 from .._results import SubspaceResult
 from .._rows import n_features_of
 from .._validation import as_generator, check_mechanism_inputs, check_n_components
@@ -142,6 +143,7 @@ __all__ = [
     "DEFAULT_MAX_PROPOSALS",
     "BinghamSampler",
     "BinghamSamplerError",
+    "EpsilonSplit",
     "exponential_pca",
     "ppca",
     "sample_bingham",
@@ -180,21 +182,72 @@ _MAX_PROPOSALS = Interval(1, None, "left", integer=True)
 _N_COMPONENTS = Interval(1, None, "left", integer=True)
 _SHARE = Interval(0, 1, "left")
 
-#: The parameters of :func:`ppca` and :func:`exponential_pca` (ppca's ``eigenvalue_share`` may be None:
-#: chosen from k); ``k <= n_features``, ``delta == 0`` and ``vector_shares`` (k weights) are checked
-#: inline.
-_COMMON_PARAMS: Table = {
-    **PRIVACY_PARAMETERS, "envelope": _ENVELOPE,
-    "max_proposals": _MAX_PROPOSALS, "allocation": Options(("adaptive", "equal")),
-    "accounting": Options(("joint", "per_direction")), "coordinate_share": _SHARE,
-}
-_PPCA_PARAMS: Table = {**_COMMON_PARAMS, "eigenvalue_share": [NONE, _SHARE]}
-_EXPONENTIAL_PARAMS: Table = {**_COMMON_PARAMS, "eigenvalue_share": _SHARE}
 #: ppca's eigenvalue share when k > 1 and the allocation is adaptive (the released eigenvalues only
 #: steer the split of the directions' budget, so a small share suffices).
 PPCA_EIGENVALUE_SHARE = 0.05
+#: exponential_pca's eigenvalue share (the eigenvalues are part of its output).
+EXPONENTIAL_EIGENVALUE_SHARE = 0.1
 #: Default share of epsilon spent on the diagonal of the scatter (the choice of coordinates).
 COORDINATE_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class EpsilonSplit:
+    """How :func:`ppca` and :func:`exponential_pca` split epsilon and account for the directions.
+
+    ``epsilon = epsilon_diagonal + epsilon_0 + sum_j epsilon_j``: the Laplace diagonal that proposes
+    coordinates (``coordinate_share``), the Laplace eigenvalues (``eigenvalue_share``: ``epsilon_0``)
+    and the k directions (``epsilon_j``, split by ``allocation`` or ``vector_shares``). The defaults are
+    the library's; ``EpsilonSplit(eigenvalue_share=0, allocation="equal", accounting="per_direction",
+    coordinate_share=0)`` is the papers' mechanism with step-by-step accounting (``epsilon / k`` per
+    direction).
+
+    Parameters
+    ----------
+    eigenvalue_share : float in [0, 1) or None, default=None
+        ``epsilon_0 / epsilon``. 0 releases no eigenvalues (``values=None``, ``total=None``) and spends
+        everything on the directions (then equal parts: the adaptive split and the coordinate step need
+        the eigenvalues). None: the method's default (:func:`exponential_pca`: 0.1; :func:`ppca`: 0.05
+        when k > 1, the allocation is adaptive and the calibration "tight", else 0, as CSS12's
+        mechanism releases no eigenvalues).
+    vector_shares : sequence of k positive floats or None, default=None
+        (:func:`exponential_pca` only) Relative budgets of the k directions (normalised); given, they
+        replace the adaptive split.
+    allocation : {"adaptive", "equal"}, default="adaptive"
+        ``"adaptive"``: the directions' budget goes, in equal parts, to the first m directions, m chosen
+        from the released eigenvalues (post-processing; the others are uniform on the complement, which
+        costs nothing). ``"equal"``: all k directions, equal parts (the papers' split). Needs
+        ``eigenvalue_share > 0``.
+    accounting : {"joint", "per_direction"}, default="joint"
+        ``"joint"``: the k draws certified together, ``C^2 (max c + sum c)`` under replace-one (module
+        docstring); ``"per_direction"``: ``2 C^2 c_j`` each (step by step). The same under add/remove.
+        ``calibration="paper"`` always uses per-direction budgets.
+    coordinate_share : float in [0, 1), default=0.05
+        Share of epsilon for a Laplace release of ``diag(A)`` that proposes coordinates to draw the
+        directions in (used only where predicted to help; 0 disables it).
+    """
+
+    eigenvalue_share: float | None = None
+    vector_shares: Sequence[float] | np.ndarray | None = None
+    allocation: Allocation = "adaptive"
+    accounting: Accounting = "joint"
+    coordinate_share: float = COORDINATE_SHARE
+
+    def __post_init__(self) -> None:
+        table: Table = {"eigenvalue_share": [NONE, _SHARE], "allocation": Options(("adaptive", "equal")),
+                        "accounting": Options(("joint", "per_direction")), "coordinate_share": _SHARE}
+        check_params(table, {name: getattr(self, name) for name in table}, "EpsilonSplit")
+
+
+#: The keywords of :func:`ppca` and :func:`exponential_pca` that became fields of :class:`EpsilonSplit`.
+_SPLIT_FIELDS = {name: name for name in ("eigenvalue_share", "vector_shares", "allocation", "accounting",
+                                         "coordinate_share")}
+#: The parameters of :func:`ppca` and :func:`exponential_pca`; ``k <= n_features``, ``delta == 0`` and
+#: ``vector_shares`` (k weights) are checked inline.
+_PARAMS: Table = {
+    **PRIVACY_PARAMETERS, "envelope": _ENVELOPE, "max_proposals": _MAX_PROPOSALS,
+    "epsilon_split": [NONE, Types((EpsilonSplit,), "an EpsilonSplit")],
+}
 #: The candidate coordinates hold all but this fraction of the released diagonal's positive total.
 COORDINATE_DROP = 0.02
 
@@ -953,7 +1006,8 @@ class _Exponential(Mechanism[_ExponentialInputs, SubspaceResult]):
         )
 
 
-@validated(_PPCA_PARAMS)
+@folded("epsilon_split", EpsilonSplit, {k: v for k, v in _SPLIT_FIELDS.items() if k != "vector_shares"})
+@validated(_PARAMS)
 def ppca(
     X: Any,
     k: int = 1,
@@ -963,10 +1017,7 @@ def ppca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: Calibration = "tight",
-    allocation: Allocation = "adaptive",
-    accounting: Accounting = "joint",
-    coordinate_share: float = COORDINATE_SHARE,
-    eigenvalue_share: float | None = None,
+    epsilon_split: EpsilonSplit | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -989,9 +1040,8 @@ def ppca(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified.
+    X
+        As in :func:`analyze_gauss`.
     k : int
         Number of components, in [1, n_features] (1 is CSS12's PPCA itself).
     epsilon : float
@@ -1009,14 +1059,13 @@ def ppca(
         utility). ``"paper"``: the paper's ``epsilon_j / (2 C^2)`` under both relations (so under
         add/remove it certifies ``epsilon / 2``). The registry lists only ``"tight"``: under the
         paper's relation the two coincide.
-    allocation, accounting, coordinate_share
-        As for :func:`exponential_pca` (k > 1; for k = 1 there is nothing to split).
-    eigenvalue_share : float or None
-        Share of epsilon for the Laplace eigenvalues that steer the split (then returned as
-        ``values``). None (default): ``PPCA_EIGENVALUE_SHARE`` (0.05) when k > 1, the allocation is
-        adaptive and the calibration "tight", else 0 (CSS12's mechanism releases no eigenvalues).
-        ``eigenvalue_share=0, allocation="equal", accounting="per_direction", coordinate_share=0``
-        is CSS12's mechanism with ``epsilon / k`` per direction.
+    epsilon_split : EpsilonSplit or None, default=None
+        How epsilon is split (k > 1; for k = 1 there is nothing to split): :class:`EpsilonSplit`, whose
+        eigenvalues, here, only steer the split (then returned as ``values``). None: its defaults.
+        ``EpsilonSplit(eigenvalue_share=0, allocation="equal", accounting="per_direction",
+        coordinate_share=0)`` is CSS12's mechanism with ``epsilon / k`` per direction. The old keywords
+        ``eigenvalue_share``, ``allocation``, ``accounting``, ``coordinate_share`` still work, with a
+        FutureWarning.
     accountant, random_state, on_norm_violation, envelope, max_proposals, show_progress
         As for :func:`exponential_pca`.
 
@@ -1033,17 +1082,23 @@ def ppca(
     order of the charge (the input read and validated first; a one-shot stream charged first; the
     sampler's cap a failed release that stays charged) are those of :func:`exponential_pca`.
     """
+    split = epsilon_split or EpsilonSplit()
+    if split.vector_shares is not None:
+        raise ValueError("ppca splits the directions' budget itself (adaptive or equal): "
+                         "EpsilonSplit(vector_shares=...) is for exponential_pca.")
+    eigenvalue_share = split.eigenvalue_share
     if eigenvalue_share is None:
         wide = isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 1
-        steered = wide and allocation == "adaptive" and calibration == "tight"
+        steered = wide and split.allocation == "adaptive" and calibration == "tight"
         eigenvalue_share = PPCA_EIGENVALUE_SHARE if steered else 0.0
     return run(_Exponential("ppca", show_progress), _ExponentialInputs(
-        "ppca", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share, None, allocation,
-        accounting, coordinate_share, on_norm_violation, envelope, max_proposals,
+        "ppca", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share, None, split.allocation,
+        split.accounting, split.coordinate_share, on_norm_violation, envelope, max_proposals,
     ), X, RunSettings(accountant, random_state))
 
 
-@validated(_EXPONENTIAL_PARAMS)
+@folded("epsilon_split", EpsilonSplit, _SPLIT_FIELDS)
+@validated(_PARAMS)
 def exponential_pca(
     X: Any,
     k: int,
@@ -1053,11 +1108,7 @@ def exponential_pca(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: Calibration = "tight",
-    eigenvalue_share: float = 0.1,
-    vector_shares: Sequence[float] | np.ndarray | None = None,
-    allocation: Allocation = "adaptive",
-    accounting: Accounting = "joint",
-    coordinate_share: float = COORDINATE_SHARE,
+    epsilon_split: EpsilonSplit | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
@@ -1068,10 +1119,10 @@ def exponential_pca(
     """Amin, Dick, Kulesza, Munoz Medina, Vassilvitskii (NeurIPS 2019): eigenvalues + deflated EM.
 
     1. Release ``(lambda_1, ..., lambda_k, sum_{i>k} lambda_i)`` of ``A = sum_i c(x_i) c(x_i)^T``
-       with i.i.d. Laplace noise (budget ``epsilon_0 = eigenvalue_share * epsilon``).
+       with i.i.d. Laplace noise (budget ``epsilon_0``, 0.1 epsilon by default).
     2. For ``j = 1..k``: with ``P_j`` an orthonormal basis of the complement of ``v_1..v_{j-1}``,
        draw ``u`` from ``exp(c_j u^T P_j^T A P_j u)`` (exact sampler) and set ``v_j = P_j u``
-       (budget ``epsilon_j``, shares ``vector_shares``, equal by default). When ``k = n_features``
+       (budget ``epsilon_j``, split as :class:`EpsilonSplit` says). When ``k = n_features``
        the last direction is the remaining line and costs nothing.
     3. ``values`` are the top-k noisy eigenvalues sorted in decreasing order, paired with
        ``v_1, v_2, ...`` in the order drawn (as in the paper); ``total`` is the sum of the released
@@ -1082,11 +1133,8 @@ def exponential_pca(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified.
-    k : int
-        Number of components, in [1, n_features].
+    X, k
+        As in :func:`analyze_gauss`.
     epsilon : float
         In (0, inf): the total, ``epsilon_0 + sum_j epsilon_j``.
     delta : float
@@ -1100,24 +1148,11 @@ def exponential_pca(
         (add/remove). ``"paper"``: Amin et al.'s constants, ``c_j = epsilon_j / (4 C^2)`` and Laplace
         scale ``2 C^2 / epsilon_0``, which are more private than requested (the report certifies
         what they give: about half the requested epsilon).
-    eigenvalue_share : float
-        In [0, 1): ``epsilon_0 / epsilon`` (default 0.1). 0 releases no eigenvalues
-        (``values=None``, ``total=None``) and spends everything on the directions (then equal
-        parts: the adaptive split and the coordinate step need the eigenvalues).
-    vector_shares : sequence of k positive floats, optional
-        Relative budgets of the k directions (normalised); given, they replace the adaptive split.
-    allocation : {"adaptive", "equal"}
-        ``"adaptive"`` (default): the directions' budget goes, in equal parts, to the first m
-        directions, m chosen from the released eigenvalues (post-processing; the others are uniform on
-        the complement, which costs nothing). ``"equal"``: all k directions, equal parts (the
-        papers' split). Needs ``eigenvalue_share > 0``.
-    accounting : {"joint", "per_direction"}
-        ``"joint"`` (default): the k draws certified together, ``C^2 (max c + sum c)`` under
-        replace-one (module docstring); ``"per_direction"``: ``2 C^2 c_j`` each (step by step).
-        The same under add/remove. ``calibration="paper"`` always uses per-direction budgets.
-    coordinate_share : float
-        In [0, 1): share of epsilon for a Laplace release of ``diag(A)`` that proposes coordinates to
-        draw the directions in (used only where predicted to help; 0 disables it). Default 0.05.
+    epsilon_split : EpsilonSplit or None, default=None
+        How epsilon is split between the diagonal, the eigenvalues and the directions, and how the
+        directions are accounted (:class:`EpsilonSplit`; None: its defaults). The old keywords
+        ``eigenvalue_share``, ``vector_shares``, ``allocation``, ``accounting``, ``coordinate_share``
+        still work, with a FutureWarning.
     accountant : Accountant, optional
         Ledger to spend against; the run is refused before the data are read if it would exceed the
         ceiling.
@@ -1170,8 +1205,11 @@ def exponential_pca(
     whether that happens, like the running time of rejection sampling, depends on the data
     (docs/privacy-caveats.md).
     """
+    split = epsilon_split or EpsilonSplit()
+    eigenvalue_share = (EXPONENTIAL_EIGENVALUE_SHARE if split.eigenvalue_share is None
+                        else split.eigenvalue_share)
     return run(_Exponential("exponential", show_progress), _ExponentialInputs(
         "exponential", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share,
-        vector_shares, allocation, accounting, coordinate_share, on_norm_violation, envelope,
-        max_proposals,
+        split.vector_shares, split.allocation, split.accounting, split.coordinate_share, on_norm_violation,
+        envelope, max_proposals,
     ), X, RunSettings(accountant, random_state))

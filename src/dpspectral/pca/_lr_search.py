@@ -173,11 +173,10 @@ def _run_events(n: int, d: int, k: int, budget: tuple[float, float], row_norm: f
     stand_in = np.broadcast_to(np.zeros((1, d)), (n, d))
     with warnings.catch_warnings():  # the runs below warn about their parameters, once each
         warnings.simplefilter("ignore", oja_module.AnalysisRangeWarning)
-        run_events: Any = _METHODS[method](
-            stand_in, k, epsilon=budget[0], delta=budget[1], row_norm=row_norm,
+        return oja_module.planned_events(
+            method, stand_in, k, epsilon=budget[0], delta=budget[1], row_norm=row_norm,
             learning_rate_scale=grid[0][1], learning_rate_offset=grid[0][2],
-            on_norm_violation=on_norm_violation, _plan_only=True, **method_params)
-    return list(getattr(run_events, "events", run_events))  # a ReleasePlan or a list of events
+            on_norm_violation=on_norm_violation, **method_params)
 
 
 def _plan(n: int, d: int, k: int, *, budget: PrivacyBudget, relation: Relation, row_norm: float, C: float,

@@ -31,9 +31,10 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Options, Types, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Types, validated
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
@@ -51,10 +52,10 @@ from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
+from ._clip_stage import ClipStaged, with_clip_stage
 from ._oja import _array_shape, _Opened
+from ._schedule import WarmupSchedule
 from ._stream import (
-    DEFAULT_N_BATCHES,
-    DEFAULT_WARMUP_FRACTION,
     _as_source,
     _batch_sum,
     _check_k,
@@ -79,12 +80,11 @@ _DEVICE_CHUNK_ELEMENTS = 1 << 24  # values per chunk on a device (array API disp
 
 MINIBATCH_OJA_PARAMETERS: dict[str, Any] = {
     **PRIVACY_PARAMETERS, "calibration": Options(("tight",)),
-    "n_batches": Interval(1, None, "left", integer=True),
-    "warmup_fraction": Interval(0, 1, "neither"),
+    "schedule": [NONE, Types((WarmupSchedule,), "a WarmupSchedule")],
     "block_size": [NONE, Interval(1, None, "left", integer=True)],
     "n_samples": [NONE, Interval(1, None, "left", integer=True)],
     "show_progress": [NONE, Types((bool,), "a bool")],
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
+    "adaptive_clip": ADAPTIVE_CLIP,
 }
 
 
@@ -238,11 +238,12 @@ class _MinibatchChecked:
     d: int | None = None
 
 
-class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
+class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
     """Minibatch Oja as the release template runs it: one release of the noisy batch sums at the bound
     C, or (adaptive clipping) the norm histogram first, then the batch sums at the released clip."""
 
     label = _OWNER
+    release_name = _BATCH
     stacklevel = 3  # frames above run: minibatch_oja, the constraint check, the caller
 
     def check(self, inputs: _MinibatchInputs, X: Any) -> _MinibatchChecked:
@@ -283,17 +284,7 @@ class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
     def plan(self, inputs: _MinibatchChecked, n: int | None, d: int | None) -> ReleasePlan | None:
         if d is None:
             return None
-        plan = self._method_plan(inputs, n, d)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
-
-    def is_staged(self, inputs: _MinibatchChecked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _MinibatchChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_BATCH,),)
+        return with_clip_stage(self._method_plan(inputs, n, d), inputs.clip)
 
     def stage_plan(self, inputs: _MinibatchChecked, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:
@@ -343,6 +334,8 @@ def _sizes(inputs: _MinibatchChecked, source: _Source) -> list[int]:
     return batch_sizes(source.n, int(inputs.inputs.n_batches), float(inputs.inputs.warmup_fraction))
 
 
+@folded("schedule", WarmupSchedule, {"n_batches": "n_batches", "warmup_fraction": "warmup_fraction"})
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(MINIBATCH_OJA_PARAMETERS)
 def minibatch_oja(
     X: Any,
@@ -353,24 +346,22 @@ def minibatch_oja(
     row_norm: float,
     relation: Relation | str = "replace_one",
     calibration: str = "tight",
-    n_batches: int = DEFAULT_N_BATCHES,
-    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    schedule: WarmupSchedule | None = None,
     block_size: int | None = None,
     n_samples: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """Minibatch clipped Oja (paper 001, Eq. (7)): one pass, T noisy block-power steps on disjoint batches.
 
     ``G_t = sum_{x in B_t} c(x) c(x)^T W_{t-1} + Z_t`` with ``Z_t`` i.i.d. ``N(0, sigma^2)``, then
     ``W_t = QR(G_t)``; ``c`` clips rows to norm C = ``row_norm``; W has p = ``block_size`` >= k columns
-    and the components are the top-k left singular vectors of ``G_T``. T = ``n_batches``; the first T - 1
-    batches (warm-up) have ``floor(warmup_fraction n)`` rows each, the last the rest (public: n is
-    public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
+    and the components are the top-k left singular vectors of ``G_T``. T = ``schedule.n_batches``; the
+    first T - 1 batches (warm-up) have ``floor(warmup_fraction n)`` rows each, the last the rest (public:
+    n is public under replace-one; a stream needs ``n_samples``). Memory O(dk + B d) for a batch of B rows
     read from a stream (an in-memory input is indexed in its secret order), p = ``block_size``.
 
     Parameters
@@ -387,10 +378,10 @@ def minibatch_oja(
         ``on_norm_violation="raise"``).
     relation : {"replace_one"}
     calibration : {"tight"}
-    n_batches : int
-        T, the number of steps (batches); default 4.
-    warmup_fraction : float
-        Share of the rows in each of the T - 1 warm-up batches; default 0.05.
+    schedule : WarmupSchedule or None, default=None
+        The batches: T = ``n_batches`` steps, T - 1 warm-up batches of ``warmup_fraction`` of the rows
+        (:class:`WarmupSchedule`; None: 4 and 0.05). The old keywords ``n_batches``, ``warmup_fraction``
+        still work, with a FutureWarning.
     block_size : int or None
         p, the columns of the iterate (oversampling), in [k, n_features]; None: ``min(d, 20 k)``
         (:func:`default_block_size`). The result is the top-k left
@@ -404,11 +395,9 @@ def minibatch_oja(
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bar over the blocks of a stream.
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule) instead of at
-        ``row_norm``; ignored (one release) for a one-shot iterator, which cannot be read twice.
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+    adaptive_clip : bool or AdaptiveClip, default=True
+        As in :func:`noisy_power`; ignored (one release) for a one-shot iterator, which cannot be read
+        twice.
 
     Returns
     -------
@@ -443,7 +432,7 @@ def minibatch_oja(
     lists of blocks, a callable that returns a fresh iterator of blocks; a one-shot iterator keeps the
     single release above): a noisy histogram of the row norms is released first
     (:mod:`dpspectral.privacy._adaptive`: ``GaussianDpEvent(s_h)``, L2 sensitivity sqrt(2) under
-    replace-one, ``s_h = s_total / sqrt(clip_share)``) and the clip r <= C is post-processed from it
+    replace-one, ``s_h = s_total / sqrt(share)``) and the clip r <= C is post-processed from it
     (the balance rule with :func:`noise_per_clip2`). Every row is then clipped at the public r, so the
     derivation above holds with C replaced by r: ``sigma = m min(sqrt(p), sqrt 2) r^2``, with m
     calibrated for ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)] * T)])``
@@ -460,7 +449,10 @@ def minibatch_oja(
     ``"seeded-device"``; ``random_state="secure"`` is refused there). The initial frame and the secret
     permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
     """
-    inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, n_batches, warmup_fraction,
-                              block_size, n_samples, on_norm_violation, adaptive_clip, clip_share)
+    on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
+    batches = schedule or WarmupSchedule()
+    inputs = _MinibatchInputs(k, epsilon, delta, row_norm, relation, calibration, batches.n_batches,
+                              batches.warmup_fraction, block_size, n_samples, on_norm_violation, on,
+                              clip_share)
     return run(_MinibatchOja(show_progress), inputs, X,
                RunSettings(accountant=accountant, random_state=random_state, show_progress=show_progress))

@@ -55,6 +55,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import inspect
 import itertools
 import math
 import warnings
@@ -74,15 +75,16 @@ from .._constraints import (
     ON_NORM_VIOLATION,
     RANDOM_STATE,
     ROW_NORM,
-    SHARE,
     Interval,
     Options,
     Types,
+    check_params,
     renamed,
     validated,
 )
 from .._linalg import fix_signs, orthonormalize
 from .._moments import needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._progress import progress
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
@@ -109,6 +111,8 @@ from ..privacy._histogram import (
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
+from ._clip_stage import ClipStaged, with_clip_stage
+from ._range_estimation import RANGE_ESTIMATION_FIELDS, RangeEstimation
 from ._stream import (
     _batch_sum,
     _check_k,
@@ -175,18 +179,14 @@ _PRIVATE_PARAMETERS: dict[str, Any] = {
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "gradient_clip": [NONE, _POSITIVE], "learning_rate_scale": [NONE, _POSITIVE],
-    "amplification": Options(("none", "shuffle")), "adaptive_clip": Types((bool,), "a bool"),
-    "clip_share": [NONE, SHARE],
+    "amplification": Options(("none", "shuffle")), "adaptive_clip": ADAPTIVE_CLIP,
 }
 _DP_PCA_PARAMETERS: dict[str, Any] = {
     **_PRIVATE_PARAMETERS, "batch_size": [NONE, _COUNT], "batch_constant": _POSITIVE,
-    "histogram": Options(("laplace", "stable")), "half_width_mult": _POSITIVE,
-    "tail_scale": _POSITIVE, "tail_exponent": _POSITIVE, "failure_probability": SHARE,
-    "n_groups": [NONE, _COUNT], "histogram_share": SHARE,
+    "range_estimation": [NONE, Types((RangeEstimation,), "a RangeEstimation")],
     "learning_rate_scale": [NONE, _POSITIVE], "learning_rate_offset": [NONE, _POSITIVE],
     "schedule": Options(("warmup", "paper")), "block_size": [NONE, _COUNT],
-    "truncation": [NONE, Options(("auto", "always"))], "range_fraction": [NONE, Interval(0, 1, "neither")],
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE],
+    "adaptive_clip": ADAPTIVE_CLIP,
 }
 
 
@@ -493,6 +493,7 @@ def shuffle_amplified_epsilon(noise_multiplier: float, n_steps: int, delta: floa
     return math.inf, delta
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @renamed(LEARNING_RATE_NAMES)
 @validated(_PRIVATE_OJA_PARAMETERS)
 def private_oja(
@@ -514,9 +515,7 @@ def private_oja(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
-    _plan_only: bool = False,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """Private Oja (Algorithm 2): clipped Oja steps with Gaussian noise, one row per step.
 
@@ -532,6 +531,48 @@ def private_oja(
     i.e. ``sin = O(alpha C^2 sqrt(d / n) / gap)``, against DP-PCA's ``alpha d C^2 / (n gap)``.
     The rows of an in-memory input are visited in a uniformly random order drawn from the secret
     generator (the paper's line 1 shuffle, fresh for every call); a stream is used in its order.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or an
+        iterable of row blocks
+        The private data, read once per pass. Never modified.
+    k : int, default=1
+        Number of components, in [1, n_features].
+    epsilon, delta : float
+        The (epsilon, delta) guarantee, epsilon in (0, inf) and delta in (0, 1).
+    row_norm : float
+        Public bound C on each row's Euclidean norm; rows above it are clipped (or refused with
+        ``on_norm_violation="raise"``). Never derived from the data.
+    relation : {"replace_one"}
+    calibration : {"tight"}
+        The paper's multiplier leaves its constant unspecified: only the exact one is offered.
+    learning_rate_scale, learning_rate_offset : float or None, float
+        c1 and c2 of ``eta_t = c1 / (c2 + t)``; c1 None: ``10 / row_norm^2``; c2 default 10.
+    gradient_clip : float or None
+        beta, the clip of each step's gradient; None: ``row_norm^2`` (only the row clip acts).
+    rank_method : {"block", "deflation"}
+        A d x k iterate, or k parts of the rows each learning one component (module docstring).
+    amplification : {"none", "shuffle"}
+        ``"shuffle"``: amplification by shuffling (in-memory data only; below).
+    n_samples : int or None
+        n for a stream; checked against an in-memory input's row count.
+    accountant : Accountant, optional
+        Ledger to spend against (refused before anything is drawn when over its ceiling).
+    random_state : None, int, SeedSequence, Generator or "secure"
+        Secret: it draws the noise, the initial iterate and the row order.
+    on_norm_violation : {"clip", "raise"}
+    show_progress : bool or None
+        Progress bar over the rows.
+    adaptive_clip : bool or AdaptiveClip, default=True
+        Clip the rows at a released clip instead of at ``row_norm`` (below); ``AdaptiveClip(share=...)``
+        sets the histogram's share of the budget (the clip follows the balance rule, which takes no
+        quantile).
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); ``values`` None.
 
     Privacy
     -------
@@ -565,26 +606,23 @@ def private_oja(
     arrays, memmaps, sparse, Dask, lists of blocks, a callable returning a fresh iterator of blocks; a
     one-shot iterator keeps the single release above): a noisy histogram of the row norms is released
     first (:mod:`dpspectral.privacy._adaptive`: ``GaussianDpEvent(s_h)``, L2 sensitivity sqrt(2),
-    ``s_h = s_total / sqrt(clip_share)``) and the clip r <= C is post-processed from it. Every row is
+    ``s_h = s_total / sqrt(share)``) and the clip r <= C is post-processed from it. Every row is
     then clipped at the public r, so the derivation above holds with C replaced by r:
     ``S = min(2 beta, min(sqrt(k), sqrt 2) r^2)`` with the default ``beta = r^2`` and learning rate
     ``c1 = 10 / r^2`` (a given ``gradient_clip`` or ``c1`` is kept); alpha is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), GaussianDpEvent(alpha)])`` (the histogram and the steps each
     see every row once: basic composition). A re-readable stream is read three times (validated at C
     before any charge, the histogram, the steps; memory O(dk)). ``adaptive_clip=False``: the
-    single release at C; ``clip_share``: the histogram's share of the budget (default 0.02). Diagnostics
+    single release at C; ``AdaptiveClip(share=...)``: the histogram's share of the budget (default 0.02;
+    the clip follows the balance rule, which takes no quantile). Diagnostics
     ``clip`` and ``histogram_noise_std`` with adaptive clipping.
     """
     inputs = _OjaInputs(k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
                         calibration=calibration, learning_rate_scale=learning_rate_scale,
                         learning_rate_offset=learning_rate_offset, gradient_clip=gradient_clip,
                         rank_method=rank_method, amplification=amplification, n_samples=n_samples,
-                        on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip,
-                        clip_share=clip_share)
-    mechanism = _PrivateOja(show_progress)
-    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return mechanism.events_of(inputs, X)  # type: ignore[return-value]
-    return run(mechanism, inputs, X, RunSettings(accountant, random_state))
+                        on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip)
+    return run(_PrivateOja(show_progress), inputs, X, RunSettings(accountant, random_state))
 
 
 @dataclass(frozen=True)
@@ -604,8 +642,7 @@ class _OjaInputs:
     amplification: str
     n_samples: int | None
     on_norm_violation: NormViolation
-    adaptive_clip: bool
-    clip_share: float | None
+    adaptive_clip: bool | AdaptiveClip
 
 
 @dataclass(frozen=True, eq=False)
@@ -647,11 +684,12 @@ def _array_shape(X: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
+class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
     """Private Oja as the release template runs it: one release of the noisy steps at the bound C, or
     (adaptive clipping) the norm histogram first, then the steps at the released clip."""
 
     label = "private_oja"
+    release_name = _STEP
     stacklevel = 4  # frames above run: private_oja, the constraint check, the renaming, the caller
 
     def check(self, inputs: _OjaInputs, X: Any) -> _OjaChecked:
@@ -672,8 +710,9 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
                 "matrix, Dask array or list of blocks), which the library shuffles with the secret "
                 "generator; a one-shot stream cannot be shuffled here. Use amplification='none'."
             )
-        share = inputs.clip_share or DEFAULT_CLIP_SHARE
-        adaptive = inputs.adaptive_clip and inputs.amplification == "none" and needs_two_passes_ok(X)
+        share = self._clip_share(inputs)
+        adaptive = (inputs.adaptive_clip is not False and inputs.amplification == "none"
+                    and needs_two_passes_ok(X))
         clip = plan_row_clip(budget, rel, C, share) if adaptive else None
         beta = sensitivity_norm(C) ** 2 if inputs.gradient_clip is None else float(inputs.gradient_clip)
         c1 = inputs.learning_rate_scale
@@ -707,10 +746,10 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
     def _plan_of(self, inputs: _OjaChecked, shape: _Source) -> ReleasePlan:
         plan, _ = _private_oja_plan(inputs.budget, inputs.relation, inputs.beta, shape,
                                     inputs.inputs.amplification, inputs.clip)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
+        return with_clip_stage(plan, inputs.clip)
+
+    def _clip_share(self, inputs: _OjaInputs) -> float:
+        return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
 
     def events_of(self, inputs: _OjaInputs, X: Any) -> list[dp_accounting.DpEvent]:
         """The events a run on ``X`` (an array: its shape only) would be charged."""
@@ -718,12 +757,6 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
         plan = self.plan(checked, checked.n, checked.d)
         assert plan is not None
         return list(plan.events)
-
-    def is_staged(self, inputs: _OjaChecked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _OjaChecked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return ((("norm_histogram",),) if inputs.clip is not None else ()) + ((_STEP,),)
 
     def stage_plan(self, inputs: _OjaChecked, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:
@@ -745,7 +778,7 @@ class _PrivateOja(Mechanism[_OjaInputs, SubspaceResult]):
         released.update(source=source, beta=beta, rates=rates, clip=r)
         stage, _ = _private_oja_plan(inputs.budget, inputs.relation, beta, source, ins.amplification,
                                      inputs.clip, alpha=alpha,
-                                     note=clip_note(r, inputs.C, ins.clip_share or DEFAULT_CLIP_SHARE))
+                                     note=clip_note(r, inputs.C, self._clip_share(ins)))
         return stage
 
     def statistic(self, inputs: _OjaChecked, rows: _Opened, plan: ReleasePlan,
@@ -1392,11 +1425,9 @@ class _DpPcaConfig:
         return None if self.lap_m is None else 2.0 * self.lap_m  # multiplier = scale / L1 shift 2
 
 
-#: The paper's symbols of :func:`dp_pca`'s Assumption A.4 constants (still accepted, with a FutureWarning).
-DP_PCA_PAPER_NAMES = {"K": "tail_scale", "a": "tail_exponent", **LEARNING_RATE_NAMES}
-
-
-@renamed(DP_PCA_PAPER_NAMES)
+@folded("range_estimation", RangeEstimation, RANGE_ESTIMATION_FIELDS)
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
+@renamed(LEARNING_RATE_NAMES)
 @validated(_DP_PCA_PARAMETERS)
 def dp_pca(
     X: Any,
@@ -1414,23 +1445,13 @@ def dp_pca(
     batch_constant: float = 1.0,
     rank_method: RankMethod = "block",
     block_size: int | None = None,
-    truncation: Literal["auto", "always"] | None = None,
-    range_fraction: float | None = None,
-    histogram: Histogram = "laplace",
-    half_width_mult: float = 2.0,
-    tail_scale: float = 1.0,
-    tail_exponent: float = 0.5,
-    failure_probability: float = 0.01,
-    n_groups: int | None = None,
-    histogram_share: float = 0.5,
+    range_estimation: RangeEstimation | None = None,
     n_samples: int | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
-    _plan_only: bool = False,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """DP-PCA (Algorithm 3): minibatch Oja with private range and mean estimation.
 
@@ -1444,7 +1465,7 @@ def dp_pca(
 
     Defaults (``schedule="warmup"``, measured in docs/algorithms/oja.md; public inputs only): three
     warm-up batches of 5% of the rows and one of the remaining 85% (n is public under replace-one; a
-    stream needs ``n_samples``), ``range_fraction = 0.1`` of each batch for Algorithm 4, an iterate of
+    stream needs ``n_samples``), 0.1 of each batch for Algorithm 4, an iterate of
     ``block_size = min(d, 20 k)`` columns (oversampling; the result is the top-k left singular vectors
     of the last update), power steps, and ``truncation="auto"``: Algorithm 5's histograms and box run
     only where the box is smaller than the public bound (its L2 diameter ``2 h r sqrt(p)`` below
@@ -1456,14 +1477,43 @@ def dp_pca(
     ln(n)^2``, halves, p = k columns, ``truncation="always"``, ``eta_t = c1 / (c2 + t)`` with c1 = 100
     / row_norm^2, c2 = 1), with ``calibration="paper"`` for its noise ``beta_t``. A failed estimate
     skips the step (``truncation="always"``) or uses the public bound (``"auto"``).
-    ``zeta = failure_probability / (2 T)``; ``tail_scale`` (K in the paper) and ``tail_exponent``
-    (a in the paper) are the constants of Assumption A.4, the sub-Weibull tail of the gradients
-    ``E exp((|u^T (A_i - Sigma) v|^2 / (K^2 lambda_1^2 gamma^2))^{1/(2a)}) <= 2`` (the paper's
-    Gaussian values are K = 4, a = 1, which make the truncation box ~80 standard deviations wide at
-    n = 2e5; the defaults K = 1, a = 1/2 and ``half_width_mult = 2`` (the factor of Algorithm 5's box;
-    spec default 3) were chosen from measurements, docs/algorithms/oja.md). The paper's names ``K``,
-    ``a`` still work, with a FutureWarning. Learning rates are in the
-    units of the data: ``eta`` scales as ``1 / row_norm^2``; the defaults suit ``row_norm = 1``.
+    The constants of Algorithms 4 and 5 (the histogram learner, K, a, the box's factor, the failure
+    probability, the groups, the budget shares, ``range_fraction`` and ``truncation``) are one
+    :class:`RangeEstimation`, passed as ``range_estimation`` (None: its defaults, chosen from
+    measurements in docs/algorithms/oja.md). Learning rates are in the units of the data: ``eta``
+    scales as ``1 / row_norm^2``; the defaults suit ``row_norm = 1``.
+
+    Parameters
+    ----------
+    X, k, epsilon, delta, row_norm, relation
+        As in :func:`private_oja`.
+    calibration : {"tight", "paper"}
+        ``"tight"``: both branches get the whole budget; ``"paper"``: the paper's split and noise
+        (below).
+    learning_rate_scale, learning_rate_offset : float or None
+        c1 and c2 of ``eta_t = c1 / (c2 + t)``; c1 None: power steps (the paper's schedule: 100 /
+        row_norm^2); c2 None: 1.
+    schedule : {"warmup", "paper"}
+        The minibatches: three warm-up batches of 5% and the rest, or the paper's equal batches.
+    batch_size : int or None
+        Equal minibatches of this size instead of the schedule's.
+    batch_constant : float
+        c of the paper's ``B = c n / ln(n)^2``.
+    rank_method
+        As in :func:`private_oja`.
+    block_size : int or None
+        Columns of the iterate, in [k, n_features]; None: ``min(d, 20 k)`` (the paper's schedule: k).
+    range_estimation : RangeEstimation or None
+        The constants of Algorithms 4 and 5 (:class:`RangeEstimation`); None: its defaults.
+    n_samples, accountant, random_state, on_norm_violation, show_progress
+        As in :func:`private_oja`.
+    adaptive_clip : bool or AdaptiveClip, default=True
+        As in :func:`private_oja`, where Algorithms 4 and 5 cannot act (below).
+
+    Returns
+    -------
+    SubspaceResult
+        ``components`` (n_features, k); ``values`` None; diagnostics of the steps and batches.
 
     Privacy
     -------
@@ -1487,9 +1537,9 @@ def dp_pca(
     the p histograms compose by basic composition (their pure epsilon), a PLD of so many compositions
     being too large.
     ``calibration="tight"`` (default): both branches get the whole (epsilon, delta) (parallel
-    composition); in branch 2 the histograms take ``histogram_share`` and the Gaussian multiplier is
-    the smallest the accountant certifies for the rest. ``calibration="paper"``: each branch gets
-    (epsilon/2, delta/2) as in the paper and the Gaussian std is the paper's
+    composition); in branch 2 the histograms take ``RangeEstimation.histogram_share`` and the Gaussian
+    multiplier is the smallest the accountant certifies for the rest. ``calibration="paper"``: each
+    branch gets (epsilon/2, delta/2) as in the paper and the Gaussian std is the paper's
     ``beta_t = 8 K sqrt(2 Lambda_t) log^a(B d / zeta) sqrt(2 d log(2.5/delta)) / (epsilon B)``, which
     leaves nothing for the histograms: the accountant reports what that certifies (marked uncertified
     where it exceeds the request).
@@ -1502,8 +1552,8 @@ def dp_pca(
     Adaptive clipping (``adaptive_clip=True``, default): where the box can never act (public sizes,
     e.g. MNIST's d p; the plan above is ``ParallelDpEvent([GaussianDpEvent(m)])``), with
     ``calibration="tight"`` and an input that can be read twice, a noisy norm histogram is released
-    first (:mod:`dpspectral.privacy._adaptive`, ``clip_share`` of the budget, default 0.02) and the rows
-    are clipped at the clip r post-processed from it: ``S`` above holds with C replaced by the public
+    first (:mod:`dpspectral.privacy._adaptive`, ``AdaptiveClip.share`` of the budget, default 0.02) and
+    the rows are clipped at the clip r post-processed from it: ``S`` above holds with C replaced by the public
     r (so do the eigenvalue grid's top ``2 r^4`` and the default ``c1 = 100 / r^2``); m is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)])])``. Where Algorithms
     4 and 5 act, their private range estimate already adapts the noise to the gradients' spread: one
@@ -1513,15 +1563,10 @@ def dp_pca(
         k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         learning_rate_scale=learning_rate_scale, learning_rate_offset=learning_rate_offset,
         schedule=schedule, batch_size=batch_size, batch_constant=batch_constant, rank_method=rank_method,
-        block_size=block_size, truncation=truncation, range_fraction=range_fraction, histogram=histogram,
-        half_width_mult=half_width_mult, tail_scale=tail_scale, tail_exponent=tail_exponent,
-        failure_probability=failure_probability, n_groups=n_groups, histogram_share=histogram_share,
-        n_samples=n_samples, on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip,
-        clip_share=clip_share, seeded=not isinstance(random_state, str))
-    mechanism = _DpPca(show_progress)
-    if _plan_only:  # for select_learning_rate: the events, before anything is charged or drawn
-        return mechanism.events_of(inputs, X)  # type: ignore[return-value]
-    return run(mechanism, inputs, X, RunSettings(accountant, random_state))
+        block_size=block_size, range_estimation=range_estimation, n_samples=n_samples,
+        on_norm_violation=on_norm_violation, adaptive_clip=adaptive_clip,
+        seeded=not isinstance(random_state, str))
+    return run(_DpPca(show_progress), inputs, X, RunSettings(accountant, random_state))
 
 
 @dataclass(frozen=True)
@@ -1542,19 +1587,10 @@ class _DpPcaInputs:
     batch_constant: float
     rank_method: RankMethod
     block_size: int | None
-    truncation: str | None
-    range_fraction: float | None
-    histogram: Histogram
-    half_width_mult: float
-    tail_scale: float
-    tail_exponent: float
-    failure_probability: float
-    n_groups: int | None
-    histogram_share: float
+    range_estimation: RangeEstimation | None
     n_samples: int | None
     on_norm_violation: NormViolation
-    adaptive_clip: bool
-    clip_share: float | None
+    adaptive_clip: bool | AdaptiveClip
     seeded: bool = True
 
 
@@ -1587,7 +1623,8 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
             calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
             allowed_relations=(Relation.REPLACE_ONE,),
         )
-        ok = inputs.adaptive_clip and inputs.calibration == "tight" and needs_two_passes_ok(X)
+        on, _, _ = clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)
+        ok = on and inputs.calibration == "tight" and needs_two_passes_ok(X)
         return _DpPcaChecked(inputs, budget, rel, C, inputs.calibration, ok, *_array_shape(X))
 
     def _config(self, inputs: _DpPcaChecked, n: int | None, d: int,
@@ -1602,16 +1639,10 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
         if B is not None and len(shape.parts) > 1 and n is not None and n // k < B:
             raise ValueError(f"{self.label}: rank_method='deflation' gives each of the k={k} components "
                              f"n/k = {n // k} rows, fewer than one minibatch (B = {B}).")
-        config = _dp_pca_config(
-            shape, inputs.budget, B, rank_method=ins.rank_method, calibration=ins.calibration,
-            schedule=ins.schedule, histogram=ins.histogram, failure_probability=ins.failure_probability,
-            n_groups=ins.n_groups, histogram_share=ins.histogram_share, half_width_mult=ins.half_width_mult,
-            tail_scale=ins.tail_scale, tail_exponent=ins.tail_exponent, c1=ins.learning_rate_scale,
-            c2=ins.learning_rate_offset, block_size=ins.block_size, truncation=ins.truncation,
-            range_fraction=ins.range_fraction)
+        config = _dp_pca_config(shape, inputs.budget, B, ins)
         clip = None  # adaptive clipping: only where every batch is released with noise from the bound
         if inputs.adaptive_clip_ok and not config.adaptive:
-            budget, share = inputs.budget, ins.clip_share or DEFAULT_CLIP_SHARE
+            budget, share = inputs.budget, self._clip_share(ins)
             clip = plan_row_clip(budget, inputs.relation, inputs.C, share)
             config = dataclasses.replace(config, s_gauss=calibrate(
                 clip.compose(dp_accounting.GaussianDpEvent), budget.epsilon, budget.delta,
@@ -1623,12 +1654,11 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
             return None
         in_memory = inputs.d is not None or n is not None
         _, config, clip = self._config(inputs, n, d, in_memory)
-        plan = _dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
-                            seeded=inputs.inputs.seeded)
-        if clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (clip.event, *plan.events),
-                           (clip.release, *plan.releases), plan.notes)
+        return with_clip_stage(_dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
+                                            seeded=inputs.inputs.seeded), clip)
+
+    def _clip_share(self, inputs: _DpPcaInputs) -> float:
+        return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
 
     def events_of(self, inputs: _DpPcaInputs, X: Any) -> list[dp_accounting.DpEvent]:
         """The events a run on ``X`` (an array: its shape only) would be charged."""
@@ -1682,7 +1712,7 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
             pub_sens=min(math.sqrt(config.block), math.sqrt(2.0)) * grad_bound,
             c1=100.0 / r**2 if inputs.inputs.learning_rate_scale is None else config.c1),
             histogram_noise_std=clip.release.scale)
-        share = inputs.inputs.clip_share or DEFAULT_CLIP_SHARE
+        share = self._clip_share(inputs.inputs)
         return dataclasses.replace(stage, notes=plan.notes + (clip_note(r, inputs.C, share),))
 
     def statistic(self, inputs: _DpPcaChecked, rows: _Opened, plan: ReleasePlan,
@@ -1701,7 +1731,7 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
                      report: Any) -> SubspaceResult:
         W, log, used = released[released.plan.releases[-1].name]
         out = _dp_pca_result(W, log, used, report, released["config"], inputs.inputs.rank_method,
-                             inputs.inputs.histogram)
+                             released["config"].histogram)
         if "clip" in released:
             out.diagnostics.update({"clip": released["clip"],
                                     "histogram_noise_std": released["histogram_noise_std"]})
@@ -1769,31 +1799,31 @@ def _warn_outside_analysis(budget: PrivacyBudget, n: int | None, owner: str) -> 
                       stacklevel=5)
 
 
-def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int | None, *, rank_method: str,
-                   calibration: str, schedule: str, histogram: Histogram, failure_probability: float,
-                   n_groups: int | None, histogram_share: float, half_width_mult: float,
-                   tail_scale: float, tail_exponent: float, c1: float | None, c2: float | None,
-                   block_size: int | None, truncation: str | None,
-                   range_fraction: float | None) -> _DpPcaConfig:
+def _dp_pca_config(source: _Source, budget: PrivacyBudget, B: int | None,
+                   inputs: _DpPcaInputs) -> _DpPcaConfig:
     """Steps, groups, block, learning rate and noise multipliers of a DP-PCA run, from public inputs."""
+    calibration, schedule, rank_method = inputs.calibration, inputs.schedule, inputs.rank_method
+    c1, c2 = inputs.learning_rate_scale, inputs.learning_rate_offset
+    rng = inputs.range_estimation or RangeEstimation()
+    histogram, n_groups, range_fraction = rng.histogram, rng.n_groups, rng.range_fraction
     n = source.n
     T = (None if n is None else n // B) if B is not None else 4 * len(source.parts)
-    zeta = float(failure_probability) / (2 * max(1, T or 1))
+    zeta = float(rng.failure_probability) / (2 * max(1, T or 1))
     b_eps, b_delta = (budget.epsilon, budget.delta) if calibration == "tight" else (
         budget.epsilon / 2, budget.delta / 2)
     groups = int(n_groups) if n_groups is not None else _group_count(b_eps, b_delta, zeta, histogram)
     paper = schedule == "paper"
     fraction = None if paper and range_fraction is None else (
         DEFAULT_RANGE_FRACTION if range_fraction is None else float(range_fraction))
-    block = _dp_pca_block(source, rank_method, schedule, block_size)
+    block = _dp_pca_block(source, rank_method, schedule, inputs.block_size)
     p = source.d * block
-    mode = truncation or ("always" if paper else "auto")
+    mode = rng.truncation or ("always" if paper else "auto")
     adaptive = mode == "always" or calibration == "paper" or _can_truncate(source, B, groups, fraction, p)
     grad_bound = sensitivity_norm(source.row_norm) ** 2
-    K, a, h = float(tail_scale), float(tail_exponent), float(half_width_mult)
+    K, a, h = float(rng.tail_scale), float(rng.tail_exponent), float(rng.half_width_mult)
     if adaptive:
         _check_smallest_batch(source, B, groups, fraction)
-        lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(histogram_share), histogram)
+        lap_m, stable_b, s_gauss = _mean_calibration(b_eps, b_delta, p, float(rng.histogram_share), histogram)
     else:  # one Gaussian release per batch: the whole (epsilon, delta)
         lap_m, stable_b = None, None
         s_gauss = analytic_noise_multiplier(budget.epsilon, budget.delta)
@@ -2091,3 +2121,22 @@ def _step_eigenvalue(X1: np.ndarray, w: np.ndarray, config: _DpPcaConfig,
     lam = _group_eigenvalues_of_rows(X1, w, config.groups)
     return _eigenvalue_mode(lam, config.b_eps, config.b_delta, config.eig_bound, config.histogram,
                             releaser, floor)
+
+
+def planned_events(method: str, X: Any, k: int, **params: Any) -> list[dp_accounting.DpEvent]:
+    """The events ``method(X, k, **params)`` would be charged (``method``: ``"private_oja"`` or
+    ``"dp_pca"``), from the public inputs only (an array: its shape); nothing is read, charged or drawn.
+
+    The parameters are checked as the call checks them; the old keywords of the option groups are not
+    accepted here.
+    """
+    known: dict[str, tuple[Callable[..., Any], Any, Any]] = {
+        "private_oja": (private_oja, _PrivateOja, _OjaInputs), "dp_pca": (dp_pca, _DpPca, _DpPcaInputs)}
+    function, mechanism, inputs_type = known[method]
+    bound = inspect.signature(function).bind(X, k, **params)
+    bound.apply_defaults()
+    given = bound.arguments
+    check_params(getattr(function, "parameter_constraints", {}), given, method)
+    inputs = inputs_type(**{f.name: given[f.name] for f in dataclasses.fields(inputs_type)
+                            if f.name in given})
+    return mechanism(None).events_of(inputs, X)

@@ -31,10 +31,11 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, check_params, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Table, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok
+from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._progress import progress
 from .._results import SubspaceResult
 from .._rows import n_features_of
@@ -52,6 +53,7 @@ from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
+from ._clip_stage import ClipStaged, with_clip_stage
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
 
@@ -87,7 +89,7 @@ _N_COMPONENTS = Interval(1, None, "left", integer=True)
 #: relate parameters to each other and to the data and are checked inline.
 _PARAMS: Table = {
     **PRIVACY_PARAMETERS, "n_iter": _N_ITER,
-    "adaptive_clip": Types((bool,), "a bool"), "clip_share": [NONE, SHARE], "device": [NONE, DEVICE],
+    "adaptive_clip": ADAPTIVE_CLIP, "device": [NONE, DEVICE],
 }
 
 
@@ -186,6 +188,7 @@ def _left_singular_vectors(Y: Any) -> Any:
     return U
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(_PARAMS)
 def noisy_power(
     X: Any,
@@ -202,8 +205,7 @@ def noisy_power(
     random_state: Any = None,
     on_norm_violation: NormViolation = "clip",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
     device: Any = None,
 ) -> SubspaceResult:
     """Private power iteration (Hardt and Roth 2013; Hardt and Price 2014), row-level variant.
@@ -221,18 +223,9 @@ def noisy_power(
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), np.memmap, sparse matrix, Dask array, or
-        an iterable of row blocks
-        The private data. Never modified. Read once (``A`` is computed in chunks).
-    k : int
-        Number of components, in [1, n_features].
-    epsilon : float
-        In (0, inf).
-    delta : float
-        In (0, 1).
-    row_norm : float
-        Public bound C on the Euclidean norm of each row; rows above it are clipped per row, or
-        rejected with ``on_norm_violation="raise"``. Never derived from the data.
+    X, k, epsilon, delta, row_norm
+        As in :func:`analyze_gauss` (``X`` is read once: ``A`` is computed in chunks; twice with
+        adaptive clipping).
     relation : {"replace_one", "add_remove"}
     calibration : {"tight", "paper"}
         ``"tight"`` (default): the smallest per-iteration noise multiplier whose L-fold composition
@@ -258,12 +251,11 @@ def noisy_power(
     on_norm_violation : {"clip", "raise"}
     show_progress : bool or None
         Progress bars over blocks and iterations (None: on a terminal, for long work).
-    adaptive_clip : bool, default=True
+    adaptive_clip : bool or AdaptiveClip, default=True
         Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
         :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``. Off for the
-        paper calibration and for a one-shot iterator (it needs a second read).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+        paper calibration and for a one-shot iterator (it needs a second read). ``AdaptiveClip(share=...)``
+        sets the histogram's share of the budget (default 0.02); the balance rule takes no quantile.
     device : None, str, torch.device, or an array
         Out-of-core on a device: host rows (an array, a memmap, row blocks) are copied to ``device`` one
         block at a time and clipped and summed there (every pass); the noise, the iterations and the
@@ -294,7 +286,7 @@ def noisy_power(
     ``random_state`` is secret (it draws the noise).
 
     Adaptive clipping (default with ``calibration="tight"`` and an input that can be read twice): a
-    noisy histogram of the row norms is released first (``clip_share`` of the budget) and the rows
+    noisy histogram of the row norms is released first (its ``share`` of the budget) and the rows
     are clipped at the clip post-processed from it (:mod:`dpspectral.privacy._adaptive`): the
     sensitivity above holds with C replaced by that public clip; the multiplier is calibrated for
     ``ComposedDpEvent([GaussianDpEvent(s_h), SelfComposedDpEvent(GaussianDpEvent(s), L)])``. The data
@@ -308,10 +300,11 @@ def noisy_power(
     ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
     is drawn by the host generator, as on the NumPy path, then moved to the device.
     """
+    on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
     return run(_NoisyPower(show_progress), _PowerInputs(
         k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
         n_iter=n_iter, block_size=block_size, on_norm_violation=on_norm_violation,
-        adaptive_clip=adaptive_clip, clip_share=clip_share,
+        adaptive_clip=on, clip_share=clip_share,
     ), stream_to_device(X, device, _OWNER), RunSettings(accountant, random_state))
 
 
@@ -346,12 +339,13 @@ class _Checked:
     d: int | None
 
 
-class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
+class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
     """The noisy power method as the release template runs it: one release of the L iterations at
     the bound C, or (adaptive clipping) the norm histogram first, then the iterations at the released
     clip."""
 
     label = _OWNER
+    release_name = "iteration"
     stacklevel = 3  # frames above run: noisy_power, the constraint check, the caller
 
     def check(self, inputs: _PowerInputs, X: Any) -> _Checked:
@@ -368,18 +362,8 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
         _, p = _sizes(inputs.k, inputs.inputs.block_size, d)
-        plan = _plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C, int(inputs.inputs.n_iter),
-                     p, inputs.clip)
-        if inputs.clip is None:
-            return plan
-        return ReleasePlan(plan.label, plan.relation, (inputs.clip.event, *plan.events),
-                           (inputs.clip.release, *plan.releases), plan.notes)
-
-    def is_staged(self, inputs: _Checked) -> bool:
-        return inputs.clip is not None
-
-    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
-        return (("norm_histogram",), ("iteration",)) if inputs.clip is not None else (("iteration",),)
+        return with_clip_stage(_plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C,
+                                     int(inputs.inputs.n_iter), p, inputs.clip), inputs.clip)
 
     def read(self, inputs: _Checked, X: Any) -> Rows:
         """The validating pass: ``A`` at the bound C, or (adaptive) only the row norms' counts."""

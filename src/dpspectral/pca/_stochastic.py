@@ -50,12 +50,10 @@ error before anything is charged.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
@@ -68,37 +66,46 @@ from .._array_api import (
     isfinite_all,
     work_dtype,
 )
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, renamed, validated
+from .._constraints import (
+    NONE,
+    PRIVACY_PARAMETERS,
+    SHARE,
+    Interval,
+    Table,
+    Types,
+    check_params,
+    renamed,
+    validated,
+)
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate
+from .._options import AdaptiveClip, folded
 from .._progress import progress
 from .._results import SubspaceResult
-from .._rows import _page_releaser, as_numeric_array, check_numeric_layout, not_finite_error, rows_at
+from .._rows import (
+    _page_releaser,
+    as_numeric_array,
+    check_numeric_layout,
+    is_one_shot,
+    not_finite_error,
+    rows_at,
+)
 from .._validation import check_mechanism_inputs, check_n_components
 from ..privacy._accounting import Accountant, AccountingMethod, calibrate
 from ..privacy._adaptive import (
     DEFAULT_CLIP_SHARE,
     RowClipPlan,
     at_clip,
+    clip_from_counts,
     clip_note,
     plan_row_clip,
-    release_row_clip,
 )
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy._noise import noise_source
-from ..privacy._pipeline import (
-    NoisyRelease,
-    ReleasePlan,
-    Releaser,
-    _check_secure_plan,
-    release,
-    validate_rows,
-)
-
-if TYPE_CHECKING:
-    from ..privacy._noise_base import NoiseSource
+from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, validate_rows
+from ..privacy._quantile import norm_histogram
+from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 
 __all__ = ["dp_spca", "dp_vrpca"]
 
@@ -111,7 +118,7 @@ _COMMON_PARAMS: Table = {
     **PRIVACY_PARAMETERS,
     "n_steps": [NONE, _COUNT], "learning_rate": [NONE, Interval(0, None, "neither")],
     "sampling_rate": [NONE, Interval(0, 1, "right")],
-    "adaptive_clip": Types((bool, np.bool_), "a bool"), "clip_share": [NONE, SHARE],
+    "adaptive_clip": Types((bool, np.bool_, AdaptiveClip), "a bool or an AdaptiveClip"),
 }
 #: The parameters of :func:`dp_spca` and :func:`dp_vrpca`. ``k <= min(n_features, n_samples)``, the
 #: relation and the accountant (``accounting``, with its reason) are checked inline.
@@ -181,25 +188,20 @@ class _Sampler:
         self.n = int(X.shape[0])
         self.xp, self.device = get_namespace_and_device(X, owner)  # (None, None): the NumPy path
 
-    def draw(self) -> np.ndarray | None:
-        """The sorted row indices of a fresh Poisson sample (None when it is empty)."""
-        idx = self.releaser.poisson_sample(self.n, self.q)
-        return idx if idx.size else None
-
     def product(self, W: Any) -> Any:
         """``sum_{i in S} c(x_i) c(x_i)^T W`` over a fresh Poisson sample S (zeros when S is empty).
 
         The sampled rows are read in chunks of about 32 MB (:func:`_sampled_product`), never all at once.
         """
         if self.xp is None:
-            idx = self.draw()
-            if idx is None:
+            idx = self.releaser.poisson_sample(self.n, self.q)
+            if idx.size == 0:
                 return np.zeros(W.shape)
             return _sampled_product(self.X, idx, W, self.C, self.mode, self.owner)
         if self.q == 1.0:  # every row: nothing to draw
             return _full_product_xp(self.X, W, self.C, self.xp, self.owner)
-        idx = self.draw()
-        if idx is None:
+        idx = self.releaser.poisson_sample(self.n, self.q)
+        if idx.size == 0:
             return self.xp.zeros_like(W)
         rows = from_numpy(idx, self.xp, self.device)  # the host's draw, moved once
         return _full_product_xp(self.X, W, self.C, self.xp, self.owner, rows=rows)
@@ -242,30 +244,14 @@ def _spectral_norm(a: Any) -> float:
     return float(np.linalg.norm(a, 2))
 
 
-def _common_checks(X: Any, k: int, epsilon: float, delta: float, row_norm: float,
-                   relation: Any, calibration: str, on_norm_violation: str, owner: str,
-                   accounting: Any,
-                   ) -> tuple[Any, PrivacyBudget, Relation, float]:
-    # replace-one only: the paper's relation, and the step scale uses n (public only under it)
-    budget, rel, C = check_mechanism_inputs(
-        epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, owner=owner, allowed_relations=(Relation.REPLACE_ONE,),
-    )
-    if accounting not in ("auto", "pld"):
+def _check_k(k: int, n: int, d: int, owner: str) -> None:
+    """``k <= n_features`` and ``k <= n_samples`` (public shape)."""
+    check_n_components(k, d, owner, name="k")
+    if k > n:
         raise ValueError(
-            f"The 'accounting' parameter of {owner} must be 'auto' or 'pld'. Got {accounting!r} "
-            "instead: the steps are Poisson-sampled Gaussian releases under replace-one, which only "
-            "the PLD accountant covers (dp_accounting's RDP accountant supports Poisson sampling under "
-            "add/remove only)."
-        )
-    X = _rows_validated(X, C, on_norm_violation, owner)
-    check_n_components(k, int(X.shape[1]), owner, name="k")
-    if k > X.shape[0]:
-        raise ValueError(
-            f"The 'k' parameter of {owner} must be at most the number of rows ({X.shape[0]}): the "
+            f"The 'k' parameter of {owner} must be at most the number of rows ({n}): the "
             f"stochastic gradients cannot span more directions than the data. Got {k} instead."
         )
-    return X, budget, rel, C
 
 
 def _rows_validated(X: Any, C: float, on_norm_violation: str, owner: str) -> Any:
@@ -282,59 +268,298 @@ def _rows_validated(X: Any, C: float, on_norm_violation: str, owner: str) -> Any
     return X
 
 
-def _row_clip_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, calibration: str,
-                   adaptive_clip: bool, clip_share: float | None) -> RowClipPlan | None:
-    """The norm-histogram stage (adaptive clipping) or None: on by default with the tight calibration
-    (the paper's calibration keeps its one release). The rows are in memory, so always re-readable."""
-    if not adaptive_clip or calibration != "tight":
-        return None
-    return plan_row_clip(budget, relation, row_norm, clip_share or DEFAULT_CLIP_SHARE)
+def _adaptive_clip(value: bool | AdaptiveClip, calibration: str, owner: str) -> AdaptiveClip | None:
+    """The adaptive clipping in force, or None: on by default with the tight calibration (the paper's
+    calibration keeps its one release). The clip comes from the balance rule, not a quantile."""
+    if isinstance(value, AdaptiveClip) and value.quantile is not None:
+        raise ValueError(
+            f"The 'adaptive_clip' parameter of {owner} takes no quantile: the clip is chosen from the "
+            "released norm histogram by the balance rule (noise against clipping bias). Pass "
+            "AdaptiveClip(share=...) or True."
+        )
+    if isinstance(value, AdaptiveClip):
+        check_params({"share": [NONE, SHARE]}, {"share": value.share}, f"{owner}'s AdaptiveClip")
+    if not (isinstance(value, AdaptiveClip) or value) or calibration != "tight":
+        return None  # off (False or NumPy's False), or the paper's calibration
+    return value if isinstance(value, AdaptiveClip) else AdaptiveClip()
 
 
 @dataclass(frozen=True)
-class _Run:
-    """The charged stage the steps run in: its releaser and plan, the rows' clip, the report's events."""
+class _StochasticInputs:
+    """The public inputs of :func:`dp_spca` and :func:`dp_vrpca` (as given; checked by
+    :meth:`_Stochastic.check`); the last four are one method's own."""
 
-    releaser: Releaser
-    plan: ReleasePlan
-    clip: float  # C, or the released clip r <= C (public: post-processing of the histogram)
-    mode: NormViolation  # "clip" at a released clip: every row was checked at C before the charge
-    events: tuple[dp_accounting.DpEvent, ...]
+    k: int
+    epsilon: float
+    delta: float
+    row_norm: float
+    relation: Relation | str
+    calibration: str
+    on_norm_violation: NormViolation
+    accounting: str
+    n_steps: int | None
+    learning_rate: float | None
+    sampling_rate: float | None
+    block_size: int | None
+    adaptive_clip: bool | AdaptiveClip
+    rdp_epsilon_share: float = 0.5  # dp_spca
+    n_epochs: int | None = None  # dp_vrpca
+    full_gradient_share: float | None = None  # dp_vrpca
+    adaptive_noise: bool = True  # dp_vrpca
 
 
-def _clip_diagnostics(run: _Run, clip: RowClipPlan | None) -> dict[str, float]:
-    """``clip`` (released) and ``histogram_noise_std`` with adaptive clipping; nothing without."""
-    if clip is None:
-        return {}
-    return {"clip": run.clip, "histogram_noise_std": clip.release.scale}
+@dataclass(frozen=True, eq=False)
+class _Checked:
+    """:class:`_StochasticInputs` checked: budget, relation, bound, the clip stage (if any) and its
+    share, and the public shape of an in-memory array (None until read otherwise)."""
+
+    inputs: _StochasticInputs
+    budget: PrivacyBudget
+    relation: Relation
+    C: float
+    calibration: str
+    clip: RowClipPlan | None
+    clip_share: float
+    n: int | None
+    d: int | None
 
 
-@contextlib.contextmanager
-def _release_at_clip(X: np.ndarray, plan: ReleasePlan, clip: RowClipPlan | None,
-                     accountant: Accountant | None, noise: NoiseSource, *, row_norm: float,
-                     on_norm_violation: NormViolation,
-                     noise_per_clip2: float, powers: dict[str, int], clip_share: float | None, owner: str,
-                     show_progress: bool | None) -> Iterator[_Run]:
-    """Charge ``plan`` (stated at the bound C) and yield the run; with ``clip``, first release the norm
-    histogram (both stages declared and checked against the ceiling before it) and restate the plan at
-    the released clip r: the same events (multipliers), sensitivities and scales times ``(r / C)^power``.
-    The rows were read and validated at C before (a refusal charges nothing).
-    """
-    if getattr(noise, "name", "") == "secure":  # every stage's releases, before the first is charged
-        _check_secure_plan(plan)
-    if clip is None:  # the rows are in memory: n is known (for the report)
-        with release(plan, accountant, noise, n_rows=X.shape[0]) as releaser:  # a failure: stays charged
-            yield _Run(releaser, plan, row_norm, on_norm_violation, plan.events)
-        return
-    staged = clip.staged(accountant, owner, plan.events, n_rows=X.shape[0])
-    r = release_row_clip(X, clip, staged, noise, noise_per_clip2=noise_per_clip2, d=X.shape[1],
-                         n_public=X.shape[0], owner=owner, show_progress=show_progress)  # replace-one
-    plan = at_clip(plan, r, row_norm, powers, clip_note(r, row_norm, clip_share or DEFAULT_CLIP_SHARE))
-    with staged.stage(plan, noise) as releaser:
-        yield _Run(releaser, plan, r, "clip", (clip.event, *plan.events))
+@dataclass(frozen=True)
+class _Read:
+    """The rows, validated whole before the charge (random row access), and their public shape."""
+
+    n: int
+    d: int
+    X: Any
+
+
+class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
+    """DP-SPCA and DP-VRPCA as the release template runs them: the method's releases at the bound C,
+    or (adaptive clipping) the norm histogram first, then the releases at the released clip. A subclass
+    gives the method's plan, its noise per unit ``r^2`` (the balance rule), its steps and diagnostics."""
+
+    #: The power of the clip each release's sensitivity scales with (:func:`at_clip`).
+    powers: dict[str, int] = {}
+
+    def __init__(self, show_progress: bool | None = None) -> None:
+        super().__init__(show_progress)
+        self._plans: dict[tuple[int, int], tuple[ReleasePlan, float]] = {}
+
+    def check(self, inputs: _StochasticInputs, X: Any) -> _Checked:
+        owner = self.label
+        # replace-one only: the paper's relation, and the step scale uses n (public only under it)
+        budget, rel, C = check_mechanism_inputs(
+            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
+            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=owner,
+            allowed_relations=(Relation.REPLACE_ONE,),
+        )
+        if inputs.accounting not in ("auto", "pld"):
+            raise ValueError(
+                f"The 'accounting' parameter of {owner} must be 'auto' or 'pld'. Got {inputs.accounting!r} "
+                "instead: the steps are Poisson-sampled Gaussian releases under replace-one, which only "
+                "the PLD accountant covers (dp_accounting's RDP accountant supports Poisson sampling under "
+                "add/remove only)."
+            )
+        options = _adaptive_clip(inputs.adaptive_clip, inputs.calibration, owner)
+        if is_one_shot(X):
+            raise TypeError(f"{owner} needs random access to the rows (an array, a memmap or a sparse "
+                            "matrix): a one-shot stream of blocks cannot be sampled.")
+        n = d = None
+        if isinstance(X, np.ndarray) and X.ndim == 2 and X.shape[0] > 0:  # the public shape
+            n, d = int(X.shape[0]), int(X.shape[1])
+            _check_k(inputs.k, n, d, owner)
+        share = DEFAULT_CLIP_SHARE if options is None or options.share is None else options.share
+        clip = None if options is None else plan_row_clip(budget, rel, C, share)
+        return _Checked(inputs, budget, rel, C, inputs.calibration, clip, share, n, d)
+
+    def read(self, inputs: _Checked, X: Any) -> _Read:
+        X = _rows_validated(X, inputs.C, inputs.inputs.on_norm_violation, self.label)
+        n, d = (int(s) for s in X.shape)
+        _check_k(inputs.inputs.k, n, d, self.label)
+        return _Read(n, d, X)
+
+    def _method(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
+        """The method's plan at the bound C and its noise multiplier (once per run)."""
+        if (n, d) not in self._plans:
+            self._plans[n, d] = self._method_plan(inputs, n, d)
+        return self._plans[n, d]
+
+    def _method_plan(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
+        raise NotImplementedError
+
+    def _noise_per_clip2(self, inputs: _Checked, plan: ReleasePlan, n: int, d: int) -> float:
+        raise NotImplementedError
+
+    def _steps(self, inputs: _Checked, rows: _Read, clip: float, mode: NormViolation,
+               releaser: Releaser) -> tuple[Any, float]:
+        raise NotImplementedError
+
+    def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan | None:
+        if n is None or d is None:
+            return None
+        plan = self._method(inputs, n, d)[0]
+        return plan if inputs.clip is None else inputs.clip.first_in(plan)
+
+    def is_staged(self, inputs: _Checked) -> bool:
+        return inputs.clip is not None
+
+    def stages(self, inputs: _Checked, plan: ReleasePlan) -> tuple[tuple[str, ...], ...]:
+        names = tuple(r.name for r in plan.releases)
+        return (names[:1], names[1:]) if inputs.clip is not None else (names,)
+
+    def stage_events(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...]) -> tuple[Any, ...]:
+        if inputs.clip is None:
+            return tuple(plan.events)
+        return (inputs.clip.event,) if names == ("norm_histogram",) else tuple(plan.events[1:])
+
+    def stage_plan(self, inputs: _Checked, plan: ReleasePlan, names: tuple[str, ...],
+                   released: Released) -> ReleasePlan:
+        if inputs.clip is None or names == ("norm_histogram",):
+            return super().stage_plan(inputs, plan, names, released)
+        # the method's releases at the released clip r: the same events, sensitivities and scales at r
+        rows: _Read = released.rows
+        method = self._method(inputs, rows.n, rows.d)[0]
+        r = clip_from_counts(inputs.clip, released["norm_histogram"], d=rows.d, n_public=rows.n,
+                             noise_per_clip2=self._noise_per_clip2(inputs, method, rows.n, rows.d))
+        released["clip"] = r
+        return at_clip(method, r, inputs.C, self.powers, clip_note(r, inputs.C, inputs.clip_share))
+
+    def statistic(self, inputs: _Checked, rows: _Read, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        if plan.releases[0].name == "norm_histogram":
+            assert inputs.clip is not None
+            return {"norm_histogram": norm_histogram(rows.X, inputs.clip.edges, center=None, owner=self.label,
+                                                     show_progress=self.show_progress)}
+        # the rows' clip: C, or the released r (every row was checked at C before the charge)
+        clip, mode = inputs.C, inputs.inputs.on_norm_violation
+        if "clip" in released:
+            clip, mode = released["clip"], "clip"
+        # one draw makes every release of the stage (the steps interleave them), kept under the last
+        return {plan.releases[-1].name: Drawn(lambda rel: self._steps(inputs, rows, clip, mode, rel))}
+
+    def _clip_diagnostics(self, inputs: _Checked, released: Released) -> dict[str, float]:
+        """``clip`` (released) and ``histogram_noise_std`` with adaptive clipping; nothing without."""
+        if inputs.clip is None:
+            return {}
+        return {"clip": released["clip"], "histogram_noise_std": inputs.clip.release.scale}
+
+
+def _learning_rate(learning_rate: float | None, q: float, n: int, clip: float) -> float:
+    """The power-step learning rate at the rows' clip (C, or the released r: public), unless given."""
+    return SPCA_POWER_STEP * q * n / clip**2 if learning_rate is None else float(learning_rate)
+
+
+class _SPCA(_Stochastic):
+    """DP-SPCA: T noisy (sampled or full-batch) power steps; one release, ``"step"``, per step."""
+
+    label = "dp_spca"
+    stacklevel = 6  # frames above run: dp_spca, the constraint check, the folding, the renaming, the caller
+    powers = {"step": 2}
+
+    def _shape(self, inputs: _Checked, d: int) -> tuple[float, int, int]:
+        """``(q, T, p)``: sampling rate, steps and columns of the iterate (public)."""
+        ins = inputs.inputs
+        # Defaults: full batches (q = 1), a few steps, and a learning rate that makes each step a power
+        # step (the polar retraction of V + eta G is then ~ the polar factor of G): the paper's
+        # experimental settings (T = n, eta = 1/(2n), q = 1/n) leave the iterate at its random start.
+        q = SPCA_SAMPLING_RATE if ins.sampling_rate is None else float(ins.sampling_rate)
+        T = SPCA_STEPS if ins.n_steps is None else int(ins.n_steps)
+        block = ins.block_size if ins.block_size is not None or ins.sampling_rate is None else ins.k
+        return q, T, _vrpca_block(ins.k, d, block, self.label)
+
+    def _method_plan(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
+        q, T, _ = self._shape(inputs, d)
+        return _spca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, q=q,
+                          mu=float(inputs.inputs.rdp_epsilon_share), calibration=inputs.calibration,
+                          accounting=inputs.inputs.accounting, clip=inputs.clip)
+
+    def _noise_per_clip2(self, inputs: _Checked, plan: ReleasePlan, n: int, d: int) -> float:
+        # ||Z_t||_2 per unit r^2 on A V (the step releases 2 A_S V + Z_t), over the 1/q steps of one pass
+        q, _, p = self._shape(inputs, d)
+        return plan["step"].scale / inputs.C**2 / _G * (math.sqrt(d) + math.sqrt(p)) / math.sqrt(q)
+
+    def _steps(self, inputs: _Checked, rows: _Read, clip: float, mode: NormViolation,
+               releaser: Releaser) -> tuple[Any, float]:
+        q, T, p = self._shape(inputs, rows.d)
+        eta = _learning_rate(inputs.inputs.learning_rate, q, rows.n, clip)
+        sampler = _Sampler(rows.X, q, clip, mode, releaser, self.label)
+        V = _spca_steps(rows.X, inputs.inputs.k, p, sampler, releaser, n_steps=T, scale=eta / (q * rows.n),
+                        show_progress=self.show_progress, owner=self.label)
+        return V, eta
+
+    def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> SubspaceResult:
+        """Canonical signs; diagnostics that are public or released values."""
+        V, eta = released["step"]
+        q, T, p = self._shape(inputs, rows.d)
+        diagnostics = {"noise_multiplier": self._method(inputs, rows.n, rows.d)[1],
+                       "noise_std": released.plan["step"].scale, "sampling_rate": q, "n_steps": T,
+                       "learning_rate": eta, "block_size": p, **self._clip_diagnostics(inputs, released)}
+        return SubspaceResult(components=fix_signs(V), values=None, privacy=report, n_samples=float(rows.n),
+                              diagnostics=diagnostics)
+
+
+class _VRPCA(_Stochastic):
+    """DP-VRPCA: m epochs of a released full gradient (``"full_gradient"``, tight) and variance-reduced
+    inner steps (``"step"``)."""
+
+    label = "dp_vrpca"
+    stacklevel = 5  # frames above run: dp_vrpca, the constraint check, the folding, the caller
+    powers = {"full_gradient": 2, "step": 2}
+
+    def _shape(self, inputs: _Checked, d: int) -> tuple[float, int, int, float, int]:
+        """``(q, T, m, share, p)``: sampling rate, steps per epoch, epochs, the full gradients' share and
+        columns of the iterate (public)."""
+        ins = inputs.inputs
+        m = VRPCA_EPOCHS if ins.n_epochs is None else int(ins.n_epochs)
+        T = VRPCA_STEPS if ins.n_steps is None else int(ins.n_steps)
+        q = VRPCA_SAMPLING_RATE if ins.sampling_rate is None else float(ins.sampling_rate)
+        share = (VRPCA_FULL_SHARE if q == 1.0 else VRPCA_SAMPLED_FULL_SHARE) \
+            if ins.full_gradient_share is None else float(ins.full_gradient_share)
+        return q, T, m, share, _vrpca_block(ins.k, d, ins.block_size, self.label)
+
+    def _method_plan(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
+        q, T, m, share, _ = self._shape(inputs, d)
+        return _vrpca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, n_epochs=m, q=q,
+                           full_gradient_share=share, calibration=inputs.calibration,
+                           accounting=inputs.inputs.accounting, clip=inputs.clip)
+
+    def _noise_per_clip2(self, inputs: _Checked, plan: ReleasePlan, n: int, d: int) -> float:
+        q, _, _, _, p = self._shape(inputs, d)
+        return _vrpca_noise_per_clip2(plan, inputs.C, n=n, q=q, d=d, p=p)
+
+    def _adaptive_noise(self, inputs: _Checked) -> bool:
+        return bool(inputs.inputs.adaptive_noise) and inputs.calibration == "tight"
+
+    def _steps(self, inputs: _Checked, rows: _Read, clip: float, mode: NormViolation,
+               releaser: Releaser) -> tuple[Any, float]:
+        q, T, m, _, p = self._shape(inputs, rows.d)
+        eta = _learning_rate(inputs.inputs.learning_rate, q, rows.n, clip)
+        sampler = _Sampler(rows.X, q, clip, mode, releaser, self.label)
+        V = _vrpca_epochs(rows.X, inputs.inputs.k, p, sampler, releaser, C=clip, on_norm_violation=mode,
+                          n_steps=T, n_epochs=m, learning_rate=eta, adaptive=self._adaptive_noise(inputs),
+                          show_progress=self.show_progress, owner=self.label)
+        return V, eta
+
+    def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> SubspaceResult:
+        """Canonical signs; diagnostics that are public or released values."""
+        plan = released.plan
+        V, eta = released[plan.releases[-1].name]
+        q, T, m, _, p = self._shape(inputs, rows.d)
+        s = self._method(inputs, rows.n, rows.d)[1]
+        return SubspaceResult(
+            components=fix_signs(V), values=None, privacy=report, n_samples=float(rows.n),
+            diagnostics={"noise_multiplier": s if math.isfinite(s) else None,
+                         "noise_std": plan["step"].scale if _has(plan, "step") else 0.0,
+                         "full_gradient_noise_std": plan["full_gradient"].scale
+                         if _has(plan, "full_gradient") else 0.0,
+                         "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
+                         "block_size": p, "adaptive_noise": self._adaptive_noise(inputs),
+                         **self._clip_diagnostics(inputs, released)},
+        )
 
 
 @renamed({"mu": "rdp_epsilon_share"})
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(_SPCA_PARAMS)
 def dp_spca(
     X: Any,
@@ -355,8 +580,7 @@ def dp_spca(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """DP-SPCA (Algorithm 1 of Shang et al. 2021): noisy stochastic power steps, block version.
 
@@ -412,13 +636,12 @@ def dp_spca(
         The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
         refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
     show_progress : bool or None
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
-        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``; the noise and
-        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
-        paper).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+    adaptive_clip : bool or AdaptiveClip, default=True
+        Clip the rows at a released clip (a noisy norm histogram, then the balance rule: noise against
+        clipping bias) instead of at ``row_norm``; the noise and the default learning rate follow it.
+        ``AdaptiveClip(share=...)`` sets the histogram's share of the budget (default 0.02; its
+        ``quantile`` is not used). Off with ``calibration="paper"`` (one release, as in the paper).
+        The keyword ``clip_share`` still works, with a FutureWarning.
 
     Returns
     -------
@@ -457,7 +680,7 @@ def dp_spca(
     uncertified.
 
     Adaptive clipping (default with ``"tight"``; :mod:`dpspectral.privacy._adaptive`): a noisy histogram
-    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(clip_share)``;
+    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(share)``;
     one row moves one unit of count between two bins, L2 sensitivity ``sqrt(2)``), and the steps run on
     the rows clipped at the clip ``r <= C`` post-processed from it. ``r`` is public, so the bound above
     holds with C replaced by r: ``Delta = 2 r^2``, the full-batch shift ``2 sqrt(2) r^2`` (and the
@@ -480,38 +703,14 @@ def dp_spca(
     on the NumPy path and moved to the device; with ``q = 1`` every row is in every step and nothing is
     drawn.
     """
-    owner = "dp_spca"
-    X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
-                                       on_norm_violation, owner, accounting)
-    n, d = X.shape
-    # Defaults: full batches (q = 1), a few steps, and a learning rate that makes each step
-    # a power step (the polar retraction of V + eta G is then ~ the polar factor of G): the paper's
-    # experimental settings (T = n, eta = 1/(2n), q = 1/n) leave the iterate at its random start.
-    q = SPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
-    T = SPCA_STEPS if n_steps is None else int(n_steps)
-    p = _vrpca_block(k, d, block_size if block_size is not None or sampling_rate is None else k, owner)
-    noise = noise_source(random_state, like=X)  # a device array: DeviceNoise on its device
-    clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
-    plan, s = _spca_plan(budget, rel, C, n=n, n_steps=T, q=q, mu=float(rdp_epsilon_share),
-                         calibration=calibration, accounting=accounting, clip=clip)
-    # ||Z_t||_2 per unit r^2 on A V (the step releases 2 A_S V + Z_t), over the 1/q steps of one pass
-    nu = plan["step"].scale / C**2 / _G * (math.sqrt(d) + math.sqrt(p)) / math.sqrt(q)
-    with _release_at_clip(X, plan, clip, accountant, noise, row_norm=C, on_norm_violation=on_norm_violation,
-                          noise_per_clip2=nu, powers={"step": 2}, clip_share=clip_share, owner=owner,
-                          show_progress=show_progress) as run:
-        # the power-step learning rate at the rows' clip (C, or the released r): public
-        eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
-        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser, owner)
-        V = _spca_steps(X, k, p, sampler, run.releaser, n_steps=T, scale=eta / (q * n),
-                        show_progress=show_progress, owner=owner)
-        # frames: certify_release, report, dp_spca, the constraint check, the renaming, the caller
-        report = run.releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                     accounting=accounting, notes=run.plan.notes, stacklevel=6,
-                                     events=list(run.events))
-    diagnostics = {"noise_multiplier": s, "noise_std": run.plan["step"].scale, "sampling_rate": q,
-                   "n_steps": T, "learning_rate": eta, "block_size": p, **_clip_diagnostics(run, clip)}
-    return SubspaceResult(components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-                          diagnostics=diagnostics)
+    inputs = _StochasticInputs(
+        k=k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, accounting=accounting, n_steps=n_steps,
+        learning_rate=learning_rate, sampling_rate=sampling_rate, block_size=block_size,
+        adaptive_clip=adaptive_clip, rdp_epsilon_share=rdp_epsilon_share)
+    settings = RunSettings(accountant=accountant, random_state=random_state, accounting=accounting,
+                           show_progress=show_progress)
+    return run(_SPCA(show_progress), inputs, X, settings)
 
 
 #: DP-SPCA's defaults: full batches, three steps, each a power step, on an oversampled block
@@ -561,7 +760,7 @@ def _spca_steps(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Rele
     """Inside the release block: ``V_t = polar(V_{t-1} + scale (sum_S 2 x x^T V_{t-1} + Z_t))`` with p
     columns; the top-k left singular vectors of the last step's ``Y`` (post-processing) when p > k."""
     d = int(X.shape[1])
-    V = sampler.on_data(orthonormalize(releaser.generator.standard_normal((d, p)), "qr"))
+    V = sampler.on_data(orthonormalize(releaser.standard_normal((d, p)), "qr"))
     Y = V
     for _ in progress(range(n_steps), total=n_steps, desc=owner, enabled=show_progress,
                       min_total=2000):
@@ -573,6 +772,7 @@ def _spca_steps(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Rele
     return _top_left(Y, k)
 
 
+@folded("adaptive_clip", AdaptiveClip, {"clip_share": "share"})
 @validated(_VRPCA_PARAMS)
 def dp_vrpca(
     X: Any,
@@ -595,8 +795,7 @@ def dp_vrpca(
     on_norm_violation: NormViolation = "clip",
     accounting: AccountingMethod = "auto",
     show_progress: bool | None = None,
-    adaptive_clip: bool = True,
-    clip_share: float | None = None,
+    adaptive_clip: bool | AdaptiveClip = True,
 ) -> SubspaceResult:
     """DP-VRPCA (Algorithm 2 of Shang et al. 2021): variance-reduced noisy steps, block version.
 
@@ -614,22 +813,8 @@ def dp_vrpca(
 
     Parameters
     ----------
-    X : array-like or np.memmap of shape (n_samples, n_features)
-        Private data (random row access is needed). Never modified. With array API dispatch on, a
-        PyTorch or CuPy array (any namespace ``array-api-compat`` knows): computed on its device,
-        ``components`` in its namespace, device and dtype (float32 or float64; integers in float64).
-    k : int
-        Dimension of the subspace, in [1, n_features].
-    epsilon, delta : float
-        Target (epsilon, delta); delta in (0, 1).
-    row_norm : float
-        Public bound C on each row's norm; rows above it are clipped (or rejected).
-    relation : {"replace_one"}
-    calibration : {"tight", "paper"}
-        ``"tight"`` (default): the noise multiplier found by the accountant for (epsilon, delta)
-        (sampled-Gaussian steps for ``sampling_rate < 1``, Gaussian ones with full batches).
-        ``"paper"``: the paper's noise formula verbatim; the result reports what the accountant
-        certifies for it and warns when that exceeds the request.
+    X, k, epsilon, delta, row_norm, relation, calibration
+        As in :func:`dp_spca`.
     n_epochs : int, default=3
         Epochs (the paper's m); each releases one full gradient.
     n_steps : int, default=1
@@ -648,29 +833,14 @@ def dp_vrpca(
         privacy); the top-k left singular vectors of the last step are returned when it exceeds k.
     adaptive_noise : bool, default=True
         Scale an inner step's noise to the public ``||V - V~||_2`` (tight only; the paper's is False).
-    accountant : Accountant, optional
-    random_state : None, int, SeedSequence, Generator or "secure"
-        Secret: it draws the start, the samples and the noise. ``"secure"``: OS entropy and an exact
-        discrete Gaussian sampler for the noise (the report's ``noise_source`` says which).
-    on_norm_violation : {"clip", "raise"}
-    accounting : {"auto", "pld"}
-        The PLD accountant (tight; about a minute to calibrate for n = T = 60,000). ``"rdp"`` is
-        refused: ``dp_accounting``'s RDP accountant has no Poisson-sampled event under replace-one.
-    show_progress : bool or None
-    adaptive_clip : bool, default=True
-        Clip the rows at a released clip (a noisy norm histogram, then the balance rule of
-        :func:`dpspectral.privacy._quantile.balanced_clip`) instead of at ``row_norm``; the noise and
-        the default learning rate follow it. Off with ``calibration="paper"`` (one release, as in the
-        paper).
-    clip_share : float in (0, 1) or None
-        The histogram's share of the budget (default 0.02).
+    accountant, random_state, on_norm_violation, accounting, show_progress, adaptive_clip
+        As in :func:`dp_spca`.
 
     Returns
     -------
     SubspaceResult
-        An orthonormal basis of the private subspace (``values`` is None: no eigenvalue is released,
-        so the columns are not ordered by variance). With adaptive clipping the diagnostics add
-        ``clip`` (the released clip) and ``histogram_noise_std``; ``noise_std`` is at the released clip.
+        As in :func:`dp_spca`; the diagnostics add ``full_gradient_noise_std``, ``n_epochs`` and
+        ``adaptive_noise``.
 
     Privacy
     -------
@@ -697,7 +867,7 @@ def dp_vrpca(
     uncertified. (``adaptive_noise`` applies to ``"tight"`` only.)
 
     Adaptive clipping (default with ``"tight"``; :mod:`dpspectral.privacy._adaptive`): a noisy histogram
-    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(clip_share)``;
+    of the row norms is released first (``GaussianDpEvent(s_h)``, ``s_h = s_total / sqrt(share)``;
     L2 sensitivity ``sqrt(2)`` under replace-one), and every full product and sampled step reads the
     rows clipped at the clip ``r <= C`` post-processed from it. ``r`` is public, so every bound above
     holds with C replaced by r (the full gradient's shift ``2 sqrt(2) r^2 / n``, an inner step's ``4 r^2``
@@ -706,58 +876,17 @@ def dp_vrpca(
     full gradients' share is then a share of what the histogram leaves). Both stages are declared (and
     checked against the ledger's ceiling) before the first; every row is validated at C before any charge.
 
-    Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
-    validated (finite; within C with ``on_norm_violation="raise"``) on its device before anything is
-    charged, and the clipped products, the noise, the retraction and the final SVD are computed in its
-    namespace, on its device; the plan and the accountant stay on the host. The same mechanism,
-    sensitivities and events; the noise is drawn on the device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded device generator: the same law, a
-    different stream than NumPy's; the report's ``noise_source`` is ``"seeded-device"``;
-    ``random_state="secure"`` is refused there, nothing charged). The random start and, for ``q < 1``,
-    each Poisson sample (a binomial count, then the distinct indices) are drawn by the host generator as
-    on the NumPy path and moved to the device; with ``q = 1`` every row is in every step and nothing is
-    drawn.
+    Device arrays: as in :func:`dp_spca`.
     """
-    owner = "dp_vrpca"
-    X, budget, rel, C = _common_checks(X, k, epsilon, delta, row_norm, relation, calibration,
-                                       on_norm_violation, owner, accounting)
-    n, d = X.shape
-    m = VRPCA_EPOCHS if n_epochs is None else int(n_epochs)
-    T = VRPCA_STEPS if n_steps is None else int(n_steps)
-    q = VRPCA_SAMPLING_RATE if sampling_rate is None else float(sampling_rate)
-    share = (VRPCA_FULL_SHARE if q == 1.0 else VRPCA_SAMPLED_FULL_SHARE) if full_gradient_share is None \
-        else float(full_gradient_share)
-    p = _vrpca_block(k, d, block_size, owner)
-    noise = noise_source(random_state, like=X)  # a device array: DeviceNoise on its device
-    clip = _row_clip_plan(budget, rel, C, calibration, adaptive_clip, clip_share)
-    plan, s = _vrpca_plan(budget, rel, C, n=n, n_steps=T, n_epochs=m, q=q, full_gradient_share=share,
-                          calibration=calibration, accounting=accounting, clip=clip)
-    with _release_at_clip(X, plan, clip, accountant, noise, row_norm=C, on_norm_violation=on_norm_violation,
-                          noise_per_clip2=_vrpca_noise_per_clip2(plan, C, n=n, q=q, d=d, p=p),
-                          powers={"full_gradient": 2, "step": 2}, clip_share=clip_share, owner=owner,
-                          show_progress=show_progress) as run:
-        # the power-step learning rate at the rows' clip (C, or the released r): public
-        eta = SPCA_POWER_STEP * q * n / run.clip**2 if learning_rate is None else float(learning_rate)
-        sampler = _Sampler(X, q, run.clip, run.mode, run.releaser, owner)
-        V = _vrpca_epochs(X, k, p, sampler, run.releaser, C=run.clip, on_norm_violation=run.mode,
-                          n_steps=T, n_epochs=m, learning_rate=eta,
-                          adaptive=bool(adaptive_noise) and calibration == "tight",
-                          show_progress=show_progress, owner=owner)
-        # frames: certify_release, report, dp_vrpca, the constraint check, the caller
-        report = run.releaser.report(mechanism=owner, budget=budget, calibration=calibration,
-                                     accounting=accounting, notes=run.plan.notes, stacklevel=5,
-                                     events=list(run.events))
-    std_full = run.plan["full_gradient"].scale if _has(run.plan, "full_gradient") else 0.0
-    return SubspaceResult(
-        components=fix_signs(V), values=None, privacy=report, n_samples=float(n),
-        diagnostics={"noise_multiplier": s if math.isfinite(s) else None,
-                     "noise_std": run.plan["step"].scale if _has(run.plan, "step") else 0.0,
-                     "full_gradient_noise_std": std_full,
-                     "sampling_rate": q, "n_steps": T, "n_epochs": m, "learning_rate": eta,
-                     "block_size": p,
-                     "adaptive_noise": bool(adaptive_noise) and calibration == "tight",
-                     **_clip_diagnostics(run, clip)},
-    )
+    inputs = _StochasticInputs(
+        k=k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
+        on_norm_violation=on_norm_violation, accounting=accounting, n_steps=n_steps,
+        learning_rate=learning_rate, sampling_rate=sampling_rate, block_size=block_size,
+        adaptive_clip=adaptive_clip, n_epochs=n_epochs, full_gradient_share=full_gradient_share,
+        adaptive_noise=adaptive_noise)
+    settings = RunSettings(accountant=accountant, random_state=random_state, accounting=accounting,
+                           show_progress=show_progress)
+    return run(_VRPCA(show_progress), inputs, X, settings)
 
 
 #: DP-VRPCA's defaults: full batches, 3 epochs of one power step (``SPCA_POWER_STEP``) on
@@ -883,7 +1012,7 @@ def _vrpca_epochs(X: np.ndarray, k: int, p: int, sampler: _Sampler, releaser: Re
                   adaptive: bool, show_progress: bool | None, owner: str) -> np.ndarray:
     """Inside the release block: m epochs of a full gradient and T variance-reduced steps; top-k."""
     n, d = (int(s) for s in X.shape)
-    V = sampler.on_data(orthonormalize(releaser.generator.standard_normal((d, p)), "qr"))
+    V = sampler.on_data(orthonormalize(releaser.standard_normal((d, p)), "qr"))
     scale = learning_rate / (sampler.q * n)
     total = n_epochs * n_steps
     steps = iter(progress(range(total), total=total, desc=owner, enabled=show_progress,

@@ -90,6 +90,11 @@ class RowClipPlan:
         """The histogram's public bin edges (rows at the bound, up to rounding, in the top bin)."""
         return bound_edges(self.row_norm)
 
+    def first_in(self, plan: ReleasePlan) -> ReleasePlan:
+        """``plan`` (the method's releases) with the histogram's event and release first: the whole run."""
+        return ReleasePlan(plan.label, plan.relation, (self.event, *plan.events),
+                           (self.release, *plan.releases), plan.notes)
+
     def stage_plan(self, label: str) -> ReleasePlan:
         """The plan of stage one (the histogram alone)."""
         return ReleasePlan(label, self.relation, (self.event,), (self.release,))

@@ -50,6 +50,7 @@ from .._array_api import (
 from .._device_stream import device_blocks
 from .._rows import _as_float_block, _iter_blocks, check_dask_columns, is_dask_array, not_finite_error
 from ._budget import Relation
+from ._clipping import centred_row_norms
 
 __all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "EDGE_SLACK", "OCTAVES", "balanced_clip",
            "bin_counts", "bound_edges", "clip_from_histogram", "histogram_sensitivity", "norm_edges",
@@ -112,11 +113,7 @@ def norm_histogram(X: Any, edges: np.ndarray, *, center: np.ndarray | None, owne
         dense = block.toarray() if sp.issparse(block) else np.asarray(block)
         if not np.isfinite(dense).all():  # a re-read stream with a bad block: the same refusal
             raise not_finite_error(owner)
-        if center is not None:
-            dense = dense - center
-        with np.errstate(over="ignore"):
-            norms = np.sqrt(np.einsum("ij,ij->i", dense, dense))
-        counts += bin_counts(norms, edges)
+        counts += bin_counts(centred_row_norms(dense, center), edges)  # no centred copy of the block
     return counts
 
 

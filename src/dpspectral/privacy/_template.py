@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ._accounting import Accountant
     from ._noise_base import NoiseSource
 
-__all__ = ["After", "Drawn", "Mechanism", "Released", "Rows", "RunSettings", "Symmetric", "run",
+__all__ = ["After", "Drawn", "Mechanism", "Prelude", "Released", "Rows", "RunSettings", "Symmetric", "run",
            "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
@@ -215,8 +215,29 @@ class Mechanism(Generic[Inputs, Result]):
         return {"mechanism": self.label, "budget": inputs.budget, "calibration": inputs.calibration}
 
 
+class Prelude(Mechanism[Inputs, Result]):
+    """A first stage run alone, for a later run that continues it (:attr:`Released.continuation`).
+
+    ``cost``: the later run's events, checked with this stage's before anything is read
+    (:meth:`reserved_events`) and charged by the later run. The inputs state the stage's own plan:
+    ``inputs.plan(label)``.
+    """
+
+    def __init__(self, owner: str, cost: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.label = owner
+        self.cost = cost
+
+    def plan(self, inputs: Any, n: int | None, d: int | None) -> ReleasePlan:
+        return inputs.plan(self.label)  # type: ignore[no-any-return]
+
+    def reserved_events(self, inputs: Any) -> tuple[Any, ...]:
+        return self.cost
+
+
 def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[[Releaser], Result], *,
-                       facts: Mapping[str, Any], stacklevel: int = 2) -> tuple[Result, Any, Any]:
+                       facts: Mapping[str, Any], stacklevel: int = 2,
+                       noise: NoiseSource | None = None) -> tuple[Result, Any, Any]:
     """Charge ``plan`` when a state is created, before any data arrive, and draw what is fixed then.
 
     For a state that takes its data later (a turnstile sketch, a continual-release tree, rows inserted
@@ -227,8 +248,12 @@ def charge_at_creation(plan: ReleasePlan, settings: RunSettings, draw: Callable[
 
     Returns ``(what draw returned, the privacy report, the noise source)``; the noise source serves a
     plan charged for a whole horizon later (:meth:`~dpspectral.privacy._pipeline.Releaser.of_charged_plan`).
+
+    The same charge serves a run whose parties draw their own noise once it is charged (the sites of a
+    distributed run, each under :func:`charged_elsewhere`): ``draw`` dispatches them, and ``noise`` is
+    a source that draws nothing, named for the report, in place of ``settings.random_state``'s.
     """
-    noise = noise_source(settings.random_state)
+    noise = noise_source(settings.random_state) if noise is None else noise
     with release(plan, settings.accountant, noise) as releaser:
         drawn = draw(releaser)
     report = releaser.report(**facts, notes=plan.notes, stacklevel=stacklevel + 1)
