@@ -33,8 +33,6 @@ from dpspectral.privacy._device_noise import DeviceNoise
 from dpspectral.privacy._gaussian import analytic_noise_multiplier
 from dpspectral.privacy._noise import noise_source
 from dpspectral.privacy._pipeline import ReleasePlan, release
-from dpspectral.privacy._noise import ExactNoise
-from dpspectral.privacy._pipeline import ReleasePlan, Releaser
 
 xps = pytest.importorskip("array_api_strict")
 
