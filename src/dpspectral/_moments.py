@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg.blas as blas
 import scipy.sparse as sp
 
-from ._array_api import clip_rows_xp, from_numpy, isfinite_all, row_norms_xp, to_numpy, work_dtype
+from ._array_api import clip_rows_xp, from_numpy, get_config, isfinite_all, row_norms_xp, to_numpy, work_dtype
 from ._array_api import get_namespace_and_device as _where
 from ._device_stream import device_blocks
 from ._rows import (
@@ -38,9 +38,10 @@ from ._rows import (
 )
 from .privacy._clipping import NormViolation, clip_rows, clip_threshold, norm_scale, scaled_row_norms
 from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
+from .privacy._rounding import Summation
 
-__all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
-           "needs_two_passes_ok", "unknown_columns_error"]
+__all__ = ["Moments", "accumulate", "accumulation_dtype", "check_dask_columns", "is_dask_array",
+           "n_features_of", "needs_two_passes_ok", "summation_of", "unknown_columns_error"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,31 @@ class Moments:
     #: With ``norm_edges``: the counts of the row norms (centred, before clipping) in the bins of
     #: :func:`~dpspectral.privacy._quantile.norm_histogram`, counted in the same pass.
     norm_counts: np.ndarray | None = None
+
+
+def accumulation_dtype(X: Any, xp: Any) -> Any:
+    """The dtype a device path clips and sums the rows in: float64 by default, whatever ``X``'s dtype.
+
+    In float32 the rounding of a sum of ``n`` rows grows like ``n * 2**-24`` times the sum of the terms
+    (:mod:`dpspectral.privacy._rounding`), which the noise would have to cover: hundreds of times the
+    noise at 60,000 rows. In float64 it is ``2**29`` times smaller. Only with float noise
+    (``config_context(noise="float")``, for comparisons) is the work done in ``X``'s own dtype.
+    """
+    return work_dtype(X, xp) if get_config()["noise"] == "float" else xp.float64
+
+
+def summation_of(X: Any, xp: Any = None) -> Summation:
+    """How :func:`accumulate` sums the rows of ``X`` (public: the input's kind, never its values).
+
+    The in-memory, sparse and streamed paths add blocks into a float64 accumulator (BLAS rank-k updates,
+    any order inside BLAS); a Dask array's row chunks are summed to partials, then in a tree; a device
+    path in :func:`accumulation_dtype`.
+    """
+    if xp is not None:
+        return Summation(dtype=str(accumulation_dtype(X, xp)).rsplit(".", 1)[-1])
+    if is_dask_array(X):
+        return Summation(partials=int(X.numblocks[0]))
+    return Summation()
 
 
 def needs_two_passes_ok(X: Any) -> bool:
@@ -312,7 +338,7 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
     Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
     """
-    dtype, device = work_dtype(X, xp), _where(X, owner)[1]
+    dtype, device = accumulation_dtype(X, xp), _where(X, owner)[1]
     n, n_clipped, d = 0, 0, None
     total = second = None
     edges_x = None if norm_edges is None else from_numpy(np.asarray(norm_edges, float), xp, device, dtype)

@@ -1,0 +1,172 @@
+"""Rounding in the statistic: how far a sum computed in floating point can be from the exact one.
+
+A sensitivity bounds how far the *exact* statistics of two neighbouring data sets are apart. The library
+releases *computed* statistics, each off its exact value by rounding, and that error differs between
+neighbours: an adversary who chooses the rows can make the computed statistics of two neighbours further
+apart than the sensitivity (Casacuberta, Shoemate, Vadhan and Wagaman, CCS 2022). With ``err(X)`` a bound
+on ``|computed(X) - exact(X)|`` in the sensitivity's norm, the computed statistics of neighbours are at
+most ``Delta + err(X) + err(X')`` apart, and the noise is calibrated to that.
+
+The bound
+---------
+A sum of ``n`` terms ``t_i`` computed by any sequence of floating-point additions in which no term passes
+through more than ``h`` additions (a tree of height ``h``; recursive summation has ``h = n - 1``) is
+``sum_i t_i (1 + theta_i)`` with ``|theta_i| <= gamma_h = h u / (1 - h u)`` (Higham, *Accuracy and
+Stability of Numerical Algorithms*, Lemma 3.1; ``u`` the unit roundoff: ``2**-53`` in float64,
+``2**-24`` in float32), and a term that is itself a product (an entry of ``x x^T``) one rounding more:
+``gamma_{h+1}``. So, entry by entry, ``|computed - exact| <= gamma * sum_i |t_i|``, and in the release's
+norm (L2 for a sum of rows, Frobenius for ``X^T X``: ``|| |x| |x|^T ||_F = ||x||^2``) the error is at
+most ``gamma * sum_i ||t_i|| <= gamma * n * T`` with ``T`` the bound on a term's norm (``C`` for a row
+clipped to ``C``, ``C^2`` for its outer product). Counts are integers, exact in floating point below
+``2**53`` (float64): no error.
+
+The height ``h`` of each computation path (:class:`Summation`):
+
+* **rows added block by block** (the CPU path: a BLAS rank-``r`` update ``S += B^T B`` per block of ``r``
+  rows, in an order inside BLAS that is not known; the streaming and one-shot paths, one block or one row
+  at a time; the device path, ``S = S + B^T B``): whatever the order inside a call, the accumulator is one
+  of the ``r + 1`` summands of the call, so a term passes through at most ``r`` additions in its own call
+  and at most ``r'`` in each later call of ``r'`` rows: ``h <= n`` in all, **for any block sizes and any
+  BLAS**. When the device's blocks have a known size ``b`` and its product does not read the accumulator
+  (``S + (B^T B)``), ``h <= b - 1 + ceil(n / b)``.
+* **Dask partials**: each of the ``p`` row chunks summed as above, then the ``p`` partials added in a tree
+  (of height at most ``p - 1``): ``h <= n + p - 1``.
+
+Neighbours and ``n``
+--------------------
+The bound grows with ``n``. Under ``replace_one`` neighbours ``n`` is public and the bound uses it; under
+``add_remove`` ``n`` is private, and the bound uses :func:`rows_bound`: ``max(n + 1, PUBLIC_ROWS)``. Up to
+``PUBLIC_ROWS`` rows the widening is a public constant; above, it follows the number of rows read (the
+noise scale then depends on ``n`` by a relative amount of the order of ``n u``, a residual stated in
+``docs/noise.md``).
+
+The widening is always added (it costs nothing where it is small): a release of sensitivity ``Delta`` and
+noise scale ``sigma`` is drawn at ``(1 + r) Delta`` and ``(1 + r) sigma`` with
+``r = (err(X) + err(X')) / Delta`` (:func:`widened`), so the noise multiplier, which the accounting event
+records, is unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from ._budget import Relation
+
+__all__ = [
+    "PUBLIC_ROWS",
+    "Summation",
+    "gamma",
+    "rounding_share",
+    "rows_bound",
+    "statistic_error",
+    "unit_roundoff",
+    "widened",
+]
+
+#: Under ``add_remove`` neighbours the bound is taken at ``max(n + 1, PUBLIC_ROWS)`` rows: up to this many
+#: rows the widening does not depend on the private ``n`` (float64, ``2**16`` rows: below ``1e-6``).
+PUBLIC_ROWS = 1 << 16
+
+
+def unit_roundoff(dtype: Any) -> float:
+    """The unit roundoff ``u`` of a floating dtype (half its machine epsilon): ``2**-53`` for float64."""
+    return float(np.finfo(np.dtype(dtype)).eps) / 2.0
+
+
+def gamma(k: int, u: float) -> float:
+    """``gamma_k = k u / (1 - k u)``, rounded up (computed in exact rationals); refused when ``k u >= 1``."""
+    if k < 0:
+        raise ValueError(f"gamma_k needs k >= 0; got {k}.")
+    ku = Fraction(k) * Fraction(u)
+    if ku >= 1:
+        raise ValueError(
+            f"No rounding bound for a sum of this length in this precision (k u = {float(ku):.3g} >= 1): "
+            "accumulate in a wider type."
+        )
+    value = ku / (1 - ku)
+    out = float(value)
+    return out if Fraction(out) >= value else math.nextafter(out, math.inf)
+
+
+@dataclass(frozen=True)
+class Summation:
+    """How a statistic's sum over the rows is computed: public facts of the code path, not of the data.
+
+    Attributes
+    ----------
+    dtype : str
+        The floating type the terms are formed and added in (``"float64"``, ``"float32"``).
+    partials : int
+        The number of partial sums added together at the end (Dask's row chunks; 1 otherwise).
+    block_rows : int or None
+        The rows of each block when the block's product does not read the accumulator and the block size
+        is known (the device path); None: any blocks, any BLAS (the bound ``h <= n``).
+    """
+
+    dtype: str = "float64"
+    partials: int = 1
+    block_rows: int | None = None
+
+    def height(self, n: int) -> int:
+        """The most additions a term can pass through in a sum of ``n`` terms (module docstring)."""
+        n = max(int(n), 1)
+        h = n
+        if self.block_rows is not None and self.partials == 1:
+            b = max(int(self.block_rows), 1)
+            h = min(n, b - 1 + -(-n // b))
+        return h + max(int(self.partials), 1) - 1
+
+
+def statistic_error(summation: Summation, n: int, term_bound: float, *,
+                    kind: Literal["products", "sums", "counts"]) -> float:
+    """A bound on ``||computed - exact||`` for one data set of (at most) ``n`` rows.
+
+    ``term_bound``: the bound ``T`` on each row's term in the release's norm (``C`` for a clipped row,
+    ``C^2`` for its outer product). ``kind``: ``"products"`` (``X^T X``: each term one product),
+    ``"sums"`` (a sum of rows), ``"counts"`` (integers: exact below ``2**p``, ``p`` the mantissa bits).
+    """
+    u = unit_roundoff(summation.dtype)
+    if kind == "counts":
+        if n * max(term_bound, 1.0) < 0.5 / u:  # integers below 2**(p) add exactly
+            return 0.0
+        return gamma(summation.height(n), u) * n * term_bound
+    h = summation.height(n) + (1 if kind == "products" else 0)
+    return gamma(h, u) * n * term_bound
+
+
+def rows_bound(n: int | None, relation: Relation) -> int:
+    """The number of rows the bound is taken at (module docstring, "Neighbours and ``n``").
+
+    ``replace_one`` (``n`` public): ``n``; ``add_remove`` (``n`` private): ``max(n + 1, PUBLIC_ROWS)``;
+    ``n`` None (a stream not read yet; its plan is restated with ``n``): ``PUBLIC_ROWS``.
+    """
+    if n is None:
+        return PUBLIC_ROWS
+    if relation.n_is_public:
+        return max(int(n), 1)
+    return max(int(n) + 1, PUBLIC_ROWS)
+
+
+def rounding_share(summation: Summation, n: int | None, relation: Relation, term_bound: float,
+                   sensitivity: float, *, kind: Literal["products", "sums", "counts"]) -> float:
+    """``r = (err(X) + err(X')) / Delta``: the widening of a release of sensitivity ``Delta``.
+
+    Both neighbours are bounded at :func:`rows_bound` rows (the bound grows with ``n``).
+    """
+    if not sensitivity > 0:
+        return 0.0
+    err = statistic_error(summation, rows_bound(n, relation), term_bound, kind=kind)
+    return 2.0 * err / sensitivity
+
+
+def widened(scale: float, sensitivity: float, share: float) -> tuple[float, float]:
+    """``(scale, sensitivity)`` both times ``1 + share``: the noise multiplier (the event) unchanged."""
+    if not share > 0:
+        return scale, sensitivity
+    factor = 1.0 + share
+    return math.nextafter(scale * factor, math.inf), sensitivity * factor  # the multiplier not below plan
