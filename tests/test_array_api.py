@@ -99,7 +99,9 @@ def test_zero_noise_limit_same_components_and_report(namespace, method, options)
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
-def test_float32_input_computes_in_float32(namespace):
+def test_float32_input_gives_float32_results(namespace):
+    """The moments are summed in float64 (their rounding would otherwise dominate the noise:
+    docs/noise.md, "Rounding in the statistic"); the released results come back in X's float32."""
     X = _spiked()
     ref = analyze_gauss(X, K, epsilon=HUGE_EPSILON, delta=1e-5, row_norm=1.0, random_state=0)
     Xd = _convert(X, namespace, "float32")

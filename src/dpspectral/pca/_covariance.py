@@ -38,7 +38,7 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._array_api import get_namespace_and_device, like, vector_norm
+from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
@@ -322,6 +322,7 @@ class _Checked:
     n: int | None  # known before reading (an array's shape), else None
     d: int | None
     summation: Summation  # how the rows are summed (the rounding bound's path)
+    dtype: Any = None  # a device input's floating dtype: the results' (its moments are summed in float64)
 
 
 class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
@@ -364,7 +365,8 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             noise_shape=inputs.noise_shape or ("goe" if inputs.calibration == "tight" else "iid"),
             calibration=inputs.calibration, epsilon=inputs.epsilon,
             on_norm_violation=inputs.on_norm_violation, show_progress=self.show_progress, xp=xp,
-            n=n_known, d=d_known, summation=summation_of(X, xp))
+            n=n_known, d=d_known, summation=summation_of(X, xp),
+            dtype=None if xp is None else work_dtype(X, xp))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan | None:
         if d is not None:
@@ -506,7 +508,10 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
     def post_process(self, inputs: _Checked, rows: Rows, released: Released,
                      report: Any) -> SubspaceResult:
         """The top-k eigenvectors of the released scatter, and public facts of the plan."""
-        values, vectors = top_k_eigh(released["scatter"], inputs.k)
+        scatter = released["scatter"]
+        if inputs.dtype is not None and scatter.dtype != inputs.dtype:  # post-processing in X's dtype
+            scatter = released["scatter"] = inputs.xp.astype(scatter, inputs.dtype)
+        values, vectors = top_k_eigh(scatter, inputs.k)
         plan, rel, kind, shape = released.plan, inputs.relation, inputs.kind, inputs.noise_shape
         C = released.get("clip", inputs.C)
         d = int(vectors.shape[0])
