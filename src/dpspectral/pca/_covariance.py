@@ -64,7 +64,7 @@ from ..privacy._quantile import (
     norm_edges,
     norm_histogram,
 )
-from ..privacy._rounding import Summation, rounding_share, widened
+from ..privacy._rounding import Kind, Summation, widen_release
 from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
@@ -147,21 +147,21 @@ def covariance_plan(
                        widen=widen)
 
 
-_Widen = Callable[[str, float, float], tuple[float, float]]
+_Widen = Callable[[NoisyRelease], NoisyRelease]
 
 
 def _rounding(relation: Relation, row_norm: float, n: int | None, summation: Summation) -> _Widen:
-    """``widen(name, scale, sensitivity)``: a release's scale and sensitivity widened for the rounding
-    of its computed statistic: ``X^T X`` (terms ``x x^T``, norm ``C^2``), the sum of the rows (norm
-    ``C``), the count and the histogram (integers, exact)."""
-    terms: dict[str, tuple[Literal["products", "sums", "counts"], float]] = {
+    """``widen(release)``: a release widened for the rounding of its computed statistic: ``X^T X``
+    (terms ``x x^T``, norm ``C^2``), the sum of the rows (norm ``C``), the count and the histogram
+    (integers, exact)."""
+    terms: dict[str, tuple[Kind, float]] = {
         "scatter": ("products", row_norm**2), "mean": ("sums", row_norm),
         "count": ("counts", 1.0), "histogram": ("counts", 1.0)}
 
-    def widen(name: str, scale: float, sensitivity: float) -> tuple[float, float]:
-        kind, term = terms[name]
-        return widened(scale, sensitivity,
-                       rounding_share(summation, n, relation, term, sensitivity, kind=kind))
+    def widen(release: NoisyRelease) -> NoisyRelease:
+        kind, term = terms[release.name]
+        return widen_release(release, n=n, relation=relation, kind=kind, term_bound=term,
+                             summation=summation)
 
     return widen
 
@@ -182,8 +182,8 @@ def _tight_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
     multipliers = dict(zip(shares, split_noise_multiplier(s_total, list(shares.values())), strict=True))
     sensitivities = {"scatter": cov_sens, "mean": sum_sens, "count": 1.0,
                      "histogram": histogram_sensitivity(relation)}
-    releases = tuple(NoisyRelease(name, "gaussian", *widen(name, multipliers[name] * sensitivities[name],
-                                                           sensitivities[name])) for name in shares)
+    releases = tuple(widen(NoisyRelease(name, "gaussian", multipliers[name] * sensitivities[name],
+                                        sensitivities[name])) for name in shares)
     events = tuple(dp_accounting.GaussianDpEvent(multipliers[name]) for name in shares)
     return ReleasePlan(kind, relation, events, releases)
 
@@ -198,7 +198,7 @@ def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
         # basic-composition split; the accountant then certifies the composition
         cov_eps, cov_delta = cov_eps * (1 - COUNT_SHARE), cov_delta * (1 - COUNT_SHARE)
         s_count = analytic_noise_multiplier(budget.epsilon * COUNT_SHARE, budget.delta * COUNT_SHARE)
-        releases.append(NoisyRelease("count", "gaussian", *widen("count", s_count, 1.0)))
+        releases.append(widen(NoisyRelease("count", "gaussian", s_count, 1.0)))
     if kind == "analyze_gauss":
         s_cov = classic_noise_multiplier(cov_eps, cov_delta)
         note = ("Analyze Gauss with the classic Gaussian formula sqrt(2 ln(1.25/delta))/epsilon times "
@@ -209,7 +209,7 @@ def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
         beta = _mod_sulq_beta(n, d, cov_eps, cov_delta) * row_norm**2
         s_cov = n * beta / cov_sens
         note = "MOD-SULQ with the noise formula of Chaudhuri, Sarwate and Sinha (2012) on X^T X / n."
-    releases.insert(0, NoisyRelease("scatter", "gaussian", *widen("scatter", s_cov * cov_sens, cov_sens)))
+    releases.insert(0, widen(NoisyRelease("scatter", "gaussian", s_cov * cov_sens, cov_sens)))
     events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
     return ReleasePlan(kind, relation, events, tuple(releases), notes=(note,))
 

@@ -48,23 +48,32 @@ records, is unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
 from ._budget import Relation
 
+if TYPE_CHECKING:
+    from ._pipeline import NoisyRelease
+
+Release = TypeVar("Release", bound="NoisyRelease")
+Kind = Literal["products", "sums", "counts"]
+
 __all__ = [
     "PUBLIC_ROWS",
+    "Kind",
     "Summation",
     "gamma",
     "rounding_share",
     "rows_bound",
     "statistic_error",
     "unit_roundoff",
+    "widen_release",
     "widened",
 ]
 
@@ -123,7 +132,7 @@ class Summation:
 
 
 def statistic_error(summation: Summation, n: int, term_bound: float, *,
-                    kind: Literal["products", "sums", "counts"]) -> float:
+                    kind: Kind) -> float:
     """A bound on ``||computed - exact||`` for one data set of (at most) ``n`` rows.
 
     ``term_bound``: the bound ``T`` on each row's term in the release's norm (``C`` for a clipped row,
@@ -153,7 +162,7 @@ def rows_bound(n: int | None, relation: Relation) -> int:
 
 
 def rounding_share(summation: Summation, n: int | None, relation: Relation, term_bound: float,
-                   sensitivity: float, *, kind: Literal["products", "sums", "counts"]) -> float:
+                   sensitivity: float, *, kind: Kind) -> float:
     """``r = (err(X) + err(X')) / Delta``: the widening of a release of sensitivity ``Delta``.
 
     Both neighbours are bounded at :func:`rows_bound` rows (the bound grows with ``n``).
@@ -170,3 +179,21 @@ def widened(scale: float, sensitivity: float, share: float) -> tuple[float, floa
         return scale, sensitivity
     factor = 1.0 + share
     return math.nextafter(scale * factor, math.inf), sensitivity * factor  # the multiplier not below plan
+
+
+def widen_release(release: Release, *, n: int | None, relation: Relation, kind: Kind,
+                  term_bound: float | None = None, summation: Summation | None = None) -> Release:
+    """``release`` widened for the rounding of its statistic, a sum over ``n`` rows computed by
+    ``summation`` (the CPU path by default): scale and sensitivity both times ``1 + r``.
+
+    ``term_bound``: the bound on one row's term in the release's norm; by default the release's
+    sensitivity (an upper bound for a sum over rows: one row's term is at most what adding it moves).
+    A release without a sensitivity (an uncertified paper calibration) is returned as it is.
+    """
+    sensitivity = release.sensitivity
+    if sensitivity is None or not sensitivity > 0:
+        return release
+    share = rounding_share(summation or Summation(), n, relation,
+                           sensitivity if term_bound is None else term_bound, sensitivity, kind=kind)
+    scale, widened_sensitivity = widened(release.scale, sensitivity, share)
+    return dataclasses.replace(release, scale=scale, sensitivity=widened_sensitivity)
