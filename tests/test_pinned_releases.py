@@ -49,9 +49,10 @@ FP_SCALE = 1e-6  # false-positive rate of each chi-square scale test
 P_MIN = 1e-4  # p-value threshold of the KS tests (their false-positive rate)
 C = 1.0
 DELTA = 1e-6
-#: The relative widening of a release for the rounding of its computed statistic, at most (float64, up to
-#: 2**16 rows: docs/noise.md, "Rounding in the statistic"), plus the root-finders' 1e-6.
-ROUNDING = 2e-6
+#: The relative widening of a release for the rounding of its computed statistic, at most, in float64 up to
+#: 2**16 rows (docs/noise.md, "Rounding in the statistic": 1e-6, times sqrt(p) <= 4 for the power method's
+#: products with p orthonormal columns), plus the root-finders' 1e-6.
+ROUNDING = 5e-6
 
 
 # -- the test's own statistics ---------------------------------------------------------------------
@@ -412,7 +413,9 @@ def test_power_iterations_pinned(relation, calibration, monkeypatch):
         assert np.linalg.norm(one_step(a, V) - one_step(b, V)) <= sens * (1 + 1e-9)
     s = sigma / sens
     claim = res.privacy
-    assert gaussian_epsilon([s] * L, DELTA) == pytest.approx(claim.epsilon, rel=1e-6)
+    # widened for the rounding of the computed A X: the multiplier over the exact sensitivity is above
+    assert gaussian_epsilon([s] * L, DELTA) == pytest.approx(claim.epsilon, rel=ROUNDING)
+    assert gaussian_epsilon([s] * L, DELTA) <= claim.epsilon * (1 + 1e-12)
     if calibration == "tight":
         assert claim.epsilon == pytest.approx(eps, rel=1e-6) and claim.certified
 

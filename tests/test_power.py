@@ -113,7 +113,8 @@ def test_tight_noise_matches_a_direct_accountant_query(relation, sens, n_iter, s
     assert res.privacy.epsilon == pytest.approx(direct) and res.privacy.certified
     # Reference: L Gaussian releases of multiplier s are exactly one of multiplier s / sqrt(L).
     assert s == pytest.approx(math.sqrt(n_iter) * analytic_noise_multiplier(eps, delta), rel=1e-6)
-    assert res.diagnostics["noise_std"] == pytest.approx(s * sens * C**2)
+    # widened for the rounding of the computed A X by a relative 1e-5 at most (docs/noise.md)
+    assert 1 <= res.diagnostics["noise_std"] / (s * sens * C**2) <= 1 + 1e-5
     assert res.n_samples == (1500.0 if relation == "replace_one" else None)
 
 

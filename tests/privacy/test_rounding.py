@@ -129,6 +129,7 @@ def test_heights_of_the_paths():
     assert Summation(partials=8).height(1000) == 1007  # a tree over the partials on top
     assert Summation("float32", block_rows=100).height(1000) == 109  # fresh block products, then the chain
     assert Summation("float32", block_rows=5000).height(1000) == 1000  # never above the general bound
+    assert Summation(followed_by=15).height(1000) == 1015  # then a product with a public 15-row matrix
 
 
 def test_rows_bound_under_each_relation():
@@ -164,3 +165,21 @@ def test_device_moments_are_summed_in_float64_unless_the_noise_is_float():
     assert summation_of(X, array_api_strict).dtype == "float64"
     with config_context(noise="float"):
         assert summation_of(X, array_api_strict).dtype == "float32"
+
+
+def test_a_gram_times_a_public_orthonormal_matrix_is_within_its_bound():
+    """The noisy power method's ``A X``: ``A`` summed over the rows, then multiplied by ``X`` (d x p,
+    orthonormal) in float32, against exact rationals; the bound ``gamma_(n+d+1) n C^2 ||X||_F``."""
+    rng = np.random.default_rng(7)
+    n, d, p, C = 200, 5, 3, 1.0
+    rows = (rng.standard_normal((n, d)) * 2.0 ** -rng.integers(0, 12, size=(n, 1))).astype(np.float32)
+    rows /= np.maximum(np.linalg.norm(rows.astype(np.float64), axis=1, keepdims=True), 1.0).astype(np.float32)
+    V = np.linalg.qr(rng.standard_normal((d, p)))[0].astype(np.float32)
+    computed = ((rows.T @ rows) @ V).astype(np.float64)  # float32 throughout
+    gram = _exact_gram(rows)
+    exact = [[sum(gram[i][k] * Fraction(float(V[k, j])) for k in range(d)) for j in range(p)]
+             for i in range(d)]
+    error = _frobenius_distance(computed, exact)
+    frobenius_v = float(np.linalg.norm(V.astype(np.float64)))
+    bound = statistic_error(Summation("float32", followed_by=d), n, C**2 * frobenius_v, kind="products")
+    assert 0 < error <= bound

@@ -31,6 +31,10 @@ The height ``h`` of each computation path (:class:`Summation`):
   (``S + (B^T B)``), ``h <= b - 1 + ceil(n / b)``.
 * **Dask partials**: each of the ``p`` row chunks summed as above, then the ``p`` partials added in a tree
   (of height at most ``p - 1``): ``h <= n + p - 1``.
+* **a sum then multiplied by a public matrix** (the noisy power method's ``A X``, ``X`` with ``d`` rows
+  and orthonormal columns, the same for both neighbours): each term ``x_i x_i^T X`` passes through ``d``
+  more roundings, and in the Frobenius norm ``|| |x| |x|^T |X| ||_F <= ||x||^2 ||X||_F``, so
+  ``h = n + d`` (plus the product) with ``T = C^2 ||X||_F``.
 
 Neighbours and ``n``
 --------------------
@@ -115,11 +119,15 @@ class Summation:
     block_rows : int or None
         The rows of each block when the block's product does not read the accumulator and the block size
         is known (the device path); None: any blocks, any BLAS (the bound ``h <= n``).
+    followed_by : int
+        The roundings after the sum: the sum multiplied by a public matrix of this inner dimension
+        (``A X`` with ``X`` of ``d`` rows: ``d`` more, a product and ``d - 1`` additions); 0 otherwise.
     """
 
     dtype: str = "float64"
     partials: int = 1
     block_rows: int | None = None
+    followed_by: int = 0
 
     def height(self, n: int) -> int:
         """The most additions a term can pass through in a sum of ``n`` terms (module docstring)."""
@@ -128,7 +136,7 @@ class Summation:
         if self.block_rows is not None and self.partials == 1:
             b = max(int(self.block_rows), 1)
             h = min(n, b - 1 + -(-n // b))
-        return h + max(int(self.partials), 1) - 1
+        return h + max(int(self.partials), 1) - 1 + max(int(self.followed_by), 0)
 
 
 def statistic_error(summation: Summation, n: int, term_bound: float, *,
