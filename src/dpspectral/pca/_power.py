@@ -52,7 +52,7 @@ from ..privacy._adaptive import (
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
-from ..privacy._rounding import Summation, widen_release
+from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
@@ -69,14 +69,11 @@ def _iteration_sensitivity(relation: Relation, row_norm: float) -> float:
 
 
 def _widened(plan: ReleasePlan, inputs: Any, n: int | None, d: int | None, p: int) -> ReleasePlan:
-    """The iterations widened for the rounding of the computed ``A X`` (:mod:`dpspectral.privacy._rounding`):
-    ``A`` summed over the ``n`` rows, then multiplied by the ``d x p`` orthonormal ``X`` (``||X||_F <=
-    sqrt(p)``, with a margin for the rounding of its QR) in the same precision. The events are unchanged."""
-    summation = dataclasses.replace(inputs.summation, followed_by=d or 0)  # d unknown: restated with it
-    term = sensitivity_norm(inputs.C) ** 2 * math.sqrt(p) * (1.0 + 1e-6)
+    """The iterations widened for the rounding of the computed ``A X`` (``X``: ``d x p`` orthonormal),
+    :func:`~dpspectral.privacy._rounding.widen_projection`. The events are unchanged."""
     return dataclasses.replace(plan, releases=tuple(
-        widen_release(r, n=n, relation=inputs.relation, kind="products", term_bound=term, summation=summation)
-        for r in plan.releases))
+        widen_projection(r, n=n, relation=inputs.relation, row_norm=sensitivity_norm(inputs.C), d=d,
+                         columns=p, summation=inputs.summation) for r in plan.releases))
 
 
 def _events(noise_multiplier: float, n_iter: int) -> list[dp_accounting.DpEvent]:

@@ -77,6 +77,7 @@ __all__ = [
     "rows_bound",
     "statistic_error",
     "unit_roundoff",
+    "widen_projection",
     "widen_release",
     "widened",
 ]
@@ -205,3 +206,20 @@ def widen_release(release: Release, *, n: int | None, relation: Relation, kind: 
                            sensitivity if term_bound is None else term_bound, sensitivity, kind=kind)
     scale, widened_sensitivity = widened(release.scale, sensitivity, share)
     return dataclasses.replace(release, scale=scale, sensitivity=widened_sensitivity)
+
+
+def widen_projection(release: Release, *, n: int | None, relation: Relation, row_norm: float, d: int | None,
+                     columns: int, summation: Summation | None = None) -> Release:
+    """``release`` of ``sum_i x_i x_i^T W`` (rows of norm ``<= row_norm``, ``W`` a public ``d x columns``
+    matrix with orthonormal columns, the same for both neighbours), widened for its rounding.
+
+    However it is grouped (``(X^T X) W`` or ``X^T (X W)``), each term passes through the ``n`` roundings
+    of the sum over rows and the ``d`` of the product with ``W`` (module docstring), and its entrywise
+    absolute value has Frobenius norm at most ``||x||^2 ||W||_F = row_norm^2 sqrt(columns)`` (times
+    ``1 + 1e-6`` for the rounding of ``W``'s orthonormalisation). ``d`` None (not known yet: a plan
+    restated once it is) counts no product.
+    """
+    summation = dataclasses.replace(summation or Summation(), followed_by=d or 0)
+    term = row_norm**2 * math.sqrt(columns) * (1.0 + 1e-6)
+    return widen_release(release, n=n, relation=relation, kind="products", term_bound=term,
+                         summation=summation)
