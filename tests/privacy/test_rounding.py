@@ -125,11 +125,48 @@ def test_gamma_is_rounded_up_and_refuses_a_sum_too_long():
 
 
 def test_heights_of_the_paths():
-    assert Summation().height(1000) == 1000  # any blocks, any BLAS
-    assert Summation(partials=8).height(1000) == 1007  # a tree over the partials on top
-    assert Summation("float32", block_rows=100).height(1000) == 109  # fresh block products, then the chain
-    assert Summation("float32", block_rows=5000).height(1000) == 1000  # never above the general bound
-    assert Summation(followed_by=15).height(1000) == 1015  # then a product with a public 15-row matrix
+    assert Summation().height(1000) == 1001  # any blocks, any BLAS, and a group's addition to the total
+    assert Summation(partials=8).height(1000) == 1008  # a tree over the partials on top
+    assert Summation(block_rows=100).height(1000) == 110  # groups summed apart, then the chain
+    assert Summation(block_rows=100).height(1000, products=False) == 210  # sums of rows: pieces first
+    assert Summation(block_rows=5000).height(1000) == 1001  # never above the general bound
+    assert Summation(followed_by=15).height(1000) == 1016  # then a product with a public 15-row matrix
+
+
+def test_the_paths_of_the_inputs():
+    X = np.zeros((10, 784))
+    assert summation_of(X).block_rows == 2**14 + 1024  # dense in memory: groups of X^T X summed apart
+    assert summation_of(np.zeros((10, 3))).block_rows == 2**14 + 2**18 // 3  # pieces of 2**18 entries
+    assert summation_of([X, X]).block_rows is None  # a list or a stream: any blocks (sparse ones too)
+    dask_array = pytest.importorskip("dask.array")
+    assert summation_of(dask_array.zeros((100, 4), chunks=(10, 4))) == Summation(
+        partials=10, block_rows=2**14 + 2**18 // 4)
+
+
+def test_the_grouped_gram_is_within_its_bound():
+    """More rows than one group (2**14 + a piece): the groups summed apart, then added; against the
+    exact Gram (the rows as integers times 2**-75, multiplied in Python's integers), the error within
+    the grouped bound, itself below the general one."""
+    rng = np.random.default_rng(11)
+    n, d = 40_000, 16
+    rows = rng.standard_normal((n, d)) * 2.0 ** -rng.integers(0, 20, size=(n, 1))
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    moments = accumulate(rows, row_norm=1.0, want_sum=True)
+    second = moments.second
+    scale = 2**75  # every entry (above 2**-75 in magnitude, 53 bits) is an integer times 2**-75
+    K = np.array([[int(v) for v in row] for row in rows * float(scale)], dtype=object)
+    exact = K.T.dot(K)  # integers: the Gram times 2**150
+    error = math.sqrt(sum(float(Fraction(int(float(second[i, j]) * float(scale) ** 2)) - exact[i, j]) ** 2
+                          for i in range(d) for j in range(d))) / float(scale) ** 2
+    summation = summation_of(rows)
+    assert summation.block_rows is not None and summation.block_rows < n
+    bound = statistic_error(summation, n, 1.0, kind="products")
+    assert 0 < error <= bound
+    assert bound < statistic_error(Summation(), n, 1.0, kind="products")
+    exact_sum = K.sum(axis=0)  # integers: the sum times 2**75
+    sum_error = math.sqrt(sum(float(Fraction(int(float(moments.sum[j]) * float(scale))) - exact_sum[j]) ** 2
+                              for j in range(d))) / float(scale)
+    assert sum_error <= statistic_error(summation, n, 1.0, kind="sums")
 
 
 def test_rows_bound_under_each_relation():

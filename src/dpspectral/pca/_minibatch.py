@@ -238,7 +238,7 @@ class _MinibatchChecked:
     in_memory: bool
     n: int | None = None  # public shape of an in-memory array, for the plan checked before reading
     d: int | None = None
-    summation: Summation = Summation()  # how a batch is summed (the rounding bound's path)
+    summation: Summation = Summation()  # how a batch is summed (chunks chained: no groups apart)
 
 
 class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
@@ -266,7 +266,7 @@ class _MinibatchOja(Mechanism[_MinibatchInputs, SubspaceResult]):
         clip = plan_row_clip(budget, rel, C, share) if adaptive else None
         return _MinibatchChecked(inputs, budget, rel, C, inputs.calibration, clip,
                                  _multiplier(budget, rel, clip), where, in_memory, *_array_shape(X),
-                                 summation=summation_of(X, where[0]))
+                                 summation=Summation() if where[0] is None else summation_of(X, where[0]))
 
     def read(self, inputs: _MinibatchChecked, X: Any) -> _Opened:
         ins = inputs.inputs

@@ -27,8 +27,12 @@ The height ``h`` of each computation path (:class:`Summation`):
   at a time; the device path, ``S = S + B^T B``): whatever the order inside a call, the accumulator is one
   of the ``r + 1`` summands of the call, so a term passes through at most ``r`` additions in its own call
   and at most ``r'`` in each later call of ``r'`` rows: ``h <= n`` in all, **for any block sizes and any
-  BLAS**. When the device's blocks have a known size ``b`` and its product does not read the accumulator
-  (``S + (B^T B)``), ``h <= b - 1 + ceil(n / b)``.
+  BLAS**; ``n + 1`` with the addition of a group's sum to the total (below).
+* **groups summed apart** (dense rows on the CPU: the rank-k updates and the pieces' sums of a group of
+  at most ``b`` rows go into buffers that start from zero, and each group is then added to the total):
+  for ``X^T X`` ``b`` additions inside the group, one into the total, and one for each later group,
+  ``h <= b + ceil(n / b)``; for the sum of the rows, whose pieces (at most ``b`` rows) are summed first,
+  ``h <= 2 b + ceil(n / b)`` (``b`` is ``2**14`` rows plus one piece: 17,408 at d = 784).
 * **Dask partials**: each of the ``p`` row chunks summed as above, then the ``p`` partials added in a tree
   (of height at most ``p - 1``): ``h <= n + p - 1``.
 * **a sum then multiplied by a public matrix** (the noisy power method's ``A X``, ``X`` with ``d`` rows
@@ -56,16 +60,24 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import numpy as np
 
 from ._budget import Relation
 
-if TYPE_CHECKING:
-    from ._pipeline import NoisyRelease
 
-Release = TypeVar("Release", bound="NoisyRelease")
+class _Calibrated(Protocol):
+    """A planned release (:class:`~dpspectral.privacy._pipeline.NoisyRelease`): a scale, a sensitivity."""
+
+    @property
+    def scale(self) -> float: ...
+
+    @property
+    def sensitivity(self) -> float | None: ...
+
+
+Release = TypeVar("Release", bound=_Calibrated)
 Kind = Literal["products", "sums", "counts"]
 
 __all__ = [
@@ -118,8 +130,10 @@ class Summation:
     partials : int
         The number of partial sums added together at the end (Dask's row chunks; 1 otherwise).
     block_rows : int or None
-        The rows of each block when the block's product does not read the accumulator and the block size
-        is known (the device path); None: any blocks, any BLAS (the bound ``h <= n``).
+        The most rows of a group summed apart, from zero, before the group is added to the total (the
+        CPU path's groups of dense rows, ``dpspectral._moments._Groups``): ``h <= b + ceil(n / b)`` for
+        ``X^T X``, ``2 b + ceil(n / b)`` for the sum of the rows (its pieces' sums, at most ``b``, are
+        added one by one into the group); None: any grouping, any BLAS (``h <= n + 1``).
     followed_by : int
         The roundings after the sum: the sum multiplied by a public matrix of this inner dimension
         (``A X`` with ``X`` of ``d`` rows: ``d`` more, a product and ``d - 1`` additions); 0 otherwise.
@@ -130,13 +144,14 @@ class Summation:
     block_rows: int | None = None
     followed_by: int = 0
 
-    def height(self, n: int) -> int:
-        """The most additions a term can pass through in a sum of ``n`` terms (module docstring)."""
+    def height(self, n: int, products: bool = True) -> int:
+        """The most additions a term can pass through in a sum of ``n`` terms (module docstring): of
+        ``X^T X`` (``products``) or of the rows."""
         n = max(int(n), 1)
-        h = n
-        if self.block_rows is not None and self.partials == 1:
+        h = n + 1
+        if self.block_rows is not None:
             b = max(int(self.block_rows), 1)
-            h = min(n, b - 1 + -(-n // b))
+            h = min(h, (1 if products else 2) * b + -(-n // b))
         return h + max(int(self.partials), 1) - 1 + max(int(self.followed_by), 0)
 
 
@@ -152,8 +167,9 @@ def statistic_error(summation: Summation, n: int, term_bound: float, *,
     if kind == "counts":
         if n * max(term_bound, 1.0) < 0.5 / u:  # integers below 2**(p) add exactly
             return 0.0
-        return gamma(summation.height(n), u) * n * term_bound
-    h = summation.height(n) + (1 if kind == "products" else 0)
+        return gamma(summation.height(n, products=False), u) * n * term_bound
+    products = kind == "products"
+    h = summation.height(n, products=products) + (1 if products else 0)
     return gamma(h, u) * n * term_bound
 
 
@@ -205,7 +221,8 @@ def widen_release(release: Release, *, n: int | None, relation: Relation, kind: 
     share = rounding_share(summation or Summation(), n, relation,
                            sensitivity if term_bound is None else term_bound, sensitivity, kind=kind)
     scale, widened_sensitivity = widened(release.scale, sensitivity, share)
-    return dataclasses.replace(release, scale=scale, sensitivity=widened_sensitivity)
+    out = dataclasses.replace(cast(Any, release), scale=scale, sensitivity=widened_sensitivity)
+    return cast(Release, out)
 
 
 def widen_projection(release: Release, *, n: int | None, relation: Relation, row_norm: float, d: int | None,
