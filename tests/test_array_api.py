@@ -95,7 +95,8 @@ def test_zero_noise_limit_same_components_and_report(namespace, method, options)
     assert out.privacy.delta == ref.privacy.delta
     assert out.privacy.noise_source == "exact" and ref.privacy.noise_source == "exact"
     assert out.diagnostics.get("clip") == ref.diagnostics.get("clip")  # the same released clip
-    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=1e-12)
+    # the same multiplier; the scale differs only by each path's rounding widening (docs/noise.md)
+    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=1e-6)
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

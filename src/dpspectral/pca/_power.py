@@ -31,7 +31,7 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._array_api import get_namespace_and_device, like
+from .._array_api import get_namespace_and_device, like, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Interval, Table, Types, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
@@ -355,6 +355,7 @@ class _Checked:
     n: int | None
     d: int | None
     summation: Summation = Summation()  # how A is summed (the rounding bound's path)
+    dtype: Any = None  # a device input's floating dtype: the results' (A is summed in float64)
 
 
 class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
@@ -376,7 +377,7 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
         d = n_features_of(X)
         return _Checked(inputs, budget, rel, C, k, inputs.calibration, clip, xp,
                         int(X.shape[0]) if d is not None and not math.isnan(X.shape[0]) else None, d,
-                        summation_of(X, xp))
+                        summation_of(X, xp), None if xp is None else work_dtype(X, xp))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
         _, p = _sizes(inputs.k, inputs.inputs.block_size, d)
@@ -438,6 +439,8 @@ class _NoisyPower(Mechanism[_PowerInputs, SubspaceResult]):
     def post_process(self, inputs: _Checked, rows: Rows, released: Released, report: Any) -> SubspaceResult:
         """The top-k left singular vectors of the last release, ordered."""
         U = _left_singular_vectors(released["iteration"])
+        if inputs.dtype is not None and U.dtype != inputs.dtype:  # post-processing, in X's dtype
+            U = inputs.xp.astype(U, inputs.dtype)
         plan = released.plan
         spec = plan["iteration"]
         diagnostics: dict[str, Any] = {
