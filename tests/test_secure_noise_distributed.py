@@ -121,11 +121,12 @@ def test_site_plans_state_their_sensitivities() -> None:
     r1 = site_release_plan(budget=budget, relation=Relation.REPLACE_ONE, calibration="tight", row_norm=1.0,
                            release_count=False)
     assert [r.name for r in r1.releases] == ["scatter"]
-    assert r1["scatter"].sensitivity == pytest.approx(math.sqrt(2.0) * C**2, rel=1e-12)
+    # widened for the rounding of the computed scatter (at the public 2**16 rows): at most 1e-6 relative
+    assert 1 <= r1["scatter"].sensitivity / (math.sqrt(2.0) * C**2) <= 1 + 1e-6
     ar = site_release_plan(budget=budget, relation=Relation.ADD_REMOVE, calibration="tight", row_norm=1.0,
                            release_count=True)
     assert [r.name for r in ar.releases] == ["scatter", "count"]
-    assert ar["scatter"].sensitivity == pytest.approx(C**2, rel=1e-12) and ar["count"].sensitivity == 1.0
+    assert 1 <= ar["scatter"].sensitivity / C**2 <= 1 + 1e-6 and ar["count"].sensitivity == 1.0
     paper = site_release_plan(budget=budget, relation=Relation.REPLACE_ONE, calibration="paper",
                               row_norm=1.0, release_count=False)
     (event,) = paper.events
