@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
+from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning, config_context
 from dpspectral.datasets import spiked_covariance
 from dpspectral.pca._power import noisy_power
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
@@ -195,7 +195,8 @@ def test_bad_data_and_stream_checks():
 
 
 class _RecordingGenerator(np.random.Generator):
-    """A seeded Generator that records the scale and shape of every Gaussian draw (white-box)."""
+    """A seeded Generator that records the scale and shape of every Gaussian draw (white-box; the float
+    source, ``config_context(noise="float")``, draws the releases with its ``normal``)."""
 
     def __init__(self, seed: int) -> None:
         super().__init__(np.random.PCG64(seed))
@@ -210,8 +211,9 @@ class _RecordingGenerator(np.random.Generator):
 def test_the_noise_drawn_is_the_planned_noise(relation, sens, spiked):
     X, _ = spiked
     g = _RecordingGenerator(0)
-    res = noisy_power(X, 2, epsilon=0.5, delta=1e-6, row_norm=1.5, relation=relation, n_iter=6,
-                      block_size=4, random_state=g, adaptive_clip=False)
+    with config_context(noise="float"):  # the recorded draws: NumPy's normal at the planned std
+        res = noisy_power(X, 2, epsilon=0.5, delta=1e-6, row_norm=1.5, relation=relation, n_iter=6,
+                          block_size=4, random_state=g, adaptive_clip=False)
     s = res.diagnostics["noise_multiplier"]
     assert s == pytest.approx(math.sqrt(6) * analytic_noise_multiplier(0.5, 1e-6))
     assert g.draws == [(pytest.approx(s * sens * 1.5**2), (15, 4))] * 6
@@ -225,8 +227,9 @@ def test_matches_a_brute_force_reference_given_the_same_random_stream(spiked):
     X = X * 2.0  # exercise clipping
     Xc = X * np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))[:, None]
     A = Xc.T @ Xc
-    res = noisy_power(X, 2, epsilon=3.0, delta=1e-6, row_norm=1.0, n_iter=3, block_size=3,
-                      random_state=42, adaptive_clip=False)
+    with config_context(noise="float"):  # the reference redraws the float source's stream
+        res = noisy_power(X, 2, epsilon=3.0, delta=1e-6, row_norm=1.0, n_iter=3, block_size=3,
+                          random_state=42, adaptive_clip=False)
     std = res.diagnostics["noise_std"]
     rng = np.random.default_rng(42)
     Q, R = np.linalg.qr(rng.standard_normal((15, 3)))

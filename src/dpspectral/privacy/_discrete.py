@@ -129,7 +129,8 @@ class _PhiloxStreams:
         j = self._used[idx]
         self._used[idx] = j + _U64(1)
         lo, hi = _philox(g & _M32, g >> _U64(32), j & _M32, j >> _U64(32), *self._key)
-        return lo | (hi << _U64(32))
+        words: np.ndarray = lo | (hi << _U64(32))
+        return words
 
 
 class SystemWords:
@@ -256,7 +257,7 @@ def _bern_exp(st: Any, x_hat: np.ndarray, exact: Any, idx: np.ndarray) -> np.nda
     p = _exp_neg(np.where(big, 0.0, x_hat))
     lo = np.where(big, 0.0, p * (1.0 - _MARGIN))
     hi = np.where(big, 2.0**-90, p * (1.0 + _MARGIN))
-    out = v_hi <= lo
+    out: np.ndarray = v_hi <= lo
     undecided = np.flatnonzero(~out & (v_lo < hi))
     for i in undecided:
         out[i] = _LazyUniform(int(u[i]), 53, _One(st, int(idx[i]))).less_exp(exact(int(i)))
@@ -276,7 +277,7 @@ def _laplace_magnitude(st: Any, scale: Fraction, idx: np.ndarray) -> np.ndarray:
         guess = np.floor(-b * np.log((u + 0.5) * 2.0**-53))
     guess = np.clip(guess, 0.0, 2.0**60).astype(np.int64)
     k_hat = guess.astype(np.float64)
-    out = guess.copy()
+    out: np.ndarray = guess.copy()
     v_lo, v_hi = u * 2.0**-53, (u + 1.0) * 2.0**-53
 
     def decided_less(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,7 +359,8 @@ def _laplace(st: Any, t: int, s: int, idx: np.ndarray) -> np.ndarray:
 
 def _bits(st: Any, idx: np.ndarray) -> np.ndarray:
     """A fair bit (boolean) for each value of ``idx``: the low bit of its next word."""
-    return (st.words(idx) & _U64(1)).astype(bool)
+    bits: np.ndarray = (st.words(idx) & _U64(1)).astype(bool)
+    return bits
 
 
 def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
