@@ -86,8 +86,9 @@ def test_noisy_power_draws_the_planned_noise_at_the_released_clip(relation, c):
     hist_sens = math.sqrt(2.0) if relation == "replace_one" else 1.0
     assert g.draws[0][0] == pytest.approx(s_h * hist_sens)  # the norm histogram
     step = s * c * (r * (1 + 1e-10)) ** 2  # sensitivity at the released clip (rounding slack)
-    assert g.draws[1:] == [(pytest.approx(step), (10, 3))] * 4
-    assert res.diagnostics["noise_std"] == pytest.approx(step)
+    # widened for the rounding of the computed A X by at most 1e-5 relative (docs/noise.md)
+    assert g.draws[1:] == [(pytest.approx(step, rel=1e-5), (10, 3))] * 4
+    assert 1 <= res.diagnostics["noise_std"] / step <= 1 + 1e-5
 
 
 def test_noisy_power_clip_stays_at_the_bound_for_unit_rows():

@@ -238,7 +238,8 @@ def test_a_goe_matrix_release_lies_on_its_grid(lowrank_data: np.ndarray, spy: _S
     diagonal = np.diagonal(matrix)
     assert np.array_equal(np.rint(diagonal / step) * step, diagonal)
     upper = matrix[np.triu_indices(12, 1)] * np.sqrt(2.0)
-    assert np.allclose(np.rint(upper / step) * step, upper, rtol=0, atol=1e-6 * step)
+    # within the rounding of the map back and forth (a few ulps of the entries)
+    assert np.allclose(np.rint(upper / step) * step, upper, rtol=0, atol=4 * np.spacing(np.abs(upper).max()))
     (kind, released_step, iso), = [r for r in spy.releases if r[2].size == 12 * 13 // 2]
     assert kind == "gaussian" and released_step == step
     spy.check_on_grid()  # iso(M) + noise itself: exact multiples of the grid
