@@ -46,6 +46,7 @@ from .._validation import as_generator, check_mechanism_inputs, check_n_componen
 from ..privacy._accounting import Accountant, AccountingMethod, ParallelDpEvent, compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation
+from ..privacy._noise import seeded_source_name
 from ..privacy._noise_base import NoiseSource
 from ..privacy._pipeline import ReleasePlan, Releaser, precheck, release, validate_rows
 from ._aggregator import Aggregate, aggregate
@@ -723,7 +724,7 @@ def _run_protocol(
     eng = _as_engine(engine, owner)
     seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(random_state,
                                                                                  len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else seeded_source_name())
     with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
         outcomes, payloads, agg, releaser = _release(
             run, plan, run_plan, engine=eng, seeds=seeds, accountant=accountant, noise=noise,
@@ -808,7 +809,7 @@ def _run_secure(run: _Inputs, *, engine: Any, random_state: Any, accountant: Acc
     precheck(accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
     eng = _as_engine(engine, owner)
     seeds = spawn_site_seeds(random_state, len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else "seeded")
+    noise = _NoiseAtSites(SECURE if _is_secure(random_state) else seeded_source_name())
     with eng.session(len(run.sites.handles)):
         keys, adverts = _secure_keys(run, plan, eng, seeds, show_progress, stacklevel + 1)
         rnd = _secure_round(run, plan, adverts, multiplier)
