@@ -172,7 +172,8 @@ def test_the_grouped_gram_is_within_its_bound():
 def test_rows_bound_under_each_relation():
     assert rows_bound(60_000, Relation.REPLACE_ONE) == 60_000  # public n
     assert rows_bound(10, Relation.ADD_REMOVE) == PUBLIC_ROWS  # private n: the public floor
-    assert rows_bound(10**6, Relation.ADD_REMOVE) == 10**6 + 1  # the larger neighbour
+    # above it too: the noise scale, which the report states, must not depend on the private n
+    assert rows_bound(10**6, Relation.ADD_REMOVE) == PUBLIC_ROWS
     assert rows_bound(None, Relation.REPLACE_ONE) == PUBLIC_ROWS
 
 
@@ -220,3 +221,18 @@ def test_a_gram_times_a_public_orthonormal_matrix_is_within_its_bound():
     frobenius_v = float(np.linalg.norm(V.astype(np.float64)))
     bound = statistic_error(Summation("float32", followed_by=d), n, C**2 * frobenius_v, kind="products")
     assert 0 < error <= bound
+
+
+def test_add_remove_noise_scale_does_not_depend_on_the_row_count():
+    # two data sets of different (private) sizes above the public row count: the same released scale
+    import dpspectral
+
+    rng = np.random.default_rng(0)
+    stds = []
+    for n in (70_000, 90_000):
+        X = rng.normal(size=(n, 4))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        result = dpspectral.analyze_gauss(X, 2, epsilon=1.0, delta=1e-6, row_norm=1.0, relation="add_remove",
+                                          adaptive_clip=False, centering=None, random_state=0)
+        stds.append(result.diagnostics["noise_std"])
+    assert stds[0] == stds[1]
