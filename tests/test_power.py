@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning
+from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarning, config_context
 from dpspectral.datasets import spiked_covariance
 from dpspectral.pca._power import noisy_power
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
@@ -113,7 +113,8 @@ def test_tight_noise_matches_a_direct_accountant_query(relation, sens, n_iter, s
     assert res.privacy.epsilon == pytest.approx(direct) and res.privacy.certified
     # Reference: L Gaussian releases of multiplier s are exactly one of multiplier s / sqrt(L).
     assert s == pytest.approx(math.sqrt(n_iter) * analytic_noise_multiplier(eps, delta), rel=1e-6)
-    assert res.diagnostics["noise_std"] == pytest.approx(s * sens * C**2)
+    # widened for the rounding of the computed A X by a relative 1e-5 at most (docs/noise.md)
+    assert 1 <= res.diagnostics["noise_std"] / (s * sens * C**2) <= 1 + 1e-5
     assert res.n_samples == (1500.0 if relation == "replace_one" else None)
 
 
@@ -194,7 +195,8 @@ def test_bad_data_and_stream_checks():
 
 
 class _RecordingGenerator(np.random.Generator):
-    """A seeded Generator that records the scale and shape of every Gaussian draw (white-box)."""
+    """A seeded Generator that records the scale and shape of every Gaussian draw (white-box; the float
+    source, ``config_context(noise="float")``, draws the releases with its ``normal``)."""
 
     def __init__(self, seed: int) -> None:
         super().__init__(np.random.PCG64(seed))
@@ -209,8 +211,9 @@ class _RecordingGenerator(np.random.Generator):
 def test_the_noise_drawn_is_the_planned_noise(relation, sens, spiked):
     X, _ = spiked
     g = _RecordingGenerator(0)
-    res = noisy_power(X, 2, epsilon=0.5, delta=1e-6, row_norm=1.5, relation=relation, n_iter=6,
-                      block_size=4, random_state=g, adaptive_clip=False)
+    with config_context(noise="float"):  # the recorded draws: NumPy's normal at the planned std
+        res = noisy_power(X, 2, epsilon=0.5, delta=1e-6, row_norm=1.5, relation=relation, n_iter=6,
+                          block_size=4, random_state=g, adaptive_clip=False)
     s = res.diagnostics["noise_multiplier"]
     assert s == pytest.approx(math.sqrt(6) * analytic_noise_multiplier(0.5, 1e-6))
     assert g.draws == [(pytest.approx(s * sens * 1.5**2), (15, 4))] * 6
@@ -224,8 +227,9 @@ def test_matches_a_brute_force_reference_given_the_same_random_stream(spiked):
     X = X * 2.0  # exercise clipping
     Xc = X * np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))[:, None]
     A = Xc.T @ Xc
-    res = noisy_power(X, 2, epsilon=3.0, delta=1e-6, row_norm=1.0, n_iter=3, block_size=3,
-                      random_state=42, adaptive_clip=False)
+    with config_context(noise="float"):  # the reference redraws the float source's stream
+        res = noisy_power(X, 2, epsilon=3.0, delta=1e-6, row_norm=1.0, n_iter=3, block_size=3,
+                          random_state=42, adaptive_clip=False)
     std = res.diagnostics["noise_std"]
     rng = np.random.default_rng(42)
     Q, R = np.linalg.qr(rng.standard_normal((15, 3)))

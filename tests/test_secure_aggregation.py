@@ -30,6 +30,7 @@ from dpspectral.distributed._secure import (  # noqa: E402
 )
 from dpspectral.distributed._site import pack_upper, unpack_upper  # noqa: E402
 from dpspectral.privacy._accounting import epsilon_of  # noqa: E402
+from dpspectral.privacy._noise import ExactNoise  # noqa: E402
 
 EPS, DELTA, D = 0.5, 1e-6, 12
 
@@ -76,21 +77,22 @@ class Recording(InProcessEngine):
 
 
 def test_masks_cancel_and_the_sum_carries_the_pooled_noise():
-    """The decoded sum is exactly sum_s round(c_s upper(S_s)) plus the sites' rounded noise shares,
-    redrawn by hand from each site's seed; the release is its top-k; the pooled noise equals Analyze
-    Gauss's on the pooled rows."""
+    """The decoded sum is exactly sum_s of the sites' rounded noisy shares (round(c_s upper(S_s)) plus
+    the exact noise share), redrawn by hand from each site's seed; the release is its top-k; the pooled
+    noise equals Analyze Gauss's on the pooled rows."""
     X = _data()
     sites = _sites(X, 6)
     eng = Recording()
     res = _secure(sites, engine=eng)
     rnd = next(p for name, _, p, _ in eng.log if name == "message_step")
-    g, share = rnd.step, rnd.share_plan["share"].scale
+    g, share, sens = rnd.step, rnd.share_plan["share"].scale, rnd.share_plan["share"].sensitivity
     seeds = np.random.SeedSequence(0).spawn(6)
     total = np.zeros(D * (D + 1) // 2)
     for s, Xs in enumerate(sites):
         q = np.rint(pack_upper(Xs.T @ Xs) * (rnd.coefficients[s] / g))
-        e = np.random.default_rng(seeds[s]).normal(0.0, share, size=q.shape)
-        total += q + np.rint(e / g)
+        # the site's share: the exact discrete Gaussian release of q g from its own seed, on its grid
+        noisy = ExactNoise(np.random.default_rng(seeds[s])).add_gaussian(q * g, share, sens)
+        total += np.rint(noisy / g)
     values, vectors = top_k_eigh(unpack_upper(total * g, D), 3)
     np.testing.assert_allclose(np.abs(res.components), np.abs(vectors), atol=1e-10)
     pooled = pooled_pca(X, 3, epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0)

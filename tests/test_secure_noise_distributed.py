@@ -63,10 +63,10 @@ def test_dpdispca_secure_runs_reports_and_differs(kwargs: dict[str, Any]) -> Non
     assert not np.array_equal(runs[0].values, runs[1].values)
 
 
-def test_seeded_run_reports_seeded_and_secure_charges_one_parallel_event() -> None:
+def test_seeded_run_reports_exact_and_secure_charges_one_parallel_event() -> None:
     sites = _sites()
     seeded = dpdispca(sites, 2, random_state=0, **KW)
-    assert seeded.privacy.noise_source == "seeded"
+    assert seeded.privacy.noise_source == "exact"  # the sites' seeded default: exact discrete noise
     acc = Accountant(delta=1e-5)
     secure = dpdispca(sites, 2, random_state="secure", accountant=acc, **KW)
     assert len(acc.entries) == 1 and isinstance(acc.entries[0].event, ParallelDpEvent)
@@ -121,11 +121,12 @@ def test_site_plans_state_their_sensitivities() -> None:
     r1 = site_release_plan(budget=budget, relation=Relation.REPLACE_ONE, calibration="tight", row_norm=1.0,
                            release_count=False)
     assert [r.name for r in r1.releases] == ["scatter"]
-    assert r1["scatter"].sensitivity == pytest.approx(math.sqrt(2.0) * C**2, rel=1e-12)
+    # widened for the rounding of the computed scatter (at the public 2**16 rows): at most 1e-6 relative
+    assert 1 <= r1["scatter"].sensitivity / (math.sqrt(2.0) * C**2) <= 1 + 1e-6
     ar = site_release_plan(budget=budget, relation=Relation.ADD_REMOVE, calibration="tight", row_norm=1.0,
                            release_count=True)
     assert [r.name for r in ar.releases] == ["scatter", "count"]
-    assert ar["scatter"].sensitivity == pytest.approx(C**2, rel=1e-12) and ar["count"].sensitivity == 1.0
+    assert 1 <= ar["scatter"].sensitivity / C**2 <= 1 + 1e-6 and ar["count"].sensitivity == 1.0
     paper = site_release_plan(budget=budget, relation=Relation.REPLACE_ONE, calibration="paper",
                               row_norm=1.0, release_count=False)
     (event,) = paper.events
@@ -154,7 +155,7 @@ def test_site_plan_is_its_release_plan() -> None:
 
 
 def test_the_aggregator_draws_no_noise() -> None:
-    noise = _NoiseAtSites("seeded")
+    noise = _NoiseAtSites("exact")
     for draw in (lambda: noise.add_gaussian(0.0, 1.0, 1.0), lambda: noise.gaussian(1.0, 3, 1.0),
                  lambda: noise.add_laplace(0.0, 1.0, 1.0), lambda: noise.generator):
         with pytest.raises(RuntimeError, match="the aggregator draws no noise"):

@@ -188,6 +188,6 @@ def test_secure_noise_through_every_estimator(cls):
     assert '"secure"' in cls.__doc__
 
 
-def test_seeded_fits_say_seeded():
+def test_seeded_fits_say_exact():
     est = DPPCA(1, row_norm=1.0, **_PRIVACY).fit(np.random.default_rng(0).normal(size=(50, 3)) / 4)
-    assert est.privacy_.noise_source == "seeded"
+    assert est.privacy_.noise_source == "exact"

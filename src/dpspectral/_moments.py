@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._array_api import clip_rows_xp, from_numpy, isfinite_all, row_norms_xp, to_numpy, work_dtype
+from ._array_api import clip_rows_xp, from_numpy, get_config, isfinite_all, row_norms_xp, to_numpy, work_dtype
 from ._array_api import get_namespace_and_device as _where
 from ._device_stream import device_blocks
 from ._rows import (
@@ -44,9 +44,10 @@ from .privacy._clipping import (
     scaled_row_norms,
 )
 from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
+from .privacy._rounding import Summation
 
-__all__ = ["Moments", "accumulate", "check_dask_columns", "is_dask_array", "n_features_of",
-           "needs_two_passes_ok", "unknown_columns_error"]
+__all__ = ["Moments", "accumulate", "accumulation_dtype", "check_dask_columns", "is_dask_array",
+           "n_features_of", "needs_two_passes_ok", "summation_of", "unknown_columns_error"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,35 @@ class Moments:
     #: With ``norm_edges``: the counts of the row norms (centred, before clipping) in the bins of
     #: :func:`~dpspectral.privacy._quantile.norm_histogram`, counted in the same pass.
     norm_counts: np.ndarray | None = None
+
+
+def accumulation_dtype(X: Any, xp: Any) -> Any:
+    """The dtype a device path clips and sums the rows in: float64 by default, whatever ``X``'s dtype.
+
+    In float32 the rounding of a sum of ``n`` rows grows like ``n * 2**-24`` times the sum of the terms
+    (:mod:`dpspectral.privacy._rounding`), which the noise would have to cover: hundreds of times the
+    noise at 60,000 rows. In float64 it is ``2**29`` times smaller. Only with float noise
+    (``config_context(noise="float")``, for comparisons) is the work done in ``X``'s own dtype.
+    """
+    return work_dtype(X, xp) if get_config()["noise"] == "float" else xp.float64
+
+
+def summation_of(X: Any, xp: Any = None) -> Summation:
+    """How :func:`accumulate` sums the rows of ``X`` (public: the input's kind, never its values).
+
+    A dense array in memory (or memory-mapped) has its ``X^T X`` summed in groups of rows
+    (:class:`_Groups`); a Dask array's row chunks too, each to a partial, then the partials in a tree; a
+    sparse matrix or a stream of blocks (sparse or dense) in float64 by any grouping; a device path in
+    :func:`accumulation_dtype`.
+    """
+    if xp is not None:
+        return Summation(dtype=str(accumulation_dtype(X, xp)).rsplit(".", 1)[-1])
+    d = n_features_of(X)
+    if is_dask_array(X):
+        return Summation(partials=int(X.numblocks[0]), block_rows=None if d is None else gram_block_rows(d))
+    if isinstance(X, np.ndarray) and d is not None:
+        return Summation(block_rows=gram_block_rows(d))
+    return Summation()
 
 
 def needs_two_passes_ok(X: Any) -> bool:
@@ -136,8 +166,7 @@ def accumulate(
     counts = np.zeros(0 if norm_edges is None else norm_edges.size + 1)
     scale = norm_scale(row_norm)  # norms compared on rows scaled by a public power of two (1 for most C)
     d: int | None = None
-    total = None
-    second = None
+    sums: _Groups | None = None
     n_clipped = 0
     for first_row, raw in _iter_blocks(X, owner, show_progress):
         block = _as_float_block(raw, first_row, d, owner)
@@ -147,8 +176,7 @@ def accumulate(
                 raise ValueError(
                     f"{owner}: the centre has shape {center.shape}, expected ({d},)."
                 )
-            total = np.zeros(d)
-            second = np.zeros((d, d))
+            sums = _Groups(d, want_sum, want_second)
         if block.shape[0] == 0:
             continue
         shift = None  # the centre of a dense block, subtracted piece by piece (no centred copy)
@@ -163,10 +191,9 @@ def accumulate(
             block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
                                        copy=True, first_row=first_row, owner=owner)
             n_clipped += clipped
-            if want_sum:
-                total += np.asarray(block.sum(axis=0)).ravel()
-            if want_second:
-                second += (block.T @ block).toarray()
+            assert sums is not None
+            sums.add_block(np.asarray(block.sum(axis=0)).ravel() if want_sum else None,
+                           (block.T @ block).toarray() if want_second else None)
             continue
         norms = _dense_row_norms(block, first_row, owner, scale, shift)  # of the rows scaled by `scale`
         if norm_edges is not None:
@@ -177,16 +204,16 @@ def accumulate(
             raise norm_violation_error(owner, row_norm)
         if not (want_sum or want_second):  # a validation pass (finite, within the bound): nothing to add
             continue
-        second = _add_clipped(block, norms, over, row_norm * scale, total if want_sum else None,
-                              second if want_second else None, center=shift)
-    if d is None or n == 0:
+        assert sums is not None
+        _add_clipped(block, norms, over, row_norm * scale, sums, center=shift)
+    if d is None or n == 0 or sums is None:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
-    if want_second:
-        assert second is not None
-        # exactly symmetric: the upper triangle mirrored (a sparse product may differ in the last bit)
-        second = np.ascontiguousarray(np.triu(second) + np.triu(second, 1).T)
+    total, upper = sums.result()
+    full = None
+    if upper is not None:  # dsyrk fills the upper triangle only (sparse updates fill both): mirror it
+        full = np.ascontiguousarray(np.triu(upper) + np.triu(upper, 1).T)
     return Moments(
-        n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
+        n=n, d=d, sum=total, second=full,
         n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
     )
 
@@ -271,9 +298,9 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
         out[0, width:] = bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
     if not (want_sum or want_second):  # a validation pass: nothing to scale or add
         return out
-    total = np.zeros(d) if want_sum else None
-    second = _add_clipped(block, norms, over, row_norm * scale, total,
-                          np.zeros((d, d)) if want_second else None)
+    sums = _Groups(d, want_sum, want_second)
+    _add_clipped(block, norms, over, row_norm * scale, sums)
+    total, second = sums.result()
     if total is not None:
         out[0, 3:3 + d] = total
     if second is not None:
@@ -286,13 +313,91 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
 #: 128 MB block, at d >= 500 within 5 % (docs/benchmarks/scaling.md).
 _PIECE_ELEMENTS = 1 << 18
 
+#: The rows (their sum and outer products) of about this many rows are summed apart, from zero, before
+#: they are added to the totals (:class:`_Groups`): the rounding of the sums then grows with ``R + n / R``
+#: rather than ``n`` (:mod:`dpspectral.privacy._rounding`), for one ``d x d`` addition per ``R`` rows.
+_SUMMED_APART = 1 << 14
+
+
+def _piece_rows(d: int) -> int:
+    """The rows of each piece :func:`_add_clipped` scales and adds at once."""
+    return max(1024, _PIECE_ELEMENTS // max(d, 1))
+
+
+def gram_block_rows(d: int) -> int:
+    """The most rows :class:`_Groups` sums apart (a group closes once it has
+    ``_SUMMED_APART`` rows, so it holds less than that plus one piece)."""
+    return _SUMMED_APART + _piece_rows(d)
+
+
+class _Groups:
+    """The sum of the clipped rows and the upper triangle of their ``X^T X`` (Fortran-ordered), summed in
+    groups of rows.
+
+    Each group's pieces go into buffers that start from zero (a piece's sum, a BLAS rank-k update); a
+    group of ``_SUMMED_APART`` rows or more is then added to the totals (the first group is summed in the
+    totals themselves, so a data set of one group needs no second buffer). A sparse block's sum and
+    ``B^T B`` are added to the totals directly.
+    """
+
+    def __init__(self, d: int, want_sum: bool, want_second: bool) -> None:
+        self.sum = np.zeros(d) if want_sum else None
+        self.second = np.zeros((d, d), order="F") if want_second else None
+        self.parts: tuple[np.ndarray | None, np.ndarray | None] | None = None  # None: the first group
+        self.rows = 0
+
+    def add_rows(self, piece: np.ndarray) -> None:
+        """Add a dense piece of clipped rows: its sum and ``piece^T piece`` (upper triangle)."""
+        total, second = (self.sum, self.second) if self.parts is None else self.parts
+        if total is not None:
+            total += piece.sum(axis=0)
+        if second is not None:
+            # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) from zero
+            # and mirrors it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk,
+            # whose OpenBLAS build synchronises its threads worse on small updates
+            # (docs/benchmarks/speed.md). A term passes through at most the piece's rows of additions in
+            # the product, then one per piece of its group: fewer than the group's rows.
+            second += piece.T @ piece
+        self.rows += piece.shape[0]
+        if self.rows >= _SUMMED_APART:
+            self._close_group()
+
+    def add_block(self, block_sum: np.ndarray | None, product: np.ndarray | None) -> None:
+        """Add a sparse block's sum and whole ``B^T B`` to the totals."""
+        if self.sum is not None and block_sum is not None:
+            self.sum += block_sum
+        if self.second is not None and product is not None:
+            self.second += product
+
+    def _close_group(self) -> None:
+        if self.parts is None:  # the first group is in the totals: buffers for the next ones
+            self.parts = (None if self.sum is None else np.zeros_like(self.sum),
+                          None if self.second is None else np.zeros_like(self.second, order="F"))
+        else:
+            self._add_parts()
+        self.rows = 0
+
+    def _add_parts(self) -> None:
+        assert self.parts is not None
+        for total, part in zip((self.sum, self.second), self.parts, strict=True):
+            if total is not None and part is not None:
+                total += part
+                part[...] = 0.0
+
+    def result(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(sum, second)`` once every row is added (``second``: ``X^T X`` in the upper triangle; the
+        sparse products fill both)."""
+        if self.parts is not None and self.rows:
+            self._add_parts()
+            self.rows = 0
+        return self.sum, self.second
+
 
 def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,
-                 total: np.ndarray | None, second: np.ndarray | None,
-                 center: np.ndarray | None = None) -> np.ndarray | None:
-    """Add the clipped rows ``(x - center) * factor`` of a dense block to ``total`` (their sum, in
-    place) and ``second`` (their ``X^T X``, a d x d array, updated in place; returned). ``norms`` (of
-    the centred rows) and ``row_norm`` are both of the rows scaled by the bound's public power of two
+                 sums: _Groups, center: np.ndarray | None = None) -> None:
+    """Add the clipped rows ``(x - center) * factor`` of a dense block to ``sums`` (their sum and their
+    ``X^T X``: :class:`_Groups`). ``norms`` (of the centred rows) and ``row_norm`` are both of the rows
+    scaled by the bound's public power of two
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
     One code path whatever the data: every row is centred and scaled by its factor (1 within the
@@ -301,7 +406,7 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     the bound. The caller's array is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     m, d = block.shape
-    rows = max(1024, _PIECE_ELEMENTS // max(d, 1))
+    rows = _piece_rows(d)
     # one buffer for every piece: no allocation per piece (a Dask worker's malloc returns freed memory
     # to the system at once, MALLOC_TRIM_THRESHOLD_, and a fresh 2 MB piece each time halved the speed)
     buffer = np.empty((min(rows, m), d))
@@ -312,14 +417,7 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
         else:
             np.subtract(block[a:a + rows], center, out=piece)
             np.multiply(piece, factors[a:a + rows, None], out=piece)
-        if total is not None:
-            total += piece.sum(axis=0)
-        if second is not None:
-            # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) and mirrors
-            # it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk, whose
-            # OpenBLAS build synchronises its threads worse on small updates (docs/benchmarks/speed.md)
-            second += piece.T @ piece
-    return second
+        sums.add_rows(piece)
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
@@ -333,7 +431,7 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     bound; finite check; ``"raise"`` refuses); ``X^T X`` by a matrix product, symmetrised exactly.
     Returns arrays of ``xp`` (``n`` and the count of clipped rows as ints).
     """
-    dtype, device = work_dtype(X, xp), _where(X, owner)[1]
+    dtype, device = accumulation_dtype(X, xp), _where(X, owner)[1]
     n, n_clipped, d = 0, 0, None
     total = second = None
     edges_x = None if norm_edges is None else from_numpy(np.asarray(norm_edges, float), xp, device, dtype)

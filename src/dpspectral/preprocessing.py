@@ -7,6 +7,7 @@ only (:func:`scaler_plan`, :class:`DPStandardScaler`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from .privacy._budget import PrivacyBudget, Relation, as_relation
 from .privacy._clipping import ROUNDING_SLACK
 from .privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from .privacy._pipeline import NoisyRelease, ReleasePlan, not_finite_error
+from .privacy._rounding import Kind, widen_release
 from .privacy._template import Mechanism, Released, RunSettings, run
 
 __all__ = ["DPStandardScaler", "ScalerRelease", "clipped_sums", "scaler_plan", "scaler_sensitivities"]
@@ -222,9 +224,16 @@ class _Scaler(Mechanism[_ScalerInputs, tuple[ReleasePlan, dict[str, Any], int, P
         return {"mechanism": MECHANISM, "budget": inputs.budget, "calibration": "tight"}
 
     def plan(self, inputs: _ScalerInputs, n: int | None, d: int | None) -> ReleasePlan:
+        """:func:`scaler_plan`, each release widened for the rounding of its sum over the ``n`` rows
+        (:mod:`dpspectral.privacy._rounding`; a term is at most the add/remove sensitivity)."""
         budget = inputs.budget
-        return scaler_plan(inputs.lower, inputs.upper, epsilon=budget.epsilon, delta=budget.delta,
+        plan = scaler_plan(inputs.lower, inputs.upper, epsilon=budget.epsilon, delta=budget.delta,
                            relation=inputs.relation, with_mean=inputs.with_mean, with_std=inputs.with_std)
+        terms = scaler_sensitivities(inputs.lower, inputs.upper, Relation.ADD_REMOVE)
+        kinds: dict[str, Kind] = {"sum": "sums", "sum_of_squares": "products", "count": "counts"}
+        return dataclasses.replace(plan, releases=tuple(
+            widen_release(r, n=n, relation=plan.relation, kind=kinds[r.name], term_bound=terms[r.name])
+            for r in plan.releases))
 
     def read(self, inputs: _ScalerInputs, X: Any) -> _Sums:
         if not np.all(np.isfinite(X)):

@@ -46,6 +46,7 @@ from .._validation import as_generator, check_mechanism_inputs, check_n_componen
 from ..privacy._accounting import Accountant, AccountingMethod, ParallelDpEvent, compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation
+from ..privacy._noise import seeded_source_name
 from ..privacy._noise_base import NoiseSource
 from ..privacy._pipeline import ReleasePlan, Releaser, precheck, validate_rows
 from ..privacy._template import RunSettings, charge_at_creation
@@ -784,7 +785,7 @@ def _run_protocol(sites: Any, k: int, call: _Call) -> DistributedResult:
     settings = call.settings
     seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(settings.random_state,
                                                                                  len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else "seeded")
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else seeded_source_name())
     with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
         (outcomes, payloads, agg), report, _ = charge_at_creation(
             run_plan, settings, functools.partial(_release, run, plan, eng, seeds, settings.show_progress,
@@ -888,7 +889,7 @@ def _run_secure(run: _Inputs, call: _Call) -> DistributedResult:
     precheck(settings.accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
     eng = _as_engine(call.engine, owner)
     seeds = spawn_site_seeds(settings.random_state, len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else "seeded")
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else seeded_source_name())
     with eng.session(len(run.sites.handles)):
         keys, adverts = _secure_keys(run, plan, eng, seeds, settings.show_progress, stacklevel + 1)
         rnd = _secure_round(run, plan, adverts, multiplier)

@@ -120,6 +120,7 @@ from ..privacy._clipping import check_row_norm, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._quantile import norm_histogram
+from ..privacy._rounding import Kind, widen_release
 from ..privacy._template import Mechanism, Released, RunSettings, Symmetric, run
 from ._labels import LABEL_COUNTS, LabelRelease, plan_label_release
 from ._result import GEPResult
@@ -565,7 +566,7 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         first = (() if inputs.labels is None else (inputs.labels,)) + (() if inputs.clip is None
                                                                        else (inputs.clip,))
         events = tuple(e for stage in first for e in _events_of(stage)) + inputs.moments.events
-        releases = tuple(stage.release for stage in first) + inputs.moments.releases
+        releases = tuple(stage.release for stage in first) + _widened(inputs, inputs.moments, n).releases
         return ReleasePlan(MOMENTS, inputs.relation, events, releases, inputs.moments.notes)
 
     def is_staged(self, inputs: _Checked) -> bool:
@@ -603,7 +604,7 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         if names == ("norm_histogram",):
             assert inputs.clip is not None
             return inputs.clip.stage_plan(owner)
-        stage = inputs.moments
+        stage = _widened(inputs, inputs.moments, rows.n)
         if inputs.clip is not None:  # the same multipliers, the sensitivities at the released clip
             n_public = rows.n if inputs.relation.n_is_public else None
             clip = clip_from_counts(inputs.clip, released["norm_histogram"], n_public=n_public, d=rows.d,
@@ -649,6 +650,18 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
 
     def report_facts(self, inputs: _Checked) -> dict[str, Any]:
         return {"mechanism": MOMENTS, "budget": inputs.budget, "calibration": "tight"}
+
+
+def _widened(inputs: _Checked, plan: ReleasePlan, n: int | None) -> ReleasePlan:
+    """The moments' releases widened for the rounding of their computed sums over the ``n`` rows
+    (:mod:`dpspectral.privacy._rounding`): ``X^T X`` (terms of norm ``C^2``), the class sums (``C``), the
+    counts (integers: exact). The events are unchanged."""
+    C = sensitivity_norm(inputs.C)
+    terms: dict[str, tuple[Kind, float]] = {"second": ("products", C * C), "sums": ("sums", C),
+                                            "counts": ("counts", 1.0)}
+    releases = tuple(widen_release(r, n=n, relation=inputs.relation, kind=terms[r.name][0],
+                                   term_bound=terms[r.name][1]) for r in plan.releases)
+    return dataclasses.replace(plan, releases=releases)
 
 
 def _events_of(stage: Any) -> tuple[Any, ...]:

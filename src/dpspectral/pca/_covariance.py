@@ -31,18 +31,18 @@ uncentred path (``centering`` None or a public centre) it is the balance rule of
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import dp_accounting
 import numpy as np
 
-from .._array_api import get_namespace_and_device, like, vector_norm
+from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
-from .._moments import accumulate, needs_two_passes_ok
+from .._moments import accumulate, needs_two_passes_ok, summation_of
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._rows import is_one_shot, n_features_of
@@ -65,6 +65,7 @@ from ..privacy._quantile import (
     norm_edges,
     norm_histogram,
 )
+from ..privacy._rounding import Kind, Summation, widen_release
 from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
@@ -123,6 +124,7 @@ def covariance_plan(
     release_count: bool,
     mean_share: float,
     clip_share: float | None = None,
+    summation: Summation | None = None,
 ) -> ReleasePlan:
     """The releases of one run (scatter, and the mean, count and norm histogram when released).
 
@@ -130,8 +132,13 @@ def covariance_plan(
     holds the ``"histogram"`` release of the centred row norms, and its ``"scatter"`` release is stated
     at the public bound ``row_norm`` (the worst case: the run draws it at the released clip, with the
     same noise multiplier, in a staged release).
+
+    Every release is widened for the rounding of its computed statistic (``summation``: how the rows are
+    summed, :func:`~dpspectral._moments.summation_of`; the CPU path by default): its sensitivity and scale
+    both times ``1 + r`` (:mod:`dpspectral.privacy._rounding`), its noise multiplier unchanged.
     """
     row_norm = sensitivity_norm(row_norm)  # the bound the (rounded) clipped rows satisfy
+    widen = _rounding(relation, row_norm, n, summation or Summation())
     cov_sens = _scatter_sensitivity(relation, row_norm)
     count_needed = (release_count or private_mean) and not relation.n_is_public
     if kind == "wishart":
@@ -141,13 +148,33 @@ def covariance_plan(
     if calibration == "tight":
         return _tight_plan(kind, budget, relation, cov_sens, _sum_sensitivity(relation, row_norm),
                            private_mean=private_mean, count_needed=count_needed, mean_share=mean_share,
-                           clip_share=clip_share)
-    return _paper_plan(kind, budget, relation, cov_sens, row_norm, n, d, count_needed=count_needed)
+                           clip_share=clip_share, widen=widen)
+    return _paper_plan(kind, budget, relation, cov_sens, row_norm, n, d, count_needed=count_needed,
+                       widen=widen)
+
+
+_Widen = Callable[[NoisyRelease], NoisyRelease]
+
+
+def _rounding(relation: Relation, row_norm: float, n: int | None, summation: Summation) -> _Widen:
+    """``widen(release)``: a release widened for the rounding of its computed statistic: ``X^T X``
+    (terms ``x x^T``, norm ``C^2``), the sum of the rows (norm ``C``), the count and the histogram
+    (integers, exact)."""
+    terms: dict[str, tuple[Kind, float]] = {
+        "scatter": ("products", row_norm**2), "mean": ("sums", row_norm),
+        "count": ("counts", 1.0), "histogram": ("counts", 1.0)}
+
+    def widen(release: NoisyRelease) -> NoisyRelease:
+        kind, term = terms[release.name]
+        return widen_release(release, n=n, relation=relation, kind=kind, term_bound=term,
+                             summation=summation)
+
+    return widen
 
 
 def _tight_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: float,
                 sum_sens: float, *, private_mean: bool, count_needed: bool,
-                mean_share: float, clip_share: float | None = None) -> ReleasePlan:
+                mean_share: float, clip_share: float | None = None, widen: _Widen) -> ReleasePlan:
     """One analytic Gaussian budget split exactly between scatter, mean, count and norm histogram."""
     shares = {"scatter": 1.0}
     if private_mean:
@@ -161,14 +188,15 @@ def _tight_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
     multipliers = dict(zip(shares, split_noise_multiplier(s_total, list(shares.values())), strict=True))
     sensitivities = {"scatter": cov_sens, "mean": sum_sens, "count": 1.0,
                      "histogram": histogram_sensitivity(relation)}
-    releases = tuple(NoisyRelease(name, "gaussian", multipliers[name] * sensitivities[name],
-                                  sensitivities[name]) for name in shares)
+    releases = tuple(widen(NoisyRelease(name, "gaussian", multipliers[name] * sensitivities[name],
+                                        sensitivities[name])) for name in shares)
     events = tuple(dp_accounting.GaussianDpEvent(multipliers[name]) for name in shares)
     return ReleasePlan(kind, relation, events, releases)
 
 
 def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: float,
-                row_norm: float, n: int | None, d: int | None, *, count_needed: bool) -> ReleasePlan:
+                row_norm: float, n: int | None, d: int | None, *, count_needed: bool,
+                widen: _Widen) -> ReleasePlan:
     """The paper's own formula for the scatter release (and a tight count when one is needed)."""
     cov_eps, cov_delta = budget.epsilon, budget.delta
     releases: list[NoisyRelease] = []
@@ -176,7 +204,7 @@ def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
         # basic-composition split; the accountant then certifies the composition
         cov_eps, cov_delta = cov_eps * (1 - COUNT_SHARE), cov_delta * (1 - COUNT_SHARE)
         s_count = analytic_noise_multiplier(budget.epsilon * COUNT_SHARE, budget.delta * COUNT_SHARE)
-        releases.append(NoisyRelease("count", "gaussian", s_count, 1.0))
+        releases.append(widen(NoisyRelease("count", "gaussian", s_count, 1.0)))
     if kind == "analyze_gauss":
         s_cov = classic_noise_multiplier(cov_eps, cov_delta)
         note = ("Analyze Gauss with the classic Gaussian formula sqrt(2 ln(1.25/delta))/epsilon times "
@@ -187,7 +215,7 @@ def _paper_plan(kind: str, budget: PrivacyBudget, relation: Relation, cov_sens: 
         beta = _mod_sulq_beta(n, d, cov_eps, cov_delta) * row_norm**2
         s_cov = n * beta / cov_sens
         note = "MOD-SULQ with the noise formula of Chaudhuri, Sarwate and Sinha (2012) on X^T X / n."
-    releases.insert(0, NoisyRelease("scatter", "gaussian", s_cov * cov_sens, cov_sens))
+    releases.insert(0, widen(NoisyRelease("scatter", "gaussian", s_cov * cov_sens, cov_sens)))
     events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
     return ReleasePlan(kind, relation, events, tuple(releases), notes=(note,))
 
@@ -296,6 +324,8 @@ class _Checked:
     xp: Any
     n: int | None  # known before reading (an array's shape), else None
     d: int | None
+    summation: Summation  # how the rows are summed (the rounding bound's path)
+    dtype: Any = None  # a device input's floating dtype: the results' (its moments are summed in float64)
 
 
 class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
@@ -337,7 +367,8 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             noise_shape=inputs.noise_shape or ("goe" if inputs.calibration == "tight" else "iid"),
             calibration=inputs.calibration, epsilon=inputs.epsilon,
             on_norm_violation=inputs.on_norm_violation, show_progress=self.show_progress, xp=xp,
-            n=n_known, d=d_known)
+            n=n_known, d=d_known, summation=summation_of(X, xp),
+            dtype=None if xp is None else work_dtype(X, xp))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan | None:
         if d is not None:
@@ -348,7 +379,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             inputs.kind, budget=inputs.budget, relation=inputs.relation, calibration=inputs.calibration,
             row_norm=inputs.C, n=n, d=d, private_mean=inputs.private_mean,
             release_count=inputs.release_count, mean_share=inputs.mean_share,
-            clip_share=inputs.clip_share if inputs.adaptive else None,
+            clip_share=inputs.clip_share if inputs.adaptive else None, summation=inputs.summation,
         )
 
     def is_staged(self, inputs: _Checked) -> bool:
@@ -391,7 +422,10 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
         clip, rule = self._clip(inputs, plan, released)
         released["clip"] = clip
         planned = plan["scatter"]
-        sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(clip))
+        # the planned widening for rounding (a multiple of the sensitivity, whatever the clip) kept
+        at_bound = _scatter_sensitivity(plan.relation, sensitivity_norm(inputs.C))
+        widening = (planned.sensitivity or at_bound) / at_bound
+        sensitivity = _scatter_sensitivity(plan.relation, sensitivity_norm(clip)) * widening
         multiplier = planned.scale / (planned.sensitivity or 1.0)
         scatter = NoisyRelease("scatter", "gaussian", multiplier * sensitivity, sensitivity)
         event = plan.events[[r.name for r in plan.releases].index("scatter")]
@@ -476,7 +510,10 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
     def post_process(self, inputs: _Checked, rows: Rows, released: Released,
                      report: Any) -> SubspaceResult:
         """The top-k eigenvectors of the released scatter, and public facts of the plan."""
-        values, vectors = top_k_eigh(released["scatter"], inputs.k)
+        scatter = released["scatter"]
+        if inputs.dtype is not None and scatter.dtype != inputs.dtype:  # post-processing in X's dtype
+            scatter = released["scatter"] = inputs.xp.astype(scatter, inputs.dtype)
+        values, vectors = top_k_eigh(scatter, inputs.k)
         plan, rel, kind, shape = released.plan, inputs.relation, inputs.kind, inputs.noise_shape
         C = released.get("clip", inputs.C)
         d = int(vectors.shape[0])

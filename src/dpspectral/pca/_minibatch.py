@@ -24,6 +24,7 @@ every remaining row.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy as np
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Types, validated
 from .._linalg import fix_signs, orthonormalize
-from .._moments import accumulate, needs_two_passes_ok
+from .._moments import accumulate, accumulation_dtype, needs_two_passes_ok, summation_of
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
@@ -51,6 +52,7 @@ from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
+from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
 from ._oja import _array_shape, _Opened
@@ -159,7 +161,7 @@ def _run_xp(source: _Source, sizes: list[int], W0: np.ndarray, releaser: Release
     and the final SVD in the data's namespace, on its device."""
     X, (xp, device) = source.data, where
     assert source.n is not None  # an in-memory array
-    dtype = work_dtype(X, xp)
+    dtype = accumulation_dtype(X, xp)  # float64 unless the noise is float (its rounding: docs/noise.md)
     order = from_numpy(releaser.permutation(source.n), xp, device)
     W = G = from_numpy(W0, xp, device, dtype)
     step = max(1, _DEVICE_CHUNK_ELEMENTS // max(source.d, 1))
@@ -174,7 +176,7 @@ def _run_xp(source: _Source, sizes: list[int], W0: np.ndarray, releaser: Release
         W = orthonormalize(G, "qr")
         start += size
     U = xp.linalg.svd(G, full_matrices=False)[0]
-    return U[:, : source.k], start
+    return xp.astype(U[:, : source.k], work_dtype(X, xp)), start  # post-processing, in X's dtype
 
 
 def _device_source(X: Any, xp: Any, n_samples: int | None, C: float,
@@ -236,6 +238,7 @@ class _MinibatchChecked:
     in_memory: bool
     n: int | None = None  # public shape of an in-memory array, for the plan checked before reading
     d: int | None = None
+    summation: Summation = Summation()  # how a batch is summed (chunks chained: no groups apart)
 
 
 class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
@@ -263,7 +266,8 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
         adaptive = inputs.adaptive_clip and needs_two_passes_ok(X)
         clip = plan_row_clip(budget, rel, C, share) if adaptive else None
         return _MinibatchChecked(inputs, budget, rel, C, inputs.calibration, clip,
-                                 _multiplier(budget, rel, clip), where, in_memory, *_array_shape(X))
+                                 _multiplier(budget, rel, clip), where, in_memory, *_array_shape(X),
+                                 summation=Summation() if where[0] is None else summation_of(X, where[0]))
 
     def read(self, inputs: _MinibatchChecked, X: Any) -> _Opened:
         ins = inputs.inputs
@@ -278,8 +282,15 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
         return _block_size(ins.block_size, d, k)
 
     def _method_plan(self, inputs: _MinibatchChecked, n: int | None, d: int) -> ReleasePlan:
-        return _plan(inputs.relation, inputs.multiplier, self._block(inputs, n, d), inputs.C,
-                     int(inputs.inputs.n_batches), inputs.in_memory)
+        """The batches' plan, each batch sum ``sum_i x_i x_i^T W`` widened for its rounding (a batch has
+        at most the ``n`` rows, or the public ``n_samples`` of a stream)."""
+        block = self._block(inputs, n, d)
+        plan = _plan(inputs.relation, inputs.multiplier, block, inputs.C, int(inputs.inputs.n_batches),
+                     inputs.in_memory)
+        rows = n if n is not None else inputs.inputs.n_samples
+        return dataclasses.replace(plan, releases=tuple(
+            widen_projection(r, n=rows, relation=inputs.relation, row_norm=sensitivity_norm(inputs.C), d=d,
+                             columns=block, summation=inputs.summation) for r in plan.releases))
 
     def plan(self, inputs: _MinibatchChecked, n: int | None, d: int | None) -> ReleasePlan | None:
         if d is None:

@@ -22,6 +22,7 @@ it is computed from earlier releases), so each iteration is a Gaussian mechanism
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -30,11 +31,11 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._array_api import get_namespace_and_device, like
+from .._array_api import get_namespace_and_device, like, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Table, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
-from .._moments import accumulate, needs_two_passes_ok
+from .._moments import accumulate, needs_two_passes_ok, summation_of
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._progress import progress
 from .._results import SubspaceResult
@@ -52,6 +53,7 @@ from ..privacy._adaptive import (
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
 
@@ -66,6 +68,14 @@ _RELATIONS = (Relation.REPLACE_ONE, Relation.ADD_REMOVE)
 def _iteration_sensitivity(relation: Relation, row_norm: float) -> float:
     """L2 (Frobenius) sensitivity of ``A X`` for orthonormal X (see the module docstring)."""
     return (math.sqrt(2.0) if relation is Relation.REPLACE_ONE else 1.0) * row_norm**2
+
+
+def _widened(plan: ReleasePlan, inputs: Any, n: int | None, d: int | None, p: int) -> ReleasePlan:
+    """The iterations widened for the rounding of the computed ``A X`` (``X``: ``d x p`` orthonormal),
+    :func:`~dpspectral.privacy._rounding.widen_projection`. The events are unchanged."""
+    return dataclasses.replace(plan, releases=tuple(
+        widen_projection(r, n=n, relation=inputs.relation, row_norm=sensitivity_norm(inputs.C), d=d,
+                         columns=p, summation=inputs.summation) for r in plan.releases))
 
 
 def _events(noise_multiplier: float, n_iter: int) -> list[dp_accounting.DpEvent]:
@@ -337,6 +347,8 @@ class _Checked:
     xp: Any
     n: int | None
     d: int | None
+    summation: Summation = Summation()  # how A is summed (the rounding bound's path)
+    dtype: Any = None  # a device input's floating dtype: the results' (A is summed in float64)
 
 
 class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
@@ -358,12 +370,14 @@ class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
         clip = plan_row_clip(budget, rel, C, inputs.clip_share or DEFAULT_CLIP_SHARE) if adaptive else None
         d = n_features_of(X)
         return _Checked(inputs, budget, rel, C, k, inputs.calibration, clip, xp,
-                        int(X.shape[0]) if d is not None and not math.isnan(X.shape[0]) else None, d)
+                        int(X.shape[0]) if d is not None and not math.isnan(X.shape[0]) else None, d,
+                        summation_of(X, xp), None if xp is None else work_dtype(X, xp))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
         _, p = _sizes(inputs.k, inputs.inputs.block_size, d)
-        return with_clip_stage(_plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C,
-                                     int(inputs.inputs.n_iter), p, inputs.clip), inputs.clip)
+        plan = _plan(inputs.budget, inputs.relation, inputs.calibration, inputs.C, int(inputs.inputs.n_iter),
+                     p, inputs.clip)
+        return with_clip_stage(_widened(plan, inputs, n, d, p), inputs.clip)
 
     def read(self, inputs: _Checked, X: Any) -> Rows:
         """The validating pass: ``A`` at the bound C, or (adaptive) only the row norms' counts."""
@@ -409,6 +423,8 @@ class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
     def post_process(self, inputs: _Checked, rows: Rows, released: Released, report: Any) -> SubspaceResult:
         """The top-k left singular vectors of the last release, ordered."""
         U = _left_singular_vectors(released["iteration"])
+        if inputs.dtype is not None and U.dtype != inputs.dtype:  # post-processing, in X's dtype
+            U = inputs.xp.astype(U, inputs.dtype)
         plan = released.plan
         spec = plan["iteration"]
         diagnostics: dict[str, Any] = {

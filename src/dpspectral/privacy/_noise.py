@@ -73,6 +73,7 @@ __all__ = [
     "grid",
     "noise_source",
     "seeded_source",
+    "seeded_source_name",
 ]
 
 #: The secure grid is ``2**(floor(log2 scale) - GRID_BITS)``: the noise is at least ``2**GRID_BITS``
@@ -301,9 +302,15 @@ def _iso_weights(d: int) -> np.ndarray:
 def seeded_source(generator: np.random.Generator) -> NoiseSource:
     """The source of a seeded generator under the configuration: :class:`ExactNoise` by default,
     :class:`SeededNoise` (floating point) inside ``dpspectral.config_context(noise="float")``."""
+    return SeededNoise(generator) if seeded_source_name() == SeededNoise.name else ExactNoise(generator)
+
+
+def seeded_source_name() -> str:
+    """The report's name of the source a seeded ``random_state`` gives under the configuration:
+    ``"exact"`` by default, ``"float"`` inside ``dpspectral.config_context(noise="float")``."""
     from .._array_api import get_config
 
-    return SeededNoise(generator) if get_config()["noise"] == "float" else ExactNoise(generator)
+    return SeededNoise.name if get_config()["noise"] == "float" else ExactNoise.name
 
 
 def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
