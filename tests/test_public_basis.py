@@ -296,6 +296,12 @@ def test_what_is_released_in_a_basis_depends_on_public_inputs_only(relation, ato
         if atoms == "auto":  # d' is chosen from the released noisy count, named in the rule and the note
             released |= {"diagnostics.public_basis.n_atoms", "diagnostics.public_basis.n_atoms_rule",
                          "privacy.notes"}
+            # and follows it: the mean's rounding widening (summed in groups of rows sized by d'), and the
+            # releases after the d'-dimensional mean (drawn from a stream it advanced by d' coordinates):
+            # the adaptive clip (post-processing of the noisy norm histogram) and the scatter's
+            # sensitivity, noise scale and edge at that clip
+            released |= {"diagnostics.mean_noise_std", "diagnostics.clip", "diagnostics.centred_clip",
+                         "diagnostics.sensitivity", "diagnostics.noise_std", "diagnostics.noise_edge"}
     assert_same_public_view(a, b, released)
 
 
