@@ -702,9 +702,11 @@ def test_coordinate_releases_declare_their_sensitivities(relation):
 def test_coordinates_are_used_where_energy_is_coordinate_sparse_and_not_after_a_rotation():
     """20 of d = 100 coordinates carry all the energy (k = 3, n = 4000, eps = 1): the released
     diagonal proposes about those and the directions are drawn there; after a random rotation nothing
-    can be dropped and all d coordinates are used. Measured over 6 seeds: 0.904 (sd 0.023) with the
-    coordinates against 0.752 (sd 0.022) without; asserted on 4 seeds: >= +0.08 (about 5 sd of the
-    4-seed difference below the measured gap; false-positive rate < 1e-5)."""
+    can be dropped and all d coordinates are used. A run on the sparse rows may still fall back to all d
+    coordinates where its released eigenvalues call for them (7 of 40 seeds with float noise, 5 of 40
+    with the exact draws; seed 1 here): at most one of the four does. Measured over 6 seeds (float
+    noise): 0.904 (sd 0.023) with the coordinates against 0.752 (sd 0.022) without; over seeds 0-7 of
+    the exact draws (the fallback included): 0.862 against 0.764. Asserted on 4 seeds: >= +0.08."""
     rng = np.random.default_rng(3)
     d, a, k, n, eps = 100, 20, 3, 4000, 1.0
     Z = np.zeros((n, d))
@@ -715,7 +717,9 @@ def test_coordinates_are_used_where_energy_is_coordinate_sparse_and_not_after_a_
         top = np.linalg.eigvalsh(A)[::-1][:k].sum()
         runs = [exponential_pca(X, k, epsilon=eps, row_norm=1.0, random_state=s) for s in range(4)]
         used = [r.diagnostics["coordinates"] for r in runs]
-        assert all(u == d for u in used) if dense else max(used) <= 30
+        # sparse: the released eigenvalues may still call for all d coordinates (about 1 seed in 6 with
+        # either noise, e.g. seed 1 of the exact draws): at most one of the four does
+        assert all(u == d for u in used) if dense else sum(u <= 30 for u in used) >= 3
         if not dense:
             cap = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in runs])
             base = np.mean([np.trace(r.components.T @ A @ r.components) / top for r in (
