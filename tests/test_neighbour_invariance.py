@@ -187,10 +187,11 @@ LOWRANK_RELEASED = frozenset({"U", "S", "V"})
 #: ``diagnostics.lambda_b`` is Lambda_B read off the last released (noisy) phase-1 gradient, the same
 #: released quantity as the whitening ``Phi_B (Lambda_B + xi I)^{-1/2}`` (post-processing, no budget;
 #: see the note in its privacy report).
-#: lambda_b is released; whitening_norm2 (1 / min(lambda_b + xi)) and DPSR's phase-2 noise scale, sensitivity and
-#: auto step drawn from it are post-processing of that release (the tight calibration's adaptive phase 2)
-GEP_RELEASED = frozenset({"vectors", "values", "whitening", "diagnostics.lambda_b", "diagnostics.whitening_norm2",
-                          "diagnostics.sensitivity_phase2", "diagnostics.noise_std_phase2", "diagnostics.eta_a"})
+#: ``whitening_norm2`` (``1 / min(lambda_b + xi)``) and DPSR's phase-2 noise scale, sensitivity and auto
+#: step drawn from it are post-processing of that release (the tight calibration's adaptive phase 2).
+GEP_RELEASED = frozenset({"vectors", "values", "whitening", "diagnostics.lambda_b",
+                          "diagnostics.whitening_norm2", "diagnostics.sensitivity_phase2",
+                          "diagnostics.noise_std_phase2", "diagnostics.eta_a"})
 
 
 def _released_for(base: frozenset[str], relation: Relation) -> frozenset[str]:
