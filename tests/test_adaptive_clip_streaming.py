@@ -75,9 +75,13 @@ def test_minibatch_draws_the_planned_noise_at_the_released_clip():
     m = res.diagnostics["noise_multiplier"]
     assert g.draws[0][0] == pytest.approx(res.privacy.events[0].noise_multiplier * math.sqrt(2.0))
     step = m * minibatch_sensitivity(3, sensitivity_norm(r))  # sqrt(2) r^2 with the rounding slack
-    assert g.draws[1:] == [(pytest.approx(step, rel=1e-12), (10, 3))] * res.diagnostics["n_batches"]
-    assert res.diagnostics["noise_std"] == pytest.approx(step, rel=1e-12)
-    assert res.diagnostics["sensitivity"] == pytest.approx(math.sqrt(2.0) * r**2, rel=1e-9)
+    # each batch sum is widened for its rounding (scale and sensitivity both times 1 + share, the
+    # multiplier unchanged), by at most 1e-5 relative (docs/noise.md)
+    std, sens = res.diagnostics["noise_std"], res.diagnostics["sensitivity"]
+    assert g.draws[1:] == [(pytest.approx(std, rel=1e-12), (10, 3))] * res.diagnostics["n_batches"]
+    assert 1 <= std / step <= 1 + 1e-5
+    assert std / m == pytest.approx(sens, rel=1e-12)
+    assert 1 <= sens / (math.sqrt(2.0) * r**2) <= 1 + 1e-5
 
 
 @pytest.mark.parametrize("k, rank_method", [(1, "block"), (2, "block"), (2, "deflation")])

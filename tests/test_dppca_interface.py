@@ -47,12 +47,22 @@ def test_attributes_and_model_match_sklearn_in_the_low_noise_limit(data, centeri
     assert np.allclose(est.singular_values_, ref.singular_values_, rtol=1e-3)
     # singular values are those of the centred scatter: explained_variance_ * (n - 1)
     assert np.allclose(est.singular_values_ ** 2, est.explained_variance_ * (est.n_samples_ - 1))
-    assert est.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-3)
+    # the released scatter's noise moves each eigenvalue by at most its spectral norm (Weyl), which the
+    # public noise_edge bounds: noise_variance_ (the mean of the d - k smallest, over n - 1) lies within
+    # noise_edge / (n - 1), here 5e-3 relative (over 200 seeds the error's std is 8e-4, its max 2.6e-3)
+    edge = est.result_.diagnostics["noise_edge"] / (est.n_samples_ - 1)
+    assert edge < 1e-2 * ref.noise_variance_  # the low-noise limit: a tolerance that still has teeth
+    assert est.noise_variance_ == pytest.approx(ref.noise_variance_, abs=edge)
     assert np.allclose(est.get_covariance(), ref.get_covariance(), atol=1e-4)
+    # the precision is about 1 / noise_variance_ across the d - k smallest: the same relative error
     precision = ref.get_precision()
-    assert np.allclose(est.get_precision(), precision, atol=1e-3 * np.abs(precision).max())
+    rel = max(1e-3, edge / ref.noise_variance_)
+    assert np.allclose(est.get_precision(), precision, atol=rel * np.abs(precision).max())
     assert np.allclose(est.get_precision() @ est.get_covariance(), np.eye(6), atol=1e-8)
-    assert np.allclose(est.score_samples(data), ref.score_samples(data), atol=2e-2)
+    # a row's log-likelihood moves with the precision: by about rel (d + its Mahalanobis norm) / 2
+    centred = data - ref.mean_
+    mahalanobis = np.einsum("ij,jk,ik->i", centred, precision, centred)
+    assert np.allclose(est.score_samples(data), ref.score_samples(data), atol=rel * (6 + mahalanobis) / 2)
     assert est.score(data) == pytest.approx(ref.score(data), abs=2e-3)
     Z, Zr = est.transform(data), ref.transform(data)
     assert np.allclose(np.abs(Z), np.abs(Zr), atol=2e-3)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
+from dpspectral import config_context
 from dpspectral.lowrank import Sketch
 from dpspectral.lowrank._continual import dyadic_nodes, tree_levels
 from dpspectral.lowrank._continual_space_optimal import (
@@ -33,6 +34,13 @@ from dpspectral.privacy._budget import BudgetExceededError, PrivacyBudget, Relat
 
 KW = dict(epsilon=1.0, delta=1e-6)
 SEED = 4321  # a declared public sketch seed
+
+
+@pytest.fixture
+def float_noise():
+    """The float source (NumPy's normals), whose draws :func:`reference_state` repeats."""
+    with config_context(noise="float"):
+        yield
 
 
 def state_arrays(st: TurnstileSpaceOptimalLRF):
@@ -61,7 +69,8 @@ def spiked(shape, k=3, scale=400.0, seed=0):
 
 
 def reference_state(B: np.ndarray, k: int, random_state: int, calibration: str = "tight"):
-    """The one-shot sketches of the oriented matrix B (m <= n), drawn as private_space_optimal_lrf draws."""
+    """The one-shot sketches of the oriented matrix B (m <= n), drawn as private_space_optimal_lrf draws
+    under the float source (the ``float_noise`` fixture); the exact default draws other values."""
     m, n = B.shape
     sizes = sketch_sizes(k, 0.25, m, m + n)
     so = space_optimal_noise("x", PrivacyBudget(1.0, 1e-6), Relation.PRIV1, sizes, (m, n), bound=1.0,
@@ -83,7 +92,7 @@ def reference_state(B: np.ndarray, k: int, random_state: int, calibration: str =
 @pytest.mark.parametrize("shape", [(30, 55), (55, 30), (12, 12)])  # (12, 12): identity Psi and S
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 @pytest.mark.filterwarnings("ignore::dpspectral.privacy._accounting.UncertifiedPrivacyWarning")
-def test_state_equals_one_shot_state(shape, calibration):
+def test_state_equals_one_shot_state(shape, calibration, float_noise):
     rng = np.random.default_rng(1)
     A, k = spiked(shape), 3
     st = TurnstileSpaceOptimalLRF(shape, k, calibration=calibration, random_state=7, sketch_seed=SEED, **KW)
@@ -117,7 +126,7 @@ def test_release_equals_one_shot_factorization(shape, singular_values):
     assert streamed.privacy.delta == pytest.approx(one.privacy.delta)
 
 
-def test_initial_state_is_padding_and_noise():
+def test_initial_state_is_padding_and_noise(float_noise):
     """Figure 5's initialisation: Y_c = [0, s I] Omega, Y_r = Psi [0, s I] + N1, Z = S [0, s I] T^T + N2."""
     st = TurnstileSpaceOptimalLRF((10, 25), 2, random_state=3, sketch_seed=SEED, **KW)
     want = reference_state(np.zeros((10, 25)), 2, 3)
