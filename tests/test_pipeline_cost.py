@@ -198,6 +198,6 @@ def test_the_pipelines_page_runs_and_prints_what_it_says(capsys):
     printed = capsys.readouterr().out
     first_output = re.search(r"```text\n(.*?)```", text, re.S).group(1)
     assert first_output.strip() in printed
-    for stated in ("total: (1.371, 1e-05)-DP under replace_one neighbours", "1.3712 0.82", "2.7 True",
+    for stated in ("total: (1.371, 1e-05)-DP under replace_one neighbours", "1.3712 0.8\n", "2.7 True",
                    "2.7 24", "2.53", "3.03"):
         assert stated in printed, stated

@@ -546,8 +546,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "goe secure shape: iso weights 2 instead of sqrt2 (off-diagonal noise halved)",
         "privacy/_noise.py",
-        "return np.where(i == j, 1.0, math.sqrt(2.0))\n\n\ndef noise_source",
-        "return np.where(i == j, 1.0, 2.0)\n\n\ndef noise_source",
+        "return np.where(i == j, 1.0, math.sqrt(2.0))\n\n\ndef seeded_source",
+        "return np.where(i == j, 1.0, 2.0)\n\n\ndef seeded_source",
         "tests/test_secure_noise_pca.py",
     ),
     Mutation(

@@ -46,6 +46,7 @@ device's floating-point stream above is used with ``config_context(noise="float"
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -95,20 +96,19 @@ class DeviceNoise(NoiseSource):
 
     name = "seeded-device"
 
-    def __init__(self, generator: np.random.Generator, xp: Any, device: Any, dtype: Any = None) -> None:
+    def __init__(self, generator: np.random.Generator, xp: Any, device: Any, dtype: Any = None,
+                 exact: Callable[[np.random.Generator], NoiseSource] | None = None) -> None:
         self.generator = generator
         self.xp = xp
         self.device = device
         self.dtype = xp.float64 if dtype is None else dtype
         self.backend = _backend(xp)
         seed = device_seed(generator)
-        from .._array_api import get_config
-
-        self._exact: Any = None
-        if get_config()["noise"] == "exact":
-            from ._noise import ExactNoise
-
-            self._exact = ExactNoise(np.random.default_rng(seed))
+        # ``exact``: the host's exact source (the default configuration), keyed from the same seed; its
+        # draws are copied to the device
+        self._exact: NoiseSource | None = None
+        if exact is not None:
+            self._exact = exact(np.random.default_rng(seed))
             self.name = "exact"
         if self.backend == "torch":
             import torch
@@ -202,8 +202,12 @@ class DeviceNoise(NoiseSource):
         return std * self._standard(shape, self.dtype)
 
 
-def device_noise_source(random_state: Any, like: Any) -> DeviceNoise | None:
-    """:class:`DeviceNoise` for a non-NumPy array ``like`` (None for NumPy data); ``"secure"`` refused."""
+def device_noise_source(
+    random_state: Any, like: Any, exact: Callable[[np.random.Generator], NoiseSource] | None = None,
+) -> DeviceNoise | None:
+    """:class:`DeviceNoise` for a non-NumPy array ``like`` (None for NumPy data); ``"secure"`` refused.
+    ``exact``: the host's exact source to draw with (copied to the device); None: the device's own
+    floating-point generator."""
     from .._array_api import get_namespace_and_device, work_dtype
     from .._validation import as_generator
 
@@ -221,4 +225,4 @@ def device_noise_source(random_state: Any, like: Any) -> DeviceNoise | None:
             "The 'random_state' parameter must be None, an int, a numpy SeedSequence or Generator, or "
             f"'secure'. Got {random_state!r} instead."
         )
-    return DeviceNoise(as_generator(random_state), xp, device, work_dtype(like, xp))
+    return DeviceNoise(as_generator(random_state), xp, device, work_dtype(like, xp), exact=exact)

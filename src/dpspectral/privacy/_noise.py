@@ -326,7 +326,10 @@ def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
     if isinstance(random_state, NoiseSource):
         return random_state
     if like is not None:
-        device = device_noise_source(random_state, like)
+        from .._array_api import get_config
+
+        device = device_noise_source(random_state, like,
+                                     exact=ExactNoise if get_config()["noise"] == "exact" else None)
         if device is not None:
             return device
     if isinstance(random_state, str):
