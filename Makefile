@@ -60,7 +60,7 @@ mutation: $(DEV_STAMP)
 
 ## make mutation-ci: the subset CI runs on every build (privacy/gaussian.py, clipping.py, budget.py; about 4 minutes on 2 cores)
 mutation-ci: $(DEV_STAMP)
-	$(PY) tools/mutation.py --ci --timeout 900 --report reports/mutation-ci.md
+	$(PY) tools/mutation.py --ci --timeout 1500 --report reports/mutation-ci.md
 
 ## make mutation-mechanisms: the listed privacy-critical mechanism lines, one bug each (~15 min)
 mutation-mechanisms: $(DEV_STAMP)
