@@ -6,7 +6,7 @@ import pytest
 
 from dpspectral._moments import accumulate
 from dpspectral._rows import NonPrivateDataError
-from dpspectral.privacy._clipping import centred_row_norms
+from dpspectral.privacy._centred_norms import centred_row_norms
 from dpspectral.privacy._quantile import norm_edges, norm_histogram
 
 

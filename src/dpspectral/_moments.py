@@ -35,9 +35,9 @@ from ._rows import (
     not_finite_error,
     unknown_columns_error,
 )
+from .privacy._centred_norms import centred_row_norms
 from .privacy._clipping import (
     NormViolation,
-    centred_row_norms,
     clip_rows,
     clip_threshold,
     norm_scale,

@@ -50,7 +50,7 @@ from .._array_api import (
 from .._device_stream import device_blocks
 from .._rows import _as_float_block, _iter_blocks, check_dask_columns, is_dask_array, not_finite_error
 from ._budget import Relation
-from ._clipping import centred_row_norms
+from ._centred_norms import centred_row_norms
 
 __all__ = ["BALANCE_FACTOR", "BALANCE_Z", "BINS_PER_OCTAVE", "EDGE_SLACK", "OCTAVES", "balanced_clip",
            "bin_counts", "bound_edges", "clip_from_histogram", "histogram_sensitivity", "norm_edges",
