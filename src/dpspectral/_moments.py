@@ -44,10 +44,14 @@ from .privacy._clipping import (
     scaled_row_norms,
 )
 from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_or_above
-from .privacy._rounding import Summation
+from .privacy._rounding import Summation, gamma, unit_roundoff
 
-__all__ = ["Moments", "accumulate", "accumulation_dtype", "check_dask_columns", "is_dask_array",
-           "n_features_of", "needs_two_passes_ok", "summation_of", "unknown_columns_error"]
+__all__ = ["Moments", "NormHint", "accumulate", "accumulation_dtype", "centred_norm_hint",
+           "check_dask_columns", "exact_norm_hint", "is_dask_array", "n_features_of",
+           "needs_two_passes_ok", "summation_of", "unknown_columns_error"]
+
+
+_U = unit_roundoff(np.float64)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,49 @@ class Moments:
     #: With ``norm_edges``: the counts of the row norms (centred, before clipping) in the bins of
     #: :func:`~dpspectral.privacy._quantile.norm_histogram`, counted in the same pass.
     norm_counts: np.ndarray | None = None
+    #: With ``keep_norms`` (dense rows whose bound needs no rescaling): the norms of the rows as the
+    #: pass computed and compared them (centred by ``center``), for a later pass to reuse. Private.
+    row_norms: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class NormHint:
+    """What a later pass knows of the squared norms of the centred rows before it reads them.
+
+    ``approx[i]`` is within ``margin[i]`` of ``||x_i - center||^2`` (the squared norm of the row as
+    :func:`~dpspectral.privacy._centred_norms.centred_row_norms` computes it, up to its own rounding): a
+    row with ``approx + margin <= clip^2`` is within the clip and is added as it is, without its norm
+    computed again; the norms of the other rows are computed as in an ordinary pass. Private (per row).
+    """
+
+    approx: np.ndarray
+    margin: np.ndarray
+
+
+def exact_norm_hint(norms: np.ndarray) -> NormHint:
+    """A hint from norms computed exactly as a clipping pass computes them (no margin)."""
+    return NormHint(np.square(norms), np.zeros_like(norms))
+
+
+def centred_norm_hint(X: np.ndarray, row_norms: np.ndarray, center: np.ndarray) -> NormHint:
+    """The squared norms of the rows of ``X - center`` from the norms of the rows of ``X``, without a
+    centred copy: ``||x||^2 - 2 x . center + ||center||^2`` (one matrix-vector product), with a bound
+    on its rounding.
+
+    Each of the three terms is a sum of at most ``d`` products computed in float64, so its error is at
+    most ``gamma_{d+2}`` times its sum of absolute values (Higham, Lemma 3.1; the norm ``r`` of the row
+    carries its own ``gamma_{d+1}``, squared), and the two additions one unit roundoff each of a partial
+    sum below ``(r + m)^2`` (``m = ||center||``): in all at most ``(gamma_{d+2} + 2 u)(r + m)^2`` with
+    ``r`` and ``m`` the exact norms. The margin is twice ``gamma_{d+4}`` times ``(r (1 + 2 gamma_{d+1}) +
+    m (1 + gamma_{d+1}))^2`` from the computed ``r`` and ``m``: above that bound.
+    """
+    d = X.shape[1]
+    g = gamma(d + 1, _U)
+    dots = np.einsum("ij,j->i", X, center)
+    mu = float(np.sqrt(center @ center))
+    approx = np.square(row_norms) - 2.0 * dots + mu * mu
+    margin = 2.0 * gamma(d + 4, _U) * np.square(row_norms * (1.0 + 2.0 * g) + mu * (1.0 + g))
+    return NormHint(approx, margin)
 
 
 def accumulation_dtype(X: Any, xp: Any) -> Any:
@@ -129,6 +176,8 @@ def accumulate(
     show_progress: bool | None = None,
     xp: Any = None,
     norm_edges: np.ndarray | None = None,
+    keep_norms: bool = False,
+    norm_hint: NormHint | None = None,
 ) -> Moments:
     """Sum and/or ``X^T X`` of the rows ``clip(x - center)``, in one pass over ``X``.
 
@@ -150,6 +199,13 @@ def accumulate(
         the norms ``||x - center||`` in those bins (``Moments.norm_counts``, the exact counts of
         :func:`~dpspectral.privacy._quantile.norm_histogram`; not private: the caller releases them), so
         a validation pass doubles as the histogram pass of adaptive clipping.
+    keep_norms : bool
+        Keep the norms the pass computed (``Moments.row_norms``) where every block is dense and the
+        bound needs no rescaling; None otherwise.
+    norm_hint : NormHint, optional
+        For rows already validated (a later pass inside the charge): the squared norms of the centred
+        rows known up to a margin, so that only the rows that may exceed ``row_norm`` have their norms
+        computed. The rows added are the same as without it.
 
     Returns
     -------
@@ -168,6 +224,7 @@ def accumulate(
     d: int | None = None
     sums: _Groups | None = None
     n_clipped = 0
+    kept: list[np.ndarray] | None = [] if keep_norms and scale == 1.0 else None
     for first_row, raw in _iter_blocks(X, owner, show_progress):
         block = _as_float_block(raw, first_row, d, owner)
         if d is None:
@@ -186,6 +243,7 @@ def accumulate(
             shift = center
         n += block.shape[0]
         if sp.issparse(block):
+            kept = None
             if norm_edges is not None:
                 counts += bin_counts(scaled_row_norms(block, scale) / scale, norm_edges)
             block, clipped = clip_rows(block, row_norm, on_norm_violation=on_norm_violation,
@@ -195,7 +253,12 @@ def accumulate(
             sums.add_block(np.asarray(block.sum(axis=0)).ravel() if want_sum else None,
                            (block.T @ block).toarray() if want_second else None)
             continue
-        norms = _dense_row_norms(block, first_row, owner, scale, shift)  # of the rows scaled by `scale`
+        if norm_hint is not None and scale == 1.0:
+            norms = _hinted_norms(block, first_row, norm_hint, row_norm, shift)
+        else:
+            norms = _dense_row_norms(block, first_row, owner, scale, shift)  # of the rows scaled by `scale`
+        if kept is not None:
+            kept.append(norms)
         if norm_edges is not None:
             counts += bin_counts(norms if scale == 1.0 else norms / scale, norm_edges)
         over = norms > clip_threshold(row_norm * scale)
@@ -215,7 +278,21 @@ def accumulate(
     return Moments(
         n=n, d=d, sum=total, second=full,
         n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
+        row_norms=None if not kept else np.concatenate(kept),
     )
+
+
+def _hinted_norms(block: np.ndarray, first_row: int, hint: NormHint, row_norm: float,
+                  center: np.ndarray | None) -> np.ndarray:
+    """The norms of a block's centred rows where they matter: those that may exceed ``row_norm``
+    computed as :func:`_dense_row_norms` computes them, 0 for those certainly within it."""
+    rows = slice(first_row, first_row + block.shape[0])
+    within = hint.approx[rows] + hint.margin[rows] <= row_norm * row_norm  # NaN or inf: not known within
+    maybe = np.flatnonzero(~within)
+    norms = np.zeros(block.shape[0])
+    if maybe.size:  # the rows were validated in an earlier pass: no refusal here
+        norms[maybe] = _dense_row_norms(block[maybe], first_row, "dpspectral", 1.0, center)
+    return norms
 
 
 def _accumulate_dask(
@@ -400,23 +477,30 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     scaled by the bound's public power of two
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
-    One code path whatever the data: every row is centred and scaled by its factor (1 within the
-    bound, ``row_norm / ||x||`` above it) into a new piece, and every piece added by the same matrix
-    product, so the work done (and the time taken) does not depend on how many rows, or which, exceed
-    the bound. The caller's array is never written."""
+    Every piece is centred into one buffer (or, uncentred, added as it is) and only the rows above the
+    bound are scaled: the time taken grows with the number of rows above it (no result or report
+    states a time). The caller's array is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     m, d = block.shape
     rows = _piece_rows(d)
     # one buffer for every piece: no allocation per piece (a Dask worker's malloc returns freed memory
     # to the system at once, MALLOC_TRIM_THRESHOLD_, and a fresh 2 MB piece each time halved the speed)
-    buffer = np.empty((min(rows, m), d))
+    buffer: np.ndarray | None = None
     for a in range(0, m, rows):
-        piece = buffer[:min(rows, m - a)]
+        source = block[a:a + rows]
+        scaled = np.flatnonzero(over[a:a + rows])
+        if center is None and scaled.size == 0:
+            sums.add_rows(source)
+            continue
+        if buffer is None:
+            buffer = np.empty((min(rows, m), d))
+        piece = buffer[:source.shape[0]]
         if center is None:
-            np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)
+            np.copyto(piece, source)
         else:
-            np.subtract(block[a:a + rows], center, out=piece)
-            np.multiply(piece, factors[a:a + rows, None], out=piece)
+            np.subtract(source, center, out=piece)
+        if scaled.size:
+            piece[scaled] *= factors[a + scaled, None]
         sums.add_rows(piece)
 
 

@@ -42,7 +42,14 @@ from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
-from .._moments import accumulate, needs_two_passes_ok, summation_of
+from .._moments import (
+    NormHint,
+    accumulate,
+    centred_norm_hint,
+    exact_norm_hint,
+    needs_two_passes_ok,
+    summation_of,
+)
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._rows import is_one_shot, n_features_of
@@ -59,6 +66,7 @@ from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._quantile import (
     BALANCE_FACTOR,
     balanced_clip,
+    bin_counts,
     bound_edges,
     clip_from_histogram,
     histogram_sensitivity,
@@ -396,7 +404,8 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             inputs, X, row_norm=inputs.C, center=None if inputs.private_mean else inputs.center,
             on_norm_violation=inputs.on_norm_violation, want_sum=inputs.private_mean,
             want_second=not (inputs.private_mean or inputs.adaptive),
-            norm_edges=bound_edges(inputs.C) if inputs.adaptive and not inputs.private_mean else None)
+            norm_edges=bound_edges(inputs.C) if inputs.adaptive and not inputs.private_mean else None,
+            keep_norms=_in_memory(X, inputs) and (inputs.private_mean or inputs.adaptive))
         check_n_components(inputs.k, first.d, inputs.kind, name="k")
         return Rows(first, X)
 
@@ -473,8 +482,31 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
     def _histogram(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
         if not inputs.private_mean:
             return rows.first.norm_counts  # counted in the validating pass
+        hint = self._norm_hint(inputs, rows, released)
+        if hint is not None:  # the centred norms from the first pass's norms: no third reading of the rows
+            return bin_counts(np.sqrt(np.maximum(hint.approx, 0.0)), norm_edges(inputs.C))
         return norm_histogram(rows.source, norm_edges(inputs.C), center=self._center(inputs, rows, released),
                               owner=inputs.kind, show_progress=inputs.show_progress)
+
+    def _norm_hint(self, inputs: _Checked, rows: Rows, released: Released) -> NormHint | None:
+        """What the scatter's pass knows of its rows' norms before reading them (None: nothing).
+
+        With a private mean, the squared norms of the rows centred by it from the first pass's norms
+        (float64 rows in memory); else the first pass's norms themselves, of the rows as the scatter
+        centres them. Private (per row): kept on this call's mechanism, never in ``released``.
+        """
+        norms = rows.first.row_norms
+        if norms is None:
+            return None
+        if not inputs.private_mean:
+            return exact_norm_hint(norms)
+        if getattr(self, "_centred_hint", None) is None:
+            X = rows.source
+            if not (isinstance(X, np.ndarray) and X.dtype == np.float64):
+                return None
+            self._centred_hint = centred_norm_hint(X, norms, self._center(inputs, rows, released))
+        hint: NormHint = self._centred_hint
+        return hint
 
     def _center(self, inputs: _Checked, rows: Rows, released: Released) -> Any:
         """The released mean (post-processing of the noisy sum and count), projected into the ball."""
@@ -498,7 +530,8 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             clip = released.get("clip", inputs.C)
             center = self._center(inputs, rows, released) if inputs.private_mean else inputs.center
             moments = self._accumulate(inputs, rows.source, row_norm=clip, center=center,
-                                       on_norm_violation="clip", want_sum=False, want_second=True)
+                                       on_norm_violation="clip", want_sum=False, want_second=True,
+                                       norm_hint=self._norm_hint(inputs, rows, released))
         else:
             moments, clip = rows.first, inputs.C
         S, d, n = moments.second, moments.d, moments.n
@@ -545,6 +578,11 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
             privacy=report,
             diagnostics=diagnostics,
         )
+
+
+def _in_memory(X: Any, inputs: _Checked) -> bool:
+    """Rows a later pass can read at random: a NumPy array (or memory map) on the host."""
+    return inputs.xp is None and isinstance(X, np.ndarray) and X.ndim == 2
 
 
 def _gram(G: np.ndarray) -> np.ndarray:
