@@ -6,7 +6,7 @@ Uniform integers, permutations, Bernoulli(q) (Poisson sampling) and the exponent
 same accounting events whatever the source.
 
 Statistical tests are seeded (deterministic); each chi-square test rejects at p < 1e-6, so a correct
-sampler fails it with probability 1e-6 over the seeds (eleven such checks here: about 1e-5 in all). The
+sampler fails it with probability 1e-6 over the seeds (twelve such checks here: about 1e-5 in all). The
 power checks beside them (a slightly wrong law rejected at the same draws) show that the tests can fail.
 """
 
@@ -80,6 +80,44 @@ def test_permutation_is_uniform_over_all_orders():
     first = np.array([counts[[orders[p] for p in orders if p[0] == v]].sum() for v in range(4)])
     assert _pvalue(first, np.ones(4)) > P_MIN
     assert _pvalue(first, np.r_[1.04, np.ones(3)]) < P_MIN
+
+
+def _naive_shuffle_law(n):
+    """The law of the classic mistake: position i swapped with j uniform in [0, n) (not [0, i])."""
+    law = {}
+    for js in itertools.product(range(n), repeat=n):
+        order = list(range(n))
+        for i, j in zip(range(n - 1, -1, -1), js, strict=True):
+            order[i], order[j] = order[j], order[i]
+        law[tuple(order)] = law.get(tuple(order), 0) + 1
+    return law
+
+
+def test_permutation_of_five_is_uniform_over_all_120_orders():
+    """Every one of the 5! orders (about 500 draws each): chi-square at p < 1e-6 (false-positive rate
+    1e-6, seeded). Power: the same counts reject the law of the naive shuffle (j uniform in [0, n))."""
+    src = _words(12)
+    perms = list(itertools.permutations(range(5)))
+    index = {p: i for i, p in enumerate(perms)}
+    counts = np.zeros(len(perms), dtype=np.int64)
+    for _ in range(60_000):
+        p = permutation(src, 5)
+        assert p.dtype == np.int64
+        counts[index[tuple(p.tolist())]] += 1
+    assert counts.size == 120 and counts.min() > 0
+    assert _pvalue(counts, np.ones(120)) > P_MIN
+    naive = _naive_shuffle_law(5)
+    assert _pvalue(counts, np.array([naive[p] for p in perms], dtype=float)) < P_MIN
+
+
+def test_permutation_swaps_position_i_with_the_uniform_integer_drawn_for_it():
+    """The compiled swaps are Fisher-Yates on below(i + 1) for i = n-1, ..., 1, in that order."""
+    n = 1000
+    swaps = below(_words(13), np.arange(n, 1, -1)).tolist()
+    order = list(range(n))
+    for i, j in zip(range(n - 1, 0, -1), swaps, strict=True):
+        order[i], order[j] = order[j], order[i]
+    assert np.array_equal(permutation(_words(13), n), order)
 
 
 def test_permutation_of_many_rows_is_a_permutation():

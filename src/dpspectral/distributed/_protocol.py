@@ -654,7 +654,7 @@ def _plan(run: _Inputs) -> tuple[SitePlan, ReleasePlan]:
     plan = SitePlan(variant=run.variant, rank=run.rank, spectrum=run.spectrum, relation=rel,
                     calibration=run.calibration, row_norm=run.row_norm,
                     on_norm_violation=run.on_norm_violation, n_features=run.sites.n_features,
-                    release=site_plan)
+                    release=site_plan, noise=seeded_source_name())  # decided here, sent to the sites
     events = (ParallelDpEvent([compose(site_plan.events)]),)
     return plan, ReleasePlan(run.mechanism, rel, events, notes=site_plan.notes)
 
@@ -785,7 +785,7 @@ def _run_protocol(sites: Any, k: int, call: _Call) -> DistributedResult:
     settings = call.settings
     seeds = run.sites.seeds if run.sites.seeds is not None else spawn_site_seeds(settings.random_state,
                                                                                  len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else seeded_source_name())
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else str(plan.noise))
     with eng.session(len(run.sites.handles)):  # connect (or fail) before the charge
         (outcomes, payloads, agg), report, _ = charge_at_creation(
             run_plan, settings, functools.partial(_release, run, plan, eng, seeds, settings.show_progress,
@@ -889,7 +889,7 @@ def _run_secure(run: _Inputs, call: _Call) -> DistributedResult:
     precheck(settings.accountant, [event], run.relation)  # a ledger that would refuse: before any site runs
     eng = _as_engine(call.engine, owner)
     seeds = spawn_site_seeds(settings.random_state, len(run.sites.handles))
-    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else seeded_source_name())
+    noise = _NoiseAtSites(SECURE if _is_secure(settings.random_state) else str(plan.noise))
     with eng.session(len(run.sites.handles)):
         keys, adverts = _secure_keys(run, plan, eng, seeds, settings.show_progress, stacklevel + 1)
         rnd = _secure_round(run, plan, adverts, multiplier)

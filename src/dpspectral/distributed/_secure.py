@@ -347,7 +347,7 @@ def message_step(data: Any, rnd: SecureRound, seed: Any, site: int) -> MaskedMes
             raise SiteInputError(f"{owner} has {d} features; the round has {rnd.n_features}.")
         g = rnd.step
         q = np.rint(pack_upper(scatter) * (rnd.coefficients[site] / g))
-        with charged_elsewhere(rnd.share_plan, seed) as releaser:
+        with charged_elsewhere(rnd.share_plan, rnd.site_plan.noise_source(seed)) as releaser:
             noisy = releaser.add("share", q * g)
         words = np.rint(np.asarray(noisy) / g).astype(np.int64).view(np.uint64)
         m = words.shape[0]

@@ -52,11 +52,13 @@ from .._constraints import check_choice
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._rows import NonPrivateDataError
+from .._validation import as_generator
 from ..pca._covariance import covariance_plan
 from ..privacy._accounting import compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import classic_noise_multiplier
+from ..privacy._noise import seeded_source, seeded_source_name
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, validate_rows
 from ..privacy._template import charged_elsewhere
 
@@ -132,6 +134,13 @@ class SitePlan:
         The site's releases ("scatter", and "count" when planned) and their events. The events are
         not charged at the site: the aggregator charges the run's parallel composition of them before
         any site is asked to release.
+    noise : {"exact", "float"}
+        What a site with a seed draws: the exact discrete samplers (``"exact"``) or NumPy's
+        floating-point samples (``"float"``). Decided where the plan is made, from
+        ``dpspectral.config_context(noise=...)`` there (when not given), and sent to the sites with the
+        plan: the configuration where a site runs (a Dask worker's thread or process) plays no part.
+        A site with ``random_state="secure"`` draws from its OS entropy with exact samplers whatever
+        this says.
     """
 
     variant: Variant
@@ -145,8 +154,13 @@ class SitePlan:
     on_norm_violation: NormViolation = "clip"
     n_features: int | None = None
     release: ReleasePlan | None = None
+    noise: str | None = None
 
     def __post_init__(self) -> None:
+        if self.noise is None:  # the configuration of the thread that plans the run (the aggregator's)
+            object.__setattr__(self, "noise", seeded_source_name())
+        elif self.noise not in ("exact", "float"):
+            raise ValueError(f"A SitePlan's noise is 'exact' or 'float'. Got {self.noise!r} instead.")
         plan = self.release
         if plan is None:
             if self.scatter_std is None:
@@ -164,6 +178,17 @@ class SitePlan:
             raise ValueError("A SitePlan's noise scales must be those of its release plan.")
         object.__setattr__(self, "scatter_std", stds[0])
         object.__setattr__(self, "count_std", stds[1])
+
+    def noise_source(self, seed: Any) -> Any:
+        """The noise source of a site whose own randomness is ``seed``, drawing :attr:`noise`.
+
+        A ``SeedSequence`` or a ``Generator`` gives the plan's seeded source (exact or float, as
+        planned); :data:`SECURE` and a noise source pass through (``"secure"``: the site's OS entropy,
+        exact samplers).
+        """
+        if isinstance(seed, np.random.SeedSequence | np.random.Generator):
+            return seeded_source(as_generator(seed), self.noise)
+        return seed
 
     @property
     def release_plan(self) -> ReleasePlan:
@@ -333,8 +358,8 @@ def release_second_moment(
     ``(A_hat_s, noisy_count)`` where ``A_hat_s = (S_s + E) / N_s`` under replace-one (N_s public),
     ``(S_s + E) / max(noisy_count, 1)`` under add/remove with a count, and ``S_s + E`` otherwise. The
     noise ``E`` is drawn first, then the count, so the stream of random numbers is fixed by the seed.
-    ``noise``: the site's own randomness: its child ``SeedSequence``, a NumPy generator (seeded),
-    :data:`SECURE` (its own OS entropy and exact samplers) or a noise source.
+    ``noise``: the site's own randomness: its child ``SeedSequence``, a NumPy generator (seeded: drawn
+    as ``plan.noise`` says), :data:`SECURE` (its own OS entropy and exact samplers) or a noise source.
 
     Privacy
     -------
@@ -344,7 +369,7 @@ def release_second_moment(
     Gaussian noise on the upper triangle of ``S_s`` (sensitivity in the module docstring) and Gaussian
     noise on the count (sensitivity 1); the division is post-processing.
     """
-    with charged_elsewhere(plan.release_plan, noise) as releaser:
+    with charged_elsewhere(plan.release_plan, plan.noise_source(noise)) as releaser:
         S_hat = releaser.add_symmetric("scatter", np.asarray(scatter, dtype=np.float64))
         noisy_count = None
         if plan.count_std is not None:

@@ -299,10 +299,18 @@ def _iso_weights(d: int) -> np.ndarray:
     return np.where(i == j, 1.0, math.sqrt(2.0))
 
 
-def seeded_source(generator: np.random.Generator) -> NoiseSource:
+def seeded_source(generator: np.random.Generator, name: str | None = None) -> NoiseSource:
     """The source of a seeded generator under the configuration: :class:`ExactNoise` by default,
-    :class:`SeededNoise` (floating point) inside ``dpspectral.config_context(noise="float")``."""
-    return SeededNoise(generator) if seeded_source_name() == SeededNoise.name else ExactNoise(generator)
+    :class:`SeededNoise` (floating point) inside ``dpspectral.config_context(noise="float")``.
+
+    ``name`` (``"exact"`` or ``"float"``, from :func:`seeded_source_name` where the release was planned)
+    decides instead of this thread's configuration: for a party that draws its share of a release
+    planned elsewhere (a site of a distributed run, on another thread or process).
+    """
+    name = seeded_source_name() if name is None else name
+    if name not in (SeededNoise.name, ExactNoise.name):
+        raise ValueError(f"A seeded noise source is 'exact' or 'float'. Got {name!r} instead.")
+    return SeededNoise(generator) if name == SeededNoise.name else ExactNoise(generator)
 
 
 def seeded_source_name() -> str:
