@@ -310,6 +310,21 @@ def test_bad_input_is_refused_before_anything_is_charged(bad, match):
     assert acc.entries == ()
 
 
+@pytest.mark.parametrize("call,name", [
+    (lambda **kw: moments_fda(**kw), "moments_fda"),
+    (lambda **kw: private_fda(method="moments", **kw), "private_fda"),
+])
+def test_messages_name_the_function_the_user_called(call, name):
+    """private_fda(method="moments") runs moments_fda: a refusal names private_fda, a direct call
+    moments_fda (and the name does not stick after the call)."""
+    for _ in range(2):
+        acc = Accountant()
+        with pytest.raises(ValueError, match=f"'ridge' parameter of {name} "):
+            call(X=np.full((10, 3), 0.1), y=[0, 1, 2] * 3 + [0], k=1, classes=[0, 1, 2], ridge=-1.0,
+                 accountant=acc, **KW)
+        assert acc.entries == ()
+
+
 def test_single_class_without_public_classes_is_refused_with_the_reason():
     """classes=None: the label set is released first (one label here), then refused; the label stage
     stays charged (a decision on released values)."""

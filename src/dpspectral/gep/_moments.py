@@ -122,6 +122,7 @@ from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._quantile import norm_histogram
 from ..privacy._rounding import Kind, widen_release
 from ..privacy._template import Mechanism, Released, RunSettings, Symmetric, run
+from ._common import message_owner
 from ._labels import LABEL_COUNTS, LabelRelease, plan_label_release
 from ._result import GEPResult
 from ._scatter import _clip, _labels, check_classes
@@ -864,7 +865,6 @@ def moments_fda(
     random_state: Any = None,
     on_norm_violation: str = "clip",
     adaptive_clip: bool | AdaptiveClip = True,
-    owner: str = "moments_fda",
 ) -> GEPResult:
     """Private Fisher discriminant directions by one release of the moments (registry: ``"moments"``).
 
@@ -899,6 +899,7 @@ def moments_fda(
     (k is then checked against the number of labels kept, after that stage). The directions are
     post-processing. Parameters are checked before the data are read.
     """
+    owner = message_owner("moments_fda")  # private_fda's name when it calls this
     if epsilon is None or delta is None or row_norm is None:
         raise TypeError(f"{owner} needs epsilon, delta and row_norm (public privacy parameters; none has a "
                         "default).")

@@ -177,8 +177,9 @@ def private_fda(
         if sparsity is not None:
             raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods; "
                              f"method='moments' is dense. Got sparsity={sparsity!r}.")
-        return moments_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
-                           on_norm_violation=on_norm_violation, owner=owner, **kwargs)
+        with called_as(owner):  # its messages name private_fda
+            return moments_fda(X, y, k, epsilon=epsilon, delta=delta, row_norm=row_norm, classes=classes,
+                               on_norm_violation=on_norm_violation, **kwargs)
     pair = build_fda_pair(X, y, row_norm=row_norm, classes=classes, on_norm_violation=on_norm_violation,
                           owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,

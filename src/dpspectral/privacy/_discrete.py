@@ -344,12 +344,14 @@ def _accept(m, low, negative, wb, gauss, c1, c2, inv_t, margin):  # type: ignore
 
 
 @numba.njit(cache=True, nogil=True)
-def _draw_streams(out, start, first, k0, k1, j, table, rho, gauss, c1, c2, inv_t, margin,  # type: ignore[no-untyped-def]
+def _draw_streams(out, start, first, k0, k1, law,  # type: ignore[no-untyped-def]
                   stuck, stuck_wa, stuck_wb, stuck_next):  # pragma: no cover - compiled
     """Values ``start, start + 1, ...`` (numbers ``first + i``) by rounds on their own streams (block
     ``r`` for round ``r``) until accepted; a value whose round is undecided is listed in ``stuck`` (with
     that round's words and the number of its next word) for the exact path. Stops when ``stuck`` is
-    full; returns the number listed and the index of the next value to draw."""
+    full; returns the number listed and the index of the next value to draw. ``law`` is
+    :meth:`_Law.args`, the constants of :func:`_round`."""
+    j, table, rho, gauss, c1, c2, inv_t, margin = law
     n_stuck = 0
     for i in range(start, out.shape[0]):
         if n_stuck == stuck.shape[0]:
@@ -469,8 +471,8 @@ def _draw(law: _Law, size: int, src: Any) -> np.ndarray:
         swa, swb = np.empty(cap, dtype=_U64), np.empty(cap, dtype=_U64)
         start = 0
         while start < size:
-            k, start = _draw_streams(out, start, first, _U64(key[0]), _U64(key[1]),  # type: ignore[call-arg]
-                                     *law.args(), stuck, swa, swb, snext)
+            k, start = _draw_streams(out, start, first, _U64(key[0]), _U64(key[1]), law.args(),
+                                     stuck, swa, swb, snext)
             for s in range(int(k)):
                 i = int(stuck[s])
                 more = _stream_reader(key, first + i, int(snext[s]))
