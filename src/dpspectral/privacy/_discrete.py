@@ -88,6 +88,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from functools import cache
 from typing import Any
@@ -459,6 +460,34 @@ def _stream_reader(key: tuple[int, int], g: int, start: int) -> Callable[[], int
     return more
 
 
+#: Below this many values a draw runs on the calling thread; above, on up to ``_THREADS`` threads.
+_PARALLEL_VALUES = 1 << 15
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _parts(size: int) -> list[tuple[int, int]]:
+    """The ranges of values drawn apart, one per thread (public: from the size alone)."""
+    count = 1 if size < _PARALLEL_VALUES else _THREADS
+    bounds = [size * t // count for t in range(count + 1)]
+    return [(bounds[t], bounds[t + 1]) for t in range(count)]
+
+
+def _draw_part(law: _Law, out: np.ndarray, first: int, key: tuple[int, int]) -> None:
+    """Values ``first, first + 1, ...`` into ``out`` (the compiled rounds release the GIL); the rare
+    undecided rounds finished exactly."""
+    cap = 64  # undecided rounds are rare (below 2**-21 a round)
+    stuck, snext = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    swa, swb = np.empty(cap, dtype=_U64), np.empty(cap, dtype=_U64)
+    start, size = 0, out.shape[0]
+    while start < size:
+        k, start = _draw_streams(out, start, first, _U64(key[0]), _U64(key[1]), law.args(),
+                                 stuck, swa, swb, snext)
+        for s in range(int(k)):
+            i = int(stuck[s])
+            more = _stream_reader(key, first + i, int(snext[s]))
+            out[i] = law.exact_value(int(swa[s]), int(swb[s]), more)
+
+
 def _draw(law: _Law, size: int, src: Any) -> np.ndarray:
     size = int(size)
     out = np.empty(size, dtype=np.int64)
@@ -466,17 +495,12 @@ def _draw(law: _Law, size: int, src: Any) -> np.ndarray:
         return out
     if hasattr(src, "reserve"):
         first, key = src.reserve(size)
-        cap = 64  # undecided rounds are rare (below 2**-21 a round)
-        stuck, snext = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-        swa, swb = np.empty(cap, dtype=_U64), np.empty(cap, dtype=_U64)
-        start = 0
-        while start < size:
-            k, start = _draw_streams(out, start, first, _U64(key[0]), _U64(key[1]), law.args(),
-                                     stuck, swa, swb, snext)
-            for s in range(int(k)):
-                i = int(stuck[s])
-                more = _stream_reader(key, first + i, int(snext[s]))
-                out[i] = law.exact_value(int(swa[s]), int(swb[s]), more)
+        parts = _parts(size)
+        if len(parts) == 1:
+            _draw_part(law, out, first, key)
+        else:  # each value on its own stream: the parts give the same values on the threads
+            with ThreadPoolExecutor(len(parts)) as pool:
+                list(pool.map(lambda ab: _draw_part(law, out[ab[0]:ab[1]], first + ab[0], key), parts))
         return out
     todo = np.arange(size)
     while todo.size:  # one round for every pending value, with fresh words
