@@ -70,6 +70,7 @@ from ._common import (
     truncate_columns,
     with_constraints,
 )
+from ._pair_rounding import pair_rounding
 from ._reduction import simultaneous_reduction
 from ._result import GEPResult
 from ._scatter import ScatterPair
@@ -347,6 +348,8 @@ def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibrati
         events.append(dp_accounting.NonPrivateDpEvent())
         notes.append("init='nonprivate_optimum': started from the exact (non-private) generalized "
                      "eigenvectors, as in Chen et al.'s comparison. NOT differentially private.")
+    rounding = pair_rounding(pair)  # widened for the rounding of the computed pair (events unchanged)
+    releases = [rounding.matrix(r) for r in releases]
     plan = ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes))
     return plan, (s_a, s_b)
 

@@ -1,0 +1,135 @@
+"""Rounding in the statistic for the GEP solvers and the low-rank methods: each release's noise scale is
+its unwidened scale times ``1 + r``, with ``r`` derived here from public inputs (``n``, ``d``, ``C``, the
+sizes), ``r > 0``, and the events (what is charged) unchanged.
+
+The unwidened run is the same call with the widening turned off (the module's rounding bound replaced by
+zero); the seeds are the same, so the two reports must hold the same events."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from dpspectral import gep
+from dpspectral.gep import _pair_rounding, _rayleigh, _reduction
+
+U = 2.0**-53  # the unit roundoff of float64
+
+
+def _gamma(k: int) -> float:
+    return k * U / (1 - k * U)
+
+
+N, D, C, K1 = 1500, 12, 1.0, 12  # rows, features, row bound, DPSR's basis (all d by default)
+
+
+@pytest.fixture(scope="module")
+def pairs() -> dict[str, gep.ScatterPair]:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(N, D))
+    y = rng.integers(0, 3, N)
+    return {"fda": gep.fda_pair(X, y, row_norm=C, classes=[0, 1, 2]), "pca": gep.pca_pair(X, row_norm=C)}
+
+
+def _no_widening(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unwidened(pair: gep.ScatterPair) -> _pair_rounding.PairRounding:
+        return _pair_rounding.PairRounding(pair.n_features)
+
+    monkeypatch.setattr(_rayleigh, "pair_rounding", unwidened)
+    monkeypatch.setattr(_reduction, "pair_rounding", unwidened)
+
+
+def _run(method: str, pair: gep.ScatterPair, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return getattr(gep, method)(pair, 2, epsilon=1.0, delta=1e-5, random_state=0, **kw)
+
+
+def _shares_a_b(kind: str) -> tuple[float, float]:
+    """``r`` of the releases of A and B: ``2 gamma_k M / Delta_F`` (docstring of ``_pair_rounding``)."""
+    if kind == "pca":
+        return 2 * _gamma(2 * N + 8) * 2 * C**2 / (4 * math.sqrt(2) * C**2 / N), 0.0
+    r_a = 2 * _gamma(4 * N + 12) * 4 * C**2 / (8 * math.sqrt(2) * C**2 / N)
+    r_b = 2 * _gamma(3 * N + 11) * 2 * C**2 / (4 * math.sqrt(2) * C**2 / N)
+    return r_a, r_b
+
+
+@pytest.mark.parametrize("kind", ["fda", "pca"])
+@pytest.mark.parametrize("method", ["sr_dp", "dp_rayleigh_flow"])
+def test_pair_releases_are_widened_by_the_rounding_of_the_computed_pair(pairs, monkeypatch, method, kind):
+    pair = pairs[kind]
+    widened = _run(method, pair)
+    _no_widening(monkeypatch)
+    plain = _run(method, pair)
+    assert widened.privacy.events == plain.privacy.events
+    assert widened.privacy.epsilon == plain.privacy.epsilon
+    r_a, r_b = _shares_a_b(kind)
+    assert r_a > 0
+    std_a, plain_a = widened.diagnostics["noise_std_A"], plain.diagnostics["noise_std_A"]
+    assert std_a / plain_a - 1 == pytest.approx(r_a, rel=1e-6)
+    assert std_a / plain_a - 1 < 1e-5  # tiny at this size
+    if kind == "fda":
+        assert r_b > 0
+        assert widened.diagnostics["noise_std_B"] / plain.diagnostics["noise_std_B"] - 1 == pytest.approx(
+            r_b, rel=1e-6)
+    else:  # B = I is public: no release
+        assert widened.diagnostics["noise_std_B"] == plain.diagnostics["noise_std_B"] == 0.0
+
+
+def _dpsr_shares(kind: str, k: int) -> dict[str, float]:
+    """``r`` of DPSR's three releases (docstring of ``_pair_rounding``): ``2 B V`` (``d`` roundings more,
+    ``2 sqrt(k1)`` times B's bound), ``diag(V^T B V)`` (``2 d + 1`` more, ``sqrt(k1)``), phase 2
+    (``2 d + 2 + k1`` more, ``2 k1 sqrt(k)`` times A's bound, over ``2 min(||dA||_F, sqrt(k) ||dA||_2)``)."""
+    slack = 1 + 1e-6
+    if kind == "fda":
+        k_a, m_a, a_f, a_2 = 4 * N + 12, 4 * C**2, 8 * math.sqrt(2) * C**2 / N, 8 * C**2 / N
+        k_b, m_b, b_f, b_2 = 3 * N + 11, 2 * C**2, 4 * math.sqrt(2) * C**2 / N, 4 * C**2 / N
+        delta1 = 2 * min(b_f, math.sqrt(K1) * b_2)
+        delta_lam = min(b_f, math.sqrt(K1) * b_2)
+        out = {
+            "phase1": 2 * _gamma(k_b + D) * m_b * 2 * math.sqrt(K1) * slack / delta1,
+            "lambda": 2 * _gamma(k_b + 2 * D + 1) * m_b * math.sqrt(K1) * slack**2 / delta_lam,
+        }
+    else:
+        k_a, m_a, a_f, a_2 = 2 * N + 8, 2 * C**2, 4 * math.sqrt(2) * C**2 / N, 4 * C**2 / N
+        out = {}
+    delta2 = 2 * min(a_f, math.sqrt(k) * a_2)
+    out["phase2"] = 2 * _gamma(k_a + 2 * D + 2 + K1) * m_a * 2 * K1 * math.sqrt(k) * slack**3 / delta2
+    return out
+
+
+@pytest.mark.parametrize("kind", ["fda", "pca"])
+@pytest.mark.parametrize("method", ["dpsr", "dpsrs"])
+def test_dpsr_releases_are_widened_by_the_rounding_of_their_gradients(pairs, monkeypatch, method, kind):
+    pair = pairs[kind]
+    kw = {"n_iter": 4, **({"sparsity": 6} if method == "dpsrs" else {})}
+    widened = _run(method, pair, **kw)
+    _no_widening(monkeypatch)
+    plain = _run(method, pair, **kw)
+    assert widened.privacy.events == plain.privacy.events
+    shares = _dpsr_shares(kind, 2)
+    for name, r in shares.items():
+        assert r > 0
+        key = f"noise_std_{name}"
+        got = widened.diagnostics[key] / plain.diagnostics[key] - 1
+        assert got == pytest.approx(r, rel=1e-6), name
+        # and the unwidened scale is the charged multiplier times the sensitivity
+        diag = widened.diagnostics
+        expected = diag[f"noise_multiplier_{name}"] * diag[f"sensitivity_{name}"]
+        assert plain.diagnostics[key] == pytest.approx(expected, rel=1e-12)
+    if kind == "pca":
+        assert widened.diagnostics["noise_std_phase1"] == plain.diagnostics["noise_std_phase1"] == 0.0
+
+
+def test_a_pair_the_caller_built_is_not_widened(pairs, monkeypatch):
+    """The caller's pair: its sensitivities are the caller's statement about what it computed."""
+    fda = pairs["fda"]
+    user = gep.symmetric_definite_pair(fda.A, fda.B, sensitivity=fda.sensitivity, regularization="noise")
+    widened = _run("sr_dp", user)
+    _no_widening(monkeypatch)
+    plain = _run("sr_dp", user)
+    assert widened.diagnostics["noise_std_A"] == plain.diagnostics["noise_std_A"]
+    assert widened.diagnostics["noise_std_B"] == plain.diagnostics["noise_std_B"]
