@@ -133,3 +133,68 @@ def test_a_pair_the_caller_built_is_not_widened(pairs, monkeypatch):
     plain = _run("sr_dp", user)
     assert widened.diagnostics["noise_std_A"] == plain.diagnostics["noise_std_A"]
     assert widened.diagnostics["noise_std_B"] == plain.diagnostics["noise_std_B"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Hardt-Roth
+# ------------------------------------------------------------------------------------------------
+
+
+def _hardt_roth(A: np.ndarray, **kw):
+    from dpspectral.lowrank import hardt_roth
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return hardt_roth(A, 2, epsilon=1.0, delta=1e-5, random_state=1, **kw)
+
+
+def _rows(m: int = 400, n: int = 30) -> np.ndarray:
+    A = np.random.default_rng(5).normal(size=(m, n))
+    return A / np.linalg.norm(A, axis=1, keepdims=True) * 0.9
+
+
+def test_hardt_roth_power_iterations_are_widened_for_the_rounding_of_a_t_a_x(monkeypatch):
+    from dpspectral.lowrank import _power
+    from dpspectral.privacy._clipping import sensitivity_norm
+
+    A = _rows()
+    m, n = A.shape
+    widened = _hardt_roth(A, algorithm="power")
+    monkeypatch.setattr(_power, "widen_projection", lambda release, **kw: release)
+    plain = _hardt_roth(A, algorithm="power")
+    assert widened.privacy.events == plain.privacy.events
+    p = widened.diagnostics["block"]
+    C = sensitivity_norm(1.0)
+    # A^T (A X): a sum over the m rows (m + 1 additions) of products through the n of x^T X, plus the
+    # products; each term at most C^2 ||X||_F = C^2 sqrt(p); over the sensitivity sqrt(2) C^2
+    r = 2 * _gamma(m + n + 2) * m * C**2 * math.sqrt(p) * (1 + 1e-6) / (math.sqrt(2) * C**2)
+    assert r > 0
+    for got, base, event in zip(widened.diagnostics["sigma"], plain.diagnostics["sigma"],
+                                plain.privacy.events, strict=True):
+        assert base == pytest.approx(event.noise_multiplier * math.sqrt(2) * C**2, rel=1e-12)
+        assert got / base - 1 == pytest.approx(r, rel=1e-6)
+
+
+def test_hardt_roth_range_finder_projection_is_widened_and_the_range_is_not(monkeypatch):
+    from dpspectral.lowrank import _hardt_roth as module
+
+    A = _rows()
+    m = A.shape[0]
+    widened = _hardt_roth(A, algorithm="range_finder")
+    monkeypatch.setattr(module, "widen_release", lambda release, **kw: release)
+    plain = _hardt_roth(A, algorithm="range_finder")
+    assert widened.privacy.events == plain.privacy.events
+    # Q~^T A: a sum over the m rows of products q~_i a_i^T (norm <= tau C): gamma_(m+2) m tau C (1 + 1e-6)
+    # against the sensitivity 2 C tau
+    r = _gamma(m + 2) * m * (1 + 1e-6)
+    assert r > 0
+    assert widened.diagnostics["sigma2"] / plain.diagnostics["sigma2"] - 1 == pytest.approx(r, rel=1e-6)
+    assert plain.diagnostics["sigma2"] == pytest.approx(
+        plain.privacy.events[1].noise_multiplier * plain.diagnostics["sensitivity2"], rel=1e-12)
+    assert widened.diagnostics["sigma1"] == plain.diagnostics["sigma1"]  # A Omega: Omega secret, no bound
+
+
+def test_hardt_roth_rows_not_clipped_have_no_bound_and_are_not_widened():
+    res = _hardt_roth(_rows(), row_change=1.0)
+    unwidened = res.privacy.events[1].noise_multiplier * res.diagnostics["sensitivity2"]
+    assert res.diagnostics["sigma2"] == pytest.approx(unwidened, rel=1e-13)  # a widening here: ~1e-11
