@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dpspectral import gep
-from dpspectral.gep import _pair_rounding, _rayleigh, _reduction
+from dpspectral.gep import _pair_rounding, _rayleigh, _reduction, _scatter
 
 U = 2.0**-53  # the unit roundoff of float64
 
@@ -198,3 +198,59 @@ def test_hardt_roth_rows_not_clipped_have_no_bound_and_are_not_widened():
     res = _hardt_roth(_rows(), row_change=1.0)
     unwidened = res.privacy.events[1].noise_multiplier * res.diagnostics["sensitivity2"]
     assert res.diagnostics["sigma2"] == pytest.approx(unwidened, rel=1e-13)  # a widening here: ~1e-11
+
+
+# ------------------------------------------------------------------------------------------------
+# the bound on the computed pair, against exact rationals
+# ------------------------------------------------------------------------------------------------
+
+
+def _exact_pair(rows: np.ndarray, idx: np.ndarray, classes: int):
+    """The exact PCA ``A`` and FDA ``A``, ``B`` of the (already clipped) rows, in rationals."""
+    from fractions import Fraction
+
+    n, d = rows.shape
+    R = [[Fraction(float(v)) for v in row] for row in rows]
+    G = [[sum(r[i] * r[j] for r in R) for j in range(d)] for i in range(d)]
+    t = [sum(r[i] for r in R) for i in range(d)]
+    sums = [[sum(R[row][i] for row in range(n) if idx[row] == c) for i in range(d)] for c in range(classes)]
+    counts = [max(int(np.sum(idx == c)), 1) for c in range(classes)]
+    P = [[sum(sums[c][i] * sums[c][j] / counts[c] for c in range(classes)) for j in range(d)]
+         for i in range(d)]
+    pca_a = [[(G[i][j] - t[i] * t[j] / n) / n for j in range(d)] for i in range(d)]
+    fda_a = [[(P[i][j] - t[i] * t[j] / n) / n for j in range(d)] for i in range(d)]
+    fda_b = [[(G[i][j] - P[i][j]) / n for j in range(d)] for i in range(d)]
+    return pca_a, fda_a, fda_b
+
+
+def _distance(computed: np.ndarray, exact) -> float:
+    from fractions import Fraction
+
+    d = computed.shape[0]
+    return math.sqrt(float(sum((Fraction(float(computed[i, j])) - exact[i][j]) ** 2
+                               for i in range(d) for j in range(d))))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_computed_pair_is_within_its_bound(seed):
+    """``fda_pair`` and ``pca_pair`` on rows of mixed magnitudes (2**-30 to 1, so that the products and
+    the subtractions round), against exact rationals: the Frobenius error within ``gamma_k M``."""
+    rng = np.random.default_rng(seed)
+    n, d, classes = 150, 3, 3
+    rows = rng.standard_normal((n, d)) * 2.0 ** -rng.integers(0, 30, size=(n, 1))
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    rows[: n // 2] += 0.5 / math.sqrt(d)  # a large mean: s s^T / n cancels much of G
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    idx = rng.integers(0, classes, n)
+    fda = gep.fda_pair(rows, idx, row_norm=1.0, classes=list(range(classes)))
+    pca = gep.pca_pair(rows, row_norm=1.0)
+    clipped = _scatter._clip(rows, 1.0)  # the rows as the builders clip them
+    exact_pca_a, exact_fda_a, exact_fda_b = _exact_pair(clipped, idx, classes)
+    rounding_pca, rounding_fda = _pair_rounding.pair_rounding(pca), _pair_rounding.pair_rounding(fda)
+    for computed, exact, (k, M) in [
+        (pca.A, exact_pca_a, (rounding_pca.a_roundings, rounding_pca.a_magnitude)),
+        (fda.A, exact_fda_a, (rounding_fda.a_roundings, rounding_fda.a_magnitude)),
+        (fda.B, exact_fda_b, (rounding_fda.b_roundings, rounding_fda.b_magnitude)),
+    ]:
+        error = _distance(computed, exact)
+        assert 0 < error <= _gamma(k) * M
