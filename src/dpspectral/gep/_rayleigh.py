@@ -179,7 +179,9 @@ def dp_rayleigh_flow(
     Relation: the pair's. Releases: the upper triangles of ``A + E_A`` and ``B + E_B`` (L2 sensitivity
     ``||dA||_F``, ``||dB||_F``): ``GaussianDpEvent(s_A)``, ``GaussianDpEvent(s_B)`` (no B event when B is
     public). The flow is post-processing, the ridge included (``"noise"`` computes it from the planned
-    noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
+    noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``. For a
+    pair built from rows the noise is widened for the rounding of the computed A and B
+    (:mod:`dpspectral.gep._pair_rounding`), the events unchanged.
     """
     return _Flow.solve("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
                        regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,

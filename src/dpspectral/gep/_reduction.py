@@ -284,6 +284,8 @@ def sr_dp(
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
     included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
+    For a pair built from rows the noise is widened for the rounding of the computed A and B (``n`` and
+    ``C`` public; :mod:`dpspectral.gep._pair_rounding`), the events unchanged.
     """
     return run_on_pair(_SrDp(), _SrDpInputs(k, epsilon, delta, regularization, a_share, calibration,
                                             random_state), pair, accountant, random_state)
@@ -600,6 +602,8 @@ def dpsr(
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
     data-independent start, so the releases compose adaptively. xi and ``step_sizes.phase2="auto"`` are
     functions of the plan's public noise scales and released quantities (``"noise"``), never of the data.
+    For a pair built from rows each release is widened for the rounding of its computed statistic (the
+    pair, then the products with the public ``V``, ``Phi~``, ``V'``; :mod:`dpspectral.gep._pair_rounding`).
     Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,

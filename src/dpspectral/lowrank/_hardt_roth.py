@@ -406,7 +406,9 @@ def hardt_roth(
     replacing row x by y changes it by ``(x x^T - y y^T) X_j``, of Frobenius norm at most
     ``||x x^T - y y^T||_F ||X_j||_2 <= sqrt(2) C^2``. T Gaussian mechanisms composed adaptively
     (Gaussian DP: exact, ``sum s_j^-2 = s^-2`` for the analytic multiplier s of (epsilon, delta)).
-    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound).
+    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound). Each release is
+    widened for the rounding of the computed ``A^T (A X_j)`` (``m`` rows of norm <= C, ``X_j`` n x p
+    orthonormal: ``h = m + n``, ``T = C^2 sqrt(p)``), the events unchanged.
 
     ``algorithm="range_finder"``: relation row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's
     Priv1 with ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C``
@@ -422,7 +424,9 @@ def hardt_roth(
       Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
       ``EpsilonDeltaDpEvent(0, delta_s)``.
     * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
-      exactly, because every pruned row has norm <= tau.
+      exactly, because every pruned row has norm <= tau. With the rows clipped, widened for the rounding
+      of the computed ``Q~^T A`` (``h = m + 1``, ``T = tau C``); stage 1 (``Omega`` secret) and unclipped
+      rows have no public bound on the rounding (``docs/noise.md``).
 
     Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
     is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
