@@ -254,3 +254,44 @@ def test_the_computed_pair_is_within_its_bound(seed):
     ]:
         error = _distance(computed, exact)
         assert 0 < error <= _gamma(k) * M
+
+
+def test_dpsr_gradients_of_the_computed_pair_are_within_their_bound():
+    """``2 B V`` and ``2 sym(Phi~^T A Phi~) V'`` as DPSR computes them (``V``, ``Phi~``, ``V'`` public
+    floats), against the exact products of the exact pair: within the bounds of ``_pair_rounding``."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(8)
+    n, d, classes, k = 150, 3, 3, 2
+    rows = rng.standard_normal((n, d)) * 2.0 ** -rng.integers(0, 30, size=(n, 1))
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    idx = rng.integers(0, classes, n)
+    fda = gep.fda_pair(rows, idx, row_norm=1.0, classes=list(range(classes)))
+    _, exact_a, exact_b = _exact_pair(_scatter._clip(rows, 1.0), idx, classes)
+    rounding = _pair_rounding.pair_rounding(fda)
+    V = np.linalg.qr(rng.standard_normal((d, d)))[0]  # k1 = d
+    lam = np.array([0.3, 0.02, 1e-4])
+    Phit = V / np.sqrt(lam + 0.01)
+    W = np.linalg.qr(rng.standard_normal((d, k)))[0]
+
+    def exact_times(M, X):
+        return [[sum(M[i][q] * Fraction(float(X[q, j])) for q in range(len(M))) for j in range(X.shape[1])]
+                for i in range(len(M))]
+
+    def distance(computed, exact):
+        return math.sqrt(float(sum((Fraction(float(computed[i, j])) - exact[i][j]) ** 2
+                                   for i in range(computed.shape[0]) for j in range(computed.shape[1]))))
+
+    exact_gradient = [[2 * v for v in row] for row in exact_times(exact_b, V)]
+    error = distance(2.0 * (fda.B @ V), exact_gradient)
+    bound = _gamma(rounding.b_roundings + d) * rounding.b_magnitude * 2 * math.sqrt(d) * (1 + 1e-6)
+    assert 0 < error <= bound
+    At = Phit.T @ fda.A @ Phit
+    computed = 2.0 * (((At + At.T) / 2.0) @ W)
+    PhiT = [[Fraction(float(Phit[q, i])) for q in range(d)] for i in range(d)]
+    exact_at = exact_times([[sum(PhiT[i][q] * exact_a[q][j] for q in range(d)) for j in range(d)]
+                            for i in range(d)], Phit)
+    exact_phase2 = [[2 * v for v in row] for row in exact_times(exact_at, W)]
+    phi_norm2 = float(1.0 / np.min(lam + 0.01))
+    share = rounding.whitened_gradient_share(1.0, d, k)  # r for a sensitivity of 1 per ||Phi~||_2^2
+    assert 0 < distance(computed, exact_phase2) <= share / 2 * phi_norm2
