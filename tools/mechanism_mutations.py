@@ -423,12 +423,10 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "DPSR phase-2 std without ||Phi~||^2",
         "gep/_reduction.py",
-        "std2 = scales.s2 * scales.delta2_base * phi_norm2\n            if std2 > 0:\n"
-        "                phase2 = stack.enter_context(releaser.adapted(\n"
-        "                    \"phase2\", scale=std2, sensitivity=scales.delta2_base * phi_norm2))",
-        "std2 = scales.s2 * scales.delta2_base\n            if std2 > 0:\n"
-        "                phase2 = stack.enter_context(releaser.adapted(\n"
-        "                    \"phase2\", scale=std2, sensitivity=scales.delta2_base))",
+        "std2, sensitivity2 = widened(scales.s2 * scales.delta2_base * phi_norm2,\n"
+        "                                         scales.delta2_base * phi_norm2, scales.phase2_rounding)",
+        "std2, sensitivity2 = widened(scales.s2 * scales.delta2_base,\n"
+        "                                         scales.delta2_base, scales.phase2_rounding)",
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
@@ -920,8 +918,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "P1 HR power sensitivity sqrt(2) C^2 -> C^2",
         "lowrank/_power.py",
-        "    sens = math.sqrt(2.0) * sensitivity_norm(float(row_norm)) ** 2  # C with",
-        "    sens = sensitivity_norm(float(row_norm)) ** 2  # C with",
+        "    sens = math.sqrt(2.0) * C**2",
+        "    sens = C**2",
         "tests/test_lowrank_power.py",
     ),
     Mutation(

@@ -70,6 +70,7 @@ from ._common import (
     truncate_columns,
     with_constraints,
 )
+from ._pair_rounding import pair_rounding
 from ._reduction import simultaneous_reduction
 from ._result import GEPResult
 from ._scatter import ScatterPair
@@ -178,7 +179,9 @@ def dp_rayleigh_flow(
     Relation: the pair's. Releases: the upper triangles of ``A + E_A`` and ``B + E_B`` (L2 sensitivity
     ``||dA||_F``, ``||dB||_F``): ``GaussianDpEvent(s_A)``, ``GaussianDpEvent(s_B)`` (no B event when B is
     public). The flow is post-processing, the ridge included (``"noise"`` computes it from the planned
-    noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``.
+    noise scale, never from the data). ``init="nonprivate_optimum"`` adds a ``NonPrivateDpEvent``. For a
+    pair built from rows the noise is widened for the rounding of the computed A and B
+    (:mod:`dpspectral.gep._pair_rounding`), the events unchanged.
     """
     return _Flow.solve("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
                        regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
@@ -347,6 +350,8 @@ def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibrati
         events.append(dp_accounting.NonPrivateDpEvent())
         notes.append("init='nonprivate_optimum': started from the exact (non-private) generalized "
                      "eigenvectors, as in Chen et al.'s comparison. NOT differentially private.")
+    rounding = pair_rounding(pair)  # widened for the rounding of the computed pair (events unchanged)
+    releases = [rounding.matrix(r) for r in releases]
     plan = ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes))
     return plan, (s_a, s_b)
 

@@ -62,6 +62,7 @@ from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import widened
 from ..privacy._template import After, Drawn, Released, Symmetric
 from ._common import (
     NOISE_RIDGE,
@@ -88,6 +89,7 @@ from ._common import (
     with_constraints,
 )
 from ._groups import PaperCalibration, StepSizes, group_fields
+from ._pair_rounding import pair_rounding
 from ._result import GEPResult
 from ._scatter import ScatterPair
 
@@ -222,6 +224,8 @@ def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_sh
     if not public_b:
         releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
         events.append(dp_accounting.GaussianDpEvent(s_b))
+    rounding = pair_rounding(pair)  # widened for the rounding of the computed pair (events unchanged)
+    releases = [rounding.matrix(r) for r in releases]
     return ReleasePlan("sr_dp", sens.relation, tuple(events), tuple(releases), tuple(notes))
 
 
@@ -280,6 +284,8 @@ def sr_dp(
     triangle has L2 norm at most its Frobenius norm). Events: ``GaussianDpEvent(s_A)``,
     ``GaussianDpEvent(s_B)`` (none for a public B). The reduction is post-processing, the ridge
     included: ``"noise"`` computes it from the planned noise scale (public inputs), never from the data.
+    For a pair built from rows the noise is widened for the rounding of the computed A and B (``n`` and
+    ``C`` public; :mod:`dpspectral.gep._pair_rounding`), the events unchanged.
     """
     return run_on_pair(_SrDp(), _SrDpInputs(k, epsilon, delta, regularization, a_share, calibration,
                                             random_state), pair, accountant, random_state)
@@ -476,6 +482,7 @@ class _DpsrScales:
     release_lam: bool
     adaptive_phase2: bool
     public: tuple[np.ndarray, np.ndarray] | None = None
+    phase2_rounding: float = 0.0  # r of phase 2's widening for rounding (:mod:`._pair_rounding`)
 
 
 def _noisy_phase(
@@ -595,6 +602,8 @@ def dpsr(
     ``Phi~`` released, ``||Phi~||_2^2 <= 1/xi``). Every iterate is a function of earlier releases and a
     data-independent start, so the releases compose adaptively. xi and ``step_sizes.phase2="auto"`` are
     functions of the plan's public noise scales and released quantities (``"noise"``), never of the data.
+    For a pair built from rows each release is widened for the rounding of its computed statistic (the
+    pair, then the products with the public ``V``, ``Phi~``, ``V'``; :mod:`dpspectral.gep._pair_rounding`).
     Events:
     ``SelfComposedDpEvent(GaussianDpEvent(s1), m)``, ``GaussianDpEvent(s_Lambda)``,
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
@@ -809,19 +818,28 @@ def _dpsr_plan(mechanism: str, pair: ScatterPair, inputs: _DpsrInputs, params: d
         phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base * phi_norm2, delta2_base * phi_norm2)
     else:  # the worst case ||Phi~||_2^2 <= 1/xi; drawn at the released bound (same multiplier)
         phase2 = NoisyRelease("phase2", "gaussian", s2 * delta2_base / xi, delta2_base / xi)
+    # every release widened for the rounding of its computed statistic (:mod:`._pair_rounding`);
+    # the events are unchanged
+    rounding = pair_rounding(pair)
+    r2 = rounding.whitened_gradient_share(delta2_base, inputs.k1, inputs.k)
+    scale2, sensitivity2 = widened(phase2.scale, phase2.sensitivity or 0.0, r2)
+    phase2 = dataclasses.replace(phase2, scale=scale2, sensitivity=sensitivity2)
     releases: list[NoisyRelease] = []
     events: list[dp_accounting.DpEvent] = []
     if not public_b:
-        releases.append(NoisyRelease("phase1", "gaussian", s1 * delta1, delta1))
+        phase1 = NoisyRelease("phase1", "gaussian", s1 * delta1, delta1)
+        releases.append(rounding.gradient_b(phase1, inputs.k1))
         events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s1), m))
         if release_lam:
-            releases.append(NoisyRelease("lambda", "gaussian", s_lam * delta_lam, delta_lam))
+            lam = NoisyRelease("lambda", "gaussian", s_lam * delta_lam, delta_lam)
+            releases.append(rounding.diagonal_b(lam, inputs.k1))
             events.append(dp_accounting.GaussianDpEvent(s_lam))
     releases.append(phase2)
     events.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s2), m))
     scales = _DpsrScales(s1=s1, s_lam=s_lam, s2=s2, delta1=delta1, delta_lam=delta_lam,
                          delta2_base=delta2_base, release_lam=release_lam,
-                         adaptive_phase2=sigma2_fixed is None and public is None, public=public)
+                         adaptive_phase2=sigma2_fixed is None and public is None, public=public,
+                         phase2_rounding=r2)
     return ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes)), scales
 
 
@@ -887,10 +905,10 @@ def _phase_two(desc: str, pair: ScatterPair, inputs: _DpsrInputs, scales: _DpsrS
     with contextlib.ExitStack() as stack:
         phase2 = releaser
         if scales.adaptive_phase2:  # drawn at the planned multiplier times the released bound
-            std2 = scales.s2 * scales.delta2_base * phi_norm2
+            std2, sensitivity2 = widened(scales.s2 * scales.delta2_base * phi_norm2,
+                                         scales.delta2_base * phi_norm2, scales.phase2_rounding)
             if std2 > 0:
-                phase2 = stack.enter_context(releaser.adapted(
-                    "phase2", scale=std2, sensitivity=scales.delta2_base * phi_norm2))
+                phase2 = stack.enter_context(releaser.adapted("phase2", scale=std2, sensitivity=sensitivity2))
         eta_a = _auto_eta(inputs, std2)  # from the released noise scale (public)
         V2, prev2, G2 = _noisy_phase(At, start2, n_iter=inputs.m, eta=eta_a,
                                      release=functools.partial(phase2.add, "phase2") if std2 > 0 else None,

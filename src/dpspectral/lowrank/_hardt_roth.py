@@ -57,6 +57,7 @@ from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._factorization import (
     BOUND,
@@ -405,7 +406,9 @@ def hardt_roth(
     replacing row x by y changes it by ``(x x^T - y y^T) X_j``, of Frobenius norm at most
     ``||x x^T - y y^T||_F ||X_j||_2 <= sqrt(2) C^2``. T Gaussian mechanisms composed adaptively
     (Gaussian DP: exact, ``sum s_j^-2 = s^-2`` for the analytic multiplier s of (epsilon, delta)).
-    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound).
+    ``row_change`` is not supported (an unclipped row moves ``x x^T`` without bound). Each release is
+    widened for the rounding of the computed ``A^T (A X_j)`` (``m`` rows of norm <= C, ``X_j`` n x p
+    orthonormal: ``h = m + n``, ``T = C^2 sqrt(p)``), the events unchanged.
 
     ``algorithm="range_finder"``: relation row-level, ``Relation.REPLACE_ONE`` on the rows of A (Upadhyay's
     Priv1 with ``u = e_i``): ``A' = A + e_i w^T`` with both rows of norm <= C, so ``||w|| <= b = 2 C``
@@ -421,7 +424,9 @@ def hardt_roth(
       Laurent–Massart ``c_ell``): sensitivity ``b sqrt(q_ell)`` per pair, failure recorded as
       ``EpsilonDeltaDpEvent(0, delta_s)``.
     * Stage 2 (given the released Y, hence Q~): ``||Q~^T e_i w^T||_F = ||Q~_i|| ||w|| <= tau b``,
-      exactly, because every pruned row has norm <= tau.
+      exactly, because every pruned row has norm <= tau. With the rows clipped, widened for the rounding
+      of the computed ``Q~^T A`` (``h = m + 1``, ``T = tau C``); stage 1 (``Omega`` secret) and unclipped
+      rows have no public bound on the rounding (``docs/noise.md``).
 
     Two Gaussian mechanisms composed adaptively (Gaussian DP: exact), plus the sketch failure. This
     is **not** Priv1-private at this noise: for ``A' = A + u w^T`` with a general unit u, stage 2's
@@ -465,8 +470,15 @@ def _check_relation(relation: Any) -> Relation:
     return rel
 
 
-def _range_plan(C: float, hr: HardtRothNoise, rel: Relation, row_change: bool) -> ReleasePlan:
-    """The range finder's release plan: the two stages, under row_change's relation when it is given."""
+def _range_plan(C: float, hr: HardtRothNoise, rel: Relation, row_change: bool, rows: int) -> ReleasePlan:
+    """The range finder's release plan: the two stages, under row_change's relation when it is given.
+
+    With the rows clipped to C, stage 2 is widened for the rounding of the computed ``Q~^T A``: a sum
+    over the ``rows`` rows (public) of ``q~_i a_i^T``, each a product of norm at most ``tau C`` (``tau``
+    times ``1 + 1e-6`` for the rounding of the pruning), ``h = rows + 1`` plus the product
+    (:func:`~dpspectral.privacy._rounding.widen_release`). Stage 1's ``A Omega`` has no public bound
+    (``Omega`` is secret and Gaussian), and under ``row_change`` the rows have none: not widened.
+    """
     notes = list(hr.notes)
     rel_out: Relation = rel
     if row_change:
@@ -476,7 +488,13 @@ def _range_plan(C: float, hr: HardtRothNoise, rel: Relation, row_change: bool) -
             "rows are not clipped, so replacing a row by an arbitrary one is NOT protected."
         )
     notes.append("Omega is secret (drawn from random_state, never released): keep random_state secret.")
-    return hr.plan(_OWNER, rel_out, tuple(notes))
+    plan = hr.plan(_OWNER, rel_out, tuple(notes))
+    if row_change:
+        return plan
+    stage1, stage2 = plan.releases
+    stage2 = widen_release(stage2, n=rows, relation=rel, kind="products",
+                           term_bound=hr.tau * C * (1.0 + 1e-6))
+    return dataclasses.replace(plan, releases=(stage1, stage2))
 
 
 def _two_stages(A_c: Any, ell: int, tau: float,
@@ -565,13 +583,13 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
             shares = default_shares(int(inputs.iterations))
             notes = ("Releases V and S only (no U): A V is the data owner's local computation.",)
             return _HRChecked(inputs, budget, rel, "tight", algo, C, A, k, p, shares, None,
-                              power_plan(budget, rel, C, shares, _OWNER, notes))
+                              power_plan(budget, rel, C, shares, _OWNER, notes, shape=(m, n), block=p))
         ell = min(k + (k if inputs.oversampling is None else int(inputs.oversampling)), m, n)
         hr = hardt_roth_noise(budget.epsilon, budget.delta, ell, m, row_norm=C, prune=inputs.prune,
                               calibration=inputs.calibration, stage_share=inputs.stage_share,
                               sketch_failure_share=inputs.sketch_failure_share, owner=_OWNER)
         return _HRChecked(inputs, budget, rel, inputs.calibration, algo, C, A, k, ell, (), hr,
-                          _range_plan(C, hr, rel, row_change is not None))
+                          _range_plan(C, hr, rel, row_change is not None, m))
 
     def plan(self, inputs: _HRChecked, n: int | None, d: int | None) -> ReleasePlan:
         return inputs.release_plan
@@ -614,11 +632,11 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
         singular_values = inputs.inputs.singular_values
         U_B, s, V = svd_top_k(B, k)  # post-processing of the released B and Q
         if singular_values == "shrink":
-            s = frobenius_shrink(s, hr.sigma2, ell, int(inputs.A.shape[1]))
+            s = frobenius_shrink(s, plan["projection"].scale, ell, int(inputs.A.shape[1]))
         U, s, V = finish(Q @ U_B, s, V)
         diag: dict[str, Any] = {
             "algorithm": "range_finder", "ell": ell, "oversampling": ell - k, "tau": hr.tau,
-            "sigma1": hr.sigma1, "sigma2": hr.sigma2, "singular_values": singular_values,
+            "sigma1": hr.sigma1, "sigma2": plan["projection"].scale, "singular_values": singular_values,
             "sensitivity1": hr.sensitivity1, "sensitivity2": hr.sensitivity2,
             "rows_pruned": int(np.count_nonzero(over)),  # a function of the released Y
         }

@@ -27,6 +27,7 @@ from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import widen_projection
 from ._shrink import signal_singular_values
 from ._sketches import orth_columns, svd_top_k
 from ._subspace import RowSubspaceResult
@@ -48,16 +49,25 @@ def default_shares(iterations: int) -> tuple[float, ...]:
 
 
 def power_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, shares: tuple[float, ...],
-               label: str, notes: tuple[str, ...]) -> ReleasePlan:
+               label: str, notes: tuple[str, ...], *, shape: tuple[int, int], block: int) -> ReleasePlan:
     """One Gaussian release per iteration, ``"iteration_j"``, sensitivity ``sqrt(2) C^2``.
 
     The whole Gaussian budget is one analytic multiplier s for (epsilon, delta), split exactly by
-    :func:`split_noise_multiplier` (Gaussian DP composes adaptively: ``sum s_j^-2 = s^-2``).
+    :func:`split_noise_multiplier` (Gaussian DP composes adaptively: ``sum s_j^-2 = s^-2``). Each
+    release is widened for the rounding of the computed ``A^T (A X_j)`` (``shape`` ``(m, n)``, public
+    under replace-one; ``X_j`` ``n x block`` orthonormal): a sum over the ``m`` rows of ``x x^T X_j``,
+    each term through the ``n`` roundings of ``x^T X_j`` as well, of norm at most ``C^2 sqrt(block)``
+    (:func:`~dpspectral.privacy._rounding.widen_projection`, ``h = m + n`` plus the products). The
+    events are unchanged.
     """
-    sens = math.sqrt(2.0) * sensitivity_norm(float(row_norm)) ** 2  # C with the clipping's rounding slack
+    C = sensitivity_norm(float(row_norm))  # C with the clipping's rounding slack
+    sens = math.sqrt(2.0) * C**2
     s = analytic_noise_multiplier(budget.epsilon, budget.delta)
     mults = split_noise_multiplier(s, list(shares))
-    releases = tuple(NoisyRelease(f"iteration_{j}", "gaussian", m * sens, sens) for j, m in enumerate(mults))
+    rows, features = shape
+    releases = tuple(widen_projection(NoisyRelease(f"iteration_{j}", "gaussian", mult * sens, sens), n=rows,
+                                      relation=relation, row_norm=C, d=features, columns=block)
+                     for j, mult in enumerate(mults))
     events = tuple(dp_accounting.GaussianDpEvent(m) for m in mults)
     return ReleasePlan(label, relation, events, releases, notes=notes)
 

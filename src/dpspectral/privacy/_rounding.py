@@ -91,6 +91,7 @@ __all__ = [
     "unit_roundoff",
     "widen_projection",
     "widen_release",
+    "widen_to_error",
     "widened",
 ]
 
@@ -239,3 +240,20 @@ def widen_projection(release: Release, *, n: int | None, relation: Relation, row
     term = row_norm**2 * math.sqrt(columns) * (1.0 + 1e-6)
     return widen_release(release, n=n, relation=relation, kind="products", term_bound=term,
                          summation=summation)
+
+
+def widen_to_error(release: Release, error: float) -> Release:
+    """``release`` widened for a computed statistic within ``error`` of its exact value (in the
+    sensitivity's norm) for either neighbour: ``r = 2 error / Delta``, scale and sensitivity both times
+    ``1 + r`` (:func:`widened`). For a statistic that is not one sum over the rows (a difference of
+    such sums, a product of one by a public matrix, a quotient by a public count): its caller derives
+    ``error = gamma_k * M``, ``k`` the most roundings one term of the exact expression passes through and
+    ``M`` the norm of the same expression with every term replaced by its absolute value (Higham,
+    Lemma 3.1, as in the module docstring). A release without a sensitivity is returned as it is.
+    """
+    sensitivity = release.sensitivity
+    if sensitivity is None or not sensitivity > 0 or not error > 0:
+        return release
+    scale, widened_sensitivity = widened(release.scale, sensitivity, 2.0 * error / sensitivity)
+    out = dataclasses.replace(cast(Any, release), scale=scale, sensitivity=widened_sensitivity)
+    return cast(Release, out)
