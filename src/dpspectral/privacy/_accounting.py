@@ -255,11 +255,7 @@ class SampledGaussianAccountant(dp_accounting.PrivacyAccountant):  # type: ignor
             factor = 0.5 if self.neighboring_relation is (
                 dp_accounting.NeighboringRelation.REPLACE_ONE) else 1.0
             return dpe.GaussianDpEvent(event.event.noise_multiplier * factor)
-        if isinstance(event, dpe.SelfComposedDpEvent):
-            return dpe.SelfComposedDpEvent(self._unsampled(event.event), event.count)
-        if isinstance(event, dpe.ComposedDpEvent):
-            return dpe.ComposedDpEvent([self._unsampled(e) for e in event.events])
-        return event
+        return _map_children(event, self._unsampled)
 
     def _min_multiplier(self, event: dp_accounting.DpEvent) -> float:
         if isinstance(event, dpe.PoissonSampledDpEvent):
@@ -467,10 +463,16 @@ def _compose_branches(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
     """Replace every parallel event by the composition of its branches (an upper bound)."""
     if isinstance(event, ParallelDpEvent):
         return compose([_compose_branches(e) for e in event.events])
+    return _map_children(event, _compose_branches)
+
+
+def _map_children(event: dp_accounting.DpEvent,
+                  f: Callable[[dp_accounting.DpEvent], dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
+    """A composed or self-composed event rebuilt with ``f`` applied to its children; any other as it is."""
     if isinstance(event, dpe.ComposedDpEvent):
-        return dpe.ComposedDpEvent([_compose_branches(e) for e in event.events])
+        return dpe.ComposedDpEvent([f(e) for e in event.events])
     if isinstance(event, dpe.SelfComposedDpEvent):
-        return dpe.SelfComposedDpEvent(_compose_branches(event.event), event.count)
+        return dpe.SelfComposedDpEvent(f(event.event), event.count)
     return event
 
 
@@ -518,11 +520,7 @@ def _laplace_as_pure(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
     """Laplace leaves as their pure (1 / multiplier, 0) guarantee."""
     if isinstance(event, dpe.LaplaceDpEvent):
         return EpsilonDeltaDpEvent(1.0 / float(event.noise_multiplier), 0.0)
-    if isinstance(event, dpe.ComposedDpEvent):
-        return dpe.ComposedDpEvent([_laplace_as_pure(e) for e in event.events])
-    if isinstance(event, dpe.SelfComposedDpEvent):
-        return dpe.SelfComposedDpEvent(_laplace_as_pure(event.event), event.count)
-    return event
+    return _map_children(event, _laplace_as_pure)
 
 
 def epsilon_of(
