@@ -72,19 +72,11 @@ def oja_rows(W, X, etas, Z, zetas, beta, F):  # type: ignore[no-untyped-def]  # 
         # deflation: remove the directions already found
         for f in range(j):
             for c in range(k):
-                s = 0.0
-                for a in range(d):
-                    s += F[a, f] * W[a, c]
-                for a in range(d):
-                    W[a, c] -= s * F[a, f]
+                _remove_direction(W, c, F, f)
         # modified Gram-Schmidt
         for c in range(k):
             for e in range(c):
-                s = 0.0
-                for a in range(d):
-                    s += W[a, e] * W[a, c]
-                for a in range(d):
-                    W[a, c] -= s * W[a, e]
+                _remove_direction(W, c, W, e)
             nrm = 0.0
             for a in range(d):
                 nrm += W[a, c] * W[a, c]
@@ -94,6 +86,16 @@ def oja_rows(W, X, etas, Z, zetas, beta, F):  # type: ignore[no-untyped-def]  # 
                     W[a, c] /= nrm
     return W
 
+
+@numba.njit(cache=True, fastmath=False, nogil=True)
+def _remove_direction(W, c, U, f):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``W[:, c] -= (U[:, f] . W[:, c]) U[:, f]`` in place, the dot product summed in row order (``U`` may
+    be ``W`` itself, with ``f != c``)."""
+    s = 0.0
+    for a in range(W.shape[0]):
+        s += U[a, f] * W[a, c]
+    for a in range(W.shape[0]):
+        W[a, c] -= s * U[a, f]
 
 
 @numba.njit(cache=True, fastmath=False, nogil=True)
