@@ -223,6 +223,15 @@ def _fda(name: str) -> Callable[..., Any]:
     return _ref("gep._solve", "fda_method", name)
 
 
+def _reference(*, summary: str, measures: str, relations: tuple[Relation, ...] = (),
+               **fields: Any) -> Method:
+    """The entry of a non-private reference algorithm: no privacy parameters, never certified, never for
+    private data (``measures``: what it is the reference for, ending the entry's ``regime``)."""
+    return Method(relations=relations, certified=False, calibrations=("none",), needs_delta=False,
+                  private=False, summary=f"Non-private reference: {summary}",
+                  regime=f"Never on private data: the non-private reference {measures}", **fields)
+
+
 _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 _P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
@@ -342,15 +351,11 @@ _PCA: tuple[Method, ...] = (
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows, bounded norms; near Analyze Gauss without a d x d matrix",
     ),
-    Method(
+    _reference(
         name="oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 1 (Oja's algorithm)",
-        model="streaming",
-        relations=(),  # not private: it protects no neighbouring relation
-        certified=False, calibrations=("none",),
-        function=_ref("pca._oja", "oja"),
-        summary="Non-private reference: one Oja step per row, no noise; single pass",
-        needs_delta=False, options=_OJA_OPTIONS, private=False, memory="O(dk)",
-        regime="Never on private data: the non-private reference the streaming methods are measured against",
+        model="streaming", function=_ref("pca._oja", "oja"),
+        summary="one Oja step per row, no noise; single pass",
+        options=_OJA_OPTIONS, memory="O(dk)", measures="the streaming methods are measured against",
     ),
     Method(
         name="local_gaussian", family="local", paper="Wang & Xu (TCS 2020)",
@@ -495,18 +500,23 @@ _LOWRANK: tuple[Method, ...] = (
                "the top eigenvalues of A^T A / m exceed about s(eps, delta) sqrt(n / m) (MNIST 20,000 rows: "
                "eps >= 4)",
     ),
-    Method(
+    _reference(
         name="optimal_space_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
-        model="central",
-        relations=(),  # not private: it protects no neighbouring relation
-        certified=False, calibrations=("none",),
-        function=_ref("lowrank._factorization", "optimal_space_lrf"),
-        summary="Non-private reference: three sketches and the closed-form rank-k solve",
-        needs_delta=False, options=_SKETCH_SIZES | {"alpha", "sketch"}, task="lowrank",
-        private=False, memory="O((m + n) k / alpha)",
-        regime="Never on private data: the non-private reference the private methods are measured against",
+        model="central", function=_ref("lowrank._factorization", "optimal_space_lrf"),
+        summary="three sketches and the closed-form rank-k solve",
+        options=_SKETCH_SIZES | {"alpha", "sketch"}, task="lowrank", memory="O((m + n) k / alpha)",
+        measures="the private methods are measured against",
     ),
 )
+
+def _fda_solver(name: str, module: str, **fields: Any) -> Method:
+    """The entry of a private solver of paper 003 on a scatter pair (``module``'s ``name``), run on
+    labelled rows as ``fda_method(name)``: central, replace-one, certified, tight or the paper's
+    calibration."""
+    return Method(name=name, family="gep", model="central", relations=(Relation.REPLACE_ONE,),
+                  certified=True, calibrations=("tight", "paper"), function=_fda(name),
+                  solver=_ref(module, name), task="gep", memory=_GEP_MEMORY, **fields)
+
 
 # -- generalized eigenproblems (paper 003): function(X, y, k, ...) -> GEPResult; solver(pair, k, ...) --
 # one pass builds the scatter pair (A, B) of the clipped rows; the solvers then read only the pair
@@ -524,55 +534,43 @@ _GEP: tuple[Method, ...] = (
         regime="The default private Fisher discriminant (and DPLinearDiscriminantAnalysis): one release of "
                "the moments (after a norm histogram); replace-one or add/remove",
     ),
-    Method(
-        name="dpsr", family="gep", paper=f"{_CHEN}, Alg. 2",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_fda("dpsr"), solver=_ref("gep._reduction", "dpsr"),
+    _fda_solver(
+        "dpsr", "gep._reduction", paper=f"{_CHEN}, Alg. 2",
         summary="Private Fisher discriminant: simultaneous reduction with noisy gradient steps (2 phases)",
-        options=_SR_OPTIONS, task="gep", memory=_GEP_MEMORY,
+        options=_SR_OPTIONS,
         regime="The paper's private Fisher discriminant (labelled rows, dense directions; the default of "
                "DPFisherDiscriminant is moments); the default solver of private_gep for a given pair",
     ),
-    Method(
-        name="dpsrs", family="gep", paper=f"{_CHEN}, Alg. 3",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_fda("dpsrs"), solver=_ref("gep._reduction", "dpsrs"), sparse=True,
+    _fda_solver(
+        "dpsrs", "gep._reduction", paper=f"{_CHEN}, Alg. 3", sparse=True,
         summary="DPSR with truncation to s non-zeros per vector after every step (sparse FDA)",
-        options=_SR_OPTIONS | {"sparsity"}, task="gep", memory=_GEP_MEMORY,
+        options=_SR_OPTIONS | {"sparsity"},
         regime="As dpsr when the directions should use at most s features (sparse, interpretable)",
     ),
-    Method(
-        name="sr_dp", family="gep", paper=f"{_CHEN}, ablation SR+DP",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_fda("sr_dp"), solver=_ref("gep._reduction", "sr_dp"),
+    _fda_solver(
+        "sr_dp", "gep._reduction", paper=f"{_CHEN}, ablation SR+DP",
         summary="Gaussian noise on the scatter pair (A, B), then simultaneous reduction",
-        options=_GEP_COMMON | {"a_share"}, task="gep", memory=_GEP_MEMORY,
+        options=_GEP_COMMON | {"a_share"},
         regime="Small d and a large budget: one release of the pair, no step sizes to tune",
     ),
-    Method(
-        name="dp_rayleigh_flow", family="gep", paper=_HU,
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_fda("dp_rayleigh_flow"), solver=_ref("gep._rayleigh", "dp_rayleigh_flow"),
+    _fda_solver(
+        "dp_rayleigh_flow", "gep._rayleigh", paper=_HU,
         summary="Rayleigh flow on an input-perturbed pair (reconstructed; init='random' is private)",
-        options=_FLOW_OPTIONS, task="gep", memory=_GEP_MEMORY,
+        options=_FLOW_OPTIONS,
         regime="Baseline of paper 003 (a reconstruction); prefer dpsr",
     ),
-    Method(
-        name="dp_truncated_rayleigh_flow", family="gep", paper=_HU,
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_fda("dp_truncated_rayleigh_flow"),
-        solver=_ref("gep._rayleigh", "dp_truncated_rayleigh_flow"), sparse=True,
+    _fda_solver(
+        "dp_truncated_rayleigh_flow", "gep._rayleigh", paper=_HU, sparse=True,
         summary="Truncated (sparse) Rayleigh flow on an input-perturbed pair (reconstructed)",
-        options=_FLOW_OPTIONS | {"sparsity"}, task="gep", memory=_GEP_MEMORY,
+        options=_FLOW_OPTIONS | {"sparsity"},
         regime="Sparse baseline of paper 003 (a reconstruction); prefer dpsrs",
     ),
-    Method(
+    _reference(
         name="sr", family="gep", paper=f"{_CHEN}, Alg. 1",
-        model="central", relations=(_R1,), certified=False, calibrations=("none",),
+        model="central", relations=(_R1,),
         function=_fda("sr"), solver=_ref("gep._reduction", "simultaneous_reduction"),
-        summary="Non-private reference: simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
-        needs_delta=False, options=_GEP_COMMON, task="gep", private=False, memory=_GEP_MEMORY,
-        regime="Never on private data: the non-private reference (Fisher discriminant of the pair)",
+        summary="simultaneous reduction of (A, B + xi I) (Fisher discriminant)",
+        options=_GEP_COMMON, task="gep", memory=_GEP_MEMORY, measures="(Fisher discriminant of the pair)",
     ),
 )
 
