@@ -89,8 +89,8 @@ def default_regularization(method: str, regularization: Any) -> Any:
     return regularization
 
 
-def _early_checks(method: str, epsilon: Any, delta: Any, regularization: Any, owner: str) -> None:
-    """Fail on bad public parameters before reading any data."""
+def _early_checks(method: str, epsilon: Any, delta: Any, regularization: Any, owner: str) -> Any:
+    """Fail on bad public parameters before reading any data; the regularization, its default filled in."""
     check_choice(method, "method", (*GEP_METHODS, *_NONPRIVATE), owner)
     regularization = default_regularization(method, regularization)
     if method == MOMENTS and owner != "private_fda":
@@ -99,6 +99,7 @@ def _early_checks(method: str, epsilon: Any, delta: Any, regularization: Any, ow
     check_regularization(regularization, owner, allow_zero=method == "sr")
     if method != "sr":
         check_budget(epsilon, delta, owner)
+    return regularization
 
 
 @renamed(REGULARIZATION_PAPER_NAME)
@@ -171,8 +172,7 @@ def private_fda(
     ledger, and no message names a row, a value or a label read from ``y``.
     """
     owner = "private_fda"
-    _early_checks(method, epsilon, delta, regularization, owner)
-    regularization = default_regularization(method, regularization)
+    regularization = _early_checks(method, epsilon, delta, regularization, owner)
     if method == MOMENTS:  # one release of the rows' moments: no scatter pair is built
         if sparsity is not None:
             raise ValueError(f"The 'sparsity' parameter of {owner} applies only to the sparse methods; "
@@ -211,8 +211,7 @@ def private_pca_gep(
     That of the solver with :func:`pca_sensitivity` (replace-one).
     """
     owner = "private_pca_gep"
-    _early_checks(method, epsilon, delta, regularization, owner)
-    regularization = default_regularization(method, regularization)
+    regularization = _early_checks(method, epsilon, delta, regularization, owner)
     pair = build_pca_pair(X, row_norm=row_norm, on_norm_violation=on_norm_violation, owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
                       regularization=regularization, sparsity=sparsity, owner=owner, **kwargs)
@@ -267,8 +266,7 @@ def private_gep(
     That of the solver, with the stated sensitivities and relation.
     """
     owner = "private_gep"
-    _early_checks(method, epsilon, delta, regularization, owner)
-    regularization = default_regularization(method, regularization)
+    regularization = _early_checks(method, epsilon, delta, regularization, owner)
     pair = build_user_pair(A, B, sensitivity=sensitivity, regularization=regularization, n_samples=n_samples,
                            check_definite=True, owner=owner)
     return solve_pair(pair, k, method=method, epsilon=epsilon, delta=delta,
