@@ -129,6 +129,17 @@ def test_old_field_keywords_fold_into_the_calibration(pair):
                           paper_calibration=PaperCalibration(constants=(4.0, 8.0)), **KW))
 
 
+def test_private_fda_passes_either_spelling_on_and_the_warning_points_at_the_caller():
+    X, y = _rows(600)
+    kw = dict(epsilon=1.0, delta=DELTA, row_norm=1.0, method="dpsrs", sparsity=3, n_iter=3, random_state=1)
+    new = private_fda(X, y, 2, calibration=PaperCalibration(formula="algorithm2"), **kw)
+    with pytest.warns(FutureWarning, match="'paper_calibration' of dpsrs moved into 'calibration'") as caught:
+        old = private_fda(X, y, 2, calibration="paper",
+                          paper_calibration=PaperCalibration(formula="algorithm2"), **kw)
+    assert {w.filename for w in caught if w.category is FutureWarning} == {__file__}
+    _same(new, old)
+
+
 def test_the_old_keywords_are_listed_for_the_estimators():
     assert dpsr.folded_parameters["paper_calibration"] == "calibration"
     assert dpsrs.folded_parameters["paper_formula"] == "calibration.formula"
@@ -141,9 +152,10 @@ def test_dp_fisher_discriminant_takes_a_paper_calibration():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         new = DPFisherDiscriminant(2, calibration=PaperCalibration(formula="algorithm2"), **kw).fit(X, y)
-    with pytest.warns(FutureWarning, match="'paper_calibration' of dpsr moved into 'calibration'"):
+    with pytest.warns(FutureWarning, match="'paper_calibration' of dpsr moved into 'calibration'") as caught:
         old = DPFisherDiscriminant(2, calibration="paper", **kw, method_params={
             "paper_calibration": PaperCalibration(formula="algorithm2")}).fit(X, y)
+    assert {w.filename for w in caught if w.category is FutureWarning} == {__file__}  # through the estimator
     np.testing.assert_array_equal(new.scalings_, old.scalings_)
     assert new.privacy_ == old.privacy_ and new.privacy_.calibration == "paper"
     default = DPFisherDiscriminant(2, calibration="paper", **kw).fit(X, y)

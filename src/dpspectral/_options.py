@@ -50,19 +50,25 @@ class AdaptiveClip:
                      {"quantile": self.quantile, "share": self.share}, "AdaptiveClip")
 
 
-#: The modules whose keyword wrappers (``call``: :func:`folded`, :func:`~dpspectral._constraints.renamed`)
-#: stand between a user's call and the function; a warning skips them.
-_WRAPPER_MODULES = frozenset({__name__, "dpspectral._constraints"})
-
-
 def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame above the calling wrapper that is not a keyword wrapper."""
+    """The ``stacklevel`` of the user's frame: the first above the calling wrapper outside the library.
+
+    The keyword wrappers (``call``: :func:`folded`, :func:`~dpspectral._constraints.renamed`) and the
+    entry points that forward keywords (``private_fda(**kwargs)``, an estimator's ``method_params``)
+    stand between a user's call and the function; the warning skips them (the outermost frame if every
+    frame is the library's).
+    """
     level = 2
     frame: types.FrameType | None = sys._getframe(2)
-    while (frame is not None and frame.f_code.co_name == "call"
-           and frame.f_globals.get("__name__") in _WRAPPER_MODULES):
+    while frame is not None and frame.f_back is not None and _in_library(frame):
         level, frame = level + 1, frame.f_back
     return level
+
+
+def _in_library(frame: types.FrameType) -> bool:
+    """Whether ``frame`` runs this package's code."""
+    name = str(frame.f_globals.get("__name__", ""))
+    return name == __package__ or name.startswith(f"{__package__}.")
 
 
 def folded(group: str, factory: type, fields: Mapping[str, str], since: str = "0.2.0") -> Callable[[F], F]:
