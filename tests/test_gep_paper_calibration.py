@@ -160,8 +160,9 @@ def test_dp_fisher_discriminant_takes_a_paper_calibration():
     assert new.privacy_ == old.privacy_ and new.privacy_.calibration == "paper"
     default = DPFisherDiscriminant(2, calibration="paper", **kw).fit(X, y)
     assert not np.array_equal(default.scalings_, new.scalings_)
-    with pytest.raises(ValueError, match="The 'calibration' parameter of DPFisherDiscriminant must be "
-                                         "'tight' or 'paper' for method='moments'"):
+    with pytest.raises(ValueError, match="The 'calibration' parameter of DPFisherDiscriminant takes a "
+                                         r"PaperCalibration .* with method='dpsr' or 'dpsrs' only. Got "
+                                         r"PaperCalibration\(.*\) with method='moments'"):
         DPFisherDiscriminant(2, calibration=PaperCalibration(), **{**kw, "method": "moments"}).fit(X, y)
     with pytest.raises(ValueError, match="The 'calibration' parameter of DPFisherDiscriminant must be"):
         DPFisherDiscriminant(2, calibration=1, **kw).fit(X, y)

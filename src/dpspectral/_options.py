@@ -139,7 +139,7 @@ def _fold(current: Any, factory: type, given: Mapping[str, Any]) -> Any:
 
 
 def folded_choice(choice: str, selects: str, factory: type, group: str, fields: Mapping[str, str],
-                  check: Callable[[Any, str], None], since: str = "0.2.0") -> Callable[[F], F]:
+                  check: Callable[[Any, str], None]) -> Callable[[F], F]:
     """Accept an option group that became a value of a choice keyword, with a FutureWarning.
 
     ``@folded_choice("calibration", "paper", PaperCalibration, "paper_calibration", {"paper_formula":

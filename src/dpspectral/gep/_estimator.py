@@ -263,9 +263,10 @@ default="moments"
         if isinstance(self.calibration, PaperCalibration):  # the settings of the paper calibration
             takes = [m.name for m in methods(task="gep") if _takes_paper_settings(m)]
             if entry.name not in takes:
-                raise ValueError(f"The 'calibration' parameter of {owner} must be 'tight' or 'paper' for "
-                                 f"method={self.method!r}: a PaperCalibration sets the paper calibration of "
-                                 f"{' and '.join(map(repr, takes))}. Got {self.calibration!r} instead.")
+                raise ValueError(f"The 'calibration' parameter of {owner} takes a PaperCalibration (the "
+                                 f"settings of the paper's calibration) with method="
+                                 f"{' or '.join(map(repr, takes))} only. Got {self.calibration!r} with "
+                                 f"method={self.method!r}.")
         if self.ridge is not None and entry.name != MOMENTS:
             raise ValueError(f"The 'ridge' parameter of {owner} must be None for method={self.method!r} "
                              f"(it applies to 'moments'; the paper methods use regularization). Got "
