@@ -368,8 +368,7 @@ def test_paper_calibration_is_certified_with_the_derived_constants_and_flagged_o
     assert res.diagnostics["noise_std_phase2"] == pytest.approx(s2)
     # Reading C1 as the sensitivity of n B (4) and C2 = 8: the noise is too small, flagged.
     with pytest.warns(UncertifiedPrivacyWarning, match="does not certify"):
-        bad = dpsr(fpair, 2, epsilon=1.0, delta=DELTA, calibration="paper",
-                   paper_calibration=PaperCalibration(constants=(4.0, 8.0)),
+        bad = dpsr(fpair, 2, epsilon=1.0, delta=DELTA, calibration=PaperCalibration(constants=(4.0, 8.0)),
                    random_state=0)
     assert not bad.privacy.certified and bad.privacy.epsilon > 1.0
     assert any("C1=4" in note for note in bad.privacy.notes)
@@ -686,19 +685,20 @@ def test_dpsr_step_size_keywords_fold_into_step_sizes(fpair, old, new):
     np.testing.assert_array_equal(before.vectors, dpsrs(fpair, 2, 3, step_sizes=new, **kw).vectors)
 
 
-def test_dpsr_paper_keywords_fold_into_paper_calibration(fpair):
-    kw = dict(epsilon=1.0, delta=DELTA, n_iter=3, calibration="paper", random_state=0)
-    with pytest.warns(FutureWarning, match="moved into 'paper_calibration'"), warnings.catch_warnings():
+def test_dpsr_paper_keywords_fold_into_calibration(fpair):
+    kw = dict(epsilon=1.0, delta=DELTA, n_iter=3, random_state=0)
+    with pytest.warns(FutureWarning, match="'paper_formula' of dpsr moved into 'calibration'"), \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        before = dpsr(fpair, 2, paper_formula="algorithm2", **kw)
+        before = dpsr(fpair, 2, calibration="paper", paper_formula="algorithm2", **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncertifiedPrivacyWarning)
-        after = dpsr(fpair, 2, paper_calibration=PaperCalibration(formula="algorithm2"), **kw)
-        default = dpsr(fpair, 2, **kw)
+        after = dpsr(fpair, 2, calibration=PaperCalibration(formula="algorithm2"), **kw)
+        default = dpsr(fpair, 2, calibration="paper", **kw)
     np.testing.assert_array_equal(before.vectors, after.vectors)
     assert after.diagnostics["noise_std_phase1"] != default.diagnostics["noise_std_phase1"]
-    with pytest.raises(ValueError, match="'paper_calibration.formula' parameter of dpsr"):
-        dpsr(fpair, 2, paper_calibration=PaperCalibration(formula="theorem13"), **kw)
+    with pytest.raises(ValueError, match="'calibration.formula' parameter of dpsr"):
+        dpsr(fpair, 2, calibration=PaperCalibration(formula="theorem13"), **kw)
     with pytest.raises(TypeError, match="'step_sizes' parameter of dpsr must be a StepSizes"):
         dpsr(fpair, 2, step_sizes=0.5, **kw)
 

@@ -250,8 +250,8 @@ _OJA_OPTIONS = frozenset({"learning_rate_scale", "learning_rate_offset", "rank_m
                           "show_progress"})  # eta_t = c1 / (c2 + t): c1 the scale, c2 the offset
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
 _GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
-_SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_sizes", "basis_size", "budget_shares", "paper_calibration",
-                             "init", "show_progress"}
+_SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_sizes", "basis_size", "budget_shares", "init",
+                             "show_progress"}
 _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "step_size", "init", "a_share", "show_progress"}
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"

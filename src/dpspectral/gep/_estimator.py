@@ -31,6 +31,7 @@ from ..privacy._noise import noise_source
 from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
 from ._directions import _ReleasedDirections
+from ._groups import CALIBRATION_OR_PAPER, PaperCalibration
 from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
 from ._moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from ._result import GEPResult
@@ -49,6 +50,13 @@ class _ProbeAccountant(Accountant):
 
     def check(self, event: Any, relation: Any) -> float:
         raise _ReachedTheCharge
+
+
+def _takes_paper_settings(method: Method) -> bool:
+    """Whether the solver of a GEP entry takes ``calibration=PaperCalibration(...)`` (its table says so)."""
+    table = getattr(method.solver, "parameter_constraints", {}) if method.private else {}
+    entry = table.get("calibration") or []
+    return any(c.accepts(PaperCalibration()) for c in (entry if isinstance(entry, list) else [entry]))
 
 
 class DPFisherDiscriminant(_ReleasedDirections, _DPEstimator):
@@ -101,9 +109,10 @@ default="moments"
         The neighbouring relation (a record is a row and its label). None: replace-one. The paper
         methods protect replace-one only; ``"moments"`` either (under add/remove the counts, and n,
         are private too).
-    calibration : {"tight", "paper"}, default="tight"
+    calibration : {"tight", "paper"} or PaperCalibration, default="tight"
         Accountant-calibrated noise, or the paper's formula (flagged when the accountant does not
-        certify it).
+        certify it). ``method="dpsr"`` and ``"dpsrs"`` also take a :class:`PaperCalibration`: the
+        paper's formula with that choice of formula and constants.
     n_iter : int, default=15
         Iterations per phase (the paper's m) of the iterative methods.
     sparsity : int or None, default=None
@@ -225,6 +234,7 @@ default="moments"
         "epsilon": [EPSILON, NONE],  # required by the private solvers only (not by "sr")
         "delta": [DELTA, NONE],
         "method": method_names("gep"),
+        "calibration": CALIBRATION_OR_PAPER,  # a PaperCalibration for dpsr, dpsrs: _validate_params_dp
         # > 0 for the private solvers, or "noise" (a ridge from the noise scale): check_regularization
         "regularization": [NONE, Interval(0, None, "left"), Options(("noise",))],
         "xi": [NONE, Interval(0, None, "left"), Options(("noise", "deprecated"))],  # the old name
@@ -250,6 +260,13 @@ default="moments"
             PrivacyBudget(float(self.epsilon), float(self.delta)).require_delta(owner)  # type: ignore[arg-type]
         check_regularization(self._xi(entry), owner, allow_zero=not entry.private)
         self._check_sparsity(entry, owner)
+        if isinstance(self.calibration, PaperCalibration):  # the settings of the paper calibration
+            takes = [m.name for m in methods(task="gep") if _takes_paper_settings(m)]
+            if entry.name not in takes:
+                raise ValueError(f"The 'calibration' parameter of {owner} takes a PaperCalibration (the "
+                                 f"settings of the paper's calibration) with method="
+                                 f"{' or '.join(map(repr, takes))} only. Got {self.calibration!r} with "
+                                 f"method={self.method!r}.")
         if self.ridge is not None and entry.name != MOMENTS:
             raise ValueError(f"The 'ridge' parameter of {owner} must be None for method={self.method!r} "
                              f"(it applies to 'moments'; the paper methods use regularization). Got "

@@ -1,8 +1,9 @@
 """Option groups of DPSR and DPSRS (Chen et al.): the two phases' step sizes, and the paper's printed
 noise scale that ``calibration="paper"`` reproduces.
 
-Each group is one frozen value passed as one keyword (as :class:`~dpspectral.AdaptiveClip` is); None
-uses the defaults documented on the group.
+Each group is one frozen value passed as one keyword (as :class:`~dpspectral.AdaptiveClip` is):
+``step_sizes=StepSizes(...)`` (None: the defaults documented on the group) and
+``calibration=PaperCalibration(...)`` (``"paper"`` with those settings; ``"paper"`` alone: the defaults).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
-__all__ = ["PaperCalibration", "StepSizes", "group_fields"]
+from .._constraints import CALIBRATION, Types
+
+__all__ = ["CALIBRATION_OR_PAPER", "PaperCalibration", "StepSizes", "group_fields"]
 
 G = TypeVar("G")
 
@@ -42,10 +45,11 @@ class StepSizes:
 class PaperCalibration:
     """Which of the paper's printed noise scales ``calibration="paper"`` reproduces, with which constants.
 
-    Read only with ``calibration="paper"`` (reproduction: the accountant certifies what these scales
-    give, and warns where they fall short; :mod:`dpspectral.gep._reduction`). Pass
-    ``paper_calibration=PaperCalibration(...)`` to :func:`~dpspectral.gep.dpsr` or
-    :func:`~dpspectral.gep.dpsrs`; None uses these defaults.
+    Pass ``calibration=PaperCalibration(...)`` to :func:`~dpspectral.gep.dpsr` or
+    :func:`~dpspectral.gep.dpsrs` (or to :class:`~dpspectral.DPFisherDiscriminant` with one of these
+    methods): the paper's calibration, ``calibration="paper"``, with these settings (reproduction: the
+    accountant certifies what these scales give, and warns where they fall short;
+    :mod:`dpspectral.gep._reduction`). ``calibration="paper"`` uses these defaults.
 
     Parameters
     ----------
@@ -59,6 +63,10 @@ class PaperCalibration:
 
     formula: Literal["theorem12", "algorithm2"] = "theorem12"
     constants: tuple[float, float] | None = None
+
+
+#: The constraint of DPSR's ``calibration``: ``"tight"``, ``"paper"`` or a :class:`PaperCalibration`.
+CALIBRATION_OR_PAPER = [CALIBRATION, Types((PaperCalibration,), "a PaperCalibration")]
 
 
 def group_fields(value: Any, group: type[G], name: str, owner: str) -> dict[str, Any]:

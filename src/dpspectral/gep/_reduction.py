@@ -34,10 +34,11 @@ Calibration
 exact under the Gaussian-DP accountant, which dominates the zCDP and RDP bounds) split exactly over
 phase 1, the Lambda_B release and phase 2 by ``budget_shares``. ``"paper"``: Theorem 12's
 ``sigma_1 = 2 C1 c sqrt(m) / (n eps)``, ``sigma_2 = 2 C2 c sqrt(m) / (n eps xi)`` with
-``c = sqrt(2 ln(1.25 m / delta))`` (``PaperCalibration(formula="algorithm2")``: Algorithm 2's
+``c = sqrt(2 ln(1.25 m / delta))`` (``calibration=PaperCalibration(formula="algorithm2")``: Algorithm 2's
 ``2 C sqrt(m ln(1.25/delta)) / (n eps)``), the Lambda_B release at phase 1's per-step multiplier; the
 accountant certifies what that gives (:class:`~dpspectral.UncertifiedPrivacyWarning` if it is not the
-requested epsilon, e.g. with ``PaperCalibration(constants=(4, 8))``, reading C1 as the sensitivity of n B).
+requested epsilon, e.g. with ``calibration=PaperCalibration(constants=(4, 8))``, reading C1 as the
+sensitivity of n B).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ import scipy.linalg
 
 from .._constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
 from .._linalg import fix_signs, orthonormalize, top_k_eigh
-from .._options import folded
+from .._options import folded, folded_choice
 from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
@@ -88,7 +89,7 @@ from ._common import (
     truncate_columns,
     with_constraints,
 )
-from ._groups import PaperCalibration, StepSizes, group_fields
+from ._groups import CALIBRATION_OR_PAPER, PaperCalibration, StepSizes, group_fields
 from ._pair_rounding import pair_rounding
 from ._result import GEPResult
 from ._scatter import ScatterPair
@@ -440,15 +441,31 @@ DPSR_TABLE: dict[str, Any] = {
     "step_sizes.phase1": POSITIVE,
     "step_sizes.phase2": [POSITIVE, Options(("auto",))],
     "budget_shares": BudgetShares(),
-    "paper_calibration.formula": Options(("theorem12", "algorithm2")),
+    "calibration": CALIBRATION_OR_PAPER,
+    "calibration.formula": Options(("theorem12", "algorithm2")),
 }
 
 
 #: DPSR's keywords that became fields of its option groups (still accepted, with a FutureWarning): the
-#: paper's symbols of the step sizes, their descriptive names, and the paper calibration's options.
+#: paper's symbols of the step sizes, their descriptive names, and the paper calibration's options (now
+#: ``calibration=PaperCalibration(...)``, as the ``paper_calibration`` group before it).
 _PAPER_STEPS = {"eta_b": "phase1", "eta_a": "phase2"}
 _STEPS = {"step_size_b": "phase1", "step_size_a": "phase2"}
 _PAPER_OPTIONS = {"paper_formula": "formula", "paper_constants": "constants"}
+
+
+def _check_paper_calibration(value: Any, name: str) -> None:
+    """The checks of the old ``paper_calibration`` keyword, as the solver made them: a PaperCalibration
+    or None, with a known formula (refused even where ``calibration="tight"`` does not read it)."""
+    owner = message_owner(name)
+    check_params({"paper_calibration.formula": DPSR_TABLE["calibration.formula"]},
+                 group_fields(value, PaperCalibration, "paper_calibration", owner), owner)
+
+
+#: ``paper_calibration=`` (and its older ``paper_formula=``, ``paper_constants=``) as
+#: ``calibration=PaperCalibration(...)``, with a FutureWarning.
+_paper_folded = folded_choice("calibration", "paper", PaperCalibration, "paper_calibration",
+                              _PAPER_OPTIONS, _check_paper_calibration)
 
 
 @dataclass(frozen=True)
@@ -517,7 +534,7 @@ def _noisy_phase(
 
 @folded("step_sizes", StepSizes, _PAPER_STEPS)
 @folded("step_sizes", StepSizes, _STEPS)
-@folded("paper_calibration", PaperCalibration, _PAPER_OPTIONS)
+@_paper_folded
 @renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsr(
@@ -531,8 +548,7 @@ def dpsr(
     step_sizes: StepSizes | None = None,
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
-    calibration: Calibration = "tight",
-    paper_calibration: PaperCalibration | None = None,
+    calibration: Calibration | PaperCalibration = "tight",
     init: np.ndarray | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -571,11 +587,12 @@ def dpsr(
         Tight calibration: shares of the Gaussian-DP budget for (phase 1, the Lambda_B release,
         phase 2); the phases > 0, Lambda_B >= 0 (0: read Lambda_B off the last released gradient
         instead of releasing it). Only whether ``budget_shares[1] > 0`` matters for ``"paper"``.
-    calibration : {"tight", "paper"}
-        See the module docstring.
-    paper_calibration : PaperCalibration or None
-        Which of the paper's printed noise scales ``calibration="paper"`` uses, with which constants
-        (:class:`~dpspectral.gep.PaperCalibration`; None: Theorem 12's, the derived constants).
+    calibration : {"tight", "paper"} or PaperCalibration, default="tight"
+        ``"tight"``: noise calibrated by the accountant to (epsilon, delta). ``"paper"``: the paper's
+        printed noise scale (Theorem 12's, with the derived constants), reported as the accountant
+        certifies it. A :class:`~dpspectral.gep.PaperCalibration`: ``"paper"`` with that formula and
+        those constants. See the module docstring. The keyword ``paper_calibration`` (with
+        ``calibration="paper"``) still works for one release, with a FutureWarning.
     init : ndarray of shape (d, k1), optional
         Public starting basis of phase 1 (orthonormalised); never derived from the data. Default: a
         random orthonormal one from ``random_state``.
@@ -612,13 +629,13 @@ def dpsr(
     return _Dpsr.solve("dpsr", pair, k, None, epsilon=epsilon, delta=delta,
                        regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
                        basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
-                       paper_calibration=paper_calibration, init=init, accountant=accountant,
+                       init=init, accountant=accountant,
                        random_state=random_state, show_progress=show_progress)
 
 
 @folded("step_sizes", StepSizes, _PAPER_STEPS)
 @folded("step_sizes", StepSizes, _STEPS)
-@folded("paper_calibration", PaperCalibration, _PAPER_OPTIONS)
+@_paper_folded
 @renamed(REGULARIZATION_PAPER_NAME)
 @with_constraints(DPSR_TABLE)
 def dpsrs(
@@ -633,8 +650,7 @@ def dpsrs(
     step_sizes: StepSizes | None = None,
     basis_size: int | None = None,
     budget_shares: Sequence[float] = DEFAULT_BUDGET_SHARES,
-    calibration: Calibration = "tight",
-    paper_calibration: PaperCalibration | None = None,
+    calibration: Calibration | PaperCalibration = "tight",
     init: np.ndarray | None = None,
     accountant: Accountant | None = None,
     random_state: Any = None,
@@ -666,7 +682,7 @@ def dpsrs(
     return _Dpsr.solve("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta,
                        regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
                        basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
-                       paper_calibration=paper_calibration, init=init, accountant=accountant,
+                       init=init, accountant=accountant,
                        random_state=random_state, show_progress=show_progress)
 
 
@@ -683,11 +699,14 @@ class _Dpsr(NamedPairMechanism):
 
     def check(self, inputs: PairCall, X: Any) -> _DpsrChecked:
         owner = message_owner(self.label)
+        calibration = inputs.params["calibration"]
+        paper = calibration if isinstance(calibration, PaperCalibration) else None
         params = {**inputs.params,  # the groups' fields by their dotted names, as the table has them
                   **group_fields(inputs.params["step_sizes"], StepSizes, "step_sizes", owner),
-                  **group_fields(inputs.params["paper_calibration"], PaperCalibration, "paper_calibration",
-                                 owner)}
+                  **group_fields(paper, PaperCalibration, "calibration", owner)}
         pair, checked = _dpsr_inputs(owner, X, inputs.k, inputs.sparsity, params)
+        if paper is not None:  # checked by the table: "paper" with these settings
+            params["calibration"] = "paper"
         checked = _dpsr_ridge(self.label, pair, checked, params, owner)
         plan, scales = _dpsr_plan(self.label, pair, checked, params, owner)
         return _DpsrChecked(pair, checked, plan, params["calibration"], pair.n_features, scales=scales)
@@ -861,18 +880,18 @@ def _paper_multipliers(pair: ScatterPair, inputs: _DpsrInputs, params: dict[str,
     """Chen et al.'s noise scales (Theorem 12 or Algorithm 2) and the multipliers they give."""
     public_b, xi = pair.b_is_public, inputs.xi
     g1, g2 = delta1, delta2_base
-    constants = params["paper_calibration.constants"]
+    constants = params["calibration.constants"]
     if constants is not None:
         if pair.n_samples is None:
-            raise ValueError(f"The 'paper_calibration.constants' parameter of {owner} needs a pair with a "
+            raise ValueError(f"The 'calibration.constants' parameter of {owner} needs a pair with a "
                              "known n_samples (the paper's constants are divided by n).")
-        C1, C2 = (check_positive(c, "paper_calibration.constants", owner) for c in constants)
+        C1, C2 = (check_positive(c, "calibration.constants", owner) for c in constants)
         unit = (pair.row_norm or 1.0) ** 2 / pair.n_samples
         g1, g2 = C1 * unit, C2 * unit
         notes.append(f"calibration='paper' with the constants C1={C1:g}, C2={C2:g} (the derived "
                      f"sound ones are C1={delta1 * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g},"
                      f" C2={delta2_base * pair.n_samples / (pair.row_norm or 1.0) ** 2:.4g}).")
-    budget, formula = inputs.budget, params["paper_calibration.formula"]
+    budget, formula = inputs.budget, params["calibration.formula"]
     sigma1, sigma2 = paper_noise_scales(budget.epsilon, budget.delta, inputs.m, xi, g1, g2, formula)
     s1 = math.inf if public_b else sigma1 / delta1 if delta1 > 0 else math.inf
     s_lam = s1 if (release_lam and not public_b) else math.inf
