@@ -30,12 +30,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = [
+    "BUDGET_PARAMETERS",
     "CALIBRATION",
     "DELTA",
     "EPSILON",
     "InvalidParameterError",
+    "NOISE_PARAMETERS",
     "NONE",
     "ON_NORM_VIOLATION",
+    "OPTIONAL_BUDGET_PARAMETERS",
     "PRIVACY_PARAMETERS",
     "RANDOM_STATE",
     "ROW_NORM",
@@ -47,6 +50,7 @@ __all__ = [
     "check_params",
     "renamed",
     "validated",
+    "without",
 ]
 
 
@@ -151,12 +155,34 @@ RANDOM_STATE = [
 
 Table = Mapping[str, "Constraint | list[Constraint] | None"]
 
+#: The target (epsilon, delta) of a release.
+BUDGET_PARAMETERS: Table = {"epsilon": EPSILON, "delta": DELTA}
+#: The public parameters that fix a mechanism's noise scale: its target, the rows' norm bound and how
+#: the noise is calibrated (a noise plan takes these and reads no data).
+NOISE_PARAMETERS: Table = {**BUDGET_PARAMETERS, "row_norm": ROW_NORM, "calibration": CALIBRATION}
 #: The privacy parameters of a mechanism on norm-bounded rows, in the order they are checked; a
 #: function's table starts with them and adds its own (``{**PRIVACY_PARAMETERS, "n_iter": ...}``).
 PRIVACY_PARAMETERS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    **NOISE_PARAMETERS, "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
 }
+#: The target of an estimator, which may be left None until ``fit`` (where a method that needs it says
+#: it is required).
+OPTIONAL_BUDGET_PARAMETERS: Table = {"epsilon": [EPSILON, NONE], "delta": [DELTA, NONE]}
+
+
+def without(table: Table, *names: str) -> dict[str, Constraint | list[Constraint] | None]:
+    """``table`` less the entries ``names``: for a callable that takes the shared parameters but these
+    (``{**without(PRIVACY_PARAMETERS, "calibration"), "n_rounds": ...}``).
+
+    Raises
+    ------
+    KeyError
+        A name that is not in ``table`` (a misspelt name would otherwise drop nothing).
+    """
+    missing = [name for name in names if name not in table]
+    if missing:
+        raise KeyError(f"not in the table: {missing}")
+    return {name: entry for name, entry in table.items() if name not in names}
 
 
 def _constraints(entry: Constraint | list[Constraint] | None) -> list[Constraint]:

@@ -89,19 +89,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    SHARE,
-    Constraint,
-    Interval,
-    Types,
-    check_params,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Interval, Types, check_params, without
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
@@ -172,11 +160,7 @@ class _Shares(Constraint):
 #: The public parameters of :func:`release_moments` / :func:`moments_fda` (the bounds that depend on
 #: the data's shape, k <= n_classes - 1, are checked next to their reason).
 MOMENTS_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
-    "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **without(PRIVACY_PARAMETERS, "row_norm"),  # row_norm: check_row_norm, whose message says why
     "ridge": Interval(0, None, "neither"),
     "budget_shares": _Shares(),
     "adaptive_clip": Types((bool, np.bool_), "a bool"),

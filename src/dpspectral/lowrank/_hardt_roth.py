@@ -36,12 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
+    NOISE_PARAMETERS,
+    PRIVACY_PARAMETERS,
     SHARE,
     Constraint,
     Interval,
@@ -49,6 +45,7 @@ from .._constraints import (
     Types,
     check_params,
     validated,
+    without,
 )
 from .._options import folded
 from .._results import LowRankResult
@@ -140,29 +137,22 @@ _POWER_KEYWORDS = {"block": "block", "iterations": "iterations"}
 
 #: The parameters of the noise plan (:func:`hardt_roth_noise`).
 _NOISE_TABLE: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
+    **NOISE_PARAMETERS,
     "ell": Interval(1, None, "left", integer=True),
     "m": Interval(1, None, "left", integer=True),
-    "row_norm": ROW_NORM,
     "prune": BOUND,
-    "calibration": CALIBRATION,
     "stage_share": SHARE,
     "sketch_failure_share": SHARE,
 }
 
 #: The parameters of :func:`hardt_roth` (``row_norm`` is checked only when used: without ``row_change``).
 _TABLE: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **without(PRIVACY_PARAMETERS, "row_norm"),
     "row_change": [_NONE, BOUND],
     "algorithm": [_NONE, Options(("power", "range_finder"))],
     "range_finder": [_NONE, Types((RangeFinder,), "a RangeFinder")],
     "power": [_NONE, Types((PowerIteration,), "a PowerIteration")],
     "singular_values": Options(("shrink", "raw")),
-    "random_state": RANDOM_STATE,
 }
 
 #: The fields of the two option groups (checked once the groups are known).

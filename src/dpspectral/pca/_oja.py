@@ -68,11 +68,8 @@ import numpy as np
 
 from .._array_api import refuse_device
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
     NONE,
-    ON_NORM_VIOLATION,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
     ROW_NORM,
     Interval,
@@ -81,6 +78,7 @@ from .._constraints import (
     check_params,
     renamed,
     validated,
+    without,
 )
 from .._linalg import fix_signs, orthonormalize
 from .._moments import needs_two_passes_ok
@@ -173,8 +171,7 @@ _COMMON_PARAMETERS: dict[str, Any] = {
     "n_samples": [NONE, _COUNT], "random_state": RANDOM_STATE,
 }
 _PRIVATE_PARAMETERS: dict[str, Any] = {
-    **_COMMON_PARAMETERS, "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **_COMMON_PARAMETERS, **without(PRIVACY_PARAMETERS, "row_norm"),  # row_norm: check_mechanism_inputs
 }
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
