@@ -67,6 +67,7 @@ from ..privacy._quantile import (
 )
 from ..privacy._rounding import Kind, Summation, widen_release
 from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
+from ._inputs import PcaInputs
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
@@ -282,16 +283,10 @@ def _validate(kind: _NoiseKind, X: Any, *, epsilon: float, delta: float, row_nor
 
 
 @dataclass(frozen=True, eq=False)
-class CovarianceInputs:
+class CovarianceInputs(PcaInputs):
     """The public inputs of one covariance release (Analyze Gauss, MOD-SULQ, Wishart)."""
 
     kind: _NoiseKind
-    k: int
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     centering: Centering
     mean_share: float
     release_count: bool
@@ -556,8 +551,8 @@ def _covariance_call(kind: _NoiseKind, X: Any, k: int, *, accountant: Accountant
                      **public: Any) -> SubspaceResult:
     """Run one covariance mechanism on the parameters of its function's call (every one as given):
     validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
-    inputs, settings = CovarianceInputs(kind, k, **public), RunSettings(accountant, random_state, accounting,
-                                                                          show_progress)
+    inputs = CovarianceInputs(k, kind=kind, **public)
+    settings = RunSettings(accountant, random_state, accounting, show_progress)
     return run(_Covariance(show_progress), inputs, stream_to_device(X, device, kind), settings)
 
 

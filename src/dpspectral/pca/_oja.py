@@ -110,6 +110,7 @@ from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
 from ._clip_stage import ClipStaged, with_clip_stage
+from ._inputs import PcaInputs
 from ._range_estimation import RANGE_ESTIMATION_FIELDS, RangeEstimation
 from ._stream import (
     _batch_sum,
@@ -623,15 +624,9 @@ def private_oja(
 
 
 @dataclass(frozen=True)
-class _OjaInputs:
+class _OjaInputs(PcaInputs):
     """The public inputs of :func:`private_oja` (as given; checked by :meth:`_PrivateOja.check`)."""
 
-    k: Any
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     learning_rate_scale: float | None
     learning_rate_offset: float
     gradient_clip: float | None
@@ -1567,16 +1562,10 @@ def dp_pca(
 
 
 @dataclass(frozen=True)
-class _DpPcaInputs:
+class _DpPcaInputs(PcaInputs):
     """The public inputs of :func:`dp_pca` (as given; checked by :meth:`_DpPca.check`). ``seeded``:
     whether the noise source is seeded (not ``"secure"``), for the plan's notes."""
 
-    k: Any
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     learning_rate_scale: float | None
     learning_rate_offset: float | None
     schedule: str
