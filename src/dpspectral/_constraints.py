@@ -25,13 +25,14 @@ import numbers
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
 
 __all__ = [
     "BUDGET_PARAMETERS",
     "CALIBRATION",
+    "Calibration",
     "DELTA",
     "EPSILON",
     "InvalidParameterError",
@@ -143,7 +144,9 @@ EPSILON = Interval(0, None, "neither")
 DELTA = Interval(0, 1, "left")
 ROW_NORM = Interval(0, None, "neither")
 SHARE = Interval(0, 1, "neither")
-CALIBRATION = Options(("tight", "paper"))
+#: The noise calibrations: ``"tight"`` (the exact analytic multiplier) or ``"paper"`` (the paper's formula).
+Calibration = Literal["tight", "paper"]
+CALIBRATION = Options(get_args(Calibration))
 ON_NORM_VIOLATION = Options(("clip", "raise"))
 RANDOM_STATE = [
     NONE,

@@ -54,7 +54,7 @@ import dp_accounting
 import numpy as np
 import scipy.linalg
 
-from .._constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
+from .._constraints import EPSILON, SHARE, Calibration, Constraint, Interval, Options, check_params, renamed
 from .._linalg import fix_signs, orthonormalize, top_k_eigh
 from .._options import folded
 from .._progress import progress
@@ -103,7 +103,6 @@ __all__ = [
     "sr_dp",
 ]
 
-Calibration = Literal["tight", "paper"]
 PaperFormula = Literal["theorem12", "algorithm2"]
 
 #: Default split of the Gaussian-DP budget of DPSR: (phase 1, the Lambda_B release, phase 2).

@@ -36,7 +36,17 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, renamed, validated
+from .._constraints import (
+    NONE,
+    PRIVACY_PARAMETERS,
+    Calibration,
+    Interval,
+    Options,
+    Table,
+    Types,
+    renamed,
+    validated,
+)
 from .._linalg import top_k_eigh
 from .._moments import _dense_row_norms, accumulate
 from .._results import SubspaceResult
@@ -51,7 +61,6 @@ from ..privacy._template import Drawn, Mechanism, Released, RunSettings, Symmetr
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
 
-Calibration = Literal["tight", "paper"]
 NoiseShape = Literal["goe", "iid"]
 
 _OWNER = "local_gaussian"

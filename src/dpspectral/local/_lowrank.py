@@ -68,6 +68,7 @@ from .._constraints import (
     PRIVACY_PARAMETERS,
     RANDOM_STATE,
     SHARE,
+    Calibration,
     Interval,
     Options,
     Types,
@@ -112,7 +113,6 @@ __all__ = [
     "private_local_lrf",
 ]
 
-Calibration = Literal["tight", "paper"]
 Protocol = Literal["gram", "sketch"]
 
 _OWNER = "private_local_lrf"

@@ -38,6 +38,7 @@ from .._constraints import (
     EPSILON,
     RANDOM_STATE,
     SHARE,
+    Calibration,
     Constraint,
     Interval,
     Options,
@@ -96,7 +97,6 @@ __all__ = [
     "split_joint",
 ]
 
-Calibration = Literal["tight", "paper"]
 
 #: The public scale b of the Priv1/Priv2 relations (and any other positive bound).
 BOUND = Interval(0, None, "neither")

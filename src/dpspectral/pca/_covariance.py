@@ -39,7 +39,7 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Calibration, Constraint, Options, Types, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
 from .._moments import accumulate, needs_two_passes_ok, summation_of
@@ -71,7 +71,6 @@ from ._inputs import PcaInputs
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
-Calibration = Literal["tight", "paper"]
 NoiseShape = Literal["goe", "iid"]
 Centering = None | str | np.ndarray
 

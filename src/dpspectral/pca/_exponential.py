@@ -126,7 +126,17 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, check_params, validated
+from .._constraints import (
+    NONE,
+    PRIVACY_PARAMETERS,
+    Calibration,
+    Interval,
+    Options,
+    Table,
+    Types,
+    check_params,
+    validated,
+)
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._options import folded
@@ -151,7 +161,6 @@ __all__ = [
 ]
 
 Envelope = Literal["auto", "acg", "tangent"]
-Calibration = Literal["tight", "paper"]
 Allocation = Literal["adaptive", "equal"]
 Accounting = Literal["joint", "per_direction"]
 

@@ -26,13 +26,13 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Table, check_params, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Calibration, Interval, Table, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok, summation_of
@@ -53,7 +53,6 @@ from ._inputs import PcaInputs
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
 
-Calibration = Literal["tight", "paper"]
 
 _OWNER = "noisy_power"
 _RELATIONS = (Relation.REPLACE_ONE, Relation.ADD_REMOVE)

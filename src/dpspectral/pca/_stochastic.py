@@ -53,7 +53,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
@@ -70,6 +70,7 @@ from .._constraints import (
     NONE,
     PRIVACY_PARAMETERS,
     SHARE,
+    Calibration,
     Interval,
     Table,
     Types,
@@ -103,7 +104,6 @@ from ._inputs import PcaInputs
 
 __all__ = ["dp_spca", "dp_vrpca"]
 
-Calibration = Literal["tight", "paper"]
 _G = 2.0  # Lipschitz constant of f_i(v) = -v^T x x^T v on the unit ball for ||x|| <= 1 (spec §C.1)
 
 
