@@ -37,6 +37,7 @@ __all__ = [
     "EPSILON",
     "InvalidParameterError",
     "NOISE_PARAMETERS",
+    "NOISE_SHAPE",
     "NONE",
     "ON_NORM_VIOLATION",
     "OPTIONAL_BUDGET_PARAMETERS",
@@ -46,6 +47,7 @@ __all__ = [
     "SHARE",
     "Constraint",
     "Interval",
+    "NoiseShape",
     "Options",
     "Types",
     "check_params",
@@ -147,6 +149,10 @@ SHARE = Interval(0, 1, "neither")
 #: The noise calibrations: ``"tight"`` (the exact analytic multiplier) or ``"paper"`` (the paper's formula).
 Calibration = Literal["tight", "paper"]
 CALIBRATION = Options(get_args(Calibration))
+#: The shapes of a symmetric noise matrix: ``"goe"`` (off-diagonal std ``sigma / sqrt(2)``) or ``"iid"``
+#: (``N(0, sigma^2)`` on and above the diagonal); None: the mechanism's default for its calibration.
+NoiseShape = Literal["goe", "iid"]
+NOISE_SHAPE = [NONE, Options(get_args(NoiseShape))]
 ON_NORM_VIOLATION = Options(("clip", "raise"))
 RANDOM_STATE = [
     NONE,

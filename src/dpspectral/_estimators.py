@@ -34,6 +34,7 @@ from ._array_api import (
 )
 from ._constraints import (
     CALIBRATION,
+    NOISE_SHAPE,
     NONE,
     OPTIONAL_BUDGET_PARAMETERS,
     PRIVACY_PARAMETERS,
@@ -469,7 +470,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
         "relation": RELATION,
         "mean_share": SHARE,
         "adaptive_clip": [NONE, ADAPTIVE_CLIP],
-        "noise_shape": [NONE, Options(("goe", "iid"))],
+        "noise_shape": NOISE_SHAPE,
         "accountant": ACCOUNTANT,
         "copy": BOOL,
         "whiten": BOOL,  # and a method that releases eigenvalues: _check_variance_options

@@ -30,18 +30,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    NONE,
+    NOISE_SHAPE,
     PRIVACY_PARAMETERS,
     Calibration,
     Interval,
-    Options,
+    NoiseShape,
     Table,
     Types,
     renamed,
@@ -61,7 +61,6 @@ from ..privacy._template import Drawn, Mechanism, Released, RunSettings, Symmetr
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
 
-NoiseShape = Literal["goe", "iid"]
 
 _OWNER = "local_gaussian"
 #: Upper bound on the number of report entries generated at once by the per-user simulation.
@@ -93,7 +92,7 @@ def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, l
 #: :func:`local_gaussian`); delta > 0 and the relation are checked inline, with their reasons.
 _REPORT_PARAMS: Table = {
     **PRIVACY_PARAMETERS,
-    "noise_shape": [NONE, Options(("goe", "iid"))],
+    "noise_shape": NOISE_SHAPE,
 }
 _LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}
 _AGGREGATE_PARAMS: Table = {"n_features": Interval(1, None, "left", integer=True)}

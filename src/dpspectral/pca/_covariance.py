@@ -39,7 +39,18 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Calibration, Constraint, Options, Types, validated
+from .._constraints import (
+    NOISE_SHAPE,
+    NONE,
+    PRIVACY_PARAMETERS,
+    SHARE,
+    Calibration,
+    Constraint,
+    NoiseShape,
+    Options,
+    Types,
+    validated,
+)
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
 from .._moments import accumulate, needs_two_passes_ok, summation_of
@@ -71,7 +82,6 @@ from ._inputs import PcaInputs
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
-NoiseShape = Literal["goe", "iid"]
 Centering = None | str | np.ndarray
 
 #: Share of the Gaussian budget (of ``1/s^2``) spent on a noisy row count when one is released
@@ -612,7 +622,7 @@ COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
 ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     **COVARIANCE_PARAMETERS,
     "adaptive_clip": ADAPTIVE_CLIP,
-    "noise_shape": [NONE, Options(("goe", "iid"))],
+    "noise_shape": NOISE_SHAPE,
     "device": [NONE, DEVICE],
 }
 
