@@ -5,7 +5,8 @@
 * :func:`without` drops the named entries only, keeps the order, and refuses a name not in the table
   (a misspelt name would otherwise drop nothing and leave the callable's table naming a parameter
   it does not take);
-* a callable whose table extends a shared one states the shared entries with the shared constraints.
+* a callable whose table extends a shared one states the shared entries with the shared constraints;
+* the target of a Gaussian mechanism is checked by one function (the shared entries, then delta > 0).
 """
 
 from __future__ import annotations
@@ -53,3 +54,15 @@ def test_an_extended_table_states_the_shared_entries(fn, dropped):
         assert table[name] is PRIVACY_PARAMETERS[name]
     with pytest.raises(InvalidParameterError, match="The 'epsilon' parameter of f must be a float in"):
         check_params(table, {"epsilon": -1.0}, "f")
+
+
+def test_the_gaussian_budget_is_checked_in_one_place():
+    """The shared entries first (their message), then delta > 0 with the Gaussian mechanism's reason."""
+    from dpspectral._validation import check_budget
+
+    budget = check_budget(1, 1e-6, "f")
+    assert (budget.epsilon, budget.delta) == (1.0, 1e-6)
+    with pytest.raises(InvalidParameterError, match="The 'delta' parameter of f must be a float in"):
+        check_budget(1.0, 1.5, "f")
+    with pytest.raises(ValueError, match="The 'delta' parameter of f must be in \\(0, 1\\): a Gaussian"):
+        check_budget(1.0, 0.0, "f")

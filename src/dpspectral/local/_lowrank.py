@@ -81,6 +81,7 @@ from .._linalg import fix_signs
 from .._moments import accumulate
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
+from .._validation import gaussian_budget
 from ..lowrank._factorization import check_matrix, check_rank
 from ..lowrank._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ..lowrank._sketches import (
@@ -219,10 +220,7 @@ def _budget(table: dict[str, Any], values: dict[str, Any], owner: str) -> Privac
     """Check ``values`` against ``table``; the per-user target (epsilon, delta), delta > 0."""
     if "row_norm" in values:
         check_row_norm(values["row_norm"], owner)  # its message says why a public bound is required
-    check_params(table, values, owner)
-    budget = PrivacyBudget(values["epsilon"], values["delta"])
-    budget.require_delta(owner)
-    return budget
+    return gaussian_budget(table, values, owner)
 
 
 #: The paper's symbols of :func:`local_lrf_setup`'s parameters (still accepted, with a FutureWarning).

@@ -49,6 +49,7 @@ from .._constraints import (
 )
 from .._options import folded
 from .._results import LowRankResult
+from .._validation import check_budget
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
@@ -60,7 +61,6 @@ from ._factorization import (
     Calibration,
     SingularValues,
     UncountedMatrix,
-    _budget,
     check_matrix,
     check_rank,
 )
@@ -243,7 +243,7 @@ def hardt_roth_noise(
     -------
     A plan only (nothing is drawn or charged); the derivation is :func:`hardt_roth`'s Privacy section.
     """
-    budget = _budget(epsilon, delta, owner)
+    budget = check_budget(epsilon, delta, owner)
     C = sensitivity_norm(float(row_norm))
     c, w, share_s = float(prune), float(stage_share), float(sketch_failure_share)
     b = 2.0 * C
@@ -541,7 +541,7 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     stacklevel = 6  # frames above run: hardt_roth, the parameter check, the two option folds, the caller
 
     def check(self, inputs: _HRInputs, X: Any) -> _HRChecked:
-        budget = _budget(inputs.epsilon, inputs.delta, _OWNER)
+        budget = check_budget(inputs.epsilon, inputs.delta, _OWNER)
         rel = _check_relation(inputs.relation)
         algo = _algorithm(inputs.algorithm, inputs.row_change, inputs.calibration)
         row_change = inputs.row_change
