@@ -11,7 +11,9 @@ charged); an estimator sets ``_parameter_constraints`` and calls :func:`check_pa
 enumerate it (every public callable rejects a negative epsilon with this message and charges nothing).
 
 The shared entries (:data:`EPSILON`, :data:`DELTA`, :data:`ROW_NORM`, ...) are the public privacy
-parameters every mechanism takes; a callable adds its own (``n_components``, ``learning_rate``...).
+parameters every mechanism takes, gathered in the shared tables a callable's table extends
+(:data:`PRIVACY_PARAMETERS`, :data:`NOISE_PARAMETERS`, :data:`BUDGET_PARAMETERS`; :func:`without` for a
+callable that takes all but some); a callable adds its own (``n_components``, ``learning_rate``...).
 Constraints that relate several parameters (``n_components <= n_features``, a relation the method
 supports) stay in the callable, next to the reason.
 """
