@@ -11,7 +11,9 @@ charged); an estimator sets ``_parameter_constraints`` and calls :func:`check_pa
 enumerate it (every public callable rejects a negative epsilon with this message and charges nothing).
 
 The shared entries (:data:`EPSILON`, :data:`DELTA`, :data:`ROW_NORM`, ...) are the public privacy
-parameters every mechanism takes; a callable adds its own (``n_components``, ``learning_rate``...).
+parameters every mechanism takes, gathered in the shared tables a callable's table extends
+(:data:`PRIVACY_PARAMETERS`, :data:`NOISE_PARAMETERS`, :data:`BUDGET_PARAMETERS`; :func:`without` for a
+callable that takes all but some); a callable adds its own (``n_components``, ``learning_rate``...).
 Constraints that relate several parameters (``n_components <= n_features``, a relation the method
 supports) stay in the callable, next to the reason.
 """
@@ -25,28 +27,35 @@ import numbers
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import numpy as np
 
 __all__ = [
+    "BUDGET_PARAMETERS",
     "CALIBRATION",
+    "Calibration",
     "DELTA",
     "EPSILON",
     "InvalidParameterError",
+    "NOISE_PARAMETERS",
+    "NOISE_SHAPE",
     "NONE",
     "ON_NORM_VIOLATION",
+    "OPTIONAL_BUDGET_PARAMETERS",
     "PRIVACY_PARAMETERS",
     "RANDOM_STATE",
     "ROW_NORM",
     "SHARE",
     "Constraint",
     "Interval",
+    "NoiseShape",
     "Options",
     "Types",
     "check_params",
     "renamed",
     "validated",
+    "without",
 ]
 
 
@@ -139,7 +148,13 @@ EPSILON = Interval(0, None, "neither")
 DELTA = Interval(0, 1, "left")
 ROW_NORM = Interval(0, None, "neither")
 SHARE = Interval(0, 1, "neither")
-CALIBRATION = Options(("tight", "paper"))
+#: The noise calibrations: ``"tight"`` (the exact analytic multiplier) or ``"paper"`` (the paper's formula).
+Calibration = Literal["tight", "paper"]
+CALIBRATION = Options(get_args(Calibration))
+#: The shapes of a symmetric noise matrix: ``"goe"`` (off-diagonal std ``sigma / sqrt(2)``) or ``"iid"``
+#: (``N(0, sigma^2)`` on and above the diagonal); None: the mechanism's default for its calibration.
+NoiseShape = Literal["goe", "iid"]
+NOISE_SHAPE = [NONE, Options(get_args(NoiseShape))]
 ON_NORM_VIOLATION = Options(("clip", "raise"))
 RANDOM_STATE = [
     NONE,
@@ -151,12 +166,34 @@ RANDOM_STATE = [
 
 Table = Mapping[str, "Constraint | list[Constraint] | None"]
 
+#: The target (epsilon, delta) of a release.
+BUDGET_PARAMETERS: Table = {"epsilon": EPSILON, "delta": DELTA}
+#: The public parameters that fix a mechanism's noise scale: its target, the rows' norm bound and how
+#: the noise is calibrated (a noise plan takes these and reads no data).
+NOISE_PARAMETERS: Table = {**BUDGET_PARAMETERS, "row_norm": ROW_NORM, "calibration": CALIBRATION}
 #: The privacy parameters of a mechanism on norm-bounded rows, in the order they are checked; a
 #: function's table starts with them and adds its own (``{**PRIVACY_PARAMETERS, "n_iter": ...}``).
 PRIVACY_PARAMETERS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
+    **NOISE_PARAMETERS, "on_norm_violation": ON_NORM_VIOLATION, "random_state": RANDOM_STATE,
 }
+#: The target of an estimator, which may be left None until ``fit`` (where a method that needs it says
+#: it is required).
+OPTIONAL_BUDGET_PARAMETERS: Table = {"epsilon": [EPSILON, NONE], "delta": [DELTA, NONE]}
+
+
+def without(table: Table, *names: str) -> dict[str, Constraint | list[Constraint] | None]:
+    """``table`` less the entries ``names``: for a callable that takes the shared parameters but these
+    (``{**without(PRIVACY_PARAMETERS, "calibration"), "n_rounds": ...}``).
+
+    Raises
+    ------
+    KeyError
+        A name that is not in ``table`` (a misspelt name would otherwise drop nothing).
+    """
+    missing = [name for name in names if name not in table]
+    if missing:
+        raise KeyError(f"not in the table: {missing}")
+    return {name: entry for name, entry in table.items() if name not in names}
 
 
 def _constraints(entry: Constraint | list[Constraint] | None) -> list[Constraint]:

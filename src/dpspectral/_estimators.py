@@ -34,10 +34,10 @@ from ._array_api import (
 )
 from ._constraints import (
     CALIBRATION,
-    DELTA,
-    EPSILON,
+    NOISE_SHAPE,
     NONE,
-    ON_NORM_VIOLATION,
+    OPTIONAL_BUDGET_PARAMETERS,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
     ROW_NORM,
     SHARE,
@@ -464,20 +464,16 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
     _required_parameters = ("epsilon", "delta", "row_norm")
     _parameter_constraints = {
         "n_components": PCA_N_COMPONENTS,  # <= n_features, and a fraction only for some methods: fit
-        "epsilon": EPSILON,
-        "delta": DELTA,
-        "row_norm": ROW_NORM,
+        **PRIVACY_PARAMETERS,
+        "calibration": [NONE, CALIBRATION],  # None: the method's own
         "method": Options(("auto", *method_names("pca").values)),
         "relation": RELATION,
-        "calibration": [NONE, CALIBRATION],
         "mean_share": SHARE,
         "adaptive_clip": [NONE, ADAPTIVE_CLIP],
-        "noise_shape": [NONE, Options(("goe", "iid"))],
+        "noise_shape": NOISE_SHAPE,
         "accountant": ACCOUNTANT,
-        "random_state": RANDOM_STATE,
         "copy": BOOL,
         "whiten": BOOL,  # and a method that releases eigenvalues: _check_variance_options
-        "on_norm_violation": ON_NORM_VIOLATION,
         "method_params": METHOD_PARAMS,
         "device": [NONE, DEVICE],
         "public_basis": PUBLIC_BASIS,
@@ -1162,8 +1158,7 @@ class DPLowRank(_DPEstimator):
     _task = "lowrank"
     _parameter_constraints = {
         "rank": Interval(1, None, "left", integer=True),  # k <= min(m, n): the method's, once A is read
-        "epsilon": [EPSILON, NONE],  # required by the private methods only (see _privacy_kwargs)
-        "delta": [DELTA, NONE],
+        **OPTIONAL_BUDGET_PARAMETERS,  # required by the private methods only (see _privacy_kwargs)
         "relation": RELATION,
         "method": Options(("auto", *method_names("lowrank").values)),
         "calibration": CALIBRATION,

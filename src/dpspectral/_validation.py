@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
 
-from ._constraints import CALIBRATION, DELTA, EPSILON, ON_NORM_VIOLATION, check_params
+from ._constraints import BUDGET_PARAMETERS, CALIBRATION, ON_NORM_VIOLATION, Table, check_params
 from ._rows import _column_names, as_label_array, as_numeric_array, check_numeric_dtype, check_numeric_layout
 from .privacy._budget import PrivacyBudget, as_relation
 from .privacy._clipping import check_row_norm
 
-__all__ = ["as_generator", "as_label_array", "as_numeric_array", "check_choice", "check_n_components",
-           "check_numeric_dtype", "check_numeric_layout", "check_share", "validated_data"]
+__all__ = ["as_generator", "as_label_array", "as_numeric_array", "check_budget", "check_choice",
+           "check_n_components", "check_numeric_dtype", "check_numeric_layout", "check_share",
+           "gaussian_budget", "validated_data"]
 
 
 def check_choice(value: Any, name: str, allowed: Collection[str], owner: str) -> str:
@@ -90,10 +91,7 @@ def check_mechanism_inputs(
     ``needs_delta``), row_norm, relation outside ``allowed_relations``, calibration or
     on_norm_violation.
     """
-    check_params(
-        {"epsilon": EPSILON, "delta": DELTA},
-        {"epsilon": epsilon, "delta": delta}, owner,
-    )
+    check_params(BUDGET_PARAMETERS, {"epsilon": epsilon, "delta": delta}, owner)
     budget = PrivacyBudget(epsilon, delta)
     rel = as_relation(relation, owner=owner)
     if rel not in allowed_relations:
@@ -107,6 +105,20 @@ def check_mechanism_inputs(
     if needs_delta:
         budget.require_delta(owner)
     return budget, rel, C
+
+
+def gaussian_budget(table: Table, values: Mapping[str, Any], owner: str) -> PrivacyBudget:
+    """Check ``values`` against ``table`` (which states epsilon and delta); the target (epsilon, delta)
+    of a Gaussian mechanism, which needs delta > 0 (refused, saying why, before anything is charged)."""
+    check_params(table, values, owner)
+    budget = PrivacyBudget(values["epsilon"], values["delta"])
+    budget.require_delta(owner)
+    return budget
+
+
+def check_budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
+    """The target (epsilon, delta) of a Gaussian mechanism from the shared table entries; delta > 0."""
+    return gaussian_budget(BUDGET_PARAMETERS, {"epsilon": epsilon, "delta": delta}, owner)
 
 
 # --- user data: converted by dpspectral._rows, refused with messages that quote nothing from the data

@@ -13,15 +13,14 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    RANDOM_STATE,
+    PRIVACY_PARAMETERS,
     Interval,
     InvalidParameterError,
     check_params,
+    without,
 )
 from .._linalg import orthonormalize
+from .._validation import gaussian_budget
 from ..privacy._budget import PrivacyBudget
 from ..privacy._pipeline import ReleasePlan
 from ..privacy._template import Mechanism, RunSettings, run
@@ -34,11 +33,9 @@ __all__ = [
     "POSITIVE",
     "SOLVER_TABLE",
     "called_as",
-    "check_budget",
     "check_int",
     "check_pair",
     "check_positive",
-    "check_solver_params",
     "NOISE_RIDGE",
     "CheckedPair",
     "NamedPairMechanism",
@@ -109,10 +106,7 @@ POSITIVE = Interval(0, None, "neither")
 #: next to the reason; ``regularization`` by :func:`check_regularization`, whose message says why it
 #: must be positive).
 SOLVER_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
-    "random_state": RANDOM_STATE,
+    **without(PRIVACY_PARAMETERS, "row_norm", "on_norm_violation"),  # the solvers read a pair, not rows
 }
 
 
@@ -188,22 +182,6 @@ def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must be a float in "
                                     f"{interval}{reason}. Got {value!r} instead.")
     return float(value)
-
-
-def check_solver_params(table: Mapping[str, Any], values: Mapping[str, Any], owner: str) -> PrivacyBudget:
-    """Check ``values`` against a solver's ``table``; the target (epsilon, delta), delta > 0."""
-    check_params(table, values, owner)
-    budget = PrivacyBudget(float(values["epsilon"]), float(values["delta"]))
-    budget.require_delta(owner)
-    return budget
-
-
-def check_budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
-    """The target (epsilon, delta) from the shared table entries; delta > 0 (Gaussian mechanisms)."""
-    check_params({"epsilon": EPSILON, "delta": DELTA}, {"epsilon": epsilon, "delta": delta}, owner)
-    budget = PrivacyBudget(float(epsilon), float(delta))
-    budget.require_delta(owner)
-    return budget
 
 
 def _cholesky_qr_pass(V: np.ndarray) -> tuple[np.ndarray, float] | None:
@@ -363,7 +341,7 @@ class NamedPairMechanism(PairMechanism):
         the solver's ``table`` (the budget), the ridge, then ``k`` and ``sparsity`` in [1, d] (the pair's
         shape is public). Returns ``(pair, budget, ridge, k, sparsity)``."""
         pair = check_pair(pair, owner)
-        budget = check_solver_params(table, params, owner)
+        budget = gaussian_budget(table, params, owner)
         xi = check_regularization(params["regularization"], owner)
         d = pair.n_features
         k = check_int(k, "k", 1, d, owner)

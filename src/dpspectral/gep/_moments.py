@@ -89,32 +89,13 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    NONE,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    SHARE,
-    Constraint,
-    Interval,
-    Types,
-    check_params,
-)
+from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Interval, Types, check_params, without
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._rows import as_numeric_2d
 from ..privacy._accounting import Accountant, PrivacyReport
-from ..privacy._adaptive import (
-    DEFAULT_CLIP_SHARE,
-    RowClipPlan,
-    at_clip,
-    clip_from_counts,
-    clip_note,
-    plan_row_clip,
-)
+from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_released_clip, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import check_row_norm, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
@@ -173,11 +154,7 @@ class _Shares(Constraint):
 #: The public parameters of :func:`release_moments` / :func:`moments_fda` (the bounds that depend on
 #: the data's shape, k <= n_classes - 1, are checked next to their reason).
 MOMENTS_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
-    "random_state": RANDOM_STATE,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **without(PRIVACY_PARAMETERS, "row_norm"),  # row_norm: check_row_norm, whose message says why
     "ridge": Interval(0, None, "neither"),
     "budget_shares": _Shares(),
     "adaptive_clip": Types((bool, np.bool_), "a bool"),
@@ -608,12 +585,12 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         stage = _widened(inputs, inputs.moments, rows.n)
         if inputs.clip is not None:  # the same multipliers, the sensitivities at the released clip
             n_public = rows.n if inputs.relation.n_is_public else None
-            clip = clip_from_counts(inputs.clip, released["norm_histogram"], n_public=n_public, d=rows.d,
-                                    noise_per_clip2=_noise_norm_per_clip2(stage, rows.d))
-            released["clip"] = clip
             share = inputs.inputs.clip_share
             share = DEFAULT_CLIP_SHARE if share is None else float(share)
-            stage = at_clip(stage, clip, inputs.C, _CLIP_POWER, clip_note(clip, inputs.C, share))
+            clip, stage = at_released_clip(inputs.clip, released["norm_histogram"], stage, _CLIP_POWER, share,
+                                           n_public=n_public, d=rows.d,
+                                           noise_per_clip2=_noise_norm_per_clip2(stage, rows.d))
+            released["clip"] = clip
         if inputs.labels is not None:
             stage = ReleasePlan(stage.label, stage.relation, stage.events, stage.releases,
                                 stage.notes + (inputs.labels.note(),))

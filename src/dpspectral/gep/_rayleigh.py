@@ -39,13 +39,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
 import scipy.linalg
 
-from .._constraints import EPSILON, SHARE, Interval, Options, check_params, renamed
+from .._constraints import EPSILON, SHARE, Calibration, Interval, Options, check_params, renamed
 from .._linalg import fix_signs
 from .._progress import progress
 from ..privacy._accounting import Accountant
@@ -77,7 +77,6 @@ from ._scatter import ScatterPair
 
 __all__ = ["FLOW_TABLE", "dp_rayleigh_flow", "dp_truncated_rayleigh_flow", "rho_from_epsilon_delta"]
 
-Calibration = Literal["tight", "paper"]
 
 NONPRIVATE_INIT = "nonprivate_optimum"
 

@@ -55,10 +55,11 @@ import dp_accounting
 import numpy as np
 import scipy.linalg
 
-from .._constraints import EPSILON, SHARE, Constraint, Interval, Options, check_params, renamed
+from .._constraints import EPSILON, SHARE, Calibration, Constraint, Interval, Options, check_params, renamed
 from .._linalg import fix_signs, orthonormalize, top_k_eigh
 from .._options import folded, folded_choice
 from .._progress import progress
+from .._validation import gaussian_budget
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier, split_noise_multiplier
@@ -79,7 +80,6 @@ from ._common import (
     check_pair,
     check_positive,
     check_regularization,
-    check_solver_params,
     message_owner,
     noise_ridge,
     normalize_released,
@@ -106,7 +106,6 @@ __all__ = [
     "sr_dp",
 ]
 
-Calibration = Literal["tight", "paper"]
 PaperFormula = Literal["theorem12", "algorithm2"]
 
 #: Default split of the Gaussian-DP budget of DPSR: (phase 1, the Lambda_B release, phase 2).
@@ -329,7 +328,7 @@ class _SrDp(PairMechanism):
     def check(self, inputs: _SrDpInputs, X: Any) -> _SrDpChecked:
         owner = message_owner("sr_dp")
         pair = check_pair(X, owner)
-        budget = check_solver_params(SR_DP_TABLE, dict(epsilon=inputs.epsilon, delta=inputs.delta,
+        budget = gaussian_budget(SR_DP_TABLE, dict(epsilon=inputs.epsilon, delta=inputs.delta,
                                                        a_share=inputs.a_share, calibration=inputs.calibration,
                                                        random_state=inputs.random_state), owner)
         xi = check_regularization(inputs.regularization, owner)

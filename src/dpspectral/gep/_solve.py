@@ -15,10 +15,10 @@ import numpy as np
 from .. import _registry as registry
 from .._constraints import renamed
 from .._registry import Method
-from .._validation import check_choice
+from .._validation import check_budget, check_choice
 from ..privacy._budget import Relation
 from ..privacy._clipping import NormViolation, row_norms
-from ._common import NOISE_RIDGE, REGULARIZATION_PAPER_NAME, called_as, check_budget, check_regularization
+from ._common import NOISE_RIDGE, REGULARIZATION_PAPER_NAME, called_as, check_regularization
 from ._moments import MOMENTS, moments_fda
 from ._reduction import simultaneous_reduction
 from ._result import GEPResult

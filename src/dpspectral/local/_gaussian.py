@@ -30,13 +30,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, renamed, validated
+from .._constraints import (
+    NOISE_SHAPE,
+    PRIVACY_PARAMETERS,
+    Calibration,
+    Interval,
+    NoiseShape,
+    Table,
+    Types,
+    renamed,
+    validated,
+)
 from .._linalg import top_k_eigh
 from .._moments import _dense_row_norms, accumulate
 from .._results import SubspaceResult
@@ -51,8 +61,6 @@ from ..privacy._template import Drawn, Mechanism, Released, RunSettings, Symmetr
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
 
-Calibration = Literal["tight", "paper"]
-NoiseShape = Literal["goe", "iid"]
 
 _OWNER = "local_gaussian"
 #: Upper bound on the number of report entries generated at once by the per-user simulation.
@@ -84,7 +92,7 @@ def _noise_multiplier(budget: PrivacyBudget, calibration: str) -> tuple[float, l
 #: :func:`local_gaussian`); delta > 0 and the relation are checked inline, with their reasons.
 _REPORT_PARAMS: Table = {
     **PRIVACY_PARAMETERS,
-    "noise_shape": [NONE, Options(("goe", "iid"))],
+    "noise_shape": NOISE_SHAPE,
 }
 _LOCAL_PARAMS: Table = {**_REPORT_PARAMS, "simulate_sum": Types((bool, np.bool_), "a bool")}
 _AGGREGATE_PARAMS: Table = {"n_features": Interval(1, None, "left", integer=True)}

@@ -63,25 +63,25 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
+    NOISE_PARAMETERS,
     NONE,
-    ON_NORM_VIOLATION,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
-    ROW_NORM,
     SHARE,
+    Calibration,
     Interval,
     Options,
     Types,
     check_params,
     renamed,
     validated,
+    without,
 )
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
+from .._validation import gaussian_budget
 from ..lowrank._factorization import check_matrix, check_rank
 from ..lowrank._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
 from ..lowrank._sketches import (
@@ -114,7 +114,6 @@ __all__ = [
     "private_local_lrf",
 ]
 
-Calibration = Literal["tight", "paper"]
 Protocol = Literal["gram", "sketch"]
 
 _OWNER = "private_local_lrf"
@@ -193,30 +192,27 @@ SETUP = Types((LocalLrfSetup,), "a LocalLrfSetup (see local_lrf_setup)")
 SETUP_TABLE: dict[str, Any] = {"n_users": COUNT, "n_features": COUNT, "seed": SEED}
 #: The parameters of :func:`local_lrf_noise`.
 NOISE_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "subspace_sketch_size": COUNT, "affine_sketch_size": COUNT,
-    "row_norm": ROW_NORM,
-    "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
+    **NOISE_PARAMETERS, "subspace_sketch_size": COUNT, "affine_sketch_size": COUNT,
+    "alpha": ALPHA, "sketch_failure_share": SHARE,
 }
 #: The parameters of :func:`local_lrf_noise_drawn`.
 NOISE_DRAWN_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM,
+    **without(NOISE_PARAMETERS, "calibration"),
     "column": [NONE, Interval(0, None, "left", integer=True)],
 }
 #: The parameters of :func:`local_lrf_report` (``user_index`` in [0, m) and the row's length are checked
 #: next to the setup they depend on).
 REPORT_TABLE: dict[str, Any] = {
-    "setup": SETUP, "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "rng": RANDOM_STATE,
-    "calibration": CALIBRATION, "alpha": ALPHA, "sketch_failure_share": SHARE,
-    "on_norm_violation": ON_NORM_VIOLATION, "sketch_sensitivity": SKETCH_SENSITIVITY,
+    "setup": SETUP, **without(PRIVACY_PARAMETERS, "random_state"), "rng": RANDOM_STATE,
+    "alpha": ALPHA, "sketch_failure_share": SHARE, "sketch_sensitivity": SKETCH_SENSITIVITY,
 }
 #: The parameters of :func:`private_local_lrf` (``row_norm`` is checked only without ``row_change``,
 #: which replaces it; the relation must be local; k and the sketch sizes within the matrix's shape).
 LRF_TABLE: dict[str, Any] = {
-    "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION, "alpha": ALPHA,
+    **without(PRIVACY_PARAMETERS, "row_norm"), "alpha": ALPHA,
     "simulate_sum": [NONE, Types((bool, np.bool_), "a bool")], "sketch_seed": SEED,
     "sketch_failure_share": SHARE, "protocol": [NONE, Options(("gram", "sketch"))],
-    "on_norm_violation": ON_NORM_VIOLATION, "row_change": [NONE, Interval(0, None, "neither")],
-    "random_state": RANDOM_STATE, "sketch_sensitivity": SKETCH_SENSITIVITY,
+    "row_change": [NONE, Interval(0, None, "neither")], "sketch_sensitivity": SKETCH_SENSITIVITY,
 }
 
 
@@ -224,10 +220,7 @@ def _budget(table: dict[str, Any], values: dict[str, Any], owner: str) -> Privac
     """Check ``values`` against ``table``; the per-user target (epsilon, delta), delta > 0."""
     if "row_norm" in values:
         check_row_norm(values["row_norm"], owner)  # its message says why a public bound is required
-    check_params(table, values, owner)
-    budget = PrivacyBudget(values["epsilon"], values["delta"])
-    budget.require_delta(owner)
-    return budget
+    return gaussian_budget(table, values, owner)
 
 
 #: The paper's symbols of :func:`local_lrf_setup`'s parameters (still accepted, with a FutureWarning).

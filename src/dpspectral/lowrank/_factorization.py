@@ -34,20 +34,21 @@ import scipy.sparse as sp
 
 from .._constraints import (
     CALIBRATION,
-    DELTA,
-    EPSILON,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
     SHARE,
+    Calibration,
     Constraint,
     Interval,
     Options,
     check_params,
     renamed,
     validated,
+    without,
 )
 from .._results import LowRankResult
 from .._rows import as_numeric_array, not_finite_error
-from .._validation import check_choice
+from .._validation import check_budget, check_choice
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._gaussian import analytic_noise_multiplier
@@ -96,7 +97,6 @@ __all__ = [
     "split_joint",
 ]
 
-Calibration = Literal["tight", "paper"]
 
 #: The public scale b of the Priv1/Priv2 relations (and any other positive bound).
 BOUND = Interval(0, None, "neither")
@@ -107,13 +107,10 @@ SingularValues = Literal["shrink", "raw"]
 #: The parameters every private factorization of this package takes (cross-parameter checks, k <= min(m,
 #: n) and the sketch sizes within the dimensions, stay in the functions).
 PRIVATE_LRF_TABLE: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
+    **without(PRIVACY_PARAMETERS, "row_norm", "on_norm_violation"),  # a matrix, whose change is "bound"
     "alpha": ALPHA,
     "bound": BOUND,
     "sketch": SKETCH_OPTION,
-    "random_state": RANDOM_STATE,
 }
 
 
@@ -158,13 +155,6 @@ def check_positive(value: Any, name: str, owner: str) -> float:
     """``value`` as a float in (0, inf) (a one-entry constraint table)."""
     check_params({name: BOUND}, {name: value}, owner)
     return float(value)
-
-
-def _budget(epsilon: Any, delta: Any, owner: str) -> PrivacyBudget:
-    check_params({"epsilon": EPSILON, "delta": DELTA}, {"epsilon": epsilon, "delta": delta}, owner)
-    budget = PrivacyBudget(epsilon, delta)
-    budget.require_delta(owner)
-    return budget
 
 
 def _relation(relation: Any, allowed: tuple[Relation, ...], owner: str) -> Relation:
@@ -920,7 +910,7 @@ class _SketchLRF(Mechanism[_LRFInputs, LowRankResult]):
 
     def check(self, inputs: _LRFInputs, X: Any) -> _LRFChecked:
         owner = inputs.owner
-        budget = _budget(inputs.epsilon, inputs.delta, owner)
+        budget = check_budget(inputs.epsilon, inputs.delta, owner)
         rel = _relation(inputs.relation, self.allowed, owner)
         B, transposed = _orient(check_matrix(X, owner))  # the whole matrix, before anything is charged
         m, n = B.shape

@@ -36,12 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
+    NOISE_PARAMETERS,
+    PRIVACY_PARAMETERS,
     SHARE,
     Constraint,
     Interval,
@@ -49,9 +45,11 @@ from .._constraints import (
     Types,
     check_params,
     validated,
+    without,
 )
 from .._options import folded
 from .._results import LowRankResult
+from .._validation import check_budget
 from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
@@ -64,7 +62,6 @@ from ._factorization import (
     Calibration,
     SingularValues,
     UncountedMatrix,
-    _budget,
     check_matrix,
     check_rank,
 )
@@ -141,29 +138,22 @@ _POWER_KEYWORDS = {"block": "block", "iterations": "iterations"}
 
 #: The parameters of the noise plan (:func:`hardt_roth_noise`).
 _NOISE_TABLE: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
+    **NOISE_PARAMETERS,
     "ell": Interval(1, None, "left", integer=True),
     "m": Interval(1, None, "left", integer=True),
-    "row_norm": ROW_NORM,
     "prune": BOUND,
-    "calibration": CALIBRATION,
     "stage_share": SHARE,
     "sketch_failure_share": SHARE,
 }
 
 #: The parameters of :func:`hardt_roth` (``row_norm`` is checked only when used: without ``row_change``).
 _TABLE: dict[str, Constraint | list[Constraint] | None] = {
-    "epsilon": EPSILON,
-    "delta": DELTA,
-    "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **without(PRIVACY_PARAMETERS, "row_norm"),
     "row_change": [_NONE, BOUND],
     "algorithm": [_NONE, Options(("power", "range_finder"))],
     "range_finder": [_NONE, Types((RangeFinder,), "a RangeFinder")],
     "power": [_NONE, Types((PowerIteration,), "a PowerIteration")],
     "singular_values": Options(("shrink", "raw")),
-    "random_state": RANDOM_STATE,
 }
 
 #: The fields of the two option groups (checked once the groups are known).
@@ -254,7 +244,7 @@ def hardt_roth_noise(
     -------
     A plan only (nothing is drawn or charged); the derivation is :func:`hardt_roth`'s Privacy section.
     """
-    budget = _budget(epsilon, delta, owner)
+    budget = check_budget(epsilon, delta, owner)
     C = sensitivity_norm(float(row_norm))
     c, w, share_s = float(prune), float(stage_share), float(sketch_failure_share)
     b = 2.0 * C
@@ -569,7 +559,7 @@ class _HardtRoth(Mechanism[_HRInputs, LowRankResult]):
     stacklevel = 6  # frames above run: hardt_roth, the parameter check, the two option folds, the caller
 
     def check(self, inputs: _HRInputs, X: Any) -> _HRChecked:
-        budget = _budget(inputs.epsilon, inputs.delta, _OWNER)
+        budget = check_budget(inputs.epsilon, inputs.delta, _OWNER)
         rel = _check_relation(inputs.relation)
         algo = _algorithm(inputs.algorithm, inputs.row_change, inputs.calibration)
         row_change = inputs.row_change

@@ -49,6 +49,7 @@ import scipy.sparse as sp
 from .._constraints import validated
 from .._results import LowRankResult
 from .._rows import not_finite_error
+from .._validation import check_budget
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._noise import grid
@@ -59,7 +60,6 @@ from ._factorization import (
     SKETCH_NOTE,
     Calibration,
     FrobeniusNoise,
-    _budget,
     _relation,
     _result,
     _seed,
@@ -741,7 +741,7 @@ class TurnstileLRF(SketchState):
     def _plan(config: TurnstileConfig, owner: str) -> tuple[FrobeniusNoise, PrivacyBudget, ReleasePlan]:
         """The noise, budget and release plan of a configuration (no spending, no noise)."""
         m, n = sorted(config.shape)
-        budget = _budget(config.epsilon, config.delta, owner)
+        budget = check_budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
         sizes = SketchSizes(t=config.t, v=config.v)
         noise = frobenius_noise(
@@ -1008,7 +1008,7 @@ def state_inputs(shape: Any, rank: Any, *, epsilon: float, delta: float, relatio
     ``oriented``: the state sketches the orientation m <= n (else the shape as given); ``padded``: the
     affine sketches see ``m + n`` columns (Private-Space-Optimal's padding ``[A, sigma_min I_m]``).
     """
-    budget = _budget(epsilon, delta, owner)
+    budget = check_budget(epsilon, delta, owner)
     rel = _relation(relation, allowed, owner)
     given = _check_shape(shape, owner)
     m, n = sorted(given) if oriented else given

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from .._constraints import SHARE, Interval, validated
 from .._results import LowRankResult
+from .._validation import check_budget
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._noise import grid
@@ -44,7 +45,6 @@ from ._factorization import (
     Calibration,
     SingularValues,
     SpaceOptimalNoise,
-    _budget,
     _relation,
     _result,
     _seed,
@@ -220,7 +220,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     def _plan(config: SpaceOptimalConfig, owner: str) -> tuple[SpaceOptimalNoise, PrivacyBudget]:
         """The one-shot plan of a configuration, with the streaming notes (no spending, no noise)."""
         m, n = sorted(config.shape)
-        budget = _budget(config.epsilon, config.delta, owner)
+        budget = check_budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV1,), owner)
         so = space_optimal_noise(
             TurnstileSpaceOptimalLRF.mechanism, budget, rel, SketchSizes(t=config.t, v=config.v), (m, n),

@@ -39,7 +39,18 @@ import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, vector_norm, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Options, Types, validated
+from .._constraints import (
+    NOISE_SHAPE,
+    NONE,
+    PRIVACY_PARAMETERS,
+    SHARE,
+    Calibration,
+    Constraint,
+    NoiseShape,
+    Options,
+    Types,
+    validated,
+)
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import top_k_eigh
 from .._moments import (
@@ -75,11 +86,10 @@ from ..privacy._quantile import (
 )
 from ..privacy._rounding import Kind, Summation, widen_release
 from ..privacy._template import After, Drawn, Mechanism, Released, Rows, RunSettings, Symmetric, run
+from ._inputs import PcaInputs
 
 __all__ = ["COUNT_SHARE", "analyze_gauss", "covariance_plan", "mod_sulq", "wishart"]
 
-Calibration = Literal["tight", "paper"]
-NoiseShape = Literal["goe", "iid"]
 Centering = None | str | np.ndarray
 
 #: Share of the Gaussian budget (of ``1/s^2``) spent on a noisy row count when one is released
@@ -290,16 +300,10 @@ def _validate(kind: _NoiseKind, X: Any, *, epsilon: float, delta: float, row_nor
 
 
 @dataclass(frozen=True, eq=False)
-class CovarianceInputs:
+class CovarianceInputs(PcaInputs):
     """The public inputs of one covariance release (Analyze Gauss, MOD-SULQ, Wishart)."""
 
     kind: _NoiseKind
-    k: int
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     centering: Centering
     mean_share: float
     release_count: bool
@@ -594,8 +598,8 @@ def _covariance_call(kind: _NoiseKind, X: Any, k: int, *, accountant: Accountant
                      **public: Any) -> SubspaceResult:
     """Run one covariance mechanism on the parameters of its function's call (every one as given):
     validate -> plan -> release (the noisy scatter, and mean/count) -> top-k eigenvectors."""
-    inputs, settings = CovarianceInputs(kind, k, **public), RunSettings(accountant, random_state, accounting,
-                                                                          show_progress)
+    inputs = CovarianceInputs(k, kind=kind, **public)
+    settings = RunSettings(accountant, random_state, accounting, show_progress)
     return run(_Covariance(show_progress), inputs, stream_to_device(X, device, kind), settings)
 
 
@@ -656,7 +660,7 @@ COVARIANCE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
 ADAPTIVE_PARAMETERS: dict[str, Constraint | list[Constraint] | None] = {
     **COVARIANCE_PARAMETERS,
     "adaptive_clip": ADAPTIVE_CLIP,
-    "noise_shape": [NONE, Options(("goe", "iid"))],
+    "noise_shape": NOISE_SHAPE,
     "device": [NONE, DEVICE],
 }
 

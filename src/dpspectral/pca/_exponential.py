@@ -126,7 +126,17 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Table, Types, check_params, validated
+from .._constraints import (
+    NONE,
+    PRIVACY_PARAMETERS,
+    Calibration,
+    Interval,
+    Options,
+    Table,
+    Types,
+    check_params,
+    validated,
+)
 from .._linalg import fix_signs
 from .._moments import accumulate
 from .._options import folded
@@ -138,6 +148,7 @@ from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
+from ._inputs import PcaInputs
 
 __all__ = [
     "DEFAULT_MAX_PROPOSALS",
@@ -150,7 +161,6 @@ __all__ = [
 ]
 
 Envelope = Literal["auto", "acg", "tangent"]
-Calibration = Literal["tight", "paper"]
 Allocation = Literal["adaptive", "equal"]
 Accounting = Literal["joint", "per_direction"]
 
@@ -901,16 +911,10 @@ def _release_directions(
 
 
 @dataclass(frozen=True)
-class _ExponentialInputs:
+class _ExponentialInputs(PcaInputs):
     """The public inputs of :func:`ppca` and :func:`exponential_pca` (``kind``: which of the two)."""
 
     kind: str
-    k: int
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     eigenvalue_share: float
     vector_shares: Any
     allocation: str
@@ -1092,7 +1096,7 @@ def ppca(
         steered = wide and split.allocation == "adaptive" and calibration == "tight"
         eigenvalue_share = PPCA_EIGENVALUE_SHARE if steered else 0.0
     return run(_Exponential("ppca", show_progress), _ExponentialInputs(
-        "ppca", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share, None, split.allocation,
+        k, epsilon, delta, row_norm, relation, calibration, "ppca", eigenvalue_share, None, split.allocation,
         split.accounting, split.coordinate_share, on_norm_violation, envelope, max_proposals,
     ), X, RunSettings(accountant, random_state))
 
@@ -1209,7 +1213,7 @@ def exponential_pca(
     eigenvalue_share = (EXPONENTIAL_EIGENVALUE_SHARE if split.eigenvalue_share is None
                         else split.eigenvalue_share)
     return run(_Exponential("exponential", show_progress), _ExponentialInputs(
-        "exponential", k, epsilon, delta, row_norm, relation, calibration, eigenvalue_share,
+        k, epsilon, delta, row_norm, relation, calibration, "exponential", eigenvalue_share,
         split.vector_shares, split.allocation, split.accounting, split.coordinate_share, on_norm_violation,
         envelope, max_proposals,
     ), X, RunSettings(accountant, random_state))

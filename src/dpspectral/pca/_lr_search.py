@@ -44,19 +44,7 @@ from typing import Any, Literal
 import dp_accounting
 import numpy as np
 
-from .._constraints import (
-    DELTA,
-    EPSILON,
-    ON_NORM_VIOLATION,
-    RANDOM_STATE,
-    ROW_NORM,
-    SHARE,
-    Interval,
-    Options,
-    Table,
-    renamed,
-    validated,
-)
+from .._constraints import PRIVACY_PARAMETERS, SHARE, Interval, Options, Table, renamed, validated, without
 from .._moments import accumulate
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
@@ -146,8 +134,7 @@ def _captured(X: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
 #: The parameters of :func:`select_learning_rate`; the learning rates and ``method_params`` are checked by
 #: the method itself (before the charge, when the search plans the runs' cost).
 _PARAMS: Table = {
-    "epsilon": EPSILON, "delta": DELTA, "row_norm": ROW_NORM, "on_norm_violation": ON_NORM_VIOLATION,
-    "random_state": RANDOM_STATE, "method": Options(tuple(_METHODS)),
+    **without(PRIVACY_PARAMETERS, "calibration"), "method": Options(tuple(_METHODS)),
     "tuning": Options(("private", "nonprivate")), "n_rounds": Interval(1, None, "left", integer=True),
     "validation_share": SHARE,
 }

@@ -39,14 +39,7 @@ from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
-from ..privacy._adaptive import (
-    DEFAULT_CLIP_SHARE,
-    RowClipPlan,
-    at_clip,
-    clip_from_counts,
-    clip_note,
-    plan_row_clip,
-)
+from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_released_clip, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
@@ -55,6 +48,7 @@ from ..privacy._quantile import norm_histogram
 from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
+from ._inputs import PcaInputs
 from ._oja import _array_shape, _Opened
 from ._schedule import WarmupSchedule
 from ._stream import (
@@ -205,15 +199,9 @@ def _source(X: Any, k: Any, C: float, n_samples: int | None, on_norm_violation: 
 
 
 @dataclass(frozen=True)
-class _MinibatchInputs:
+class _MinibatchInputs(PcaInputs):
     """The public inputs of :func:`minibatch_oja` (as given; checked by :meth:`_MinibatchOja.check`)."""
 
-    k: Any
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     n_batches: int
     warmup_fraction: float
     block_size: int | None
@@ -307,11 +295,12 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
         assert n is not None
         block = self._block(inputs, source.n, source.d)
         nu = noise_per_clip2(inputs.multiplier, source.d, block, _sizes(inputs, source))
-        r = clip_from_counts(inputs.clip, released["norm_histogram"], noise_per_clip2=nu, d=source.d,
-                             n_public=n)
+        r, stage = at_released_clip(inputs.clip, released["norm_histogram"],
+                                    self._method_plan(inputs, source.n, source.d), {_BATCH: 2},
+                                    inputs.inputs.clip_share or DEFAULT_CLIP_SHARE, noise_per_clip2=nu,
+                                    d=source.d, n_public=n)
         released.update(source=source.at_clip(r), clip=r)
-        note = clip_note(r, inputs.C, inputs.inputs.clip_share or DEFAULT_CLIP_SHARE)
-        return at_clip(self._method_plan(inputs, source.n, source.d), r, inputs.C, {_BATCH: 2}, note)
+        return stage
 
     def statistic(self, inputs: _MinibatchChecked, rows: _Opened, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:

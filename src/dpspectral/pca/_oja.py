@@ -68,11 +68,8 @@ import numpy as np
 
 from .._array_api import refuse_device
 from .._constraints import (
-    CALIBRATION,
-    DELTA,
-    EPSILON,
     NONE,
-    ON_NORM_VIOLATION,
+    PRIVACY_PARAMETERS,
     RANDOM_STATE,
     ROW_NORM,
     Interval,
@@ -81,6 +78,7 @@ from .._constraints import (
     check_params,
     renamed,
     validated,
+    without,
 )
 from .._linalg import fix_signs, orthonormalize
 from .._moments import needs_two_passes_ok
@@ -112,6 +110,7 @@ from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
 from ._clip_stage import ClipStaged, with_clip_stage
+from ._inputs import PcaInputs
 from ._range_estimation import RANGE_ESTIMATION_FIELDS, RangeEstimation
 from ._stream import (
     _batch_sum,
@@ -173,8 +172,7 @@ _COMMON_PARAMETERS: dict[str, Any] = {
     "n_samples": [NONE, _COUNT], "random_state": RANDOM_STATE,
 }
 _PRIVATE_PARAMETERS: dict[str, Any] = {
-    **_COMMON_PARAMETERS, "epsilon": EPSILON, "delta": DELTA, "calibration": CALIBRATION,
-    "on_norm_violation": ON_NORM_VIOLATION,
+    **_COMMON_PARAMETERS, **without(PRIVACY_PARAMETERS, "row_norm"),  # row_norm: check_mechanism_inputs
 }
 _OJA_PARAMETERS: dict[str, Any] = {**_COMMON_PARAMETERS, "row_norm": [NONE, ROW_NORM]}
 _PRIVATE_OJA_PARAMETERS: dict[str, Any] = {
@@ -626,15 +624,9 @@ def private_oja(
 
 
 @dataclass(frozen=True)
-class _OjaInputs:
+class _OjaInputs(PcaInputs):
     """The public inputs of :func:`private_oja` (as given; checked by :meth:`_PrivateOja.check`)."""
 
-    k: Any
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     learning_rate_scale: float | None
     learning_rate_offset: float
     gradient_clip: float | None
@@ -1570,16 +1562,10 @@ def dp_pca(
 
 
 @dataclass(frozen=True)
-class _DpPcaInputs:
+class _DpPcaInputs(PcaInputs):
     """The public inputs of :func:`dp_pca` (as given; checked by :meth:`_DpPca.check`). ``seeded``:
     whether the noise source is seeded (not ``"secure"``), for the plan's notes."""
 
-    k: Any
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     learning_rate_scale: float | None
     learning_rate_offset: float | None
     schedule: str

@@ -26,13 +26,13 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
 
 from .._array_api import get_namespace_and_device, like, work_dtype
-from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Table, check_params, validated
+from .._constraints import NONE, PRIVACY_PARAMETERS, Calibration, Interval, Table, check_params, validated
 from .._device_stream import DEVICE, stream_to_device
 from .._linalg import fix_signs, orthonormalize
 from .._moments import accumulate, needs_two_passes_ok, summation_of
@@ -42,24 +42,17 @@ from .._results import SubspaceResult
 from .._rows import n_features_of
 from .._validation import check_mechanism_inputs, check_n_components
 from ..privacy._accounting import Accountant, calibrate
-from ..privacy._adaptive import (
-    DEFAULT_CLIP_SHARE,
-    RowClipPlan,
-    at_clip,
-    clip_from_counts,
-    clip_note,
-    plan_row_clip,
-)
+from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_released_clip, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, Rows, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
+from ._inputs import PcaInputs
 
 __all__ = ["hardt_price_sigma", "noisy_power"]
 
-Calibration = Literal["tight", "paper"]
 
 _OWNER = "noisy_power"
 _RELATIONS = (Relation.REPLACE_ONE, Relation.ADD_REMOVE)
@@ -319,15 +312,9 @@ def noisy_power(
 
 
 @dataclass(frozen=True)
-class _PowerInputs:
+class _PowerInputs(PcaInputs):
     """The public inputs of the noisy power method."""
 
-    k: int
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     n_iter: int
     block_size: int | None
     on_norm_violation: NormViolation
@@ -398,12 +385,13 @@ class _NoisyPower(ClipStaged, Mechanism[_PowerInputs, SubspaceResult]):
         _, p = _sizes(inputs.k, inputs.inputs.block_size, rows.d)
         nu = spec.scale / (spec.sensitivity or 1.0) * _iteration_sensitivity(inputs.relation, 1.0) * (
             math.sqrt(rows.d) + math.sqrt(p))  # ||G_l||_2 per unit r^2 (public)
-        clip = clip_from_counts(inputs.clip, released["norm_histogram"], noise_per_clip2=nu, d=rows.d,
-                                n_public=rows.n if inputs.relation.n_is_public else None)
-        released["clip"] = clip
         share = inputs.inputs.clip_share or DEFAULT_CLIP_SHARE
         # the same multiplier, the sensitivity at r
-        return at_clip(stage, clip, inputs.C, {"iteration": 2}, clip_note(clip, inputs.C, share))
+        clip, stage = at_released_clip(inputs.clip, released["norm_histogram"], stage, {"iteration": 2},
+                                       share, noise_per_clip2=nu, d=rows.d,
+                                       n_public=rows.n if inputs.relation.n_is_public else None)
+        released["clip"] = clip
+        return stage
 
     def statistic(self, inputs: _Checked, rows: Rows, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dp_accounting
 import numpy as np
@@ -70,6 +70,7 @@ from .._constraints import (
     NONE,
     PRIVACY_PARAMETERS,
     SHARE,
+    Calibration,
     Interval,
     Table,
     Types,
@@ -92,24 +93,17 @@ from .._rows import (
 )
 from .._validation import check_mechanism_inputs, check_n_components
 from ..privacy._accounting import Accountant, AccountingMethod, calibrate
-from ..privacy._adaptive import (
-    DEFAULT_CLIP_SHARE,
-    RowClipPlan,
-    at_clip,
-    clip_from_counts,
-    clip_note,
-    plan_row_clip,
-)
+from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_released_clip, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, validate_rows
 from ..privacy._quantile import norm_histogram
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
+from ._inputs import PcaInputs
 
 __all__ = ["dp_spca", "dp_vrpca"]
 
-Calibration = Literal["tight", "paper"]
 _G = 2.0  # Lipschitz constant of f_i(v) = -v^T x x^T v on the unit ball for ||x|| <= 1 (spec §C.1)
 
 
@@ -285,16 +279,10 @@ def _adaptive_clip(value: bool | AdaptiveClip, calibration: str, owner: str) -> 
 
 
 @dataclass(frozen=True)
-class _StochasticInputs:
+class _StochasticInputs(PcaInputs):
     """The public inputs of :func:`dp_spca` and :func:`dp_vrpca` (as given; checked by
     :meth:`_Stochastic.check`); the last four are one method's own."""
 
-    k: int
-    epsilon: float
-    delta: float
-    row_norm: float
-    relation: Relation | str
-    calibration: str
     on_norm_violation: NormViolation
     accounting: str
     n_steps: int | None
@@ -419,10 +407,11 @@ class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
         # the method's releases at the released clip r: the same events, sensitivities and scales at r
         rows: _Read = released.rows
         method = self._method(inputs, rows.n, rows.d)[0]
-        r = clip_from_counts(inputs.clip, released["norm_histogram"], d=rows.d, n_public=rows.n,
-                             noise_per_clip2=self._noise_per_clip2(inputs, method, rows.n, rows.d))
+        r, stage = at_released_clip(inputs.clip, released["norm_histogram"], method, self.powers,
+                                    inputs.clip_share, d=rows.d, n_public=rows.n,
+                                    noise_per_clip2=self._noise_per_clip2(inputs, method, rows.n, rows.d))
         released["clip"] = r
-        return at_clip(method, r, inputs.C, self.powers, clip_note(r, inputs.C, inputs.clip_share))
+        return stage
 
     def statistic(self, inputs: _Checked, rows: _Read, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:

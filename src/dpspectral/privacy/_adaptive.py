@@ -48,9 +48,8 @@ if TYPE_CHECKING:
     from ._accounting import Accountant
     from ._noise_base import NoiseSource
 
-__all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "clip_from_counts", "clip_note",
-           "plan_row_clip",
-           "release_row_clip"]
+__all__ = ["DEFAULT_CLIP_SHARE", "FLOOR_QUANTILE", "RowClipPlan", "at_clip", "at_released_clip",
+           "clip_from_counts", "clip_note", "plan_row_clip", "release_row_clip"]
 
 #: Budget share of the norm histogram (of ``1 / s_total^2``): the price when the bound is already tight
 #: is a ``1 / sqrt(1 - share)`` (1 %) larger noise.
@@ -172,3 +171,13 @@ def clip_note(clip: float, row_norm: float, share: float) -> str:
     """The report's note on a released clip."""
     return (f"Adaptive clipping: the rows were clipped at {clip:.4g}, released from a noisy norm "
             f"histogram (share {share:g} of the budget; public bound row_norm={row_norm:g}).")
+
+
+def at_released_clip(clip_plan: RowClipPlan, noisy_counts: np.ndarray, plan: ReleasePlan,
+                     power: dict[str, int], share: float, *, noise_per_clip2: float, d: int,
+                     n_public: int | None) -> tuple[float, ReleasePlan]:
+    """Stage two: the clip ``r`` post-processed from the released histogram (:func:`clip_from_counts`)
+    and ``plan`` restated at it (:func:`at_clip`), with the report's note on the clip (``share``: the
+    histogram's share of the budget)."""
+    r = clip_from_counts(clip_plan, noisy_counts, noise_per_clip2=noise_per_clip2, d=d, n_public=n_public)
+    return r, at_clip(plan, r, clip_plan.row_norm, power, clip_note(r, clip_plan.row_norm, share))
