@@ -37,6 +37,7 @@ from ._rows import (
 )
 from .privacy._centred_norms import centred_row_norms
 from .privacy._clipping import (
+    ROUNDING_SLACK,
     NormViolation,
     clip_rows,
     clip_threshold,
@@ -77,7 +78,8 @@ class NormHint:
 
     ``approx[i]`` is within ``margin[i]`` of ``||x_i - center||^2`` (the squared norm of the row as
     :func:`~dpspectral.privacy._centred_norms.centred_row_norms` computes it, up to its own rounding): a
-    row with ``approx + margin <= clip^2`` is within the clip and is added as it is, without its norm
+    row with ``approx + margin <= clip^2`` is within the clip and is added as it is, a row certainly
+    above the clip with a small enough margin is scaled by ``clip / sqrt(approx)``, without their norms
     computed again; the norms of the other rows are computed as in an ordinary pass. Private (per row).
     """
 
@@ -284,14 +286,23 @@ def accumulate(
 
 def _hinted_norms(block: np.ndarray, first_row: int, hint: NormHint, row_norm: float,
                   center: np.ndarray | None) -> np.ndarray:
-    """The norms of a block's centred rows where they matter: those that may exceed ``row_norm``
-    computed as :func:`_dense_row_norms` computes them, 0 for those certainly within it."""
+    """The norms of a block's centred rows as far as clipping at ``row_norm`` needs them.
+
+    0 for a row certainly within ``row_norm``; ``sqrt(approx)`` for a row certainly above the clipping
+    threshold whose margin is below ``ROUNDING_SLACK / 2`` of ``approx`` (scaled by ``row_norm /
+    sqrt(approx)``, its true norm is then at most ``row_norm (1 + ROUNDING_SLACK / 4)`` plus the
+    product's rounding); the others computed as :func:`_dense_row_norms` computes them.
+    """
     rows = slice(first_row, first_row + block.shape[0])
-    within = hint.approx[rows] + hint.margin[rows] <= row_norm * row_norm  # NaN or inf: not known within
-    maybe = np.flatnonzero(~within)
+    approx, margin = hint.approx[rows], hint.margin[rows]
+    threshold = clip_threshold(row_norm)
+    within = approx + margin <= row_norm * row_norm  # NaN or inf: not known
+    above = (approx - margin > threshold * threshold) & (margin <= 0.5 * ROUNDING_SLACK * approx)
     norms = np.zeros(block.shape[0])
-    if maybe.size:  # the rows were validated in an earlier pass: no refusal here
-        norms[maybe] = _dense_row_norms(block[maybe], first_row, "dpspectral", 1.0, center)
+    norms[above] = np.maximum(np.sqrt(approx[above]), np.nextafter(threshold, np.inf))
+    rest = np.flatnonzero(~(within | above))
+    if rest.size:  # the rows were validated in an earlier pass: no refusal here
+        norms[rest] = _dense_row_norms(block[rest], first_row, "dpspectral", 1.0, center)
     return norms
 
 
@@ -477,9 +488,10 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     scaled by the bound's public power of two
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
-    Every piece is centred into one buffer (or, uncentred, added as it is) and only the rows above the
-    bound are scaled: the time taken grows with the number of rows above it (no result or report
-    states a time). The caller's array is never written."""
+    Every piece is centred into one buffer (or, uncentred, added as it is) and its rows above the bound
+    scaled (all its rows by their factors, 1 within the bound, where more than an eighth are above):
+    the time taken depends on the number of rows above it (no result or report states a time). The
+    caller's array is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     m, d = block.shape
     rows = _piece_rows(d)
@@ -489,6 +501,7 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     for a in range(0, m, rows):
         source = block[a:a + rows]
         scaled = np.flatnonzero(over[a:a + rows])
+        dense = 8 * scaled.size > source.shape[0]  # many rows to scale: every row times its factor
         if center is None and scaled.size == 0:
             sums.add_rows(source)
             continue
@@ -499,7 +512,9 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
             np.copyto(piece, source)
         else:
             np.subtract(source, center, out=piece)
-        if scaled.size:
+        if dense:
+            np.multiply(piece, factors[a:a + rows, None], out=piece)
+        elif scaled.size:
             piece[scaled] *= factors[a + scaled, None]
         sums.add_rows(piece)
 
