@@ -132,7 +132,9 @@ def test_paper_calibration_is_flagged_where_the_accountant_disagrees() -> None:
         res = dpdispca(sites, 3, epsilon=8.0, delta=0.01, row_norm=1.0, calibration="paper", random_state=0)
     assert not res.privacy.certified and res.privacy.epsilon > 12
     expected = classic_noise_multiplier(8.0, 0.01) * C_SLACK**2
-    assert res.diagnostics["noise_std"] == pytest.approx(expected, rel=1e-12)
+    # widened for the rounding of the site's scatter at the public row count (below 1e-6: docs/noise.md)
+    assert res.diagnostics["noise_std"] == pytest.approx(expected, rel=1e-6)
+    assert res.diagnostics["noise_std"] > expected
     # at epsilon = 1, delta = 0.01 the classic formula is loose enough to cover the missing sqrt(2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UncertifiedPrivacyWarning)

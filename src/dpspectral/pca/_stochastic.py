@@ -50,6 +50,7 @@ error before anything is charged.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser, validate_rows
 from ..privacy._quantile import norm_histogram
+from ..privacy._rounding import Summation, widen_projection, widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 
 __all__ = ["dp_spca", "dp_vrpca"]
@@ -322,6 +324,7 @@ class _Checked:
     clip_share: float
     n: int | None
     d: int | None
+    summation: Summation = Summation()  # how the products are summed (the rounding bound's path)
 
 
 @dataclass(frozen=True)
@@ -370,7 +373,9 @@ class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
             _check_k(inputs.k, n, d, owner)
         share = DEFAULT_CLIP_SHARE if options is None or options.share is None else options.share
         clip = None if options is None else plan_row_clip(budget, rel, C, share)
-        return _Checked(inputs, budget, rel, C, inputs.calibration, clip, share, n, d)
+        xp, _ = get_namespace_and_device(X, owner)  # a device path sums in its work dtype
+        summation = Summation() if xp is None else Summation(dtype=str(work_dtype(X, xp)).rsplit(".", 1)[-1])
+        return _Checked(inputs, budget, rel, C, inputs.calibration, clip, share, n, d, summation)
 
     def read(self, inputs: _Checked, X: Any) -> _Read:
         X = _rows_validated(X, inputs.C, inputs.inputs.on_norm_violation, self.label)
@@ -468,10 +473,16 @@ class _SPCA(_Stochastic):
         return q, T, _vrpca_block(ins.k, d, block, self.label)
 
     def _method_plan(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
-        q, T, _ = self._shape(inputs, d)
-        return _spca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, q=q,
-                          mu=float(inputs.inputs.rdp_epsilon_share), calibration=inputs.calibration,
-                          accounting=inputs.inputs.accounting, clip=inputs.clip)
+        q, T, p = self._shape(inputs, d)
+        plan, s = _spca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, q=q,
+                             mu=float(inputs.inputs.rdp_epsilon_share), calibration=inputs.calibration,
+                             accounting=inputs.inputs.accounting, clip=inputs.clip)
+        # the step's 2 A_S V: a sample of at most n rows times the orthonormal d x p V (widen_projection),
+        # doubled exactly: terms 2 C^2 sqrt(p), i.e. rows of norm sqrt(2) C
+        step = widen_projection(plan["step"], n=n, relation=inputs.relation,
+                                row_norm=math.sqrt(_G) * sensitivity_norm(inputs.C), d=d, columns=p,
+                                summation=inputs.summation)
+        return dataclasses.replace(plan, releases=(step,)), s
 
     def _noise_per_clip2(self, inputs: _Checked, plan: ReleasePlan, n: int, d: int) -> float:
         # ||Z_t||_2 per unit r^2 on A V (the step releases 2 A_S V + Z_t), over the 1/q steps of one pass
@@ -518,10 +529,11 @@ class _VRPCA(_Stochastic):
         return q, T, m, share, _vrpca_block(ins.k, d, ins.block_size, self.label)
 
     def _method_plan(self, inputs: _Checked, n: int, d: int) -> tuple[ReleasePlan, float]:
-        q, T, m, share, _ = self._shape(inputs, d)
-        return _vrpca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, n_epochs=m, q=q,
-                           full_gradient_share=share, calibration=inputs.calibration,
-                           accounting=inputs.inputs.accounting, clip=inputs.clip)
+        q, T, m, share, p = self._shape(inputs, d)
+        plan, s = _vrpca_plan(inputs.budget, inputs.relation, inputs.C, n=n, n_steps=T, n_epochs=m, q=q,
+                              full_gradient_share=share, calibration=inputs.calibration,
+                              accounting=inputs.inputs.accounting, clip=inputs.clip)
+        return _vrpca_widened(plan, inputs, n, d, p), s
 
     def _noise_per_clip2(self, inputs: _Checked, plan: ReleasePlan, n: int, d: int) -> float:
         q, _, _, _, p = self._shape(inputs, d)
@@ -984,6 +996,24 @@ def _vrpca_plan(budget: PrivacyBudget, relation: Relation, row_norm: float, *, n
     )
     step = NoisyRelease("step", "gaussian", std, delta_vr)
     return ReleasePlan("dp_vrpca", relation, tuple(events), (step,), tuple(notes)), s
+
+
+def _vrpca_widened(plan: ReleasePlan, inputs: _Checked, n: int, d: int, p: int) -> ReleasePlan:
+    """DP-VRPCA's releases widened for the rounding of their computed statistics (sums over at most the
+    public n rows of ``x x^T`` times a public d x p matrix, :func:`widen_projection`'s derivation).
+
+    The full gradient ``2 A V~ / n``: terms ``2 C^2 sqrt(p) / n``, one more rounding for the division.
+    A step's ``2 A_S (V - V~)``: the computed ``V - V~`` is public (released values), of Frobenius norm
+    at most ``sqrt(p) ||V - V~||_2 <= 2 sqrt(p)``: terms ``4 C^2 sqrt(p)``; with adaptive noise the scale
+    and sensitivity follow ``||V - V~||_2 / 2`` and so does this bound, so the widening is the same.
+    """
+    Cs = sensitivity_norm(inputs.C)
+    terms = {"full_gradient": (_G * Cs**2 * math.sqrt(p) * (1.0 + 1e-6) / n, d + 1),
+             "step": (2.0 * _G * Cs**2 * math.sqrt(p) * (1.0 + 1e-6), d)}
+    return dataclasses.replace(plan, releases=tuple(
+        widen_release(r, n=n, relation=inputs.relation, kind="products", term_bound=terms[r.name][0],
+                      summation=dataclasses.replace(inputs.summation, followed_by=terms[r.name][1]))
+        for r in plan.releases))
 
 
 def _rest_multiplier(budget: PrivacyBudget, accounting: str, clip: RowClipPlan | None) -> float:
