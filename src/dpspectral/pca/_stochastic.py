@@ -79,7 +79,7 @@ from .._constraints import (
     validated,
 )
 from .._linalg import fix_signs, orthonormalize
-from .._moments import accumulate
+from .._moments import accumulate, accumulation_dtype, summation_of
 from .._options import AdaptiveClip, folded
 from .._progress import progress
 from .._results import SubspaceResult
@@ -209,10 +209,17 @@ class _Sampler:
         return _full_product_xp(self.X, W, self.C, self.xp, self.owner, rows=rows)
 
     def on_data(self, a: np.ndarray) -> Any:
-        """A host array (the random start) on the data's device, in the dtype computed in."""
+        """A host array (the random start) on the data's device, in the dtype computed in: float64 unless
+        the noise is float (:func:`~dpspectral._moments.accumulation_dtype`: the rounding of the sums)."""
         if self.xp is None:
             return a
-        return from_numpy(a, self.xp, self.device, work_dtype(self.X, self.xp))
+        return from_numpy(a, self.xp, self.device, accumulation_dtype(self.X, self.xp))
+
+    def on_input(self, V: Any) -> Any:
+        """The result in the input's dtype (post-processing; a device path computes in float64)."""
+        if self.xp is None:
+            return V
+        return self.xp.astype(V, work_dtype(self.X, self.xp))
 
 
 def _retract(V: Any) -> Any:
@@ -373,8 +380,8 @@ class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
             _check_k(inputs.k, n, d, owner)
         share = DEFAULT_CLIP_SHARE if options is None or options.share is None else options.share
         clip = None if options is None else plan_row_clip(budget, rel, C, share)
-        xp, _ = get_namespace_and_device(X, owner)  # a device path sums in its work dtype
-        summation = Summation() if xp is None else Summation(dtype=str(work_dtype(X, xp)).rsplit(".", 1)[-1])
+        xp, _ = get_namespace_and_device(X, owner)  # a device path sums in accumulation_dtype
+        summation = Summation() if xp is None else summation_of(X, xp)
         return _Checked(inputs, budget, rel, C, inputs.calibration, clip, share, n, d, summation)
 
     def read(self, inputs: _Checked, X: Any) -> _Read:
@@ -496,7 +503,7 @@ class _SPCA(_Stochastic):
         sampler = _Sampler(rows.X, q, clip, mode, releaser, self.label)
         V = _spca_steps(rows.X, inputs.inputs.k, p, sampler, releaser, n_steps=T, scale=eta / (q * rows.n),
                         show_progress=self.show_progress, owner=self.label)
-        return V, eta
+        return sampler.on_input(V), eta
 
     def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> SubspaceResult:
         """Canonical signs; diagnostics that are public or released values."""
@@ -550,7 +557,7 @@ class _VRPCA(_Stochastic):
         V = _vrpca_epochs(rows.X, inputs.inputs.k, p, sampler, releaser, C=clip, on_norm_violation=mode,
                           n_steps=T, n_epochs=m, learning_rate=eta, adaptive=self._adaptive_noise(inputs),
                           show_progress=self.show_progress, owner=self.label)
-        return V, eta
+        return sampler.on_input(V), eta
 
     def post_process(self, inputs: _Checked, rows: _Read, released: Released, report: Any) -> SubspaceResult:
         """Canonical signs; diagnostics that are public or released values."""
@@ -706,7 +713,9 @@ def dp_spca(
     Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
     validated (finite; within C with ``on_norm_violation="raise"``) on its device before anything is
     charged, and the clipped products, the noise, the retraction and the final SVD are computed in its
-    namespace, on its device; the plan and the accountant stay on the host. The same mechanism,
+    namespace, on its device, in float64 whatever its dtype (the rounding of the sums, which the noise
+    covers, would need hundreds of times the noise in float32; the components come back in its dtype);
+    the plan and the accountant stay on the host. The same mechanism,
     sensitivities and events; the noise is drawn on the device by
     :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded device generator: the same law, a
     different stream than NumPy's; the report's ``noise_source`` is ``"seeded-device"``;
