@@ -252,3 +252,22 @@ def test_stated_site_scales_are_widened_with_their_events_unchanged() -> None:
     assert plan.release_plan.events == (dp_accounting.GaussianDpEvent(2.0 / sens),)
     _check(plan.release_plan["scatter"], sens, 2.0 / sens, _share(PUBLIC_ROWS + 2, PUBLIC_ROWS, CS**2, sens))
     assert plan.scatter_std == plan.release_plan["scatter"].scale
+
+
+def test_local_report_and_simulated_average() -> None:
+    """One user's ``w * upper(x x^T)`` (n = 1: ``h = 4``, ``T = C^2``) and the simulated server average
+    ``X^T X / n`` weighted (``h = n + 4``, terms ``C^2 / n``); one user's event, unchanged."""
+    from dpspectral.local import _gaussian
+
+    n = 300_000
+    plan = _gaussian._plan(PrivacyBudget(EPS, DELTA), "tight", 1.0, "local_gaussian", n_users=n,
+                           summation=Summation())
+    s = analytic_noise_multiplier(EPS, DELTA)
+    assert plan.events == (dp_accounting.GaussianDpEvent(s),)
+    sens = math.sqrt(2.0) * CS**2
+    _check(plan["average"], sens / n, s * math.sqrt(n), _share(n + 4, n, CS**2 / n, sens / n))
+    report = plan["report"]
+    assert report.sensitivity is not None
+    assert report.sensitivity > sens  # r = 2 gamma_4 / sqrt(2), below the float resolution of a check
+    assert _observed(report.sensitivity, sens) == pytest.approx(_share(4, 1, CS**2, sens), abs=3e-16)
+    assert report.scale / report.sensitivity == pytest.approx(s, rel=1e-15)
