@@ -271,3 +271,24 @@ def test_local_report_and_simulated_average() -> None:
     assert report.sensitivity > sens  # r = 2 gamma_4 / sqrt(2), below the float resolution of a check
     assert _observed(report.sensitivity, sens) == pytest.approx(_share(4, 1, CS**2, sens), abs=3e-16)
     assert report.scale / report.sensitivity == pytest.approx(s, rel=1e-15)
+
+
+def test_secure_aggregation_sensitivity_covers_the_sites_rounding() -> None:
+    """The secure round's ``Delta = max_s c_s sqrt(2) C^2`` plus, for the site that changes, twice the
+    rounding of its computed ``c_s upper(S_s)``: ``c_s gamma_(2 N_s + 3) N_s C^2`` (any path, the scaling
+    by ``c_s / g``); the multiplier unchanged, the grid term ``g sqrt(m)`` as before."""
+    from dpspectral.distributed._secure import quantisation
+
+    sizes = {0: 50_000, 1: 200_000, 2: 120_000}
+    total = sum(sizes.values())
+    coefficients = {s: (n / total) / n for s, n in sizes.items()}  # weights by size: c_s = 1 / N
+    d, multiplier = 6, 3.0
+    m = d * (d + 1) // 2
+    g0, plain, share0 = quantisation(coefficients, multiplier, 1.0, d, "t")
+    g, sensitivity, share = quantisation(coefficients, multiplier, 1.0, d, "t", n_samples=sizes)
+    delta = max(coefficients.values()) * math.sqrt(2.0)
+    rounding = 2 * max(c * _gamma(2 * sizes[s] + 3) * sizes[s] * CS**2 for s, c in coefficients.items())
+    assert rounding > 0 and g == g0
+    assert _observed(sensitivity - g * math.sqrt(m), delta) == pytest.approx(rounding / delta, rel=1e-4)
+    assert share / sensitivity == pytest.approx(multiplier / math.sqrt(3), rel=1e-15)
+    assert share > share0 and plain == pytest.approx(delta + g * math.sqrt(m), rel=1e-15)
