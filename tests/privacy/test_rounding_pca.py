@@ -292,3 +292,27 @@ def test_secure_aggregation_sensitivity_covers_the_sites_rounding() -> None:
     assert _observed(sensitivity - g * math.sqrt(m), delta) == pytest.approx(rounding / delta, rel=1e-4)
     assert share / sensitivity == pytest.approx(multiplier / math.sqrt(3), rel=1e-15)
     assert share > share0 and plain == pytest.approx(delta + g * math.sqrt(m), rel=1e-15)
+
+
+@pytest.mark.parametrize("relation", [Relation.REPLACE_ONE, Relation.ADD_REMOVE])
+def test_exponential_diagonal(relation: Relation) -> None:
+    """The released diagonal ``sum_i x_i * x_i`` (L1: terms ``||x||^2 <= C^2``), on the general path
+    (``h = n + 2``) at ``n`` (replace-one) or the public rows (add/remove); the Laplace event unchanged."""
+    from dpspectral.pca import _exponential as ex
+
+    inputs = ex._ExponentialInputs(
+        kind="exponential", k=2, epsilon=EPS, delta=0.0, row_norm=1.0, relation=relation.value,
+        calibration="tight", eigenvalue_share=0.2, vector_shares=None, allocation="adaptive",
+        accounting="per_direction", coordinate_share=0.1, on_norm_violation="clip", envelope="auto",
+        max_proposals=100)
+    mech = ex._Exponential("exponential")
+    checked = mech.check(inputs, [np.zeros((5, 40))])  # a list of blocks: the general path
+    n, d = 500_000, 40
+    plan = mech.plan(checked, n, d)
+    assert plan is not None
+    l1 = (2.0 if relation is Relation.REPLACE_ONE else 1.0) * CS**2
+    diagonal = plan["diagonal"]
+    event = plan.events[0]
+    assert isinstance(event, dp_accounting.LaplaceDpEvent)
+    rows = n if relation is Relation.REPLACE_ONE else PUBLIC_ROWS
+    _check(diagonal, l1, event.noise_multiplier, _share(rows + 2, rows, CS**2, l1))
