@@ -316,3 +316,22 @@ def test_exponential_diagonal(relation: Relation) -> None:
     assert isinstance(event, dp_accounting.LaplaceDpEvent)
     rows = n if relation is Relation.REPLACE_ONE else PUBLIC_ROWS
     _check(diagonal, l1, event.noise_multiplier, _share(rows + 2, rows, CS**2, l1))
+
+
+def test_learning_rate_search_validation_score() -> None:
+    """The mean captured variance over the ``n_val`` validation rows: ``h = k (2 d + 3) + n_val k +
+    blocks + 1`` (the products with W, the squares, the sums, the division), terms ``C^2 / n_val``."""
+    from dpspectral.pca import _lr_search
+
+    n, d, k = 400_000, 50, 2
+    grid = [(1, 1.0, 10.0), (1, 3.0, 10.0), (2, 10.0, 10.0)]
+    _, search = _lr_search._plan(n, d, k, budget=PrivacyBudget(EPS, DELTA), relation=Relation.REPLACE_ONE,
+                                 row_norm=1.0, C=1.0, method="private_oja", grid=grid, validation_share=0.25,
+                                 tuning="private", on_norm_violation="clip", method_params={},
+                                 owner="select_learning_rate")
+    n_val = n // 4
+    assert search.validation is not None and search.n_val == n_val
+    blocks = -(-n_val // ((1 << 22) // d))
+    sens = CS**2 / n_val
+    r = _share(k * (2 * d + 3) + n_val * k + blocks + 1, n_val, CS**2 * (1 + 1e-6) ** 2 / n_val, sens)
+    _check(search.validation["score"], sens, analytic_noise_multiplier(EPS, DELTA) * math.sqrt(len(grid)), r)
