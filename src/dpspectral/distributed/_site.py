@@ -328,7 +328,10 @@ def site_release_plan(
     -------
     Each release declares its L2 sensitivity under ``relation``: the scatter ``sqrt(2) C^2``
     (replace-one) or ``C^2`` (add/remove), the count 1 (module docstring). The events are one site's;
-    the protocol charges their parallel composition over the sites (a row is in one site only).
+    the protocol charges their parallel composition over the sites (a row is in one site only). The
+    scatter's std and sensitivity are both widened for the rounding of the computed ``S_s`` at the
+    public ``2**16`` rows (N_s is not known when the plan is made); a site whose own bound is larger
+    widens its draw further, the multiplier unchanged (docs/noise.md).
     """
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         return _paper_site_plan(budget, row_norm)

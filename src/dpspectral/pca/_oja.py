@@ -617,6 +617,10 @@ def private_oja(
     single release at C; ``AdaptiveClip(share=...)``: the histogram's share of the budget (default 0.02;
     the clip follows the balance rule, which takes no quantile). Diagnostics
     ``clip`` and ``histogram_noise_std`` with adaptive clipping.
+
+    Rounding: each step's sensitivity and noise std are both widened by ``1 + r`` for the rounding of
+    the computed clipped gradient (``r = 2 gamma_(2d + k + 6) C^2 sqrt(k) / S``, below ``1e-12`` at
+    d = 784; docs/noise.md); the multiplier alpha is unchanged.
     """
     inputs = _OjaInputs(k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
                         calibration=calibration, learning_rate_scale=learning_rate_scale,
@@ -1229,7 +1233,9 @@ def private_mean(
     -------
     Replace-one; one row moves one value in each of the p coordinate histograms (L1 shift 2
     each) and the truncated mean by at most ``Delta``. Laplace histograms with scale ``hist_scale``
-    (pure), or stable ones with ``hist_budget = (epsilon_h, delta_h)`` each.
+    (pure), or stable ones with ``hist_budget = (epsilon_h, delta_h)`` each. The mean is summed centred
+    on the released centres, every term inside the box, and its noise and ``Delta`` are widened by
+    ``1 + b gamma_(b + 3)`` for that sum's rounding (the multiplier unchanged; docs/noise.md).
     """
     hist = _coordinate_release(histogram, hist_scale, hist_budget)
     mean = _box_mean_widened(_mean_release(noise_std_per_sensitivity), gradients.shape[0])
@@ -1596,6 +1602,11 @@ def dp_pca(
     ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)])])``. Where Algorithms
     4 and 5 act, their private range estimate already adapts the noise to the gradients' spread: one
     release as above. Diagnostics ``clip`` and ``histogram_noise_std`` when it runs.
+
+    Rounding: the mean's noise and sensitivity are widened by ``1 + r`` for the rounding of the computed
+    batch mean, at the larger batch (B or the public n): the public bound's ``S / b`` (the noisy power
+    method's bound) or Algorithm 5's centred mean (:func:`private_mean`); the histograms are counts
+    (exact). The multipliers and events are unchanged (docs/noise.md).
     """
     inputs = _DpPcaInputs(
         k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
