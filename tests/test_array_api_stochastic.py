@@ -182,7 +182,7 @@ def test_sampler_draws_sample_for_sample(namespace, q):
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
 @pytest.mark.parametrize("method", METHODS, ids=lambda f: f.__name__)
-def test_float32_input_computes_in_float32(namespace, method):
+def test_float32_input_comes_back_in_float32(namespace, method):
     X = _spiked()
     kwargs = dict(epsilon=HUGE_EPSILON, delta=1e-5, row_norm=1.0, random_state=0, adaptive_clip=False,
                   block_size=K)
@@ -192,6 +192,31 @@ def test_float32_input_computes_in_float32(namespace, method):
         out = method(Xd, K, **kwargs)
     assert out.components.dtype == Xd.dtype
     _same_subspace(ref.components, to_numpy(out.components).astype(np.float64), tol=5e-3)
+
+
+@pytest.mark.parametrize("method", METHODS, ids=lambda f: f.__name__)
+def test_float32_input_is_summed_in_float64_and_planned_so(method, monkeypatch):
+    """The products are summed in float64 (their rounding, which the noise covers: docs/noise.md), and
+    the plan's widening is float64's: the same noise scales as the NumPy path's."""
+    from dpspectral.pca import _stochastic
+
+    seen = []
+    real = _stochastic._full_product_xp
+
+    def spy(X, V, *args, **kwargs):
+        seen.append(V.dtype)
+        return real(X, V, *args, **kwargs)
+
+    monkeypatch.setattr(_stochastic, "_full_product_xp", spy)
+    X = _spiked()
+    kwargs = dict(epsilon=1.0, delta=1e-5, row_norm=1.0, random_state=0, adaptive_clip=False)
+    ref = method(X, K, **kwargs)
+    with config_context(array_api_dispatch=True):
+        out = method(xps.asarray(X, dtype=xps.float32), K, **kwargs)
+    assert seen and all(dtype == xps.float64 for dtype in seen)
+    assert out.components.dtype == xps.float32
+    stds = [key for key in ("noise_std", "full_gradient_noise_std") if ref.diagnostics.get(key)]
+    assert stds and all(out.diagnostics[key] == ref.diagnostics[key] for key in stds)
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda f: f.__name__)

@@ -241,7 +241,8 @@ def test_vrpca_paper_counts_the_full_gradient_in_the_steps_units(spiked):
     std = res.diagnostics["noise_std"]
     full = res.privacy.events[0]
     assert isinstance(full, dp_accounting.SelfComposedDpEvent) and full.count == m * T
-    assert full.event.noise_multiplier == pytest.approx((std / math.sqrt(2)) / (4 * q * C**2), rel=1e-9)
+    # the reported std is widened for the rounding of the step's sum (docs/noise.md): 2e-9 here
+    assert full.event.noise_multiplier == pytest.approx((std / math.sqrt(2)) / (4 * q * C**2), rel=1e-8)
     inner = dp_accounting.GaussianDpEvent(std / math.sqrt(2) / (4 * C**2))
     sampled = dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(q, inner), m * T)
     expected = epsilon_of([dp_accounting.SelfComposedDpEvent(

@@ -822,7 +822,8 @@ def _secure_round(run: _Inputs, plan: SitePlan, adverts: list[Any], multiplier: 
     d = adverts[0].n_features
     weights = _secure_weights(adverts, run.weights)
     coefficients = {a.site: weights[a.site] / a.n_samples for a in adverts}
-    g, sensitivity, share = quantisation(coefficients, multiplier, run.row_norm, d, run.owner)
+    g, sensitivity, share = quantisation(coefficients, multiplier, run.row_norm, d, run.owner,
+                                         n_samples={a.site: a.n_samples for a in adverts})
     return SecureRound(site_plan=dataclasses.replace(plan, n_features=d),
                        share_plan=share_plan(share, sensitivity, multiplier), round_id=new_round_id(),
                        public_keys={a.site: a.public_key for a in adverts}, coefficients=coefficients, step=g)

@@ -32,7 +32,8 @@ masked messages and their sum): each message is its integer vector plus a sum of
 keyed by secrets the aggregator does not hold, so it is computationally indistinguishable from uniform
 on ``Z_{2**64}^m``; the only function of the data it can read is the sum ``T = sum_s q_s + sum_s Z_s``,
 with ``q_s = round(c_s upper(S_s) / g)``. A neighbour changes one site's rows, so ``sum_s c_s upper(S_s)``
-moves by at most ``Delta = max_s c_s sqrt(2) C^2`` in L2 (``||x x^T - y y^T||_F <= sqrt(2) C^2``), and its
+moves by at most ``Delta = max_s c_s sqrt(2) C^2`` in L2 (``||x x^T - y y^T||_F <= sqrt(2) C^2``; ``Delta``
+widened for the floating-point rounding of the computed ``c_s upper(S_s)``, :func:`quantisation`), and its
 rounding by at most ``Delta + g sqrt(m)`` (``m = D (D + 1) / 2`` coordinates, each rounded to within
 ``g / 2``). The sites' noises sum to one Gaussian of standard deviation ``sigma = s(epsilon, delta)
 (Delta + g sqrt(m))``, ``s`` the multiplier of the library's Analyze Gauss plan (the analytic Gaussian
@@ -73,8 +74,10 @@ import numpy as np
 
 from ..privacy._accounting import epsilon_of
 from ..privacy._budget import Relation
+from ..privacy._clipping import sensitivity_norm
 from ..privacy._noise import grid
 from ..privacy._pipeline import NoisyRelease, ReleasePlan
+from ..privacy._rounding import Summation, statistic_error
 from ..privacy._template import charged_elsewhere
 from ._site import (
     _REPORTABLE,
@@ -222,17 +225,25 @@ def masking_neighbours(sites: list[int], site: int, half_degree: int = MASK_HALF
 
 
 def quantisation(coefficients: dict[int, float], multiplier: float, row_norm: float, n_features: int,
-                 owner: str) -> tuple[float, float, float]:
+                 owner: str, n_samples: dict[int, int] | None = None) -> tuple[float, float, float]:
     """``(step g, sensitivity Delta + g sqrt(m), share std)`` of a round, from public inputs.
 
-    ``Delta = max_s c_s sqrt(2) C^2`` (replace-one); the pooled noise is ``multiplier (Delta + g sqrt(m))``
-    and each of the ``S'`` sites adds ``1 / sqrt(S')`` of it; ``g = grid(share std before the rounding
+    ``Delta = max_s c_s sqrt(2) C^2`` (replace-one), widened for the rounding of the computed
+    ``c_s upper(S_s)`` of the site that changes (``n_samples``: each site's public N_s): ``S_s`` summed by
+    any path, Dask's partials included (at most one per row: ``h <= 2 N_s``), then scaled by the computed
+    ``c_s / g`` (two roundings); terms ``C^2``: ``Delta + 2 max_s c_s gamma_(2 N_s + 3) N_s C^2``
+    (:mod:`dpspectral.privacy._rounding`). The pooled noise is ``multiplier (Delta + g sqrt(m))`` and
+    each of the ``S'`` sites adds ``1 / sqrt(S')`` of it; ``g = grid(share std before the rounding
     term)``, the secure noise source's grid for that scale. Refuses (``ValueError``, nothing charged)
     when the decoded sum could leave ``2**52`` grid steps (module docstring: overflow).
     """
     n_sites = len(coefficients)
     m = n_features * (n_features + 1) // 2
     delta = max(coefficients.values()) * math.sqrt(2.0) * row_norm**2
+    if n_samples is not None:
+        term = sensitivity_norm(row_norm) ** 2
+        delta += 2.0 * max(c * statistic_error(Summation(partials=n_samples[s], followed_by=2), n_samples[s],
+                                               term, kind="products") for s, c in coefficients.items())
     g = grid(multiplier * delta / math.sqrt(n_sites))
     sensitivity = delta + g * math.sqrt(m)
     share = multiplier * sensitivity / math.sqrt(n_sites)

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from .._constraints import check_choice
 from .._linalg import fix_signs
-from .._moments import accumulate
+from .._moments import accumulate, summation_of
 from .._rows import NonPrivateDataError
 from .._validation import as_generator
 from ..pca._covariance import covariance_plan
@@ -60,6 +60,7 @@ from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import classic_noise_multiplier
 from ..privacy._noise import seeded_source, seeded_source_name
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, validate_rows
+from ..privacy._rounding import Summation, rows_bound, statistic_error, widen_release, widened
 from ..privacy._template import charged_elsewhere
 
 __all__ = [
@@ -168,6 +169,7 @@ class SitePlan:
                                  "scales (scatter_std, count_std).")
             plan = _plan_from_scales(self.relation, self.row_norm, self.scatter_std, self.count_std)
             object.__setattr__(self, "release", plan)
+            object.__setattr__(self, "scatter_std", plan["scatter"].scale)  # widened for rounding
             return
         if plan.relation is not self.relation:
             raise ValueError(f"A SitePlan's release plan is for {plan.relation.value}, not "
@@ -275,7 +277,38 @@ def _plan_from_scales(relation: Relation, row_norm: float, scatter_std: float,
     if count_std is not None:
         releases.append(NoisyRelease("count", "gaussian", float(count_std), 1.0))
     events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
-    return ReleasePlan(SITE_LABEL, relation, events, tuple(releases))
+    return ReleasePlan(SITE_LABEL, relation, events, (_scatter_widened(releases[0], relation, C),)
+                       + tuple(releases[1:]))
+
+
+def _scatter_widened(release: NoisyRelease, relation: Relation, C: float) -> NoisyRelease:
+    """A site's scatter release widened for the rounding of its computed ``S_s`` as the aggregator plans
+    it, before any site has read its rows: terms ``x x^T`` of Frobenius norm ``C^2``, any grouping
+    (``h <= N_s + 1``), at :func:`~dpspectral.privacy._rounding.rows_bound` rows with N_s not known yet
+    (the public constant); a site whose own bound is larger restates it (:func:`_at_site`)."""
+    return widen_release(release, n=None, relation=relation, kind="products", term_bound=C**2)
+
+
+def _at_site(plan: SitePlan, n: int, summation: Summation) -> SitePlan:
+    """``plan`` as this site releases it: the scatter widened further where the site's own rounding
+    bound (its summation path: a Dask array's partials; its N_s where public, under replace-one) exceeds
+    the planned one (:func:`_scatter_widened`).
+
+    The noise multiplier (the charged event) is unchanged; the larger scale is a function of public
+    facts.
+    """
+    release = plan.release_plan
+    scatter = release["scatter"]
+    C = sensitivity_norm(plan.row_norm)
+    mine = statistic_error(summation, rows_bound(n, plan.relation), C**2, kind="products")
+    if scatter.sensitivity is None or mine <= statistic_error(Summation(), rows_bound(None, plan.relation),
+                                                              C**2, kind="products"):
+        return plan
+    scale, sensitivity = widened(scatter.scale, scatter.sensitivity, 2.0 * mine / scatter.sensitivity)
+    more = dataclasses.replace(scatter, scale=scale, sensitivity=sensitivity)
+    restated = dataclasses.replace(release, releases=tuple(more if r.name == "scatter" else r
+                                                           for r in release.releases))
+    return dataclasses.replace(plan, release=restated, scatter_std=scale)
 
 
 def _paper_site_plan(budget: PrivacyBudget, row_norm: float) -> ReleasePlan:
@@ -292,7 +325,8 @@ def _paper_site_plan(budget: PrivacyBudget, row_norm: float) -> ReleasePlan:
     )
     return ReleasePlan(SITE_LABEL, Relation.REPLACE_ONE,
                        (dp_accounting.GaussianDpEvent(scatter_std / frobenius),),
-                       (NoisyRelease("scatter", "gaussian", scatter_std, frobenius),), notes=(note,))
+                       (_scatter_widened(NoisyRelease("scatter", "gaussian", scatter_std, frobenius),
+                                         Relation.REPLACE_ONE, C),), notes=(note,))
 
 
 def site_release_plan(
@@ -319,7 +353,10 @@ def site_release_plan(
     -------
     Each release declares its L2 sensitivity under ``relation``: the scatter ``sqrt(2) C^2``
     (replace-one) or ``C^2`` (add/remove), the count 1 (module docstring). The events are one site's;
-    the protocol charges their parallel composition over the sites (a row is in one site only).
+    the protocol charges their parallel composition over the sites (a row is in one site only). The
+    scatter's std and sensitivity are both widened for the rounding of the computed ``S_s`` at the
+    public ``2**16`` rows (N_s is not known when the plan is made); a site whose own bound is larger
+    widens its draw further, the multiplier unchanged (docs/noise.md).
     """
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         return _paper_site_plan(budget, row_norm)
@@ -538,7 +575,7 @@ def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePaylo
         scatter, n, d = _site_scatter(data, plan, owner)
         if plan.variant == "proxy" and plan.rank > d:
             raise SiteInputError(f"{owner}: intermediate_rank={plan.rank} exceeds the {d} features.")
-        A_hat, noisy_count = release_second_moment(scatter, n, plan, seed)
+        A_hat, noisy_count = release_second_moment(scatter, n, _at_site(plan, n, summation_of(data)), seed)
         if plan.variant == "full":
             matrix = pack_upper(A_hat)
         else:

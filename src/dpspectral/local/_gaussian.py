@@ -28,6 +28,7 @@ of twice), so ``||upper(x x^T) - upper(y y^T)||_2 <= sqrt(2) C^2``, tight for ``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,7 @@ from .._constraints import (
     validated,
 )
 from .._linalg import top_k_eigh
-from .._moments import _dense_row_norms, accumulate
+from .._moments import _dense_row_norms, accumulate, summation_of
 from .._results import SubspaceResult
 from .._rows import _as_float_block, _iter_blocks, as_numeric_array, is_one_shot, n_features_of
 from .._validation import check_n_components
@@ -57,6 +58,7 @@ from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import Summation, widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, Symmetric, run
 
 __all__ = ["local_gaussian", "local_gaussian_aggregate", "local_gaussian_report"]
@@ -111,7 +113,7 @@ def _check_common(epsilon: float, delta: float, row_norm: float, owner: str) -> 
 
 
 def _plan(budget: PrivacyBudget, calibration: str, row_norm: float, owner: str,
-          n_users: int | None = None) -> ReleasePlan:
+          n_users: int | None = None, summation: Summation | None = None) -> ReleasePlan:
     """One user's Gaussian release (``"report"``), and with ``n_users`` the simulated average.
 
     The average of n reports moves by ``sqrt(2) C^2 / n`` when one user's record changes and
@@ -119,10 +121,16 @@ def _plan(budget: PrivacyBudget, calibration: str, row_norm: float, owner: str,
     """
     s, notes = _noise_multiplier(budget, calibration)
     sens = local_sensitivity(row_norm)
-    releases = [NoisyRelease("report", "gaussian", s * sens, sens)]
-    if n_users is not None:
-        releases.append(NoisyRelease("average", "gaussian", s * sens / math.sqrt(n_users),
-                                     sens / n_users))
+    term = sensitivity_norm(row_norm) ** 2  # x x^T, weighted by the isometry: Frobenius norm <= C^2
+    # one user's w * upper(x x^T): a product and the weight (n = 1, one rounding after it)
+    releases = [widen_release(NoisyRelease("report", "gaussian", s * sens, sens), n=1,
+                              relation=Relation.LOCAL, kind="products", term_bound=term,
+                              summation=Summation(followed_by=1))]
+    if n_users is not None:  # X^T X over the n users (any path), divided by n and weighted: two roundings
+        releases.append(widen_release(
+            NoisyRelease("average", "gaussian", s * sens / math.sqrt(n_users), sens / n_users), n=n_users,
+            relation=Relation.LOCAL, kind="products", term_bound=term / n_users,
+            summation=dataclasses.replace(summation or Summation(), followed_by=2)))
     return ReleasePlan(owner, Relation.LOCAL, (dp_accounting.GaussianDpEvent(s),), tuple(releases),
                        (*notes, _LOCAL_NOTE))
 
@@ -400,6 +408,7 @@ class _Checked:
     budget: PrivacyBudget
     C: float
     shape: str
+    summation: Summation = Summation()  # how the simulated average sums the users' x x^T
 
     @property
     def calibration(self) -> str:
@@ -441,14 +450,16 @@ class _LocalGaussian(Mechanism[_LocalInputs, Any]):
             d_known = n_features_of(X)
             if d_known is not None:
                 check_n_components(inputs.k, d_known, _OWNER, name="k")
-        return _Checked(inputs, budget, C, _noise_shape(inputs.noise_shape, inputs.calibration))
+        return _Checked(inputs, budget, C, _noise_shape(inputs.noise_shape, inputs.calibration),
+                        summation_of(X))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> ReleasePlan:
         k = inputs.inputs.k
         if k is not None and d is not None:
             check_n_components(k, d, _OWNER, name="k")
         n_users = n if inputs.inputs.simulate_sum and k is not None else None
-        return _plan(inputs.budget, inputs.calibration, inputs.C, inputs.inputs.owner, n_users=n_users)
+        return _plan(inputs.budget, inputs.calibration, inputs.C, inputs.inputs.owner, n_users=n_users,
+                     summation=inputs.summation)
 
     def read(self, inputs: _Checked, X: Any) -> _Read:
         """The validating pass: one record, the scatter (``simulate_sum``), or the rows alone."""

@@ -115,6 +115,7 @@ data set without the row): L1 sensitivity ``2 C^2``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,7 +139,7 @@ from .._constraints import (
     validated,
 )
 from .._linalg import fix_signs
-from .._moments import accumulate
+from .._moments import accumulate, summation_of
 from .._options import folded
 from .._results import SubspaceResult
 from .._rows import n_features_of
@@ -147,6 +148,7 @@ from ..privacy._accounting import Accountant, EpsilonDeltaDpEvent
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import Summation, widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._inputs import PcaInputs
 
@@ -934,6 +936,7 @@ class _Checked:
     k: int
     shares: np.ndarray | None
     d: int | None
+    summation: Summation = Summation()  # how the scatter is summed (the diagonal's rounding bound)
 
     @property
     def calibration(self) -> str:
@@ -955,18 +958,23 @@ class _Exponential(Mechanism[_ExponentialInputs, SubspaceResult]):
             inputs.kind, X, inputs.k, epsilon=inputs.epsilon, delta=inputs.delta,
             row_norm=inputs.row_norm, relation=inputs.relation, calibration=inputs.calibration,
             on_norm_violation=inputs.on_norm_violation, vector_shares=inputs.vector_shares)
-        return _Checked(inputs, budget, rel, C, k, shares, n_features_of(X))
+        return _Checked(inputs, budget, rel, C, k, shares, n_features_of(X), summation_of(X))
 
     def plan(self, inputs: _Checked, n: int | None, d: int | None) -> _ExponentialPlan | None:
         if d is None:  # the width of a stream is looked up before its charge
             return None
         check_n_components(inputs.k, d, self.label, name="k")
         i = inputs.inputs
-        return _plan(i.kind, k=inputs.k, d=d, epsilon=inputs.budget.epsilon, relation=inputs.relation,
+        plan = _plan(i.kind, k=inputs.k, d=d, epsilon=inputs.budget.epsilon, relation=inputs.relation,
                      calibration=i.calibration, row_norm=inputs.C,
                      eigenvalue_share=float(i.eigenvalue_share), vector_shares=inputs.shares,
                      allocation=i.allocation, accounting=i.accounting,
                      coordinate_share=float(i.coordinate_share))
+        # the diagonal sum_i x_i * x_i: terms of L1 norm ||x||^2 <= C^2, the scatter's path
+        return dataclasses.replace(plan, releases=tuple(
+            widen_release(r, n=n, relation=inputs.relation, kind="products",
+                          term_bound=sensitivity_norm(inputs.C) ** 2, summation=inputs.summation)
+            if r.name == "diagonal" else r for r in plan.releases))
 
     def read(self, inputs: _Checked, X: Any) -> Any:
         """The validating pass: the scatter of the rows clipped at C."""

@@ -53,6 +53,7 @@ from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._rounding import Summation, widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from . import _oja as oja_module
 
@@ -119,11 +120,32 @@ def learning_rate_grid(learning_rate_scale: float, learning_rate_offset: float,
     return grid
 
 
+def _score_block(d: int) -> int:
+    """Rows of X per block of :func:`_captured` (public: from d)."""
+    return max(1, (1 << 22) // max(1, d))
+
+
+def _score_widened(score: NoisyRelease, n_val: int, d: int, k: int, C: float) -> NoisyRelease:
+    """The validation score's release widened for the rounding of :func:`_captured`.
+
+    Each ``p_c = x^T w_c`` is off by at most ``gamma_d ||x||`` (``||w_c|| <= 1``), so its computed square
+    by at most ``(2 gamma_d + gamma_d^2 + u (1 + gamma_d)^2) C^2``: over the k columns of a row within
+    ``gamma_(k (2 d + 3)) C^2``; the ``n_val k`` squares (each ``<= C^2``, a row's ``<= C^2``) are summed
+    within a block (any order), each block into the total, then divided by ``n_val``: ``h = k (2 d + 3)
+    + n_val k + blocks + 1`` in all, terms ``C^2 / n_val`` (times ``1 + 1e-6`` for W's orthonormality).
+    """
+    blocks = -(-n_val // _score_block(d))
+    h = k * (2 * d + 3) + n_val * k + blocks + 1
+    return widen_release(score, n=n_val, relation=Relation.REPLACE_ONE, kind="sums",
+                         term_bound=sensitivity_norm(C) ** 2 * (1.0 + 1e-6) ** 2 / n_val,
+                         summation=Summation(followed_by=h - (n_val + 1)))
+
+
 def _captured(X: np.ndarray, W: np.ndarray, C: float, mode: NormViolation,
               owner: str = "select_learning_rate") -> float:
     """Mean of ``||W^T x_i||^2`` over clipped rows (in blocks, never modifying X)."""
     total = 0.0
-    step = max(1, (1 << 22) // max(1, X.shape[1]))
+    step = _score_block(X.shape[1])
     for a in range(0, X.shape[0], step):
         block = np.array(X[a : a + step], dtype=np.float64)
         block, _ = clip_rows(block, C, on_norm_violation=mode, copy=False, first_row=a, owner=owner)
@@ -197,8 +219,8 @@ def _plan(n: int, d: int, k: int, *, budget: PrivacyBudget, relation: Relation, 
     notes.append("Secret random train/validation split; every candidate run permutes its rows with "
                  "its own secret permutation (independent runs, composed).")
     val_std = s_val * sensitivity_norm(C) ** 2 / n_val
-    validation = ReleasePlan(f"{owner} (validation scores)", relation, (),
-                             (NoisyRelease("score", "gaussian", val_std, score_sens),))
+    validation = ReleasePlan(f"{owner} (validation scores)", relation, (), (_score_widened(
+        NoisyRelease("score", "gaussian", val_std, score_sens), n_val, d, k, C),))
     search = _Search(grid, True, n_val, run_eps, run_delta, validation)
     return ReleasePlan(owner, relation, (ParallelDpEvent([train, val_event]),), notes=tuple(notes)), search
 

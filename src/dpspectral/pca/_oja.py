@@ -108,6 +108,7 @@ from ..privacy._histogram import (
 )
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
+from ..privacy._rounding import Summation, widen_projection, widen_release
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
 from ._clip_stage import ClipStaged, with_clip_stage
 from ._inputs import PcaInputs
@@ -614,6 +615,10 @@ def private_oja(
     single release at C; ``AdaptiveClip(share=...)``: the histogram's share of the budget (default 0.02;
     the clip follows the balance rule, which takes no quantile). Diagnostics
     ``clip`` and ``histogram_noise_std`` with adaptive clipping.
+
+    Rounding: each step's sensitivity and noise std are both widened by ``1 + r`` for the rounding of
+    the computed clipped gradient (``r = 2 gamma_(2d + k + 6) C^2 sqrt(k) / S``, below ``1e-12`` at
+    d = 784; docs/noise.md); the multiplier alpha is unchanged.
     """
     inputs = _OjaInputs(k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation,
                         calibration=calibration, learning_rate_scale=learning_rate_scale,
@@ -866,11 +871,27 @@ def _private_oja_plan(budget: PrivacyBudget, relation: Relation, beta: float, so
                      "rows were shuffled here, uniformly, with the secret generator; the order is "
                      "never output.")
     # per unit eta: the step's noise std over its replace-one sensitivity (private_oja's Privacy section)
-    sens = private_oja_sensitivity(beta, source.k if len(source.parts) == 1 else 1,
-                                   sensitivity_norm(source.row_norm))
-    step = NoisyRelease(_STEP, "gaussian", sens * alpha, sens)
+    k_iter = source.k if len(source.parts) == 1 else 1
+    sens = private_oja_sensitivity(beta, k_iter, sensitivity_norm(source.row_norm))
+    step = _step_widened(NoisyRelease(_STEP, "gaussian", sens * alpha, sens), source, k_iter)
     notes += [note] if note else []
     return ReleasePlan("private_oja", relation, events, (step,), tuple(notes)), alpha
+
+
+def _step_widened(step: NoisyRelease, source: _Source, k_iter: int) -> NoisyRelease:
+    """A Private Oja step widened for the rounding of its computed gradient (one row, n = 1).
+
+    ``x (x^T W)``: each entry passes through the ``d`` roundings of ``x^T W`` and one product, its
+    entrywise absolute value of Frobenius norm at most ``C^2 sqrt(k)`` (:func:`widen_projection`'s
+    term); the gradient clip then scales it by a computed ``eta beta / ||g||`` (``||x||^2`` and
+    ``||x^T W||^2``: ``d + k`` roundings, their product, the square root, the division and the product
+    with eta, and the two products of the update: ``d + k + 6``), and the clip, 1-Lipschitz, does not
+    increase the first error: ``gamma_{2d + k + 6} C^2 sqrt(k)`` in all, i.e. ``widen_projection`` with
+    ``2 d + k + 3`` roundings after the sum of one row.
+    """
+    return widen_projection(step, n=1, relation=Relation.REPLACE_ONE,
+                            row_norm=sensitivity_norm(source.row_norm), d=2 * source.d + k_iter + 3,
+                            columns=k_iter)
 
 
 def _step_multiplier(budget: PrivacyBudget, relation: Relation, amplification: str,
@@ -1002,6 +1023,26 @@ def _mean_release(noise_std_per_sensitivity: float) -> NoisyRelease:
     """Algorithm 5's mean noise per unit sensitivity (a step scales it by its ``Delta``, a function of
     public values and of the released eigenvalue; the multiplier is what the event records)."""
     return NoisyRelease(_MEAN, "gaussian", float(noise_std_per_sensitivity), 1.0)
+
+
+def _box_mean_widened(release: NoisyRelease, b: int) -> NoisyRelease:
+    """Algorithm 5's mean release widened for the rounding of ``(1/b) sum_i (clip(g_i) - m)`` over b rows
+    (:func:`_mean_widened`): terms of half the sensitivity, two roundings after the sum."""
+    return widen_release(release, n=b, relation=Relation.REPLACE_ONE, kind="sums", term_bound=0.5,
+                         summation=Summation(followed_by=2))
+
+
+def _check_widened(releaser: Releaser, wanted: NoisyRelease) -> None:
+    """The caller's planned release ``wanted.name`` has the noise multiplier of ``wanted`` and is widened
+    at least as much (a plan widened for its largest batch serves every smaller one)."""
+    planned = releaser.plan[wanted.name]
+    assert wanted.sensitivity is not None
+    if not (planned.kind == wanted.kind and planned.sensitivity is not None
+            and planned.sensitivity >= wanted.sensitivity and planned.scale >= wanted.scale
+            and math.isclose(planned.scale / planned.sensitivity, wanted.scale / wanted.sensitivity,
+                             rel_tol=1e-12)):
+        raise RuntimeError(f"{releaser.plan.label}: release {wanted.name!r} asked as {wanted}, planned "
+                           f"as {planned}.")
 
 
 def _check_planned(releaser: Releaser, *releases: NoisyRelease) -> None:
@@ -1184,12 +1225,15 @@ def private_mean(
     -------
     Replace-one; one row moves one value in each of the p coordinate histograms (L1 shift 2
     each) and the truncated mean by at most ``Delta``. Laplace histograms with scale ``hist_scale``
-    (pure), or stable ones with ``hist_budget = (epsilon_h, delta_h)`` each.
+    (pure), or stable ones with ``hist_budget = (epsilon_h, delta_h)`` each. The mean is summed centred
+    on the released centres, every term inside the box, and its noise and ``Delta`` are widened by
+    ``1 + b gamma_(b + 3)`` for that sum's rounding (the multiplier unchanged; docs/noise.md).
     """
     hist = _coordinate_release(histogram, hist_scale, hist_budget)
-    mean = _mean_release(noise_std_per_sensitivity)
+    mean = _box_mean_widened(_mean_release(noise_std_per_sensitivity), gradients.shape[0])
     if releaser is not None:
-        _check_planned(releaser, hist, mean)
+        _check_planned(releaser, hist)
+        _check_widened(releaser, mean)
         return _truncated_mean(gradients, radius, bound, hist_budget, half_width_mult, histogram, releaser)
     p = gradients.shape[1]
     hist_event = (laplace_histogram_event(hist.scale, Relation.REPLACE_ONE) if histogram == "laplace"
@@ -1242,9 +1286,9 @@ def _truncate(G: np.ndarray, centres: np.ndarray, r: float, half_width_mult: flo
     b, p = G.shape
     h = half_width_mult * r
     low, high = centres - h, centres + h
-    clipped = np.clip(G, low, high)
+    centred = np.clip(G, low, high) - centres  # in the box around 0: their rounding is relative to h
     sens = 2.0 * h * math.sqrt(p) / b
-    mean = clipped.mean(axis=0) + releaser.gaussian(_MEAN, p) * sens
+    mean = centres + (centred.sum(axis=0) / b + releaser.gaussian(_MEAN, p) * sens)
     return mean, {"sensitivity": sens, "radius": r}
 
 
@@ -1550,6 +1594,11 @@ def dp_pca(
     ``ComposedDpEvent([GaussianDpEvent(s_h), ParallelDpEvent([GaussianDpEvent(m)])])``. Where Algorithms
     4 and 5 act, their private range estimate already adapts the noise to the gradients' spread: one
     release as above. Diagnostics ``clip`` and ``histogram_noise_std`` when it runs.
+
+    Rounding: the mean's noise and sensitivity are widened by ``1 + r`` for the rounding of the computed
+    batch mean, at the larger batch (B or the public n): the public bound's ``S / b`` (the noisy power
+    method's bound) or Algorithm 5's centred mean (:func:`private_mean`); the histograms are counts
+    (exact). The multipliers and events are unchanged (docs/noise.md).
     """
     inputs = _DpPcaInputs(
         k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
@@ -1935,7 +1984,7 @@ def _dp_pca_plan(config: _DpPcaConfig, relation: Relation, in_memory: bool, cali
                      "every batch mean is released with noise from the public bound, without "
                      "Algorithms 4 and 5.")
         return ReleasePlan("dp_pca", relation, (ParallelDpEvent([dp_accounting.GaussianDpEvent(
-            config.s_gauss)]),), (_mean_release(config.s_gauss),), tuple(notes))
+            config.s_gauss)]),), (_mean_widened(config),), tuple(notes))
     if config.histogram == "laplace":
         assert config.lap_m is not None
         event4 = laplace_histogram_event(2.0 / config.b_eps, relation)  # Laplace scale 2 / eps4
@@ -1954,8 +2003,32 @@ def _dp_pca_plan(config: _DpPcaConfig, relation: Relation, in_memory: bool, cali
                      "(truncation='always') or uses the public bound (truncation='auto').")
     releases = (_eigenvalue_release(config.b_eps),
                 _coordinate_release(config.histogram, config.hist_scale, config.stable_b),
-                _mean_release(config.s_gauss))
+                _mean_widened(config))
     return ReleasePlan("dp_pca", relation, (ParallelDpEvent([event4, event5]),), releases, tuple(notes))
+
+
+def _mean_widened(config: _DpPcaConfig) -> NoisyRelease:
+    """The batch mean's release (per unit sensitivity) widened for the rounding of its statistic: the
+    larger widening of its two forms, for a batch of at most B rows (or the public n).
+
+    The histograms need none: each row falls in one bin (one group) whatever the rounding of its
+    gradient, and counts add exactly. The public bound's mean ``S / b``, ``S = sum_i x_i (x_i^T W)``:
+    :func:`widen_projection`'s derivation (the ``d`` roundings of the product with W, one more for the
+    division by b), terms ``C^2 sqrt(p_W)`` over the sum's sensitivity ``S_pub``. Algorithm 5's mean
+    ``m + (1/b) sum_i (clip(g_i) - m)`` (the released centres m added after the noise): every term lies
+    in the box, of norm at most ``h r sqrt(p)``, half the sum's sensitivity, whatever the rounding of
+    the gradient; the subtraction and the division are two roundings: ``r = b gamma_{b + 3}``.
+    """
+    rows = config.B if config.B is not None else config.n
+    assert rows is not None  # a stream without n_samples has equal batches of B rows
+    release = _mean_release(config.s_gauss)
+    d = config.p // config.block
+    public = widen_release(release, n=rows, relation=Relation.REPLACE_ONE, kind="products",
+                           term_bound=config.grad_bound * math.sqrt(config.block) * (1.0 + 1e-6)
+                           / config.pub_sens, summation=Summation(followed_by=d + 1))
+    if not config.adaptive:
+        return public
+    return max(public, _box_mean_widened(release, rows), key=lambda r: r.scale)
 
 
 def _dp_pca_run(source: _Source, config: _DpPcaConfig, releaser: Releaser,
