@@ -49,14 +49,16 @@ Neighbours and ``n``
 --------------------
 The bound grows with ``n``. Under ``replace_one`` neighbours ``n`` is public and the bound uses it; under
 ``add_remove`` ``n`` is private, and the bound is taken at a public number of rows that depends only on
-how the statistic is summed (:func:`public_rows`): the noise scale, which the report states, must not
-depend on ``n``. For a path summed in groups in float64 it is the largest power of two up to
-``PUBLIC_ROWS = 2**28`` rows whose widening stays within ``MAX_WIDENING`` (0.5 %): ``2**28`` rows at 256
-features or more, fewer at small widths, whose groups hold more rows (``2**25`` at one feature). A path
-whose height grows with ``n`` (the device path, a sum not known to be grouped, float32) keeps
-``UNGROUPED_PUBLIC_ROWS = 2**16`` rows (a widening below ``1e-6`` in float64). Above its public number of
-rows the rounding of an add/remove release is covered only up to that many rows (a residual stated in
-``docs/noise.md``).
+public facts, how the statistic is summed and the release's bounds (:func:`public_rows`): the noise
+scale, which the report states, must not depend on ``n``. For a path summed in groups in float64 it is
+the largest power of two up to ``PUBLIC_ROWS = 2**28`` rows at which the release's widening stays within
+``MAX_WIDENING`` (0.5 %): ``2**28`` rows for ``X^T X`` at 8 features or more and for the sum of the rows
+at 16 or more (a widening of about ``2e-3`` and ``3e-3`` at 784), fewer at smaller widths, whose groups
+hold more rows (``2**25`` at one feature), and for a product with many public columns (the noisy power
+method's ``A X``). A path whose height grows with ``n`` (the device path, a sum not known to be grouped,
+float32) keeps ``UNGROUPED_PUBLIC_ROWS = 2**16`` rows (a widening below ``1e-6`` in float64). Above its
+public number of rows the rounding of an add/remove release is covered only up to that many rows (a
+residual stated in ``docs/noise.md``).
 
 The widening is always added (it costs nothing where it is small): a release of sensitivity ``Delta`` and
 noise scale ``sigma`` is drawn at ``(1 + r) Delta`` and ``(1 + r) sigma`` with
@@ -212,41 +214,40 @@ def statistic_error(summation: Summation, n: int, term_bound: float, *,
     return gamma(h, u) * n * term_bound
 
 
-def public_rows(summation: Summation | None = None) -> int:
+def public_rows(summation: Summation | None = None, kind: Kind = "sums", ratio: float = 1.0) -> int:
     """The public number of rows the bound of an add/remove release is taken at (module docstring).
 
     For a path summed in groups in float64: the largest power of two up to ``PUBLIC_ROWS`` at which the
-    widening of a release whose term is its sensitivity (the sum of the rows, counted with its longer
-    height, or ``X^T X``) stays within ``MAX_WIDENING``; for any other path (``summation`` None: not
-    known to be grouped) ``UNGROUPED_PUBLIC_ROWS``. A function of the path's public facts only.
+    widening of a release of this ``kind`` whose term bound is ``ratio`` times its sensitivity stays
+    within ``MAX_WIDENING`` (``UNGROUPED_PUBLIC_ROWS`` at the least); for any other path (``summation``
+    None: not known to be grouped) ``UNGROUPED_PUBLIC_ROWS``. A function of public facts only: the
+    path, the release's kind and its bounds.
     """
     if summation is None or not summation.grouped or summation.dtype != "float64":
         return UNGROUPED_PUBLIC_ROWS
-    return _grouped_public_rows(summation)
+    return _grouped_public_rows(summation, kind, float(ratio))
 
 
 @functools.lru_cache(maxsize=256)
-def _grouped_public_rows(summation: Summation) -> int:
-    u = unit_roundoff(summation.dtype)
+def _grouped_public_rows(summation: Summation, kind: Kind, ratio: float) -> int:
     rows = PUBLIC_ROWS
-    while rows > UNGROUPED_PUBLIC_ROWS:
-        h = max(summation.height(rows, products=False), summation.height(rows) + 1)
-        if 2.0 * gamma(h, u) * rows <= MAX_WIDENING:
-            break
+    while rows > UNGROUPED_PUBLIC_ROWS and 2.0 * statistic_error(summation, rows, ratio,
+                                                                  kind=kind) > MAX_WIDENING:
         rows //= 2
     return rows
 
 
-def rows_bound(n: int | None, relation: Relation, summation: Summation | None = None) -> int:
+def rows_bound(n: int | None, relation: Relation, summation: Summation | None = None, *,
+               kind: Kind = "sums", ratio: float = 1.0) -> int:
     """The number of rows the bound is taken at (module docstring, "Neighbours and ``n``").
 
     ``replace_one`` (``n`` public): ``n``; ``add_remove`` (``n`` private) or ``n`` None (a stream not
-    read yet; its plan is restated with ``n``): :func:`public_rows` of ``summation``, a function of the
-    code path only, so that nothing of the noise's scale (which the report states) depends on the
-    private ``n``.
+    read yet; its plan is restated with ``n``): :func:`public_rows` of ``summation``, ``kind`` and
+    ``ratio`` (the term bound over the sensitivity), a function of public facts only, so that nothing
+    of the noise's scale (which the report states) depends on the private ``n``.
     """
     if n is None or not relation.n_is_public:
-        return public_rows(summation)
+        return public_rows(summation, kind, ratio)
     return max(int(n), 1)
 
 
@@ -259,7 +260,8 @@ def rounding_share(summation: Summation, n: int | None, relation: Relation, term
     """
     if not sensitivity > 0:
         return 0.0
-    err = statistic_error(summation, rows_bound(n, relation, summation), term_bound, kind=kind)
+    rows = rows_bound(n, relation, summation, kind=kind, ratio=term_bound / sensitivity)
+    err = statistic_error(summation, rows, term_bound, kind=kind)
     return 2.0 * err / sensitivity
 
 
