@@ -82,9 +82,9 @@ def summation_of(X: Any, xp: Any = None) -> Summation:
     On the CPU every row, dense or sparse, in memory or streamed, is summed in groups
     (:class:`_Groups`: at most :func:`gram_block_rows` rows each, closed at ``_SUMMED_APART``); a stream
     whose width is not known before it is read at the most rows a group can hold at any width (one
-    feature). A Dask array's row chunks are each summed so, to a partial, and the partials added pairwise
-    (:func:`_accumulate_dask`). A device path (``xp``) adds each block to the totals, in
-    :func:`accumulation_dtype`.
+    feature). A Dask array's row chunks are each summed so, to a partial, and the partials added in a
+    tree of combines of at most ``_SPLIT_EVERY`` (:func:`_accumulate_dask`). A device path (``xp``) adds
+    each block to the totals, in :func:`accumulation_dtype`.
     """
     if xp is not None:
         return Summation(dtype=str(accumulation_dtype(X, xp)).rsplit(".", 1)[-1])
@@ -93,7 +93,7 @@ def summation_of(X: Any, xp: Any = None) -> Summation:
         d = int(X[0].shape[1])  # a list of blocks: its width is the first block's
     grouped = Summation(block_rows=gram_block_rows(1 if d is None else d), group_rows=_SUMMED_APART)
     if is_dask_array(X):
-        return dataclasses.replace(grouped, partials=int(X.numblocks[0]), tree=True)
+        return dataclasses.replace(grouped, partials=int(X.numblocks[0]), tree=_SPLIT_EVERY)
     return grouped
 
 
@@ -233,9 +233,9 @@ def _accumulate_dask(
 ) -> Moments:
     """The moments of a Dask array: one task per row block computes the block's packed partial
     (counts, sum, upper triangle of ``X^T X`` of its clipped rows, the norm counts with
-    ``norm_edges``), and Dask sums the partials in a tree
-    (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
-    Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
+    ``norm_edges``), and Dask sums the partials in a tree (``split_every=4``: each combine adds at most 4
+    partials). It runs on the active scheduler (an active ``distributed.Client``, else Dask's default);
+    what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
     block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
     check_numeric_layout(X, owner, what="a Dask array")  # numeric, 2-D (no shape quoted: n is private)
     check_dask_columns(X)
@@ -249,9 +249,9 @@ def _accumulate_dask(
         _block_partial, center, float(row_norm), want_sum, want_second, norm_edges,
         chunks=((1,) * X.numblocks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)),
     )
-    # pairwise (split_every=2, whatever Dask's default): each term passes through ceil(log2 p) additions
-    # of partials (dpspectral.privacy._rounding.Summation, ``tree``)
-    total = np.asarray(partials.sum(axis=0, split_every=2).compute())
+    # in a tree of combines of at most _SPLIT_EVERY partials, whatever Dask's configuration (the rounding
+    # bound counts its height: dpspectral.privacy._rounding.Summation, ``tree``)
+    total = np.asarray(partials.sum(axis=0, split_every=_SPLIT_EVERY).compute())
     n, n_over, n_bad = (int(round(v)) for v in total[:3])
     if n_bad:
         raise not_finite_error(owner)
@@ -312,6 +312,10 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
         out[0, 3 + (d if want_sum else 0):width] = second[np.triu_indices(d)]
     return out
 
+
+#: A Dask array's partials are added in a tree of combines of at most this many (Dask's ``split_every``,
+#: set whatever Dask's configuration: the rounding bound counts the tree's height).
+_SPLIT_EVERY = 4
 
 #: :func:`_add_clipped` scales and adds the rows in pieces of about this many entries (2 MB of float64,
 #: cache-sized; at least 1024 rows): at d <= 200 1.3-1.6x faster than one scaled copy of a whole

@@ -172,9 +172,10 @@ def test_sparse_and_streamed_input_are_widened_at_the_grouped_height():
     assert widening == pytest.approx(stream, rel=1e-6) and stream <= MAX_WIDENING
 
 
-def test_dask_partials_are_added_pairwise():
-    """Dask: each chunk summed in groups, then the p partials pairwise: ceil(log2 max(p, n)) + 1
-    additions more; the computed Gram within that bound of the exact one (rows scaled to integers)."""
+def test_dask_partials_are_added_in_a_tree():
+    """Dask: each chunk summed in groups, then the p partials in a tree of combines of at most 4:
+    3 ceil(log4 max(p, n)) + 1 additions more, whatever Dask's configured split_every; the computed
+    Gram within that bound of the exact one."""
     da = pytest.importorskip("dask.array")
     import dask
 
@@ -184,10 +185,12 @@ def test_dask_partials_are_added_pairwise():
     X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
     chunked = da.from_array(X, chunks=(16, d))  # 256 partials
     summation = summation_of(chunked)
-    assert summation.tree and summation.partials == 256
-    assert summation.height(n) == n + 1 + 12 + 1  # groups larger than n: any order, then log2(4096) + 1
+    assert summation.tree == 4 and summation.partials == 256
+    assert summation.height(n) == n + 1 + 3 * 6 + 1  # groups larger than n: any order, then 4**6 = 4096
     with dask.config.set(scheduler="synchronous"):
         second = accumulate(chunked, row_norm=1.0).second
+        with dask.config.set(split_every=64):  # the tree is the library's, not the configuration's
+            assert np.array_equal(accumulate(chunked, row_norm=1.0).second, second)
     rows = [[Fraction(float(v)) for v in row] for row in X]
     error = math.sqrt(sum(float(Fraction(float(second[i, j])) - sum(r[i] * r[j] for r in rows)) ** 2
                           for i in range(d) for j in range(d)))

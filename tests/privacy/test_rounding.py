@@ -134,8 +134,9 @@ def test_heights_of_the_paths():
     assert Summation(block_rows=5000).height(1000) == 1001  # never above the general bound
     assert Summation(followed_by=15).height(1000) == 1016  # then a product with a public 15-row matrix
     assert Summation(block_rows=150, group_rows=100).height(1000) == 160  # fewer than n / s groups
-    assert Summation(partials=8, tree=True).height(1000) == 1001 + 10 + 1  # pairwise: ceil(log2 1000) + 1
-    assert Summation(partials=3000, tree=True).height(1000) == 1001 + 12 + 1  # ceil(log2 3000) + 1
+    assert Summation(partials=8, tree=2).height(1000) == 1001 + 10 + 1  # pairwise: ceil(log2 1000) + 1
+    assert Summation(partials=3000, tree=2).height(1000) == 1001 + 12 + 1  # ceil(log2 3000) + 1
+    assert Summation(partials=8, tree=4).height(1000) == 1001 + 3 * 5 + 1  # 3 additions a level, 4**5 > 1000
 
 
 def test_the_paths_of_the_inputs():
@@ -148,7 +149,7 @@ def test_the_paths_of_the_inputs():
     assert summation_of(X).group_rows == 2**14  # a group is closed once it holds 2**14 rows
     dask_array = pytest.importorskip("dask.array")
     assert summation_of(dask_array.zeros((100, 4), chunks=(10, 4))) == Summation(
-        partials=10, block_rows=2**14 + 2**18 // 4, group_rows=2**14, tree=True)
+        partials=10, block_rows=2**14 + 2**18 // 4, group_rows=2**14, tree=4)
 
 
 def test_the_grouped_gram_is_within_its_bound():

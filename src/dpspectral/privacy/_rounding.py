@@ -37,9 +37,10 @@ The height ``h`` of each computation path (:class:`Summation`):
   for ``X^T X`` ``h <= b + ceil(n / s)``, for the sum of the rows, counted twice over the group,
   ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so.
 * **Dask partials**: each of the ``p`` row chunks summed in groups as above, to a partial, then the
-  partials added pairwise (a binary tree, ``split_every=2``): ``ceil(log2 p) + 1`` additions more
-  (counted at ``max(p, n)`` partials, so that a bound taken at a public ``n`` does not depend on how
-  the rows are chunked); partials added in an order not known: ``p - 1``.
+  partials added in a tree whose combines take at most ``f`` partials each (``split_every=4``): at most
+  ``f - 1`` additions at each of its ``ceil(log_f p)`` levels, and one more for slack (counted at
+  ``max(p, n)`` partials, so that a bound taken at a public ``n`` does not depend on how the rows are
+  chunked); partials added in an order not known: ``p - 1``.
 * **a sum then multiplied by a public matrix** (the noisy power method's ``A X``, ``X`` with ``d`` rows
   and orthonormal columns, the same for both neighbours): each term ``x_i x_i^T X`` passes through ``d``
   more roundings, and in the Frobenius norm ``|| |x| |x|^T |X| ||_F <= ||x||^2 ||X||_F``, so
@@ -164,9 +165,10 @@ class Summation:
     group_rows : int or None
         The fewest rows of every group but the last (a group is added to the total once it holds this
         many): fewer than ``ceil(n / s)`` groups. None: ``block_rows``.
-    tree : bool
-        Whether the ``partials`` are added pairwise (a binary tree: ``ceil(log2 p) + 1`` additions,
-        counted at ``max(p, n)`` partials); otherwise in any order (``p - 1``).
+    tree : int
+        The most partials each combine of the tree that adds the ``partials`` takes (Dask's
+        ``split_every``): ``(tree - 1) ceil(log_tree p) + 1`` additions, counted at ``max(p, n)``
+        partials; 0: added in any order (``p - 1``).
     """
 
     dtype: str = "float64"
@@ -174,7 +176,7 @@ class Summation:
     block_rows: int | None = None
     followed_by: int = 0
     group_rows: int | None = None
-    tree: bool = False
+    tree: int = 0
 
     @property
     def grouped(self) -> bool:
@@ -192,8 +194,18 @@ class Summation:
             h = min(h, (1 if products else 2) * b + -(-n // s))
         p = max(int(self.partials), 1)
         if p > 1:
-            h += (max(p, n) - 1).bit_length() + 1 if self.tree else p - 1  # ceil(log2 max(p, n)) + 1
+            h += _tree_height(max(p, n), int(self.tree)) if self.tree > 1 else p - 1
         return h + max(int(self.followed_by), 0)
+
+
+def _tree_height(leaves: int, fan_in: int) -> int:
+    """``(fan_in - 1) ceil(log_fan_in leaves) + 1``: the most additions a leaf passes through in a tree
+    whose nodes add at most ``fan_in`` children each, in any order, plus one for slack."""
+    levels = 0
+    while leaves > 1:
+        leaves = -(-leaves // fan_in)
+        levels += 1
+    return (fan_in - 1) * levels + 1
 
 
 def statistic_error(summation: Summation, n: int, term_bound: float, *,
