@@ -343,10 +343,10 @@ class _Groups:
     """The sum of the clipped rows and the upper triangle of their ``X^T X`` (Fortran-ordered), summed in
     groups of rows.
 
-    Each group's pieces (dense or sparse, of at most :func:`_piece_rows` rows) go into buffers that start
-    from zero (a piece's sum, its ``B^T B``); a group of ``_SUMMED_APART`` rows or more is then added to
-    the totals (the first group is summed in the totals themselves, so a data set of one group needs no
-    second buffer). A group so holds fewer than :func:`gram_block_rows` rows.
+    Each group's pieces (dense, of at most :func:`_piece_rows` rows, or sparse, up to the group's end) go
+    into buffers that start from zero (a piece's sum, its ``B^T B``); a group of ``_SUMMED_APART`` rows or
+    more is then added to the totals (the first group is summed in the totals themselves, so a data set
+    of one group needs no second buffer). A group so holds fewer than :func:`gram_block_rows` rows.
     """
 
     def __init__(self, d: int, want_sum: bool, want_second: bool) -> None:
@@ -408,13 +408,15 @@ class _Groups:
 
 
 def _add_sparse(block: sp.csr_matrix, sums: _Groups) -> None:
-    """Add the clipped rows of a sparse block to ``sums`` in pieces of :func:`_piece_rows` rows, as the
-    dense rows are: each piece's sum and ``B^T B`` (both triangles) into its group."""
-    rows = _piece_rows(block.shape[1])
-    for a in range(0, block.shape[0], rows):
-        piece = block[a:a + rows]
+    """Add the clipped rows of a sparse block to ``sums`` in groups, as the dense rows are: the block cut
+    where its group closes (at ``_SUMMED_APART`` rows, so a group holds no more), each piece's sum and
+    ``B^T B`` (both triangles, made dense once per piece) into its group."""
+    a, m = 0, block.shape[0]
+    while a < m:
+        piece = block[a:a + min(m - a, _SUMMED_APART - sums.rows)]  # the rows left in this group, at most
         sums.add_piece(np.asarray(piece.sum(axis=0)).ravel() if sums.sum is not None else None,
                        (piece.T @ piece).toarray() if sums.second is not None else None, piece.shape[0])
+        a += piece.shape[0]
 
 
 def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,
