@@ -164,7 +164,7 @@ class Summation:
         (``A X`` with ``X`` of ``d`` rows: ``d`` more, a product and ``d - 1`` additions); 0 otherwise.
     group_rows : int or None
         The fewest rows of every group but the last (a group is added to the total once it holds this
-        many): fewer than ``ceil(n / s)`` groups. None: ``block_rows``.
+        many): at most ``ceil(n / s)`` groups. None: ``block_rows``.
     tree : int
         The most partials each combine of the tree that adds the ``partials`` takes (Dask's
         ``split_every``): ``(tree - 1) ceil(log_tree p) + 1`` additions, counted at ``max(p, n)``
