@@ -25,6 +25,7 @@ from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE, at_clip, plan_row_c
 from dpspectral.privacy._budget import PrivacyBudget, Relation
 from dpspectral.privacy._gaussian import analytic_noise_multiplier
 from dpspectral.privacy._pipeline import NoisyRelease, ReleasePlan
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 EPS, DELTA = 1.0, 1e-6
 
@@ -86,9 +87,11 @@ def test_noisy_power_draws_the_planned_noise_at_the_released_clip(relation, c):
     hist_sens = math.sqrt(2.0) if relation == "replace_one" else 1.0
     assert g.draws[0][0] == pytest.approx(s_h * hist_sens)  # the norm histogram
     step = s * c * (r * (1 + 1e-10)) ** 2  # sensitivity at the released clip (rounding slack)
-    # widened for the rounding of the computed A X by at most 1e-5 relative (docs/noise.md)
-    assert g.draws[1:] == [(pytest.approx(step, rel=1e-5), (10, 3))] * 4
-    assert 1 <= res.diagnostics["noise_std"] / step <= 1 + 1e-5
+    # widened for the rounding of the computed A X by at most 1e-5 relative at a public n, 0.5 % at the
+    # public rows of an add/remove release (docs/noise.md)
+    widening = 1e-5 if relation == "replace_one" else MAX_WIDENING
+    assert g.draws[1:] == [(pytest.approx(step, rel=widening), (10, 3))] * 4
+    assert 1 <= res.diagnostics["noise_std"] / step <= 1 + widening
 
 
 def test_noisy_power_clip_stays_at_the_bound_for_unit_rows():

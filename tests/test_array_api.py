@@ -22,6 +22,7 @@ import dpspectral
 from dpspectral import DPPCA, Accountant, analyze_gauss, mod_sulq, noisy_power, to_numpy, wishart
 from dpspectral._array_api import config_context
 from dpspectral.privacy._device_noise import DeviceNoise
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 xps = pytest.importorskip("array_api_strict")
 
@@ -95,8 +96,10 @@ def test_zero_noise_limit_same_components_and_report(namespace, method, options)
     assert out.privacy.delta == ref.privacy.delta
     assert out.privacy.noise_source == "exact" and ref.privacy.noise_source == "exact"
     assert out.diagnostics.get("clip") == ref.diagnostics.get("clip")  # the same released clip
-    # the same multiplier; the scale differs only by each path's rounding widening (docs/noise.md)
-    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=1e-6)
+    # the same multiplier; the scale differs only by each path's rounding widening (docs/noise.md: under
+    # add/remove the CPU path's, summed in groups, at up to 2**28 public rows, within 0.5 %)
+    widening = MAX_WIDENING if options.get("relation") == "add_remove" else 1e-6
+    assert out.diagnostics["noise_std"] == pytest.approx(ref.diagnostics["noise_std"], rel=widening)
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)

@@ -21,6 +21,7 @@ from dpspectral import (
 )
 from dpspectral._moments import accumulate
 from dpspectral.privacy import analytic_noise_multiplier, classic_noise_multiplier, epsilon_of
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
 
@@ -128,7 +129,8 @@ def test_noise_std_matches_the_derivation():
     ar = analyze_gauss(X, 1, relation="add_remove", random_state=0, adaptive_clip=False, **KW)
     paper = analyze_gauss(X, 1, calibration="paper", epsilon=0.5, delta=1e-6, row_norm=2.0)
     assert r1.diagnostics["noise_std"] == pytest.approx(s * math.sqrt(2))
-    assert ar.diagnostics["noise_std"] == pytest.approx(s)
+    # add/remove: widened for the rounding of X^T X at the public rows of its path (at most 0.5 %)
+    assert s < ar.diagnostics["noise_std"] <= s * (1 + MAX_WIDENING)
     assert paper.diagnostics["noise_std"] == pytest.approx(
         math.sqrt(2 * math.log(1.25e6)) / 0.5 * math.sqrt(2) * 4.0
     )

@@ -14,6 +14,7 @@ from dpspectral import Accountant, BudgetExceededError, UncertifiedPrivacyWarnin
 from dpspectral.datasets import spiked_covariance
 from dpspectral.pca._power import noisy_power
 from dpspectral.privacy import analytic_noise_multiplier, epsilon_of
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 KW = dict(epsilon=1.0, delta=1e-6, row_norm=1.0)
 
@@ -113,8 +114,10 @@ def test_tight_noise_matches_a_direct_accountant_query(relation, sens, n_iter, s
     assert res.privacy.epsilon == pytest.approx(direct) and res.privacy.certified
     # Reference: L Gaussian releases of multiplier s are exactly one of multiplier s / sqrt(L).
     assert s == pytest.approx(math.sqrt(n_iter) * analytic_noise_multiplier(eps, delta), rel=1e-6)
-    # widened for the rounding of the computed A X by a relative 1e-5 at most (docs/noise.md)
-    assert 1 <= res.diagnostics["noise_std"] / (s * sens * C**2) <= 1 + 1e-5
+    # widened for the rounding of the computed A X by a relative 1e-5 at most at a public n, 0.5 % at the
+    # public rows of an add/remove release (docs/noise.md)
+    widening = 1e-5 if relation == "replace_one" else MAX_WIDENING
+    assert 1 <= res.diagnostics["noise_std"] / (s * sens * C**2) <= 1 + widening
     assert res.n_samples == (1500.0 if relation == "replace_one" else None)
 
 
@@ -216,7 +219,8 @@ def test_the_noise_drawn_is_the_planned_noise(relation, sens, spiked):
                           block_size=4, random_state=g, adaptive_clip=False)
     s = res.diagnostics["noise_multiplier"]
     assert s == pytest.approx(math.sqrt(6) * analytic_noise_multiplier(0.5, 1e-6))
-    assert g.draws == [(pytest.approx(s * sens * 1.5**2), (15, 4))] * 6
+    widening = 1e-6 if relation == "replace_one" else MAX_WIDENING  # add/remove: at the public rows
+    assert g.draws == [(pytest.approx(s * sens * 1.5**2 * (1 + widening / 2), rel=widening / 2), (15, 4))] * 6
 
 
 def test_matches_a_brute_force_reference_given_the_same_random_stream(spiked):

@@ -12,6 +12,7 @@ private by itself: the callers add noise to what is returned.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,21 +126,24 @@ def accumulation_dtype(X: Any, xp: Any) -> Any:
 
 
 def summation_of(X: Any, xp: Any = None) -> Summation:
-    """How :func:`accumulate` sums the rows of ``X`` (public: the input's kind, never its values).
+    """How :func:`accumulate` sums the rows of ``X`` (public: the input's kind and width, never its values).
 
-    A dense array in memory (or memory-mapped) has its ``X^T X`` summed in groups of rows
-    (:class:`_Groups`); a Dask array's row chunks too, each to a partial, then the partials in a tree; a
-    sparse matrix or a stream of blocks (sparse or dense) in float64 by any grouping; a device path in
-    :func:`accumulation_dtype`.
+    On the CPU every row, dense or sparse, in memory or streamed, is summed in groups
+    (:class:`_Groups`: at most :func:`gram_block_rows` rows each, closed at ``_SUMMED_APART``); a stream
+    whose width is not known before it is read at the most rows a group can hold at any width (one
+    feature). A Dask array's row chunks are each summed so, to a partial, and the partials added in a
+    tree of combines of at most ``_SPLIT_EVERY`` (:func:`_accumulate_dask`). A device path (``xp``) adds
+    each block to the totals, in :func:`accumulation_dtype`.
     """
     if xp is not None:
         return Summation(dtype=str(accumulation_dtype(X, xp)).rsplit(".", 1)[-1])
     d = n_features_of(X)
+    if d is None and isinstance(X, (list, tuple)) and X and len(getattr(X[0], "shape", ())) == 2:
+        d = int(X[0].shape[1])  # a list of blocks: its width is the first block's
+    grouped = Summation(block_rows=gram_block_rows(1 if d is None else d), group_rows=_SUMMED_APART)
     if is_dask_array(X):
-        return Summation(partials=int(X.numblocks[0]), block_rows=None if d is None else gram_block_rows(d))
-    if isinstance(X, np.ndarray) and d is not None:
-        return Summation(block_rows=gram_block_rows(d))
-    return Summation()
+        return dataclasses.replace(grouped, partials=int(X.numblocks[0]), tree=_SPLIT_EVERY)
+    return grouped
 
 
 def needs_two_passes_ok(X: Any) -> bool:
@@ -252,8 +256,7 @@ def accumulate(
                                        copy=True, first_row=first_row, owner=owner)
             n_clipped += clipped
             assert sums is not None
-            sums.add_block(np.asarray(block.sum(axis=0)).ravel() if want_sum else None,
-                           (block.T @ block).toarray() if want_second else None)
+            _add_sparse(sp.csr_matrix(block), sums)
             continue
         if norm_hint is not None and scale == 1.0:
             norms = _hinted_norms(block, first_row, norm_hint, row_norm, shift)
@@ -318,9 +321,9 @@ def _accumulate_dask(
 ) -> Moments:
     """The moments of a Dask array: one task per row block computes the block's packed partial
     (counts, sum, upper triangle of ``X^T X`` of its clipped rows, the norm counts with
-    ``norm_edges``), and Dask sums the partials in a tree
-    (``split_every``, default 4). It runs on the active scheduler (an active ``distributed.Client``, else
-    Dask's default); what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
+    ``norm_edges``), and Dask sums the partials in a tree (``split_every=4``: each combine adds at most 4
+    partials). It runs on the active scheduler (an active ``distributed.Client``, else Dask's default);
+    what moves between workers is one partial of ``3 + d + d (d + 1) / 2`` floats per
     block. Row blocks of unknown size (NaN row chunks) are fine; an unknown width is refused."""
     check_numeric_layout(X, owner, what="a Dask array")  # numeric, 2-D (no shape quoted: n is private)
     check_dask_columns(X)
@@ -334,7 +337,9 @@ def _accumulate_dask(
         _block_partial, center, float(row_norm), want_sum, want_second, norm_edges,
         chunks=((1,) * X.numblocks[0], (width,)), dtype=np.float64, meta=np.empty((0, 0)),
     )
-    total = np.asarray(partials.sum(axis=0).compute())
+    # in a tree of combines of at most _SPLIT_EVERY partials, whatever Dask's configuration (the rounding
+    # bound counts its height: dpspectral.privacy._rounding.Summation, ``tree``)
+    total = np.asarray(partials.sum(axis=0, split_every=_SPLIT_EVERY).compute())
     n, n_over, n_bad = (int(round(v)) for v in total[:3])
     if n_bad:
         raise not_finite_error(owner)
@@ -396,6 +401,10 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
     return out
 
 
+#: A Dask array's partials are added in a tree of combines of at most this many (Dask's ``split_every``,
+#: set whatever Dask's configuration: the rounding bound counts the tree's height).
+_SPLIT_EVERY = 4
+
 #: :func:`_add_clipped` scales and adds the rows in pieces of about this many entries (2 MB of float64,
 #: cache-sized; at least 1024 rows): at d <= 200 1.3-1.6x faster than one scaled copy of a whole
 #: 128 MB block, at d >= 500 within 5 % (docs/benchmarks/scaling.md).
@@ -422,10 +431,10 @@ class _Groups:
     """The sum of the clipped rows and the upper triangle of their ``X^T X`` (Fortran-ordered), summed in
     groups of rows.
 
-    Each group's pieces go into buffers that start from zero (a piece's sum, a BLAS rank-k update); a
-    group of ``_SUMMED_APART`` rows or more is then added to the totals (the first group is summed in the
-    totals themselves, so a data set of one group needs no second buffer). A sparse block's sum and
-    ``B^T B`` are added to the totals directly.
+    Each group's pieces (dense, of at most :func:`_piece_rows` rows, or sparse, up to the group's end) go
+    into buffers that start from zero (a piece's sum, its ``B^T B``); a group of ``_SUMMED_APART`` rows or
+    more is then added to the totals (the first group is summed in the totals themselves, so a data set
+    of one group needs no second buffer). A group so holds fewer than :func:`gram_block_rows` rows.
     """
 
     def __init__(self, d: int, want_sum: bool, want_second: bool) -> None:
@@ -446,16 +455,21 @@ class _Groups:
             # (docs/benchmarks/speed.md). A term passes through at most the piece's rows of additions in
             # the product, then one per piece of its group: fewer than the group's rows.
             second += piece.T @ piece
-        self.rows += piece.shape[0]
+        self._count(piece.shape[0])
+
+    def add_piece(self, piece_sum: np.ndarray | None, product: np.ndarray | None, rows: int) -> None:
+        """Add the sum and the whole ``B^T B`` of a sparse piece of ``rows`` clipped rows."""
+        total, second = (self.sum, self.second) if self.parts is None else self.parts
+        if total is not None and piece_sum is not None:
+            total += piece_sum
+        if second is not None and product is not None:
+            second += product
+        self._count(rows)
+
+    def _count(self, rows: int) -> None:
+        self.rows += rows
         if self.rows >= _SUMMED_APART:
             self._close_group()
-
-    def add_block(self, block_sum: np.ndarray | None, product: np.ndarray | None) -> None:
-        """Add a sparse block's sum and whole ``B^T B`` to the totals."""
-        if self.sum is not None and block_sum is not None:
-            self.sum += block_sum
-        if self.second is not None and product is not None:
-            self.second += product
 
     def _close_group(self) -> None:
         if self.parts is None:  # the first group is in the totals: buffers for the next ones
@@ -479,6 +493,18 @@ class _Groups:
             self._add_parts()
             self.rows = 0
         return self.sum, self.second
+
+
+def _add_sparse(block: sp.csr_matrix, sums: _Groups) -> None:
+    """Add the clipped rows of a sparse block to ``sums`` in groups, as the dense rows are: the block cut
+    where its group closes (at ``_SUMMED_APART`` rows, so a group holds no more), each piece's sum and
+    ``B^T B`` (both triangles, made dense once per piece) into its group."""
+    a, m = 0, block.shape[0]
+    while a < m:
+        piece = block[a:a + min(m - a, _SUMMED_APART - sums.rows)]  # the rows left in this group, at most
+        sums.add_piece(np.asarray(piece.sum(axis=0)).ravel() if sums.sum is not None else None,
+                       (piece.T @ piece).toarray() if sums.second is not None else None, piece.shape[0])
+        a += piece.shape[0]
 
 
 def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,

@@ -8,11 +8,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dpspectral._moments import accumulate, summation_of
 from dpspectral.privacy._budget import Relation
 from dpspectral.privacy._rounding import (
     PUBLIC_ROWS,
+    UNGROUPED_PUBLIC_ROWS,
     Summation,
     gamma,
     rounding_share,
@@ -131,16 +133,23 @@ def test_heights_of_the_paths():
     assert Summation(block_rows=100).height(1000, products=False) == 210  # sums of rows: pieces first
     assert Summation(block_rows=5000).height(1000) == 1001  # never above the general bound
     assert Summation(followed_by=15).height(1000) == 1016  # then a product with a public 15-row matrix
+    assert Summation(block_rows=150, group_rows=100).height(1000) == 160  # fewer than n / s groups
+    assert Summation(partials=8, tree=2).height(1000) == 1001 + 10 + 1  # pairwise: ceil(log2 1000) + 1
+    assert Summation(partials=3000, tree=2).height(1000) == 1001 + 12 + 1  # ceil(log2 3000) + 1
+    assert Summation(partials=8, tree=4).height(1000) == 1001 + 3 * 5 + 1  # 3 additions a level, 4**5 > 1000
 
 
 def test_the_paths_of_the_inputs():
     X = np.zeros((10, 784))
     assert summation_of(X).block_rows == 2**14 + 1024  # dense in memory: groups of X^T X summed apart
     assert summation_of(np.zeros((10, 3))).block_rows == 2**14 + 2**18 // 3  # pieces of 2**18 entries
-    assert summation_of([X, X]).block_rows is None  # a list or a stream: any blocks (sparse ones too)
+    assert summation_of([X, X]).block_rows == 2**14 + 1024  # a list of blocks: the first block's width
+    assert summation_of(iter([X])).block_rows == 2**14 + 2**18  # a stream: the width not known yet
+    assert summation_of(sp.csr_matrix(X)).block_rows == 2**14 + 1024  # sparse rows: grouped as well
+    assert summation_of(X).group_rows == 2**14  # a group is closed once it holds 2**14 rows
     dask_array = pytest.importorskip("dask.array")
     assert summation_of(dask_array.zeros((100, 4), chunks=(10, 4))) == Summation(
-        partials=10, block_rows=2**14 + 2**18 // 4)
+        partials=10, block_rows=2**14 + 2**18 // 4, group_rows=2**14, tree=4)
 
 
 def test_the_grouped_gram_is_within_its_bound():
@@ -170,11 +179,16 @@ def test_the_grouped_gram_is_within_its_bound():
 
 
 def test_rows_bound_under_each_relation():
+    grouped = summation_of(np.zeros((2, 784)))
     assert rows_bound(60_000, Relation.REPLACE_ONE) == 60_000  # public n
-    assert rows_bound(10, Relation.ADD_REMOVE) == PUBLIC_ROWS  # private n: the public floor
+    assert rows_bound(60_000, Relation.REPLACE_ONE, grouped) == 60_000
+    assert rows_bound(10, Relation.ADD_REMOVE, grouped) == PUBLIC_ROWS == 2**28  # private n: public rows
     # above it too: the noise scale, which the report states, must not depend on the private n
-    assert rows_bound(10**6, Relation.ADD_REMOVE) == PUBLIC_ROWS
-    assert rows_bound(None, Relation.REPLACE_ONE) == PUBLIC_ROWS
+    assert rows_bound(10**9, Relation.ADD_REMOVE, grouped) == PUBLIC_ROWS
+    assert rows_bound(None, Relation.REPLACE_ONE, grouped) == PUBLIC_ROWS
+    # a path not known to be grouped: its height grows with n, a smaller public bound
+    assert rows_bound(10, Relation.ADD_REMOVE) == UNGROUPED_PUBLIC_ROWS == 2**16
+    assert rows_bound(None, Relation.REPLACE_ONE, Summation()) == UNGROUPED_PUBLIC_ROWS
 
 
 def test_counts_are_exact():

@@ -28,13 +28,19 @@ The height ``h`` of each computation path (:class:`Summation`):
   of the ``r + 1`` summands of the call, so a term passes through at most ``r`` additions in its own call
   and at most ``r'`` in each later call of ``r'`` rows: ``h <= n`` in all, **for any block sizes and any
   BLAS**; ``n + 1`` with the addition of a group's sum to the total (below).
-* **groups summed apart** (dense rows on the CPU: the rank-k updates and the pieces' sums of a group of
-  at most ``b`` rows go into buffers that start from zero, and each group is then added to the total):
-  for ``X^T X`` ``b`` additions inside the group, one into the total, and one for each later group,
-  ``h <= b + ceil(n / b)``; for the sum of the rows, whose pieces (at most ``b`` rows) are summed first,
-  ``h <= 2 b + ceil(n / b)`` (``b`` is ``2**14`` rows plus one piece: 17,408 at d = 784).
-* **Dask partials**: each of the ``p`` row chunks summed as above, then the ``p`` partials added in a tree
-  (of height at most ``p - 1``): ``h <= n + p - 1``.
+* **groups summed apart** (every CPU path, ``dpspectral._moments._Groups``: the rank-k updates and the
+  pieces' sums of a group of rows go into buffers that start from zero, and each group is then added to
+  the total; a group is closed once it holds ``s = 2**14`` rows, so it holds fewer than ``b`` rows, ``b``
+  being ``s`` plus one piece: 17,408 rows at d = 784, at most ``2**14 + 2**18`` at d = 1): a term passes
+  through at most ``b`` additions inside its group (its piece's product or sum, then one per later
+  piece), one into the total and one for each later group, of which there are fewer than ``n / s``:
+  for ``X^T X`` ``h <= b + ceil(n / s)``, for the sum of the rows, counted twice over the group,
+  ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so.
+* **Dask partials**: each of the ``p`` row chunks summed in groups as above, to a partial, then the
+  partials added in a tree whose combines take at most ``f`` partials each (``split_every=4``): at most
+  ``f - 1`` additions at each of its ``ceil(log_f p)`` levels, and one more for slack (counted at
+  ``max(p, n)`` partials, so that a bound taken at a public ``n`` does not depend on how the rows are
+  chunked); partials added in an order not known: ``p - 1``.
 * **a sum then multiplied by a public matrix** (the noisy power method's ``A X``, ``X`` with ``d`` rows
   and orthonormal columns, the same for both neighbours): each term ``x_i x_i^T X`` passes through ``d``
   more roundings, and in the Frobenius norm ``|| |x| |x|^T |X| ||_F <= ||x||^2 ||X||_F``, so
@@ -43,10 +49,17 @@ The height ``h`` of each computation path (:class:`Summation`):
 Neighbours and ``n``
 --------------------
 The bound grows with ``n``. Under ``replace_one`` neighbours ``n`` is public and the bound uses it; under
-``add_remove`` ``n`` is private, and the bound is taken at the public ``PUBLIC_ROWS`` rows
-(:func:`rows_bound`): the noise scale, which the report states, must not depend on ``n``. Above
-``PUBLIC_ROWS`` rows the rounding of an add/remove release is therefore covered only up to that many
-rows (a residual of relative order ``n^2 u``, stated in ``docs/noise.md``).
+``add_remove`` ``n`` is private, and the bound is taken at a public number of rows that depends only on
+public facts, how the statistic is summed and the release's bounds (:func:`public_rows`): the noise
+scale, which the report states, must not depend on ``n``. For a path summed in groups in float64 it is
+the largest power of two up to ``PUBLIC_ROWS = 2**28`` rows at which the release's widening stays within
+``MAX_WIDENING`` (0.5 %): ``2**28`` rows for ``X^T X`` at 8 features or more and for the sum of the rows
+at 16 or more (a widening of about ``2e-3`` and ``3e-3`` at 784), fewer at smaller widths, whose groups
+hold more rows (``2**25`` at one feature), and for a product with many public columns (the noisy power
+method's ``A X``). A path whose height grows with ``n`` (the device path, a sum not known to be grouped,
+float32) keeps ``UNGROUPED_PUBLIC_ROWS = 2**16`` rows (a widening below ``1e-6`` in float64). Above its
+public number of rows the rounding of an add/remove release is covered only up to that many rows (a
+residual stated in ``docs/noise.md``).
 
 The widening is always added (it costs nothing where it is small): a release of sensitivity ``Delta`` and
 noise scale ``sigma`` is drawn at ``(1 + r) Delta`` and ``(1 + r) sigma`` with
@@ -57,6 +70,7 @@ records, is unchanged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -83,8 +97,11 @@ Kind = Literal["products", "sums", "counts"]
 __all__ = [
     "PUBLIC_ROWS",
     "Kind",
+    "MAX_WIDENING",
     "Summation",
+    "UNGROUPED_PUBLIC_ROWS",
     "gamma",
+    "public_rows",
     "rounding_share",
     "rows_bound",
     "statistic_error",
@@ -95,9 +112,17 @@ __all__ = [
     "widened",
 ]
 
-#: Under ``add_remove`` neighbours (``n`` private) the bound is taken at this public number of rows
-#: (float64, ``2**16`` rows: a widening below ``1e-6``).
-PUBLIC_ROWS = 1 << 16
+#: Under ``add_remove`` neighbours (``n`` private) the bound of a path summed in groups in float64 is taken
+#: at most at this public number of rows (:func:`public_rows`: a widening of about ``2e-3`` at d = 784).
+PUBLIC_ROWS = 1 << 28
+
+#: ... and of a path whose height grows with ``n`` (summed in any order, on a device, in float32) at this
+#: many (float64: a widening below ``1e-6``; at ``2**28`` rows it would be many times the noise).
+UNGROUPED_PUBLIC_ROWS = 1 << 16
+
+#: The most widening :func:`public_rows` accepts for a grouped path: its public rows are the largest power
+#: of two (up to ``PUBLIC_ROWS``) whose widening stays within it.
+MAX_WIDENING = 0.005
 
 
 def unit_roundoff(dtype: Any) -> float:
@@ -131,19 +156,33 @@ class Summation:
     partials : int
         The number of partial sums added together at the end (Dask's row chunks; 1 otherwise).
     block_rows : int or None
-        The most rows of a group summed apart, from zero, before the group is added to the total (the
-        CPU path's groups of dense rows, ``dpspectral._moments._Groups``): ``h <= b + ceil(n / b)`` for
-        ``X^T X``, ``2 b + ceil(n / b)`` for the sum of the rows (its pieces' sums, at most ``b``, are
-        added one by one into the group); None: any grouping, any BLAS (``h <= n + 1``).
+        The most rows of a group summed apart, from zero, before the group is added to the total
+        (``dpspectral._moments._Groups``): ``h <= b + ceil(n / s)`` for ``X^T X``,
+        ``2 b + ceil(n / s)`` for the sum of the rows (``s``: ``group_rows``); None: any grouping, any
+        BLAS (``h <= n + 1``).
     followed_by : int
         The roundings after the sum: the sum multiplied by a public matrix of this inner dimension
         (``A X`` with ``X`` of ``d`` rows: ``d`` more, a product and ``d - 1`` additions); 0 otherwise.
+    group_rows : int or None
+        The fewest rows of every group but the last (a group is added to the total once it holds this
+        many): at most ``ceil(n / s)`` groups. None: ``block_rows``.
+    tree : int
+        The most partials each combine of the tree that adds the ``partials`` takes (Dask's
+        ``split_every``): ``(tree - 1) ceil(log_tree p) + 1`` additions, counted at ``max(p, n)``
+        partials; 0: added in any order (``p - 1``).
     """
 
     dtype: str = "float64"
     partials: int = 1
     block_rows: int | None = None
     followed_by: int = 0
+    group_rows: int | None = None
+    tree: int = 0
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the height grows with ``n / s`` rather than ``n`` (rows summed in groups)."""
+        return self.block_rows is not None
 
     def height(self, n: int, products: bool = True) -> int:
         """The most additions a term can pass through in a sum of ``n`` terms (module docstring): of
@@ -152,8 +191,22 @@ class Summation:
         h = n + 1
         if self.block_rows is not None:
             b = max(int(self.block_rows), 1)
-            h = min(h, (1 if products else 2) * b + -(-n // b))
-        return h + max(int(self.partials), 1) - 1 + max(int(self.followed_by), 0)
+            s = max(int(self.group_rows or b), 1)
+            h = min(h, (1 if products else 2) * b + -(-n // s))
+        p = max(int(self.partials), 1)
+        if p > 1:
+            h += _tree_height(max(p, n), int(self.tree)) if self.tree > 1 else p - 1
+        return h + max(int(self.followed_by), 0)
+
+
+def _tree_height(leaves: int, fan_in: int) -> int:
+    """``(fan_in - 1) ceil(log_fan_in leaves) + 1``: the most additions a leaf passes through in a tree
+    whose nodes add at most ``fan_in`` children each, in any order, plus one for slack."""
+    levels = 0
+    while leaves > 1:
+        leaves = -(-leaves // fan_in)
+        levels += 1
+    return (fan_in - 1) * levels + 1
 
 
 def statistic_error(summation: Summation, n: int, term_bound: float, *,
@@ -174,15 +227,40 @@ def statistic_error(summation: Summation, n: int, term_bound: float, *,
     return gamma(h, u) * n * term_bound
 
 
-def rows_bound(n: int | None, relation: Relation) -> int:
+def public_rows(summation: Summation | None = None, kind: Kind = "sums", ratio: float = 1.0) -> int:
+    """The public number of rows the bound of an add/remove release is taken at (module docstring).
+
+    For a path summed in groups in float64: the largest power of two up to ``PUBLIC_ROWS`` at which the
+    widening of a release of this ``kind`` whose term bound is ``ratio`` times its sensitivity stays
+    within ``MAX_WIDENING`` (``UNGROUPED_PUBLIC_ROWS`` at the least); for any other path (``summation``
+    None: not known to be grouped) ``UNGROUPED_PUBLIC_ROWS``. A function of public facts only: the
+    path, the release's kind and its bounds.
+    """
+    if summation is None or not summation.grouped or summation.dtype != "float64":
+        return UNGROUPED_PUBLIC_ROWS
+    return _grouped_public_rows(summation, kind, float(ratio))
+
+
+@functools.lru_cache(maxsize=256)
+def _grouped_public_rows(summation: Summation, kind: Kind, ratio: float) -> int:
+    rows = PUBLIC_ROWS
+    while rows > UNGROUPED_PUBLIC_ROWS and 2.0 * statistic_error(summation, rows, ratio,
+                                                                  kind=kind) > MAX_WIDENING:
+        rows //= 2
+    return rows
+
+
+def rows_bound(n: int | None, relation: Relation, summation: Summation | None = None, *,
+               kind: Kind = "sums", ratio: float = 1.0) -> int:
     """The number of rows the bound is taken at (module docstring, "Neighbours and ``n``").
 
     ``replace_one`` (``n`` public): ``n``; ``add_remove`` (``n`` private) or ``n`` None (a stream not
-    read yet; its plan is restated with ``n``): ``PUBLIC_ROWS``, a public constant, so that nothing of
-    the noise's scale (which the report states) depends on the private ``n``.
+    read yet; its plan is restated with ``n``): :func:`public_rows` of ``summation``, ``kind`` and
+    ``ratio`` (the term bound over the sensitivity), a function of public facts only, so that nothing
+    of the noise's scale (which the report states) depends on the private ``n``.
     """
     if n is None or not relation.n_is_public:
-        return PUBLIC_ROWS
+        return public_rows(summation, kind, ratio)
     return max(int(n), 1)
 
 
@@ -190,11 +268,13 @@ def rounding_share(summation: Summation, n: int | None, relation: Relation, term
                    sensitivity: float, *, kind: Kind) -> float:
     """``r = (err(X) + err(X')) / Delta``: the widening of a release of sensitivity ``Delta``.
 
-    Both neighbours are bounded at :func:`rows_bound` rows (the bound grows with ``n``).
+    Both neighbours are bounded at :func:`rows_bound` rows (the bound grows with ``n``): under
+    ``add_remove`` the public rows of ``summation``'s path.
     """
     if not sensitivity > 0:
         return 0.0
-    err = statistic_error(summation, rows_bound(n, relation), term_bound, kind=kind)
+    rows = rows_bound(n, relation, summation, kind=kind, ratio=term_bound / sensitivity)
+    err = statistic_error(summation, rows, term_bound, kind=kind)
     return 2.0 * err / sensitivity
 
 
