@@ -23,7 +23,7 @@ from dpspectral.privacy._budget import PrivacyBudget, Relation
 from dpspectral.privacy._clipping import sensitivity_norm
 from dpspectral.privacy._gaussian import analytic_noise_multiplier, classic_noise_multiplier
 from dpspectral.privacy._pipeline import NoisyRelease
-from dpspectral.privacy._rounding import PUBLIC_ROWS, Summation
+from dpspectral.privacy._rounding import UNGROUPED_PUBLIC_ROWS, Summation
 
 U = 2.0**-53
 EPS, DELTA = 1.0, 1e-6
@@ -203,8 +203,8 @@ def test_stochastic_diagnostics_report_the_widened_scale() -> None:
 @pytest.mark.parametrize("relation", [Relation.REPLACE_ONE, Relation.ADD_REMOVE])
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 def test_site_scatter_widened_at_the_public_rows(relation: Relation, calibration: str) -> None:
-    """The aggregator plans before any site is read: ``X_s^T X_s`` at PUBLIC_ROWS rows (``h =
-    PUBLIC_ROWS + 2``, terms ``C^2``)."""
+    """The aggregator plans before any site is read: ``X_s^T X_s`` at UNGROUPED_PUBLIC_ROWS rows (``h =
+    UNGROUPED_PUBLIC_ROWS + 2``, terms ``C^2``)."""
     budget = PrivacyBudget(EPS, DELTA)
     plan = site_release_plan(budget=budget, relation=relation, calibration=calibration, row_norm=1.0,
                              release_count=False)
@@ -212,7 +212,8 @@ def test_site_scatter_widened_at_the_public_rows(relation: Relation, calibration
     multiplier = plan.events[0].noise_multiplier
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         assert multiplier == classic_noise_multiplier(EPS, DELTA) * CS**2 / sens
-    _check(plan["scatter"], sens, multiplier, _share(PUBLIC_ROWS + 2, PUBLIC_ROWS, CS**2, sens))
+    rows = UNGROUPED_PUBLIC_ROWS
+    _check(plan["scatter"], sens, multiplier, _share(rows + 2, rows, CS**2, sens))
 
 
 def _site_plan(relation: Relation) -> SitePlan:
@@ -226,23 +227,23 @@ def test_a_site_restates_its_scatter_where_its_own_bound_is_larger() -> None:
     plan = _site_plan(Relation.REPLACE_ONE)
     planned = plan.release_plan["scatter"]
     assert planned.sensitivity is not None
-    # at most PUBLIC_ROWS rows, any grouping: the plan covers it
-    assert _at_site(plan, PUBLIC_ROWS, Summation()) is plan
+    # at most UNGROUPED_PUBLIC_ROWS rows, any grouping: the plan covers it
+    assert _at_site(plan, UNGROUPED_PUBLIC_ROWS, Summation()) is plan
     # N_s public (replace-one) above the planned rows: widened at N_s, the multiplier unchanged
-    n = 4 * PUBLIC_ROWS
+    n = 4 * UNGROUPED_PUBLIC_ROWS
     mine = _at_site(plan, n, Summation())
     assert mine.release_plan.events == plan.release_plan.events
     r = _share(n + 2, n, CS**2, planned.sensitivity)
     _check(mine.release_plan["scatter"], planned.sensitivity, planned.scale / planned.sensitivity, r)
     assert mine.scatter_std == mine.release_plan["scatter"].scale
-    # N_s private (add/remove): bounded at PUBLIC_ROWS whatever N_s, more only for a longer path
+    # N_s private (add/remove): bounded at UNGROUPED_PUBLIC_ROWS whatever N_s, more only for a longer path
     private = _site_plan(Relation.ADD_REMOVE)
     assert _at_site(private, n, Summation()) is private
     dask = _at_site(private, n, Summation(partials=9))
     scatter = private.release_plan["scatter"]
     assert scatter.sensitivity is not None
     _check(dask.release_plan["scatter"], scatter.sensitivity, scatter.scale / scatter.sensitivity,
-           _share(PUBLIC_ROWS + 2 + 8, PUBLIC_ROWS, CS**2, scatter.sensitivity))
+           _share(UNGROUPED_PUBLIC_ROWS + 2 + 8, UNGROUPED_PUBLIC_ROWS, CS**2, scatter.sensitivity))
 
 
 def test_stated_site_scales_are_widened_with_their_events_unchanged() -> None:
@@ -250,7 +251,8 @@ def test_stated_site_scales_are_widened_with_their_events_unchanged() -> None:
                     calibration="tight", row_norm=1.0, scatter_std=2.0)
     sens = math.sqrt(2.0) * CS**2
     assert plan.release_plan.events == (dp_accounting.GaussianDpEvent(2.0 / sens),)
-    _check(plan.release_plan["scatter"], sens, 2.0 / sens, _share(PUBLIC_ROWS + 2, PUBLIC_ROWS, CS**2, sens))
+    rows = UNGROUPED_PUBLIC_ROWS
+    _check(plan.release_plan["scatter"], sens, 2.0 / sens, _share(rows + 2, rows, CS**2, sens))
     assert plan.scatter_std == plan.release_plan["scatter"].scale
 
 
@@ -296,9 +298,12 @@ def test_secure_aggregation_sensitivity_covers_the_sites_rounding() -> None:
 
 @pytest.mark.parametrize("relation", [Relation.REPLACE_ONE, Relation.ADD_REMOVE])
 def test_exponential_diagonal(relation: Relation) -> None:
-    """The released diagonal ``sum_i x_i * x_i`` (L1: terms ``||x||^2 <= C^2``), on the general path
-    (``h = n + 2``) at ``n`` (replace-one) or the public rows (add/remove); the Laplace event unchanged."""
+    """The released diagonal ``sum_i x_i * x_i`` (L1: terms ``||x||^2 <= C^2``), from a list of blocks
+    summed in groups (``h = b + ceil(n / 2**14) + 1``, ``b`` the most rows of a group at 40 features) at
+    ``n`` (replace-one) or the path's public rows (add/remove); the Laplace event unchanged."""
+    from dpspectral._moments import gram_block_rows
     from dpspectral.pca import _exponential as ex
+    from dpspectral.privacy._rounding import public_rows
 
     inputs = ex._ExponentialInputs(
         kind="exponential", k=2, epsilon=EPS, delta=0.0, row_norm=1.0, relation=relation.value,
@@ -306,7 +311,7 @@ def test_exponential_diagonal(relation: Relation) -> None:
         accounting="per_direction", coordinate_share=0.1, on_norm_violation="clip", envelope="auto",
         max_proposals=100)
     mech = ex._Exponential("exponential")
-    checked = mech.check(inputs, [np.zeros((5, 40))])  # a list of blocks: the general path
+    checked = mech.check(inputs, [np.zeros((5, 40))])  # a list of blocks
     n, d = 500_000, 40
     plan = mech.plan(checked, n, d)
     assert plan is not None
@@ -314,8 +319,10 @@ def test_exponential_diagonal(relation: Relation) -> None:
     diagonal = plan["diagonal"]
     event = plan.events[0]
     assert isinstance(event, dp_accounting.LaplaceDpEvent)
-    rows = n if relation is Relation.REPLACE_ONE else PUBLIC_ROWS
-    _check(diagonal, l1, event.noise_multiplier, _share(rows + 2, rows, CS**2, l1))
+    rows = n if relation is Relation.REPLACE_ONE else public_rows(checked.summation, "products", CS**2 / l1)
+    assert rows >= UNGROUPED_PUBLIC_ROWS
+    h = gram_block_rows(d) + -(-rows // 2**14) + 1
+    _check(diagonal, l1, event.noise_multiplier, _share(h, rows, CS**2, l1))
 
 
 def test_learning_rate_search_validation_score() -> None:
