@@ -53,7 +53,7 @@ from dpspectral.privacy import (
 )
 from dpspectral.privacy._accounting import ParallelDpEvent
 from dpspectral.privacy._audit import covariance_pair, gaussian_audit
-from dpspectral.privacy._rounding import PUBLIC_ROWS
+from dpspectral.privacy._rounding import UNGROUPED_PUBLIC_ROWS
 
 # Test helpers run on Dask workers: ship them by value (the workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -135,7 +135,7 @@ def test_paper_calibration_is_flagged_where_the_accountant_disagrees() -> None:
     expected = classic_noise_multiplier(8.0, 0.01) * C_SLACK**2
     # widened by 1 + r for the rounding of the site's scatter at the public row count P (docs/noise.md):
     # r = 2 gamma_(P + 2) P C^2 / (sqrt(2) C^2)
-    rows = PUBLIC_ROWS
+    rows = UNGROUPED_PUBLIC_ROWS
     r = 2.0 * (rows + 2) * 2.0**-53 / (1 - (rows + 2) * 2.0**-53) * rows / math.sqrt(2.0)
     assert res.diagnostics["noise_std"] == pytest.approx(expected * (1 + r), rel=1e-12)
     assert r > 1e-12

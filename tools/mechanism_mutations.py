@@ -42,15 +42,22 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "moments: the clipped pieces added without their per-row factors (no clip)",
         "_moments.py",
-        "        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)",
-        "        np.multiply(block[a:a + rows], 1.0, out=piece)",
+        "            np.multiply(piece, factors[a:a + rows, None], out=piece)",
+        "            np.multiply(piece, 1.0, out=piece)",
+        "tests/test_covariance.py",
+    ),
+    Mutation(
+        "moments: the few rows above the bound of a piece not scaled",
+        "_moments.py",
+        "            piece[scaled] *= factors[a + scaled, None]",
+        "            piece[scaled] *= 1.0",
         "tests/test_covariance.py",
     ),
     Mutation(
         "moments: every piece scaled by the first piece's factors",
         "_moments.py",
-        "        np.multiply(block[a:a + rows], factors[a:a + rows, None], out=piece)",
-        "        np.multiply(block[a:a + rows], factors[:piece.shape[0], None], out=piece)",
+        "            np.multiply(piece, factors[a:a + rows, None], out=piece)",
+        "            np.multiply(piece, factors[:piece.shape[0], None], out=piece)",
         "tests/test_norm_counts.py",
     ),
     Mutation(
@@ -239,8 +246,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "Private Oja noise halved (sens alpha -> sens alpha / 2)",
         "pca/_oja.py",
-        'step = NoisyRelease(_STEP, "gaussian", sens * alpha, sens)',
-        'step = NoisyRelease(_STEP, "gaussian", 0.5 * sens * alpha, sens)',
+        'step = _step_widened(NoisyRelease(_STEP, "gaussian", sens * alpha, sens)',
+        'step = _step_widened(NoisyRelease(_STEP, "gaussian", 0.5 * sens * alpha, sens)',
         "tests/test_pinned_stochastic.py",
     ),
     Mutation(
@@ -323,15 +330,15 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "A5 mean noise x0.5",
         "pca/_oja.py",
-        "clipped.mean(axis=0) + releaser.gaussian(_MEAN, p) * sens",
-        "clipped.mean(axis=0) + 0.5 * releaser.gaussian(_MEAN, p) * sens",
+        "centred.sum(axis=0) / b + releaser.gaussian(_MEAN, p) * sens",
+        "centred.sum(axis=0) / b + 0.5 * releaser.gaussian(_MEAN, p) * sens",
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(
         "A5 mean noise x0.8",
         "pca/_oja.py",
-        "clipped.mean(axis=0) + releaser.gaussian(_MEAN, p) * sens",
-        "clipped.mean(axis=0) + 0.8 * releaser.gaussian(_MEAN, p) * sens",
+        "centred.sum(axis=0) / b + releaser.gaussian(_MEAN, p) * sens",
+        "centred.sum(axis=0) / b + 0.8 * releaser.gaussian(_MEAN, p) * sens",
         "tests/test_pinned_dp_pca_gep.py",
     ),
     Mutation(

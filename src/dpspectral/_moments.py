@@ -258,10 +258,7 @@ def accumulate(
             assert sums is not None
             _add_sparse(sp.csr_matrix(block), sums)
             continue
-        if norm_hint is not None and scale == 1.0:
-            norms = _hinted_norms(block, first_row, norm_hint, row_norm, shift)
-        else:
-            norms = _dense_row_norms(block, first_row, owner, scale, shift)  # of the rows scaled by `scale`
+        norms = _block_norms(block, first_row, owner, scale, shift, row_norm, norm_hint)
         if kept is not None:
             kept.append(norms)
         if norm_edges is not None:
@@ -285,6 +282,15 @@ def accumulate(
         n_clipped=n_clipped, norm_counts=None if norm_edges is None else counts,
         row_norms=None if not kept else np.concatenate(kept),
     )
+
+
+def _block_norms(block: np.ndarray, first_row: int, owner: str, scale: float, center: np.ndarray | None,
+                 row_norm: float, hint: NormHint | None) -> np.ndarray:
+    """The norms of a dense block's centred rows, scaled by ``scale``, as clipping at ``row_norm``
+    needs them: from ``hint`` where one is given (and no rescaling is needed), else computed."""
+    if hint is not None and scale == 1.0:
+        return _hinted_norms(block, first_row, hint, row_norm, center)
+    return _dense_row_norms(block, first_row, owner, scale, center)
 
 
 def _hinted_norms(block: np.ndarray, first_row: int, hint: NormHint, row_norm: float,
