@@ -52,13 +52,12 @@ from .._constraints import check_choice
 from .._linalg import fix_signs
 from .._moments import accumulate, summation_of
 from .._rows import NonPrivateDataError
-from .._validation import as_generator
 from ..pca._covariance import covariance_plan
 from ..privacy._accounting import compose
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import classic_noise_multiplier
-from ..privacy._noise import seeded_source, seeded_source_name
+from ..privacy._noise import noise_source, seeded_source_name
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, validate_rows
 from ..privacy._rounding import Summation, rows_bound, statistic_error, widen_release, widened
 from ..privacy._template import charged_elsewhere
@@ -189,7 +188,7 @@ class SitePlan:
         exact samplers).
         """
         if isinstance(seed, np.random.SeedSequence | np.random.Generator):
-            return seeded_source(as_generator(seed), self.noise)
+            return noise_source(seed, seeded=self.noise)
         return seed
 
     @property

@@ -321,8 +321,11 @@ def seeded_source_name() -> str:
     return SeededNoise.name if get_config()["noise"] == "float" else ExactNoise.name
 
 
-def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
+def noise_source(random_state: Any, like: Any = None, seeded: str | None = None) -> NoiseSource:
     """The noise source for ``random_state``: ``"secure"`` -> :class:`SecureNoise`, else seeded.
+
+    ``seeded`` (``"exact"`` or ``"float"``): the seeded source planned elsewhere, instead of this
+    thread's configuration (:func:`seeded_source`).
 
     ``None``, an int, a ``SeedSequence`` or a ``Generator`` give :class:`ExactNoise` (or
     :class:`SeededNoise` with ``config_context(noise="float")``: :func:`seeded_source`); a Generator is
@@ -349,4 +352,4 @@ def noise_source(random_state: Any, like: Any = None) -> NoiseSource:
         )
     from .._validation import as_generator
 
-    return seeded_source(as_generator(random_state))  # raises the usual TypeError for other types
+    return seeded_source(as_generator(random_state), seeded)  # the usual TypeError for other types
