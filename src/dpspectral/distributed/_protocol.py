@@ -1130,8 +1130,10 @@ def dpdispca(
     DistributedResult
         ``components`` (D x K), ``values`` and ``total`` on the pooled scatter's scale, ``n_samples``
         (N' of the contributing sites when public, or the sum of their noisy counts), ``privacy``, and
-        ``sites``: per-site status, bytes sent, worker and a data-independent error reason (no timing).
-        ``diagnostics["bytes_sent"]`` too.
+        ``sites``: per-site status, bytes sent, the noise scale it drew, worker and a data-independent
+        error reason (no timing). ``diagnostics["bytes_sent"]`` too, and ``diagnostics["noise_std"]``:
+        the largest noise scale a site drew on its scatter (``diagnostics["site_noise_std"]``: each
+        site's).
 
     Raises
     ------
