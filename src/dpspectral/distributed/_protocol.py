@@ -164,6 +164,14 @@ class SiteReport:
     error : str or None
         Why the site is missing: a data-independent reason (the kind of problem, or a generic text;
         :func:`~dpspectral.distributed._site.failure_reason`), never a row, value, count or timing.
+    noise_std : float or None
+        The standard deviation of the noise the site drew on each entry of its scatter ``S_s`` (on
+        ``A_s = S_s / N_s`` it is ``noise_std / N_s``): the planned scale, or a larger one where the
+        rounding of the site's own sum needs it (more rows than the plan assumes under replace-one, a
+        Dask array of several chunks), with the same noise multiplier. A fact of the site's plan and its
+        input's kind (and its public N_s under replace-one), never of its rows. None when nothing arrived,
+        and under secure aggregation (the sites add shares of one pooled noise:
+        ``diagnostics["share_noise_std"]``).
 
     No timing is reported: how long a site took depends on its private rows.
     """
@@ -174,6 +182,7 @@ class SiteReport:
     n_samples: int | None = None
     worker: str | None = None
     error: str | None = None
+    noise_std: float | None = None
 
     @property
     def contributed(self) -> bool:
@@ -205,6 +214,11 @@ class DistributedResult(SubspaceResult):
     def bytes_sent(self) -> dict[int, int]:
         """Site index -> bytes of released numbers it sent."""
         return {r.site: r.bytes_sent for r in self.sites}
+
+    @property
+    def site_noise_std(self) -> dict[int, float | None]:
+        """Site index -> the standard deviation of the noise it drew on its scatter (:class:`SiteReport`)."""
+        return {r.site: r.noise_std for r in self.sites}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -686,6 +700,15 @@ def _release(run: _Inputs, plan: SitePlan, engine: Engine, seeds: list[Any], sho
     return outcomes, payloads, agg
 
 
+def _drawn_scale(plan: SitePlan, payloads: list[SitePayload]) -> tuple[float | None, float | None]:
+    """``(noise_std, sensitivity)`` the report states: the largest scatter scale the contributing sites
+    drew, with its sensitivity (a site widens both for its own rounding bound, the multiplier
+    unchanged); the plan's where no site states its scale."""
+    drawn = [(p.scatter_std, p.scatter_sensitivity) for p in payloads if p.scatter_std is not None]
+    planned = (plan.scatter_std, plan.release_plan["scatter"].sensitivity)
+    return max(drawn, key=lambda pair: pair[0], default=planned)  # type: ignore[arg-type, return-value]
+
+
 def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads: list[SitePayload],
             agg: Aggregate, report: Any, engine_name: str) -> DistributedResult:
     """The result: the aggregator's release on the pooled scatter's scale, and public facts per site."""
@@ -704,8 +727,9 @@ def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads:
         SiteReport(site=o.site, status=o.status, bytes_sent=o.payload.nbytes if o.payload is not None else 0,
                    n_samples=(o.payload.n_samples if o.payload is not None else run.sites.sizes[o.site]
                               if rel.n_is_public else None),
-                   worker=o.worker, error=o.error)
+                   worker=o.worker, error=o.error, noise_std=getattr(o.payload, "scatter_std", None))
         for o in outcomes)
+    noise_std, sensitivity = _drawn_scale(plan, payloads)
     diagnostics: dict[str, Any] = {
         "variant": run.variant,
         "engine": engine_name,
@@ -714,9 +738,10 @@ def _result(run: _Inputs, plan: SitePlan, outcomes: list[SiteOutcome], payloads:
         "intermediate_rank": run.rank if run.variant == "proxy" else None,
         "spectrum": run.spectrum,
         "weights": agg.weights,
-        "noise_std": plan.scatter_std,  # on the scatter S_s; on A_s = S_s / N_s it is noise_std / N_s
+        "noise_std": noise_std,  # on the scatter S_s; on A_s = S_s / N_s it is noise_std / N_s
+        "site_noise_std": {r.site: r.noise_std for r in site_reports},
         "count_noise_std": plan.count_std,
-        "sensitivity": plan.release_plan["scatter"].sensitivity,
+        "sensitivity": sensitivity,
         "bytes_sent": {r.site: r.bytes_sent for r in site_reports},
         "bytes_total": sum(r.bytes_sent for r in site_reports),
     }
@@ -1105,8 +1130,10 @@ def dpdispca(
     DistributedResult
         ``components`` (D x K), ``values`` and ``total`` on the pooled scatter's scale, ``n_samples``
         (N' of the contributing sites when public, or the sum of their noisy counts), ``privacy``, and
-        ``sites``: per-site status, bytes sent, worker and a data-independent error reason (no timing).
-        ``diagnostics["bytes_sent"]`` too.
+        ``sites``: per-site status, bytes sent, the noise scale it drew, worker and a data-independent
+        error reason (no timing). ``diagnostics["bytes_sent"]`` too, and ``diagnostics["noise_std"]``:
+        the largest noise scale a site drew on its scatter (``diagnostics["site_noise_std"]``: each
+        site's).
 
     Raises
     ------

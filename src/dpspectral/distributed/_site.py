@@ -222,6 +222,13 @@ class SitePayload:
         The released noisy ``N_s`` (add/remove neighbours, when requested), else None.
     normalised : bool
         True when ``matrix`` is on the scale of ``A_s = S_s / N_s``; False for the unnormalised scatter.
+    scatter_std : float or None
+        The standard deviation of the noise the site drew on each entry on and above the diagonal of its
+        scatter ``S_s``: the plan's, or larger where the site's own rounding bound is (:func:`_at_site`).
+        A public fact of the plan, never of the rows: a function of the plan, the input's kind (a Dask
+        array's chunks, the width) and, under replace-one only, the public N_s. None where not stated.
+    scatter_sensitivity : float or None
+        The sensitivity that scale was drawn for (widened with it: the noise multiplier is the plan's).
 
     No timing travels: how long a site took depends on its private rows.
     """
@@ -233,6 +240,8 @@ class SitePayload:
     n_samples: int | None
     noisy_count: float | None
     normalised: bool
+    scatter_std: float | None = None
+    scatter_sensitivity: float | None = None
 
     @property
     def nbytes(self) -> int:
@@ -294,7 +303,8 @@ def _at_site(plan: SitePlan, n: int, summation: Summation) -> SitePlan:
     the planned one (:func:`_scatter_widened`).
 
     The noise multiplier (the charged event) is unchanged; the larger scale is a function of public
-    facts.
+    facts, and the site states it with its payload (:attr:`SitePayload.scatter_std`), so that the report
+    says what was drawn.
     """
     release = plan.release_plan
     scatter = release["scatter"]
@@ -567,14 +577,17 @@ def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePaylo
     One Gaussian release of the upper triangle of the clipped scatter (see the module docstring), plus a
     noisy count under add/remove when planned, drawn through the plan (:func:`release_second_moment`;
     the aggregator charged the run before dispatch). How many rows were clipped is never returned, and what
-    a failure sends the aggregator is the kind of problem only (:func:`failure_reason`).
+    a failure sends the aggregator is the kind of problem only (:func:`failure_reason`). The scale the
+    site drew is returned as a fact of its plan (:func:`_at_site`): under add/remove it does not depend
+    on N_s.
     """
     owner = f"DPdisPCA site {site}"
     try:
         scatter, n, d = _site_scatter(data, plan, owner)
         if plan.variant == "proxy" and plan.rank > d:
             raise SiteInputError(f"{owner}: intermediate_rank={plan.rank} exceeds the {d} features.")
-        A_hat, noisy_count = release_second_moment(scatter, n, _at_site(plan, n, summation_of(data)), seed)
+        drawn = _at_site(plan, n, summation_of(data))
+        A_hat, noisy_count = release_second_moment(scatter, n, drawn, seed)
         if plan.variant == "full":
             matrix = pack_upper(A_hat)
         else:
@@ -586,7 +599,8 @@ def site_step(data: Any, plan: SitePlan, seed: SiteSeed, site: int) -> SitePaylo
     return SitePayload(
         site=site, variant=plan.variant, matrix=matrix, n_features=d,
         n_samples=n if plan.relation.n_is_public else None, noisy_count=noisy_count,
-        normalised=plan.normalised,
+        normalised=plan.normalised, scatter_std=drawn.scatter_std,
+        scatter_sensitivity=drawn.release_plan["scatter"].sensitivity,
     )
 
 
