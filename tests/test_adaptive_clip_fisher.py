@@ -30,6 +30,7 @@ from dpspectral.gep._moments import DEFAULT_SHARES, moments_fda, moments_sensiti
 from dpspectral.privacy._accounting import epsilon_of
 from dpspectral.privacy._adaptive import DEFAULT_CLIP_SHARE
 from dpspectral.privacy._budget import BudgetExceededError
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 EPS, DELTA = 1.0, 1e-6
 CLASSES = [0, 1, 2]
@@ -83,7 +84,12 @@ def test_noise_drawn_is_the_planned_multiplier_times_the_sensitivity_at_the_rele
                 "sums": mult[1] * unit["sums"] * r * SLACK,  # power 1
                 "counts": mult[2] * unit["counts"]}  # power 0
     for name, value in expected.items():
-        assert m.noise_std[name] == pytest.approx(value, rel=1e-6), name
+        # widened for the rounding of the sums (the counts are integers): at this n (replace-one) below
+        # 1e-6; under add/remove at the public rows of rows summed in groups, at most MAX_WIDENING (the
+        # exact factor: tests/privacy/test_public_rows.py)
+        most = 1e-6 if relation == "replace_one" or name == "counts" else MAX_WIDENING
+        assert 0.0 <= m.noise_std[name] / value - 1.0 <= most, name
+    expected = dict(m.noise_std)  # the draws at the planned scales
     # what the generator drew: the histogram, the class sums (3 x 30), the counts (3,); S's goe noise is
     # drawn with standard_normal and checked statistically below
     hist, sums, counts = g.draws

@@ -22,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from dpspectral import Accountant, BudgetExceededError, DPStandardScaler
 from dpspectral.preprocessing import clipped_sums, scaler_plan
 from dpspectral.privacy import compose
+from dpspectral.privacy._rounding import MAX_WIDENING
 
 LOWER = np.array([-2.0, 0.0, 10.0, -1.0])
 UPPER = np.array([2.0, 1.0, 30.0, 3.0])
@@ -78,11 +79,16 @@ def test_noise_drawn_matches_the_planned_scale(relation):
                                random_state=seed).fit(X)
         rel = est.release_
         for name in want:
-            assert rel.noise_std[name] == pytest.approx(want[name], rel=1e-6)
-        draws["sum"].append((rel.sum - exact_sum) / want["sum"])
-        draws["sum_of_squares"].append((rel.sum_of_squares - exact_sq) / want["sum_of_squares"])
+            # widened for the rounding of the sums: at these 300 rows (replace-one) below 1e-6; under
+            # add/remove at the public rows of the grouped path, at most MAX_WIDENING (the exact factor:
+            # tests/privacy/test_public_rows.py)
+            widening = rel.noise_std[name] / want[name] - 1.0
+            assert 0.0 <= widening <= (1e-6 if relation == "replace_one" else MAX_WIDENING), name
+        planned = rel.noise_std  # the draws against the planned scale
+        draws["sum"].append((rel.sum - exact_sum) / planned["sum"])
+        draws["sum_of_squares"].append((rel.sum_of_squares - exact_sq) / planned["sum_of_squares"])
         if "count" in want:
-            draws["count"].append(np.array([(rel.count - 300) / want["count"]]))
+            draws["count"].append(np.array([(rel.count - 300) / planned["count"]]))
     for name, parts in draws.items():
         z = np.concatenate(parts)
         assert stats.kstest(z, "norm").pvalue > 1e-4, name

@@ -13,6 +13,7 @@ private by itself: the callers add noise to what is returned.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +50,8 @@ from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_
 from .privacy._rounding import Summation, gamma, unit_roundoff
 
 __all__ = ["Moments", "NormHint", "accumulate", "accumulation_dtype", "centred_norm_hint",
-           "check_dask_columns", "exact_norm_hint", "is_dask_array", "n_features_of",
-           "needs_two_passes_ok", "summation_of", "unknown_columns_error"]
+           "check_dask_columns", "exact_norm_hint", "grouped_summation", "is_dask_array", "n_features_of",
+           "needs_two_passes_ok", "sum_in_groups", "summation_of", "unknown_columns_error"]
 
 
 _U = unit_roundoff(np.float64)
@@ -140,10 +141,17 @@ def summation_of(X: Any, xp: Any = None) -> Summation:
     d = n_features_of(X)
     if d is None and isinstance(X, (list, tuple)) and X and len(getattr(X[0], "shape", ())) == 2:
         d = int(X[0].shape[1])  # a list of blocks: its width is the first block's
-    grouped = Summation(block_rows=gram_block_rows(1 if d is None else d), group_rows=_SUMMED_APART)
+    grouped = grouped_summation(d)
     if is_dask_array(X):
         return dataclasses.replace(grouped, partials=int(X.numblocks[0]), tree=_SPLIT_EVERY)
     return grouped
+
+
+def grouped_summation(d: int | None) -> Summation:
+    """The path of rows of width ``d`` summed in groups on the CPU (:class:`_GroupedSums`: at most
+    :func:`gram_block_rows` rows each, closed at ``_SUMMED_APART``); ``d`` None (not known before the
+    rows are read) at the most rows a group can hold at any width (one feature)."""
+    return Summation(block_rows=gram_block_rows(1 if d is None else d), group_rows=_SUMMED_APART)
 
 
 def needs_two_passes_ok(X: Any) -> bool:
@@ -433,43 +441,25 @@ def gram_block_rows(d: int) -> int:
     return _SUMMED_APART + _piece_rows(d)
 
 
-class _Groups:
-    """The sum of the clipped rows and the upper triangle of their ``X^T X`` (Fortran-ordered), summed in
-    groups of rows.
+class _GroupedSums:
+    """Sums of pieces of rows (arrays of fixed shapes, one per total), summed in groups of rows.
 
-    Each group's pieces (dense, of at most :func:`_piece_rows` rows, or sparse, up to the group's end) go
-    into buffers that start from zero (a piece's sum, its ``B^T B``); a group of ``_SUMMED_APART`` rows or
-    more is then added to the totals (the first group is summed in the totals themselves, so a data set
-    of one group needs no second buffer). A group so holds fewer than :func:`gram_block_rows` rows.
+    Each group's pieces go into buffers that start from zero; a group of ``_SUMMED_APART`` rows or more
+    is then added to the totals (the first group is summed in the totals themselves, so a data set of
+    one group needs no second buffer). With pieces of at most :func:`_piece_rows` rows a group so holds
+    fewer than :func:`gram_block_rows` rows: the path :func:`grouped_summation` describes.
     """
 
-    def __init__(self, d: int, want_sum: bool, want_second: bool) -> None:
-        self.sum = np.zeros(d) if want_sum else None
-        self.second = np.zeros((d, d), order="F") if want_second else None
-        self.parts: tuple[np.ndarray | None, np.ndarray | None] | None = None  # None: the first group
+    def __init__(self, *totals: np.ndarray | None) -> None:
+        self.totals = totals
+        self.parts: tuple[np.ndarray | None, ...] | None = None  # None: the first group
         self.rows = 0
 
-    def add_rows(self, piece: np.ndarray) -> None:
-        """Add a dense piece of clipped rows: its sum and ``piece^T piece`` (upper triangle)."""
-        total, second = (self.sum, self.second) if self.parts is None else self.parts
-        if total is not None:
-            total += piece.sum(axis=0)
-        if second is not None:
-            # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) from zero
-            # and mirrors it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk,
-            # whose OpenBLAS build synchronises its threads worse on small updates
-            # (docs/benchmarks/speed.md). A term passes through at most the piece's rows of additions in
-            # the product, then one per piece of its group: fewer than the group's rows.
-            second += piece.T @ piece
-        self._count(piece.shape[0])
-
-    def add_piece(self, piece_sum: np.ndarray | None, product: np.ndarray | None, rows: int) -> None:
-        """Add the sum and the whole ``B^T B`` of a sparse piece of ``rows`` clipped rows."""
-        total, second = (self.sum, self.second) if self.parts is None else self.parts
-        if total is not None and piece_sum is not None:
-            total += piece_sum
-        if second is not None and product is not None:
-            second += product
+    def add(self, values: tuple[np.ndarray | None, ...], rows: int) -> None:
+        """Add the sums of a piece of ``rows`` rows, one per total (None: not wanted)."""
+        for target, value in zip(self.totals if self.parts is None else self.parts, values, strict=True):
+            if target is not None and value is not None:
+                target += value
         self._count(rows)
 
     def _count(self, rows: int) -> None:
@@ -479,26 +469,77 @@ class _Groups:
 
     def _close_group(self) -> None:
         if self.parts is None:  # the first group is in the totals: buffers for the next ones
-            self.parts = (None if self.sum is None else np.zeros_like(self.sum),
-                          None if self.second is None else np.zeros_like(self.second, order="F"))
+            self.parts = tuple(None if total is None else np.zeros_like(total, order="K")
+                               for total in self.totals)
         else:
             self._add_parts()
         self.rows = 0
 
     def _add_parts(self) -> None:
         assert self.parts is not None
-        for total, part in zip((self.sum, self.second), self.parts, strict=True):
+        for total, part in zip(self.totals, self.parts, strict=True):
             if total is not None and part is not None:
                 total += part
                 part[...] = 0.0
 
-    def result(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``(sum, second)`` once every row is added (``second``: ``X^T X`` in the upper triangle; the
-        sparse products fill both)."""
+    def result(self) -> tuple[np.ndarray | None, ...]:
+        """The totals once every piece is added."""
         if self.parts is not None and self.rows:
             self._add_parts()
             self.rows = 0
-        return self.sum, self.second
+        return self.totals
+
+
+class _Groups(_GroupedSums):
+    """The sum of the clipped rows and the upper triangle of their ``X^T X`` (Fortran-ordered), summed in
+    groups of rows (:class:`_GroupedSums`); the pieces are dense, of at most :func:`_piece_rows` rows,
+    or sparse, up to the group's end."""
+
+    def __init__(self, d: int, want_sum: bool, want_second: bool) -> None:
+        super().__init__(np.zeros(d) if want_sum else None,
+                         np.zeros((d, d), order="F") if want_second else None)
+
+    @property
+    def sum(self) -> np.ndarray | None:
+        return self.totals[0]
+
+    @property
+    def second(self) -> np.ndarray | None:
+        return self.totals[1]
+
+    def add_rows(self, piece: np.ndarray) -> None:
+        """Add a dense piece of clipped rows: its sum and ``piece^T piece`` (upper triangle)."""
+        # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) from zero and
+        # mirrors it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk, whose
+        # OpenBLAS build synchronises its threads worse on small updates (docs/benchmarks/speed.md). A
+        # term passes through at most the piece's rows of additions in the product, then one per piece
+        # of its group: fewer than the group's rows.
+        self.add((None if self.sum is None else piece.sum(axis=0),
+                  None if self.second is None else piece.T @ piece), piece.shape[0])
+
+    def add_piece(self, piece_sum: np.ndarray | None, product: np.ndarray | None, rows: int) -> None:
+        """Add the sum and the whole ``B^T B`` of a sparse piece of ``rows`` clipped rows."""
+        self.add((piece_sum, product), rows)
+
+    def result(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(sum, second)`` once every row is added (``second``: ``X^T X`` in the upper triangle; the
+        sparse products fill both)."""
+        total, second = super().result()
+        return total, second
+
+
+def sum_in_groups(n: int, d: int, piece_sums: Callable[[int, int], tuple[np.ndarray, ...]],
+                  *totals: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``totals`` plus the sums ``piece_sums(a, b)`` of the rows ``a:b`` of ``n`` rows of width ``d``,
+    cut into pieces of :func:`_piece_rows` rows and summed in groups (:class:`_GroupedSums`): the path
+    :func:`grouped_summation` ``(d)`` describes, whatever the sums are (of the rows, of their squares,
+    per class). ``totals`` are written."""
+    groups = _GroupedSums(*totals)
+    step = _piece_rows(d)
+    for a in range(0, n, step):
+        b = min(a + step, n)
+        groups.add(piece_sums(a, b), b - a)
+    return tuple(t for t in groups.result() if t is not None)
 
 
 def _add_sparse(block: sp.csr_matrix, sums: _Groups) -> None:

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import DELTA, EPSILON, NONE, RANDOM_STATE
 from ._estimators import ACCOUNTANT, BOOL, RELATION, _DPEstimator
+from ._moments import grouped_summation, sum_in_groups
 from ._validation import as_numeric_array, validated_data
 from .privacy._accounting import Accountant, PrivacyReport
 from .privacy._budget import PrivacyBudget, Relation, as_relation
@@ -37,7 +38,6 @@ COUNT_SHARE = 0.01
 RELATIONS = (Relation.REPLACE_ONE, Relation.ADD_REMOVE)
 #: Released standard deviations below this are read as 0 and give a scale of 1 (as scikit-learn).
 _ZERO_SCALE = 10 * np.finfo(np.float64).eps
-_BLOCK_VALUES = 1 << 22  # about 32 MB of float64 per block of rows
 
 
 def _check_bounds(bounds: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
@@ -146,19 +146,21 @@ def scaler_plan(lower: np.ndarray, upper: np.ndarray, *, epsilon: float, delta: 
 def clipped_sums(X: Any, lower: np.ndarray, upper: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """``(n, sum_i z_i, sum_i z_i^2)`` of ``z = clip(x, lower, upper) - (lower + upper) / 2`` per feature.
 
-    In float64, in blocks of rows (bounded memory); the caller's array is never written.
+    In float64, piece by piece (bounded memory), the pieces summed in groups of rows as the covariance
+    releases sum theirs (:func:`~dpspectral._moments.sum_in_groups`: the rounding of the sums grows with
+    the rows of a group plus the number of groups, not with ``n``); the caller's array is never written.
     """
     X = np.asarray(X)
     lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
     center = (lower + upper) / 2.0
-    d = X.shape[1]
-    s1, s2 = np.zeros(d), np.zeros(d)
-    step = max(1, _BLOCK_VALUES // max(d, 1))
-    for a in range(0, X.shape[0], step):
-        z = np.clip(np.asarray(X[a:a + step], dtype=np.float64), lower, upper) - center
-        s1 += z.sum(axis=0)
-        s2 += np.einsum("ij,ij->j", z, z)
-    return int(X.shape[0]), s1, s2
+    n, d = X.shape
+
+    def piece_sums(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        z = np.clip(np.asarray(X[a:b], dtype=np.float64), lower, upper) - center
+        return z.sum(axis=0), np.einsum("ij,ij->j", z, z)
+
+    s1, s2 = sum_in_groups(n, d, piece_sums, np.zeros(d), np.zeros(d))
+    return int(n), s1, s2
 
 
 @dataclass(frozen=True)
@@ -225,15 +227,17 @@ class _Scaler(Mechanism[_ScalerInputs, tuple[ReleasePlan, dict[str, Any], int, P
 
     def plan(self, inputs: _ScalerInputs, n: int | None, d: int | None) -> ReleasePlan:
         """:func:`scaler_plan`, each release widened for the rounding of its sum over the ``n`` rows
-        (:mod:`dpspectral.privacy._rounding`; a term is at most the add/remove sensitivity)."""
+        (:mod:`dpspectral.privacy._rounding`; a term is at most the add/remove sensitivity), summed in
+        groups (:func:`clipped_sums`: under add/remove at the public rows of that path)."""
         budget = inputs.budget
         plan = scaler_plan(inputs.lower, inputs.upper, epsilon=budget.epsilon, delta=budget.delta,
                            relation=inputs.relation, with_mean=inputs.with_mean, with_std=inputs.with_std)
         terms = scaler_sensitivities(inputs.lower, inputs.upper, Relation.ADD_REMOVE)
         kinds: dict[str, Kind] = {"sum": "sums", "sum_of_squares": "products", "count": "counts"}
+        summation = grouped_summation(inputs.lower.size)
         return dataclasses.replace(plan, releases=tuple(
-            widen_release(r, n=n, relation=plan.relation, kind=kinds[r.name], term_bound=terms[r.name])
-            for r in plan.releases))
+            widen_release(r, n=n, relation=plan.relation, kind=kinds[r.name], term_bound=terms[r.name],
+                          summation=summation) for r in plan.releases))
 
     def read(self, inputs: _ScalerInputs, X: Any) -> _Sums:
         if not np.all(np.isfinite(X)):

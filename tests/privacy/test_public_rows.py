@@ -115,17 +115,23 @@ def test_no_add_remove_noise_scale_depends_on_the_number_of_rows(scales):
 
 
 # -- sparse rows and streams: summed in groups, and widened for it --------------------------------------
-def test_sparse_and_streamed_rows_are_summed_in_groups(monkeypatch):
-    """The groups the height bound counts: each closed at 2**14 rows or more and below
-    gram_block_rows(d), for sparse blocks (cut into pieces) and for streamed dense blocks alike."""
+def _record_groups(monkeypatch) -> list[int]:
+    """The rows of every group closed from now on (appended as each closes)."""
     closed: list[int] = []
-    close = moments_module._Groups._close_group
+    close = moments_module._GroupedSums._close_group
 
     def record(self):
         closed.append(self.rows)
         close(self)
 
-    monkeypatch.setattr(moments_module._Groups, "_close_group", record)
+    monkeypatch.setattr(moments_module._GroupedSums, "_close_group", record)
+    return closed
+
+
+def test_sparse_and_streamed_rows_are_summed_in_groups(monkeypatch):
+    """The groups the height bound counts: each closed at 2**14 rows or more and below
+    gram_block_rows(d), for sparse blocks (cut into pieces) and for streamed dense blocks alike."""
+    closed = _record_groups(monkeypatch)
     d = 300  # pieces of 1024 rows
     X = _unit_rows(50_000, d, seed=3) * (np.random.default_rng(4).random((50_000, d)) < 0.05)
     dense = accumulate(X, row_norm=1.0, want_sum=True)
@@ -195,3 +201,87 @@ def test_dask_partials_are_added_in_a_tree():
     error = math.sqrt(sum(float(Fraction(float(second[i, j])) - sum(r[i] * r[j] for r in rows)) ** 2
                           for i in range(d) for j in range(d)))
     assert error <= statistic_error(summation, n, 1.0, kind="products")
+
+
+# -- the scaler's sums and the GEP moments: summed in groups, widened at the grouped public rows --------
+def _grouped_public_rows(d: int, kind: str) -> int:
+    """The largest power of two up to 2**28 rows (2**16 at the least) whose widening, a term of the
+    sensitivity, is within MAX_WIDENING, from the documented height of groups of gram_block_rows(d)."""
+    rows = 2**28
+    while rows > 2**16 and float(2 * _direct_error(rows, gram_block_rows(d), kind, 1.0)) > MAX_WIDENING:
+        rows //= 2
+    return rows
+
+
+def _widened_scale(scale: float, d: int, kind: str) -> float:
+    """``scale (1 + r)``, ``r = 2 err / Delta`` at the grouped public rows (a term of the sensitivity)."""
+    return scale * (1.0 + float(2 * _direct_error(_grouped_public_rows(d, kind), gram_block_rows(d), kind,
+                                                    1.0)))
+
+
+def _moments_scales(X: np.ndarray) -> dict:
+    from dpspectral.gep._moments import release_moments
+
+    y = np.arange(X.shape[0]) % 3
+    moments = release_moments(X, y, epsilon=1.0, delta=1e-6, row_norm=1.0, classes=[0, 1, 2],
+                              relation="add_remove", adaptive_clip=False, random_state=0)
+    return dict(moments.noise_std)
+
+
+def test_the_scaler_and_the_gep_moments_are_widened_at_the_grouped_public_rows():
+    """Add/remove: the same noise scales at 1,000 and 100,000 rows, each its calibrated scale times the
+    widening at the public rows of rows summed in groups (fewer than 2**28 at 5 features, whose groups
+    hold more rows), not at 2**16; the counts (integers) not widened."""
+    from dpspectral.gep._moments import moments_plan
+    from dpspectral.preprocessing import scaler_plan
+    from dpspectral.privacy import PrivacyBudget
+
+    assert _grouped_public_rows(5, "sums") == 2**27 and _grouped_public_rows(20, "sums") == 2**28
+    scaler = _scaler_scales(_unit_rows(1000, 5, seed=7))
+    assert scaler == _scaler_scales(_unit_rows(100_000, 5, seed=8))
+    plan = scaler_plan(np.full(5, -1.0), np.full(5, 1.0), epsilon=1.0, delta=1e-6, relation="add_remove")
+    kinds = {"sum": "sums", "sum_of_squares": "products"}
+    for name, kind in kinds.items():
+        assert scaler[name] == pytest.approx(_widened_scale(plan[name].scale, 5, kind), rel=1e-12)
+        at_ungrouped = plan[name].scale * (1 + 2 * statistic_error(Summation(), 2**16, 1.0, kind=kind))
+        assert scaler[name] > at_ungrouped * (1 + 1e-4)  # larger than at 2**16 rows: the bound moved
+    assert scaler["count"] == plan["count"].scale
+
+    moments = _moments_scales(_unit_rows(1000, 20, seed=9))
+    assert moments == _moments_scales(_unit_rows(100_000, 20, seed=10))
+    plan = moments_plan(PrivacyBudget(1.0, 1e-6), "add_remove", 1.0)
+    for name, kind in {"second": "products", "sums": "sums"}.items():
+        assert moments[name] == pytest.approx(_widened_scale(plan[name].scale, 20, kind), rel=1e-12)
+    assert moments["counts"] == plan["counts"].scale
+
+
+def test_the_scaler_and_the_class_sums_are_summed_in_groups(monkeypatch):
+    """The groups the widening counts: closed at 2**14 rows or more and below gram_block_rows(d), for the
+    scaler's sums and the GEP class sums; the sums within the grouped bound of the exact ones, and a data
+    set of one piece summed as before, in one sum from zero (its seeded results unchanged)."""
+    from dpspectral.gep._moments import _exact_moments
+    from dpspectral.preprocessing import clipped_sums
+
+    closed = _record_groups(monkeypatch)
+    n, d = 60_000, 100  # pieces of 2621 rows
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((n, d)) * 2.0 ** -rng.integers(0, 20, size=(n, 1))
+    lower, upper = np.full(d, -0.5), np.full(d, 1.5)
+    _, s1, s2 = clipped_sums(X, lower, upper)
+    assert len(closed) >= 3 and all(S <= rows < gram_block_rows(d) for rows in closed)
+    Z = np.clip(X, lower, upper) - 0.5
+    for computed, terms, kind in ((s1, Z, "sums"), (s2, Z * Z, "products")):
+        exact = np.array([math.fsum(column) for column in terms.T])
+        term = float(np.max(np.linalg.norm(np.abs(terms), axis=1)))
+        bound = statistic_error(summation_of(X), n, term, kind=kind)
+        assert 0 < np.linalg.norm(computed - exact) <= bound
+    closed.clear()
+    y = rng.integers(0, 3, size=n)
+    _, T, _ = _exact_moments(X, y, 3, 1.0, "test")
+    assert len(closed) >= 3 and all(S <= rows < gram_block_rows(d) for rows in closed)
+    clipped = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
+    assert np.allclose(T, np.stack([clipped[y == k].sum(axis=0) for k in range(3)]), rtol=1e-12, atol=1e-12)
+    small = X[:2000]  # one piece at this width: the sums of before, bit for bit
+    _, s1, s2 = clipped_sums(small, lower, upper)
+    Z = np.clip(small, lower, upper) - 0.5
+    assert np.array_equal(s1, Z.sum(axis=0)) and np.array_equal(s2, np.einsum("ij,ij->j", Z, Z))

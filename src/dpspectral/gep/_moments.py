@@ -91,7 +91,7 @@ import scipy.sparse as sp
 
 from .._constraints import NONE, PRIVACY_PARAMETERS, SHARE, Constraint, Interval, Types, check_params, without
 from .._linalg import fix_signs
-from .._moments import accumulate
+from .._moments import accumulate, grouped_summation, sum_in_groups
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._rows import as_numeric_2d
 from ..privacy._accounting import Accountant, PrivacyReport
@@ -325,8 +325,12 @@ def _exact_moments(X: Any, idx: np.ndarray, n_classes: int, C: float,
                          owner=owner)
     assert moments.second is not None
     onehot = sp.csr_matrix((np.ones(n), (np.arange(n), idx)), shape=(n, n_classes))
-    sums = onehot.T @ Xc
-    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+
+    def class_sums(a: int, b: int) -> tuple[np.ndarray]:
+        piece = onehot[a:b].T @ Xc[a:b]
+        return (np.asarray(piece.toarray() if sp.issparse(piece) else piece, dtype=np.float64),)
+
+    (sums,) = sum_in_groups(n, d, class_sums, np.zeros((n_classes, d)))  # as accumulate sums X^T X
     counts = np.bincount(idx, minlength=n_classes).astype(np.float64)
     return moments.second, sums, counts
 
@@ -544,7 +548,7 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         first = (() if inputs.labels is None else (inputs.labels,)) + (() if inputs.clip is None
                                                                        else (inputs.clip,))
         events = tuple(e for stage in first for e in _events_of(stage)) + inputs.moments.events
-        releases = tuple(stage.release for stage in first) + _widened(inputs, inputs.moments, n).releases
+        releases = tuple(stage.release for stage in first) + _widened(inputs, inputs.moments, n, d).releases
         return ReleasePlan(MOMENTS, inputs.relation, events, releases, inputs.moments.notes)
 
     def is_staged(self, inputs: _Checked) -> bool:
@@ -582,7 +586,7 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         if names == ("norm_histogram",):
             assert inputs.clip is not None
             return inputs.clip.stage_plan(owner)
-        stage = _widened(inputs, inputs.moments, rows.n)
+        stage = _widened(inputs, inputs.moments, rows.n, rows.d)
         if inputs.clip is not None:  # the same multipliers, the sensitivities at the released clip
             n_public = rows.n if inputs.relation.n_is_public else None
             share = inputs.inputs.clip_share
@@ -630,15 +634,17 @@ class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):
         return {"mechanism": MOMENTS, "budget": inputs.budget, "calibration": "tight"}
 
 
-def _widened(inputs: _Checked, plan: ReleasePlan, n: int | None) -> ReleasePlan:
-    """The moments' releases widened for the rounding of their computed sums over the ``n`` rows
-    (:mod:`dpspectral.privacy._rounding`): ``X^T X`` (terms of norm ``C^2``), the class sums (``C``), the
-    counts (integers: exact). The events are unchanged."""
+def _widened(inputs: _Checked, plan: ReleasePlan, n: int | None, d: int | None) -> ReleasePlan:
+    """The moments' releases widened for the rounding of their computed sums over the ``n`` rows of width
+    ``d`` (:mod:`dpspectral.privacy._rounding`): ``X^T X`` (terms of norm ``C^2``), the class sums
+    (``C``), both summed in groups (:func:`_exact_moments`), the counts (integers: exact). The events
+    are unchanged."""
     C = sensitivity_norm(inputs.C)
     terms: dict[str, tuple[Kind, float]] = {"second": ("products", C * C), "sums": ("sums", C),
                                             "counts": ("counts", 1.0)}
+    summation = grouped_summation(d)
     releases = tuple(widen_release(r, n=n, relation=inputs.relation, kind=terms[r.name][0],
-                                   term_bound=terms[r.name][1]) for r in plan.releases)
+                                   term_bound=terms[r.name][1], summation=summation) for r in plan.releases)
     return dataclasses.replace(plan, releases=releases)
 
 

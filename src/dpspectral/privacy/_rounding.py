@@ -35,7 +35,9 @@ The height ``h`` of each computation path (:class:`Summation`):
   through at most ``b`` additions inside its group (its piece's product or sum, then one per later
   piece), one into the total and one for each later group, of which there are fewer than ``n / s``:
   for ``X^T X`` ``h <= b + ceil(n / s)``, for the sum of the rows, counted twice over the group,
-  ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so.
+  ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so, and
+  so are the scaler's sums and sums of squares and the GEP moments' class sums
+  (``dpspectral._moments.sum_in_groups``: the sums of squares bounded as ``X^T X``).
 * **Dask partials**: each of the ``p`` row chunks summed in groups as above, to a partial, then the
   partials added in a tree whose combines take at most ``f`` partials each (``split_every=4``): at most
   ``f - 1`` additions at each of its ``ceil(log_f p)`` levels, and one more for slack (counted at
