@@ -126,3 +126,22 @@ def test_default_dppca_uses_one_reading_for_the_histogram(monkeypatch):
     # an iterable of blocks cannot be read at random: the histogram pass runs
     DPPCA(3, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(lambda: iter([X[:2000], X[2000:]]))
     assert calls == [1]
+
+
+def test_a_memory_map_keeps_the_block_passes(tmp_path, monkeypatch):
+    """A memory-mapped array is read block by block in every pass (its pages released as they go): no
+    whole-array product, so the histogram pass runs."""
+    from dpspectral import DPPCA
+
+    X = _data(4, n=3000, d=12) / 5.0
+    path = tmp_path / "rows.npy"
+    np.save(path, X)
+    mapped = np.load(path, mmap_mode="r")
+    calls = []
+    from dpspectral.privacy import _quantile
+
+    original = _quantile.norm_histogram
+    monkeypatch.setattr("dpspectral.pca._covariance.norm_histogram",
+                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    DPPCA(2, epsilon=1.0, delta=1e-6, row_norm=1.0, random_state=0).fit(mapped)
+    assert calls == [1]

@@ -585,8 +585,9 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
 
 
 def _in_memory(X: Any, inputs: _Checked) -> bool:
-    """Rows a later pass can read at random: a NumPy array (or memory map) on the host."""
-    return inputs.xp is None and isinstance(X, np.ndarray) and X.ndim == 2
+    """Rows held in memory on the host (a NumPy array, not a memory map: a whole-array product over a
+    map would bring every page into memory, where the block passes release them as they go)."""
+    return inputs.xp is None and isinstance(X, np.ndarray) and not isinstance(X, np.memmap) and X.ndim == 2
 
 
 def _gram(G: np.ndarray) -> np.ndarray:
