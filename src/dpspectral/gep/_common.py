@@ -350,8 +350,9 @@ class NamedPairMechanism(PairMechanism):
         return pair, budget, xi, k, sparsity
 
     @classmethod
-    def solve(cls, mechanism: str, pair: ScatterPair, k: int, sparsity: int | None, *,
+    def solve(cls, mechanism: str, pair: ScatterPair, k: int, sparsity: int | None = None, *,
               accountant: Accountant | None, show_progress: bool | None, **params: Any) -> Any:
-        """Run the solver named ``mechanism`` on ``pair`` through the release template."""
+        """Run the solver named ``mechanism`` on ``pair`` through the release template, on the
+        parameters of its function's call (every one as given; ``sparsity`` only for a sparse one)."""
         return run_on_pair(cls(mechanism, show_progress), PairCall(k, sparsity, params), pair, accountant,
                            params["random_state"])

@@ -182,10 +182,7 @@ def dp_rayleigh_flow(
     pair built from rows the noise is widened for the rounding of the computed A and B
     (:mod:`dpspectral.gep._pair_rounding`), the events unchanged.
     """
-    return _Flow.solve("dp_rayleigh_flow", pair, k, None, epsilon=epsilon, delta=delta,
-                       regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
-                       a_share=a_share, calibration=calibration, accountant=accountant,
-                       random_state=random_state, show_progress=show_progress)
+    return _Flow.solve("dp_rayleigh_flow", **locals())  # every parameter as given
 
 
 @renamed(FLOW_PAPER_NAMES)
@@ -220,10 +217,7 @@ def dp_truncated_rayleigh_flow(
     own truncated algorithm may privatise per iteration instead (not verified; see the module
     docstring).
     """
-    return _Flow.solve("dp_truncated_rayleigh_flow", pair, k, sparsity, epsilon=epsilon, delta=delta,
-                       regularization=regularization, n_iter=n_iter, step_size=step_size, init=init,
-                       a_share=a_share, calibration=calibration, accountant=accountant,
-                       random_state=random_state, show_progress=show_progress)
+    return _Flow.solve("dp_truncated_rayleigh_flow", **locals())  # every parameter as given
 
 
 @dataclass(frozen=True, eq=False)

@@ -625,11 +625,7 @@ def dpsr(
     ``SelfComposedDpEvent(GaussianDpEvent(s2), m)`` (phase 1 and Lambda_B omitted for a public B,
     e.g. PCA, where ``Phi~ = I / sqrt(1 + xi)`` exactly).
     """
-    return _Dpsr.solve("dpsr", pair, k, None, epsilon=epsilon, delta=delta,
-                       regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
-                       basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
-                       init=init, accountant=accountant,
-                       random_state=random_state, show_progress=show_progress)
+    return _Dpsr.solve("dpsr", **locals())  # every parameter as given
 
 
 @folded("step_sizes", StepSizes, _PAPER_STEPS)
@@ -678,11 +674,7 @@ def dpsrs(
     As :func:`dpsr`: truncation and orthonormalisation are post-processing of the released
     gradients (Theorem 13); the sensitivities hold because the iterates stay orthonormal.
     """
-    return _Dpsr.solve("dpsrs", pair, k, sparsity, epsilon=epsilon, delta=delta,
-                       regularization=regularization, n_iter=n_iter, step_sizes=step_sizes,
-                       basis_size=basis_size, budget_shares=budget_shares, calibration=calibration,
-                       init=init, accountant=accountant,
-                       random_state=random_state, show_progress=show_progress)
+    return _Dpsr.solve("dpsrs", **locals())  # every parameter as given
 
 
 @dataclass(frozen=True, eq=False)
