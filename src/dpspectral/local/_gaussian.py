@@ -53,6 +53,7 @@ from .._moments import _dense_row_norms, accumulate, summation_of
 from .._results import SubspaceResult
 from .._rows import _as_float_block, _iter_blocks, as_numeric_array, is_one_shot, n_features_of
 from .._validation import check_n_components
+from ..pca._inputs import PcaInputs
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation, as_relation
 from ..privacy._clipping import NormViolation, check_row_norm, clip_rows, sensitivity_norm
@@ -216,7 +217,7 @@ def local_gaussian_report(
     too; the report is that release divided back entrywise (post-processing).
     """
     return run(_LocalGaussian(user=True), _LocalInputs(
-        None, epsilon=epsilon, delta=delta, row_norm=row_norm, calibration=calibration,
+        None, epsilon=epsilon, delta=delta, row_norm=row_norm, relation="local", calibration=calibration,
         on_norm_violation=on_norm_violation, noise_shape=noise_shape, owner="local_gaussian_report",
     ), x, RunSettings(None, random_state))
 
@@ -387,17 +388,12 @@ def local_gaussian(
 
 
 @dataclass(frozen=True)
-class _LocalInputs:
+class _LocalInputs(PcaInputs):
     """The public inputs of the local Gaussian protocol; ``k=None``: one user's report."""
 
-    k: int | None
-    epsilon: float
-    delta: float
-    row_norm: float
-    calibration: str
+    k: int | None  # type: ignore[assignment]  # None: one user's report (no components)
     on_norm_violation: NormViolation
     noise_shape: str | None
-    relation: Relation | str = "local"
     simulate_sum: bool = True
     owner: str = _OWNER
 
