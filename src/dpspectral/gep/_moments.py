@@ -102,7 +102,7 @@ from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplie
 from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._quantile import norm_histogram
 from ..privacy._rounding import Kind, widen_release
-from ..privacy._template import Mechanism, Released, RunSettings, Symmetric, run
+from ..privacy._template import MatrixRows, Mechanism, Released, RunSettings, Symmetric, run
 from ._common import message_owner
 from ._labels import LABEL_COUNTS, LabelRelease, plan_label_release
 from ._result import GEPResult
@@ -501,20 +501,11 @@ class _Checked:
 
 
 @dataclass(frozen=True, eq=False)
-class _Read:
-    """What the validating pass read: the rows (float64 or CSR), each row's class index, the classes."""
+class _Read(MatrixRows):
+    """What the validating pass read: the rows ``X`` (float64 or CSR), each row's class index, the classes."""
 
-    X: Any
     index: np.ndarray
     classes: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.X.shape[1])
 
 
 class _Moments(Mechanism[MomentsInputs, ReleasedMoments]):

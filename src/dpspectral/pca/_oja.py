@@ -109,7 +109,15 @@ from ..privacy._histogram import (
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
 from ..privacy._quantile import norm_histogram
 from ..privacy._rounding import Summation, widen_projection, widen_release
-from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run, unprotected_generator
+from ..privacy._template import (
+    Drawn,
+    MatrixRows,
+    Mechanism,
+    Released,
+    RunSettings,
+    run,
+    unprotected_generator,
+)
 from ._clip_stage import ClipStaged, with_clip_stage
 from ._inputs import PcaInputs
 from ._range_estimation import RANGE_ESTIMATION_FIELDS, RangeEstimation
@@ -1115,29 +1123,15 @@ class _BuildingBlock(Mechanism[None, Any]):
     def plan(self, inputs: None, n: int | None, d: int | None) -> ReleasePlan:
         return self._plan
 
-    def read(self, inputs: None, X: Any) -> _Given:
-        return _Given(np.asarray(X))
+    def read(self, inputs: None, X: Any) -> MatrixRows:
+        return MatrixRows(np.asarray(X))  # the gradients handed to the building block
 
-    def statistic(self, inputs: None, rows: _Given, plan: ReleasePlan, released: Released) -> dict[str, Any]:
-        return {"value": Drawn(lambda releaser: self._compute(rows.G, releaser))}
+    def statistic(self, inputs: None, rows: MatrixRows, plan: ReleasePlan,
+                  released: Released) -> dict[str, Any]:
+        return {"value": Drawn(lambda releaser: self._compute(rows.X, releaser))}
 
-    def post_process(self, inputs: None, rows: _Given, released: Released, report: Any) -> Any:
+    def post_process(self, inputs: None, rows: MatrixRows, released: Released, report: Any) -> Any:
         return released["value"]
-
-
-@dataclass(frozen=True, eq=False)
-class _Given:
-    """The gradients handed to a building block (public shape ``n``, ``d``)."""
-
-    G: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.G.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.G.shape[1])
 
 
 def _top_eigenvalue(G: np.ndarray, epsilon: float, delta: float, bound: float, n_groups: int,

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from ._accounting import Accountant
     from ._noise_base import NoiseSource
 
-__all__ = ["After", "Drawn", "Mechanism", "Prelude", "Released", "Rows", "RunSettings", "Symmetric", "run",
-           "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
+__all__ = ["After", "Drawn", "MatrixRows", "Mechanism", "Prelude", "Released", "Rows", "RunSettings",
+           "Symmetric", "run", "charge_at_creation", "charged_elsewhere", "unprotected_generator"]
 
 Inputs = TypeVar("Inputs")
 Result = TypeVar("Result")
@@ -98,6 +98,22 @@ class Rows:
     @property
     def d(self) -> int:
         return int(self.first.d)
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixRows:
+    """Rows read whole as one matrix ``X`` of shape (n, d): the public ``n`` and ``d`` are its shape (a
+    mechanism's read may extend it with what else it found)."""
+
+    X: Any
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
 
 
 @dataclass(frozen=True)
