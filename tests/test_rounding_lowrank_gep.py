@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dpspectral import gep
-from dpspectral.gep import _pair_rounding, _rayleigh, _reduction, _scatter
+from dpspectral.gep import _common, _pair_rounding, _reduction, _scatter
 
 U = 2.0**-53  # the unit roundoff of float64
 
@@ -38,8 +38,8 @@ def _no_widening(monkeypatch: pytest.MonkeyPatch) -> None:
     def unwidened(pair: gep.ScatterPair) -> _pair_rounding.PairRounding:
         return _pair_rounding.PairRounding(pair.n_features)
 
-    monkeypatch.setattr(_rayleigh, "pair_rounding", unwidened)
-    monkeypatch.setattr(_reduction, "pair_rounding", unwidened)
+    monkeypatch.setattr(_common, "pair_rounding", unwidened)  # the pair's own release (SR+DP, the flows)
+    monkeypatch.setattr(_reduction, "pair_rounding", unwidened)  # DPSR's
 
 
 def _run(method: str, pair: gep.ScatterPair, **kw):

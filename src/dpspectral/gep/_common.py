@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import dp_accounting
 import numpy as np
 from scipy.linalg import lapack
 
@@ -22,8 +23,10 @@ from .._constraints import (
 from .._linalg import orthonormalize
 from .._validation import gaussian_budget
 from ..privacy._budget import PrivacyBudget
-from ..privacy._pipeline import ReleasePlan
+from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
+from ..privacy._pipeline import NoisyRelease, ReleasePlan
 from ..privacy._template import Mechanism, RunSettings, run
+from ._pair_rounding import pair_rounding
 from ._scatter import ScatterPair
 
 if TYPE_CHECKING:
@@ -45,12 +48,14 @@ __all__ = [
     "REGULARIZATION_PAPER_NAME",
     "RIDGE_FACTOR",
     "check_regularization",
+    "input_perturbation_plan",
     "message_owner",
     "noise_ridge",
     "normalize_released",
     "orthonormalize_fast",
     "run_on_pair",
     "random_orthonormal",
+    "tight_pair_multipliers",
     "truncate_columns",
     "with_constraints",
 ]
@@ -182,6 +187,35 @@ def check_regularization(value: Any, owner: str, *, allow_zero: bool = False,
         raise InvalidParameterError(f"The '{name}' parameter of {owner} must be a float in "
                                     f"{interval}{reason}. Got {value!r} instead.")
     return float(value)
+
+
+def tight_pair_multipliers(budget: PrivacyBudget, public_b: bool, a_share: float) -> tuple[float, float]:
+    """The analytic Gaussian multiplier of ``budget`` split exactly between the releases of A and B
+    (``a_share`` of ``1/s^2`` to A): ``(s_A, s_B)``, all of it on A (``s_B`` infinite) when B is public."""
+    p = analytic_noise_multiplier(budget.epsilon, budget.delta)
+    if public_b:
+        return p, math.inf
+    s_a, s_b = split_noise_multiplier(p, [a_share, 1.0 - a_share])
+    return s_a, s_b
+
+
+def input_perturbation_plan(mechanism: str, pair: ScatterPair, multipliers: tuple[float, float],
+                            notes: list[str],
+                            more_events: tuple[dp_accounting.DpEvent, ...] = ()) -> ReleasePlan:
+    """The plan of a solver that releases the pair itself: ``A + E_A`` (and ``B + E_B`` unless B is
+    public), Gaussian at the multipliers ``(s_A, s_B)`` times the Frobenius sensitivities, widened for
+    the rounding of the computed pair (events unchanged); ``more_events`` follow the Gaussian ones."""
+    sens = pair.sensitivity
+    s_a, s_b = multipliers
+    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
+    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
+    if not pair.b_is_public:
+        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
+        events.append(dp_accounting.GaussianDpEvent(s_b))
+    events.extend(more_events)
+    rounding = pair_rounding(pair)
+    releases = [rounding.matrix(r) for r in releases]
+    return ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes))
 
 
 def _cholesky_qr_pass(V: np.ndarray) -> tuple[np.ndarray, float] | None:

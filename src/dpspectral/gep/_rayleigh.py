@@ -50,8 +50,7 @@ from .._linalg import fix_signs
 from .._progress import progress
 from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget
-from ..privacy._gaussian import analytic_noise_multiplier, split_noise_multiplier
-from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
+from ..privacy._pipeline import ReleasePlan, Releaser
 from ..privacy._template import Drawn, Released, Symmetric
 from ._common import (
     NOISE_RIDGE,
@@ -63,14 +62,15 @@ from ._common import (
     PairCall,
     PairRows,
     called_as,
+    input_perturbation_plan,
     message_owner,
     noise_ridge,
     normalize_released,
     random_orthonormal,
+    tight_pair_multipliers,
     truncate_columns,
     with_constraints,
 )
-from ._pair_rounding import pair_rounding
 from ._reduction import simultaneous_reduction
 from ._result import GEPResult
 from ._scatter import ScatterPair
@@ -314,15 +314,11 @@ def _flow_inputs(owner: str, pair: Any, k: Any, sparsity: Any,
 def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibration: str,
                a_share: float) -> tuple[ReleasePlan, tuple[float, float]]:
     """The releases A^ (and B^ unless public), from public inputs, and their multipliers."""
-    sens, budget = pair.sensitivity, inputs.budget
+    budget = inputs.budget
     public_b = pair.b_is_public
     notes = list(pair.notes)
     if calibration == "tight":
-        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
-        if public_b:
-            s_a, s_b = p, math.inf
-        else:
-            s_a, s_b = split_noise_multiplier(p, [a_share, 1.0 - a_share])
+        s_a, s_b = tight_pair_multipliers(budget, public_b, a_share)
     else:
         rho = rho_from_epsilon_delta(budget.epsilon, budget.delta)
         rho_a, rho_b = (rho, 0.0) if public_b else (a_share * rho, (1.0 - a_share) * rho)
@@ -334,19 +330,12 @@ def _flow_plan(mechanism: str, pair: ScatterPair, inputs: _FlowInputs, calibrati
     if inputs.sparsity is not None:
         notes.append("Truncated flow RECONSTRUCTED as input perturbation plus truncation (Hu et al.'s "
                      "per-iteration privatisation not verified).")
-    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
-    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
-    if not public_b:
-        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
-        events.append(dp_accounting.GaussianDpEvent(s_b))
+    more: tuple[dp_accounting.DpEvent, ...] = ()
     if inputs.nonprivate_init:
-        events.append(dp_accounting.NonPrivateDpEvent())
+        more = (dp_accounting.NonPrivateDpEvent(),)
         notes.append("init='nonprivate_optimum': started from the exact (non-private) generalized "
                      "eigenvectors, as in Chen et al.'s comparison. NOT differentially private.")
-    rounding = pair_rounding(pair)  # widened for the rounding of the computed pair (events unchanged)
-    releases = [rounding.matrix(r) for r in releases]
-    plan = ReleasePlan(mechanism, sens.relation, tuple(events), tuple(releases), tuple(notes))
-    return plan, (s_a, s_b)
+    return input_perturbation_plan(mechanism, pair, (s_a, s_b), notes, more), (s_a, s_b)
 
 
 def _flow_start(owner: str, pair: ScatterPair, inputs: _FlowInputs, releaser: Releaser) -> np.ndarray:

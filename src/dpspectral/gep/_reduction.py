@@ -80,12 +80,14 @@ from ._common import (
     check_pair,
     check_positive,
     check_regularization,
+    input_perturbation_plan,
     message_owner,
     noise_ridge,
     normalize_released,
     orthonormalize_fast,
     random_orthonormal,
     run_on_pair,
+    tight_pair_multipliers,
     truncate_columns,
     with_constraints,
 )
@@ -206,12 +208,10 @@ SR_DP_TABLE: dict[str, Any] = {**SOLVER_TABLE, "a_share": SHARE}
 
 def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_share: float) -> ReleasePlan:
     """The releases of SR+DP from public inputs: A (and B unless public), their multipliers and notes."""
-    sens = pair.sensitivity
     notes: list[str] = list(pair.notes)
     public_b = pair.b_is_public
     if calibration == "tight":
-        p = analytic_noise_multiplier(budget.epsilon, budget.delta)
-        s_a, s_b = (p, math.inf) if public_b else tuple(split_noise_multiplier(p, [a_share, 1 - a_share]))
+        s_a, s_b = tight_pair_multipliers(budget, public_b, a_share)
     else:
         if public_b:
             s_a, s_b = classic_noise_multiplier(budget.epsilon, budget.delta), math.inf
@@ -219,14 +219,7 @@ def _sr_dp_plan(pair: ScatterPair, budget: PrivacyBudget, calibration: str, a_sh
             s_a = s_b = classic_noise_multiplier(budget.epsilon / 2, budget.delta / 2)
         notes.append("SR+DP calibration='paper' is RECONSTRUCTED (the paper states no formula): the "
                      "classic Gaussian mechanism at (epsilon/2, delta/2) for each of A and B.")
-    releases = [NoisyRelease("A", "gaussian", s_a * sens.a_frobenius, sens.a_frobenius)]
-    events: list[dp_accounting.DpEvent] = [dp_accounting.GaussianDpEvent(s_a)]
-    if not public_b:
-        releases.append(NoisyRelease("B", "gaussian", s_b * sens.b_frobenius, sens.b_frobenius))
-        events.append(dp_accounting.GaussianDpEvent(s_b))
-    rounding = pair_rounding(pair)  # widened for the rounding of the computed pair (events unchanged)
-    releases = [rounding.matrix(r) for r in releases]
-    return ReleasePlan("sr_dp", sens.relation, tuple(events), tuple(releases), tuple(notes))
+    return input_perturbation_plan("sr_dp", pair, (s_a, s_b), notes)
 
 
 @renamed(REGULARIZATION_PAPER_NAME)
