@@ -112,17 +112,18 @@ def test_secure_source_widens_the_noise_for_the_rounding() -> None:
 
     import dpspectral.privacy._noise as noise_module
 
-    original = noise_module.discrete_gaussian_array
+    original = noise_module.discrete_array
 
-    def spy(sigma: Fraction, size: int, words) -> np.ndarray:
+    def spy(kind: str, sigma: Fraction, size: int, words) -> np.ndarray:
+        assert kind == "gaussian"
         calls.append(sigma)
         return np.zeros(size, dtype=np.int64)
 
-    noise_module.discrete_gaussian_array = spy  # type: ignore[assignment]
+    noise_module.discrete_array = spy  # type: ignore[assignment]
     try:
         Recording(bits=random.Random(0)).add_gaussian(np.zeros(100), 1.0, 1e-6)
     finally:
-        noise_module.discrete_gaussian_array = original  # type: ignore[assignment]
+        noise_module.discrete_array = original  # type: ignore[assignment]
     grid = math.ldexp(1.0, -GRID_BITS)
     expected = (1e-6 + grid * 10) / 1e-6 / grid  # in grid steps, then rounded up to an integer
     assert calls[0] == math.ceil(expected)

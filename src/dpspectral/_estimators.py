@@ -167,6 +167,13 @@ class _DPEstimator(BaseEstimator):
         check_params(cls._parameter_constraints, values, owner)
         return values
 
+    def _with_auto_note(self, report: Any) -> Any:
+        """The privacy report, with what ``method="auto"`` chose, and why, as a note."""
+        if getattr(self, "method", None) != "auto" or report is None:
+            return report
+        note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
+        return dataclasses.replace(report, notes=(*report.notes, note))
+
 
 class UncentredWarning(UserWarning):
     """The fit ran uncentred because no private mean could be released.
@@ -872,9 +879,7 @@ class DPPCA(_ReleasedSubspace, _DPEstimator):
 
     def _report(self, report: PrivacyReport) -> PrivacyReport:
         """The privacy report, with auto's choice as a note (and a delta given but not used)."""
-        if self.method == "auto" and report is not None:
-            note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
-            report = dataclasses.replace(report, notes=(*report.notes, note))
+        report = self._with_auto_note(report)
         method = get_method(self.method_)
         if report is not None and not method.needs_delta and method.private and method.certified \
                 and self.delta:
@@ -1229,10 +1234,7 @@ class DPLowRank(_DPEstimator):
         result = method.function(A, self.rank, **kwargs, **(self.method_params or {}))
         self.result_ = result
         self.U_, self.S_, self.V_ = result.U, result.S, result.V
-        self.privacy_ = result.privacy
-        if self.method == "auto" and result.privacy is not None:
-            note = f"method='auto' chose {self.method_!r}: {self.method_reason_}."
-            self.privacy_ = dataclasses.replace(result.privacy, notes=(*result.privacy.notes, note))
+        self.privacy_ = self._with_auto_note(result.privacy)
         self.n_components_ = result.rank
         if len(getattr(A, "shape", ())) == 2:  # also for memmaps and Dask arrays (not validated above)
             self.n_features_in_ = int(A.shape[1])

@@ -232,6 +232,20 @@ def _reference(*, summary: str, measures: str, relations: tuple[Relation, ...] =
                   regime=f"Never on private data: the non-private reference {measures}", **fields)
 
 
+def _certified(name: str, module: str, *, attribute: str | None = None,
+               calibrations: tuple[str, ...] = ("tight", "paper"), **fields: Any) -> Method:
+    """The entry of a private algorithm our accountant certifies: ``module``'s function ``name`` (or
+    ``attribute``), with the tight calibration first and, unless ``calibrations`` says otherwise, the
+    paper's."""
+    return Method(name=name, certified=True, calibrations=calibrations,
+                  function=_ref(module, attribute or name), **fields)
+
+
+def _lowrank(name: str, module: str, **fields: Any) -> Method:
+    """A certified low-rank factorization: ``function(A, k, ...) -> LowRankResult``, run by DPLowRank."""
+    return _certified(name, module, family="lowrank", task="lowrank", **fields)
+
+
 _R1, _AR = Relation.REPLACE_ONE, Relation.ADD_REMOVE
 _P1, _P2 = Relation.PRIV1, Relation.PRIV2
 _COVARIANCE_OPTIONS = frozenset({"centering", "mean_share", "release_count", "accounting",
@@ -244,11 +258,18 @@ _ADAPTIVE_PASSES = ("2 with adaptive clipping (checks that also count the norms,
                     "centred) or a one-shot stream")
 _STOCHASTIC_OPTIONS = frozenset({"n_steps", "learning_rate", "sampling_rate", "accounting",
                                  "show_progress"})
+#: What the two noisy stochastic power-step entries share.
+_SHANG = "Shang, Zhang, Xu, Liu, Liu (UAI 2021)"
+_STOCHASTIC: dict[str, Any] = dict(family="stochastic", model="central", relations=(_R1,))
 _SKETCH_SIZES = frozenset({"subspace_sketch_size", "affine_sketch_size"})  # t, v in Upadhyay (2018)
 _LRF_OPTIONS = frozenset({"alpha", "bound", "sketch"})  # sketch: a lowrank.Sketch (t, v, seed, failure share)
 _OJA_OPTIONS = frozenset({"learning_rate_scale", "learning_rate_offset", "rank_method", "n_samples",
                           "show_progress"})  # eta_t = c1 / (c2 + t): c1 the scale, c2 the offset
 _EXPONENTIAL_OPTIONS = frozenset({"envelope", "max_proposals", "show_progress"})
+#: What the two pure epsilon-DP exponential-mechanism entries share.
+_PURE_EXPONENTIAL: dict[str, Any] = dict(family="exponential", model="central", relations=(_R1, _AR),
+                                         needs_delta=False, options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
+                                         memory="O(d^2)")
 _GEP_COMMON = frozenset({"regularization", "classes", "on_norm_violation"})  # xi in paper 003
 _SR_OPTIONS = _GEP_COMMON | {"n_iter", "step_sizes", "basis_size", "budget_shares", "init",
                              "show_progress"}
@@ -256,25 +277,27 @@ _FLOW_OPTIONS = _GEP_COMMON | {"n_iter", "step_size", "init", "a_share", "show_p
 _CHEN = "Chen, Huang, Lee, Chen, Tsai (paper 003)"
 _HU = "Hu, Xiang, Liu, Wang (AISTATS 2023), as in paper 003"
 _SKETCH_MEMORY = "O(m t + v n)"
+_UPADHYAY = "Upadhyay (NeurIPS 2018)"
+#: What the turnstile entries share (each update read once), and the continual ones (one row per step).
+_TURNSTILE: dict[str, Any] = dict(model="streaming", passes="1 (each update once)")
+_CONTINUAL: dict[str, Any] = dict(model="continual", passes="1 (one row per step)")
 #: the scatter pair's d x d matrices and a class index per row (measured: benchmarks/bench_memory.py)
 _GEP_MEMORY = "O(d^2) + O(n)"
 #: the row-by-row methods read an array or memmap in a secret order: O(n) indices besides the state
 _PERMUTED_MEMORY = "O(dk) + O(n) (a secret permutation; a stream: O(dk))"
 
 _PCA: tuple[Method, ...] = (
-    Method(
-        name="analyze_gauss", family="covariance", paper="Dwork, Talwar, Thakurta, Zhang (STOC 2014)",
-        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._covariance", "analyze_gauss"),
+    _certified(
+        "analyze_gauss", "pca._covariance", family="covariance",
+        paper="Dwork, Talwar, Thakurta, Zhang (STOC 2014)", model="central", relations=(_R1, _AR),
         summary="Symmetric Gaussian noise on X^T X, top-k eigenvectors",
         options=_ADAPTIVE_OPTIONS, memory="O(d^2)", passes=_ADAPTIVE_PASSES,
         regime="The default for (epsilon, delta) central PCA: one release (a norm histogram, then the "
                "scatter at the released clip), best accuracy while d^2 fits in memory; add/remove too",
     ),
-    Method(
-        name="mod_sulq", family="covariance", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._covariance", "mod_sulq"),
+    _certified(
+        "mod_sulq", "pca._covariance", family="covariance", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012)",
+        model="central", relations=(_R1,),
         summary="Gaussian noise on X^T X / n with the paper's per-entry scale (or the tight one)",
         options=_ADAPTIVE_OPTIONS, memory="O(d^2)", passes=_ADAPTIVE_PASSES,
         regime="To compare with Chaudhuri et al.'s MOD-SULQ; otherwise prefer analyze_gauss (the same "
@@ -288,20 +311,17 @@ _PCA: tuple[Method, ...] = (
         needs_delta=False, options=_COVARIANCE_OPTIONS, memory="O(d^2)",
         regime="Never for privacy: a labelled non-DP baseline, for comparison with the literature",
     ),
-    Method(
-        name="noisy_power", family="power", paper="Hardt & Roth (STOC 2013); Hardt & Price (NIPS 2014)",
-        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._power", "noisy_power"),
+    _certified(
+        "noisy_power", "pca._power", family="power",
+        paper="Hardt & Roth (STOC 2013); Hardt & Price (NIPS 2014)", model="central", relations=(_R1, _AR),
         summary="Private power iteration: L noisy products A X + G, QR; top-k of the last release",
         options=frozenset({"n_iter", "block_size", "show_progress", "adaptive_clip"}),
         memory="O(d^2)", passes=("2 by default (checks that also count the norms, then X^T X at the released "
                                  "clip); 1 with adaptive_clip=False or a one-shot stream"),
         regime="Large d with a clear spectral gap at k: noise of size d x k per iteration instead of d x d",
     ),
-    Method(
-        name="dp_spca", family="stochastic", paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 1",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._stochastic", "dp_spca"),
+    _certified(
+        "dp_spca", "pca._stochastic", paper=f"{_SHANG}, Alg. 1", **_STOCHASTIC,
         summary="Noisy stochastic power steps with polar retraction (full batches by default; Poisson "
                 "samples with a sampling_rate)",
         options=_STOCHASTIC_OPTIONS | {"rdp_epsilon_share", "adaptive_clip", "block_size"},
@@ -309,10 +329,8 @@ _PCA: tuple[Method, ...] = (
         memory="O(dk) + O(n) (each step's row indices)",
         regime="Large d where a d x d matrix does not fit; data with random row access (array, memmap)",
     ),
-    Method(
-        name="dp_vrpca", family="stochastic", paper="Shang, Zhang, Xu, Liu, Liu (UAI 2021), Alg. 2",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._stochastic", "dp_vrpca"),
+    _certified(
+        "dp_vrpca", "pca._stochastic", paper=f"{_SHANG}, Alg. 2", **_STOCHASTIC,
         summary="Variance-reduced noisy steps; the epoch's full gradient released with noise (defaults: "
                 "3 noisy power steps on an oversampled block)",
         options=_STOCHASTIC_OPTIONS | {"n_epochs", "full_gradient_share", "block_size", "adaptive_noise",
@@ -321,30 +339,28 @@ _PCA: tuple[Method, ...] = (
         memory="O(dp) + O(n) (row indices), p = min(d, 10k)",
         regime="As dp_spca, when several full passes are affordable and fewer noisy steps are wanted",
     ),
-    Method(
-        name="private_oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 2",
-        model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
-        function=_ref("pca._oja", "private_oja"),
+    _certified(
+        "private_oja", "pca._oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 2",
+        model="streaming", relations=(_R1,), calibrations=("tight",),
         summary="One clipped, noisy Oja step per row; single pass (parallel composition)",
         options=_OJA_OPTIONS | {"gradient_clip", "amplification", "adaptive_clip"},
         passes="1 (a one-shot stream, amplification); 2 by default otherwise (norm histogram, then steps)",
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows with a public gradient clip; O(dk) memory",
     ),
-    Method(
-        name="dp_pca", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 3-5",
-        model="streaming", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._oja", "dp_pca"),
+    _certified(
+        "dp_pca", "pca._oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Alg. 3-5",
+        model="streaming", relations=(_R1,),
         summary="Minibatch Oja with private top-eigenvalue (range) and private mean estimation",
         options=_OJA_OPTIONS | {"batch_size", "batch_constant", "range_estimation", "schedule",
                                 "block_size", "adaptive_clip"},
         memory=_PERMUTED_MEMORY,
         regime="A one-pass stream of many rows without a known gradient bound (estimated privately)",
     ),
-    Method(
-        name="minibatch_oja", family="streaming", paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Eq. (7)",
-        model="streaming", relations=(_R1,), certified=True, calibrations=("tight",),
-        function=_ref("pca._minibatch", "minibatch_oja"),
+    _certified(
+        "minibatch_oja", "pca._minibatch", family="streaming",
+        paper="Liu, Kong, Jain, Oh (NeurIPS 2022), Eq. (7)",
+        model="streaming", relations=(_R1,), calibrations=("tight",),
         summary="Few noisy block-power steps on disjoint minibatches; single pass (parallel composition)",
         options=frozenset({"schedule", "block_size", "n_samples", "show_progress", "adaptive_clip"}),
         passes="1 (a one-shot stream); 2 by default otherwise (the norm histogram, then the batches)",
@@ -357,41 +373,30 @@ _PCA: tuple[Method, ...] = (
         summary="one Oja step per row, no noise; single pass",
         options=_OJA_OPTIONS, memory="O(dk)", measures="the streaming methods are measured against",
     ),
-    Method(
-        name="local_gaussian", family="local", paper="Wang & Xu (TCS 2020)",
-        model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("local._gaussian", "local_gaussian"),
+    _certified(
+        "local_gaussian", "local._gaussian", family="local", paper="Wang & Xu (TCS 2020)",
+        model="local", relations=(Relation.LOCAL,),
         summary="Each user sends upper(x x^T) + symmetric Gaussian noise; server averages, top-k",
         options=frozenset({"simulate_sum", "show_progress", "noise_shape"}), passes="1 (one report per user)",
         memory="O(d^2)",
         regime="No trusted curator: every user randomises their own row (needs many users)",
     ),
-    Method(
-        name="ppca", family="exponential", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012); k > 1 by deflation",
-        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight",),
-        function=_ref("pca._exponential", "ppca"),
+    _certified(
+        "ppca", "pca._exponential", paper="Chaudhuri, Sarwate, Sinha (NIPS 2012); k > 1 by deflation",
+        calibrations=("tight",), **_PURE_EXPONENTIAL,
         summary="Pure eps-DP: exact Bingham sample of exp(c v^T A v); k > 1 deflated, jointly accounted, "
                 "budget split from private eigenvalues",
-        needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
-        memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) with small k and moderate d (exact sampler cost grows with d)",
     ),
-    Method(
-        name="exponential", family="exponential",
-        paper="Amin, Dick, Kulesza, Munoz Medina, Vassilvitskii (NeurIPS 2019)",
-        model="central", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
-        function=_ref("pca._exponential", "exponential_pca"),
+    _certified(
+        "exponential", "pca._exponential", attribute="exponential_pca",
+        paper="Amin, Dick, Kulesza, Munoz Medina, Vassilvitskii (NeurIPS 2019)", **_PURE_EXPONENTIAL,
         summary="Pure eps-DP: Laplace eigenvalues + exponential-mechanism directions with deflation",
-        needs_delta=False,
-        options=_EXPONENTIAL_OPTIONS | {"epsilon_split"},
-        memory="O(d^2)",
         regime="Pure epsilon-DP (delta = 0) when the eigenvalues are wanted too",
     ),
-    Method(
-        name="dpdispca", family="distributed", paper="Imtiaz & Sarwate (ICASSP 2018)",
-        model="distributed", relations=(_R1, _AR), certified=True, calibrations=("tight", "paper"),
-        function=_ref("distributed._protocol", "dpdispca"),
+    _certified(
+        "dpdispca", "distributed._protocol", family="distributed", paper="Imtiaz & Sarwate (ICASSP 2018)",
+        model="distributed", relations=(_R1, _AR),
         summary="Sites release Analyze Gauss once and send rank-R proxies; aggregator releases top-K",
         options=frozenset({"intermediate_rank", "n_sites", "variant", "weighting", "spectrum", "engine",
                            "site_failure", "release_count", "accounting",
@@ -405,103 +410,92 @@ _PCA: tuple[Method, ...] = (
 # -- low-rank factorization (Upadhyay, NeurIPS 2018): function(A, k, ...) -> LowRankResult ------------
 # memory in the m x n matrix's sizes and the sketch sizes t ~ k / alpha, v ~ k / alpha^2
 _LOWRANK: tuple[Method, ...] = (
-    Method(
-        name="private_frobenius_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 4",
-        model="central", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._factorization", "private_frobenius_lrf"),
+    _lowrank(
+        "private_frobenius_lrf", "lowrank._factorization", paper=f"{_UPADHYAY}, Fig. 4",
+        model="central", relations=(_P2, _P1),
         summary="Gaussian-noised sketches A Phi and S A (Priv2), closed-form rank-k solve",
-        options=_LRF_OPTIONS | {"singular_values"}, task="lowrank", memory=_SKETCH_MEMORY,
+        options=_LRF_OPTIONS | {"singular_values"}, memory=_SKETCH_MEMORY,
         regime="The default private rank-k factorization of one matrix (entries' change bounded in "
                "Frobenius norm)",
     ),
-    Method(
-        name="private_space_optimal_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2",
-        model="central", relations=(_P1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._factorization", "private_space_optimal_lrf"),
+    _lowrank(
+        "private_space_optimal_lrf", "lowrank._factorization", paper=f"{_UPADHYAY}, Fig. 2",
+        model="central", relations=(_P1,),
         summary="Input-perturbed [A, sigma_min I] Omega plus noisy Psi A, S A T^T (Priv1); "
                 "O((m+n)k/alpha) space",
-        options=_LRF_OPTIONS | {"input_share", "singular_values"}, task="lowrank",
+        options=_LRF_OPTIONS | {"input_share", "singular_values"},
         memory="O((m + n) k / alpha)",
         regime="Priv1 neighbours (a rank-one change) and the least space",
     ),
-    Method(
-        name="turnstile_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 6",
-        model="streaming", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._streaming", "turnstile_lrf"),
+    _lowrank(
+        "turnstile_lrf", "lowrank._streaming", paper=f"{_UPADHYAY}, Fig. 6",
+        relations=(_P2, _P1), **_TURNSTILE,
         summary="Turnstile updates A_ij += x on noisy sketches (TurnstileLRF: secret checkpoints, "
                 "one publication)",
-        options=_LRF_OPTIONS | {"batch_size"}, task="lowrank", passes="1 (each update once)",
-        memory=_SKETCH_MEMORY,
+        options=_LRF_OPTIONS | {"batch_size"}, memory=_SKETCH_MEMORY,
         regime="The matrix arrives as entry updates (turnstile stream) and is published once",
     ),
-    Method(
-        name="turnstile_space_optimal_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 5",
-        model="streaming", relations=(_P1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._turnstile_space_optimal", "turnstile_space_optimal_lrf"),
+    _lowrank(
+        "turnstile_space_optimal_lrf", "lowrank._turnstile_space_optimal",
+        paper=f"{_UPADHYAY}, Fig. 5", relations=(_P1,), **_TURNSTILE,
         summary="Turnstile updates on input-perturbed [A, sigma_min I] Omega, noisy Psi A, S A T^T (Priv1; "
                 "TurnstileSpaceOptimalLRF: secret checkpoints, one publication)",
-        options=_LRF_OPTIONS | {"input_share", "singular_values", "batch_size"}, task="lowrank",
-        passes="1 (each update once)", memory="O((m + n) k / alpha + v^2)",
+        options=_LRF_OPTIONS | {"input_share", "singular_values", "batch_size"},
+        memory="O((m + n) k / alpha + v^2)",
         regime="Priv1 neighbours, the matrix arrives as entry updates and is published once; the least "
                "state (Thm 47)",
     ),
-    Method(
-        name="continual_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 8",
-        model="continual", relations=(_P2, _P1), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._continual", "continual_lrf"),
+    _lowrank(
+        "continual_lrf", "lowrank._continual", paper=f"{_UPADHYAY}, Fig. 8",
+        relations=(_P2, _P1), **_CONTINUAL,
         summary="Binary-tree continual release over the Priv2 sketches (one row per step; ContinualLRF)",
-        options=_LRF_OPTIONS, task="lowrank", passes="1 (one row per step)",
-        memory="O(log T (m t + v n))",
+        options=_LRF_OPTIONS, memory="O(log T (m t + v n))",
         regime="A factorization is published after every one of T row updates",
     ),
-    Method(
-        name="continual_space_optimal_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Thm 51",
-        model="continual", relations=(_P1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._continual_space_optimal", "continual_space_optimal_lrf"),
+    _lowrank(
+        "continual_space_optimal_lrf", "lowrank._continual_space_optimal",
+        paper=f"{_UPADHYAY}, Thm 51", relations=(_P1,), **_CONTINUAL,
         summary="Binary-tree continual release over Figure 5's Priv1 sketches, Omega shared by the nodes "
                 "(one row per step; ContinualSpaceOptimalLRF)",
-        options=_LRF_OPTIONS | {"input_share"}, task="lowrank", passes="1 (one row per step)",
+        options=_LRF_OPTIONS | {"input_share"},
         memory="O(log T ((m + n) t + v^2))",
         regime="Priv1 neighbours, a factorization published after every one of T row updates",
     ),
-    Method(
-        name="covariance_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 7",
-        model="streaming", relations=(_AR, _R1), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._covariance", "covariance_lrf"),
+    _lowrank(
+        "covariance_lrf", "lowrank._covariance", paper=f"{_UPADHYAY}, Fig. 7",
+        model="streaming", relations=(_AR, _R1),
         summary="Rows inserted one at a time; rank-k factorization of A^T A (n x n) from Priv2 sketches",
         options=frozenset({"row_norm", "on_norm_violation", "alpha", "sketch", "batch_rows"}),
-        task="lowrank", passes="1 (rows inserted once)", memory="O((t + v) n)",
+        passes="1 (rows inserted once)", memory="O((t + v) n)",
         regime="Row-level privacy for the covariance A^T A of rows streamed once",
     ),
-    Method(
-        name="hardt_roth", family="lowrank",
-        paper="Hardt & Roth (STOC 2012), as used by Upadhyay (NeurIPS 2018)",
-        model="central", relations=(_R1,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("lowrank._hardt_roth", "hardt_roth"),
+    _lowrank(
+        "hardt_roth", "lowrank._hardt_roth",
+        paper=f"Hardt & Roth (STOC 2012), as used by {_UPADHYAY}",
+        model="central", relations=(_R1,),
         summary="Row-level: noisy subspace iteration on A^T A (STOC 2013; releases V and S, not U); the "
                 "STOC 2012 range finder (A Omega, pruned Q, Q^T A) as algorithm='range_finder'",
         options=frozenset({"row_norm", "range_finder", "power", "on_norm_violation", "algorithm",
                            "singular_values"}),
-        task="lowrank", passes="2 per iteration (3 iterations)",
+        passes="2 per iteration (3 iterations)",
         memory="O(m n) (a clipped copy of A) + O(n min(n, 10 k))",
         regime="Row-level neighbours (one person per row): the right subspace V at Analyze Gauss's level "
                "(MNIST 20,000 x 784, k = 10, eps = 1: 1.10 x the best subspace error); U is not released",
     ),
-    Method(
-        name="private_local_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 9",
-        model="local", relations=(Relation.LOCAL,), certified=True, calibrations=("tight", "paper"),
-        function=_ref("local._lowrank", "private_local_lrf"),
+    _lowrank(
+        "private_local_lrf", "local._lowrank", paper=f"{_UPADHYAY}, Fig. 9",
+        model="local", relations=(Relation.LOCAL,),
         summary="Default protocol='gram': each user sends iso(a a^T) + noise, V and S (the local model's "
                 "limit); protocol='sketch': the paper's a^T Phi, S_i (T a)^T reports, left subspace U",
         options=frozenset({"row_norm", "alpha", "sketch", "simulate_sum", "on_norm_violation", "protocol",
                            "row_change"}),
-        task="lowrank", passes="1 (one report per user)", memory="O(n^2) (gram); O(m t + v^2) (sketch)",
+        passes="1 (one report per user)", memory="O(n^2) (gram); O(m t + v^2) (sketch)",
         regime="No trusted curator: every user (row) randomises their own report; beats a random V when "
                "the top eigenvalues of A^T A / m exceed about s(eps, delta) sqrt(n / m) (MNIST 20,000 rows: "
                "eps >= 4)",
     ),
     _reference(
-        name="optimal_space_lrf", family="lowrank", paper="Upadhyay (NeurIPS 2018), Fig. 2 without noise",
+        name="optimal_space_lrf", family="lowrank", paper=f"{_UPADHYAY}, Fig. 2 without noise",
         model="central", function=_ref("lowrank._factorization", "optimal_space_lrf"),
         summary="three sketches and the closed-form rank-k solve",
         options=_SKETCH_SIZES | {"alpha", "sketch"}, task="lowrank", memory="O((m + n) k / alpha)",

@@ -21,9 +21,8 @@ from .._estimators import (
     method_names,
     require,
 )
-from .._public_basis import _lift_gep, project_for_fit
+from .._public_basis import _lift_gep
 from .._registry import Method, get_method, methods
-from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport, certify_release
 from ..privacy._budget import PrivacyBudget, Relation, UncertifiedPrivacyWarning, as_relation
 from ..privacy._guardrails import PrivacyParameterWarning
@@ -32,6 +31,7 @@ from ..privacy._template import RunSettings, run
 from ._common import check_int, check_regularization
 from ._directions import _ReleasedDirections
 from ._groups import CALIBRATION_OR_PAPER, PaperCalibration
+from ._labelled import _LabelledFit
 from ._labels import LabelRows, LabelSet, plan_label_release, solver_budget
 from ._moments import DEFAULT_RIDGE, MOMENTS, fisher_result, prepare_moments
 from ._result import GEPResult
@@ -59,7 +59,7 @@ def _takes_paper_settings(method: Method) -> bool:
     return any(c.accepts(PaperCalibration()) for c in (entry if isinstance(entry, list) else [entry]))
 
 
-class DPFisherDiscriminant(_ReleasedDirections, _DPEstimator):
+class DPFisherDiscriminant(_ReleasedDirections, _LabelledFit, _DPEstimator):
     """Differentially private Fisher discriminant analysis (dimension reduction).
 
     ``fit(X, y)`` releases, once, the second moment, the class sums and the class counts of the clipped
@@ -351,12 +351,7 @@ default="moments"
         public = None if self.classes is None else check_classes(self.classes, owner)
         if public is not None:  # public parameters first, before any data is read
             self._n_components(int(public.size), None)
-        # under add/remove (moments) an empty data set is a neighbour like any other: released, not refused
-        empty_ok = self._relation(entry, owner) is Relation.ADD_REMOVE
-        X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                             reset=True, ensure_min_samples=0 if empty_ok else 1)
-        self._basis, X = project_for_fit(self.public_basis, X, epsilon=self.epsilon, delta=self.delta,
-                                         relation=self._relation(entry, owner), k=1, owner=owner)
+        X, y = self._labelled_rows(X, y, self._relation(entry, owner), owner)
         d = X.shape[1]
         self._n_components(None if public is None else int(public.size), d)
         if entry.name == MOMENTS:
@@ -393,21 +388,10 @@ default="moments"
                                    calibration=self.calibration, random_state=self.random_state,
                                    on_norm_violation=self.on_norm_violation, owner=owner, **options)
         ridge = DEFAULT_RIDGE if self.ridge is None else float(self.ridge)
-        d = int(X.shape[1])
-        found: dict[str, int] = {}
-        if public is not None:
-            found["k"] = self._n_components(int(public.size), d)  # before the charge
-            moments = prepared.release(self.accountant, self.random_state)
-        else:  # classes=None: the label set is released first; n_components checked against it
-
-            def on_classes(classes: Any, d: int, released: bool) -> None:  # after the label release
-                if released:
-                    found["k"] = self._n_components(int(classes.size), d, released=True)
-
-            moments = prepared.release(self.accountant, self.random_state, on_classes)
-        result = fisher_result(moments, found["k"], ridge)
+        moments, k = self._release_moments(prepared, public, int(X.shape[1]))
+        result = fisher_result(moments, k, ridge)
         assert result.privacy is not None
-        self._store(result, result.privacy, moments.classes, found["k"])
+        self._store(result, result.privacy, moments.classes, k)
         return self
 
     def _release_with_labels(self, entry: Method, pair: Any, y: Any,

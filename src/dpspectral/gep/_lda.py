@@ -8,23 +8,22 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 from sklearn.linear_model._base import LinearClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._constraints import DELTA, EPSILON, NONE, ON_NORM_VIOLATION, RANDOM_STATE, ROW_NORM, SHARE, Interval
 from .._estimators import ACCOUNTANT, BOOL, N_COMPONENTS, PUBLIC_BASIS, RELATION, _DPEstimator
-from .._public_basis import project_for_fit
 from .._validation import validated_data
 from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._budget import Relation, as_relation
 from ._directions import _ReleasedDirections
+from ._labelled import _LabelledFit
 from ._moments import DEFAULT_RIDGE, ReleasedMoments, fisher_from_moments, lda_from_moments, prepare_moments
 from ._scatter import check_classes
 
 __all__ = ["DPLinearDiscriminantAnalysis"]
 
 
-class DPLinearDiscriminantAnalysis(_ReleasedDirections, LinearClassifierMixin, _DPEstimator):
+class DPLinearDiscriminantAnalysis(_ReleasedDirections, LinearClassifierMixin, _LabelledFit, _DPEstimator):
     """Differentially private linear discriminant analysis (classifier and dimension reduction).
 
     ``fit(X, y)`` releases, ONCE, the second moment, the class sums and the class counts of the clipped
@@ -209,32 +208,16 @@ class DPLinearDiscriminantAnalysis(_ReleasedDirections, LinearClassifierMixin, _
         if public is not None:
             self._n_components(int(public.size), None)
         self._priors(None if public is None else int(public.size))
-        # under add/remove an empty data set is a neighbour like any other (released, not refused)
-        empty_ok = self._relation() is Relation.ADD_REMOVE
-        X, y = validated_data(self, X, y, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                             reset=True, ensure_min_samples=0 if empty_ok else 1)
-        check_classification_targets(y)  # a continuous target is outside the labels' domain
-        self._basis, X = project_for_fit(self.public_basis, X, epsilon=self.epsilon, delta=self.delta,
-                                         relation=self._relation(), k=1, owner=owner)
+        X, y = self._labelled_rows(X, y, self._relation(), owner, classification=True)
         prepared = prepare_moments(X, y, epsilon=self.epsilon, delta=self.delta, row_norm=self.row_norm,
                                    classes=public, relation=self._relation(), random_state=self.random_state,
                                    on_norm_violation=self.on_norm_violation, adaptive_clip=self.adaptive_clip,
                                    clip_share=self.clip_share, owner=owner)
         d = int(X.shape[1])
-        if public is not None:
-            k = self._n_components(int(public.size), d)  # all before the charge
-            moments = prepared.release(self.accountant, self.random_state)
-            self._store(moments, k, self._priors(int(public.size)))
-            return self
-        self._n_components(None, d)  # classes=None: n_components <= n_features before the charge
-        found: dict[str, int] = {}
-
-        def on_classes(classes: Any, d: int, released: bool) -> None:  # after the label release
-            if released:
-                found["k"] = self._n_components(int(classes.size), d, released=True)
-
-        moments = prepared.release(self.accountant, self.random_state, on_classes)
-        self._store(moments, found["k"], None)
+        if public is None:
+            self._n_components(None, d)  # classes=None: n_components <= n_features before the charge
+        moments, k = self._release_moments(prepared, public, d)
+        self._store(moments, k, None if public is None else self._priors(int(public.size)))
         return self
 
     def _relation(self) -> Any:

@@ -96,7 +96,8 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["GeneratorWords", "SystemWords", "discrete_gaussian_array", "discrete_laplace_array"]
+__all__ = ["GeneratorWords", "SystemWords", "discrete_array", "discrete_gaussian_array",
+           "discrete_laplace_array"]
 
 _U64 = np.uint64
 _M32 = 0xFFFFFFFF
@@ -552,11 +553,14 @@ def _laplace_law(scale: Fraction) -> _Law:
     return _Law(False, scale, *_proposal(scale, up=True))
 
 
-def discrete_laplace_array(scale: Any, size: int, src: Any) -> np.ndarray:
-    """``size`` exact draws with ``P(y) ~ exp(-|y| / scale)`` on the integers (int64).
+def discrete_array(kind: str, scale: Any, size: int, src: Any) -> np.ndarray:
+    """``size`` exact draws on the integers (int64) from the discrete Gaussian or Laplace law.
 
     Parameters
     ----------
+    kind : {"gaussian", "laplace"}
+        ``P(y) ~ exp(-y^2 / (2 scale^2))`` (the discrete Gaussian of sigma ``scale``) or
+        ``P(y) ~ exp(-|y| / scale)`` (the discrete Laplace).
     scale : Fraction, int or float
         The scale (a float is taken as its exact rational value).
     size : int
@@ -564,19 +568,16 @@ def discrete_laplace_array(scale: Any, size: int, src: Any) -> np.ndarray:
     src : GeneratorWords or SystemWords
         The source of the words (:class:`GeneratorWords`: each value from its own stream).
     """
+    if kind == "gaussian":
+        return _draw(_gaussian_law(_as_fraction(scale, "sigma")), size, src)
     return _draw(_laplace_law(_as_fraction(scale, "scale")), size, src)
 
 
-def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
-    """``size`` exact draws with ``P(y) ~ exp(-y^2 / (2 sigma^2))`` on the integers (int64).
+def discrete_laplace_array(scale: Any, size: int, src: Any) -> np.ndarray:
+    """:func:`discrete_array` of the discrete Laplace law, ``P(y) ~ exp(-|y| / scale)``."""
+    return discrete_array("laplace", scale, size, src)
 
-    Parameters
-    ----------
-    sigma : Fraction, int or float
-        The scale (a float is taken as its exact rational value).
-    size : int
-        The number of draws.
-    src : GeneratorWords or SystemWords
-        The source of the words (:class:`GeneratorWords`: each value from its own stream).
-    """
-    return _draw(_gaussian_law(_as_fraction(sigma, "sigma")), size, src)
+
+def discrete_gaussian_array(sigma: Any, size: int, src: Any) -> np.ndarray:
+    """:func:`discrete_array` of the discrete Gaussian law, ``P(y) ~ exp(-y^2 / (2 sigma^2))``."""
+    return discrete_array("gaussian", sigma, size, src)

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from ._device_noise import device_noise_source
-from ._discrete import GeneratorWords, SystemWords, discrete_gaussian_array, discrete_laplace_array
+from ._discrete import GeneratorWords, SystemWords, discrete_array
 from ._noise_base import NoiseSource, _check_shape
 
 __all__ = [
@@ -226,8 +226,7 @@ class _GridNoise(NoiseSource):
         spread = step * (math.sqrt(m) if kind == "gaussian" else m)
         widened = scale if delta is None else scale * (delta + spread) / delta
         steps_wide = math.ceil(Fraction(widened) / Fraction(step))  # in grid steps, rounded up
-        draw = discrete_gaussian_array if kind == "gaussian" else discrete_laplace_array
-        noise = draw(steps_wide, values.size, self._words).reshape(values.shape)
+        noise = discrete_array(kind, steps_wide, values.size, self._words).reshape(values.shape)
         out = (np.rint(values / step) + noise) * step
         return float(out) if np.ndim(statistic) == 0 else out
 
