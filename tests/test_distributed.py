@@ -24,6 +24,7 @@ import pytest
 from dpspectral.distributed import (
     DaskEngine,
     DistributedDPPCA,
+    Engine,
     InProcessEngine,
     SiteFailureError,
     SiteFailurePolicy,
@@ -36,6 +37,7 @@ from dpspectral.distributed import (
     site_step,
     spawn_site_seeds,
 )
+from dpspectral.distributed._engines import SiteRun
 from dpspectral.distributed._site import (
     SitePlan,
     pack_upper,
@@ -281,6 +283,23 @@ def test_accountant_spends_before_any_site_runs() -> None:
     with pytest.raises(BudgetExceededError):
         dpdispca(_sites(3), 3, engine=Counting(), accountant=acc, random_state=0, **KW)
     assert calls == [3]  # refused before any site was asked to release
+
+
+def test_an_engine_implements_run_sites_on_the_record_of_run() -> None:
+    """``Engine.run`` hands its arguments as one record to ``_run_sites``; the base alone runs nothing."""
+    seen: list[SiteRun] = []
+
+    class Delegating(Engine):
+        def _run_sites(self, job: SiteRun) -> list[Any]:
+            seen.append(job)
+            return InProcessEngine()._run_sites(job)
+
+    res = dpdispca(_sites(3), 3, engine=Delegating(), random_state=0, **KW)
+    ref = dpdispca(_sites(3), 3, engine=InProcessEngine(), random_state=0, **KW)
+    assert len(seen) == 1 and len(seen[0].sites) == 3 and seen[0].step is site_step
+    assert np.array_equal(res.components, ref.components)
+    with pytest.raises(NotImplementedError, match="implements neither run nor _run_sites"):
+        Engine().run([], site_step, seen[0].plan, [])
 
 
 # ---------------------------------------------------------------------------------------------------

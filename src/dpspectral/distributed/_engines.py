@@ -36,7 +36,6 @@ travels through the Dask scheduler as Dask sends it; the library reports only th
 
 from __future__ import annotations
 
-import abc
 import ast
 import contextlib
 import os
@@ -51,7 +50,7 @@ from .._progress import progress
 from ._site import SitePayload, SitePlan, SiteSeed, failure_reason
 
 __all__ = ["DaskConnectionError", "DaskEngine", "DaskStartError", "Engine", "InProcessEngine", "SiteOutcome",
-           "SiteStatus", "StepFunction", "check_worker_processes_can_start"]
+           "SiteRun", "SiteStatus", "StepFunction", "check_worker_processes_can_start"]
 
 SiteStatus = Literal["ok", "failed", "timeout", "lost"]
 StepFunction = Callable[[Any, SitePlan, SiteSeed, int], SitePayload]
@@ -93,12 +92,27 @@ def is_dask_future(obj: Any) -> bool:
     return type(obj).__name__ == "Future" and type(obj).__module__.startswith("distributed")
 
 
-class Engine(abc.ABC):
-    """Runs one step per site and reports every site's outcome."""
+@dataclass(frozen=True)
+class SiteRun:
+    """The arguments of one :meth:`Engine.run`, as one record: what every engine's ``_run_sites`` reads."""
+
+    sites: Sequence[Any]
+    step: StepFunction
+    plan: SitePlan
+    seeds: Sequence[SiteSeed]
+    timeout: float | None = None
+    show_progress: bool | None = None
+
+
+class Engine:
+    """Runs one step per site and reports every site's outcome.
+
+    A subclass implements ``_run_sites(job)`` (``job`` a :class:`SiteRun`, the arguments of
+    :meth:`run`), or overrides :meth:`run` itself.
+    """
 
     name: str = "engine"
 
-    @abc.abstractmethod
     def run(
         self,
         sites: Sequence[Any],
@@ -132,6 +146,11 @@ class Engine(abc.ABC):
         list of SiteOutcome
             One outcome per site, in site order.
         """
+        return self._run_sites(SiteRun(sites, step, plan, seeds, timeout, show_progress))
+
+    def _run_sites(self, job: SiteRun) -> list[SiteOutcome]:
+        """:meth:`run` on its arguments as one record: what each engine implements."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither run nor _run_sites.")
 
     @contextlib.contextmanager
     def session(self, n_sites: int = 1) -> Iterator[Any]:
@@ -147,23 +166,16 @@ class InProcessEngine(Engine):
 
     name = "inprocess"
 
-    def run(
-        self,
-        sites: Sequence[Any],
-        step: StepFunction,
-        plan: SitePlan,
-        seeds: Sequence[SiteSeed],
-        *,
-        timeout: float | None = None,
-        show_progress: bool | None = None,
-    ) -> list[SiteOutcome]:
+    def _run_sites(self, job: SiteRun) -> list[SiteOutcome]:
         """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
+        sites, timeout = job.sites, job.timeout
         outcomes = []
-        for s in progress(range(len(sites)), total=len(sites), desc="DPdisPCA sites", enabled=show_progress):
+        for s in progress(range(len(sites)), total=len(sites), desc="DPdisPCA sites",
+                          enabled=job.show_progress):
             t0 = time.perf_counter()
             try:
                 data = _materialise(sites[s])
-                payload = step(data, plan, seeds[s], s)
+                payload = job.step(data, job.plan, job.seeds[s], s)
             except Exception as exc:  # a site's fault is reported (data-independently), never raised here
                 outcomes.append(SiteOutcome(s, "failed", error=f"its step raised {failure_reason(exc)}"))
                 continue
@@ -327,25 +339,16 @@ class DaskEngine(Engine):
         with cluster, Client(cluster, set_as_default=False) as client:
             yield client
 
-    def run(
-        self,
-        sites: Sequence[Any],
-        step: StepFunction,
-        plan: SitePlan,
-        seeds: Sequence[SiteSeed],
-        *,
-        timeout: float | None = None,
-        show_progress: bool | None = None,
-    ) -> list[SiteOutcome]:
+    def _run_sites(self, job: SiteRun) -> list[SiteOutcome]:
         """Run ``step`` once per site: one :class:`SiteOutcome` per site, in order (:meth:`Engine.run`)."""
         client = self._open.get(threading.get_ident())
         if client is not None:  # inside ``session``: the connection opened before the charge
-            return self._run(client, sites, step, plan, seeds, timeout)
-        with self.connect(len(sites)) as client:
-            return self._run(client, sites, step, plan, seeds, timeout)
+            return self._run(client, job)
+        with self.connect(len(job.sites)) as client:
+            return self._run(client, job)
 
-    def _run(self, client: Any, sites: Sequence[Any], step: StepFunction, plan: SitePlan,
-             seeds: Sequence[SiteSeed], timeout: float | None) -> list[SiteOutcome]:
+    def _run(self, client: Any, job: SiteRun) -> list[SiteOutcome]:
+        sites, step, plan, seeds, timeout = job.sites, job.step, job.plan, job.seeds, job.timeout
         workers = sorted(client.scheduler_info()["workers"])
         token = uuid.uuid4().hex[:12]
         owned: list[Any] = []  # data futures this run holds (released at the end)

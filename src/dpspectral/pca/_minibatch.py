@@ -33,23 +33,21 @@ import numpy as np
 
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Types, validated
-from .._linalg import fix_signs, orthonormalize
+from .._linalg import orthonormalize
 from .._moments import accumulate, accumulation_dtype, needs_two_passes_ok, summation_of
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
-from .._validation import check_mechanism_inputs
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
 from ..privacy._adaptive import DEFAULT_CLIP_SHARE, RowClipPlan, at_released_clip, plan_row_clip
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, sensitivity_norm
 from ..privacy._gaussian import analytic_noise_multiplier
 from ..privacy._pipeline import NoisyRelease, ReleasePlan, Releaser
-from ..privacy._quantile import norm_histogram
 from ..privacy._rounding import Summation, widen_projection
 from ..privacy._template import Drawn, Mechanism, Released, RunSettings, run
 from ._clip_stage import ClipStaged, with_clip_stage
 from ._inputs import PcaInputs
-from ._oja import _array_shape, _Opened
+from ._oja import _array_shape, _clip_staged_result, _norm_counts, _Opened, _replace_one_privacy
 from ._schedule import WarmupSchedule
 from ._stream import (
     _as_source,
@@ -238,11 +236,7 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
     stacklevel = 3  # frames above run: minibatch_oja, the constraint check, the caller
 
     def check(self, inputs: _MinibatchInputs, X: Any) -> _MinibatchChecked:
-        budget, rel, C = check_mechanism_inputs(
-            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
-            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=_OWNER,
-            allowed_relations=(Relation.REPLACE_ONE,),
-        )
+        budget, rel, C = _replace_one_privacy(inputs, _OWNER)
         where = get_namespace_and_device(X, _OWNER)  # array API dispatch: (xp, device); NumPy: (None, None)
         in_memory = where[0] is not None or not _is_stream(_as_source(X))
         if not in_memory:  # the batch sizes of a stream are fixed by n_samples, before the charge
@@ -305,9 +299,7 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
     def statistic(self, inputs: _MinibatchChecked, rows: _Opened, plan: ReleasePlan,
                   released: Released) -> dict[str, Any]:
         if plan.releases[0].name == "norm_histogram":
-            assert inputs.clip is not None
-            return {"norm_histogram": norm_histogram(rows.source.data, inputs.clip.edges, center=None,
-                                                     owner=_OWNER, show_progress=rows.source.block_progress)}
+            return {"norm_histogram": _norm_counts(rows.source, inputs.clip)}
         source = released.setdefault("source", rows.source)  # at the released clip, else at the bound C
         sizes, block = _sizes(inputs, source), self._block(inputs, source.n, source.d)
         return {_BATCH: Drawn(lambda releaser: _run(source, sizes, block, releaser, inputs.where))}
@@ -322,10 +314,7 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
             "noise_multiplier": inputs.multiplier, "noise_std": batch.scale, "sensitivity": batch.sensitivity,
             "batch_sizes": tuple(sizes), "n_batches": len(sizes),
             "block_size": self._block(inputs, source.n, source.d)}
-        if inputs.clip is not None:
-            diagnostics.update(clip=released["clip"], histogram_noise_std=inputs.clip.release.scale)
-        return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-                              diagnostics=diagnostics)
+        return _clip_staged_result(W, used, diagnostics, inputs.clip, released, report)
 
 
 def _sizes(inputs: _MinibatchChecked, source: _Source) -> list[int]:

@@ -61,7 +61,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import dp_accounting
 import numpy as np
@@ -149,6 +149,7 @@ __all__ = [
 ]
 
 RankMethod = Literal["block", "deflation"]
+_OjaInputsT = TypeVar("_OjaInputsT", bound=PcaInputs)  # the record of one Oja method
 #: The paper's symbols of the learning rate ``eta_t = c1 / (c2 + t)``, renamed (the old names warn).
 LEARNING_RATE_NAMES = {"c1": "learning_rate_scale", "c2": "learning_rate_offset"}
 Histogram = Literal["laplace", "stable"]
@@ -689,7 +690,36 @@ def _array_shape(X: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
+def _replace_one_privacy(inputs: Any, owner: str) -> tuple[PrivacyBudget, Relation, float]:
+    """The privacy inputs of an Oja method (``inputs``: its record, with ``on_norm_violation``) checked:
+    the budget, the relation (replace-one only) and the bound C."""
+    return check_mechanism_inputs(
+        epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
+        calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=owner,
+        allowed_relations=(Relation.REPLACE_ONE,),
+    )
+
+
+class _HostOja(Mechanism[_OjaInputsT, SubspaceResult]):
+    """What :class:`_PrivateOja` and :class:`_DpPca` do alike: host data only, replace-one only, the
+    adaptive clip's share, and the events of a run planned from an array's shape."""
+
+    def _checked_privacy(self, inputs: _OjaInputsT, X: Any) -> tuple[PrivacyBudget, Relation, float]:
+        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
+        return _replace_one_privacy(inputs, self.label)
+
+    def _clip_share(self, inputs: Any) -> float:
+        return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
+
+    def events_of(self, inputs: _OjaInputsT, X: Any) -> list[dp_accounting.DpEvent]:
+        """The events a run on ``X`` (an array: its shape only) would be charged."""
+        checked = self.check(inputs, X)
+        plan = self.plan(checked, checked.n, checked.d)
+        assert plan is not None
+        return list(plan.events)
+
+
+class _PrivateOja(ClipStaged, _HostOja[_OjaInputs]):
     """Private Oja as the release template runs it: one release of the noisy steps at the bound C, or
     (adaptive clipping) the norm histogram first, then the steps at the released clip."""
 
@@ -698,12 +728,7 @@ class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
     stacklevel = 4  # frames above run: private_oja, the constraint check, the renaming, the caller
 
     def check(self, inputs: _OjaInputs, X: Any) -> _OjaChecked:
-        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
-        budget, rel, C = check_mechanism_inputs(
-            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
-            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
-            allowed_relations=(Relation.REPLACE_ONE,),
-        )
+        budget, rel, C = self._checked_privacy(inputs, X)
         if inputs.calibration != "tight":
             raise ValueError(
                 f"The 'calibration' parameter of {self.label} must be 'tight': the paper's noise multiplier "
@@ -753,16 +778,6 @@ class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
                                     inputs.inputs.amplification, inputs.clip)
         return with_clip_stage(plan, inputs.clip)
 
-    def _clip_share(self, inputs: _OjaInputs) -> float:
-        return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
-
-    def events_of(self, inputs: _OjaInputs, X: Any) -> list[dp_accounting.DpEvent]:
-        """The events a run on ``X`` (an array: its shape only) would be charged."""
-        checked = self.check(inputs, X)
-        plan = self.plan(checked, checked.n, checked.d)
-        assert plan is not None
-        return list(plan.events)
-
     def stage_plan(self, inputs: _OjaChecked, plan: ReleasePlan, names: tuple[str, ...],
                    released: Released) -> ReleasePlan:
         if inputs.clip is None or names != (_STEP,):
@@ -806,10 +821,17 @@ class _PrivateOja(ClipStaged, Mechanism[_OjaInputs, SubspaceResult]):
         diagnostics = {"noise_multiplier": alpha, "gradient_clip": released["beta"],
                        "c1": rates[0], "c2": rates[1], "rank_method": inputs.inputs.rank_method,
                        "amplification": inputs.inputs.amplification}
-        if inputs.clip is not None:
-            diagnostics.update(clip=released["clip"], histogram_noise_std=inputs.clip.release.scale)
-        return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
-                              diagnostics=diagnostics)
+        return _clip_staged_result(W, used, diagnostics, inputs.clip, released, report)
+
+
+def _clip_staged_result(W: np.ndarray, used: int, diagnostics: dict[str, Any], clip: RowClipPlan | None,
+                        released: Released, report: Any) -> SubspaceResult:
+    """The result of a one-pass method with a clip stage (:class:`_PrivateOja`, minibatch Oja): canonical
+    signs; the diagnostics, with the released clip and the histogram's noise when the stage ran."""
+    if clip is not None:
+        diagnostics.update(clip=released["clip"], histogram_noise_std=clip.release.scale)
+    return SubspaceResult(components=fix_signs(W), values=None, privacy=report, n_samples=float(used),
+                          diagnostics=diagnostics)
 
 
 def _norm_counts(source: _Source, clip: RowClipPlan | None) -> np.ndarray:
@@ -1637,7 +1659,7 @@ class _DpPcaChecked:
     d: int | None = None
 
 
-class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
+class _DpPca(_HostOja[_DpPcaInputs]):
     """DP-PCA as the release template runs it: one release of every minibatch step (Algorithms 4 and 5
     or the public bound), or, where every batch is released with noise from the bound, the norm
     histogram first and the batches at the released clip."""
@@ -1646,12 +1668,7 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
     stacklevel = 4  # frames above run: dp_pca, the constraint check, the renaming, the caller
 
     def check(self, inputs: _DpPcaInputs, X: Any) -> _DpPcaChecked:
-        refuse_device(X, self.label)  # host only, before anything else (docs/array-api.md)
-        budget, rel, C = check_mechanism_inputs(
-            epsilon=inputs.epsilon, delta=inputs.delta, row_norm=inputs.row_norm, relation=inputs.relation,
-            calibration=inputs.calibration, on_norm_violation=inputs.on_norm_violation, owner=self.label,
-            allowed_relations=(Relation.REPLACE_ONE,),
-        )
+        budget, rel, C = self._checked_privacy(inputs, X)
         on, _, _ = clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)
         ok = on and inputs.calibration == "tight" and needs_two_passes_ok(X)
         return _DpPcaChecked(inputs, budget, rel, C, inputs.calibration, ok, *_array_shape(X))
@@ -1685,16 +1702,6 @@ class _DpPca(Mechanism[_DpPcaInputs, SubspaceResult]):
         _, config, clip = self._config(inputs, n, d, in_memory)
         return with_clip_stage(_dp_pca_plan(config, inputs.relation, in_memory, inputs.calibration,
                                             seeded=inputs.inputs.seeded), clip)
-
-    def _clip_share(self, inputs: _DpPcaInputs) -> float:
-        return clip_fields(inputs.adaptive_clip, self.label, takes_quantile=False)[2] or DEFAULT_CLIP_SHARE
-
-    def events_of(self, inputs: _DpPcaInputs, X: Any) -> list[dp_accounting.DpEvent]:
-        """The events a run on ``X`` (an array: its shape only) would be charged."""
-        checked = self.check(inputs, X)
-        plan = self.plan(checked, checked.n, checked.d)
-        assert plan is not None
-        return list(plan.events)
 
     def read(self, inputs: _DpPcaChecked, X: Any) -> _Opened:
         ins = inputs.inputs

@@ -454,7 +454,8 @@ class _SPCA(_Stochastic):
     """DP-SPCA: T noisy (sampled or full-batch) power steps; one release, ``"step"``, per step."""
 
     label = "dp_spca"
-    stacklevel = 6  # frames above run: dp_spca, the constraint check, the folding, the renaming, the caller
+    stacklevel = 7  # frames above run: _stochastic_call, dp_spca, the constraint check, the folding, the
+    # renaming, the caller
     powers = {"step": 2}
 
     def _shape(self, inputs: _Checked, d: int) -> tuple[float, int, int]:
@@ -510,7 +511,8 @@ class _VRPCA(_Stochastic):
     inner steps (``"step"``)."""
 
     label = "dp_vrpca"
-    stacklevel = 5  # frames above run: dp_vrpca, the constraint check, the folding, the caller
+    stacklevel = 6  # frames above run: _stochastic_call, dp_vrpca, the constraint check, the folding, the
+    # caller
     powers = {"full_gradient": 2, "step": 2}
 
     def _shape(self, inputs: _Checked, d: int) -> tuple[float, int, int, float, int]:
@@ -564,6 +566,16 @@ class _VRPCA(_Stochastic):
                          "block_size": p, "adaptive_noise": self._adaptive_noise(inputs),
                          **self._clip_diagnostics(inputs, released)},
         )
+
+
+def _stochastic_call(mechanism: type[_Stochastic], X: Any, *, accountant: Accountant | None,
+                     random_state: Any, show_progress: bool | None, **public: Any) -> SubspaceResult:
+    """Run DP-SPCA or DP-VRPCA on the parameters of its function's call (every one as given): the public
+    inputs as one record, the run's settings, then the release template."""
+    inputs = _StochasticInputs(**public)
+    settings = RunSettings(accountant=accountant, random_state=random_state, accounting=inputs.accounting,
+                           show_progress=show_progress)
+    return run(mechanism(show_progress), inputs, X, settings)
 
 
 @renamed({"mu": "rdp_epsilon_share"})
@@ -717,14 +729,7 @@ def dp_spca(
     the computed ``2 A_S V`` (a sum over at most n rows times the orthonormal V: ``r`` below ``1e-5`` at
     60,000 rows, d = 784, p = 100; docs/noise.md); the multiplier s and the events are unchanged.
     """
-    inputs = _StochasticInputs(
-        k=k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, accounting=accounting, n_steps=n_steps,
-        learning_rate=learning_rate, sampling_rate=sampling_rate, block_size=block_size,
-        adaptive_clip=adaptive_clip, rdp_epsilon_share=rdp_epsilon_share)
-    settings = RunSettings(accountant=accountant, random_state=random_state, accounting=accounting,
-                           show_progress=show_progress)
-    return run(_SPCA(show_progress), inputs, X, settings)
+    return _stochastic_call(_SPCA, **locals())
 
 
 #: DP-SPCA's defaults: full batches, three steps, each a power step, on an oversampled block
@@ -893,15 +898,7 @@ def dp_vrpca(
     Device arrays: as in :func:`dp_spca`. Rounding: as in :func:`dp_spca`, for the full gradients
     ``2 A V~ / n`` and the steps ``2 A_S (V - V~)`` (``||V - V~||_F <= 2 sqrt(p)``).
     """
-    inputs = _StochasticInputs(
-        k=k, epsilon=epsilon, delta=delta, row_norm=row_norm, relation=relation, calibration=calibration,
-        on_norm_violation=on_norm_violation, accounting=accounting, n_steps=n_steps,
-        learning_rate=learning_rate, sampling_rate=sampling_rate, block_size=block_size,
-        adaptive_clip=adaptive_clip, n_epochs=n_epochs, full_gradient_share=full_gradient_share,
-        adaptive_noise=adaptive_noise)
-    settings = RunSettings(accountant=accountant, random_state=random_state, accounting=accounting,
-                           show_progress=show_progress)
-    return run(_VRPCA(show_progress), inputs, X, settings)
+    return _stochastic_call(_VRPCA, **locals())
 
 
 #: DP-VRPCA's defaults: full batches, 3 epochs of one power step (``SPCA_POWER_STEP``) on
