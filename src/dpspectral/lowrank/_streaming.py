@@ -37,10 +37,10 @@ import numbers
 import os
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -105,7 +105,8 @@ SECRET_NOTICE = (
 #: that no entry can overflow; otherwise the batch is applied to a copy that is checked first.
 _SAFE_MAGNITUDE = 1e300
 
-_STATE_KEYS = ("Y_c", "Z", "config", "status", "publication", "format_version", "checksum")
+#: The members of every state file besides its arrays.
+_HEADER_KEYS = ("config", "status", "publication", "format_version", "checksum")
 
 
 #: The notes of every streaming state's privacy report (the assumptions, in words).
@@ -562,13 +563,128 @@ def recorded_noise_name(path: str | os.PathLike[str], data: Mapping[str, np.ndar
         raise StateFileError(f"{path}: unknown noise source {name!r}.")
     return name
 
+_Config = TypeVar("_Config", bound=TurnstileConfig)
+
+
+class TurnstileState(PublishOnce):
+    """Entry updates and state files shared by the turnstile states (:class:`TurnstileLRF`,
+    ``TurnstileSpaceOptimalLRF``).
+
+    A subclass keeps its sketches in the orientation m <= n (``transposed``: kept for ``A^T`` when the
+    caller's m > n), applies a validated batch of entries in that orientation (``_apply``) and names
+    the arrays of its file (``_arrays``); its ``save`` and ``load`` say what the file holds.
+    """
+
+    shape: tuple[int, int]
+    transposed: bool
+    privacy: PrivacyReport
+    mechanism: str
+    _config: TurnstileConfig
+
+    def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
+        """Add the entries ``x`` at ``(r, c)`` (internal orientation, validated) to the state."""
+        raise NotImplementedError
+
+    def _arrays(self, publish: bool = False) -> dict[str, np.ndarray]:
+        """The arrays of the state's file: the published snapshot, or the secret checkpoint's."""
+        raise NotImplementedError
+
+    # -- updates -------------------------------------------------------------------------------
+    def update(self, i: int, j: int, delta: float) -> None:
+        """``A[i, j] += delta``: every sketch of the state gains that entry's share (see the class).
+
+        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
+        update after a publication makes the state unpublishable (see the class's Privacy section).
+        """
+        owner = f"{type(self).__name__}.update"
+        check_entry(i, j, delta, self.shape, owner)
+        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
+        self._apply(
+            np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), owner
+        )
+
+    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
+        """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
+
+        The whole batch is validated first: integer indices in range, finite values, equal lengths; on
+        an error a ValueError names the kind of problem (no position, value or count) and the state is
+        unchanged. A batch whose values would overflow float64 in the sketches is refused the same way.
+        """
+        owner = f"{type(self).__name__}.update_many"
+        r, c, x = check_entries(rows, cols, values, self.shape, owner)
+        if self.transposed:
+            r, c = c, r
+        self._apply(r, c, x, owner)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def _write(self, path: str | os.PathLike[str], publish: bool) -> Path:
+        """``save``: the file of :meth:`_arrays` with the configuration, flags, version and checksum."""
+        if not isinstance(publish, (bool, np.bool_)):
+            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
+                            f"Got {publish!r} instead.")
+        if publish:
+            self._publish("save")
+        status = PUBLISHED if publish else SECRET
+        arrays = self._arrays(publish)
+        config_json = self._config.to_json()
+        source = self.privacy.noise_source
+        checksum = state_checksum(config_json, status, self._publication, arrays, source)
+        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
+        if source != "seeded":  # a seeded file has no entry (as in earlier versions' files)
+            extra["noise_source"] = np.array(source)
+        return write_state_file(
+            path,
+            {
+                **arrays,
+                "config": np.array(config_json),
+                "status": np.array(status),
+                "publication": np.array(self._publication),
+                "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
+                "checksum": np.array(checksum),
+                **extra,
+            },
+        )
+
+    @classmethod
+    def _read(
+        cls,
+        path: str | os.PathLike[str],
+        expect: Any,
+        arrays: tuple[str, ...],
+        parse: Callable[[Mapping[str, Any]], _Config],
+        optional: str | None = None,
+    ) -> tuple[dict[str, np.ndarray], _Config, str, str]:
+        """``load``: the verified file (its ``arrays``, and ``optional`` where present), its configuration
+        (``parse``), status and publication flag; a :class:`StateFileError` for another configuration
+        than ``expect`` (a state, a configuration, or a mapping of the fields to check)."""
+        data = read_state_file(path, (*arrays, *_HEADER_KEYS))
+        names = (*arrays, optional) if optional is not None and optional in data else arrays
+        cfg_dict, status, publication = verified_state(path, data, names)
+        config = parse(cfg_dict)
+        if expect is not None:
+            want = expect._config if isinstance(expect, cls) else expect
+            diffs = config.differences(want)
+            if diffs:
+                raise StateFileError(
+                    f"{path} holds a state of another configuration: " + "; ".join(diffs) + "."
+                )
+        return data, config, status, publication
+
+    @classmethod
+    def _file_report(cls, plan: ReleasePlan, budget: PrivacyBudget, config: TurnstileConfig,
+                     path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> PrivacyReport:
+        """The report of a loaded state: its plan's, nothing charged or drawn (the file holds the noise)."""
+        return certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
+                               calibration=config.calibration, notes=plan.notes, stacklevel=4,
+                               noise_source=recorded_noise_name(path, data))
+
 
 # ----------------------------------------------------------------------------------------------
 # the streaming state
 # ----------------------------------------------------------------------------------------------
 
 
-class TurnstileLRF(SketchState):
+class TurnstileLRF(SketchState, TurnstileState):
     """Turnstile streaming Private-Frobenius-LRF (Priv2; Upadhyay's Figure 6, Theorem 48).
 
     Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
@@ -784,33 +900,7 @@ class TurnstileLRF(SketchState):
         self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._config.sketch_seed)
         self._ST = np.ascontiguousarray(self._S.T)
 
-    # -- updates -------------------------------------------------------------------------------
-    def update(self, i: int, j: int, delta: float) -> None:
-        """``A[i, j] += delta``: ``Y_c[i, :] += delta Phi[j, :]``, ``Z[:, j] += delta S[:, i]``.
-
-        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
-        update after a publication makes the state unpublishable (see the class's Privacy section).
-        """
-        check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
-        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
-        self._apply(
-            np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), "update"
-        )
-
-    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
-        """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
-
-        Same result, bit for bit, as calling :meth:`update` for each entry in order. The whole batch is
-        validated first: integer indices in range, finite values, equal lengths; on an error a ValueError
-        names the kind of problem (no position, value or count) and the state is unchanged. A batch
-        whose values would overflow float64 in the sketches is refused the same way.
-        """
-        owner = f"{type(self).__name__}.update_many"
-        r, c, x = check_entries(rows, cols, values, self.shape, owner)
-        if self.transposed:
-            r, c = c, r
-        self._apply(r, c, x, owner)
-
+    # -- updates (update, update_many: TurnstileState) -------------------------------------------
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
         if x.size == 0:
             return
@@ -886,31 +976,7 @@ class TurnstileLRF(SketchState):
             :meth:`release` (refused with :class:`RepublicationError` after updates that follow a
             publication).
         """
-        if not isinstance(publish, (bool, np.bool_)):
-            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
-                            f"Got {publish!r} instead.")
-        if publish:
-            self._publish("save")
-        status = PUBLISHED if publish else SECRET
-        arrays = self._arrays(publish)
-        config_json = self._config.to_json()
-        source = self.privacy.noise_source
-        checksum = state_checksum(config_json, status, self._publication, arrays, source)
-        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
-        if source != "seeded":  # a seeded file has no entry (as in earlier versions' files)
-            extra["noise_source"] = np.array(source)
-        return write_state_file(
-            path,
-            {
-                **arrays,
-                "config": np.array(config_json),
-                "status": np.array(status),
-                "publication": np.array(self._publication),
-                "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
-                "checksum": np.array(checksum),
-                **extra,
-            },
-        )
+        return self._write(path, publish)
 
     @classmethod
     def load(
@@ -941,16 +1007,7 @@ class TurnstileLRF(SketchState):
             state of another kind or configuration, or arrays that do not fit the configuration.
         """
         owner = f"{cls.__name__}.load"
-        data = read_state_file(path, _STATE_KEYS)
-        cfg_dict, status, publication = verified_state(path, data, ("Y_c", "Z"))
-        config = TurnstileConfig.from_dict(cfg_dict)
-        if expect is not None:
-            want = expect._config if isinstance(expect, TurnstileLRF) else expect
-            diffs = config.differences(want)
-            if diffs:
-                raise StateFileError(
-                    f"{path} holds a state of another configuration: " + "; ".join(diffs) + "."
-                )
+        data, config, status, publication = cls._read(path, expect, ("Y_c", "Z"), TurnstileConfig.from_dict)
         m_user, n_user = config.shape
         m, n = (n_user, m_user) if m_user > n_user else (m_user, n_user)
         Y, Z = data["Y_c"], data["Z"]
@@ -965,10 +1022,7 @@ class TurnstileLRF(SketchState):
             noise, budget, plan = cls._plan(config, owner)
         except ValueError as exc:
             raise StateFileError(f"{path}: invalid configuration ({exc}).") from exc
-        # the file already holds the noisy state: the report of its plan, nothing charged or drawn
-        report = certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
-                                 calibration=config.calibration, notes=plan.notes, stacklevel=3,
-                                 noise_source=recorded_noise_name(path, data))
+        report = cls._file_report(plan, budget, config, path, data)
         state = cls.__new__(cls)
         state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state
