@@ -209,6 +209,7 @@ class SketchState(PublishOnce):
     _ZT: np.ndarray
     _Phi: np.ndarray
     _S: np.ndarray
+    _ST: np.ndarray
     _sketch_seed: int
     rank: int
     sizes: SketchSizes
@@ -243,6 +244,11 @@ class SketchState(PublishOnce):
         self._publish("release")
         return self._snapshot(self._Y), self._snapshot(self._ZT).T
 
+    def _set_sketches(self, m: int, n: int) -> None:
+        """The public Phi (n x t), S (v x m) and ``S^T`` of the seed, for the state's m x n matrix."""
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
+
     def _diagnostics(self, extra: dict[str, Any]) -> dict[str, Any]:
         """A release's diagnostics: t, v, sigma, sensitivity, noise_multiplier, then ``extra``."""
         return {
@@ -253,6 +259,34 @@ class SketchState(PublishOnce):
             "noise_multiplier": self.sigma / self.sensitivity,
             **extra,
         }
+
+
+def sketch_state_plan(mechanism: str, budget: PrivacyBudget, rel: Relation, sizes: SketchSizes,
+                      shape: tuple[int, int], *, bound: float, calibration: str, alpha: float,
+                      sketch_failure_share: float, owner: str,
+                      notes: tuple[str, ...] = ()) -> tuple[FrobeniusNoise, ReleasePlan]:
+    """The Priv2 noise of a :class:`SketchState` of the m x n ``shape`` (neighbours ``||M - M'||_F <=
+    bound``) and its plan, noted ``notes``, the noise's notes, then the streaming ones (no spending, no
+    noise)."""
+    noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=bound,
+                            calibration=calibration,  # type: ignore[arg-type]
+                            alpha=alpha, sketch_failure_share=sketch_failure_share, owner=owner, shape=shape)
+    plan = frobenius_plan(mechanism, rel, noise, notes=(*notes, *noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE))
+    return noise, plan
+
+
+def charge_sketch_noise(plan: ReleasePlan, settings: RunSettings, shape: tuple[int, int], sizes: SketchSizes,
+                        facts: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PrivacyReport]:
+    """Charge ``plan`` (refused before anything is drawn), then draw the initial state of a
+    :class:`SketchState` of the m x n ``shape``: ``N1`` (m x t), then ``N2`` (v x n), one joint
+    Gaussian as the one-shot sketches draw it. Returns ``(N1, N2^T, report)``."""
+    m, n = shape
+    (Y, Z), report, _ = charge_at_creation(
+        plan, settings,
+        lambda releaser: split_joint(releaser.gaussian("sketches", m * sizes.t + sizes.v * n),
+                                     [(m, sizes.t), (sizes.v, n)]),
+        facts=facts, stacklevel=7)
+    return Y, np.ascontiguousarray(Z.T), report
 
 
 # ----------------------------------------------------------------------------------------------
@@ -790,14 +824,10 @@ class TurnstileLRF(SketchState, TurnstileState):
                                  calibration=calibration, alpha=alpha, sketch=sketch, bound=bound)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
-        # refused before anything is drawn; N1, then N2
-        (Y, Z), report, _ = charge_at_creation(
-            plan, RunSettings(accountant, random_state),
-            lambda releaser: split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
-                                         [(m, config.t), (config.v, n)]),
-            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
-            stacklevel=6)
-        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
+        Y, ZT, report = charge_sketch_noise(
+            plan, RunSettings(accountant, random_state), (m, n), SketchSizes(t=config.t, v=config.v),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration})
+        self._build(config, noise, report, Y, ZT, NONE)
 
     @staticmethod
     def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
@@ -842,13 +872,10 @@ class TurnstileLRF(SketchState, TurnstileState):
         self.sensitivity = noise.sensitivity
         self.privacy = report
         self._sketch_seed = config.sketch_seed
-        Phi, S = frobenius_sketches(m, n, self.sizes, config.sketch_seed)
-        self._Phi = Phi
-        self._S = S
-        self._ST = np.ascontiguousarray(S.T)
+        self._set_sketches(m, n)
         self._Y = np.ascontiguousarray(Y, dtype=np.float64)
         self._ZT = np.ascontiguousarray(ZT, dtype=np.float64)
-        self._sketch_max = _max_abs(Phi, S)
+        self._sketch_max = _max_abs(self._Phi, self._S)
         self._mag = _max_abs(self._Y, self._ZT)
         self._publication = publication
         self._use_grid(report.noise_source, noise.sigma)
@@ -859,20 +886,10 @@ class TurnstileLRF(SketchState, TurnstileState):
         m, n = sorted(config.shape)
         budget = check_budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        sizes = SketchSizes(t=config.t, v=config.v)
-        noise = frobenius_noise(
-            budget.epsilon,
-            budget.delta,
-            sizes,
-            bound=config.bound,
-            calibration=config.calibration,  # type: ignore[arg-type]
-            alpha=config.alpha,
-            sketch_failure_share=config.sketch_failure_share,
-            owner=owner,
-            shape=(m, n),
-        )
-        plan = frobenius_plan(TurnstileLRF.mechanism, rel, noise,
-                              notes=(*noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE))
+        noise, plan = sketch_state_plan(
+            TurnstileLRF.mechanism, budget, rel, SketchSizes(t=config.t, v=config.v), (m, n),
+            bound=config.bound, calibration=config.calibration, alpha=config.alpha,
+            sketch_failure_share=config.sketch_failure_share, owner=owner)
         return noise, budget, plan
 
     # -- reading -------------------------------------------------------------------------------
@@ -896,9 +913,7 @@ class TurnstileLRF(SketchState, TurnstileState):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        m, n = self._inner_shape
-        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._config.sketch_seed)
-        self._ST = np.ascontiguousarray(self._S.T)
+        self._set_sketches(*self._inner_shape)
 
     # -- updates (update, update_many: TurnstileState) -------------------------------------------
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
