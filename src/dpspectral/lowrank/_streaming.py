@@ -1122,11 +1122,16 @@ def turnstile_lrf(
     return state.release()
 
 
-def _shrink_sigma(singular_values: str, sigma: float, owner: str) -> float:
-    """The noise std the release's solve shrinks by: ``sigma`` for ``"shrink"``, 0 for ``"raw"``."""
+def check_singular_values(singular_values: str, owner: str) -> None:
+    """A release's ``singular_values`` must be ``"shrink"`` or ``"raw"`` (a ValueError naming ``owner``)."""
     if singular_values not in ("shrink", "raw"):
         raise ValueError(
             f"The 'singular_values' parameter of {owner} must be one of 'shrink', 'raw'. "
             f"Got {singular_values!r} instead."
         )
+
+
+def _shrink_sigma(singular_values: str, sigma: float, owner: str) -> float:
+    """The noise std the release's solve shrinks by: ``sigma`` for ``"shrink"``, 0 for ``"raw"``."""
+    check_singular_values(singular_values, owner)
     return float(sigma) if singular_values == "shrink" else 0.0

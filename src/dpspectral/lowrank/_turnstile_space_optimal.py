@@ -67,6 +67,7 @@ from ._streaming import (
     StateFileError,
     TurnstileConfig,
     TurnstileState,
+    check_singular_values,
     read_only,
     state_inputs,
 )
@@ -370,9 +371,7 @@ class TurnstileSpaceOptimalLRF(TurnstileState):
             U (m, k), S (k,), V (n, k); ``privacy`` is :attr:`privacy`; diagnostics as the one-shot
             function's (no count of updates).
         """
-        if singular_values not in ("shrink", "raw"):
-            raise ValueError("The 'singular_values' parameter of TurnstileSpaceOptimalLRF.release must be "
-                             f"one of 'shrink', 'raw'. Got {singular_values!r} instead.")
+        check_singular_values(singular_values, "TurnstileSpaceOptimalLRF.release")
         self._publish("release")
         Y_c, Y_r, Z = self._snapshot_arrays()
         U, s, V = space_optimal_finish(Y_c, Y_r, Z, self._S, self._T, self.rank, self._inner_shape[1],
