@@ -606,7 +606,8 @@ class TurnstileState(PublishOnce):
 
     A subclass keeps its sketches in the orientation m <= n (``transposed``: kept for ``A^T`` when the
     caller's m > n), applies a validated batch of entries in that orientation (``_apply``) and names
-    the arrays of its file (``_arrays``); its ``save`` and ``load`` say what the file holds.
+    the arrays of its file (``_arrays``); its public ``update``, ``update_many``, ``save`` and ``load``
+    (documented on the class: what its sketches gain, what its file holds) call the steps here.
     """
 
     shape: tuple[int, int]
@@ -624,12 +625,8 @@ class TurnstileState(PublishOnce):
         raise NotImplementedError
 
     # -- updates -------------------------------------------------------------------------------
-    def update(self, i: int, j: int, delta: float) -> None:
-        """``A[i, j] += delta``: every sketch of the state gains that entry's share (see the class).
-
-        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
-        update after a publication makes the state unpublishable (see the class's Privacy section).
-        """
+    def _update_entry(self, i: int, j: int, delta: float) -> None:
+        """``update``: ``A[i, j] += delta``, checked (state unchanged on an error)."""
         owner = f"{type(self).__name__}.update"
         check_entry(i, j, delta, self.shape, owner)
         r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
@@ -637,13 +634,8 @@ class TurnstileState(PublishOnce):
             np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), owner
         )
 
-    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
-        """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
-
-        The whole batch is validated first: integer indices in range, finite values, equal lengths; on
-        an error a ValueError names the kind of problem (no position, value or count) and the state is
-        unchanged. A batch whose values would overflow float64 in the sketches is refused the same way.
-        """
+    def _update_entries(self, rows: Any, cols: Any, values: Any) -> None:
+        """``update_many``: the whole batch checked, then applied in order (state unchanged on an error)."""
         owner = f"{type(self).__name__}.update_many"
         r, c, x = check_entries(rows, cols, values, self.shape, owner)
         if self.transposed:
@@ -915,7 +907,25 @@ class TurnstileLRF(SketchState, TurnstileState):
         self.__dict__.update(state)
         self._set_sketches(*self._inner_shape)
 
-    # -- updates (update, update_many: TurnstileState) -------------------------------------------
+    # -- updates -------------------------------------------------------------------------------
+    def update(self, i: int, j: int, delta: float) -> None:
+        """``A[i, j] += delta``: ``Y_c[i, :] += delta Phi[j, :]``, ``Z[:, j] += delta S[:, i]``.
+
+        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
+        update after a publication makes the state unpublishable (see the class's Privacy section).
+        """
+        self._update_entry(i, j, delta)
+
+    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
+        """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
+
+        Same result, bit for bit, as calling :meth:`update` for each entry in order. The whole batch is
+        validated first: integer indices in range, finite values, equal lengths; on an error a ValueError
+        names the kind of problem (no position, value or count) and the state is unchanged. A batch
+        whose values would overflow float64 in the sketches is refused the same way.
+        """
+        self._update_entries(rows, cols, values)
+
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
         if x.size == 0:
             return

@@ -336,7 +336,24 @@ class TurnstileSpaceOptimalLRF(TurnstileState):
         self._Psi, self._S, self._T = _space_optimal_sketches(m, m + n, self.sizes, self._sketch_seed)
         self._set_omega(self._omega_seed)
 
-    # -- updates (update, update_many: TurnstileState) -------------------------------------------
+    # -- updates ---------------------------------------------------------------------------------
+    def update(self, i: int, j: int, delta: float) -> None:
+        """``A[i, j] += delta`` (Figure 5's update of the three sketches).
+
+        Raises a ValueError (state unchanged) for an index out of range or a non-finite delta; an update
+        after a publication makes the state unpublishable (class's Privacy section).
+        """
+        self._update_entry(i, j, delta)
+
+    def update_many(self, rows: Any, cols: Any, values: Any) -> None:
+        """``A[rows[e], cols[e]] += values[e]`` for every e (duplicates add up).
+
+        The whole batch is validated first (integer indices in range, finite values, equal lengths);
+        on an error, or a batch that would overflow float64 in the sketches, a ValueError names the kind
+        of problem (no position, value or count) and the state is unchanged.
+        """
+        self._update_entries(rows, cols, values)
+
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
         if self._Omega is None:
             raise ValueError(f"{owner}: this state was loaded from a published release, which holds no "
