@@ -122,6 +122,17 @@ ONE_SNAPSHOT_NOTE = (
 )
 
 
+def noise_grid(noise_name: str, sigma: float) -> float | None:
+    """The grid that the noise of scale ``sigma`` lies on: the exact and secure sources' (None: seeded)."""
+    return grid(sigma) if noise_name in ("exact", "secure") else None
+
+
+def on_grid(a: np.ndarray, step: float | None) -> np.ndarray:
+    """``a`` rounded to the grid ``step`` (``a`` itself for None): what a state publishes of an array whose
+    noise lies on that grid (see ``PublishOnce._snapshot``)."""
+    return a if step is None else np.rint(a / step) * step
+
+
 class StateFileError(ValueError):
     """A state file is corrupt, truncated, of another format, or of another configuration."""
 
@@ -172,8 +183,7 @@ class PublishOnce:
 
     def _use_grid(self, noise_name: str, sigma: float) -> None:
         """Record the grid of the secure source's noise of scale ``sigma`` (nothing for the seeded one)."""
-        if noise_name in ("exact", "secure"):
-            self._grid = grid(sigma)
+        self._grid = noise_grid(noise_name, sigma)
 
     def _snapshot(self, a: np.ndarray) -> np.ndarray:
         """What is published of a state array.
@@ -184,7 +194,7 @@ class PublishOnce:
         publication gives ``noise + round(statistic)``, the secure mechanism's output (the rounding of
         the statistic is covered by the secure source's widening of the noise).
         """
-        return a if self._grid is None else np.rint(a / self._grid) * self._grid
+        return on_grid(a, self._grid)
 
     def _require_published(self, what: str) -> None:
         if self._publication == NONE:

@@ -36,7 +36,6 @@ from .._results import LowRankResult
 from .._validation import check_budget
 from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import grid
 from ..privacy._pipeline import Releaser
 from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
@@ -68,6 +67,8 @@ from ._streaming import (
     TurnstileConfig,
     TurnstileState,
     check_singular_values,
+    noise_grid,
+    on_grid,
     read_only,
     state_inputs,
 )
@@ -257,17 +258,14 @@ class TurnstileSpaceOptimalLRF(TurnstileState):
     def _finish_build(self, report: PrivacyReport, publication: str) -> None:
         self.privacy = report
         self._publication = publication
-        self._grids = None
-        if report.noise_source in ("exact", "secure"):
-            self._grids = (grid(self._so.sigma_y), grid(self._so.sigma_z))
+        self._grids = (noise_grid(report.noise_source, self._so.sigma_y),
+                       noise_grid(report.noise_source, self._so.sigma_z))
 
     # -- reading (each publishes the current snapshot) -------------------------------------------
     def _snapshot_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What is published: Y_c as is; Y_r, Z rounded to their noise's grid with the secure source."""
-        if self._grids is None:
-            return self._Y_c, self._Y_r, self._Z
         gy, gz = self._grids
-        return self._Y_c, np.rint(self._Y_r / gy) * gy, np.rint(self._Z / gz) * gz
+        return self._Y_c, on_grid(self._Y_r, gy), on_grid(self._Z, gz)
 
     @property
     def Y_c(self) -> np.ndarray:
