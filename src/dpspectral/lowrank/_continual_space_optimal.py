@@ -50,7 +50,7 @@ from ._factorization import (
 )
 from ._one_call import state_keywords
 from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options
-from ._streaming import STREAM_NOTE, check_entries, state_inputs
+from ._streaming import STREAM_NOTE, check_entries, check_singular_values, state_inputs
 
 __all__ = ["ContinualSpaceOptimalLRF", "continual_space_optimal_lrf"]
 
@@ -183,9 +183,7 @@ class ContinualSpaceOptimalLRF:
             U (m, k), S (k,), V (n, k); diagnostics ``time``, ``horizon``, ``levels``, ``nodes``,
             ``sigma_min`` and ``sigma`` (per node), ``t``, ``v``.
         """
-        if singular_values not in ("shrink", "raw"):
-            raise ValueError("The 'singular_values' parameter of ContinualSpaceOptimalLRF.release must be "
-                             f"one of 'shrink', 'raw'. Got {singular_values!r} instead.")
+        check_singular_values(singular_values, "ContinualSpaceOptimalLRF.release")
         if self.time == 0:
             raise ValueError("ContinualSpaceOptimalLRF.release: no step yet (call step first).")
         m, n = self.shape

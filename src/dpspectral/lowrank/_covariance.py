@@ -22,7 +22,7 @@ from ..privacy._accounting import Accountant
 from ..privacy._budget import PrivacyBudget, Relation
 from ..privacy._clipping import NormViolation, clip_rows, sensitivity_norm
 from ..privacy._pipeline import ReleasePlan, validate_rows
-from ..privacy._template import RunSettings, charge_at_creation
+from ..privacy._template import RunSettings
 from ._factorization import (
     PRIVATE_LRF_TABLE,
     Calibration,
@@ -30,16 +30,12 @@ from ._factorization import (
     _seed,
     check_matrix,
     check_rank,
-    frobenius_noise,
-    frobenius_plan,
     frobenius_release,
-    frobenius_sketches,
-    split_joint,
 )
 from ._one_call import state_keywords
 from ._sketch_options import Sketch, failure_share_of, sketch_keywords, sketch_options, sketch_plan
 from ._sketches import SketchSizes
-from ._streaming import NONE, ONE_SNAPSHOT_NOTE, STREAM_NOTE, SketchState, _shrink_sigma
+from ._streaming import NONE, SketchState, _shrink_sigma, charge_sketch_noise, sketch_state_plan
 from ._subspace import GramResult
 
 __all__ = ["CovarianceLRF", "covariance_lrf"]
@@ -170,16 +166,10 @@ class CovarianceLRF(SketchState):
         self.bound = b
         self.sigma = noise.sigma
         self.sensitivity = noise.sensitivity
-        self._Phi, self._S = frobenius_sketches(d, d, sizes, self._sketch_seed)
-        self._ST = np.ascontiguousarray(self._S.T)
-        # refused: nothing drawn; N1, then N2
-        (Y, Z), self.privacy, _ = charge_at_creation(
-            plan, RunSettings(accountant, random_state),
-            lambda releaser: split_joint(releaser.gaussian("sketches", d * sizes.t + sizes.v * d),
-                                         [(d, sizes.t), (sizes.v, d)]),
-            facts={"mechanism": self.mechanism, "budget": budget, "calibration": calibration},
-            stacklevel=6)
-        self._Y, self._ZT = Y, np.ascontiguousarray(Z.T)
+        self._set_sketches(d, d)
+        self._Y, self._ZT, self.privacy = charge_sketch_noise(
+            plan, RunSettings(accountant, random_state), (d, d), sizes,
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": calibration})
         self._use_grid(self.privacy.noise_source, noise.sigma)
         self._n_rows = 0
         self._publication = NONE
@@ -190,18 +180,13 @@ class CovarianceLRF(SketchState):
         """The Priv2 noise for the covariance bound b of ``rel`` (class's Privacy section) and its plan."""
         scale = math.sqrt(2.0) if rel is Relation.REPLACE_ONE else 1.0
         b = scale * sensitivity_norm(C_r) ** 2
-        fro = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=b,
-                              calibration=calibration,  # type: ignore[arg-type]
-                              alpha=alpha, sketch_failure_share=sketch_failure_share,
-                              owner=type(self).__name__, shape=(d, d))
-        notes = (
-            f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
-            f"between {rel.value} neighbours.",
-            *fro.notes,
-            STREAM_NOTE,
-            ONE_SNAPSHOT_NOTE,
-        )
-        return fro, b, frobenius_plan(self.mechanism, rel, fro, notes)
+        note = (f"Rows clipped to norm {C_r:g}; C = A^T A changes by at most {b:.6g} in Frobenius norm "
+                f"between {rel.value} neighbours.")
+        fro, plan = sketch_state_plan(self.mechanism, budget, rel, sizes, (d, d), bound=b,
+                                      calibration=calibration, alpha=alpha,
+                                      sketch_failure_share=sketch_failure_share, owner=type(self).__name__,
+                                      notes=(note,))
+        return fro, b, plan
 
     def insert(self, row: Any) -> None:
         """Insert one row a (length d): ``C += a a^T`` (after clipping to ``row_norm``)."""

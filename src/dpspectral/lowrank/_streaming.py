@@ -37,10 +37,10 @@ import numbers
 import os
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numba
 import numpy as np
@@ -105,7 +105,8 @@ SECRET_NOTICE = (
 #: that no entry can overflow; otherwise the batch is applied to a copy that is checked first.
 _SAFE_MAGNITUDE = 1e300
 
-_STATE_KEYS = ("Y_c", "Z", "config", "status", "publication", "format_version", "checksum")
+#: The members of every state file besides its arrays.
+_HEADER_KEYS = ("config", "status", "publication", "format_version", "checksum")
 
 
 #: The notes of every streaming state's privacy report (the assumptions, in words).
@@ -119,6 +120,17 @@ ONE_SNAPSHOT_NOTE = (
     "One snapshot: the noise is drawn once, so the guarantee covers one published snapshot of the state; "
     "a publication after further updates is refused."
 )
+
+
+def noise_grid(noise_name: str, sigma: float) -> float | None:
+    """The grid that the noise of scale ``sigma`` lies on: the exact and secure sources' (None: seeded)."""
+    return grid(sigma) if noise_name in ("exact", "secure") else None
+
+
+def on_grid(a: np.ndarray, step: float | None) -> np.ndarray:
+    """``a`` rounded to the grid ``step`` (``a`` itself for None): what a state publishes of an array whose
+    noise lies on that grid (see ``PublishOnce._snapshot``)."""
+    return a if step is None else np.rint(a / step) * step
 
 
 class StateFileError(ValueError):
@@ -171,8 +183,7 @@ class PublishOnce:
 
     def _use_grid(self, noise_name: str, sigma: float) -> None:
         """Record the grid of the secure source's noise of scale ``sigma`` (nothing for the seeded one)."""
-        if noise_name in ("exact", "secure"):
-            self._grid = grid(sigma)
+        self._grid = noise_grid(noise_name, sigma)
 
     def _snapshot(self, a: np.ndarray) -> np.ndarray:
         """What is published of a state array.
@@ -183,7 +194,7 @@ class PublishOnce:
         publication gives ``noise + round(statistic)``, the secure mechanism's output (the rounding of
         the statistic is covered by the secure source's widening of the noise).
         """
-        return a if self._grid is None else np.rint(a / self._grid) * self._grid
+        return on_grid(a, self._grid)
 
     def _require_published(self, what: str) -> None:
         if self._publication == NONE:
@@ -208,6 +219,7 @@ class SketchState(PublishOnce):
     _ZT: np.ndarray
     _Phi: np.ndarray
     _S: np.ndarray
+    _ST: np.ndarray
     _sketch_seed: int
     rank: int
     sizes: SketchSizes
@@ -242,6 +254,11 @@ class SketchState(PublishOnce):
         self._publish("release")
         return self._snapshot(self._Y), self._snapshot(self._ZT).T
 
+    def _set_sketches(self, m: int, n: int) -> None:
+        """The public Phi (n x t), S (v x m) and ``S^T`` of the seed, for the state's m x n matrix."""
+        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._sketch_seed)
+        self._ST = np.ascontiguousarray(self._S.T)
+
     def _diagnostics(self, extra: dict[str, Any]) -> dict[str, Any]:
         """A release's diagnostics: t, v, sigma, sensitivity, noise_multiplier, then ``extra``."""
         return {
@@ -252,6 +269,34 @@ class SketchState(PublishOnce):
             "noise_multiplier": self.sigma / self.sensitivity,
             **extra,
         }
+
+
+def sketch_state_plan(mechanism: str, budget: PrivacyBudget, rel: Relation, sizes: SketchSizes,
+                      shape: tuple[int, int], *, bound: float, calibration: str, alpha: float,
+                      sketch_failure_share: float, owner: str,
+                      notes: tuple[str, ...] = ()) -> tuple[FrobeniusNoise, ReleasePlan]:
+    """The Priv2 noise of a :class:`SketchState` of the m x n ``shape`` (neighbours ``||M - M'||_F <=
+    bound``) and its plan, noted ``notes``, the noise's notes, then the streaming ones (no spending, no
+    noise)."""
+    noise = frobenius_noise(budget.epsilon, budget.delta, sizes, bound=bound,
+                            calibration=calibration,  # type: ignore[arg-type]
+                            alpha=alpha, sketch_failure_share=sketch_failure_share, owner=owner, shape=shape)
+    plan = frobenius_plan(mechanism, rel, noise, notes=(*notes, *noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE))
+    return noise, plan
+
+
+def charge_sketch_noise(plan: ReleasePlan, settings: RunSettings, shape: tuple[int, int], sizes: SketchSizes,
+                        facts: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, PrivacyReport]:
+    """Charge ``plan`` (refused before anything is drawn), then draw the initial state of a
+    :class:`SketchState` of the m x n ``shape``: ``N1`` (m x t), then ``N2`` (v x n), one joint
+    Gaussian as the one-shot sketches draw it. Returns ``(N1, N2^T, report)``."""
+    m, n = shape
+    (Y, Z), report, _ = charge_at_creation(
+        plan, settings,
+        lambda releaser: split_joint(releaser.gaussian("sketches", m * sizes.t + sizes.v * n),
+                                     [(m, sizes.t), (sizes.v, n)]),
+        facts=facts, stacklevel=7)
+    return Y, np.ascontiguousarray(Z.T), report
 
 
 # ----------------------------------------------------------------------------------------------
@@ -562,13 +607,120 @@ def recorded_noise_name(path: str | os.PathLike[str], data: Mapping[str, np.ndar
         raise StateFileError(f"{path}: unknown noise source {name!r}.")
     return name
 
+_Config = TypeVar("_Config", bound=TurnstileConfig)
+
+
+class TurnstileState(PublishOnce):
+    """Entry updates and state files shared by the turnstile states (:class:`TurnstileLRF`,
+    ``TurnstileSpaceOptimalLRF``).
+
+    A subclass keeps its sketches in the orientation m <= n (``transposed``: kept for ``A^T`` when the
+    caller's m > n), applies a validated batch of entries in that orientation (``_apply``) and names
+    the arrays of its file (``_arrays``); its public ``update``, ``update_many``, ``save`` and ``load``
+    (documented on the class: what its sketches gain, what its file holds) call the steps here.
+    """
+
+    shape: tuple[int, int]
+    transposed: bool
+    privacy: PrivacyReport
+    mechanism: str
+    _config: TurnstileConfig
+
+    def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
+        """Add the entries ``x`` at ``(r, c)`` (internal orientation, validated) to the state."""
+        raise NotImplementedError
+
+    def _arrays(self, publish: bool = False) -> dict[str, np.ndarray]:
+        """The arrays of the state's file: the published snapshot, or the secret checkpoint's."""
+        raise NotImplementedError
+
+    # -- updates -------------------------------------------------------------------------------
+    def _update_entry(self, i: int, j: int, delta: float) -> None:
+        """``update``: ``A[i, j] += delta``, checked (state unchanged on an error)."""
+        owner = f"{type(self).__name__}.update"
+        check_entry(i, j, delta, self.shape, owner)
+        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
+        self._apply(
+            np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), owner
+        )
+
+    def _update_entries(self, rows: Any, cols: Any, values: Any) -> None:
+        """``update_many``: the whole batch checked, then applied in order (state unchanged on an error)."""
+        owner = f"{type(self).__name__}.update_many"
+        r, c, x = check_entries(rows, cols, values, self.shape, owner)
+        if self.transposed:
+            r, c = c, r
+        self._apply(r, c, x, owner)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def _write(self, path: str | os.PathLike[str], publish: bool) -> Path:
+        """``save``: the file of :meth:`_arrays` with the configuration, flags, version and checksum."""
+        if not isinstance(publish, (bool, np.bool_)):
+            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
+                            f"Got {publish!r} instead.")
+        if publish:
+            self._publish("save")
+        status = PUBLISHED if publish else SECRET
+        arrays = self._arrays(publish)
+        config_json = self._config.to_json()
+        source = self.privacy.noise_source
+        checksum = state_checksum(config_json, status, self._publication, arrays, source)
+        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
+        if source != "seeded":  # a seeded file has no entry (as in earlier versions' files)
+            extra["noise_source"] = np.array(source)
+        return write_state_file(
+            path,
+            {
+                **arrays,
+                "config": np.array(config_json),
+                "status": np.array(status),
+                "publication": np.array(self._publication),
+                "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
+                "checksum": np.array(checksum),
+                **extra,
+            },
+        )
+
+    @classmethod
+    def _read(
+        cls,
+        path: str | os.PathLike[str],
+        expect: Any,
+        arrays: tuple[str, ...],
+        parse: Callable[[Mapping[str, Any]], _Config],
+        optional: str | None = None,
+    ) -> tuple[dict[str, np.ndarray], _Config, str, str]:
+        """``load``: the verified file (its ``arrays``, and ``optional`` where present), its configuration
+        (``parse``), status and publication flag; a :class:`StateFileError` for another configuration
+        than ``expect`` (a state, a configuration, or a mapping of the fields to check)."""
+        data = read_state_file(path, (*arrays, *_HEADER_KEYS))
+        names = (*arrays, optional) if optional is not None and optional in data else arrays
+        cfg_dict, status, publication = verified_state(path, data, names)
+        config = parse(cfg_dict)
+        if expect is not None:
+            want = expect._config if isinstance(expect, cls) else expect
+            diffs = config.differences(want)
+            if diffs:
+                raise StateFileError(
+                    f"{path} holds a state of another configuration: " + "; ".join(diffs) + "."
+                )
+        return data, config, status, publication
+
+    @classmethod
+    def _file_report(cls, plan: ReleasePlan, budget: PrivacyBudget, config: TurnstileConfig,
+                     path: str | os.PathLike[str], data: Mapping[str, np.ndarray]) -> PrivacyReport:
+        """The report of a loaded state: its plan's, nothing charged or drawn (the file holds the noise)."""
+        return certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
+                               calibration=config.calibration, notes=plan.notes, stacklevel=4,
+                               noise_source=recorded_noise_name(path, data))
+
 
 # ----------------------------------------------------------------------------------------------
 # the streaming state
 # ----------------------------------------------------------------------------------------------
 
 
-class TurnstileLRF(SketchState):
+class TurnstileLRF(SketchState, TurnstileState):
     """Turnstile streaming Private-Frobenius-LRF (Priv2; Upadhyay's Figure 6, Theorem 48).
 
     Holds the noisy sketches ``Y_c = A Phi + N1`` and ``Z = S A + N2`` of the matrix A (m x n) built by the
@@ -674,14 +826,10 @@ class TurnstileLRF(SketchState):
                                  calibration=calibration, alpha=alpha, sketch=sketch, bound=bound)
         noise, budget, plan = self._plan(config, owner)
         m, n = sorted(config.shape)
-        # refused before anything is drawn; N1, then N2
-        (Y, Z), report, _ = charge_at_creation(
-            plan, RunSettings(accountant, random_state),
-            lambda releaser: split_joint(releaser.gaussian("sketches", m * config.t + config.v * n),
-                                         [(m, config.t), (config.v, n)]),
-            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration},
-            stacklevel=6)
-        self._build(config, noise, report, Y, np.ascontiguousarray(Z.T), NONE)
+        Y, ZT, report = charge_sketch_noise(
+            plan, RunSettings(accountant, random_state), (m, n), SketchSizes(t=config.t, v=config.v),
+            facts={"mechanism": self.mechanism, "budget": budget, "calibration": config.calibration})
+        self._build(config, noise, report, Y, ZT, NONE)
 
     @staticmethod
     def _configure(shape: Any, rank: Any, *, epsilon: float, delta: float, relation: Any,
@@ -726,13 +874,10 @@ class TurnstileLRF(SketchState):
         self.sensitivity = noise.sensitivity
         self.privacy = report
         self._sketch_seed = config.sketch_seed
-        Phi, S = frobenius_sketches(m, n, self.sizes, config.sketch_seed)
-        self._Phi = Phi
-        self._S = S
-        self._ST = np.ascontiguousarray(S.T)
+        self._set_sketches(m, n)
         self._Y = np.ascontiguousarray(Y, dtype=np.float64)
         self._ZT = np.ascontiguousarray(ZT, dtype=np.float64)
-        self._sketch_max = _max_abs(Phi, S)
+        self._sketch_max = _max_abs(self._Phi, self._S)
         self._mag = _max_abs(self._Y, self._ZT)
         self._publication = publication
         self._use_grid(report.noise_source, noise.sigma)
@@ -743,20 +888,10 @@ class TurnstileLRF(SketchState):
         m, n = sorted(config.shape)
         budget = check_budget(config.epsilon, config.delta, owner)
         rel = _relation(config.relation, (Relation.PRIV2, Relation.PRIV1), owner)
-        sizes = SketchSizes(t=config.t, v=config.v)
-        noise = frobenius_noise(
-            budget.epsilon,
-            budget.delta,
-            sizes,
-            bound=config.bound,
-            calibration=config.calibration,  # type: ignore[arg-type]
-            alpha=config.alpha,
-            sketch_failure_share=config.sketch_failure_share,
-            owner=owner,
-            shape=(m, n),
-        )
-        plan = frobenius_plan(TurnstileLRF.mechanism, rel, noise,
-                              notes=(*noise.notes, STREAM_NOTE, ONE_SNAPSHOT_NOTE))
+        noise, plan = sketch_state_plan(
+            TurnstileLRF.mechanism, budget, rel, SketchSizes(t=config.t, v=config.v), (m, n),
+            bound=config.bound, calibration=config.calibration, alpha=config.alpha,
+            sketch_failure_share=config.sketch_failure_share, owner=owner)
         return noise, budget, plan
 
     # -- reading -------------------------------------------------------------------------------
@@ -780,9 +915,7 @@ class TurnstileLRF(SketchState):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        m, n = self._inner_shape
-        self._Phi, self._S = frobenius_sketches(m, n, self.sizes, self._config.sketch_seed)
-        self._ST = np.ascontiguousarray(self._S.T)
+        self._set_sketches(*self._inner_shape)
 
     # -- updates -------------------------------------------------------------------------------
     def update(self, i: int, j: int, delta: float) -> None:
@@ -791,11 +924,7 @@ class TurnstileLRF(SketchState):
         Raises a ValueError (state unchanged) for an index out of range or a non-finite delta. An
         update after a publication makes the state unpublishable (see the class's Privacy section).
         """
-        check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
-        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
-        self._apply(
-            np.array([r], dtype=np.int64), np.array([c], dtype=np.int64), np.array([float(delta)]), "update"
-        )
+        self._update_entry(i, j, delta)
 
     def update_many(self, rows: Any, cols: Any, values: Any) -> None:
         """``A[rows[e], cols[e]] += values[e]`` for every e, in order (duplicates add up).
@@ -805,11 +934,7 @@ class TurnstileLRF(SketchState):
         names the kind of problem (no position, value or count) and the state is unchanged. A batch
         whose values would overflow float64 in the sketches is refused the same way.
         """
-        owner = f"{type(self).__name__}.update_many"
-        r, c, x = check_entries(rows, cols, values, self.shape, owner)
-        if self.transposed:
-            r, c = c, r
-        self._apply(r, c, x, owner)
+        self._update_entries(rows, cols, values)
 
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
         if x.size == 0:
@@ -886,31 +1011,7 @@ class TurnstileLRF(SketchState):
             :meth:`release` (refused with :class:`RepublicationError` after updates that follow a
             publication).
         """
-        if not isinstance(publish, (bool, np.bool_)):
-            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
-                            f"Got {publish!r} instead.")
-        if publish:
-            self._publish("save")
-        status = PUBLISHED if publish else SECRET
-        arrays = self._arrays(publish)
-        config_json = self._config.to_json()
-        source = self.privacy.noise_source
-        checksum = state_checksum(config_json, status, self._publication, arrays, source)
-        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
-        if source != "seeded":  # a seeded file has no entry (as in earlier versions' files)
-            extra["noise_source"] = np.array(source)
-        return write_state_file(
-            path,
-            {
-                **arrays,
-                "config": np.array(config_json),
-                "status": np.array(status),
-                "publication": np.array(self._publication),
-                "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
-                "checksum": np.array(checksum),
-                **extra,
-            },
-        )
+        return self._write(path, publish)
 
     @classmethod
     def load(
@@ -941,16 +1042,7 @@ class TurnstileLRF(SketchState):
             state of another kind or configuration, or arrays that do not fit the configuration.
         """
         owner = f"{cls.__name__}.load"
-        data = read_state_file(path, _STATE_KEYS)
-        cfg_dict, status, publication = verified_state(path, data, ("Y_c", "Z"))
-        config = TurnstileConfig.from_dict(cfg_dict)
-        if expect is not None:
-            want = expect._config if isinstance(expect, TurnstileLRF) else expect
-            diffs = config.differences(want)
-            if diffs:
-                raise StateFileError(
-                    f"{path} holds a state of another configuration: " + "; ".join(diffs) + "."
-                )
+        data, config, status, publication = cls._read(path, expect, ("Y_c", "Z"), TurnstileConfig.from_dict)
         m_user, n_user = config.shape
         m, n = (n_user, m_user) if m_user > n_user else (m_user, n_user)
         Y, Z = data["Y_c"], data["Z"]
@@ -965,10 +1057,7 @@ class TurnstileLRF(SketchState):
             noise, budget, plan = cls._plan(config, owner)
         except ValueError as exc:
             raise StateFileError(f"{path}: invalid configuration ({exc}).") from exc
-        # the file already holds the noisy state: the report of its plan, nothing charged or drawn
-        report = certify_release(plan.events, mechanism=cls.mechanism, budget=budget, relation=plan.relation,
-                                 calibration=config.calibration, notes=plan.notes, stacklevel=3,
-                                 noise_source=recorded_noise_name(path, data))
+        report = cls._file_report(plan, budget, config, path, data)
         state = cls.__new__(cls)
         state._build(config, noise, report, Y, Z.T, CURRENT if status == PUBLISHED else publication)
         return state
@@ -1053,11 +1142,16 @@ def turnstile_lrf(
     return state.release()
 
 
-def _shrink_sigma(singular_values: str, sigma: float, owner: str) -> float:
-    """The noise std the release's solve shrinks by: ``sigma`` for ``"shrink"``, 0 for ``"raw"``."""
+def check_singular_values(singular_values: str, owner: str) -> None:
+    """A release's ``singular_values`` must be ``"shrink"`` or ``"raw"`` (a ValueError naming ``owner``)."""
     if singular_values not in ("shrink", "raw"):
         raise ValueError(
             f"The 'singular_values' parameter of {owner} must be one of 'shrink', 'raw'. "
             f"Got {singular_values!r} instead."
         )
+
+
+def _shrink_sigma(singular_values: str, sigma: float, owner: str) -> float:
+    """The noise std the release's solve shrinks by: ``sigma`` for ``"shrink"``, 0 for ``"raw"``."""
+    check_singular_values(singular_values, owner)
     return float(sigma) if singular_values == "shrink" else 0.0

@@ -34,9 +34,8 @@ import scipy.sparse as sp
 from .._constraints import SHARE, Interval, validated
 from .._results import LowRankResult
 from .._validation import check_budget
-from ..privacy._accounting import Accountant, PrivacyReport, certify_release
+from ..privacy._accounting import Accountant, PrivacyReport
 from ..privacy._budget import PrivacyBudget, Relation
-from ..privacy._noise import grid
 from ..privacy._pipeline import Releaser
 from ..privacy._template import RunSettings, charge_at_creation
 from ._factorization import (
@@ -63,21 +62,15 @@ from ._streaming import (
     ONE_SNAPSHOT_NOTE,
     PUBLISHED,
     SECRET,
-    SECRET_NOTICE,
-    STATE_FORMAT_VERSION,
     STREAM_NOTE,
-    PublishOnce,
     StateFileError,
     TurnstileConfig,
-    check_entries,
-    check_entry,
+    TurnstileState,
+    check_singular_values,
+    noise_grid,
+    on_grid,
     read_only,
-    read_state_file,
-    recorded_noise_name,
-    state_checksum,
     state_inputs,
-    verified_state,
-    write_state_file,
 )
 
 __all__ = ["SpaceOptimalConfig", "TurnstileSpaceOptimalLRF", "paper_space_bound",
@@ -108,7 +101,7 @@ def paper_space_bound(shape: tuple[int, int], k: int, alpha: float) -> int:
     return int(8 * (m + n) * k / alpha)
 
 
-class TurnstileSpaceOptimalLRF(PublishOnce):
+class TurnstileSpaceOptimalLRF(TurnstileState):
     """Turnstile streaming Private-Space-Optimal-LRF (Priv1; Upadhyay's Figure 5, Theorem 47).
 
     Holds ``Y_c = Â Omega`` (m x t, input perturbation), ``Y_r = Psi Â + N1`` (t x (m + n)) and
@@ -164,6 +157,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     """
 
     mechanism = "turnstile_space_optimal_lrf"
+    _config: SpaceOptimalConfig
     _instead = ("ContinualSpaceOptimalLRF (the Priv1 tree) or ContinualLRF (the Priv2 tree, also Priv1) "
                 "for releases at many times, or a new state (a new release, charged anew) for new data")
 
@@ -264,17 +258,14 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
     def _finish_build(self, report: PrivacyReport, publication: str) -> None:
         self.privacy = report
         self._publication = publication
-        self._grids = None
-        if report.noise_source in ("exact", "secure"):
-            self._grids = (grid(self._so.sigma_y), grid(self._so.sigma_z))
+        self._grids = (noise_grid(report.noise_source, self._so.sigma_y),
+                       noise_grid(report.noise_source, self._so.sigma_z))
 
     # -- reading (each publishes the current snapshot) -------------------------------------------
     def _snapshot_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What is published: Y_c as is; Y_r, Z rounded to their noise's grid with the secure source."""
-        if self._grids is None:
-            return self._Y_c, self._Y_r, self._Z
         gy, gz = self._grids
-        return self._Y_c, np.rint(self._Y_r / gy) * gy, np.rint(self._Z / gz) * gz
+        return self._Y_c, on_grid(self._Y_r, gy), on_grid(self._Z, gz)
 
     @property
     def Y_c(self) -> np.ndarray:
@@ -350,9 +341,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         Raises a ValueError (state unchanged) for an index out of range or a non-finite delta; an update
         after a publication makes the state unpublishable (class's Privacy section).
         """
-        check_entry(i, j, delta, self.shape, f"{type(self).__name__}.update")
-        r, c = (int(j), int(i)) if self.transposed else (int(i), int(j))
-        self._apply(np.array([r]), np.array([c]), np.array([float(delta)]), f"{type(self).__name__}.update")
+        self._update_entry(i, j, delta)
 
     def update_many(self, rows: Any, cols: Any, values: Any) -> None:
         """``A[rows[e], cols[e]] += values[e]`` for every e (duplicates add up).
@@ -361,11 +350,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         on an error, or a batch that would overflow float64 in the sketches, a ValueError names the kind
         of problem (no position, value or count) and the state is unchanged.
         """
-        owner = f"{type(self).__name__}.update_many"
-        r, c, x = check_entries(rows, cols, values, self.shape, owner)
-        if self.transposed:
-            r, c = c, r
-        self._apply(r, c, x, owner)
+        self._update_entries(rows, cols, values)
 
     def _apply(self, r: np.ndarray, c: np.ndarray, x: np.ndarray, owner: str) -> None:
         if self._Omega is None:
@@ -401,9 +386,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
             U (m, k), S (k,), V (n, k); ``privacy`` is :attr:`privacy`; diagnostics as the one-shot
             function's (no count of updates).
         """
-        if singular_values not in ("shrink", "raw"):
-            raise ValueError("The 'singular_values' parameter of TurnstileSpaceOptimalLRF.release must be "
-                             f"one of 'shrink', 'raw'. Got {singular_values!r} instead.")
+        check_singular_values(singular_values, "TurnstileSpaceOptimalLRF.release")
         self._publish("release")
         Y_c, Y_r, Z = self._snapshot_arrays()
         U, s, V = space_optimal_finish(Y_c, Y_r, Z, self._S, self._T, self.rank, self._inner_shape[1],
@@ -425,29 +408,16 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         with ``RepublicationError`` after updates that follow a publication). Both carry the
         configuration, the publication flag, the format version and a sha256 checksum.
         """
-        if not isinstance(publish, (bool, np.bool_)):
-            raise TypeError(f"The 'publish' parameter of {type(self).__name__}.save must be a bool. "
-                            f"Got {publish!r} instead.")
+        return self._write(path, publish)
+
+    def _arrays(self, publish: bool = False) -> dict[str, np.ndarray]:
         if publish:
-            self._publish("save")
-            arrays = dict(zip(_ARRAYS, self._snapshot_arrays(), strict=True))
-        else:
-            if self._omega_seed is None:
-                raise ValueError(f"{type(self).__name__}.save: a state loaded from a published release "
-                                 "has no secret to checkpoint; it is already saved as published.")
-            arrays = {"Y_c": self._Y_c, "Y_r": self._Y_r, "Z": self._Z,
-                      _SECRET_SEED: np.array(self._omega_seed, dtype=np.int64)}
-        status = PUBLISHED if publish else SECRET
-        config_json, source = self._config.to_json(), self.privacy.noise_source
-        checksum = state_checksum(config_json, status, self._publication, arrays, source)
-        extra = {} if publish else {"notice": np.array(SECRET_NOTICE)}
-        if source != "seeded":
-            extra["noise_source"] = np.array(source)
-        return write_state_file(path, {
-            **arrays, "config": np.array(config_json), "status": np.array(status),
-            "publication": np.array(self._publication),
-            "format_version": np.array(STATE_FORMAT_VERSION, dtype=np.int64),
-            "checksum": np.array(checksum), **extra})
+            return dict(zip(_ARRAYS, self._snapshot_arrays(), strict=True))
+        if self._omega_seed is None:
+            raise ValueError(f"{type(self).__name__}.save: a state loaded from a published release "
+                             "has no secret to checkpoint; it is already saved as published.")
+        return {"Y_c": self._Y_c, "Y_r": self._Y_r, "Z": self._Z,
+                _SECRET_SEED: np.array(self._omega_seed, dtype=np.int64)}
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *,
@@ -461,17 +431,8 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
         other-configuration file, or arrays that do not fit.
         """
         owner = f"{cls.__name__}.load"
-        data = read_state_file(path, (*_ARRAYS, "config", "status", "publication", "format_version",
-                                      "checksum"))
-        names = (*_ARRAYS, _SECRET_SEED) if _SECRET_SEED in data else _ARRAYS
-        cfg_dict, status, publication = verified_state(path, data, names)
-        config = SpaceOptimalConfig.from_dict(cfg_dict)
-        if expect is not None:
-            want = expect._config if isinstance(expect, TurnstileSpaceOptimalLRF) else expect
-            diffs = config.differences(want)
-            if diffs:
-                raise StateFileError(f"{path} holds a state of another configuration: "
-                                     + "; ".join(diffs) + ".")
+        data, config, status, publication = cls._read(path, expect, _ARRAYS, SpaceOptimalConfig.from_dict,
+                                                      _SECRET_SEED)
         try:
             so, budget = cls._plan(config, owner)
         except ValueError as exc:
@@ -485,10 +446,7 @@ class TurnstileSpaceOptimalLRF(PublishOnce):
                                  f"Y_c {want_shapes[0]}, Y_r {want_shapes[1]}, Z {want_shapes[2]}).")
         if status == SECRET and _SECRET_SEED not in data:
             raise StateFileError(f"{path}: a secret checkpoint without the seed of Omega.")
-        report = certify_release(so.plan.events, mechanism=cls.mechanism, budget=budget,
-                                 relation=so.plan.relation, calibration=config.calibration,
-                                 notes=so.plan.notes, stacklevel=3,
-                                 noise_source=recorded_noise_name(path, data))
+        report = cls._file_report(so.plan, budget, config, path, data)
         state._set_omega(int(data[_SECRET_SEED]) if status == SECRET else None)
         state._Y_c, state._Y_r, state._Z = (np.array(data[a], dtype=np.float64) for a in _ARRAYS)
         state._finish_build(report, CURRENT if status == PUBLISHED else publication)
