@@ -13,7 +13,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpspectral import _moments as moments_module
 from dpspectral import _rows as rows_module
 from dpspectral._array_api import config_context
 from dpspectral._moments import accumulate, device_summation, gram_block_rows, summation_of
@@ -23,6 +22,8 @@ from dpspectral.pca._covariance import analyze_gauss
 from dpspectral.privacy._budget import PrivacyBudget, Relation
 from dpspectral.privacy._clipping import sensitivity_norm
 from dpspectral.privacy._rounding import MAX_WIDENING, Summation, public_rows
+
+from .test_public_rows import _record_groups  # also records the device's groups (a subclass)
 
 torch = pytest.importorskip("torch")
 array_api_compat = pytest.importorskip("array_api_compat")
@@ -66,19 +67,6 @@ def test_the_device_summation_is_grouped_at_two_to_the_28_rows():
     with config_context(noise="float"):
         assert summation_of(X.to(torch.float32), xp) == device_summation("float32") == Summation("float32")
     assert public_rows(device_summation("float32")) == 2**16
-
-
-def _record_groups(monkeypatch) -> list[int]:
-    """The rows of every group closed from now on (appended as each closes), on the CPU or a device."""
-    closed: list[int] = []
-    close = moments_module._GroupedSums._close_group
-
-    def record(self):
-        closed.append(self.rows)
-        close(self)
-
-    monkeypatch.setattr(moments_module._GroupedSums, "_close_group", record)
-    return closed
 
 
 @pytest.mark.parametrize("source", ["tensor", "stream", "strict"])
