@@ -56,7 +56,7 @@ from dpspectral.privacy import (
 )
 from dpspectral.privacy._accounting import ParallelDpEvent
 from dpspectral.privacy._audit import covariance_pair, gaussian_audit
-from dpspectral.privacy._rounding import UNGROUPED_PUBLIC_ROWS
+from dpspectral.privacy._rounding import MAX_WIDENING, UNGROUPED_PUBLIC_ROWS
 
 # Test helpers run on Dask workers: ship them by value (the workers cannot import this test module).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -109,7 +109,8 @@ def test_site_plan_tight_uses_the_frobenius_sensitivity() -> None:
     assert event.noise_multiplier == pytest.approx(s, rel=1e-10)
     std_ar, _, event_ar, _ = plan_site_release(budget=budget, relation=Relation.ADD_REMOVE,
                                                calibration="tight", row_norm=2.0, release_count=False)
-    assert 1 - 1e-10 <= std_ar / (s * 4.0 * C_SLACK**2) <= 1 + 1e-6  # C^2 with C = 2
+    # add/remove (N_s private): at the public rows of rows summed in groups, within 0.5 % (any width)
+    assert 1 + 1e-3 <= std_ar / (s * 4.0 * C_SLACK**2) <= 1 + MAX_WIDENING  # C^2 with C = 2
     assert event_ar.noise_multiplier == pytest.approx(s, rel=1e-10)
 
 

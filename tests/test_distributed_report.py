@@ -38,7 +38,8 @@ def _rows(n: int, seed: int) -> np.ndarray:
 def _planned(relation: Relation, release_count: bool = False) -> tuple[float, float]:
     """The aggregator's planned scatter (scale, sensitivity), as charged."""
     plan = site_release_plan(budget=PrivacyBudget(KW["epsilon"], KW["delta"]), relation=relation,
-                             calibration="tight", row_norm=KW["row_norm"], release_count=release_count)
+                             calibration="tight", row_norm=KW["row_norm"], release_count=release_count,
+                             n_features=D)
     scatter = plan["scatter"]
     assert scatter.sensitivity is not None
     return scatter.scale, scatter.sensitivity

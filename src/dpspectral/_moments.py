@@ -50,8 +50,9 @@ from .privacy._quantile import bin_counts, count_at_or_above_xp, counts_from_at_
 from .privacy._rounding import Summation, gamma, unit_roundoff
 
 __all__ = ["Moments", "NormHint", "accumulate", "accumulation_dtype", "centred_norm_hint",
-           "check_dask_columns", "exact_norm_hint", "grouped_summation", "is_dask_array", "n_features_of",
-           "needs_two_passes_ok", "sum_in_groups", "summation_of", "unknown_columns_error"]
+           "chained_summation", "check_dask_columns", "device_summation", "exact_norm_hint",
+           "grouped_summation", "is_dask_array", "n_features_of", "needs_two_passes_ok", "sum_in_groups",
+           "summation_of", "unknown_columns_error"]
 
 
 _U = unit_roundoff(np.float64)
@@ -133,11 +134,11 @@ def summation_of(X: Any, xp: Any = None) -> Summation:
     (:class:`_Groups`: at most :func:`gram_block_rows` rows each, closed at ``_SUMMED_APART``); a stream
     whose width is not known before it is read at the most rows a group can hold at any width (one
     feature). A Dask array's row chunks are each summed so, to a partial, and the partials added in a
-    tree of combines of at most ``_SPLIT_EVERY`` (:func:`_accumulate_dask`). A device path (``xp``) adds
-    each block to the totals, in :func:`accumulation_dtype`.
+    tree of combines of at most ``_SPLIT_EVERY`` (:func:`_accumulate_dask`). A device path (``xp``) sums
+    in groups too, in :func:`accumulation_dtype` (:func:`device_summation`).
     """
     if xp is not None:
-        return Summation(dtype=str(accumulation_dtype(X, xp)).rsplit(".", 1)[-1])
+        return device_summation(_dtype_name(accumulation_dtype(X, xp)))
     d = n_features_of(X)
     if d is None and isinstance(X, (list, tuple)) and X and len(getattr(X[0], "shape", ())) == 2:
         d = int(X[0].shape[1])  # a list of blocks: its width is the first block's
@@ -152,6 +153,30 @@ def grouped_summation(d: int | None) -> Summation:
     :func:`gram_block_rows` rows each, closed at ``_SUMMED_APART``); ``d`` None (not known before the
     rows are read) at the most rows a group can hold at any width (one feature)."""
     return Summation(block_rows=gram_block_rows(1 if d is None else d), group_rows=_SUMMED_APART)
+
+
+def device_summation(dtype: str = "float64") -> Summation:
+    """The device path of :func:`accumulate` (:func:`_add_device_pieces`): every block cut into pieces of
+    at most ``s = _SUMMED_APART`` rows, each piece's products added to its group's buffer, a group added
+    to the total once it holds ``s`` rows or more, so fewer than ``2 s`` (``block_rows``). The piece and
+    group sizes are constants, the same for every data set and device. In float32 (float noise, opt-in)
+    the ungrouped bound is kept (``h <= n + 1``, at the small public rows whatever the grouping).
+    """
+    if dtype != "float64":
+        return Summation(dtype=dtype)
+    return Summation(dtype=dtype, block_rows=2 * _SUMMED_APART, group_rows=_SUMMED_APART)
+
+
+def chained_summation(X: Any, xp: Any) -> Summation:
+    """A path that adds each block's product to one running total, with no groups apart (the mini-batch
+    and stochastic methods' sums): ``h <= n + 1``, in float64 on the CPU (``xp`` None) and in
+    :func:`accumulation_dtype` on a device."""
+    return Summation() if xp is None else Summation(dtype=_dtype_name(accumulation_dtype(X, xp)))
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``"float64"`` of ``torch.float64``, ``np.float64``, an array API dtype..."""
+    return str(dtype).rsplit(".", 1)[-1]
 
 
 def needs_two_passes_ok(X: Any) -> bool:
@@ -447,19 +472,32 @@ class _GroupedSums:
     Each group's pieces go into buffers that start from zero; a group of ``_SUMMED_APART`` rows or more
     is then added to the totals (the first group is summed in the totals themselves, so a data set of
     one group needs no second buffer). With pieces of at most :func:`_piece_rows` rows a group so holds
-    fewer than :func:`gram_block_rows` rows: the path :func:`grouped_summation` describes.
+    fewer than :func:`gram_block_rows` rows: the path :func:`grouped_summation` describes. NumPy arrays,
+    added in place (the totals given are written).
     """
 
-    def __init__(self, *totals: np.ndarray | None) -> None:
-        self.totals = totals
-        self.parts: tuple[np.ndarray | None, ...] | None = None  # None: the first group
+    def __init__(self, *totals: Any) -> None:
+        self.totals = list(totals)
+        self.parts: list[Any] | None = None  # None: the first group
         self.rows = 0
 
-    def add(self, values: tuple[np.ndarray | None, ...], rows: int) -> None:
+    def _plus(self, target: Any, value: Any) -> Any:
+        target += value
+        return target
+
+    def _zeros(self, like: Any, fresh: bool) -> Any:
+        """A zero buffer of ``like``'s shape: a new one (``fresh``) or ``like`` itself cleared."""
+        if fresh:
+            return np.zeros_like(like, order="K")
+        like[...] = 0.0
+        return like
+
+    def add(self, values: tuple[Any, ...], rows: int) -> None:
         """Add the sums of a piece of ``rows`` rows, one per total (None: not wanted)."""
-        for target, value in zip(self.totals if self.parts is None else self.parts, values, strict=True):
-            if target is not None and value is not None:
-                target += value
+        targets = self.totals if self.parts is None else self.parts
+        for i, value in enumerate(values):
+            if targets[i] is not None and value is not None:
+                targets[i] = self._plus(targets[i], value)
         self._count(rows)
 
     def _count(self, rows: int) -> None:
@@ -469,25 +507,39 @@ class _GroupedSums:
 
     def _close_group(self) -> None:
         if self.parts is None:  # the first group is in the totals: buffers for the next ones
-            self.parts = tuple(None if total is None else np.zeros_like(total, order="K")
-                               for total in self.totals)
+            self.parts = [None if total is None else self._zeros(total, True) for total in self.totals]
         else:
             self._add_parts()
         self.rows = 0
 
     def _add_parts(self) -> None:
         assert self.parts is not None
-        for total, part in zip(self.totals, self.parts, strict=True):
-            if total is not None and part is not None:
-                total += part
-                part[...] = 0.0
+        for i, part in enumerate(self.parts):
+            if self.totals[i] is not None and part is not None:
+                self.totals[i] = self._plus(self.totals[i], part)
+                self.parts[i] = self._zeros(part, False)
 
-    def result(self) -> tuple[np.ndarray | None, ...]:
+    def result(self) -> tuple[Any, ...]:
         """The totals once every piece is added."""
         if self.parts is not None and self.rows:
             self._add_parts()
             self.rows = 0
-        return self.totals
+        return tuple(self.totals)
+
+
+class _DeviceGroupedSums(_GroupedSums):
+    """:class:`_GroupedSums` of arrays of an array API namespace (the device path): the same groups, each
+    addition a new array (no in-place writes, which not every namespace allows)."""
+
+    def __init__(self, xp: Any, *totals: Any) -> None:
+        super().__init__(*totals)
+        self.xp = xp
+
+    def _plus(self, target: Any, value: Any) -> Any:
+        return target + value
+
+    def _zeros(self, like: Any, fresh: bool) -> Any:
+        return self.xp.zeros_like(like)
 
 
 class _Groups(_GroupedSums):
@@ -605,7 +657,7 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
     """
     dtype, device = accumulation_dtype(X, xp), _where(X, owner)[1]
     n, n_clipped, d = 0, 0, None
-    total = second = None
+    sums: _DeviceGroupedSums | None = None
     edges_x = None if norm_edges is None else from_numpy(np.asarray(norm_edges, float), xp, device, dtype)
     at_or_above = None if norm_edges is None else xp.zeros((norm_edges.size,), dtype=xp.int64, device=device)
     for _, raw in device_blocks(X, xp, owner, show_progress):
@@ -616,8 +668,8 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
                 if tuple(center.shape) != (d,):
                     raise ValueError(f"{owner}: the centre has shape {tuple(center.shape)}, expected ({d},).")
                 center = from_numpy(center, xp, device, dtype)
-            total = xp.zeros((d,), dtype=dtype, device=device)
-            second = xp.zeros((d, d), dtype=dtype, device=device)
+            sums = _DeviceGroupedSums(xp, xp.zeros((d,), dtype=dtype, device=device) if want_sum else None,
+                                      xp.zeros((d, d), dtype=dtype, device=device) if want_second else None)
         if block.shape[0] == 0:
             continue
         n += int(block.shape[0])
@@ -637,17 +689,27 @@ def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violat
         n_clipped += n_over
         if on_norm_violation == "raise" and n_over:
             raise norm_violation_error(owner, row_norm)
-        if want_sum:
-            total = total + xp.sum(clipped, axis=0)
-        if want_second:
-            second = second + clipped.T @ clipped
-    if d is None or n == 0:
+        assert sums is not None
+        _add_device_pieces(clipped, sums, want_sum, want_second, xp)
+    if d is None or n == 0 or sums is None:
         raise ValueError(f"{owner}: the data are empty (0 rows); at least one row is required.")
-    assert second is not None
-    second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
+    total, second = sums.result()
+    if second is not None:
+        second = (second + second.T) * 0.5  # exactly symmetric: both triangles the same floats
     counts = None if at_or_above is None else counts_from_at_or_above(to_numpy(at_or_above), n)
-    return Moments(n=n, d=d, sum=total if want_sum else None, second=second if want_second else None,
-                   n_clipped=n_clipped, norm_counts=counts)
+    return Moments(n=n, d=d, sum=total, second=second, n_clipped=n_clipped, norm_counts=counts)
+
+
+def _add_device_pieces(clipped: Any, sums: _DeviceGroupedSums, want_sum: bool, want_second: bool,
+                       xp: Any) -> None:
+    """Add a device block of clipped rows to ``sums`` in pieces of at most ``_SUMMED_APART`` rows (views
+    of the block), each piece's sum and ``B^T B`` (a matrix product from zero, in any order inside it)
+    into its group: the path :func:`device_summation` describes, whatever the block's size."""
+    m = int(clipped.shape[0])
+    for a in range(0, m, _SUMMED_APART):
+        piece = clipped[a:min(m, a + _SUMMED_APART), ...]
+        sums.add((xp.sum(piece, axis=0) if want_sum else None, piece.T @ piece if want_second else None),
+                 int(piece.shape[0]))
 
 
 def _check_rows_xp(block: Any, row_norm: float, on_norm_violation: NormViolation, owner: str,

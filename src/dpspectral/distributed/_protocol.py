@@ -664,7 +664,8 @@ def _plan(run: _Inputs) -> tuple[SitePlan, ReleasePlan]:
     size_weights = isinstance(run.weights, str) and run.weights == "size"
     count = run.release_count or (not rel.n_is_public and not size_weights)
     site_plan = site_release_plan(budget=run.budget, relation=rel, calibration=run.calibration,
-                                  row_norm=run.row_norm, release_count=count)
+                                  row_norm=run.row_norm, release_count=count,
+                                  n_features=run.sites.n_features)
     plan = SitePlan(variant=run.variant, rank=run.rank, spectrum=run.spectrum, relation=rel,
                     calibration=run.calibration, row_norm=run.row_norm,
                     on_norm_violation=run.on_norm_violation, n_features=run.sites.n_features,

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from .._constraints import check_choice
 from .._linalg import fix_signs
-from .._moments import accumulate, summation_of
+from .._moments import accumulate, grouped_summation, summation_of
 from .._rows import NonPrivateDataError
 from ..pca._covariance import covariance_plan
 from ..privacy._accounting import compose
@@ -166,7 +166,8 @@ class SitePlan:
             if self.scatter_std is None:
                 raise ValueError("A SitePlan needs its release plan (site_release_plan) or its noise "
                                  "scales (scatter_std, count_std).")
-            plan = _plan_from_scales(self.relation, self.row_norm, self.scatter_std, self.count_std)
+            plan = _plan_from_scales(self.relation, self.row_norm, self.scatter_std, self.count_std,
+                                     self.n_features)
             object.__setattr__(self, "release", plan)
             object.__setattr__(self, "scatter_std", plan["scatter"].scale)  # widened for rounding
             return
@@ -276,7 +277,7 @@ def _count_std(plan: ReleasePlan) -> float | None:
 
 
 def _plan_from_scales(relation: Relation, row_norm: float, scatter_std: float,
-                      count_std: float | None) -> ReleasePlan:
+                      count_std: float | None, d: int | None = None) -> ReleasePlan:
     """The site plan of given noise scales: the sensitivities of the module docstring, the events
     ``GaussianDpEvent(std / sensitivity)`` (count: sensitivity 1)."""
     C = sensitivity_norm(row_norm)
@@ -285,22 +286,40 @@ def _plan_from_scales(relation: Relation, row_norm: float, scatter_std: float,
     if count_std is not None:
         releases.append(NoisyRelease("count", "gaussian", float(count_std), 1.0))
     events = tuple(dp_accounting.GaussianDpEvent(r.scale / (r.sensitivity or 1.0)) for r in releases)
-    return ReleasePlan(SITE_LABEL, relation, events, (_scatter_widened(releases[0], relation, C),)
+    return ReleasePlan(SITE_LABEL, relation, events, (_scatter_widened(releases[0], relation, C, d),)
                        + tuple(releases[1:]))
 
 
-def _scatter_widened(release: NoisyRelease, relation: Relation, C: float) -> NoisyRelease:
+def planned_summation(relation: Relation, d: int | None) -> Summation:
+    """How the aggregator counts a site's summation of ``S_s`` when it plans the scatter, before any site
+    has read its rows (``d``: the public width when known, None: any width).
+
+    Under add/remove every way a site sums its rows (in memory, a memory map, sparse, a stream of
+    blocks, each chunk of a Dask array) goes through the CPU path of
+    :func:`~dpspectral._moments.accumulate`, summed in groups in float64
+    (:func:`~dpspectral._moments.grouped_summation`, whatever the input's dtype), so the plan is taken at
+    that path's public rows (:func:`~dpspectral.privacy._rounding.public_rows`; a Dask site's tree
+    above its chunks is its own, larger bound: :func:`_at_site`). Under replace-one the plan keeps any
+    grouping (``h <= N_s + 1``) at the small public rows, and each site restates it at its public N_s.
+    """
+    return Summation() if relation.n_is_public else grouped_summation(d)
+
+
+def _scatter_widened(release: NoisyRelease, relation: Relation, C: float,
+                     d: int | None = None) -> NoisyRelease:
     """A site's scatter release widened for the rounding of its computed ``S_s`` as the aggregator plans
-    it, before any site has read its rows: terms ``x x^T`` of Frobenius norm ``C^2``, any grouping
-    (``h <= N_s + 1``), at :func:`~dpspectral.privacy._rounding.rows_bound` rows with N_s not known yet
-    (the public constant); a site whose own bound is larger restates it (:func:`_at_site`)."""
-    return widen_release(release, n=None, relation=relation, kind="products", term_bound=C**2)
+    it, before any site has read its rows: terms ``x x^T`` of Frobenius norm ``C^2``, summed as
+    :func:`planned_summation` counts, at :func:`~dpspectral.privacy._rounding.rows_bound` rows with N_s
+    not known yet (a public number); a site whose own bound is larger restates it (:func:`_at_site`)."""
+    return widen_release(release, n=None, relation=relation, kind="products", term_bound=C**2,
+                         summation=planned_summation(relation, d))
 
 
 def _at_site(plan: SitePlan, n: int, summation: Summation) -> SitePlan:
     """``plan`` as this site releases it: the scatter widened further where the site's own rounding
     bound (its summation path: a Dask array's partials; its N_s where public, under replace-one) exceeds
-    the planned one (:func:`_scatter_widened`).
+    the planned one (:func:`_scatter_widened`). Under add/remove both are taken at the plan's public
+    rows, never at N_s.
 
     The noise multiplier (the charged event) is unchanged; the larger scale is a function of public
     facts, and the site states it with its payload (:attr:`SitePayload.scatter_std`), so that the report
@@ -309,9 +328,12 @@ def _at_site(plan: SitePlan, n: int, summation: Summation) -> SitePlan:
     release = plan.release_plan
     scatter = release["scatter"]
     C = sensitivity_norm(plan.row_norm)
-    mine = statistic_error(summation, rows_bound(n, plan.relation), C**2, kind="products")
-    if scatter.sensitivity is None or mine <= statistic_error(Summation(), rows_bound(None, plan.relation),
-                                                              C**2, kind="products"):
+    planned = planned_summation(plan.relation, plan.n_features)
+    at_plan = statistic_error(planned, rows_bound(None, plan.relation, planned, kind="products"), C**2,
+                              kind="products")
+    mine = statistic_error(summation, rows_bound(n, plan.relation, planned, kind="products"), C**2,
+                           kind="products")
+    if scatter.sensitivity is None or mine <= at_plan:
         return plan
     scale, sensitivity = widened(scatter.scale, scatter.sensitivity, 2.0 * mine / scatter.sensitivity)
     more = dataclasses.replace(scatter, scale=scale, sensitivity=sensitivity)
@@ -345,6 +367,7 @@ def site_release_plan(
     calibration: str,
     row_norm: float,
     release_count: bool,
+    n_features: int | None = None,
 ) -> ReleasePlan:
     """The releases of one site (``"scatter"``, and ``"count"`` when one is released), from public inputs.
 
@@ -356,22 +379,27 @@ def site_release_plan(
     sensitivities of ``S_s`` coincide (``C^2``) and it is the classic Analyze Gauss formula.
 
     The noise does not depend on N_s: the standard deviation on ``A_s = S_s / N_s`` is
-    ``scatter_std / N_s``, which is how the paper writes it.
+    ``scatter_std / N_s``, which is how the paper writes it. ``n_features``: the sites' public number of
+    features D where the aggregator knows it (the rounding bound of an add/remove plan is taken for it;
+    None: for any D).
 
     Privacy
     -------
     Each release declares its L2 sensitivity under ``relation``: the scatter ``sqrt(2) C^2``
     (replace-one) or ``C^2`` (add/remove), the count 1 (module docstring). The events are one site's;
     the protocol charges their parallel composition over the sites (a row is in one site only). The
-    scatter's std and sensitivity are both widened for the rounding of the computed ``S_s`` at the
-    public ``2**16`` rows (N_s is not known when the plan is made); a site whose own bound is larger
-    widens its draw further, the multiplier unchanged (docs/noise.md).
+    scatter's std and sensitivity are both widened for the rounding of the computed ``S_s`` at a public
+    number of rows (N_s is not known when the plan is made): under add/remove that of rows summed in
+    groups, up to ``2**28``; under replace-one ``2**16``. A site whose own bound is larger (a Dask
+    array's tree of partials; under replace-one, more rows) widens its draw further, the multiplier
+    unchanged, and states the scale it drew (docs/noise.md).
     """
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         return _paper_site_plan(budget, row_norm)
     plan = covariance_plan(
         "analyze_gauss", budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
         n=None, d=None, private_mean=False, release_count=release_count, mean_share=0.1,
+        summation=planned_summation(relation, n_features),
     )
     return dataclasses.replace(plan, label=SITE_LABEL)
 
@@ -383,6 +411,7 @@ def plan_site_release(
     calibration: str,
     row_norm: float,
     release_count: bool,
+    n_features: int | None = None,
 ) -> tuple[float, float | None, dp_accounting.DpEvent, list[str]]:
     """:func:`site_release_plan` as ``(scatter_std, count_std, event, notes)`` (its one composed event).
 
@@ -391,7 +420,7 @@ def plan_site_release(
     That of :func:`site_release_plan`, whose plan this reads.
     """
     plan = site_release_plan(budget=budget, relation=relation, calibration=calibration, row_norm=row_norm,
-                             release_count=release_count)
+                             release_count=release_count, n_features=n_features)
     return plan["scatter"].scale, _count_std(plan), compose(plan.events), list(plan.notes)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from .._array_api import clip_rows_xp, from_numpy, get_namespace_and_device, work_dtype
 from .._constraints import NONE, PRIVACY_PARAMETERS, Interval, Options, Types, validated
 from .._linalg import orthonormalize
-from .._moments import accumulate, accumulation_dtype, needs_two_passes_ok, summation_of
+from .._moments import accumulate, accumulation_dtype, chained_summation, needs_two_passes_ok
 from .._options import ADAPTIVE_CLIP, AdaptiveClip, clip_fields, folded
 from .._results import SubspaceResult
 from ..privacy._accounting import Accountant, ParallelDpEvent, calibrate
@@ -249,7 +249,7 @@ class _MinibatchOja(ClipStaged, Mechanism[_MinibatchInputs, SubspaceResult]):
         clip = plan_row_clip(budget, rel, C, share) if adaptive else None
         return _MinibatchChecked(inputs, budget, rel, C, inputs.calibration, clip,
                                  _multiplier(budget, rel, clip), where, in_memory, *_array_shape(X),
-                                 summation=Summation() if where[0] is None else summation_of(X, where[0]))
+                                 summation=chained_summation(X, where[0]))
 
     def read(self, inputs: _MinibatchChecked, X: Any) -> _Opened:
         ins = inputs.inputs

@@ -80,7 +80,7 @@ from .._constraints import (
     validated,
 )
 from .._linalg import fix_signs, orthonormalize
-from .._moments import accumulate, accumulation_dtype, summation_of
+from .._moments import accumulate, accumulation_dtype, chained_summation
 from .._options import AdaptiveClip, folded
 from .._progress import progress
 from .._results import SubspaceResult
@@ -369,7 +369,7 @@ class _Stochastic(Mechanism[_StochasticInputs, SubspaceResult]):
         share = DEFAULT_CLIP_SHARE if options is None or options.share is None else options.share
         clip = None if options is None else plan_row_clip(budget, rel, C, share)
         xp, _ = get_namespace_and_device(X, owner)  # a device path sums in accumulation_dtype
-        summation = Summation() if xp is None else summation_of(X, xp)
+        summation = chained_summation(X, xp)
         return _Checked(inputs, budget, rel, C, inputs.calibration, clip, share, n, d, summation)
 
     def read(self, inputs: _Checked, X: Any) -> _Read:

@@ -24,10 +24,11 @@ The height ``h`` of each computation path (:class:`Summation`):
 
 * **rows added block by block** (the CPU path: a BLAS rank-``r`` update ``S += B^T B`` per block of ``r``
   rows, in an order inside BLAS that is not known; the streaming and one-shot paths, one block or one row
-  at a time; the device path, ``S = S + B^T B``): whatever the order inside a call, the accumulator is one
-  of the ``r + 1`` summands of the call, so a term passes through at most ``r`` additions in its own call
-  and at most ``r'`` in each later call of ``r'`` rows: ``h <= n`` in all, **for any block sizes and any
-  BLAS**; ``n + 1`` with the addition of a group's sum to the total (below).
+  at a time; the mini-batch and stochastic methods' device sums, ``S = S + B^T B``): whatever the order
+  inside a call, the accumulator is one of the ``r + 1`` summands of the call, so a term passes through
+  at most ``r`` additions in its own call and at most ``r'`` in each later call of ``r'`` rows:
+  ``h <= n`` in all, **for any block sizes and any BLAS**; ``n + 1`` with the addition of a group's sum
+  to the total (below).
 * **groups summed apart** (every CPU path, ``dpspectral._moments._Groups``: the rank-k updates and the
   pieces' sums of a group of rows go into buffers that start from zero, and each group is then added to
   the total; a group is closed once it holds ``s = 2**14`` rows, so it holds fewer than ``b`` rows, ``b``
@@ -38,6 +39,12 @@ The height ``h`` of each computation path (:class:`Summation`):
   ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so, and
   so are the scaler's sums and sums of squares and the GEP moments' class sums
   (``dpspectral._moments.sum_in_groups``: the sums of squares bounded as ``X^T X``).
+* **groups on a device** (``dpspectral._moments.device_summation``): each block on the device cut into
+  pieces of at most ``s = 2**14`` rows, each piece's ``B^T B`` and sum (a product from zero: fewer than
+  its rows of additions, in any order) into the group's buffer, the group added to the total once it
+  holds ``s`` rows: fewer than ``b = 2 s`` rows a group at every width, ``h <= b + ceil(n / s)`` (and
+  ``2 b + ceil(n / s)`` for the sum of the rows) as above. The piece and group sizes are constants, the
+  same for neighbours. The distributed sites sum their rows on the CPU, in the groups above.
 * **Dask partials**: each of the ``p`` row chunks summed in groups as above, to a partial, then the
   partials added in a tree whose combines take at most ``f`` partials each (``split_every=4``): at most
   ``f - 1`` additions at each of its ``ceil(log_f p)`` levels, and one more for slack (counted at
@@ -58,8 +65,9 @@ the largest power of two up to ``PUBLIC_ROWS = 2**28`` rows at which the release
 ``MAX_WIDENING`` (0.5 %): ``2**28`` rows for ``X^T X`` at 8 features or more and for the sum of the rows
 at 16 or more (a widening of about ``2e-3`` and ``3e-3`` at 784), fewer at smaller widths, whose groups
 hold more rows (``2**25`` at one feature), and for a product with many public columns (the noisy power
-method's ``A X``). A path whose height grows with ``n`` (the device path, a sum not known to be grouped,
-float32) keeps ``UNGROUPED_PUBLIC_ROWS = 2**16`` rows (a widening below ``1e-6`` in float64). Above its
+method's ``A X``); a device's groups give ``2**28`` rows at every width (about ``2.9e-3`` and
+``4.9e-3``). A path whose height grows with ``n`` (a sum not known to be grouped, float32) keeps
+``UNGROUPED_PUBLIC_ROWS = 2**16`` rows (a widening below ``1e-6`` in float64). Above its
 public number of rows the rounding of an add/remove release is covered only up to that many rows (a
 residual stated in ``docs/noise.md``).
 
@@ -118,7 +126,7 @@ __all__ = [
 #: at most at this public number of rows (:func:`public_rows`: a widening of about ``2e-3`` at d = 784).
 PUBLIC_ROWS = 1 << 28
 
-#: ... and of a path whose height grows with ``n`` (summed in any order, on a device, in float32) at this
+#: ... and of a path whose height grows with ``n`` (summed in any order, in float32) at this
 #: many (float64: a widening below ``1e-6``; at ``2**28`` rows it would be many times the noise).
 UNGROUPED_PUBLIC_ROWS = 1 << 16
 
