@@ -13,12 +13,17 @@ private by itself: the callers add noise to what is returned.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
 
 from ._array_api import clip_rows_xp, from_numpy, get_config, isfinite_all, row_norms_xp, to_numpy, work_dtype
 from ._array_api import get_namespace_and_device as _where
@@ -431,7 +436,7 @@ def _block_partial(block: Any, center: np.ndarray | None, row_norm: float, want_
     if not (want_sum or want_second):  # a validation pass: nothing to scale or add
         return out
     sums = _Groups(d, want_sum, want_second)
-    _add_clipped(block, norms, over, row_norm * scale, sums)
+    _add_clipped(block, norms, over, row_norm * scale, sums, parallel=False)  # a Dask task: one thread
     total, second = sums.result()
     if total is not None:
         out[0, 3:3 + d] = total
@@ -559,16 +564,6 @@ class _Groups(_GroupedSums):
     def second(self) -> np.ndarray | None:
         return self.totals[1]
 
-    def add_rows(self, piece: np.ndarray) -> None:
-        """Add a dense piece of clipped rows: its sum and ``piece^T piece`` (upper triangle)."""
-        # NumPy computes piece^T piece by a rank-k update (SYRK, half the flops of a GEMM) from zero and
-        # mirrors it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk, whose
-        # OpenBLAS build synchronises its threads worse on small updates (docs/benchmarks/speed.md). A
-        # term passes through at most the piece's rows of additions in the product, then one per piece
-        # of its group: fewer than the group's rows.
-        self.add((None if self.sum is None else piece.sum(axis=0),
-                  None if self.second is None else piece.T @ piece), piece.shape[0])
-
     def add_piece(self, piece_sum: np.ndarray | None, product: np.ndarray | None, rows: int) -> None:
         """Add the sum and the whole ``B^T B`` of a sparse piece of ``rows`` clipped rows."""
         self.add((piece_sum, product), rows)
@@ -607,41 +602,151 @@ def _add_sparse(block: sp.csr_matrix, sums: _Groups) -> None:
 
 
 def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_norm: float,
-                 sums: _Groups, center: np.ndarray | None = None) -> None:
+                 sums: _Groups, center: np.ndarray | None = None, parallel: bool = True) -> None:
     """Add the clipped rows ``(x - center) * factor`` of a dense block to ``sums`` (their sum and their
     ``X^T X``: :class:`_Groups`). ``norms`` (of the centred rows) and ``row_norm`` are both of the rows
     scaled by the bound's public power of two
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
-    Every piece is centred into one buffer (or, uncentred, added as it is) and its rows above the bound
+    Every piece is centred into a buffer (or, uncentred, added as it is) and its rows above the bound
     scaled (all its rows by their factors, 1 within the bound, where more than an eighth are above):
     the time taken depends on the number of rows above it (no result or report states a time). The
-    caller's array is never written."""
+    pieces are summed in runs (:func:`_runs`), each from zero; with ``parallel`` the runs of the block
+    are computed on up to :func:`_worker_count` threads, each on one BLAS thread, and added to their
+    groups in order, so the sums are the same floats whatever the number of threads. The caller's array
+    is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
-    m, d = block.shape
-    rows = _piece_rows(d)
-    # one buffer for every piece: no allocation per piece (a Dask worker's malloc returns freed memory
-    # to the system at once, MALLOC_TRIM_THRESHOLD_, and a fresh 2 MB piece each time halved the speed)
-    buffer: np.ndarray | None = None
-    for a in range(0, m, rows):
-        source = block[a:a + rows]
-        scaled = np.flatnonzero(over[a:a + rows])
-        dense = 8 * scaled.size > source.shape[0]  # many rows to scale: every row times its factor
-        if center is None and scaled.size == 0:
-            sums.add_rows(source)
-            continue
-        if buffer is None:
-            buffer = np.empty((min(rows, m), d))
-        piece = buffer[:source.shape[0]]
-        if center is None:
-            np.copyto(piece, source)
-        else:
-            np.subtract(source, center, out=piece)
-        if dense:
-            np.multiply(piece, factors[a:a + rows, None], out=piece)
-        elif scaled.size:
-            piece[scaled] *= factors[a + scaled, None]
-        sums.add_rows(piece)
+    d = block.shape[1]
+    buffers = threading.local()  # each thread's piece and product buffers, reused from run to run
+
+    def run_sums(bounds: tuple[int, int]) -> tuple[tuple[np.ndarray | None, np.ndarray | None], int]:
+        start, stop = bounds
+        total = np.zeros(d) if sums.sum is not None else None
+        second: np.ndarray | None = None
+        for a in range(start, stop, _piece_rows(d)):
+            b = min(a + _piece_rows(d), stop)
+            piece = _clipped_piece(block, a, b, over, factors, center, buffers)
+            if total is not None:
+                total += piece.sum(axis=0)
+            if sums.second is not None:
+                second = _add_product(piece, second, buffers)
+        return (total, second), stop - start
+
+    runs = _runs(block.shape[0], d, sums.rows)
+    workers = _worker_count(len(runs)) if parallel else 1
+    if workers == 1:
+        for bounds in runs:
+            sums.add(*run_sums(bounds))
+        return
+    with _one_blas_thread():
+        for values, rows in _thread_pool(workers).map(run_sums, runs):
+            sums.add(values, rows)
+
+
+def _clipped_piece(block: np.ndarray, a: int, b: int, over: np.ndarray, factors: np.ndarray,
+                   center: np.ndarray | None, buffers: threading.local) -> np.ndarray:
+    """Rows ``a:b`` of ``block``, centred and scaled by their factors: the block's own rows where
+    nothing is to change, else in this thread's buffer."""
+    source = block[a:b]
+    scaled = np.flatnonzero(over[a:b])
+    if center is None and scaled.size == 0:
+        return source
+    buffer = getattr(buffers, "piece", None)
+    if buffer is None or buffer.shape[0] < b - a:
+        # one buffer per thread: no allocation per piece (a Dask worker's malloc returns freed memory
+        # to the system at once, MALLOC_TRIM_THRESHOLD_, and a fresh 2 MB piece each time halved the
+        # speed)
+        buffer = buffers.piece = np.empty((_piece_rows(block.shape[1]), block.shape[1]))
+    piece = buffer[:b - a]
+    if center is None:
+        np.copyto(piece, source)
+    else:
+        np.subtract(source, center, out=piece)
+    if 8 * scaled.size > piece.shape[0]:  # many rows to scale: every row times its factor
+        np.multiply(piece, factors[a:b, None], out=piece)
+    elif scaled.size:
+        piece[scaled] *= factors[a + scaled, None]
+    return piece
+
+
+def _add_product(piece: np.ndarray, total: np.ndarray | None, buffers: threading.local) -> np.ndarray:
+    """``total + piece^T piece`` (the run's first piece: its product alone), in ``total``.
+
+    NumPy computes ``piece^T piece`` by a rank-k update (SYRK, half the flops of a GEMM) from zero and
+    mirrors it; on a busy 2-core machine 1.2-1.4x faster than many calls to SciPy's dsyrk, whose
+    OpenBLAS build synchronises its threads worse on small updates (docs/benchmarks/speed.md). A term
+    passes through at most the piece's rows of additions in the product, then one per later piece of
+    its run, one into its group and one per later run of the group: fewer than the group's rows."""
+    d = piece.shape[1]
+    if total is None:
+        return np.matmul(piece.T, piece, out=np.empty((d, d), order="F"))
+    product = getattr(buffers, "product", None)
+    if product is None:
+        product = buffers.product = np.empty((d, d), order="F")
+    np.matmul(piece.T, piece, out=product)
+    total += product
+    return total
+
+
+#: :func:`_add_clipped` sums consecutive pieces from zero in runs of about this many rows (at least one
+#: piece), each run then added to its group: the unit of work its threads share.
+_RUN_ROWS = 1 << 12
+
+
+def _runs(m: int, d: int, group_rows: int) -> list[tuple[int, int]]:
+    """The runs of pieces of a block of ``m`` rows of width ``d`` whose first piece goes into a group
+    that already holds ``group_rows`` rows: at most ``_RUN_ROWS`` rows of pieces each, and a run ends
+    where its group closes (at ``_SUMMED_APART`` rows), so the groups hold the same pieces as when the
+    pieces are added one by one. Public: sizes only."""
+    step = _piece_rows(d)
+    per_run = max(1, _RUN_ROWS // step)
+    runs: list[tuple[int, int]] = []
+    start, pieces = 0, 0
+    for a in range(0, m, step):
+        b = min(a + step, m)
+        group_rows += b - a
+        pieces += 1
+        if group_rows >= _SUMMED_APART or pieces == per_run or b == m:
+            runs.append((start, b))
+            start, pieces = b, 0
+            if group_rows >= _SUMMED_APART:
+                group_rows = 0
+    return runs
+
+
+def _worker_count(tasks: int) -> int:
+    """The threads :func:`_add_clipped` uses for ``tasks`` runs: the cores this process may use (at
+    most 8), no more than the runs."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8, tasks))
+
+
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (process, workers, pool)
+_POOL_LOCK = threading.Lock()
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads kept from call to call (starting threads for every block cost 3 %
+    of a fit at MNIST's size); a new one in a forked child, whose copy has no threads."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] != workers:
+            _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="dpspectral"))
+        return _POOL[2]
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread (the threads of :func:`_add_clipped` each run their
+    own products; BLAS threads of their own would compete for the same cores)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,

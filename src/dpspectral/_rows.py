@@ -298,6 +298,9 @@ def is_one_shot(X: Any) -> bool:
 # --- row sources, read block by block ---------------------------------------------------------
 
 _BLOCK_ELEMENTS = 1 << 24  # ~128 MB of float64 per block
+#: ... of an array already in memory, whose blocks are views: the size sets only how often a progress bar
+#: moves and how many rows the threads of a pass share at once (one block at MNIST's size)
+_IN_MEMORY_BLOCK_ELEMENTS = 1 << 26
 
 
 def is_dask_array(X: Any) -> bool:
@@ -343,7 +346,8 @@ def _raise_not_finite(block: Any, first_row: int, owner: str) -> None:
 
 def _blocks_of_array(X: Any, owner: str, show_progress: bool | None) -> Iterator[tuple[int, Any]]:
     n, d = X.shape
-    rows = max(1, _BLOCK_ELEMENTS // max(d, 1))
+    in_memory = type(X) is np.ndarray  # its blocks are views: no memory of their own
+    rows = max(1, (_IN_MEMORY_BLOCK_ELEMENTS if in_memory else _BLOCK_ELEMENTS) // max(d, 1))
     starts = range(0, n, rows)
     release = _page_releaser(X)
     for a in progress(starts, total=len(starts), desc=owner, enabled=show_progress, min_total=16):
