@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
-__all__ = ["ReleasedVariances", "UnresolvedVarianceWarning", "fix_signs", "orthonormalize",
+__all__ = ["ReleasedVariances", "UnresolvedVarianceWarning", "blas_threads", "fix_signs", "orthonormalize",
            "released_variances", "top_k_eigh"]
 
 
@@ -21,6 +23,19 @@ def fix_signs(V: np.ndarray) -> np.ndarray:
     signs = np.sign(V[idx, np.arange(V.shape[1])])
     signs[signs == 0] = 1
     return V * signs
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    return ThreadpoolController()  # reads the loaded libraries once (a few ms each time otherwise)
+
+
+def blas_threads(limit: int | None) -> contextlib.AbstractContextManager[Any]:
+    """A context in which BLAS runs on at most ``limit`` threads (None: as it is), for the whole process;
+    the previous setting is restored on exit."""
+    if limit is None:
+        return contextlib.nullcontext()
+    return _blas_controller().limit(limits=limit, user_api="blas")
 
 
 #: Up to this d, :func:`top_k_eigh` runs LAPACK on one BLAS thread: its tridiagonal reduction is
@@ -45,7 +60,7 @@ def top_k_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         xp = _namespace(M)
         values, vectors = xp.linalg.eigh(M)  # ascending
         return xp.flip(values[d - k:], axis=0), _fix_signs_xp(xp.flip(vectors[:, d - k:], axis=1))
-    with threadpool_limits(1 if d <= SERIAL_EIGH_MAX_D else None, user_api="blas"):
+    with blas_threads(1 if d <= SERIAL_EIGH_MAX_D else None):
         values, vectors = scipy.linalg.eigh(
             M, subset_by_index=[d - k, d - 1], lower=False, check_finite=False, driver="evr"
         )

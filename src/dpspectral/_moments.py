@@ -13,7 +13,6 @@ private by itself: the callers add noise to what is returned.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import threading
 from collections.abc import Callable
@@ -23,11 +22,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import ThreadpoolController
 
 from ._array_api import clip_rows_xp, from_numpy, get_config, isfinite_all, row_norms_xp, to_numpy, work_dtype
 from ._array_api import get_namespace_and_device as _where
 from ._device_stream import device_blocks
+from ._linalg import blas_threads
 from ._rows import (
     NonPrivateDataError,
     _as_float_block,
@@ -638,7 +637,7 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
         for bounds in runs:
             sums.add(*run_sums(bounds))
         return
-    with _one_blas_thread():
+    with blas_threads(1):  # each thread its own products: BLAS threads of their own would compete
         for values, rows in _thread_pool(workers).map(run_sums, runs):
             sums.add(values, rows)
 
@@ -736,17 +735,6 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
         if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] != workers:
             _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="dpspectral"))
         return _POOL[2]
-
-
-@functools.cache
-def _blas_controller() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
-def _one_blas_thread() -> Any:
-    """A context in which BLAS runs on one thread (the threads of :func:`_add_clipped` each run their
-    own products; BLAS threads of their own would compete for the same cores)."""
-    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
