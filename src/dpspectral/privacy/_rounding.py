@@ -33,8 +33,9 @@ The height ``h`` of each computation path (:class:`Summation`):
   pieces' sums of a group of rows go into buffers that start from zero, and each group is then added to
   the total; a group is closed once it holds ``s = 2**14`` rows, so it holds fewer than ``b`` rows, ``b``
   being ``s`` plus one piece: 17,408 rows at d = 784, at most ``2**14 + 2**18`` at d = 1): a term passes
-  through at most ``b`` additions inside its group (its piece's product or sum, then one per later
-  piece), one into the total and one for each later group, of which there are fewer than ``n / s``:
+  through at most ``b`` additions inside its group (its piece's product or sum from zero, then one into
+  its run of pieces, one into the group and one per later piece or run: fewer than the group's rows),
+  one into the total and one for each later group, of which there are fewer than ``n / s``:
   for ``X^T X`` ``h <= b + ceil(n / s)``, for the sum of the rows, counted twice over the group,
   ``h <= 2 b + ceil(n / s)``. The dense and the sparse rows, in memory or streamed, are summed so, and
   so are the scaler's sums and sums of squares and the GEP moments' class sums
