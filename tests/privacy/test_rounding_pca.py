@@ -17,6 +17,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
+from dpspectral._moments import grouped_summation
 from dpspectral.distributed._site import SitePlan, _at_site, site_release_plan
 from dpspectral.pca import _oja, _stochastic
 from dpspectral.privacy._budget import PrivacyBudget, Relation
@@ -203,8 +204,11 @@ def test_stochastic_diagnostics_report_the_widened_scale() -> None:
 @pytest.mark.parametrize("relation", [Relation.REPLACE_ONE, Relation.ADD_REMOVE])
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 def test_site_scatter_widened_at_the_public_rows(relation: Relation, calibration: str) -> None:
-    """The aggregator plans before any site is read: ``X_s^T X_s`` at UNGROUPED_PUBLIC_ROWS rows (``h =
-    UNGROUPED_PUBLIC_ROWS + 2``, terms ``C^2``)."""
+    """The aggregator plans before any site is read. Under replace-one: ``X_s^T X_s`` at
+    UNGROUPED_PUBLIC_ROWS rows in any grouping (``h = UNGROUPED_PUBLIC_ROWS + 2``, terms ``C^2``); under
+    add/remove: summed in groups, as every site path is, for a width not known when planning (groups of
+    fewer than ``b = 2**14 + 2**18`` rows, closed at ``s = 2**14``: ``h = b + ceil(N / s) + 1``), at the
+    largest power of two ``N <= 2**28`` whose widening ``2 gamma_h N`` stays within 0.5 %."""
     budget = PrivacyBudget(EPS, DELTA)
     plan = site_release_plan(budget=budget, relation=relation, calibration=calibration, row_norm=1.0,
                              release_count=False)
@@ -212,8 +216,16 @@ def test_site_scatter_widened_at_the_public_rows(relation: Relation, calibration
     multiplier = plan.events[0].noise_multiplier
     if calibration == "paper" and relation is Relation.REPLACE_ONE:
         assert multiplier == classic_noise_multiplier(EPS, DELTA) * CS**2 / sens
-    rows = UNGROUPED_PUBLIC_ROWS
-    _check(plan["scatter"], sens, multiplier, _share(rows + 2, rows, CS**2, sens))
+    if relation is Relation.REPLACE_ONE:
+        rows = UNGROUPED_PUBLIC_ROWS
+        _check(plan["scatter"], sens, multiplier, _share(rows + 2, rows, CS**2, sens))
+        return
+    b, s = 2**14 + 2**18, 2**14
+    rows = 2**28
+    while _share(b + -(-rows // s) + 1, rows, CS**2, CS**2) > 0.005:
+        rows //= 2
+    assert rows == 2**26  # far above the replace-one plan's 2**16
+    _check(plan["scatter"], sens, multiplier, _share(b + -(-rows // s) + 1, rows, CS**2, sens))
 
 
 def _site_plan(relation: Relation) -> SitePlan:
@@ -236,14 +248,19 @@ def test_a_site_restates_its_scatter_where_its_own_bound_is_larger() -> None:
     r = _share(n + 2, n, CS**2, planned.sensitivity)
     _check(mine.release_plan["scatter"], planned.sensitivity, planned.scale / planned.sensitivity, r)
     assert mine.scatter_std == mine.release_plan["scatter"].scale
-    # N_s private (add/remove): bounded at UNGROUPED_PUBLIC_ROWS whatever N_s, more only for a longer path
+    # N_s private (add/remove): bounded at the grouped path's public rows whatever N_s (a site's own rows
+    # are summed in groups), more only for a longer path (a Dask array's 9 partials added in any order)
     private = _site_plan(Relation.ADD_REMOVE)
-    assert _at_site(private, n, Summation()) is private
-    dask = _at_site(private, n, Summation(partials=9))
+    grouped = grouped_summation(None)
+    assert _at_site(private, n, grouped) is private
+    assert _at_site(private, 2**40, grouped) is private
+    dask = _at_site(private, n, Summation(block_rows=grouped.block_rows, group_rows=grouped.group_rows,
+                                          partials=9))
     scatter = private.release_plan["scatter"]
     assert scatter.sensitivity is not None
+    rows, b, s = 2**26, 2**14 + 2**18, 2**14
     _check(dask.release_plan["scatter"], scatter.sensitivity, scatter.scale / scatter.sensitivity,
-           _share(UNGROUPED_PUBLIC_ROWS + 2 + 8, UNGROUPED_PUBLIC_ROWS, CS**2, scatter.sensitivity))
+           _share(b + rows // s + 8 + 1, rows, CS**2, scatter.sensitivity))
 
 
 def test_stated_site_scales_are_widened_with_their_events_unchanged() -> None:
