@@ -30,7 +30,7 @@ def test_the_same_floats_whatever_the_number_of_threads(monkeypatch, center):
     mu = mu if center else None
     results = []
     for workers in (1, 2, 3, 5):
-        monkeypatch.setattr(moments, "_worker_count", lambda tasks, w=workers: max(1, min(w, tasks)))
+        monkeypatch.setattr(moments, "_worker_count", lambda tasks, d, w=workers: max(1, min(w, tasks)))
         results.append(_moments(X, mu))
     total, second, clipped = results[0]
     assert 0 < clipped < X.shape[0]
@@ -49,7 +49,7 @@ def test_blocks_summed_one_by_one_give_the_threads_sums(monkeypatch):
     X, mu = _data(1, n=5 * rows)
     blocks = [X[a:a + rows] for a in range(0, X.shape[0], rows)]
     threaded = _moments(blocks, mu)
-    monkeypatch.setattr(moments, "_worker_count", lambda tasks: 1)
+    monkeypatch.setattr(moments, "_worker_count", lambda tasks, d: 1)
     assert all(np.array_equal(a, b) for a, b in zip(threaded[:2], _moments(X, mu)[:2], strict=True))
 
 
@@ -94,7 +94,7 @@ def _child(queue):
 def test_a_forked_child_gets_its_sums(monkeypatch):
     """The thread pool kept between calls has no threads in a forked child: the child makes its own
     (a pool copied as it is would wait for ever)."""
-    monkeypatch.setattr(moments, "_worker_count", lambda tasks: max(1, min(2, tasks)))
+    monkeypatch.setattr(moments, "_worker_count", lambda tasks, d: max(1, min(2, tasks)))
     X, mu = _data(3, n=20_000)
     expected = _moments(X, mu)[1].sum()  # the parent's pool exists now
     ctx = multiprocessing.get_context("fork")
@@ -104,3 +104,43 @@ def test_a_forked_child_gets_its_sums(monkeypatch):
     child.join(120)
     assert child.exitcode == 0
     assert queue.get(timeout=5) == expected
+
+
+def test_threads_bounded_by_the_memory_of_their_matrices(monkeypatch):
+    """Each thread holds ``d x d`` matrices: above d = 2048 one thread (BLAS's own threads then), and
+    never more threads than runs or cores."""
+    monkeypatch.setattr(moments.os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert moments._worker_count(100, 784) == 8
+    assert moments._worker_count(3, 784) == 3
+    assert moments._worker_count(100, 2048) == 2
+    assert moments._worker_count(100, 2049) == 1
+    monkeypatch.setattr(moments.os, "sched_getaffinity", lambda pid: {0})
+    assert moments._worker_count(100, 784) == 1
+
+
+def test_results_in_order_with_a_bounded_number_waiting():
+    """The runs' sums come back in order, with at most ``ahead`` submitted and not yet taken; when one
+    fails, the error reaches the caller and the runs not started are cancelled."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    started, lock = [], threading.Lock()
+
+    def work(i):
+        with lock:
+            started.append(i)
+        time.sleep(0.002 * ((7 * i) % 5))  # finishing out of order
+        if i == 13:
+            raise ValueError("run 13")
+        return i
+
+    pool = ThreadPoolExecutor(3)
+    taken = []
+    with pytest.raises(ValueError, match="run 13"):
+        for value in moments._in_order(pool, work, list(range(40)), ahead=4):
+            taken.append(value)
+            assert len(started) <= len(taken) + 4
+    assert taken == list(range(13))
+    pool.shutdown(wait=True)
+    assert len(started) <= 13 + 4

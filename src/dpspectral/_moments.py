@@ -12,11 +12,12 @@ private by itself: the callers add noise to what is returned.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -632,14 +633,32 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
         return (total, second), stop - start
 
     runs = _runs(block.shape[0], d, sums.rows)
-    workers = _worker_count(len(runs)) if parallel else 1
+    workers = _worker_count(len(runs), d) if parallel else 1
     if workers == 1:
         for bounds in runs:
             sums.add(*run_sums(bounds))
         return
     with blas_threads(1):  # each thread its own products: BLAS threads of their own would compete
-        for values, rows in _thread_pool(workers).map(run_sums, runs):
+        for values, rows in _in_order(_thread_pool(workers), run_sums, runs, ahead=2 * workers):
             sums.add(values, rows)
+
+
+def _in_order(pool: ThreadPoolExecutor, work: Callable[[Any], Any], items: list[Any],
+              ahead: int) -> Iterator[Any]:
+    """``work(item)`` for each item, computed on ``pool``, yielded in the items' order, with at most
+    ``ahead`` items submitted and not yet yielded (each result a ``d x d`` matrix: the memory held
+    stays bounded). Items not started are cancelled if one fails."""
+    pending: collections.deque[Future[Any]] = collections.deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 def _clipped_piece(block: np.ndarray, a: int, b: int, over: np.ndarray, factors: np.ndarray,
@@ -713,14 +732,20 @@ def _runs(m: int, d: int, group_rows: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _worker_count(tasks: int) -> int:
-    """The threads :func:`_add_clipped` uses for ``tasks`` runs: the cores this process may use (at
-    most 8), no more than the runs."""
+#: The memory :func:`_add_clipped`'s threads may hold in ``d x d`` float64 matrices (each thread a
+#: product and a run's sum, and twice as many runs waiting to be added): above it fewer threads, one
+#: above d = 2048 (whose single products keep BLAS's own threads busy).
+_THREAD_MATRIX_BYTES = 1 << 28
+
+
+def _worker_count(tasks: int, d: int) -> int:
+    """The threads :func:`_add_clipped` uses for ``tasks`` runs of width ``d``: the cores this process
+    may use (at most 8), no more than the runs, and no more than ``_THREAD_MATRIX_BYTES`` allows."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8, tasks))
+    return max(1, min(cores, 8, tasks, _THREAD_MATRIX_BYTES // (4 * 8 * d * d)))
 
 
 _POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (process, workers, pool)
