@@ -107,13 +107,13 @@ def test_a_forked_child_gets_its_sums(monkeypatch):
 
 
 def test_threads_bounded_by_the_memory_of_their_matrices(monkeypatch):
-    """Each thread holds ``d x d`` matrices: above d = 2048 one thread (BLAS's own threads then), and
+    """Each thread holds ``d x d`` matrices: above d = 2364 one thread (BLAS's own threads then), and
     never more threads than runs or cores."""
     monkeypatch.setattr(moments.os, "sched_getaffinity", lambda pid: set(range(16)))
     assert moments._worker_count(100, 784) == 8
     assert moments._worker_count(3, 784) == 3
-    assert moments._worker_count(100, 2048) == 2
-    assert moments._worker_count(100, 2049) == 1
+    assert moments._worker_count(100, 2364) == 2
+    assert moments._worker_count(100, 2365) == 1
     monkeypatch.setattr(moments.os, "sched_getaffinity", lambda pid: {0})
     assert moments._worker_count(100, 784) == 1
 
@@ -144,3 +144,20 @@ def test_results_in_order_with_a_bounded_number_waiting():
     assert taken == list(range(13))
     pool.shutdown(wait=True)
     assert len(started) <= 13 + 4
+
+
+def test_one_pool_whatever_the_width(monkeypatch):
+    """Calls of different widths (so different numbers of threads: 8 at d = 60, 2 at d = 200 under the
+    memory bound set here) share one pool: no pool, and no idle threads, left behind by a call."""
+    import threading
+
+    monkeypatch.setattr(moments.os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(moments, "_THREAD_MATRIX_BYTES", 2 * 24 * 200 * 200)
+    assert moments._worker_count(100, 60) == 8 and moments._worker_count(100, 200) == 2
+    pool = None
+    for seed, d in enumerate((60, 200, 60, 200, 60)):
+        X = np.random.default_rng(seed).standard_normal((8 * 4369, d)) * 0.01
+        accumulate(X, row_norm=1.0, want_second=True)
+        pool = pool or moments._thread_pool()
+    assert moments._thread_pool() is pool
+    assert sum(t.name.startswith("dpspectral") for t in threading.enumerate()) <= moments._MAX_THREADS

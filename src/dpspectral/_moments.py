@@ -639,15 +639,16 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
             sums.add(*run_sums(bounds))
         return
     with blas_threads(1):  # each thread its own products: BLAS threads of their own would compete
-        for values, rows in _in_order(_thread_pool(workers), run_sums, runs, ahead=2 * workers):
+        for values, rows in _in_order(_thread_pool(), run_sums, runs, ahead=workers):
             sums.add(values, rows)
 
 
 def _in_order(pool: ThreadPoolExecutor, work: Callable[[Any], Any], items: list[Any],
               ahead: int) -> Iterator[Any]:
     """``work(item)`` for each item, computed on ``pool``, yielded in the items' order, with at most
-    ``ahead`` items submitted and not yet yielded (each result a ``d x d`` matrix: the memory held
-    stays bounded). Items not started are cancelled if one fails."""
+    ``ahead`` items submitted and not yet yielded: at most ``ahead`` of the pool's threads busy, and
+    the memory held (each result a ``d x d`` matrix) bounded. Items not started are cancelled if one
+    fails."""
     pending: collections.deque[Future[Any]] = collections.deque()
     try:
         for item in items:
@@ -732,9 +733,12 @@ def _runs(m: int, d: int, group_rows: int) -> list[tuple[int, int]]:
     return runs
 
 
+#: The most threads :func:`_add_clipped` uses.
+_MAX_THREADS = 8
+
 #: The memory :func:`_add_clipped`'s threads may hold in ``d x d`` float64 matrices (each thread a
-#: product and a run's sum, and twice as many runs waiting to be added): above it fewer threads, one
-#: above d = 2048 (whose single products keep BLAS's own threads busy).
+#: product and a run's sum, and a run waiting to be added): above it fewer threads, one above
+#: d = 2364 (whose single products keep BLAS's own threads busy).
 _THREAD_MATRIX_BYTES = 1 << 28
 
 
@@ -745,21 +749,23 @@ def _worker_count(tasks: int, d: int) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8, tasks, _THREAD_MATRIX_BYTES // (4 * 8 * d * d)))
+    return max(1, min(cores, _MAX_THREADS, tasks, _THREAD_MATRIX_BYTES // (3 * 8 * d * d)))
 
 
-_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (process, workers, pool)
+_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (process, pool)
 _POOL_LOCK = threading.Lock()
 
 
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """A pool of ``workers`` threads kept from call to call (starting threads for every block cost 3 %
-    of a fit at MNIST's size); a new one in a forked child, whose copy has no threads."""
+def _thread_pool() -> ThreadPoolExecutor:
+    """One pool of threads for the process (as many as :func:`_worker_count` ever asks for), kept from
+    call to call (starting threads for every block cost 3 % of a fit at MNIST's size); each call uses at
+    most its own number of them (:func:`_in_order`'s ``ahead``). A new pool in a forked child, whose copy
+    has no threads."""
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] != workers:
-            _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="dpspectral"))
-        return _POOL[2]
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="dpspectral"))
+        return _POOL[1]
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
