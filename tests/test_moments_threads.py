@@ -161,3 +161,22 @@ def test_one_pool_whatever_the_width(monkeypatch):
         pool = pool or moments._thread_pool()
     assert moments._thread_pool() is pool
     assert sum(t.name.startswith("dpspectral") for t in threading.enumerate()) <= moments._MAX_THREADS
+
+
+def test_blas_threads_from_several_callers_at_once():
+    """Two callers inside ``blas_threads(1)`` at once (two fits on two threads): BLAS stays on one thread
+    until the last leaves, and then gets back the setting it had before the first entered."""
+    from dpspectral._linalg import blas_threads
+
+    def blas():
+        return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+    before = blas()
+    first, second = blas_threads(1), blas_threads(1)
+    first.__enter__()
+    second.__enter__()
+    assert blas() == [1]
+    first.__exit__(None, None, None)
+    assert blas() == [1]  # the second caller is still inside
+    second.__exit__(None, None, None)
+    assert blas() == before

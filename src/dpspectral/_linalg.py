@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, NamedTuple
+import threading
+from collections.abc import Iterator
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -30,12 +32,37 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()  # reads the loaded libraries once (a few ms each time otherwise)
 
 
-def blas_threads(limit: int | None) -> contextlib.AbstractContextManager[Any]:
-    """A context in which BLAS runs on at most ``limit`` threads (None: as it is), for the whole process;
-    the previous setting is restored on exit."""
+_ONE_THREAD_LOCK = threading.Lock()
+_ONE_THREAD: list[Any] = []  # the limiter in force while any call is inside blas_threads(1)
+_ONE_THREAD_USERS = 0
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while any caller is inside; the setting before the first caller entered is
+    restored when the last one leaves (calls from several threads at once: a limit restored by the first
+    to leave would free the others' BLAS, and one restored by the last would keep the process on one
+    thread)."""
+    global _ONE_THREAD_USERS
+    with _ONE_THREAD_LOCK:
+        if _ONE_THREAD_USERS == 0:
+            _ONE_THREAD.append(_blas_controller().limit(limits=1, user_api="blas"))
+        _ONE_THREAD_USERS += 1
+    try:
+        yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            _ONE_THREAD_USERS -= 1
+            if _ONE_THREAD_USERS == 0:
+                _ONE_THREAD.pop().restore_original_limits()
+
+
+def blas_threads(limit: Literal[1] | None) -> contextlib.AbstractContextManager[Any]:
+    """A context in which BLAS runs on one thread (``limit=1``; None: as it is), for the whole process;
+    the previous setting is restored when the last of the callers inside it leaves."""
     if limit is None:
         return contextlib.nullcontext()
-    return _blas_controller().limit(limits=limit, user_api="blas")
+    return _one_blas_thread()
 
 
 #: Up to this d, :func:`top_k_eigh` runs LAPACK on one BLAS thread: its tridiagonal reduction is
