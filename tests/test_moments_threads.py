@@ -93,14 +93,16 @@ def _child(queue):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
 def test_a_forked_child_gets_its_sums(monkeypatch):
     """The thread pool kept between calls has no threads in a forked child: the child makes its own
-    (a pool copied as it is would wait for ever)."""
+    (a pool copied as it is would wait for ever), even when the fork came while another thread held the
+    pool's lock."""
     monkeypatch.setattr(moments, "_worker_count", lambda tasks, d: max(1, min(2, tasks)))
     X, mu = _data(3, n=20_000)
     expected = _moments(X, mu)[1].sum()  # the parent's pool exists now
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_child, args=(queue,))
-    child.start()
+    with moments._POOL_LOCK:  # held at the fork, as by a thread of the parent between two fits
+        child.start()
     child.join(120)
     assert child.exitcode == 0
     assert queue.get(timeout=5) == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple
@@ -35,6 +36,16 @@ def _blas_controller() -> ThreadpoolController:
 _ONE_THREAD_LOCK = threading.Lock()
 _ONE_THREAD: list[Any] = []  # the limiter in force while any call is inside blas_threads(1)
 _ONE_THREAD_USERS = 0
+
+
+def _reset_in_child() -> None:
+    """In a forked child: a lock held by a thread that was not copied would never be released."""
+    global _ONE_THREAD_LOCK
+    _ONE_THREAD_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
 
 
 @contextlib.contextmanager

@@ -752,20 +752,31 @@ def _worker_count(tasks: int, d: int) -> int:
     return max(1, min(cores, _MAX_THREADS, tasks, _THREAD_MATRIX_BYTES // (3 * 8 * d * d)))
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (process, pool)
+_POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+
+
+def _forget_pool_in_child() -> None:
+    """In a forked child: the copied pool has no threads and the lock may be held by a thread that
+    was not copied; start afresh."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def _thread_pool() -> ThreadPoolExecutor:
     """One pool of threads for the process (as many as :func:`_worker_count` ever asks for), kept from
     call to call (starting threads for every block cost 3 % of a fit at MNIST's size); each call uses at
-    most its own number of them (:func:`_in_order`'s ``ahead``). A new pool in a forked child, whose copy
-    has no threads."""
+    most its own number of them (:func:`_in_order`'s ``ahead``). A forked child makes its own
+    (:func:`_forget_pool_in_child`)."""
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="dpspectral"))
-        return _POOL[1]
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="dpspectral")
+        return _POOL
 
 
 def _accumulate_xp(X: Any, xp: Any, row_norm: float, center: Any, on_norm_violation: NormViolation,
