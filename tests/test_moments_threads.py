@@ -182,3 +182,23 @@ def test_blas_threads_from_several_callers_at_once():
     assert blas() == [1]  # the second caller is still inside
     second.__exit__(None, None, None)
     assert blas() == before
+
+
+@pytest.mark.parametrize("share_over", [0.01, 0.5])
+def test_rows_scaled_part_by_part_are_the_rows_clipped(share_over):
+    """The pieces are centred and scaled in cache-sized parts, the scaled rows found in each part (few:
+    each row by its factor; many: every row of the part): the moments are those of the rows clipped
+    directly, wherever in a part the rows above the bound lie."""
+    rng = np.random.default_rng(3)
+    n, d = 20_000, 100
+    X = rng.standard_normal((n, d)) * 0.05
+    big = rng.random(n) < share_over
+    X[big] *= rng.uniform(1.0, 40.0, size=(int(big.sum()), 1))
+    mu = rng.standard_normal(d) * 0.01
+    assert n > 4 * (moments._CACHED_ELEMENTS // d)  # several parts in each piece
+    total, second, clipped = _moments(X, mu)
+    Y = X - mu
+    Y *= np.minimum(1.0, 1.0 / np.linalg.norm(Y, axis=1))[:, None]
+    assert clipped == int((np.linalg.norm(X - mu, axis=1) > 1.0).sum()) > 0
+    np.testing.assert_allclose(second, Y.T @ Y, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(total, Y.sum(axis=0), rtol=1e-12, atol=1e-10)
