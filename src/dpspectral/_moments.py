@@ -609,11 +609,12 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     (:func:`~dpspectral.privacy._clipping.norm_scale`): their ratio is the factor of the unscaled row.
 
     Every piece is centred into a buffer (or, uncentred, added as it is) and its rows above the bound
-    scaled (all its rows by their factors, 1 within the bound, where more than an eighth are above):
-    the time taken depends on the number of rows above it (no result or report states a time). The
-    pieces are summed in runs (:func:`_runs`), each from zero; with ``parallel`` the runs of the block
-    are computed on up to :func:`_worker_count` threads, each on one BLAS thread, and added to their
-    groups in order, so the sums are the same floats whatever the number of threads. The caller's array
+    scaled, a cache-sized part at a time (all the part's rows by their factors, 1 within the bound,
+    where more than an eighth are above): the time taken depends on the number of rows above it (no
+    result or report states a time). The pieces (a whole run where its buffer stays within
+    ``_RUN_ELEMENTS``) are summed in runs (:func:`_runs`), each from zero; with ``parallel`` the runs
+    of the block are computed on up to :func:`_worker_count` threads, each on one BLAS thread, and
+    added to their groups in order, so the sums are the same floats whatever the number of threads. The caller's array
     is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     d = block.shape[1]
