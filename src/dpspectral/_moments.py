@@ -614,8 +614,8 @@ def _add_clipped(block: np.ndarray, norms: np.ndarray, over: np.ndarray, row_nor
     result or report states a time). The pieces (a whole run where its buffer stays within
     ``_RUN_ELEMENTS``) are summed in runs (:func:`_runs`), each from zero; with ``parallel`` the runs
     of the block are computed on up to :func:`_worker_count` threads, each on one BLAS thread, and
-    added to their groups in order, so the sums are the same floats whatever the number of threads. The caller's array
-    is never written."""
+    added to their groups in order, so the sums are the same floats whatever the number of threads.
+    The caller's array is never written."""
     factors = np.where(over, row_norm / np.where(over, norms, 1.0), 1.0)
     d = block.shape[1]
     buffers = threading.local()  # each thread's piece and product buffers, reused from run to run
