@@ -550,7 +550,7 @@ class _Covariance(Mechanism[CovarianceInputs, SubspaceResult]):
         scatter = released["scatter"]
         if inputs.dtype is not None and scatter.dtype != inputs.dtype:  # post-processing in X's dtype
             scatter = released["scatter"] = inputs.xp.astype(scatter, inputs.dtype)
-        values, vectors = top_k_eigh(scatter, inputs.k)
+        values, vectors = top_k_eigh(scatter, inputs.k, noisy=True)
         plan, rel, kind, shape = released.plan, inputs.relation, inputs.kind, inputs.noise_shape
         C = released.get("clip", inputs.C)
         d = int(vectors.shape[0])
