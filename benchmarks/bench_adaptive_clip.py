@@ -1,4 +1,4 @@
-"""Centred PCA with adaptive clipping (issue 16, item 4): the clip quantile and what it buys.
+"""Centred PCA with adaptive clipping: the clip quantile and what it buys.
 
 Usage (from the project root, after `make install-dev`; the data from `../shared/data` or --data):
 
@@ -7,7 +7,7 @@ Usage (from the project root, after `make install-dev`; the data from `../shared
 
 For each data set (rows scaled to unit norm, as in the reproductions: public, non-private
 preprocessing), each epsilon (delta = 1e-6, replace-one) and each setting — the centred rows clipped at
-the public bound (``adaptive_clip=False``, the behaviour before issue 16) or at the released
+the public bound (``adaptive_clip=False``) or at the released
 q-quantile of their norms — Analyze Gauss with ``centering="private"``: the captured energy of the
 *centred* covariance, ``tr(V^T C V) / (sum of its top-k eigenvalues)``, averaged over seeds, and the
 released clip. Prints one JSON line per data set; docs/algorithms/covariance.md records them.
@@ -17,7 +17,7 @@ scalings of each data set: ``unit`` (rows scaled to unit norm, ``row_norm = 1``:
 ``max`` (the raw rows divided by the largest raw norm, ``row_norm = 1``; RT-IoT2022 standardised per
 column first) and ``4x`` (the same rows, ``row_norm = 4``: a loose public bound). The score is the
 captured energy of the true, unclipped ``X^T X`` of the rows as given (what the user wants), for
-``adaptive_clip=False`` (the release before), the default balance rule, and the released q-quantile
+``adaptive_clip=False`` (rows clipped at ``row_norm``), the default balance rule, and the released q-quantile
 clip for each ``--quantiles``.
 The scalings by the data's largest norm and the per-column standardisation are non-private
 preprocessing of the benchmark (they stand for a user's public bound), not part of the mechanism.

@@ -1,4 +1,4 @@
-"""Adaptive row clipping of DP-SPCA and DP-VRPCA (issue 16, item 4): off vs on, in three scalings.
+"""Adaptive row clipping of DP-SPCA and DP-VRPCA: off vs on, in three scalings.
 
 Usage (from the project root, after `make install-dev`; the data from `../shared/data` or --data):
 
@@ -8,11 +8,12 @@ Usage (from the project root, after `make install-dev`; the data from `../shared
 MNIST's training rows in the scalings of ``bench_adaptive_clip.py --uncentred`` (``_raw``): ``unit`` (rows
 scaled to unit norm, ``row_norm = 1``), ``max`` (the raw rows divided by the largest raw norm,
 ``row_norm = 1``) and ``4x`` (the same rows, ``row_norm = 4``: a loose public bound). Each method with its
-defaults (delta = 1e-6, replace-one), ``adaptive_clip=False`` (before) and the default (adaptive). The
-score is the captured energy of the true, unclipped ``X^T X`` of the rows as given, ``tr(V^T A V) / (sum
-of its top-k eigenvalues)``, averaged over seeds; also the released clip and the seconds per fit. The
-scalings by the data's largest norm are non-private preprocessing of the benchmark (they stand for a
-user's public bound). ``--rows`` takes the first rows (a subsample, public choice). Prints JSON lines.
+defaults (delta = 1e-6, replace-one), ``adaptive_clip=False`` (rows clipped at ``row_norm``) and the
+default (adaptive). The score is the captured energy of the true, unclipped ``X^T X`` of the rows as
+given, ``tr(V^T A V) / (sum of its top-k eigenvalues)``, averaged over seeds; also the released clip and
+the seconds per fit. The scalings by the data's largest norm are non-private preprocessing of the
+benchmark (they stand for a user's public bound). ``--rows`` takes the first rows (a subsample, public
+choice). Prints JSON lines.
 """
 
 from __future__ import annotations

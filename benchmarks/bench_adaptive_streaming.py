@@ -1,11 +1,11 @@
-"""Adaptive row clipping of the streaming methods (issue 16, item 4): minibatch_oja and private_oja.
+"""Adaptive row clipping of the streaming methods minibatch_oja and private_oja: off against on.
 
 Adaptive clipping off (``adaptive_clip=False``: rows clipped at the public bound) against on (the
 default: a noisy norm histogram, 2 % of the budget, then the balance rule), in three scalings of the
 same rows (benchmarks/bench_adaptive_clip.py ``_raw``): ``unit`` (every row normalised, C = 1),
 ``max`` (rows divided by the largest norm, C = 1) and ``4x`` (the same rows under a 4x loose bound,
 C = 4). Data: MNIST (60,000 x 784, k = 10, captured energy of X^T X; also ``mnist:dp_pca``, whose
-batches are released with noise from the bound at this d p) and the spiked set of issue 16
+batches are released with noise from the bound at this d p) and the spiked set of bench_utility.py
 (d = 40, lambda_1 / lambda_2 = 17, n = 3.2e5, k = 1, sin theta to e_1). delta = 1e-6.
 
 ``--rules``: the balance rule's ``nu`` (noise per unit r^2 that the rows' signal competes with) under

@@ -1,4 +1,4 @@
-"""Benchmarks of issue 2: speed on MNIST, bounded memory on a large memmap, utility on MNIST.
+"""DPPCA's private covariance: speed on MNIST, bounded memory on a large memmap, utility on MNIST.
 
 Usage (from the project root, after `make install-dev`):
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 3: how DPPCA on a Dask array and DPdisPCA on Dask scale with the number of workers.
+"""How DPPCA on a Dask array and DPdisPCA on Dask scale with the number of workers.
 
 Usage (from the project root; needs as many free cores as the largest worker count):
 

@@ -1,4 +1,4 @@
-"""Benchmarks of issue 7: DPdisPCA (paper 004) on the in-process and Dask engines.
+"""DPdisPCA (paper 004) on the in-process and Dask engines: speed, scaling, utility, number of sites.
 
 Usage (from the project root, after `make install-dev`):
 
@@ -224,7 +224,7 @@ def bench_utility(args: argparse.Namespace) -> None:
         methods: tuple[tuple[str, Any, dict[str, Any]], ...] = (
             ("pooled", pooled_pca, {}),
             ("DPdisPCA (eigh proxy, default R = (D + 1) // 2)", dpdispca, {}),
-            ("DPdisPCA (eigh proxy, R = 2K, before issue 16)", dpdispca, {"intermediate_rank": 2 * k}),
+            ("DPdisPCA (eigh proxy, paper's R = 2K)", dpdispca, {"intermediate_rank": 2 * k}),
             ("DPdisPCA (svd proxy, paper)", dpdispca, {"spectrum": "svd"}),
             ("DPdisPCA, size weights", dpdispca, {"weighting": "size"}),
             ("full", dpdispca, {"variant": "full"}),
@@ -243,7 +243,7 @@ def bench_utility(args: argparse.Namespace) -> None:
 
 
 def bench_sites(args: argparse.Namespace) -> None:
-    """Issue 16: MNIST, k = 10, S in {2, 5, 10, 20} equal sites: captured share of the top-10 energy of the
+    """MNIST, k = 10, S in {2, 5, 10, 20} equal sites: captured share of the top-10 energy of the
     default proxy, the paper's R = 2K, the full matrices, Analyze Gauss on the pooled rows, and Analyze
     Gauss at a noise multiplier sqrt(S) larger (what S sites of N / S rows each amount to)."""
     from scipy.optimize import brentq

@@ -1,4 +1,4 @@
-"""Benchmark of the pure epsilon-DP exponential-mechanism PCA (``ppca``, ``exponential``) — issue 9.
+"""Benchmark of the pure epsilon-DP exponential-mechanism PCA (``ppca``, ``exponential``).
 
 Data: n x 100 rows with feature standard deviations j^(-1/2) in a random orthonormal basis (a decaying
 spectrum), public row bound C = 3 (about 10% of the rows are clipped), k = 10, epsilon = 1,
@@ -14,10 +14,11 @@ Sections:
    in its own virtual environment (``--diffprivlib-python``, ``--opendp-python``), as a subprocess
    with a timeout, on the same data, budget, row bound and relation; a stall is recorded as such;
 4. a goodness-of-fit check of diffprivlib's Bingham sampler on the circle (where it finishes);
-5. ``utility`` (issue 16): captured energy on real data (MNIST, a9a: unit rows, k = 10, training
+5. ``utility``: captured energy on real data (MNIST, a9a: unit rows, k = 10, training
    sets, ``$DPSPECTRAL_DATA`` or ``--data``), as given and after a fixed random rotation (a method
    good only in the data's own coordinates would lose there), for the defaults, the defaults
-   without the coordinate step, and the settings before issue 16, at several epsilon, with a random
+   without the coordinate step, and the papers' split (``epsilon / k`` per direction, step-by-step
+   accounting, no coordinate step; no eigenvalues for ``ppca``), at several epsilon, with a random
    subspace for scale.
 
 Usage::
@@ -253,7 +254,7 @@ def peer_sampler_check(args: argparse.Namespace, workdir: Path) -> list[dict[str
 UTILITY_SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
     "no coordinates": {"coordinate_share": 0.0},
-    "before issue 16": {"allocation": "equal", "accounting": "per_direction", "coordinate_share": 0.0},
+    "papers' split": {"allocation": "equal", "accounting": "per_direction", "coordinate_share": 0.0},
 }  # fields of EpsilonSplit
 
 
@@ -276,7 +277,7 @@ def utility(data_dir: str, quick: bool, repeats: int) -> list[dict[str, Any]]:
             for eps in (1.0, 4.0) if quick else (0.25, 1.0, 4.0):
                 for fn in (ppca, exponential_pca):
                     for label, kw in UTILITY_SETTINGS.items():
-                        if label == "before issue 16" and fn is ppca:
+                        if label == "papers' split" and fn is ppca:
                             kw = {**kw, "eigenvalue_share": 0.0}
                         split = {"epsilon_split": EpsilonSplit(**kw)}
                         caps = []

@@ -1,4 +1,4 @@
-"""Fisher discriminant and LDA from one release of the moments (issue 17): accuracy vs epsilon.
+"""Fisher discriminant and LDA from one release of the moments: accuracy vs epsilon.
 
 For each data set (MNIST, a9a, RT-IoT2022 from ``dpspectral_reproduce.chen2025.load_chen_dataset``,
 unit rows as in the paper's reproduction, and scikit-learn's bundled ``digits``, unit rows, seeded
@@ -19,7 +19,7 @@ delta = 1e-6 throughout; ``row_norm = 1`` (unit rows). Run small on a shared mac
 
 Prints Markdown tables; ``--timing`` adds the fit time against scikit-learn's LDA on MNIST.
 
-``--scaling unit max 4x`` measures adaptive clipping (issue 16, item 4) instead: the moments release with
+``--scaling unit max 4x`` measures adaptive clipping instead: the moments release with
 ``adaptive_clip=False`` (rows clipped at ``row_norm``) and with the default adaptive clip, in three
 scalings of each data set (as ``bench_adaptive_clip.py``'s ``_raw``): ``unit`` (rows scaled to unit norm,
 ``row_norm = 1``), ``max`` (the raw rows divided by the largest raw training norm, ``row_norm = 1``;

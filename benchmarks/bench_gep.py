@@ -1,4 +1,4 @@
-"""Benchmarks of issue 6 (private generalized eigenproblems, paper 003) on MNIST.
+"""Private generalized eigenproblems (paper 003): speed and utility on MNIST, accuracy against epsilon.
 
 Usage (from the project root):
 
@@ -8,8 +8,9 @@ Usage (from the project root):
         [--methods NAME ...] [--rows 20000] [--plot accuracy_vs_epsilon.png]
 
 ``speed``: wall time of ``DPFisherDiscriminant(9, classes=range(10), ...).fit`` on the 60,000 x 784
-training set for every method (9 = n_classes - 1, the most the estimator accepts since issue 15; the
-runs recorded before that used 10), next to scikit-learn's (non-private) ``LinearDiscriminantAnalysis``.
+training set for every method (9 = n_classes - 1, the most the estimator accepts; the times in
+docs/algorithms/gep.md were measured with 10 directions, as it says), next to scikit-learn's
+(non-private) ``LinearDiscriminantAnalysis``.
 Times are measured around the call (``time.perf_counter``): results carry no timing.
 ``utility``: test accuracy (10,000 test images) of a linear SVM (standardised features) trained on
 the 10-dimensional projection, against epsilon in {16, 4, 1, 1/2, ..., 2^-10}, delta = n^-1.1,
@@ -19,10 +20,10 @@ scikit-learn's LDA. Rows are scaled to unit norm (a per-record map). The classif
 private projection of the training rows without further privacy (as in the paper): only the
 projection is differentially private.
 
-``sweep`` (issue 17): test accuracy of a logistic regression on the standardised k-dimensional
+``sweep``: test accuracy of a logistic regression on the standardised k-dimensional
 projection (k = min(classes - 1, 9)) against epsilon in {1/16, ..., 16}, delta = n^-1.1, for every
 private GEP entry of the registry (``methods(task="gep")``: the paper's methods with their default,
-noise-scaled ridge and with the paper's xi = 0.01, and any newer entry such as ``"moments"``), the
+noise-scaled ridge and with the paper's xi = 0.01, and any other entry such as ``"moments"``), the
 private LDA classifier's own accuracy (``DPLinearDiscriminantAnalysis``, when the library has it), the
 non-private scikit-learn LDA and random projections (5 seeds), on MNIST, a9a, RT-IoT2022 (chen2025's
 loaders, unit rows) and scikit-learn's digits (unit rows, seeded 70/30 split).
@@ -212,7 +213,7 @@ def sweep_variants() -> list[tuple[str, str, dict[str, Any], bool]]:
     for m in methods(task="gep"):
         if not m.private:
             continue
-        if m.name in PAPER_SOLVERS:  # the solvers' default ridge (solve_pair's default is still 0.01)
+        if m.name in PAPER_SOLVERS:  # the solvers' default ridge (solve_pair's own default is 0.01)
             out.append((m.name, m.name, {"regularization": "noise"}, True))
             out.append((f"{m.name} [xi=0.01]", m.name, {"regularization": PAPER_XI}, True))
         else:

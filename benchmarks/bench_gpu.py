@@ -1,4 +1,4 @@
-"""Issue 20, item 2: DPPCA on a GPU next to the device limit (bare ``X^T X`` + ``eigh``) and scikit-learn.
+"""DPPCA on a GPU next to the device limit (bare ``X^T X`` + ``eigh``) and scikit-learn.
 
 Usage (from the project root; a machine with a CUDA GPU and PyTorch built for it):
 

@@ -1,4 +1,4 @@
-"""Utility of every low-rank method (issue 18): reconstruction and subspace error against the best rank k.
+"""Utility of every low-rank method: reconstruction and subspace error against the best rank k.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_lowrank.py [--data mnist a9a rt-iot2022 uniform535
         uniform2000] [--rows 20000] [--k 10] [--eps 0.1 0.25 0.5 1 2 4 8] [--seeds 1] [--methods ...]
@@ -77,13 +77,13 @@ def run(method: str, A: np.ndarray, k: int, eps: float, delta: float, C: float, 
         return private_space_optimal_lrf(A, k, **priv)
     if method == "turnstile_lrf":
         return turnstile_lrf(A, k, **priv)
-    if method == "turnstile_space_optimal_lrf":  # issue 24: Figure 5's turnstile Priv1 state
+    if method == "turnstile_space_optimal_lrf":  # Figure 5's turnstile Priv1 state
         from dpspectral.lowrank._turnstile_space_optimal import turnstile_space_optimal_lrf
 
         return turnstile_space_optimal_lrf(A, k, **priv)
     if method == "continual_lrf":
         return continual_lrf(A, k, **priv)
-    if method == "continual_space_optimal_lrf":  # issue 24: Theorem 51's tree over Figure 5
+    if method == "continual_space_optimal_lrf":  # Theorem 51's tree over Figure 5
         from dpspectral.lowrank._continual_space_optimal import continual_space_optimal_lrf
 
         return continual_space_optimal_lrf(A, k, **priv)

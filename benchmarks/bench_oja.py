@@ -1,4 +1,4 @@
-"""Issue 4 benchmarks: streaming Oja / Private Oja / DP-PCA (paper 001) from disk, and a rank-k study.
+"""Streaming Oja / Private Oja / DP-PCA (paper 001) from disk, a rank-k study and their utility.
 
 Throughput and memory (default mode):
 
@@ -45,7 +45,7 @@ rates (c1, c2) per method; metrics against the population covariance: captured-v
 ``tr(W^T S W) / (sum of the top-k eigenvalues of S)`` and the sine of the largest principal angle to
 the true top-k subspace. Runs on 2 worker processes.
 
-Utility (``--utility [--large] [--mnist] [--seeds 3]``, issue 16): the defaults against the paper's
+Utility (``--utility [--large] [--mnist] [--seeds 3]``): the defaults against the paper's
 settings, Analyze Gauss, minibatch_oja and a random direction. Spiked set: d = 40, covariance
 diag(17, 1, ..., 1) / (2.25 * 56), rows clipped to norm 1 (lambda1 / lambda2 ~ 17), k = 1, epsilon = 1,
 delta = 1e-6; n = 2e4, 8e4, 3.2e5 (and 1.28e6 with ``--large``); sin of the angle to e_1, mean over
@@ -557,7 +557,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes for --rank-study")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="write the results (.json or .csv)")
-    parser.add_argument("--utility", action="store_true", help="issue 16's utility tables")
+    parser.add_argument("--utility", action="store_true",
+                        help="utility tables: the defaults against the paper's settings")
     parser.add_argument("--large", action="store_true", help="--utility: also n = 1.28e6")
     parser.add_argument("--mnist", action="store_true", help="--utility: also MNIST, k = 10")
     parser.add_argument("--seeds", type=int, default=3, help="--utility: seeds per cell")

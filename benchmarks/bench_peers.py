@@ -1,4 +1,4 @@
-"""Peer benchmark of issue 8: dpspectral's private PCA against IBM diffprivlib and OpenDP.
+"""Peer benchmark: dpspectral's private PCA against IBM diffprivlib and OpenDP.
 
 Usage (from anywhere; the peers' virtual environments are created under ~/.cache/dpspectral/peers):
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 5: how DPPCA scales — time against n and d, next to the limit (bare ``X^T X`` + ``eigh``).
+"""How DPPCA scales — time against n and d, next to the limit (bare ``X^T X`` + ``eigh``).
 
 Usage (from the project root, after ``make install-dev``; an idle machine, the timings are wall clock):
 
@@ -16,8 +16,8 @@ of 250,000 rows, persisted on a ``LocalCluster`` of that many single-thread work
 client) with its own limit ``(X.T @ X).compute()`` + ``eigh``. ``--torch``: the n sweep also through
 the array API on PyTorch's CPU device (``dpspectral.config_context(array_api_dispatch=True)``), when
 PyTorch and the array API path are installed. A GPU line is drawn only where one was measured
-(``--torch`` on a machine with CUDA uses it); no device was lent to the session that wrote this, so
-``docs/benchmarks.md`` says which lines were measured where.
+(``--torch`` on a machine with CUDA uses it); ``docs/benchmarks.md`` says which lines were measured on
+which machine.
 Prints one JSON line per measurement and draws a two-panel log-log plot.
 """
 

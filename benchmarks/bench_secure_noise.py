@@ -1,4 +1,4 @@
-"""What the secure noise source costs (issue 19): seeded vs ``random_state="secure"``.
+"""What the secure noise source costs: seeded vs ``random_state="secure"``.
 
 Usage (from the project root, after `make install-dev`):
 

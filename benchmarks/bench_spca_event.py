@@ -1,12 +1,14 @@
-"""DP-SPCA's full-batch event (issue 16): the Gaussian event over the replace-one shift against the old one.
+"""DP-SPCA's full-batch event: the Gaussian event over the replace-one shift against a Poisson-sampled one.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_spca_event.py [spca_new spca_old vrpca]
 
 Full MNIST (60,000 unit rows, ``load_chen_dataset("mnist", ...)``), k = 10, delta = 1e-6, epsilon in
 {0.25, 0.5, 1}, seeds 0 and 1, library defaults (adaptive clipping on); captured share of the top-10
-energy of ``X^T X``. ``spca_old`` plans the event before the change: ``sampling_rate = 1 - 1e-9`` (every
-row in every step but for a 1e-9 chance each) keeps ``PoissonSampledDpEvent(q, .)`` over one row's
-``2 C^2``, with the default block of 100 columns. One JSON line per method and epsilon.
+energy of ``X^T X``. ``spca_new``: ``dp_spca`` as given (full batches, one Gaussian event per step over
+the replace-one shift ``2 sqrt(2) C^2``). ``spca_old``: the same full batches accounted as a Poisson
+sample: ``sampling_rate = 1 - 1e-9`` (every row in every step but for a 1e-9 chance each) keeps
+``PoissonSampledDpEvent(q, .)`` over one row's ``2 C^2``, with a block of 100 columns. ``vrpca``:
+``dp_vrpca`` as given. One JSON line per method and epsilon.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DP-VRPCA / DP-SPCA / Local Gaussian utility next to Analyze Gauss and a random subspace (issue 16).
+"""DP-VRPCA / DP-SPCA / Local Gaussian utility next to Analyze Gauss and a random subspace.
 
     .venv/bin/python benchmarks/bench_stochastic.py mnist  [--data ../shared/data] [--seeds 2]
         [--epsilons 0.1 0.25 0.5 1 2] [--rows N] [--methods dp_vrpca dp_spca ...]
@@ -8,7 +8,7 @@
 delta = 1e-6, replace-one (local for ``local_gaussian``), library defaults; the captured share of the
 top-10 energy of ``X^T X`` per method and epsilon (mean over seeds), and each method's epsilon_90 (the
 smallest epsilon at which it captures 90%, linear interpolation on the grid, or "not reached").
-``dp_vrpca_paper_steps`` is DP-VRPCA with the settings before issue 16 (T = n steps of one row on average
+``dp_vrpca_paper_steps`` is DP-VRPCA with the paper's step schedule (T = n steps of one row on average
 per epoch, eta = 1 / n, 5 epochs, k columns, tight noise): slow (about a minute per run on MNIST).
 ``spiked``: ``spiked_covariance(n, d, 1, spike=10)`` with unit rows, k = 1, epsilon = 1: sin theta.
 One JSON line per measurement, then a summary with the machine.

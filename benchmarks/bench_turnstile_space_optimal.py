@@ -1,5 +1,5 @@
 """Turnstile Private-Space-Optimal-LRF (Priv1, Figure 5) against the Priv2 turnstile state and the one-shot
-Priv1 factorization (issue 24): state size in bytes for the paper's sizes, and the error.
+Priv1 factorization: state size in bytes for the paper's sizes, and the error.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_turnstile_space_optimal.py`` (about a minute).
 """

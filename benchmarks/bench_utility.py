@@ -1,4 +1,4 @@
-"""Utility of every PCA method of the registry with its defaults (issue 16, item 5).
+"""Utility of every PCA method of the registry with its defaults.
 
 Usage (from the project root; data from --data, else $DPSPECTRAL_DATA, else ../shared/data)::
 
@@ -544,10 +544,10 @@ def header(args: argparse.Namespace, seconds: float | None) -> str:
     rows = "all training rows" if args.max_rows is None else f"at most {args.max_rows:,} rows per real set"
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return "\n".join([
-        f"## Utility with default parameters (issue 16): snapshot {stamp}",
+        f"## Utility with default parameters: snapshot {stamp}",
         "",
         f"Command: `{' '.join(['benchmarks/bench_utility.py', *sys.argv[1:]])}`; commit {commit}"
-        f"{' with uncommitted changes (methods being fixed)' if dirty else ''}; {platform.platform()}, "
+        f"{' with uncommitted changes' if dirty else ''}; {platform.platform()}, "
         f"{os.cpu_count()} CPUs (shared)"
         f"{'; tables rebuilt from results.jsonl' if seconds is None else f'; {seconds / 60:.1f} min'}.",
         f"Real sets: {rows}, unit rows, k = 10; spiked: d = 40, k = 1, n = "

@@ -1,8 +1,10 @@
 """What users read says what is and why, never which tracker issue changed it.
 
 The package's sources (docstrings, comments, messages), the documentation pages (Markdown and HTML,
-the generated reproduction reports included), the gallery's examples, the README and the changelog
-must not cite issue numbers ("issue 16", "issues 15, 23"): a reader has no tracker to look them up in.
+the generated reproduction reports included), the gallery's examples, the benchmark scripts and the
+maintainers' tools (their docstrings, help, and the headings and labels they write), the README and the
+changelog must not cite issue numbers ("issue 16", "issues 15, 23"): a reader has no tracker to look them
+up in.
 History belongs in CHANGELOG.md, in users' words. Data files (CSV, JSON run outputs) are not pages and
 are not scanned.
 """
@@ -28,7 +30,8 @@ def _files(folder: Path, suffixes: set[str]) -> list[Path]:
 
 def _scanned() -> list[Path]:
     return [*_files(ROOT / "src", SOURCE_SUFFIXES), *_files(ROOT / "docs", PAGE_SUFFIXES),
-            *_files(ROOT / "examples", SOURCE_SUFFIXES), ROOT / "README.md", ROOT / "CHANGELOG.md"]
+            *_files(ROOT / "examples", SOURCE_SUFFIXES), *_files(ROOT / "benchmarks", SOURCE_SUFFIXES),
+            *_files(ROOT / "tools", SOURCE_SUFFIXES), ROOT / "README.md", ROOT / "CHANGELOG.md"]
 
 
 def test_the_scan_covers_sources_pages_readme_and_changelog() -> None:
@@ -37,6 +40,8 @@ def test_the_scan_covers_sources_pages_readme_and_changelog() -> None:
     assert "src/dpspectral/_registry.py" in files
     assert "docs/benchmarks.md" in files and "docs/reproductions/index.html" in files
     assert "examples/README.txt" in files  # the gallery's pages
+    assert "benchmarks/bench_utility.py" in files and "benchmarks/peers/bench.py" in files
+    assert "tools/mechanism_mutations.py" in files
     assert not any(f.endswith((".csv", ".json")) for f in files)
 
 

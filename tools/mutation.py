@@ -94,7 +94,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      'on_norm_violation: NormViolation = "CLIP",'):
         "clip_rows tests only for 'raise'; every other value clips, so the default's spelling is moot",
     ("clipping.py", "first_row: int = 0,", "first_row: int = 1,"):
-        "first_row is kept for callers and no longer used (error messages name no row: that is private)",
+        "first_row is accepted from callers and not used (error messages name no row: that is private)",
 }
 _KINDS = "a dtype kind is one character; 'b', 'i', 'u', 'f' are in 'XXbiufXX' exactly as in 'biuf'"
 _CHUNK = "the chunk size only sets memory use: every row is checked whatever the chunk (>= 1 row)"

@@ -1,4 +1,4 @@
-"""Peer benchmark: dpspectral's private PCA against IBM diffprivlib and OpenDP (issue 8).
+"""Peer benchmark: dpspectral's private PCA against IBM diffprivlib and OpenDP.
 
 * :mod:`peers.runner` -- peer virtual environments, worker processes with a timeout, result parsing;
 * :mod:`peers.bench` -- the benchmark (data, contenders, metrics, targets, report, plots);

@@ -712,7 +712,7 @@ def _wall_targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]], ours: str
 
 
 def _targets(cfg: BenchConfig, summary: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Evaluate the three targets of issue 8 on the summary.
+    """Evaluate the benchmark's three targets on the summary.
 
     * utility: at every (data set, epsilon, peer entry) where the peer finished, dpspectral's default
       method's mean captured energy >= the peer's mean minus the larger of the two standard deviations
