@@ -131,3 +131,22 @@ def test_independent_draws_do_not_shift_the_later_stages_noise():
     rng = np.random.default_rng(7)
     rng.integers(0, 2**63 - 1)
     assert own["b"] == ExactNoise(rng).add_gaussian(0.0, 1.0, 1.0)  # the default source: exact noise
+
+
+def test_inner_blocks_close_with_their_block_and_refuse_later_draws():
+    """A block inside a release (an independent stream, a release adapted to a smaller sensitivity)
+    closes when it ends: its noise, its randomness and a restated plan are refused after it."""
+    plan = ReleasePlan("x", Relation.ADD_REMOVE, (G1,), (NoisyRelease("a", "gaussian", 2.0, 1.0),))
+    outer = Releaser(plan, SeededNoise(np.random.default_rng(4)))
+    with outer.adapted("a", scale=1.0, sensitivity=0.5) as sub:
+        sub.add("a", np.zeros(2))
+    with outer.independent() as own:
+        own.add("a", np.zeros(2))
+    for closed in (sub, own):
+        with pytest.raises(RuntimeError, match="x: noise drawn after its release block ended"):
+            closed.add("a", np.zeros(2))
+        with pytest.raises(RuntimeError, match="x: randomness drawn after its release block ended"):
+            closed.generator
+        with pytest.raises(RuntimeError, match="x: plan restated after its release block ended"):
+            closed.restate(plan)
+    outer.add("a", np.zeros(2))  # the outer block is still open

@@ -260,10 +260,13 @@ class PublicBasis:
         matrix.setflags(write=False)
         return ResolvedBasis(self, matrix, why)
 
+    def _named(self) -> str:
+        """The basis's kind and, for an image basis, its shape (no data)."""
+        return f"{self.kind} of image shape {self.shape}" if self.shape else self.kind
+
     def describe(self) -> str:
         """The basis in words (no data): kind, shape and atoms."""
-        shape = f" of image shape {self.shape}" if self.shape else ""
-        return f"{self.kind}{shape}, n_atoms={self.n_atoms!r}"
+        return f"{self._named()}, n_atoms={self.n_atoms!r}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,8 +292,7 @@ class ResolvedBasis:
 
     def note(self) -> str:
         """The privacy report's note: the basis by kind and d'."""
-        shape = f" of image shape {self.basis.shape}" if self.basis.shape else ""
-        return (f"public basis: {self.basis.kind}{shape}, d' = {self.n_atoms} of {self.n_features} atoms "
+        return (f"public basis: {self.basis._named()}, d' = {self.n_atoms} of {self.n_features} atoms "
                 f"({self.reason}); each row was projected onto it before clipping, the release is in "
                 f"{self.n_atoms} dimensions and its results are lifted back (post-processing).")
 

@@ -334,9 +334,21 @@ class Releaser:
         #: neighbours, where it is public (:mod:`dpspectral.privacy._guardrails`).
         self.n_rows: int | None = None
 
-    def _spec(self, name: str) -> NoisyRelease:
+    def _require_open(self, what: str) -> None:
+        """Refuse ``what`` (a draw, a restated plan) once this releaser's block has ended."""
         if not self._open:
-            raise RuntimeError(f"{self.plan.label}: noise drawn after its release block ended.")
+            raise RuntimeError(f"{self.plan.label}: {what} after its release block ended.")
+
+    @contextlib.contextmanager
+    def _inner(self, sub: Releaser) -> Iterator[Releaser]:
+        """``sub`` as a block inside this one's: closed when the block ends."""
+        try:
+            yield sub
+        finally:
+            sub._open = False
+
+    def _spec(self, name: str) -> NoisyRelease:
+        self._require_open("noise drawn")
         return self.plan[name]
 
     @classmethod
@@ -352,8 +364,7 @@ class Releaser:
     @property
     def generator(self) -> np.random.Generator:
         """The secret generator, for randomness other than additive noise (sampling, shuffles)."""
-        if not self._open:
-            raise RuntimeError(f"{self.plan.label}: randomness drawn after its release block ended.")
+        self._require_open("randomness drawn")
         return self.noise.generator
 
     # --- named draws: randomness other than additive noise (sampling, shuffles, starting points) ---
@@ -440,10 +451,8 @@ class Releaser:
             noise = type(noise)(np.random.default_rng(self.integers(0, 2**63 - 1)))
         sub = Releaser(self.plan, noise)
         sub.n_rows = self.n_rows
-        try:
+        with self._inner(sub):
             yield sub
-        finally:
-            sub._open = False
 
     def words(self, n: int) -> np.ndarray:
         """``n`` uniform 64-bit words (``uint64``): the seed of a compiled secret stream (an SFC64 state)."""
@@ -469,8 +478,7 @@ class Releaser:
         """
         from ._noise import noise_source
 
-        if not self._open:
-            raise RuntimeError(f"{self.plan.label}: randomness drawn after its release block ended.")
+        self._require_open("randomness drawn")
         noise = self.noise if random_state == "secure" else noise_source(random_state)
         return Releaser(plan, noise)
 
@@ -521,8 +529,7 @@ class Releaser:
         the relation must be those charged; anything else is refused (inside the block: a failed
         release, still charged).
         """
-        if not self._open:
-            raise RuntimeError(f"{self.plan.label}: plan restated after its release block ended.")
+        self._require_open("plan restated")
         if tuple(plan.events) != tuple(self.plan.events) or plan.relation is not self.plan.relation:
             raise RuntimeError(
                 f"{self.plan.label}: a restated plan must record the events and relation charged."
@@ -554,10 +561,8 @@ class Releaser:
         spec = NoisyRelease(name, planned.kind, scale, sensitivity)
         sub = Releaser(ReleasePlan(self.plan.label, self.plan.relation, self.plan.events, (spec,)),
                        self.noise)
-        try:
+        with self._inner(sub):
             yield sub
-        finally:
-            sub._open = False
 
     def report(self, *, mechanism: str, budget: Any, calibration: str, events: Any = None,
                **kwargs: Any) -> Any:
