@@ -146,7 +146,7 @@ def test_inner_blocks_close_with_their_block_and_refuse_later_draws():
         with pytest.raises(RuntimeError, match="x: noise drawn after its release block ended"):
             closed.add("a", np.zeros(2))
         with pytest.raises(RuntimeError, match="x: randomness drawn after its release block ended"):
-            closed.generator
+            _ = closed.generator
         with pytest.raises(RuntimeError, match="x: plan restated after its release block ended"):
             closed.restate(plan)
     outer.add("a", np.zeros(2))  # the outer block is still open
