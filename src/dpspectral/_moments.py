@@ -685,7 +685,8 @@ def _clipped_piece(block: np.ndarray, a: int, b: int, over: np.ndarray, factors:
             np.copyto(part, block[rows])
         else:
             np.subtract(block[rows], center, out=part)
-        mine = scaled[(scaled >= c) & (scaled < c + step)] - c
+        lo, hi = np.searchsorted(scaled, (c, c + step))  # the part's rows to scale (sorted)
+        mine = scaled[lo:hi] - c
         if 8 * mine.size > part.shape[0]:  # many rows to scale: every row times its factor
             np.multiply(part, factors[rows, None], out=part)
         elif mine.size:
