@@ -5,6 +5,7 @@ Usage (from the project root, after `make install-dev`):
     .venv/bin/python benchmarks/bench_covariance.py speed   [--data ../shared/data] [--repeats 5]
     .venv/bin/python benchmarks/bench_covariance.py memory  [--rows 10000000] [--cols 100] [--dir /tmp]
     .venv/bin/python benchmarks/bench_covariance.py utility [--data ../shared/data] [--repeats 5]
+    .venv/bin/python benchmarks/bench_covariance.py after-blas [--data ../shared/data] [--repeats 7]
 
 Each prints a JSON line with the measurements and the machine; docs/benchmarks.md records them.
 """
@@ -121,6 +122,44 @@ def bench_speed(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def bench_after_blas(args: argparse.Namespace) -> dict[str, object]:
+    """The scatter of the rows centred and clipped (DPPCA's last pass over the data, on the process's
+    cores, each thread on one BLAS thread) right after a matrix-vector product ``X @ mu`` on all of
+    BLAS's threads, on one BLAS thread, or after a pause: a multi-threaded BLAS call leaves its threads
+    spinning for a while after it returns, and threads that start then share the cores with them.
+    Interleaved, on MNIST's rows scaled to unit norm, about a tenth of them within the clip."""
+    from threadpoolctl import threadpool_limits
+
+    from dpspectral._moments import accumulate, centred_norm_hint
+
+    X, _ = load_mnist_unit_rows(Path(args.data))
+    mu = X.mean(axis=0)
+    hint = centred_norm_hint(X, np.sqrt(np.einsum("ij,ij->i", X, X)), mu)
+    clip = float(np.quantile(np.sqrt(np.maximum(hint.approx, 0.0)), 0.1))
+
+    def one_thread() -> None:
+        with threadpool_limits(1, user_api="blas"):
+            X @ mu
+
+    before = {"all_blas_threads": lambda: X @ mu, "one_blas_thread": one_thread,
+              "pause": lambda: time.sleep(0.3)}
+    wall: dict[str, list[float]] = {name: [] for name in before}
+    for _ in range(args.repeats):
+        for name, first in before.items():
+            first()
+            t = time.perf_counter()
+            accumulate(X, row_norm=clip, center=mu, want_sum=False, want_second=True, norm_hint=hint)
+            wall[name].append(time.perf_counter() - t)
+    med = statistics.median
+    return {
+        "benchmark": "scatter_after_blas_call",
+        "shape": list(X.shape),
+        "repeats": args.repeats,
+        "median_wall_s": {name: med(v) for name, v in wall.items()},
+        "machine": machine(),
+    }
+
+
 def _memory_child(path: str, rows: int, cols: int) -> None:
     """Runs in a fresh process: chunked DP covariance over the memmap, prints peak RSS."""
     from dpspectral import DPPCA
@@ -206,8 +245,12 @@ def main() -> None:
     p = sub.add_parser("utility")
     p.add_argument("--data", default=str(DEFAULT_DATA))
     p.add_argument("--repeats", type=int, default=5)
+    p = sub.add_parser("after-blas")
+    p.add_argument("--data", default=str(DEFAULT_DATA))
+    p.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    fn = {"speed": bench_speed, "memory": bench_memory, "utility": bench_utility}[args.which]
+    fn = {"speed": bench_speed, "memory": bench_memory, "utility": bench_utility,
+          "after-blas": bench_after_blas}[args.which]
     print(json.dumps(fn(args), indent=2))
 
 
