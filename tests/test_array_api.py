@@ -6,9 +6,10 @@ PyTorch's CPU device (``pytest.importorskip("torch")``), so CI needs no GPU. Wha
 * the NumPy and array-API paths give the same components in the zero-noise limit (huge epsilon) and the
   same privacy report (events, epsilon); the results are arrays of the input's namespace;
 * seeded reproducibility on the device; the noise drawn has the planned law (std per entry);
+* ``random_state="secure"``: the host's secure noise, copied to the device, every released value on its
+  grid;
 * bad input, refused before anything is charged (an Accountant's entries stay empty): a device array
-  with dispatch off, float16, mixed namespaces between fit and transform, ``random_state="secure"``,
-  a method that is not covered.
+  with dispatch off, float16, mixed namespaces between fit and transform, a method that is not covered.
 """
 
 from __future__ import annotations
@@ -270,12 +271,54 @@ def test_another_device_between_fit_and_transform_is_refused():
 
 
 @pytest.mark.parametrize("namespace", NAMESPACES)
-def test_secure_noise_on_a_device_is_refused(namespace):
-    acc = _ledger()
-    with config_context(array_api_dispatch=True), pytest.raises(ValueError, match="secure.*host"):
-        analyze_gauss(_convert(_spiked(), namespace), K, epsilon=1.0, delta=1e-5, row_norm=1.0,
-                      accountant=acc, random_state="secure")
-    assert acc.entries == ()
+@pytest.mark.parametrize("method", [analyze_gauss, noisy_power])
+def test_secure_noise_on_a_device(namespace, method):
+    """OS entropy on device data: the host's secure source draws the noise, the release is copied back
+    to the device, and the report names it; in the zero-noise limit the NumPy path's components."""
+    X = _spiked()
+    kwargs = dict(epsilon=HUGE_EPSILON, delta=1e-5, row_norm=1.0)
+    ref = method(X, K, random_state=3, **kwargs)
+    Xd, acc = _convert(X, namespace), Accountant(epsilon=2 * HUGE_EPSILON, delta=1e-3)
+    with config_context(array_api_dispatch=True):
+        out = method(Xd, K, random_state="secure", accountant=acc, **kwargs)
+    assert _module(out.components) == _module(Xd)
+    assert out.privacy.noise_source == "secure" and ref.privacy.noise_source == "exact"
+    assert out.privacy.events == ref.privacy.events
+    assert sorted(map(repr, out.privacy.events)) == sorted(repr(e.event) for e in acc.entries)
+    _same_subspace(ref.components, to_numpy(out.components), tol=2e-3)
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_secure_device_release_lies_on_its_grid(namespace):
+    """Every value of a secure release of device data is a multiple of its grid step, on the device; a
+    release that declares no sensitivity is refused (the secure source widens for the grid's rounding)."""
+    from dpspectral.privacy._noise import grid, noise_source
+
+    std = 0.37
+    x = _convert(np.linspace(-1.0, 1.0, 2000).reshape(40, 50), namespace)
+    with config_context(array_api_dispatch=True):
+        source = noise_source("secure", like=x)
+        assert isinstance(source, DeviceNoise) and source.name == "secure"
+        out = source.add_gaussian(x, std, 1.0)
+        assert _module(out) == _module(x)
+        steps = to_numpy(out) / grid(std)
+        assert np.array_equal(steps, np.rint(steps)) and np.unique(steps).size > 100
+        with pytest.raises(ValueError, match="sensitivity"):
+            source.add_gaussian(x, std)
+
+
+@pytest.mark.parametrize("options", [{}, {"sampling_rate": 0.2, "n_steps": 2}], ids=["oja", "spca"])
+def test_secure_permutation_and_samples_on_a_device(options):
+    """The secret permutation of the rows (mini-batch Oja) and the Poisson samples (DP-SPCA at
+    ``sampling_rate < 1``) take the secure source's own words on device data too."""
+    torch = _torch()
+    from dpspectral.pca import dp_spca, minibatch_oja
+
+    method = dp_spca if options else minibatch_oja
+    X = torch.asarray(_spiked(), dtype=torch.float64)
+    with config_context(array_api_dispatch=True):
+        out = method(X, K, epsilon=1.0, delta=1e-5, row_norm=1.0, random_state="secure", **options)
+    assert out.privacy.noise_source == "secure" and _module(out.components) == "torch"
 
 
 @pytest.mark.parametrize("method", ["dp_pca", "private_oja", "local_gaussian"])

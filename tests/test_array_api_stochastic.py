@@ -337,9 +337,6 @@ def test_bad_input_on_the_device_is_refused_before_the_charge(namespace, method)
             with pytest.raises(NonPrivateDataError, match="on_norm_violation='raise'"):
                 method(_convert(X, namespace), K, row_norm=0.5, on_norm_violation="raise", **options,
                        **kwargs)
-        with pytest.raises(ValueError, match="secure.*host"):
-            method(_convert(X, namespace), K, epsilon=1.0, delta=1e-5, row_norm=1.0, accountant=acc,
-                   random_state="secure")
         with pytest.raises(ValueError, match="number of rows"):
             method(_convert(X[:2], namespace), K, row_norm=1.0, **kwargs)
         with pytest.raises(ValueError, match="empty|0 rows|no rows"):

@@ -794,10 +794,8 @@ def analyze_gauss(
     Dong, Roth and Su 2022): one ``GaussianDpEvent`` per release, all declared before the first.
 
     Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
-    events; the noise is drawn on the data's device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
-    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
-    ``random_state="secure"`` is refused there (its exact samplers run on the host).
+    events; the released scatter is noised on the host (exact, or ``"secure"``) and copied back to the
+    data's device.
     """
     return _covariance_call("analyze_gauss", **locals())
 

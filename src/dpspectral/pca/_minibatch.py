@@ -432,11 +432,10 @@ def minibatch_oja(
 
     Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
     validated, clipped, multiplied and decomposed (QR, SVD) in its namespace, on its device; the plan
-    and the accountant stay on the host. The same mechanism, sensitivities and events; the noise is
-    drawn on the device by :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded device
-    generator: the same law, a different stream than NumPy's; the report's ``noise_source`` is
-    ``"seeded-device"``; ``random_state="secure"`` is refused there). The initial frame and the secret
-    permutation are drawn by the host generator, as on the NumPy path, then moved to the device.
+    and the accountant stay on the host. The same mechanism, sensitivities and events; each batch's
+    release is noised on the host (exact, or ``"secure"``) and copied back to the data's device. The
+    initial frame and the secret permutation are drawn by the host generator (with ``"secure"``, from
+    the OS's bits), as on the NumPy path, then moved to the device.
     """
     on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
     batches = schedule or WarmupSchedule()

@@ -297,11 +297,9 @@ def noisy_power(
     exact counts stay here until the histogram's stage adds its noise), then ``X^T X`` at the clip.
 
     Device arrays (array API dispatch; ``docs/array-api.md``): the same mechanism, sensitivities and
-    events; the noise is drawn on the data's device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded PyTorch or CuPy generator): the
-    same law, a different stream than NumPy's (the report's ``noise_source`` is ``"seeded-device"``);
-    ``random_state="secure"`` is refused there (its exact samplers run on the host). The random start
-    is drawn by the host generator, as on the NumPy path, then moved to the device.
+    events; each released product is noised on the host (exact, or ``"secure"``) and copied back to
+    the data's device. The random start is drawn by the host generator, as on the NumPy path, then
+    moved to the device.
     """
     on, _, clip_share = clip_fields(adaptive_clip, _OWNER, takes_quantile=False)
     return run(_NoisyPower(show_progress), _PowerInputs(

@@ -713,16 +713,14 @@ def dp_spca(
 
     Device arrays (array API dispatch, ``docs/array-api.md``): a PyTorch/CuPy/array-API array is
     validated (finite; within C with ``on_norm_violation="raise"``) on its device before anything is
-    charged, and the clipped products, the noise, the retraction and the final SVD are computed in its
+    charged, and the clipped products, the retraction and the final SVD are computed in its
     namespace, on its device, in float64 whatever its dtype (the rounding of the sums, which the noise
     covers, would need hundreds of times the noise in float32; the components come back in its dtype);
     the plan and the accountant stay on the host. The same mechanism,
-    sensitivities and events; the noise is drawn on the device by
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise` (a seeded device generator: the same law, a
-    different stream than NumPy's; the report's ``noise_source`` is ``"seeded-device"``;
-    ``random_state="secure"`` is refused there, nothing charged). The random start and, for ``q < 1``,
-    each Poisson sample (a binomial count, then the distinct indices) are drawn by the host generator as
-    on the NumPy path and moved to the device; with ``q = 1`` every row is in every step and nothing is
+    sensitivities and events; each released step is noised on the host (exact, or ``"secure"``) and
+    copied back to the data's device. The random start and, for ``q < 1``,
+    each Poisson sample (one exact Bernoulli draw per row) are drawn on the host as on the NumPy path
+    and moved to the device; with ``q = 1`` every row is in every step and nothing is
     drawn.
 
     Rounding: each step's noise std and sensitivity are both widened by ``1 + r`` for the rounding of

@@ -28,8 +28,9 @@ exponentials), so the mechanism, its sensitivity and its accounting events are t
 the pseudo-random stream differs (a given seed gives other numbers than on NumPy, and other numbers on
 CPU and GPU). Like the seeded NumPy source these are floating-point samples (Mironov 2012): for
 research and for users who trust the machine, not for an adversary who reads the exact bits.
-``random_state="secure"`` (the exact discrete samplers, which run on the host) is refused for device
-data: convert the data with :func:`dpspectral.to_numpy` for a secure release.
+``random_state="secure"`` draws every additive noise with the host's secure source (OS entropy, the
+exact discrete samplers), as the default exact noise below is drawn: the statistic copied to the host,
+released there, the release copied back.
 
 Exact noise (the default)
 -------------------------
@@ -109,7 +110,9 @@ class DeviceNoise(NoiseSource):
         self._exact: NoiseSource | None = None
         if exact is not None:
             self._exact = exact(np.random.default_rng(seed))
-            self.name = "exact"
+            self.name = self._exact.name  # "exact", or "secure" (OS entropy)
+            if self.name == "secure":  # its exact draws (permutations, samples) take the OS's words too
+                self._words = self._exact._words  # type: ignore[attr-defined]
         if self.backend == "torch":
             import torch
 
@@ -204,10 +207,14 @@ class DeviceNoise(NoiseSource):
 
 def device_noise_source(
     random_state: Any, like: Any, exact: Callable[[np.random.Generator], NoiseSource] | None = None,
+    secure: Callable[[], NoiseSource] | None = None,
 ) -> DeviceNoise | None:
-    """:class:`DeviceNoise` for a non-NumPy array ``like`` (None for NumPy data); ``"secure"`` refused.
+    """:class:`DeviceNoise` for a non-NumPy array ``like`` (None for NumPy data).
+
     ``exact``: the host's exact source to draw with (copied to the device); None: the device's own
-    floating-point generator."""
+    floating-point generator. ``secure``: the host's secure source, which ``random_state="secure"``
+    draws every additive noise from (copied to the device; its generator serves the other randomness).
+    """
     from .._array_api import get_namespace_and_device, work_dtype
     from .._validation import as_generator
 
@@ -215,12 +222,10 @@ def device_noise_source(
     if xp is None:
         return None
     if isinstance(random_state, str):
-        if random_state == "secure":
-            raise ValueError(
-                "random_state='secure' is not available for data on a device: its exact discrete "
-                "samplers run on the host. Convert the data (dpspectral.to_numpy(X)) for a secure "
-                "release, or pass a seed (the device's seeded generator). Nothing was charged."
-            )
+        if random_state == "secure" and secure is not None:
+            source = secure()
+            return DeviceNoise(source.generator, xp, device, work_dtype(like, xp),
+                               exact=lambda _seeded: source)
         raise ValueError(
             "The 'random_state' parameter must be None, an int, a numpy SeedSequence or Generator, or "
             f"'secure'. Got {random_state!r} instead."

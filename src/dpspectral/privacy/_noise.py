@@ -330,8 +330,9 @@ def noise_source(random_state: Any, like: Any = None, seeded: str | None = None)
     :class:`SeededNoise` with ``config_context(noise="float")``: :func:`seeded_source`); a Generator is
     used and advanced as is; the global NumPy state is never used. A :class:`NoiseSource` passes
     through. ``like``: a non-NumPy array (PyTorch, CuPy...; array API dispatch on) gives
-    :class:`~dpspectral.privacy._device_noise.DeviceNoise`, which draws on that array's device
-    (``"secure"`` is then refused: its exact samplers run on the host).
+    :class:`~dpspectral.privacy._device_noise.DeviceNoise`: the host's exact (or, ``"secure"``, secure)
+    noise copied to that array's device, or, with ``config_context(noise="float")``, the device's own
+    floating-point stream.
     """
     if isinstance(random_state, NoiseSource):
         return random_state
@@ -339,7 +340,8 @@ def noise_source(random_state: Any, like: Any = None, seeded: str | None = None)
         from .._array_api import get_config
 
         device = device_noise_source(random_state, like,
-                                     exact=ExactNoise if get_config()["noise"] == "exact" else None)
+                                     exact=ExactNoise if get_config()["noise"] == "exact" else None,
+                                     secure=SecureNoise)
         if device is not None:
             return device
     if isinstance(random_state, str):
