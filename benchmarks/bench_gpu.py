@@ -27,7 +27,9 @@ runs after one untimed warm-up, with ``torch.cuda.synchronize()`` before and aft
   (``config_context(noise="float")``), next to the default's exact noise, which is drawn on the host
   (the released statistic copied there and back): ``exact_noise_cost_s`` and ``exact_noise_share`` say
   what drawing the exact noise on the host costs on this device, the measurement that decides whether
-  an exact sampler in the device's namespace is worth having.
+  an exact sampler in the device's namespace is worth having;
+* ``dppca_secure``: the same fit with ``random_state="secure"`` (OS entropy, the host's exact samplers,
+  the released statistic copied there and back).
 
 Each line also has ``energy_ratio``: the energy of X^T X captured by DPPCA's 10 components over the
 top-10 eigenvalues' sum (a check that the private result is not random). Prints one JSON line per
@@ -230,8 +232,8 @@ def _run_case(case: str, n: int, d: int, dtype_name: str, device: Any, args: Any
     limit_s, limit_times, (S, (w, _)) = _timed(lambda: _limit(X, device, dtype), args.repeats, device)
     emit({**base, "what": "limit", "median_s": limit_s, "times": limit_times})
 
-    def fit(noise: str = "exact") -> Any:
-        params: dict[str, Any] = dict(epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=0)
+    def fit(noise: str = "exact", random_state: Any = 0) -> Any:
+        params: dict[str, Any] = dict(epsilon=EPS, delta=DELTA, row_norm=1.0, random_state=random_state)
         with dpspectral.config_context(noise=noise):
             if base["streamed"]:
                 return DPPCA(K, device=device, **params).fit(X)
@@ -246,6 +248,9 @@ def _run_case(case: str, n: int, d: int, dtype_name: str, device: Any, args: Any
     float_s, float_times, _ = _timed(lambda: fit("float"), args.repeats, device)
     emit({**base, "what": "dppca_float_noise", "median_s": float_s, "times": float_times,
           "exact_noise_cost_s": fit_s - float_s, "exact_noise_share": (fit_s - float_s) / fit_s})
+    secure_s, secure_times, secure = _timed(lambda: fit(random_state="secure"), args.repeats, device)
+    emit({**base, "what": "dppca_secure", "median_s": secure_s, "times": secure_times,
+          "noise_source": secure.privacy_.noise_source, "ratio_to_default": secure_s / fit_s})
     sk = _sklearn_fit(X)
     if isinstance(sk, str):
         emit({**base, "what": "sklearn", "skipped": sk})
@@ -271,21 +276,22 @@ def _table(lines: list[dict[str, Any]], device_name: str) -> str:
         rows.setdefault(key, {})[line["what"]] = line
     out = [f"Device: {device_name}. Medians of the timed runs (after a warm-up), seconds.", "",
            "| data | n x d | dtype | DPPCA | limit (X^T X + eigh) | DPPCA / limit | energy ratio | "
-           "DPPCA, device float noise | scikit-learn PCA | CPU DPPCA |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "DPPCA, device float noise | DPPCA, secure | scikit-learn PCA | CPU DPPCA |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (case, n, d, dtype), m in rows.items():
         if "skipped" in m:
-            out.append(f"| {case} | {n} x {d} | {dtype} | skipped: {m['skipped']['reason']} | | | | | | |")
+            out.append(f"| {case} | {n} x {d} | {dtype} | skipped: {m['skipped']['reason']} | | | | | | | |")
             continue
         fit, lim, sk, cpu = m.get("dppca", {}), m.get("limit", {}), m.get("sklearn", {}), m.get("cpu_dppca")
-        flt = m.get("dppca_float_noise", {})
+        flt, sec = m.get("dppca_float_noise", {}), m.get("dppca_secure", {})
         nan = float("nan")
         streamed = " (streamed)" if lim.get("streamed") else ""
         sk_text = f"{sk['median_s']:.3f}" if "median_s" in sk else f"n/a ({sk.get('skipped', '')[:80]})"
         cpu_text = f"{cpu['median_s']:.2f} ({cpu['device_speedup']:.1f}x)" if cpu else ""
         out.append(f"| {case}{streamed} | {n:,} x {d} | {dtype} | {fit.get('median_s', nan):.3f} | "
                    f"{lim.get('median_s', nan):.3f} | {fit.get('ratio_to_limit', nan):.2f} | "
-                   f"{fit.get('energy_ratio', nan):.3f} | {flt.get('median_s', nan):.3f} | {sk_text} | "
+                   f"{fit.get('energy_ratio', nan):.3f} | {flt.get('median_s', nan):.3f} | "
+                   f"{sec.get('median_s', nan):.3f} | {sk_text} | "
                    f"{cpu_text} |")
     return "\n".join(out) + "\n"
 

@@ -1,6 +1,7 @@
 """Smoke check of benchmarks/bench_gpu.py in its quick mode on PyTorch's CPU device, so that the script
 waiting for a GPU cannot rot: every case it runs reports the default fit, the fit with the device's
-float noise (the cost of the host's exact noise) and the limit, and the table has their columns."""
+float noise (the cost of the host's exact noise), the fit with OS entropy ("secure") and the limit, and
+the table has their columns."""
 
 import json
 import os
@@ -29,6 +30,8 @@ def test_quick_run_reports_the_exact_noise_cost(tmp_path):
         fit, flt = by_what["dppca"], by_what["dppca_float_noise"]
         assert fit["median_s"] > 0 and flt["median_s"] > 0 and by_what["limit"]["median_s"] > 0
         assert flt["exact_noise_cost_s"] == pytest.approx(fit["median_s"] - flt["median_s"])
+        assert by_what["dppca_secure"]["median_s"] > 0 and by_what["dppca_secure"]["noise_source"] == "secure"
         assert fit["energy_ratio"] > 0.2  # not random (a random 10-dim subspace: about 0.03 on MNIST)
     table = out.read_text()
-    assert "DPPCA, device float noise" in table and table.count("\n| ") >= len(ran) + 1
+    assert "DPPCA, device float noise" in table and "DPPCA, secure" in table
+    assert table.count("\n| ") >= len(ran) + 1
