@@ -116,7 +116,7 @@ def centred_norm_hint(X: np.ndarray, row_norms: np.ndarray, center: np.ndarray) 
     g = gamma(d + 1, _U)
     with blas_threads(1):  # one thread: a multi-threaded BLAS call leaves its threads spinning for a
         # while after it returns, and the scatter's threads that follow would share the cores with them
-        # (9 % slower at MNIST's size); this product is limited by the memory, not the cores
+        # (the scatter 8-12 % slower at MNIST's size); this product is limited by the memory, not the cores
         dots = X @ center  # each dot a sum of d products in some order: the same bound
     mu = float(np.sqrt(center @ center))
     approx = np.square(row_norms) - 2.0 * dots + mu * mu

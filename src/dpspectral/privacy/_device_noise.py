@@ -206,8 +206,8 @@ class DeviceNoise(NoiseSource):
 
 
 def device_noise_source(
-    random_state: Any, like: Any, exact: Callable[[np.random.Generator], NoiseSource] | None = None,
-    secure: Callable[[], NoiseSource] | None = None,
+    random_state: Any, like: Any, exact: Callable[[np.random.Generator], NoiseSource] | None = None, *,
+    secure: Callable[[], NoiseSource],
 ) -> DeviceNoise | None:
     """:class:`DeviceNoise` for a non-NumPy array ``like`` (None for NumPy data).
 
@@ -222,7 +222,7 @@ def device_noise_source(
     if xp is None:
         return None
     if isinstance(random_state, str):
-        if random_state == "secure" and secure is not None:
+        if random_state == "secure":
             source = secure()
             return DeviceNoise(source.generator, xp, device, work_dtype(like, xp),
                                exact=lambda _seeded: source)
